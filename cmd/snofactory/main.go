@@ -1,0 +1,88 @@
+// Command snofactory builds relocatable single-node OpenShift seed images from blueprints.
+//
+// This package is the CLI only: flags, output formats and exit codes. The work happens in
+// blueprints/, pipeline/, stages/ and seeds/.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/containers/storage/pkg/reexec"
+	"github.com/spf13/cobra"
+)
+
+// Exit codes are part of the interface: depots script against them.
+const (
+	exitOK       = 0
+	exitFailed   = 1
+	exitBadInput = 2
+)
+
+func main() {
+	// containers/storage re-executes the binary for some operations; this must run first.
+	if reexec.Init() {
+		return
+	}
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) (code int) {
+	defer func() {
+		// A panic is our bug, never the user's: say so plainly instead of dumping a trace.
+		if r := recover(); r != nil {
+			fmt.Fprintf(stderr, "snofactory: internal error: %v\nThis is a bug in snofactory; please report it with the command you ran.\n", r)
+			code = exitFailed
+		}
+	}()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	root := newRootCommand(stdout, stderr)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintln(stderr, "snofactory:", err)
+	var be *badInputError
+	if errors.As(err, &be) {
+		return exitBadInput
+	}
+	return exitFailed
+}
+
+func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "snofactory",
+		Short:         "Build relocatable single-node OpenShift seed images from blueprints",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return badInput(err) })
+	// Each subcommand lives in its own file; add one line here per command.
+	// --- commands ---
+	// --- end commands ---
+	return root
+}
+
+// badInputError marks errors caused by the user's input (exit code 2).
+type badInputError struct{ err error }
+
+func (e *badInputError) Error() string { return e.err.Error() }
+func (e *badInputError) Unwrap() error { return e.err }
+
+// badInput marks err as the user's input being wrong, so the process exits with code 2.
+func badInput(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &badInputError{err: err}
+}
