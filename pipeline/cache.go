@@ -1,0 +1,205 @@
+package pipeline
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// Cache is a content-addressed store of stage outputs, safe to share between concurrent builds
+// (one directory per depot). Layout:
+//
+//	entries/<stage>/<key>/          committed outputs (never modified after the rename)
+//	entries/<stage>/<key>.json      entry record: key inputs and artifact digests
+//	staging/                        in-progress outputs, renamed into entries/ on success
+//	locks/<key>.lock                per-entry flock, so two builds never make one entry twice
+//	shared/<name>/                  depot-wide stores owned by stages (blob stores)
+//	index/<blueprint>/<stage>.json  key inputs of the last build, for "why does this run?"
+type Cache struct {
+	Dir string
+}
+
+// DefaultCacheDir is $XDG_CACHE_HOME/snofactory, falling back to ~/.cache/snofactory.
+func DefaultCacheDir() (string, error) {
+	d, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("finding the user cache directory (set XDG_CACHE_HOME or --cache-dir): %w", err)
+	}
+	return filepath.Join(d, "snofactory"), nil
+}
+
+// Entry is a committed cache entry.
+type Entry struct {
+	Stage     string            `json:"stage"`
+	Key       string            `json:"key"`
+	Inputs    KeyInputs         `json:"inputs"`
+	Artifacts []Artifact        `json:"artifacts"`
+	Tools     map[string]string `json:"tools,omitempty"`
+	// Dir is where the outputs live; not stored.
+	Dir string `json:"-"`
+}
+
+// Artifact is one output file of a stage.
+type Artifact struct {
+	Path   string `json:"path"`
+	SHA256 string `json:"sha256"`
+	Size   int64  `json:"size"`
+}
+
+func (c *Cache) entryDir(stage, key string) string {
+	return filepath.Join(c.Dir, "entries", stage, key)
+}
+
+// Lookup returns the committed entry for stage and key, or ok=false. An entry without its
+// record (a crash between the two renames) counts as absent and is rebuilt.
+func (c *Cache) Lookup(stage, key string) (Entry, bool, error) {
+	b, err := os.ReadFile(c.entryDir(stage, key) + ".json")
+	if errors.Is(err, fs.ErrNotExist) {
+		return Entry{}, false, nil
+	}
+	if err != nil {
+		return Entry{}, false, fmt.Errorf("reading cache entry %s/%s: %w", stage, key, err)
+	}
+	var e Entry
+	if err := json.Unmarshal(b, &e); err != nil {
+		return Entry{}, false, nil // a torn or foreign record: rebuild rather than trust it
+	}
+	e.Dir = c.entryDir(stage, key)
+	if _, err := os.Stat(e.Dir); err != nil {
+		return Entry{}, false, nil
+	}
+	return e, true, nil
+}
+
+// stage creates a fresh staging directory for an entry.
+func (c *Cache) stage(stage, key string) (string, error) {
+	d := filepath.Join(c.Dir, "staging")
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		return "", err
+	}
+	return os.MkdirTemp(d, stage+"-"+key[:12]+"-")
+}
+
+// commit moves a staged directory into the cache. The directory rename is the commit point of
+// the outputs; the record is written after it, so a reader that sees the record sees the outputs.
+func (c *Cache) commit(staged string, e Entry) (Entry, error) {
+	final := c.entryDir(e.Stage, e.Key)
+	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
+		return Entry{}, err
+	}
+	// Leftovers of a crash between the two renames: outputs without a record.
+	if err := os.RemoveAll(final); err != nil {
+		return Entry{}, fmt.Errorf("removing stale cache entry %s: %w", final, err)
+	}
+	if err := os.Rename(staged, final); err != nil {
+		return Entry{}, fmt.Errorf("committing cache entry %s: %w", final, err)
+	}
+	b, err := json.MarshalIndent(e, "", "  ")
+	if err != nil {
+		return Entry{}, err
+	}
+	if err := writeFileAtomic(final+".json", b, 0o644); err != nil {
+		return Entry{}, fmt.Errorf("writing cache record for %s: %w", final, err)
+	}
+	e.Dir = final
+	return e, nil
+}
+
+// lock takes the per-entry lock, blocking until it is free. Locks are flocks, so a killed
+// build releases them with its process.
+func (c *Cache) lock(key string) (unlock func(), err error) {
+	d := filepath.Join(c.Dir, "locks")
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(d, key+".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("locking cache entry %s: %w", key, err)
+	}
+	return func() {
+		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
+}
+
+// shared returns (creating it) a depot-wide directory owned by a stage.
+func (c *Cache) shared(name string) (string, error) {
+	if name == "" || strings.ContainsAny(name, `/\`) || name == "." || name == ".." {
+		return "", fmt.Errorf("invalid shared store name %q", name)
+	}
+	d := filepath.Join(c.Dir, "shared", name)
+	return d, os.MkdirAll(d, 0o755)
+}
+
+// removeStale deletes staging directories that killed builds left for this entry. The caller
+// holds the entry lock, so no live build can own them.
+func (c *Cache) removeStale(stage, key string) {
+	old, _ := filepath.Glob(filepath.Join(c.Dir, "staging", stage+"-"+key[:12]+"-*"))
+	for _, d := range old {
+		os.RemoveAll(d)
+	}
+}
+
+// artifacts lists every regular file below dir with its digest and size.
+func artifacts(dir string) ([]Artifact, error) {
+	var out []Artifact
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		h := sha256.New()
+		n, err := io.Copy(h, f)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		out = append(out, Artifact{Path: filepath.ToSlash(rel), SHA256: hex.EncodeToString(h.Sum(nil)), Size: n})
+		return nil
+	})
+	return out, err
+}
+
+// index records the key inputs of the last build of a blueprint's stage.
+func (c *Cache) indexPath(blueprint, stage string) string {
+	return filepath.Join(c.Dir, "index", blueprint, stage+".json")
+}
+
+func (c *Cache) lastInputs(blueprint, stage string) (KeyInputs, bool) {
+	b, err := os.ReadFile(c.indexPath(blueprint, stage))
+	if err != nil {
+		return KeyInputs{}, false
+	}
+	var k KeyInputs
+	if json.Unmarshal(b, &k) != nil {
+		return KeyInputs{}, false
+	}
+	return k, true
+}
+
+func (c *Cache) recordInputs(blueprint, stage string, k KeyInputs) error {
+	b, err := json.MarshalIndent(k, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(c.indexPath(blueprint, stage), b, 0o644)
+}

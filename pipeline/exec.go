@@ -1,0 +1,132 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// ToolError is a failed external tool: which one, its exit status and the tail of its stderr.
+// The stage's full log (see StageError) holds everything it printed.
+type ToolError struct {
+	Tool       string
+	Args       []string
+	ExitCode   int
+	StderrTail string
+	Err        error
+}
+
+func (e *ToolError) Error() string {
+	msg := fmt.Sprintf("%s failed: %v", e.Tool, e.Err)
+	if e.StderrTail != "" {
+		msg += "\n--- last lines of " + e.Tool + "'s stderr ---\n" + e.StderrTail
+	}
+	return msg
+}
+
+func (e *ToolError) Unwrap() error { return e.Err }
+
+// Exec runs an external tool for the stage: its output goes to the stage log, it runs in its
+// own process group so cancellation stops it and everything it started, and a failure comes
+// back as a *ToolError with its stderr tail.
+func (e *Env) Exec(ctx context.Context, cmd *exec.Cmd) error {
+	w := &logWriter{log: e.Log, tool: cmd.Path}
+	return RunTool(ctx, cmd, w)
+}
+
+// RunTool runs cmd in its own process group, killed as a group when ctx ends. Output is copied
+// to w (if not nil) and stderr's last lines are kept for the error.
+func RunTool(ctx context.Context, cmd *exec.Cmd, w io.Writer) error {
+	tail := &tailBuffer{max: 4096}
+	var out io.Writer = tail
+	if w != nil {
+		out = io.MultiWriter(w, tail)
+	}
+	if cmd.Stdout == nil {
+		if w != nil {
+			cmd.Stdout = w
+		}
+	}
+	if cmd.Stderr == nil {
+		cmd.Stderr = out
+	}
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setpgid = true
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	if err := cmd.Start(); err != nil {
+		return &ToolError{Tool: toolName(cmd), Args: cmd.Args, ExitCode: -1, Err: err}
+	}
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+			select {
+			case <-done:
+			case <-time.After(5 * time.Second):
+				syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			}
+		case <-done:
+		}
+	}()
+	err := cmd.Wait()
+	close(done)
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("%s stopped: %w", toolName(cmd), ctx.Err())
+	}
+	te := &ToolError{Tool: toolName(cmd), Args: cmd.Args, ExitCode: -1, StderrTail: tail.String(), Err: err}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		te.ExitCode = ee.ExitCode()
+	}
+	return te
+}
+
+func toolName(cmd *exec.Cmd) string {
+	if len(cmd.Args) > 0 {
+		return cmd.Args[0]
+	}
+	return cmd.Path
+}
+
+// tailBuffer keeps the last max bytes written, trimmed to whole lines.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > 2*t.max {
+		t.buf = append([]byte(nil), t.buf[len(t.buf)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	b := t.buf
+	if len(b) > t.max {
+		b = b[len(b)-t.max:]
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			b = b[i+1:]
+		}
+	}
+	return strings.TrimRight(string(b), "\n")
+}

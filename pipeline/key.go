@@ -1,0 +1,192 @@
+package pipeline
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// KeyInputs is everything a stage's key is derived from. It is stored beside each cache entry
+// and in the last-build index so that "why does this stage run?" is a diff of two KeyInputs.
+type KeyInputs struct {
+	Stage   string            `json:"stage"`
+	Version string            `json:"version"`
+	Options json.RawMessage   `json:"options"`
+	Deps    map[string]string `json:"deps,omitempty"`
+	Files   map[string]string `json:"files,omitempty"`
+	Secrets map[string]string `json:"secrets,omitempty"`
+}
+
+// Key is the hex sha256 of the canonical JSON of the inputs.
+func (k KeyInputs) Key() string {
+	b, err := json.Marshal(k) // map keys are sorted by encoding/json, so this is canonical
+	if err != nil {
+		panic(fmt.Sprintf("marshal key inputs: %v", err)) // only raw JSON we produced ourselves
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// Diff lists, in plain words, what differs between an earlier set of inputs and this one.
+func (k KeyInputs) Diff(old KeyInputs) []string {
+	var why []string
+	if old.Version != k.Version {
+		why = append(why, fmt.Sprintf("stage version changed (%s → %s)", old.Version, k.Version))
+	}
+	if !bytes.Equal(old.Options, k.Options) {
+		why = append(why, optionsDiff(old.Options, k.Options)...)
+	}
+	why = append(why, mapDiff("upstream stage", old.Deps, k.Deps)...)
+	why = append(why, mapDiff("file", old.Files, k.Files)...)
+	why = append(why, mapDiff("secret", old.Secrets, k.Secrets)...)
+	return why
+}
+
+func mapDiff(what string, old, cur map[string]string) []string {
+	var why []string
+	for _, name := range sortedKeys(cur) {
+		o, ok := old[name]
+		switch {
+		case !ok:
+			why = append(why, fmt.Sprintf("%s %s added", what, name))
+		case o != cur[name]:
+			why = append(why, fmt.Sprintf("%s %s changed", what, name))
+		}
+	}
+	for _, name := range sortedKeys(old) {
+		if _, ok := cur[name]; !ok {
+			why = append(why, fmt.Sprintf("%s %s removed", what, name))
+		}
+	}
+	return why
+}
+
+// optionsDiff names the option paths whose values differ.
+func optionsDiff(oldRaw, curRaw json.RawMessage) []string {
+	var o, c any
+	if json.Unmarshal(oldRaw, &o) != nil || json.Unmarshal(curRaw, &c) != nil {
+		return []string{"options changed"}
+	}
+	var paths []string
+	walkDiff("", o, c, &paths)
+	if len(paths) == 0 {
+		return []string{"options changed"}
+	}
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		out[i] = "option " + p + " changed"
+	}
+	return out
+}
+
+func walkDiff(path string, o, c any, out *[]string) {
+	om, ok1 := o.(map[string]any)
+	cm, ok2 := c.(map[string]any)
+	if ok1 && ok2 {
+		keys := sortedKeys(om)
+		for k := range cm {
+			if _, ok := om[k]; !ok {
+				keys = append(keys, k)
+			}
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			walkDiff(strings.TrimPrefix(path+"."+k, "."), om[k], cm[k], out)
+		}
+		return
+	}
+	ob, _ := json.Marshal(o)
+	cb, _ := json.Marshal(c)
+	if !bytes.Equal(ob, cb) {
+		if path == "" {
+			path = "(all)"
+		}
+		*out = append(*out, path)
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// canonicalJSON marshals v and re-encodes it so that equal values give equal bytes whatever
+// their Go types (struct field order, map order).
+func canonicalJSON(v any) (json.RawMessage, error) {
+	if v == nil {
+		return json.RawMessage("null"), nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var generic any
+	if err := json.Unmarshal(b, &generic); err != nil {
+		return nil, err
+	}
+	return json.Marshal(generic)
+}
+
+// digestPath returns the sha256 of a file, or of a directory tree (relative paths, modes and
+// contents, in sorted order), so renaming the checkout does not change it.
+func digestPath(p string) (string, error) {
+	st, err := os.Stat(p)
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	if !st.IsDir() {
+		if err := hashFile(h, p); err != nil {
+			return "", err
+		}
+		return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+	}
+	err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(p, path)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "%s\x00%o\x00", filepath.ToSlash(rel), info.Mode())
+		if info.Mode().IsRegular() {
+			return hashFile(h, path)
+		}
+		if info.Mode()&fs.ModeSymlink != 0 {
+			target, err := os.Readlink(path)
+			if err != nil {
+				return err
+			}
+			io.WriteString(h, target)
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return "sha256-tree:" + hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func hashFile(w io.Writer, p string) error {
+	f, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = io.Copy(w, f)
+	return err
+}

@@ -1,0 +1,92 @@
+package pipeline
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// SecretSource hands secret values to stages. Values never enter logs, keys or records.
+type SecretSource interface {
+	Secret(name string) ([]byte, error)
+}
+
+// SecretFiles is a SecretSource backed by files named in the blueprint (pull secret, SSH key).
+type SecretFiles map[string]string
+
+// Secret reads the named secret's file.
+func (s SecretFiles) Secret(name string) ([]byte, error) {
+	p, ok := s[name]
+	if !ok {
+		return nil, fmt.Errorf("secret %q is not configured", name)
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return nil, fmt.Errorf("reading secret %q: %w", name, err)
+	}
+	return b, nil
+}
+
+// hmacKey returns this cache's random key for secret digests, creating it (0600) on first
+// use. A per-cache key means a leaked cache key or run record cannot be used to test guesses
+// of a pull secret offline.
+func hmacKey(cacheDir string) ([]byte, error) {
+	p := filepath.Join(cacheDir, "secret-digest.key")
+	b, err := os.ReadFile(p)
+	if err == nil && len(b) == 32 {
+		return b, nil
+	}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("reading cache secret key: %w", err)
+	}
+	k := make([]byte, 32)
+	if _, err := rand.Read(k); err != nil {
+		return nil, err
+	}
+	if err := writeFileAtomic(p, k, 0o600); err != nil {
+		return nil, fmt.Errorf("writing cache secret key: %w", err)
+	}
+	// Another build may have raced us; whoever renamed last wins, so read back.
+	return os.ReadFile(p)
+}
+
+func secretDigest(key, value []byte) string {
+	m := hmac.New(sha256.New, key)
+	m.Write(value)
+	return "hmac-sha256:" + hex.EncodeToString(m.Sum(nil))
+}
+
+// writeFileAtomic writes data to path through a temporary file and a rename.
+func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	if err := f.Chmod(perm); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}

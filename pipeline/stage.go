@@ -1,0 +1,68 @@
+package pipeline
+
+import (
+	"context"
+	"log/slog"
+)
+
+// Stage is one step of a build. Stage packages construct it with typed options and return it;
+// the engine treats Options as opaque data that only feeds the cache key.
+type Stage struct {
+	// Name is unique within a graph, e.g. "render".
+	Name string
+	// Version is bumped whenever the stage's output changes for the same inputs, which
+	// invalidates every cache entry it made.
+	Version string
+	// Options is exactly what the stage reads from the blueprint; its canonical JSON is part
+	// of the key. It must not hold secrets: declare those in Secrets.
+	Options any
+	// Deps names the upstream stages whose outputs this stage consumes.
+	Deps []string
+	// Files maps a stable label (e.g. "butane/10-motd.bu") to a file or directory the stage
+	// reads; their content digests are part of the key, their host paths are not, so moving a
+	// checkout does not invalidate the cache.
+	Files map[string]string
+	// Secrets names the secrets the stage reads (see Secrets). They enter the key only as an
+	// HMAC under a per-cache random key.
+	Secrets []string
+	// Uncached stages run every time (e.g. a push whose effect lives outside the cache);
+	// they still get a key so plan can show them.
+	Uncached bool
+	// Run does the work. It writes outputs only below env.Out.
+	Run func(ctx context.Context, env *Env) error
+}
+
+// Env is what a running stage gets from the engine.
+type Env struct {
+	// Out is the staging directory for this stage's outputs; it becomes the cache entry.
+	Out string
+	// Inputs maps each name in Stage.Deps to that stage's (read-only) output directory.
+	Inputs map[string]string
+	// Shared returns a depot-wide directory for data that outlives entries and is shared by
+	// every build using this cache (e.g. a blob store). Writers must stage and rename.
+	Shared func(name string) (string, error)
+	// Secrets gives access to secret values; never log or cache them.
+	Secrets SecretSource
+	// Log writes to the stage's log file and the event stream.
+	Log *slog.Logger
+	// LogPath is the full log file of this stage, for error messages.
+	LogPath string
+	// Tools records the external tools (and versions) the stage used, for run.json.
+	tools  map[string]string
+	events *emitter
+	stage  string
+}
+
+// UseTool records that the stage used an external tool at a version, for the run record.
+func (e *Env) UseTool(name, version string) {
+	if e.tools != nil {
+		e.tools[name] = version
+	}
+}
+
+// Progress reports byte- or item-counted progress of the stage; total may be 0 if unknown.
+func (e *Env) Progress(what string, done, total int64, unit string) {
+	if e.events != nil {
+		e.events.emit(Event{Kind: EventProgress, Stage: e.stage, Message: what, Done: done, Total: total, Unit: unit})
+	}
+}
