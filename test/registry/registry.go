@@ -1,0 +1,338 @@
+package registry
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// AptPackage is the Debian package that provides the registry binary.
+const AptPackage = "docker-registry"
+
+// DefaultBinary is where the Debian package installs the registry.
+const DefaultBinary = "/usr/bin/docker-registry"
+
+// ErrNotInstalled reports that no registry binary was found.
+var ErrNotInstalled = errors.New("docker-registry binary not found (install the Debian package " + AptPackage + "; `make deps` does)")
+
+// Options configure a registry. The zero value is a plain-HTTP registry
+// without auth.
+type Options struct {
+	// Binary is the registry executable. Empty means docker-registry on
+	// PATH, then DefaultBinary.
+	Binary string
+	// Username and Password, when both set, turn on htpasswd basic auth.
+	Username string
+	Password string
+	// TLS serves HTTPS with a generated self-signed certificate valid for
+	// 127.0.0.1, ::1 and localhost.
+	TLS bool
+	// StartTimeout bounds the wait for /v2/ to answer. Default 20s.
+	StartTimeout time.Duration
+	// Logger receives lifecycle messages. Nil discards them.
+	Logger *slog.Logger
+}
+
+// Registry is a running registry process.
+type Registry struct {
+	opts    Options
+	addr    string
+	dir     string // everything the registry owns: config, storage, certs
+	certDir string
+	caPool  *x509.CertPool
+
+	cmd    *exec.Cmd
+	exited chan struct{}
+	// waitErr is written once before exited is closed.
+	waitErr error
+	stderr  *tailBuffer
+	log     *accessLog
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// findBinary resolves the registry executable.
+func findBinary(b string) (string, error) {
+	if b != "" {
+		p, err := exec.LookPath(b)
+		if err != nil {
+			return "", fmt.Errorf("%w: %s: %v", ErrNotInstalled, b, err)
+		}
+		return p, nil
+	}
+	if p, err := exec.LookPath("docker-registry"); err == nil {
+		return p, nil
+	}
+	if _, err := os.Stat(DefaultBinary); err == nil {
+		return DefaultBinary, nil
+	}
+	return "", ErrNotInstalled
+}
+
+// Start runs a registry on 127.0.0.1 with a free port and returns once /v2/
+// answers. The registry is stopped when ctx is done or Stop is called; the
+// caller must call Stop to remove its storage.
+func Start(ctx context.Context, opts Options) (*Registry, error) {
+	bin, err := findBinary(opts.Binary)
+	if err != nil {
+		return nil, err
+	}
+	if opts.StartTimeout <= 0 {
+		opts.StartTimeout = 20 * time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if (opts.Username == "") != (opts.Password == "") {
+		return nil, errors.New("registry: Username and Password must be set together")
+	}
+	// Picking a free port and handing it to another process is racy; a
+	// lost race shows up as "address already in use" and is retried.
+	var lastErr error
+	for attempt := 0; attempt < 4; attempt++ {
+		r, err := start(ctx, bin, opts)
+		if err == nil {
+			return r, nil
+		}
+		lastErr = err
+		if !strings.Contains(err.Error(), "address already in use") || ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, lastErr
+}
+
+func start(ctx context.Context, bin string, opts Options) (r *Registry, err error) {
+	dir, err := os.MkdirTemp("", "snofactory-registry-")
+	if err != nil {
+		return nil, fmt.Errorf("registry: temp dir: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(dir)
+		}
+	}()
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	r = &Registry{
+		opts:   opts,
+		addr:   fmt.Sprintf("127.0.0.1:%d", port),
+		dir:    dir,
+		exited: make(chan struct{}),
+		stderr: &tailBuffer{max: 16 << 10},
+		log:    newAccessLog(),
+	}
+	cfg := config{Addr: r.addr, Storage: filepath.Join(dir, "data")}
+	if opts.Username != "" {
+		cfg.Htpasswd = filepath.Join(dir, "htpasswd")
+		if err := writeHtpasswd(cfg.Htpasswd, opts.Username, opts.Password); err != nil {
+			return nil, err
+		}
+	}
+	if opts.TLS {
+		r.certDir = filepath.Join(dir, "certs")
+		cfg.Cert = filepath.Join(dir, "server.crt")
+		cfg.Key = filepath.Join(dir, "server.key")
+		pool, err := writeSelfSigned(cfg.Cert, cfg.Key, r.certDir)
+		if err != nil {
+			return nil, err
+		}
+		r.caPool = pool
+	}
+	cfgPath := filepath.Join(dir, "config.yml")
+	if err := os.WriteFile(cfgPath, cfg.render(), 0o600); err != nil {
+		return nil, fmt.Errorf("registry: write config: %w", err)
+	}
+
+	cmd := exec.Command(bin, "serve", cfgPath)
+	cmd.Dir = dir
+	cmd.Env = cleanEnv()
+	cmd.Stdout = r.log // the access log goes to stdout
+	cmd.Stderr = r.stderr
+	cmd.SysProcAttr = sysProcAttr()
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("registry: start %s: %w", bin, err)
+	}
+	r.cmd = cmd
+	go func() {
+		r.waitErr = cmd.Wait()
+		close(r.exited)
+	}()
+	go func() {
+		select {
+		case <-ctx.Done():
+			r.kill()
+		case <-r.exited:
+		}
+	}()
+
+	if err := r.waitReady(ctx); err != nil {
+		r.kill()
+		<-r.exited
+		return nil, err
+	}
+	// Readiness probes are not what tests want to count.
+	r.Reset()
+	opts.Logger.Info("registry started", "addr", r.addr, "tls", opts.TLS, "auth", opts.Username != "", "pid", cmd.Process.Pid)
+	return r, nil
+}
+
+func (r *Registry) waitReady(ctx context.Context) error {
+	client := &http.Client{Transport: r.Transport(), Timeout: 2 * time.Second}
+	deadline := time.Now().Add(r.opts.StartTimeout)
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, r.URL()+"/v2/", nil)
+		resp, err := client.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			// 401 means up with auth on.
+			if resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusUnauthorized {
+				return nil
+			}
+		}
+		select {
+		case <-r.exited:
+			return fmt.Errorf("registry: exited before serving (%v): %s", r.waitErr, strings.TrimSpace(r.stderr.String()))
+		case <-ctx.Done():
+			return fmt.Errorf("registry: waiting for %s: %w", r.addr, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("registry: %s did not answer /v2/ within %s: %s", r.addr, r.opts.StartTimeout, strings.TrimSpace(r.stderr.String()))
+		}
+	}
+}
+
+// kill ends the whole process group. Storage is temporary, so there is
+// nothing to flush and no point in a graceful shutdown.
+func (r *Registry) kill() {
+	if r.cmd == nil || r.cmd.Process == nil {
+		return
+	}
+	_ = syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
+	_ = r.cmd.Process.Kill()
+}
+
+// Stop kills the registry and removes its storage. It is safe to call more
+// than once.
+func (r *Registry) Stop() error {
+	r.stopOnce.Do(func() {
+		r.kill()
+		select {
+		case <-r.exited:
+		case <-time.After(10 * time.Second):
+			r.stopErr = fmt.Errorf("registry: pid %d did not exit after SIGKILL", r.cmd.Process.Pid)
+		}
+		if err := os.RemoveAll(r.dir); err != nil && r.stopErr == nil {
+			r.stopErr = fmt.Errorf("registry: remove storage: %w", err)
+		}
+		r.opts.Logger.Info("registry stopped", "addr", r.addr)
+	})
+	return r.stopErr
+}
+
+// Done is closed when the registry process has exited.
+func (r *Registry) Done() <-chan struct{} { return r.exited }
+
+// Addr is "127.0.0.1:PORT", the registry part of image references.
+func (r *Registry) Addr() string { return r.addr }
+
+// URL is the base URL, http:// or https:// depending on Options.TLS.
+func (r *Registry) URL() string {
+	if r.opts.TLS {
+		return "https://" + r.addr
+	}
+	return "http://" + r.addr
+}
+
+// Ref joins the registry address and a repository path ("a/b:tag" or
+// "a/b@sha256:...").
+func (r *Registry) Ref(repo string) string { return r.addr + "/" + repo }
+
+// TLS reports whether the registry serves HTTPS.
+func (r *Registry) TLS() bool { return r.opts.TLS }
+
+// Credentials returns the basic-auth user and password ("" when auth is off).
+func (r *Registry) Credentials() (username, password string) {
+	return r.opts.Username, r.opts.Password
+}
+
+// CertDir is a directory holding ca.crt, the registry's self-signed
+// certificate, in the layout skopeo's --cert-dir and containers/image's
+// DockerCertPath expect. Empty without TLS.
+func (r *Registry) CertDir() string { return r.certDir }
+
+// CertPool trusts the registry's certificate. Nil without TLS.
+func (r *Registry) CertPool() *x509.CertPool { return r.caPool }
+
+// Transport is an HTTP transport that trusts the registry's certificate.
+func (r *Registry) Transport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	if r.caPool != nil {
+		t.TLSClientConfig = &tls.Config{RootCAs: r.caPool, MinVersion: tls.VersionTLS12}
+	}
+	return t
+}
+
+// StorageDir is the registry's filesystem storage root.
+func (r *Registry) StorageDir() string { return filepath.Join(r.dir, "data") }
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("registry: find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// cleanEnv drops REGISTRY_* variables, which would override the generated
+// config.
+func cleanEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "REGISTRY_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// tailBuffer keeps the last max bytes written, for error messages.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (b *tailBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf = append(b.buf, p...)
+	if over := len(b.buf) - b.max; over > 0 {
+		b.buf = append([]byte(nil), b.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+func (b *tailBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return string(b.buf)
+}

@@ -1,0 +1,9 @@
+//go:build !linux
+
+package registry
+
+import "syscall"
+
+func sysProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true}
+}
