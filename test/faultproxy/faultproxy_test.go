@@ -1,0 +1,282 @@
+package faultproxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/snofactory/snofactory/test/registry"
+)
+
+// fixture is a registry holding one image, and the URL of its first layer.
+type fixture struct {
+	reg     *registry.Registry
+	img     v1.Image
+	blobURL string // path part only
+	blobLen int64
+}
+
+func newFixture(t *testing.T, layerSize int64) fixture {
+	t.Helper()
+	reg := registry.StartT(t, registry.Options{})
+	img, err := random.Image(layerSize, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, _ := name.ParseReference(reg.Ref("fp/img:v1"))
+	if err := remote.Write(ref, img); err != nil {
+		t.Fatal(err)
+	}
+	layers, _ := img.Layers()
+	d, _ := layers[0].Digest()
+	n, _ := layers[0].Size()
+	return fixture{reg: reg, img: img, blobURL: "/v2/fp/img/blobs/" + d.String(), blobLen: n}
+}
+
+func startProxy(t *testing.T, target string, opts Options) *Proxy {
+	t.Helper()
+	p, err := Start(context.Background(), target, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+func TestFaultKinds(t *testing.T) {
+	f := newFixture(t, 256<<10)
+	cases := []struct {
+		kind  Kind
+		check func(t *testing.T, resp *http.Response, err error, body []byte, readErr error, took time.Duration)
+	}{
+		{Reset, func(t *testing.T, resp *http.Response, err error, _ []byte, _ error, _ time.Duration) {
+			if !errors.Is(err, syscall.ECONNRESET) && !strings.Contains(fmt.Sprint(err), "reset") {
+				t.Fatalf("want connection reset, got resp=%v err=%v", resp, err)
+			}
+		}},
+		{Error500, statusCheck(500, false)},
+		{Error502, statusCheck(502, false)},
+		{Error503, statusCheck(503, false)},
+		{Error503RetryAfter, statusCheck(503, true)},
+		{Error429RetryAfter, statusCheck(429, true)},
+		{Truncate, func(t *testing.T, resp *http.Response, err error, body []byte, readErr error, _ time.Duration) {
+			if err != nil {
+				t.Fatalf("headers should arrive: %v", err)
+			}
+			if resp.ContentLength != f.blobLen {
+				t.Fatalf("Content-Length %d, want the real %d", resp.ContentLength, f.blobLen)
+			}
+			if !errors.Is(readErr, io.ErrUnexpectedEOF) {
+				t.Fatalf("read error %v, want unexpected EOF", readErr)
+			}
+			if int64(len(body)) != f.blobLen/2 {
+				t.Fatalf("got %d body bytes, want half of %d", len(body), f.blobLen)
+			}
+		}},
+		{Slow, func(t *testing.T, resp *http.Response, err error, body []byte, readErr error, took time.Duration) {
+			if err != nil || readErr != nil || int64(len(body)) != f.blobLen {
+				t.Fatalf("slow must still deliver everything: err=%v readErr=%v len=%d", err, readErr, len(body))
+			}
+			// 256 KiB at 1 MiB/s takes >= 250ms.
+			if took < 200*time.Millisecond {
+				t.Fatalf("slow transfer took %s, want >= 200ms", took)
+			}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(string(tc.kind), func(t *testing.T) {
+			p := startProxy(t, f.reg.Addr(), Options{Rate: 1, Kinds: []Kind{tc.kind}, SlowBandwidth: 1 << 20, RetryAfter: 2 * time.Second})
+			client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+			start := time.Now()
+			resp, err := client.Get(p.URL() + f.blobURL)
+			var body []byte
+			var readErr error
+			if err == nil {
+				body, readErr = io.ReadAll(resp.Body)
+				resp.Body.Close()
+			}
+			tc.check(t, resp, err, body, readErr, time.Since(start))
+			s := p.Stats()
+			if s.Requests != 1 || s.Faults[tc.kind] != 1 || s.Total() != 1 {
+				t.Fatalf("stats %+v, want one %s", s, tc.kind)
+			}
+		})
+	}
+}
+
+func statusCheck(code int, retryAfter bool) func(*testing.T, *http.Response, error, []byte, error, time.Duration) {
+	return func(t *testing.T, resp *http.Response, err error, _ []byte, _ error, _ time.Duration) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != code {
+			t.Fatalf("status %d, want %d", resp.StatusCode, code)
+		}
+		if got := resp.Header.Get("Retry-After"); retryAfter != (got != "") || (retryAfter && got != "2") {
+			t.Fatalf("Retry-After %q, want present=%v (2)", got, retryAfter)
+		}
+	}
+}
+
+func TestPassThroughAndBandwidth(t *testing.T) {
+	f := newFixture(t, 128<<10)
+	p := startProxy(t, f.reg.Addr(), Options{Bandwidth: 512 << 10})
+	start := time.Now()
+	ref, _ := name.ParseReference(p.Addr() + "/fp/img:v1")
+	img, err := remote.Image(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	layers, _ := img.Layers()
+	for _, l := range layers {
+		rc, err := l.Compressed() // verifies the digest while reading
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.Copy(io.Discard, rc); err != nil {
+			t.Fatal(err)
+		}
+		rc.Close()
+	}
+	took := time.Since(start)
+	s := p.Stats()
+	if s.Total() != 0 || s.Passed != s.Requests {
+		t.Fatalf("faults without a rate: %+v", s)
+	}
+	// Two 128 KiB layers over a 512 KiB/s link: >= ~0.5s.
+	if took < 400*time.Millisecond {
+		t.Fatalf("pull took %s, the bandwidth limit did not apply (%d bytes out)", took, s.BytesOut)
+	}
+	if s.BytesOut < 2*(128<<10) {
+		t.Fatalf("BytesOut %d, want >= both layers", s.BytesOut)
+	}
+}
+
+func TestScheduleIsDeterministic(t *testing.T) {
+	const n = 2000
+	count := func(seed int64) (int, []string) {
+		hits := 0
+		var seq []string
+		for i := 0; i < n; i++ {
+			k, ok := decide(seed, 0.15, AllKinds, "GET", fmt.Sprintf("/v2/r/blobs/sha256:%d", i%97), i/97)
+			if ok {
+				hits++
+			}
+			seq = append(seq, string(k))
+		}
+		return hits, seq
+	}
+	h1, s1 := count(42)
+	h2, s2 := count(42)
+	_, s3 := count(43)
+	if h1 != h2 || strings.Join(s1, ",") != strings.Join(s2, ",") {
+		t.Fatal("same seed, different schedule")
+	}
+	if strings.Join(s1, ",") == strings.Join(s3, ",") {
+		t.Fatal("different seeds, same schedule")
+	}
+	// 15% of 2000 = 300; allow sampling noise (sd ~16).
+	if h1 < 240 || h1 > 360 {
+		t.Fatalf("%d faults in %d requests at rate 0.15", h1, n)
+	}
+	kinds := map[string]bool{}
+	for _, k := range s1 {
+		kinds[k] = true
+	}
+	if len(kinds) != len(AllKinds)+1 { // every kind plus "" for no fault
+		t.Fatalf("kinds used: %v", kinds)
+	}
+}
+
+// A real client with retries survives a 15% fault rate on blob GETs, and the
+// proxy reports the same faults for the same seed.
+func TestClientSurvivesFaults(t *testing.T) {
+	reg := registry.StartT(t, registry.Options{})
+	var imgs []v1.Image
+	for i := 0; i < 4; i++ {
+		img, err := random.Image(8<<10, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref, _ := name.ParseReference(reg.Ref(fmt.Sprintf("fp/img%d:v1", i)))
+		if err := remote.Write(ref, img); err != nil {
+			t.Fatal(err)
+		}
+		imgs = append(imgs, img)
+	}
+	run := func() Stats {
+		p := startProxy(t, reg.Addr(), Options{
+			Seed: 7, Rate: 0.15, Eligible: BlobGets, MaxFaultsPerPath: 2,
+			Kinds: []Kind{Error500, Error502, Error503, Error503RetryAfter}, RetryAfter: time.Millisecond,
+		})
+		for i, want := range imgs {
+			ref, _ := name.ParseReference(fmt.Sprintf("%s/fp/img%d:v1", p.Addr(), i))
+			img, err := remote.Image(ref, remote.WithRetryBackoff(remote.Backoff{Duration: 10 * time.Millisecond, Factor: 1, Steps: 4}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			layers, _ := img.Layers()
+			for _, l := range layers {
+				rc, err := l.Compressed()
+				if err != nil {
+					t.Fatalf("image %d: %v", i, err)
+				}
+				if _, err := io.Copy(io.Discard, rc); err != nil {
+					t.Fatalf("image %d: %v", i, err)
+				}
+				rc.Close()
+			}
+			wd, _ := want.Digest()
+			gd, _ := img.Digest()
+			if wd != gd {
+				t.Fatalf("digest %s, want %s", gd, wd)
+			}
+		}
+		p.Close()
+		return p.Stats()
+	}
+	a, b := run(), run()
+	t.Logf("faults: %v over %d requests", a.Faults, a.Requests)
+	if a.Total() == 0 {
+		t.Fatalf("no faults injected at rate 0.15: %+v", a)
+	}
+	if fmt.Sprint(a.Faults) != fmt.Sprint(b.Faults) {
+		t.Fatalf("same seed, different faults: %v vs %v", a.Faults, b.Faults)
+	}
+}
+
+func TestBadOptions(t *testing.T) {
+	for _, o := range []Options{{Rate: 1.5}, {Rate: -1}, {Kinds: []Kind{"explode"}}} {
+		if _, err := Start(context.Background(), "127.0.0.1:1", o); err == nil {
+			t.Fatalf("options %+v accepted", o)
+		}
+	}
+}
+
+func TestContextCancelCloses(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	p, err := Start(ctx, "127.0.0.1:1", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if _, err := http.Get(p.URL() + "/v2/"); err != nil {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("proxy still answering after its context was cancelled")
+}
