@@ -41,7 +41,7 @@ func (k KeyInputs) Diff(old KeyInputs) []string {
 	if old.Version != k.Version {
 		why = append(why, fmt.Sprintf("stage version changed (%s → %s)", old.Version, k.Version))
 	}
-	if !bytes.Equal(old.Options, k.Options) {
+	if !sameJSON(old.Options, k.Options) {
 		why = append(why, optionsDiff(old.Options, k.Options)...)
 	}
 	why = append(why, mapDiff("upstream stage", old.Deps, k.Deps)...)
@@ -67,6 +67,15 @@ func mapDiff(what string, old, cur map[string]string) []string {
 		}
 	}
 	return why
+}
+
+// sameJSON compares two JSON texts ignoring insignificant white space (records are stored indented).
+func sameJSON(a, b json.RawMessage) bool {
+	var ca, cb bytes.Buffer
+	if json.Compact(&ca, a) != nil || json.Compact(&cb, b) != nil {
+		return bytes.Equal(a, b)
+	}
+	return bytes.Equal(ca.Bytes(), cb.Bytes())
 }
 
 // optionsDiff names the option paths whose values differ.

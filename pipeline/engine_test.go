@@ -1,0 +1,424 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// testGraph is a three-stage chain a → b → c; each stage writes one file derived from its
+// option and its input, and counts its runs.
+type testGraph struct {
+	runs  map[string]*atomic.Int32
+	opt   map[string]string
+	files map[string]map[string]string
+	fail  map[string]error
+}
+
+func newTestGraph() *testGraph {
+	return &testGraph{
+		runs:  map[string]*atomic.Int32{"a": {}, "b": {}, "c": {}},
+		opt:   map[string]string{"a": "1", "b": "1", "c": "1"},
+		files: map[string]map[string]string{},
+		fail:  map[string]error{},
+	}
+}
+
+func (tg *testGraph) graph() *Graph {
+	mk := func(name string, deps ...string) Stage {
+		return Stage{
+			Name: name, Version: "1", Options: map[string]string{"value": tg.opt[name]},
+			Deps: deps, Files: tg.files[name],
+			Run: func(ctx context.Context, env *Env) error {
+				tg.runs[name].Add(1)
+				if err := tg.fail[name]; err != nil {
+					return err
+				}
+				in := ""
+				for _, d := range deps {
+					b, err := os.ReadFile(filepath.Join(env.Inputs[d], "out.txt"))
+					if err != nil {
+						return err
+					}
+					in += string(b)
+				}
+				env.Log.Info("writing output", "stage", name)
+				return os.WriteFile(filepath.Join(env.Out, "out.txt"), []byte(in+name+tg.opt[name]+";"), 0o644)
+			},
+		}
+	}
+	return &Graph{Blueprint: "test", Stages: []Stage{mk("a"), mk("b", "a"), mk("c", "b")}}
+}
+
+func buildOpts(t *testing.T, cacheDir string) BuildOptions {
+	t.Helper()
+	return BuildOptions{Cache: &Cache{Dir: cacheDir}, OutputDir: t.TempDir()}
+}
+
+func readRecord(t *testing.T, outDir string) *Record {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(outDir, "run.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := ReadRecord(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func cacheStates(r *Record) string {
+	var parts []string
+	for _, s := range r.Stages {
+		parts = append(parts, s.Name+"="+s.Cache)
+	}
+	return strings.Join(parts, " ")
+}
+
+func TestBuildCachesAndRecords(t *testing.T) {
+	ctx := context.Background()
+	cache := t.TempDir()
+	tg := newTestGraph()
+
+	o1 := buildOpts(t, cache)
+	if _, err := Build(ctx, tg.graph(), o1); err != nil {
+		t.Fatal(err)
+	}
+	r1 := readRecord(t, o1.OutputDir)
+	if got := cacheStates(r1); got != "a=miss b=miss c=miss" {
+		t.Fatalf("first build: %s", got)
+	}
+	if r1.Status != "succeeded" || len(r1.Stages[2].Artifacts) != 1 || r1.Stages[2].Artifacts[0].Size != int64(len("a1;b1;c1;")) {
+		t.Fatalf("bad record: %+v", r1)
+	}
+	out, err := os.ReadFile(filepath.Join(o1.OutputDir, "c", "out.txt"))
+	if err != nil || string(out) != "a1;b1;c1;" {
+		t.Fatalf("output link: %q %v", out, err)
+	}
+
+	o2 := buildOpts(t, cache)
+	if _, err := Build(ctx, tg.graph(), o2); err != nil {
+		t.Fatal(err)
+	}
+	r2 := readRecord(t, o2.OutputDir)
+	if got := cacheStates(r2); got != "a=hit b=hit c=hit" {
+		t.Fatalf("second build: %s", got)
+	}
+	for i := range r1.Stages {
+		if r1.Stages[i].Key != r2.Stages[i].Key {
+			t.Errorf("stage %s key changed between identical builds", r1.Stages[i].Name)
+		}
+	}
+	if tg.runs["a"].Load() != 1 || tg.runs["c"].Load() != 1 {
+		t.Fatalf("stages re-ran: a=%d c=%d", tg.runs["a"].Load(), tg.runs["c"].Load())
+	}
+
+	// Changing b's option re-runs b and c, not a.
+	tg.opt["b"] = "2"
+	o3 := buildOpts(t, cache)
+	if _, err := Build(ctx, tg.graph(), o3); err != nil {
+		t.Fatal(err)
+	}
+	if got := cacheStates(readRecord(t, o3.OutputDir)); got != "a=hit b=miss c=miss" {
+		t.Fatalf("after option change: %s", got)
+	}
+}
+
+func TestFileDigestsDriveKeys(t *testing.T) {
+	ctx := context.Background()
+	cache := t.TempDir()
+	frag := filepath.Join(t.TempDir(), "frag.bu")
+	os.WriteFile(frag, []byte("one"), 0o644)
+	tg := newTestGraph()
+	tg.files["b"] = map[string]string{"fragments/frag.bu": frag}
+	if _, err := Build(ctx, tg.graph(), buildOpts(t, cache)); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(frag, []byte("two"), 0o644)
+
+	plan, err := Plan(ctx, tg.graph(), &Cache{Dir: cache}, nil, Selection{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"a": "cached", "b": "run", "c": "run"}
+	for _, p := range plan {
+		if p.Action != want[p.Name] {
+			t.Errorf("plan %s: %s, want %s", p.Name, p.Action, want[p.Name])
+		}
+	}
+	if r := strings.Join(plan[1].Reasons, ";"); r != "file fragments/frag.bu changed" {
+		t.Errorf("b reasons: %q", r)
+	}
+	if r := strings.Join(plan[2].Reasons, ";"); r != "upstream stage b changed" {
+		t.Errorf("c reasons: %q", r)
+	}
+	// Moving the file elsewhere with the same content and label keeps the key.
+	moved := filepath.Join(t.TempDir(), "elsewhere.bu")
+	os.WriteFile(moved, []byte("two"), 0o644)
+	tg2 := newTestGraph()
+	tg2.files["b"] = map[string]string{"fragments/frag.bu": moved}
+	plan2, err := Plan(ctx, tg2.graph(), &Cache{Dir: cache}, nil, Selection{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan2[1].Key != plan[1].Key {
+		t.Error("the key depends on the file's host path")
+	}
+}
+
+func TestPlanReasons(t *testing.T) {
+	ctx := context.Background()
+	cache := t.TempDir()
+	tg := newTestGraph()
+	c := &Cache{Dir: cache}
+	plan, err := Plan(ctx, tg.graph(), c, nil, Selection{Until: "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fmt.Sprintf("%s:%s %s:%s %s:%s", plan[0].Name, plan[0].Action, plan[1].Name, plan[1].Action, plan[2].Name, plan[2].Action)
+	if got != "a:run b:run c:skip" {
+		t.Fatalf("until b: %s", got)
+	}
+	if plan[0].Reasons[0] != "never built with this cache" {
+		t.Errorf("reason: %v", plan[0].Reasons)
+	}
+	if _, err := Build(ctx, tg.graph(), buildOpts(t, cache)); err != nil {
+		t.Fatal(err)
+	}
+	tg.opt["a"] = "9"
+	plan, _ = Plan(ctx, tg.graph(), c, nil, Selection{Force: []string{"c"}})
+	if plan[0].Reasons[0] != "option value changed" {
+		t.Errorf("a reasons: %v", plan[0].Reasons)
+	}
+	if plan[2].Reasons[0] != "forced with --force" {
+		t.Errorf("c reasons: %v", plan[2].Reasons)
+	}
+	for _, sel := range []Selection{{Until: "nope"}, {Force: []string{"nope"}}} {
+		if _, err := Plan(ctx, tg.graph(), c, nil, sel); err == nil || !strings.Contains(err.Error(), "no such stage") {
+			t.Errorf("selection %+v: %v", sel, err)
+		}
+	}
+}
+
+func TestForceRerunsOnlyThatStage(t *testing.T) {
+	ctx := context.Background()
+	cache := t.TempDir()
+	tg := newTestGraph()
+	Build(ctx, tg.graph(), buildOpts(t, cache))
+	o := buildOpts(t, cache)
+	o.Selection.Force = []string{"b"}
+	if _, err := Build(ctx, tg.graph(), o); err != nil {
+		t.Fatal(err)
+	}
+	if got := cacheStates(readRecord(t, o.OutputDir)); got != "a=hit b=miss c=hit" {
+		t.Fatalf("force b: %s", got)
+	}
+}
+
+func TestFailureLeavesNoEntry(t *testing.T) {
+	ctx := context.Background()
+	cache := t.TempDir()
+	tg := newTestGraph()
+	tg.fail["b"] = errors.New("boom")
+	o := buildOpts(t, cache)
+	_, err := Build(ctx, tg.graph(), o)
+	var se *StageError
+	if !errors.As(err, &se) || se.Stage != "b" || !strings.Contains(err.Error(), "boom") || !strings.Contains(err.Error(), "logs/b.log") {
+		t.Fatalf("error: %v", err)
+	}
+	r := readRecord(t, o.OutputDir)
+	if r.Status != "failed" || cacheStates(r) != "a=miss b=miss" || r.Stages[1].Error != "boom" {
+		t.Fatalf("record: %+v", r)
+	}
+	if left, _ := filepath.Glob(filepath.Join(cache, "staging", "*")); len(left) != 0 {
+		t.Fatalf("staging left behind: %v", left)
+	}
+	entries, _ := filepath.Glob(filepath.Join(cache, "entries", "b", "*"))
+	if len(entries) != 0 {
+		t.Fatalf("failed stage committed: %v", entries)
+	}
+
+	o2 := buildOpts(t, cache)
+	o2.KeepOnError = true
+	_, err = Build(ctx, tg.graph(), o2)
+	if !errors.As(err, &se) || se.KeptDir == "" {
+		t.Fatalf("keep on error: %v", err)
+	}
+	if _, err := os.Stat(se.KeptDir); err != nil {
+		t.Fatalf("kept dir missing: %v", err)
+	}
+}
+
+func TestPanicBecomesError(t *testing.T) {
+	g := &Graph{Blueprint: "p", Stages: []Stage{{Name: "x", Version: "1", Run: func(context.Context, *Env) error { panic("oops") }}}}
+	_, err := Build(context.Background(), g, buildOpts(t, t.TempDir()))
+	if err == nil || !strings.Contains(err.Error(), "internal error in stage x: oops") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestCancelLeavesCacheConsistent(t *testing.T) {
+	cache := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	started := make(chan struct{})
+	g := &Graph{Blueprint: "c", Stages: []Stage{{Name: "slow", Version: "1", Run: func(ctx context.Context, env *Env) error {
+		os.WriteFile(filepath.Join(env.Out, "half"), []byte("x"), 0o644)
+		close(started)
+		<-ctx.Done()
+		return ctx.Err()
+	}}}}
+	o := buildOpts(t, cache)
+	go func() { <-started; cancel() }()
+	_, err := Build(ctx, g, o)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v", err)
+	}
+	if r := readRecord(t, o.OutputDir); r.Status != "interrupted" {
+		t.Fatalf("status %s", r.Status)
+	}
+	if e, _ := filepath.Glob(filepath.Join(cache, "entries", "slow", "*")); len(e) != 0 {
+		t.Fatalf("interrupted stage committed: %v", e)
+	}
+}
+
+func TestConcurrentBuildsRunAStageOnce(t *testing.T) {
+	cache := t.TempDir()
+	var runs atomic.Int32
+	g := func() *Graph {
+		return &Graph{Blueprint: "conc", Stages: []Stage{{Name: "x", Version: "1", Run: func(ctx context.Context, env *Env) error {
+			runs.Add(1)
+			time.Sleep(100 * time.Millisecond)
+			return os.WriteFile(filepath.Join(env.Out, "f"), []byte("x"), 0o644)
+		}}}}
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := Build(context.Background(), g(), buildOpts(t, cache))
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if runs.Load() != 1 {
+		t.Fatalf("stage ran %d times", runs.Load())
+	}
+}
+
+func TestSecretsNeverInClear(t *testing.T) {
+	ctx := context.Background()
+	cache := t.TempDir()
+	secretFile := filepath.Join(t.TempDir(), "ps.json")
+	const secret = `{"auths":{"r":{"auth":"c2VjcmV0LXZhbHVl"}}}`
+	os.WriteFile(secretFile, []byte(secret), 0o600)
+	secrets := SecretFiles{"pullSecret": secretFile}
+	g := func() *Graph {
+		return &Graph{Blueprint: "s", Stages: []Stage{{Name: "x", Version: "1", Secrets: []string{"pullSecret"}, Run: func(ctx context.Context, env *Env) error {
+			v, err := env.Secrets.Secret("pullSecret")
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(filepath.Join(env.Out, "len"), []byte(fmt.Sprint(len(v))), 0o644)
+		}}}}
+	}
+	o := buildOpts(t, cache)
+	o.Secrets = secrets
+	if _, err := Build(ctx, g(), o); err != nil {
+		t.Fatal(err)
+	}
+	err := filepath.Walk(cache, func(p string, info os.FileInfo, err error) error {
+		if err != nil || info.IsDir() {
+			return err
+		}
+		b, _ := os.ReadFile(p)
+		if strings.Contains(string(b), "c2VjcmV0LXZhbHVl") {
+			t.Errorf("secret found in %s", p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, err := os.Stat(filepath.Join(cache, "secret-digest.key")); err != nil || info.Mode().Perm() != 0o600 {
+		t.Fatalf("hmac key file: %v %v", info, err)
+	}
+	p1, _ := Plan(ctx, g(), &Cache{Dir: cache}, secrets, Selection{})
+	os.WriteFile(secretFile, []byte(`{"auths":{}}`), 0o600)
+	p2, _ := Plan(ctx, g(), &Cache{Dir: cache}, secrets, Selection{})
+	if p1[0].Key == p2[0].Key || p2[0].Reasons[0] != "secret pullSecret changed" {
+		t.Fatalf("secret change not keyed: %v", p2[0].Reasons)
+	}
+}
+
+func TestGraphValidate(t *testing.T) {
+	noop := func(context.Context, *Env) error { return nil }
+	g := &Graph{Stages: []Stage{{Name: "b", Deps: []string{"a"}, Run: noop}, {Name: "a", Run: noop}, {Name: "a", Run: noop}, {Name: "c"}}}
+	err := g.Validate()
+	for _, want := range []string{`"b" depends on "a"`, `"a" appears twice`, `"c" has no Run`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("missing %q in %v", want, err)
+		}
+	}
+}
+
+func TestExecToolErrorAndGroupKill(t *testing.T) {
+	err := RunTool(context.Background(), exec.Command("sh", "-c", "echo first >&2; echo 'the real reason' >&2; exit 3"), nil)
+	var te *ToolError
+	if !errors.As(err, &te) || te.ExitCode != 3 || !strings.HasSuffix(te.StderrTail, "the real reason") || te.Tool != "sh" {
+		t.Fatalf("got %#v", err)
+	}
+
+	// A grandchild must die with the tool when the context ends.
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	err = RunTool(ctx, exec.Command("sh", "-c", "sleep 60 & echo $! > "+pidFile+"; wait"), nil)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("got %v", err)
+	}
+	b, _ := os.ReadFile(pidFile)
+	var pid int
+	fmt.Sscan(string(b), &pid)
+	deadline := time.Now().Add(5 * time.Second)
+	for syscall.Kill(pid, 0) == nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("grandchild %d survived", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestRunJSONIsValid(t *testing.T) {
+	o := buildOpts(t, t.TempDir())
+	Build(context.Background(), newTestGraph().graph(), o)
+	b, _ := os.ReadFile(filepath.Join(o.OutputDir, "run.json"))
+	var generic map[string]any
+	if err := json.Unmarshal(b, &generic); err != nil {
+		t.Fatal(err)
+	}
+	st := generic["stages"].([]any)[0].(map[string]any)
+	for _, k := range []string{"name", "key", "cache", "duration", "artifacts"} {
+		if _, ok := st[k]; !ok {
+			t.Errorf("run.json stage lacks %q: %v", k, st)
+		}
+	}
+}

@@ -1,0 +1,84 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// killGraph has a stage that writes part of its output, signals readiness through a marker
+// file and, in the child process, then hangs until it is killed.
+func killGraph(marker string, hang bool) *Graph {
+	return &Graph{Blueprint: "kill", Stages: []Stage{
+		{Name: "first", Version: "1", Run: func(ctx context.Context, env *Env) error {
+			return os.WriteFile(filepath.Join(env.Out, "f"), []byte("first"), 0o644)
+		}},
+		{Name: "render", Version: "1", Deps: []string{"first"}, Run: func(ctx context.Context, env *Env) error {
+			if err := os.WriteFile(filepath.Join(env.Out, "partial.ign"), []byte("{"), 0o644); err != nil {
+				return err
+			}
+			if hang {
+				os.WriteFile(marker, nil, 0o644)
+				select {}
+			}
+			return os.WriteFile(filepath.Join(env.Out, "partial.ign"), []byte("{}"), 0o644)
+		}},
+	}}
+}
+
+func TestMain(m *testing.M) {
+	if dir := os.Getenv("PIPELINE_TEST_KILL_CHILD"); dir != "" {
+		_, err := Build(context.Background(), killGraph(filepath.Join(dir, "marker"), true), BuildOptions{Cache: &Cache{Dir: filepath.Join(dir, "cache")}, OutputDir: filepath.Join(dir, "out")})
+		fmt.Fprintln(os.Stderr, "child build returned:", err)
+		os.Exit(3)
+	}
+	os.Exit(m.Run())
+}
+
+func TestKill9DuringStageThenResume(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "PIPELINE_TEST_KILL_CHILD="+dir)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "marker")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("child never reached the render stage")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+
+	cache := &Cache{Dir: filepath.Join(dir, "cache")}
+	if e, _ := filepath.Glob(filepath.Join(cache.Dir, "entries", "render", "*")); len(e) != 0 {
+		t.Fatalf("killed stage left a cache entry: %v", e)
+	}
+	out := t.TempDir()
+	if _, err := Build(context.Background(), killGraph("", false), BuildOptions{Cache: cache, OutputDir: out}); err != nil {
+		t.Fatal(err)
+	}
+	r := readRecord(t, out)
+	if got := cacheStates(r); got != "first=hit render=miss" {
+		t.Fatalf("resume: %s", got)
+	}
+	b, err := os.ReadFile(filepath.Join(out, "render", "partial.ign"))
+	if err != nil || string(b) != "{}" {
+		t.Fatalf("render output %q %v", b, err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(cache.Dir, "staging", "*")); len(left) != 0 {
+		t.Fatalf("stale staging dirs not cleaned: %v", left)
+	}
+}
