@@ -69,6 +69,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return badInput(err) })
 	// Each subcommand lives in its own file; add one line here per command.
 	// --- commands ---
+	root.AddCommand(newAgentCommand())
 	// --- end commands ---
 	return root
 }

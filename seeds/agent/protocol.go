@@ -1,0 +1,178 @@
+package agent
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// ProtocolVersion is carried in every message so the host can refuse a guest it does not
+// understand instead of misreading it.
+const ProtocolVersion = 1
+
+// DefaultPortName is the virtio-serial port name the host creates and the agent writes to.
+const DefaultPortName = "org.snofactory.agent.0"
+
+// Status says where a phase stands.
+type Status string
+
+// Phase statuses.
+const (
+	StatusStart  Status = "start"
+	StatusOK     Status = "ok"
+	StatusFailed Status = "failed"
+	StatusInfo   Status = "info"
+)
+
+// Valid reports whether s is one of the known statuses.
+func (s Status) Valid() bool {
+	switch s {
+	case StatusStart, StatusOK, StatusFailed, StatusInfo:
+		return true
+	}
+	return false
+}
+
+// Final phases: the guest sends one of these (status ok or failed) to say it is done.
+const (
+	// PhaseInstallComplete: the OS is on the target disk and the node is about to reboot.
+	PhaseInstallComplete = "install-complete"
+	// PhaseBootComplete: the node has booted, Ignition has run and the node is ready.
+	PhaseBootComplete = "boot-complete"
+)
+
+// Message is one line of the guest->host protocol.
+type Message struct {
+	Version int `json:"v"`
+	// Boot identifies one boot of the guest (the kernel's boot_id); Seq restarts at 1 on
+	// every boot, so (Boot, Seq) orders the messages.
+	Boot    string            `json:"boot"`
+	Seq     uint64            `json:"seq"`
+	Time    time.Time         `json:"time"`
+	Phase   string            `json:"phase"`
+	Status  Status            `json:"status"`
+	Details map[string]string `json:"details,omitempty"`
+}
+
+// Final reports whether m ends an install or a boot.
+func (m Message) Final() bool {
+	return (m.Phase == PhaseInstallComplete || m.Phase == PhaseBootComplete) &&
+		(m.Status == StatusOK || m.Status == StatusFailed)
+}
+
+// Validate checks the fields every message must carry.
+func (m Message) Validate() error {
+	switch {
+	case m.Version != ProtocolVersion:
+		return fmt.Errorf("protocol version %d, want %d", m.Version, ProtocolVersion)
+	case m.Seq == 0:
+		return errors.New("missing sequence number")
+	case m.Phase == "" || strings.ContainsAny(m.Phase, " \t\r\n"):
+		return fmt.Errorf("bad phase name %q", m.Phase)
+	case !m.Status.Valid():
+		return fmt.Errorf("phase %s: unknown status %q", m.Phase, m.Status)
+	}
+	return nil
+}
+
+// Encode writes m as a single JSON line.
+func Encode(w io.Writer, m Message) error {
+	if err := m.Validate(); err != nil {
+		return fmt.Errorf("encode agent message: %w", err)
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("encode agent message: %w", err)
+	}
+	b = append(b, '\n')
+	if _, err := w.Write(b); err != nil {
+		return fmt.Errorf("write agent message: %w", err)
+	}
+	return nil
+}
+
+// MaxLineBytes bounds one message; details carry small values (hashes, short files).
+const MaxLineBytes = 256 << 10
+
+// Decoder reads messages from the host end of the port and checks their order.
+type Decoder struct {
+	r       *bufio.Reader
+	lastSeq map[string]uint64
+}
+
+// NewDecoder returns a Decoder reading from r.
+func NewDecoder(r io.Reader) *Decoder {
+	return &Decoder{r: bufio.NewReaderSize(r, 64<<10), lastSeq: map[string]uint64{}}
+}
+
+// ProtocolError is a line that is not a valid message, or a message out of order. The
+// stream stays usable: the caller decides whether it is fatal.
+type ProtocolError struct {
+	Line string
+	Err  error
+}
+
+func (e *ProtocolError) Error() string {
+	return fmt.Sprintf("agent protocol: %v (line %.120q)", e.Err, e.Line)
+}
+func (e *ProtocolError) Unwrap() error { return e.Err }
+
+// Next returns the next message. It returns io.EOF at the end of the stream and a
+// *ProtocolError for a bad line (call Next again to continue).
+func (d *Decoder) Next() (Message, error) {
+	for {
+		line, err := d.readLine()
+		if err != nil {
+			return Message{}, err
+		}
+		// The guest may write NULs or a partial line when the port is reopened after a
+		// reboot; only a line that starts a JSON object is a message.
+		line = bytes.TrimLeft(line, "\x00\r\n\t ")
+		line = bytes.TrimRight(line, "\r\n\t ")
+		if len(line) == 0 {
+			continue
+		}
+		var m Message
+		if err := json.Unmarshal(line, &m); err != nil {
+			return Message{}, &ProtocolError{Line: string(line), Err: err}
+		}
+		if err := m.Validate(); err != nil {
+			return Message{}, &ProtocolError{Line: string(line), Err: err}
+		}
+		if last := d.lastSeq[m.Boot]; m.Seq <= last {
+			return Message{}, &ProtocolError{Line: string(line),
+				Err: fmt.Errorf("sequence %d after %d in boot %s", m.Seq, last, m.Boot)}
+		}
+		d.lastSeq[m.Boot] = m.Seq
+		return m, nil
+	}
+}
+
+func (d *Decoder) readLine() ([]byte, error) {
+	var buf []byte
+	for {
+		chunk, isPrefix, err := d.r.ReadLine()
+		if err != nil {
+			if errors.Is(err, io.EOF) && len(buf) > 0 {
+				return buf, nil
+			}
+			return nil, err
+		}
+		buf = append(buf, chunk...)
+		if len(buf) > MaxLineBytes {
+			// Drain the rest of the oversized line so the stream resynchronises.
+			for isPrefix && err == nil {
+				_, isPrefix, err = d.r.ReadLine()
+			}
+			return nil, &ProtocolError{Line: string(buf[:120]), Err: fmt.Errorf("line longer than %d bytes", MaxLineBytes)}
+		}
+		if !isPrefix {
+			return buf, nil
+		}
+	}
+}
