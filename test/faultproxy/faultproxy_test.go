@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"strings"
 	"syscall"
@@ -13,7 +14,11 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/static"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/snofactory/snofactory/test/registry"
@@ -199,16 +204,33 @@ func TestScheduleIsDeterministic(t *testing.T) {
 	}
 }
 
+func seededImage(t *testing.T, seed int64, layers, size int) v1.Image {
+	t.Helper()
+	rnd := rand.New(rand.NewPCG(uint64(seed), 1))
+	img := empty.Image
+	for i := 0; i < layers; i++ {
+		b := make([]byte, size)
+		for j := range b {
+			b[j] = byte(rnd.Uint32())
+		}
+		var err error
+		img, err = mutate.AppendLayers(img, static.NewLayer(b, types.DockerLayer))
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return img
+}
+
 // A real client with retries survives a 15% fault rate on blob GETs, and the
 // proxy reports the same faults for the same seed.
 func TestClientSurvivesFaults(t *testing.T) {
 	reg := registry.StartT(t, registry.Options{})
 	var imgs []v1.Image
 	for i := 0; i < 4; i++ {
-		img, err := random.Image(8<<10, 4)
-		if err != nil {
-			t.Fatal(err)
-		}
+		// Fixed content, so the paths and therefore the schedule are the
+		// same on every run.
+		img := seededImage(t, int64(i), 4, 8<<10)
 		ref, _ := name.ParseReference(reg.Ref(fmt.Sprintf("fp/img%d:v1", i)))
 		if err := remote.Write(ref, img); err != nil {
 			t.Fatal(err)
@@ -217,7 +239,7 @@ func TestClientSurvivesFaults(t *testing.T) {
 	}
 	run := func() Stats {
 		p := startProxy(t, reg.Addr(), Options{
-			Seed: 7, Rate: 0.15, Eligible: BlobGets, MaxFaultsPerPath: 2,
+			Seed: 4, Rate: 0.15, Eligible: BlobGets, MaxFaultsPerPath: 2,
 			Kinds: []Kind{Error500, Error502, Error503, Error503RetryAfter}, RetryAfter: time.Millisecond,
 		})
 		for i, want := range imgs {
@@ -248,7 +270,9 @@ func TestClientSurvivesFaults(t *testing.T) {
 	}
 	a, b := run(), run()
 	t.Logf("faults: %v over %d requests", a.Faults, a.Requests)
-	if a.Total() == 0 {
+	// Seed 4 on this content gives a handful of faults; the test is
+	// deterministic, so this never flakes.
+	if a.Total() < 3 {
 		t.Fatalf("no faults injected at rate 0.15: %+v", a)
 	}
 	if fmt.Sprint(a.Faults) != fmt.Sprint(b.Faults) {
