@@ -1,0 +1,63 @@
+# snofactory: `make demo` runs the whole pipeline on the demo blueprint; `make test` runs every test.
+# Both install what they need first (`make deps`, Debian, as root).
+
+SHELL := /bin/bash
+export PATH := /usr/local/go/bin:$(PATH)
+export CGO_ENABLED := 0
+# containers/image and containers/storage build static with these tags.
+export GOFLAGS := -tags=containers_image_openpgp,exclude_graphdriver_btrfs
+GO ?= go
+BIN := build/snofactory
+TEST_TIMEOUT ?= 25m
+FUZZTIME ?= 10s
+
+.PHONY: all deps build test unit e2e fuzz bench demo lint clean
+
+all: build
+
+deps:
+	@./.ci/deps
+	@$(GO) mod download
+
+build: $(BIN)
+
+# The binary depends on every Go file; go's own cache makes a no-op rebuild fast.
+$(BIN): $(shell find . -name '*.go' -not -path './build/*' 2>/dev/null) go.mod go.sum
+	@mkdir -p build
+	$(GO) build -trimpath -ldflags='-s -w' -o $@ ./cmd/snofactory
+
+-include test/conformance/conformance.mk
+
+# Every test: unit tests, end-to-end tests with real qemu/registry/ignition, and a short fuzz run.
+test: deps build conformance-iso lint
+	$(GO) test -timeout $(TEST_TIMEOUT) -p 2 ./...
+	@$(MAKE) --no-print-directory fuzz
+
+unit: build
+	$(GO) test -short ./...
+
+e2e: deps build conformance-iso
+	$(GO) test -timeout $(TEST_TIMEOUT) -p 1 ./test/...
+
+# Each fuzz target runs for FUZZTIME; the seed corpora already run in `go test`.
+fuzz:
+	@set -e; for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz' || true); do \
+	    echo "fuzz $$pkg $$f ($(FUZZTIME))"; \
+	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg >/dev/null || { echo "fuzz $$f failed: rerun: go test -run '^$$' -fuzz '^$$f$$' $$pkg"; exit 1; }; \
+	  done; \
+	done
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go') 2>/dev/null); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+# BENCH lines: ours vs a baseline measured in the same run.
+bench: deps build conformance-iso
+	$(GO) run ./test/bench
+
+demo: deps build conformance-iso
+	./$(BIN) build blueprints/demo.yaml --output-dir build/demo --cache-dir build/cache
+
+clean:
+	rm -rf build

@@ -1,0 +1,69 @@
+// Command bench measures snofactory's figures against baselines run on the same machine in
+// the same run, and prints one line per figure:
+//
+//	BENCH <name> ours=<value><unit> baseline=<value><unit> ratio=<ours/baseline>
+//
+// so figures can be compared over time. Run it with `make bench`.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+)
+
+type benchmark struct {
+	name string
+	run  func(ctx context.Context, dir string) ([]Result, error)
+}
+
+func main() {
+	only := flag.String("only", "", "run only benchmarks whose name contains this")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+
+	benchmarks := []benchmark{
+		// --- benchmarks ---
+		// --- end benchmarks ---
+	}
+	failed := false
+	for _, b := range benchmarks {
+		if *only != "" && !strings.Contains(b.name, *only) {
+			continue
+		}
+		dir, err := os.MkdirTemp("", "snofactory-bench-"+b.name+"-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		results, err := b.run(ctx, dir)
+		os.RemoveAll(dir)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "bench %s: %v\n", b.name, err)
+			failed = true
+			continue
+		}
+		for _, r := range results {
+			fmt.Println(format(r))
+		}
+	}
+	if failed {
+		os.Exit(1)
+	}
+}
+
+func format(r Result) string {
+	ratio := "inf"
+	if r.Baseline != 0 {
+		ratio = fmt.Sprintf("%.4f", r.Ours/r.Baseline)
+	}
+	line := fmt.Sprintf("BENCH %s ours=%.4g%s baseline=%.4g%s ratio=%s", r.Name, r.Ours, r.Unit, r.Baseline, r.Unit, ratio)
+	if r.Target != "" {
+		line += " target=" + strings.ReplaceAll(r.Target, " ", "")
+	}
+	return line
+}
