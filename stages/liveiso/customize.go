@@ -1,0 +1,250 @@
+package liveiso
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"path"
+	"strings"
+	"time"
+)
+
+// Strategy says how a customization reached the ISO.
+type Strategy string
+
+const (
+	// StrategyPatch: only the embed and karg areas were rewritten (the normal case).
+	StrategyPatch Strategy = "embed"
+	// StrategyRebuild: the config did not fit, so the ISO was rebuilt with a
+	// larger images/ignition.img and an updated coreos/igninfo.json.
+	StrategyRebuild Strategy = "rebuild"
+)
+
+// Customization is what to change in a live ISO. Zero fields change nothing.
+type Customization struct {
+	// Ignition is the config to embed as /config.ign in the live initramfs.
+	Ignition []byte
+	// Kernel-argument edits; see KargsEdit for the syntax. Replace takes KEY=OLD=NEW.
+	KargsAppend, KargsDelete []string
+	KargsReplace             []string
+	// NetworkKeyfiles are NetworkManager keyfiles by file name (e.g. "eth0.nmconnection"),
+	// placed under etc/coreos-firstboot-network/; they replace any already embedded.
+	NetworkKeyfiles map[string][]byte
+	// Force replaces an already embedded config.
+	Force bool
+
+	// RemoveIgnition removes the embedded config (the area is zeroed when nothing remains).
+	RemoveIgnition bool
+	// RemoveNetwork removes embedded network keyfiles.
+	RemoveNetwork bool
+	// ResetKargs restores the default kernel arguments before any edits.
+	ResetKargs bool
+	// NoRebuild makes an oversized config an error instead of rebuilding the ISO.
+	NoRebuild bool
+}
+
+func (c Customization) kargsEdit() KargsEdit {
+	return KargsEdit{Append: c.KargsAppend, Delete: c.KargsDelete, Replace: c.KargsReplace}
+}
+
+func (c Customization) touchesInitrd() bool {
+	return c.Ignition != nil || len(c.NetworkKeyfiles) > 0 || c.RemoveIgnition || c.RemoveNetwork
+}
+
+func (c Customization) touchesKargs() bool { return c.ResetKargs || !c.kargsEdit().Empty() }
+
+// Report says what Customize did.
+type Report struct {
+	Strategy Strategy `json:"strategy"`
+	Output   string   `json:"output"`
+	InPlace  bool     `json:"inPlace"`
+	// ConfigBytes is the raw config size; PayloadBytes the compressed initrd.
+	ConfigBytes  int `json:"configBytes"`
+	PayloadBytes int `json:"payloadBytes"`
+	// AreaBytes is the embed area size of the result; OriginalAreaBytes that of the input.
+	AreaBytes         int64  `json:"areaBytes"`
+	OriginalAreaBytes int64  `json:"originalAreaBytes"`
+	AreaSource        string `json:"areaSource"`
+	// Kargs are the resulting kernel arguments ("" when the ISO has no karg areas).
+	Kargs        string        `json:"kargs,omitempty"`
+	KargsChanged bool          `json:"kargsChanged"`
+	NetworkFiles int           `json:"networkFiles"`
+	PatchedBytes int64         `json:"patchedBytes"`
+	Duration     time.Duration `json:"duration"`
+}
+
+// patch is bytes to write at an absolute offset.
+type patch struct {
+	off  int64
+	data []byte
+}
+
+// Customize applies c to the live ISO inISO, writing to outISO, or changing
+// inISO in place when outISO is "". A config whose compressed initrd does not
+// fit the embed area is embedded by rebuilding the ISO around a larger
+// images/ignition.img (unless c.NoRebuild); the Report says which happened.
+func Customize(ctx context.Context, inISO, outISO string, c Customization) (Report, error) {
+	start := time.Now()
+	if err := ctx.Err(); err != nil {
+		return Report{}, err
+	}
+	iso, err := Open(inISO)
+	if err != nil {
+		return Report{}, err
+	}
+	defer iso.Close()
+	rep := Report{Strategy: StrategyPatch, Output: outISO, InPlace: outISO == "",
+		OriginalAreaBytes: iso.Layout.Ignition.Length, AreaBytes: iso.Layout.Ignition.Length,
+		AreaSource: iso.Layout.Ignition.Source, ConfigBytes: len(c.Ignition)}
+	if rep.InPlace {
+		rep.Output = inISO
+	}
+
+	var patches []patch
+	var oversized []byte
+	if c.touchesInitrd() {
+		payload, nfiles, err := buildPayload(iso, c)
+		if err != nil {
+			return rep, err
+		}
+		rep.PayloadBytes, rep.NetworkFiles = len(payload), nfiles
+		if int64(len(payload)) > iso.Layout.Ignition.Length {
+			oversized = payload
+		} else {
+			area := make([]byte, iso.Layout.Ignition.Length)
+			copy(area, payload)
+			patches = append(patches, patch{iso.Layout.Ignition.Offset, area})
+		}
+	}
+
+	var newKargs string
+	if c.touchesKargs() {
+		if iso.Layout.Kargs == nil {
+			return rep, fmt.Errorf("%s: %w; kernel arguments cannot be changed", inISO, ErrNoKargsArea)
+		}
+		cur, err := iso.Kargs()
+		if err != nil {
+			return rep, err
+		}
+		base := cur
+		if c.ResetKargs {
+			base = iso.Layout.Kargs.Default
+		}
+		if newKargs, err = c.kargsEdit().Apply(base); err != nil {
+			return rep, err
+		}
+		rep.KargsChanged = newKargs != cur
+		kp, err := kargsPatches(iso.Layout.Kargs, newKargs)
+		if err != nil {
+			return rep, fmt.Errorf("%s: %w", inISO, err)
+		}
+		patches = append(patches, kp...)
+		rep.Kargs = newKargs
+	} else if iso.Layout.Kargs != nil {
+		rep.Kargs, _ = iso.Kargs()
+	}
+
+	if oversized != nil {
+		if c.NoRebuild {
+			return rep, fmt.Errorf("%s: %w: compressed initrd is %d bytes, the area holds %d (rebuilding was disabled)",
+				inISO, ErrTooLarge, len(oversized), iso.Layout.Ignition.Length)
+		}
+		rep.Strategy = StrategyRebuild
+		slog.InfoContext(ctx, "Ignition payload exceeds the embed area; rebuilding the ISO",
+			"iso", inISO, "payload", len(oversized), "area", iso.Layout.Ignition.Length)
+		newArea, err := rebuild(ctx, iso, rep.Output, oversized)
+		if err != nil {
+			return rep, err
+		}
+		rep.AreaBytes = newArea
+		rep.PatchedBytes = newArea
+		if c.touchesKargs() {
+			// the karg areas moved with their files: locate them again and patch in place
+			if err := setKargs(ctx, rep.Output, newKargs); err != nil {
+				return rep, err
+			}
+		}
+		rep.Duration = time.Since(start)
+		return rep, nil
+	}
+
+	n, err := writePatches(ctx, iso, outISO, patches)
+	if err != nil {
+		return rep, err
+	}
+	rep.PatchedBytes = n
+	rep.Duration = time.Since(start)
+	return rep, nil
+}
+
+// buildPayload computes the new compressed initrd for the embed area.
+func buildPayload(iso *ISO, c Customization) ([]byte, int, error) {
+	in, err := iso.Initrd()
+	if err != nil {
+		return nil, 0, err
+	}
+	if c.Ignition != nil {
+		if _, exists := in.Get(IgnitionPath); exists && !c.Force {
+			return nil, 0, fmt.Errorf("%s: %w", iso.Path, ErrAlreadyEmbedded)
+		}
+		if !json.Valid(c.Ignition) {
+			return nil, 0, fmt.Errorf("%w: the Ignition config is not valid JSON", ErrInvalidInput)
+		}
+		in.Set(IgnitionPath, 0o600, c.Ignition)
+	} else if c.RemoveIgnition {
+		in.Remove(IgnitionPath)
+	}
+	if c.RemoveNetwork || len(c.NetworkKeyfiles) > 0 {
+		for _, p := range in.filesUnder(NetworkDir) {
+			in.Remove(p)
+		}
+	}
+	if len(c.NetworkKeyfiles) > 0 {
+		if !iso.Layout.LiveInitrdNetwork() {
+			return nil, 0, fmt.Errorf("%s: %w: its /coreos/features.json does not list live-initrd-network, so its initramfs ignores embedded NetworkManager keyfiles",
+				iso.Path, ErrUnsupported)
+		}
+		for name, data := range c.NetworkKeyfiles {
+			if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\x00") {
+				return nil, 0, fmt.Errorf("%w: network keyfile name %q must be a plain file name", ErrInvalidInput, name)
+			}
+			in.Set(path.Join(NetworkDir, name), 0o600, data)
+		}
+	}
+	payload, err := in.Encode()
+	if err != nil {
+		return nil, 0, fmt.Errorf("encoding the embed initrd: %w", err)
+	}
+	return payload, len(in.filesUnder(NetworkDir)), nil
+}
+
+func kargsPatches(kl *KargsLayout, args string) ([]patch, error) {
+	var out []patch
+	for _, a := range kl.Areas {
+		b, err := encodeKargsArea(args, kl.Size, a.Pad, a.End)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, patch{a.Offset, b})
+	}
+	return out, nil
+}
+
+// setKargs writes args into every karg area of the ISO at p, in place.
+func setKargs(ctx context.Context, p, args string) error {
+	iso, err := Open(p)
+	if err != nil {
+		return err
+	}
+	defer iso.Close()
+	if iso.Layout.Kargs == nil {
+		return fmt.Errorf("%s: %w", p, ErrNoKargsArea)
+	}
+	kp, err := kargsPatches(iso.Layout.Kargs, args)
+	if err != nil {
+		return fmt.Errorf("%s: %w", p, err)
+	}
+	_, err = writePatches(ctx, iso, "", kp)
+	return err
+}

@@ -1,0 +1,23 @@
+// Package liveiso customizes CoreOS-style live ISO images the way
+// `coreos-installer iso` does: it embeds an Ignition config (and optional
+// NetworkManager keyfiles) into the ISO's reserved embed area and edits the
+// kernel arguments held in the boot configuration's reserved karg areas.
+//
+// The embed area is found through /coreos/igninfo.json, else the whole extent
+// of /images/ignition.img, else the legacy "coreiso+" header in the ISO 9660
+// System Area. Karg areas are found through /coreos/kargs.json, else the
+// legacy "coreKarg" header. Edits only ever touch those bytes, so an ISO can be
+// changed in place or streamed to a new file and then patched.
+//
+// A config too large for the embed area (bootstrap-in-place configs often
+// are) is handled by rebuilding the ISO with xorriso around a larger
+// /images/ignition.img and an updated /coreos/igninfo.json, so the result
+// still boots unattended and later tools still find the area. Customize picks
+// the strategy.
+//
+// The ISO 9660 directory walk is our own small, bounded reader built on
+// github.com/kdomanski/iso9660's record decoder: that library's tree walker
+// follows Rock Ridge continuation areas without limits (a crafted ISO hangs
+// or overflows the stack) and does not expose extent addresses, which are
+// exactly what embedding needs.
+package liveiso
