@@ -54,7 +54,9 @@ func fixtureNames(t testing.TB, keep func(string) bool) []string {
 	return out
 }
 
-func isX86(n string) bool   { return strings.HasPrefix(n, "embed-areas-") && !strings.Contains(n, "s390x") }
+func isX86(n string) bool {
+	return strings.HasPrefix(n, "embed-areas-") && !strings.Contains(n, "s390x")
+}
 func isS390x(n string) bool { return strings.Contains(n, "s390x") }
 
 // fixture decompresses a fixture ISO into a fresh temporary directory.

@@ -47,7 +47,9 @@ func (in *Initrd) Get(p string) ([]byte, bool) {
 }
 
 // Set stores a file with the given permission bits.
-func (in *Initrd) Set(p string, perm uint32, data []byte) { in.files[p] = initrdFile{mode: perm & 0o7777, data: data} }
+func (in *Initrd) Set(p string, perm uint32, data []byte) {
+	in.files[p] = initrdFile{mode: perm & 0o7777, data: data}
+}
 
 // Remove deletes a file.
 func (in *Initrd) Remove(p string) { delete(in.files, p) }

@@ -305,7 +305,9 @@ func findLegacyKargsAreas(fs *isoFS) (*KargsLayout, error) {
 	if size == 0 || size > maxKargsSize {
 		return nil, fmt.Errorf("%s: %w: coreKarg header: area size %d is outside 1..%d", fs.name, ErrMalformed, size, maxKargsSize)
 	}
-	inImage := func(off uint64) bool { return off >= systemAreaSize && off <= uint64(fs.size) && off+size <= uint64(fs.size) }
+	inImage := func(off uint64) bool {
+		return off >= systemAreaSize && off <= uint64(fs.size) && off+size <= uint64(fs.size)
+	}
 	defOff := binary.LittleEndian.Uint64(hdr[16:])
 	if !inImage(defOff) {
 		return nil, fmt.Errorf("%s: %w: coreKarg header: default kargs at %d lie outside the image", fs.name, ErrMalformed, defOff)
