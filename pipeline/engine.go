@@ -192,6 +192,12 @@ func Plan(ctx context.Context, g *Graph, c *Cache, secrets SecretSource, sel Sel
 		}
 		in, err := k.inputs(s)
 		if err != nil {
+			if !want[s.Name] {
+				// A stage after --until may read files that do not exist yet (an ISO a later
+				// make target builds); that must not stop the stages before it.
+				plan = append(plan, PlannedStage{Name: s.Name, Deps: s.Deps, Action: "skip", Reasons: []string{"not selected (after --until)"}})
+				continue
+			}
 			return nil, err
 		}
 		ps := PlannedStage{Name: s.Name, Key: in.Key(), Deps: s.Deps, Inputs: in}

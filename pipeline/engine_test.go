@@ -422,3 +422,17 @@ func TestRunJSONIsValid(t *testing.T) {
 		}
 	}
 }
+
+func TestUntilIgnoresMissingFilesOfLaterStages(t *testing.T) {
+	tg := newTestGraph()
+	tg.files["c"] = map[string]string{"iso": filepath.Join(t.TempDir(), "not-built-yet.iso")}
+	o := buildOpts(t, t.TempDir())
+	o.Selection.Until = "b"
+	if _, err := Build(context.Background(), tg.graph(), o); err != nil {
+		t.Fatal(err)
+	}
+	o2 := buildOpts(t, o.Cache.Dir)
+	if _, err := Build(context.Background(), tg.graph(), o2); err == nil || !strings.Contains(err.Error(), "not-built-yet.iso") {
+		t.Fatalf("want an error naming the missing file, got %v", err)
+	}
+}
