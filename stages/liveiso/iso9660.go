@@ -26,10 +26,12 @@ const (
 
 // isoFile is one file or directory of the ISO 9660 tree, with its extent.
 type isoFile struct {
-	Path   string // slash-separated, relative to the root, as found (ISO 9660 name)
+	Path   string // slash-separated, relative to the root (Rock Ridge names where present)
 	Offset int64  // byte offset of the extent in the image
 	Length int64
 	IsDir  bool
+	// isoName is the plain ISO 9660 name, matched as well as the Rock Ridge one.
+	isoName string
 }
 
 // isoFS is a bounded ISO 9660 reader: enough to find files and their extents.
@@ -100,16 +102,45 @@ func (fs *isoFS) parseRecord(rec []byte) (isoFile, error) {
 		return isoFile{}, fmt.Errorf("%w: negative extent location %d", ErrMalformed, de.ExtentLocation)
 	}
 	f := isoFile{
-		Path:   isoName(de.Identifier),
+		Path:    isoName(de.Identifier),
+		isoName: isoName(de.Identifier),
 		Offset: int64(de.ExtentLocation) * sectorSize,
 		Length: int64(de.ExtentLength),
 		IsDir:  de.FileFlags&0x02 != 0,
+	}
+	if rr := rockRidgeName(de.SystemUse); rr != "" {
+		f.Path = rr
 	}
 	if f.Offset+f.Length > fs.size {
 		return isoFile{}, fmt.Errorf("%w: extent of %q (bytes %d..%d) lies outside the %d-byte image",
 			ErrMalformed, f.Path, f.Offset, f.Offset+f.Length, fs.size)
 	}
 	return f, nil
+}
+
+// rockRidgeName returns the Rock Ridge NM name from a record's System Use
+// field, or "". Continuation areas are not followed: names of the files we
+// look for are short, and not chasing pointers keeps a crafted image harmless.
+func rockRidgeName(su []byte) string {
+	var name []byte
+	for len(su) >= 4 {
+		n := int(su[2])
+		if n < 4 || n > len(su) {
+			break
+		}
+		if su[0] == 'N' && su[1] == 'M' && n >= 5 {
+			flags := su[4]
+			if flags&0x06 != 0 { // "." or ".." aliases
+				return ""
+			}
+			name = append(name, su[5:n]...)
+		}
+		su = su[n:]
+	}
+	if bytes.ContainsAny(name, "/\x00") || string(name) == "." || string(name) == ".." {
+		return ""
+	}
+	return string(name)
 }
 
 // isoName turns an ISO 9660 identifier into a plain name: version and a
@@ -180,7 +211,7 @@ func (fs *isoFS) lookup(p string) (isoFile, error) {
 		}
 		found := false
 		for _, e := range entries {
-			if nameMatches(path.Base(e.Path), part) {
+			if nameMatches(path.Base(e.Path), part) || nameMatches(e.isoName, part) {
 				cur, found = e, true
 				break
 			}
