@@ -104,9 +104,9 @@ func (fs *isoFS) parseRecord(rec []byte) (isoFile, error) {
 	f := isoFile{
 		Path:    isoName(de.Identifier),
 		isoName: isoName(de.Identifier),
-		Offset: int64(de.ExtentLocation) * sectorSize,
-		Length: int64(de.ExtentLength),
-		IsDir:  de.FileFlags&0x02 != 0,
+		Offset:  int64(de.ExtentLocation) * sectorSize,
+		Length:  int64(de.ExtentLength),
+		IsDir:   de.FileFlags&0x02 != 0,
 	}
 	if rr := rockRidgeName(de.SystemUse); rr != "" {
 		f.Path = rr
