@@ -1,0 +1,246 @@
+package resolve
+
+import (
+	"archive/tar"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"strings"
+
+	"github.com/containers/image/v5/docker"
+	"github.com/containers/image/v5/docker/reference"
+	"github.com/containers/image/v5/manifest"
+	"github.com/containers/image/v5/pkg/blobinfocache/none"
+	"github.com/containers/image/v5/pkg/compression"
+	"github.com/containers/image/v5/types"
+	"github.com/opencontainers/go-digest"
+)
+
+// maxManifestFile bounds a metadata file read into memory from a layer.
+const maxManifestFile = 64 << 20
+
+// client reads images from registries through containers/image.
+type client struct {
+	sys *types.SystemContext
+}
+
+// image is one opened image: its source, the digest of what the reference named (a list or
+// a single manifest) and, for layer access, the manifest of the chosen platform.
+type image struct {
+	named    reference.Named
+	src      types.ImageSource
+	digest   digest.Digest // of the manifest the reference points at (may be a list)
+	instance digest.Digest // of the platform manifest (== digest for single images)
+	manifest manifest.Manifest
+}
+
+func (im *image) Close() { im.src.Close() }
+
+// pinned returns repo@digest for the reference.
+func (im *image) pinned() string {
+	return reference.TrimNamed(im.named).String() + "@" + im.digest.String()
+}
+
+func parseRef(ref string) (reference.Named, error) {
+	named, err := reference.ParseNormalizedNamed(ref)
+	if err != nil {
+		return nil, fmt.Errorf("image reference %q: %w", ref, err)
+	}
+	if d, ok := named.(reference.Digested); ok {
+		// containers/image refuses tag+digest; the digest is what pins it.
+		if _, tagged := named.(reference.Tagged); tagged {
+			return reference.WithDigest(reference.TrimNamed(named), d.Digest())
+		}
+		return named, nil
+	}
+	return reference.TagNameOnly(named), nil
+}
+
+// open fetches the manifest of ref and, for a manifest list, the platform instance.
+func (c *client) open(ctx context.Context, ref string) (*image, error) {
+	named, err := parseRef(ref)
+	if err != nil {
+		return nil, err
+	}
+	dref, err := docker.NewReference(named)
+	if err != nil {
+		return nil, fmt.Errorf("image %s: %w", ref, err)
+	}
+	src, err := dref.NewImageSource(ctx, c.sys)
+	if err != nil {
+		return nil, fmt.Errorf("opening image %s: %w", ref, err)
+	}
+	im := &image{named: named, src: src}
+	raw, mime, err := src.GetManifest(ctx, nil)
+	if err != nil {
+		src.Close()
+		return nil, fmt.Errorf("fetching manifest of %s: %w", ref, err)
+	}
+	if im.digest, err = manifest.Digest(raw); err != nil {
+		src.Close()
+		return nil, fmt.Errorf("manifest of %s: %w", ref, err)
+	}
+	if d, ok := named.(reference.Digested); ok && d.Digest() != im.digest {
+		src.Close()
+		return nil, fmt.Errorf("manifest of %s has digest %s, not the one pinned", ref, im.digest)
+	}
+	im.instance = im.digest
+	if manifest.MIMETypeIsMultiImage(manifest.NormalizedMIMEType(mime)) {
+		list, err := manifest.ListFromBlob(raw, mime)
+		if err != nil {
+			src.Close()
+			return nil, fmt.Errorf("manifest list of %s: %w", ref, err)
+		}
+		if im.instance, err = list.ChooseInstance(c.sys); err != nil {
+			src.Close()
+			return nil, fmt.Errorf("image %s: %w", ref, err)
+		}
+		if raw, mime, err = src.GetManifest(ctx, &im.instance); err != nil {
+			src.Close()
+			return nil, fmt.Errorf("fetching %s manifest of %s: %w", c.sys.ArchitectureChoice, ref, err)
+		}
+	}
+	if im.manifest, err = manifest.FromBlob(raw, manifest.NormalizedMIMEType(mime)); err != nil {
+		src.Close()
+		return nil, fmt.Errorf("manifest of %s: %w", ref, err)
+	}
+	return im, nil
+}
+
+// digestOf resolves ref to the digest of the manifest it names, without reading layers.
+// References that already carry a digest are pinned already and cost no request.
+func (c *client) digestOf(ctx context.Context, ref string) (string, digest.Digest, error) {
+	named, err := parseRef(ref)
+	if err != nil {
+		return "", "", err
+	}
+	if d, ok := named.(reference.Digested); ok {
+		return reference.TrimNamed(named).String() + "@" + d.Digest().String(), d.Digest(), nil
+	}
+	dref, err := docker.NewReference(named)
+	if err != nil {
+		return "", "", fmt.Errorf("image %s: %w", ref, err)
+	}
+	dg, err := docker.GetDigest(ctx, c.sys, dref)
+	if err != nil {
+		return "", "", fmt.Errorf("resolving %s: %w", ref, err)
+	}
+	return reference.TrimNamed(named).String() + "@" + dg.String(), dg, nil
+}
+
+// walkLayers calls fn for every regular file in the image's layers, bottom layer first, so a
+// caller that keeps the last match sees what the container would.
+func (c *client) walkLayers(ctx context.Context, im *image, fn func(name string, hdr *tar.Header, r io.Reader) error) error {
+	for _, l := range im.manifest.LayerInfos() {
+		if err := c.walkLayer(ctx, im, l.BlobInfo, fn); err != nil {
+			return fmt.Errorf("reading layer %s of %s: %w", l.Digest, im.named, err)
+		}
+	}
+	return nil
+}
+
+func (c *client) walkLayer(ctx context.Context, im *image, bi types.BlobInfo, fn func(string, *tar.Header, io.Reader) error) error {
+	rc, _, err := im.src.GetBlob(ctx, bi, none.NoCache)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	verifier := bi.Digest.Verifier()
+	dr, _, err := compression.AutoDecompress(io.TeeReader(rc, verifier))
+	if err != nil {
+		return err
+	}
+	defer dr.Close()
+	tr := tar.NewReader(dr)
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if hdr.Typeflag != tar.TypeReg {
+			continue
+		}
+		name := path.Clean("/" + hdr.Name)[1:]
+		if err := fn(name, hdr, tr); err != nil {
+			return err
+		}
+	}
+	// Drain so the digest covers the whole blob, then refuse anything tampered with.
+	if _, err := io.Copy(io.Discard, dr); err != nil {
+		return err
+	}
+	if _, err := io.Copy(io.Discard, rc); err != nil {
+		return err
+	}
+	if !verifier.Verified() {
+		return fmt.Errorf("layer content does not match digest %s", bi.Digest)
+	}
+	return nil
+}
+
+// readFiles returns the content of the files for which want is true (last layer wins).
+func (c *client) readFiles(ctx context.Context, im *image, want func(string) bool) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	err := c.walkLayers(ctx, im, func(name string, hdr *tar.Header, r io.Reader) error {
+		if !want(name) {
+			return nil
+		}
+		if hdr.Size > maxManifestFile {
+			return fmt.Errorf("%s is %d bytes, more than a manifest can be", name, hdr.Size)
+		}
+		b, err := io.ReadAll(r)
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", name, err)
+		}
+		out[name] = b
+		return nil
+	})
+	return out, err
+}
+
+// extractFile writes the file at name (absolute path in the image) to dst, returning its
+// sha256. The topmost layer holding the file wins.
+func (c *client) extractFile(ctx context.Context, im *image, name, dst string) (digest.Digest, error) {
+	want := strings.TrimPrefix(path.Clean(name), "/")
+	tmp := dst + ".partial"
+	var found digest.Digest
+	err := c.walkLayers(ctx, im, func(n string, hdr *tar.Header, r io.Reader) error {
+		if n != want {
+			return nil
+		}
+		f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o755)
+		if err != nil {
+			return err
+		}
+		dg := digest.Canonical.Digester()
+		if _, err := io.Copy(io.MultiWriter(f, dg.Hash()), r); err != nil {
+			f.Close()
+			return fmt.Errorf("extracting %s: %w", name, err)
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+		found = dg.Digest()
+		return nil
+	})
+	if err != nil {
+		os.Remove(tmp)
+		return "", err
+	}
+	if found == "" {
+		return "", fmt.Errorf("image %s has no %s", im.named, name)
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		return "", err
+	}
+	return found, nil
+}

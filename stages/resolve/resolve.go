@@ -1,0 +1,197 @@
+package resolve
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/snofactory/snofactory/pipeline"
+	"gopkg.in/yaml.v3"
+)
+
+// InstallerPath is where the stage puts openshift-install, relative to its output.
+const InstallerPath = "bin/openshift-install"
+
+// Runtime is what a resolution needs besides its options: secrets, where to extract the
+// installer ("" skips extraction) and a logger.
+type Runtime struct {
+	Secrets pipeline.SecretSource
+	OutDir  string
+	Log     *slog.Logger
+}
+
+// Resolve pins everything opts names and returns the lock.
+func Resolve(ctx context.Context, opts Options, rt Runtime) (*Lock, error) {
+	if opts.Release == "" {
+		return nil, fmt.Errorf("no release image to resolve")
+	}
+	log := rt.Log
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	arch := opts.Arch
+	if arch == "" {
+		arch = "x86_64"
+	}
+	sys, cleanup, err := systemContext(ctx, opts.Registry, rt.Secrets, arch)
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	c := &client{sys: sys}
+
+	rel, err := c.open(ctx, opts.Release)
+	if err != nil {
+		return nil, err
+	}
+	defer rel.Close()
+	log.Info("resolved release image", "ref", opts.Release, "digest", rel.digest)
+	p, err := c.readPayload(ctx, rel)
+	if err != nil {
+		return nil, err
+	}
+	lock := &Lock{
+		SchemaVersion: LockSchemaVersion,
+		Arch:          arch,
+		Release:       LockedRelease{Ref: opts.Release, Digest: rel.digest.String(), Version: p.version},
+		Images:        []LockedImage{{Name: "release", Ref: rel.pinned(), Digest: rel.digest.String(), Source: SourceRelease}},
+	}
+	byName := map[string]LockedImage{}
+	for _, comp := range p.components {
+		pinned, dg, err := c.digestOf(ctx, comp.ref)
+		if err != nil {
+			return nil, fmt.Errorf("release component %s: %w", comp.name, err)
+		}
+		im := LockedImage{Name: comp.name, Ref: pinned, Digest: dg.String(), Source: SourceRelease}
+		byName[comp.name] = im
+		lock.Images = append(lock.Images, im)
+	}
+	log.Info("listed release components", "version", p.version, "components", len(p.components))
+
+	if p.bootimages != nil {
+		if lock.ISO, err = liveISO(p.bootimages, arch); err != nil {
+			return nil, fmt.Errorf("release %s: %w", opts.Release, err)
+		}
+	} else if mos, ok := byName[machineOSImages]; ok {
+		// Newer payloads ship the ISO inside machine-os-images; the live-iso stage extracts it.
+		lock.ISO = &LockedISO{URL: "image://" + mos.Ref + "#/coreos/coreos-" + arch + ".iso", From: machineOSImages}
+	} else {
+		log.Warn("release carries no coreos-bootimages stream and no machine-os-images component; no live ISO pinned")
+	}
+
+	if inst, ok := byName[installerComponent]; ok {
+		lock.Installer = &LockedTool{Ref: inst.Ref, Digest: inst.Digest}
+		if rt.OutDir != "" {
+			if err := extractInstaller(ctx, c, lock.Installer, rt.OutDir); err != nil {
+				return nil, err
+			}
+			log.Info("extracted openshift-install", "sha256", lock.Installer.SHA256)
+		}
+	} else {
+		log.Warn("release has no installer component; render cannot run openshift-install")
+	}
+
+	for _, b := range opts.Operators {
+		imgs, err := c.operatorImages(ctx, b)
+		if err != nil {
+			return nil, err
+		}
+		lock.Images = append(lock.Images, imgs...)
+	}
+	for _, ref := range opts.Images {
+		pinned, dg, err := c.digestOf(ctx, ref)
+		if err != nil {
+			return nil, fmt.Errorf("extra image: %w", err)
+		}
+		lock.Images = append(lock.Images, LockedImage{Name: ref, Ref: pinned, Digest: dg.String(), Source: SourceExtra})
+	}
+	lock.normalize()
+	return lock, nil
+}
+
+func extractInstaller(ctx context.Context, c *client, t *LockedTool, outDir string) error {
+	im, err := c.open(ctx, t.Ref)
+	if err != nil {
+		return fmt.Errorf("installer image: %w", err)
+	}
+	defer im.Close()
+	dst := filepath.Join(outDir, filepath.FromSlash(InstallerPath))
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	sum, err := c.extractFile(ctx, im, installerBinary, dst)
+	if err != nil {
+		return fmt.Errorf("extracting openshift-install: %w", err)
+	}
+	t.Path = InstallerPath
+	t.SHA256 = sum.Encoded()
+	return nil
+}
+
+// csv is the part of a ClusterServiceVersion we read.
+type csv struct {
+	Kind     string `yaml:"kind"`
+	Metadata struct {
+		Name        string            `yaml:"name"`
+		Annotations map[string]string `yaml:"annotations"`
+	} `yaml:"metadata"`
+	Spec struct {
+		RelatedImages []struct {
+			Name  string `yaml:"name"`
+			Image string `yaml:"image"`
+		} `yaml:"relatedImages"`
+	} `yaml:"spec"`
+}
+
+// operatorImages pins a bundle and the images its ClusterServiceVersion relates.
+func (c *client) operatorImages(ctx context.Context, bundle string) ([]LockedImage, error) {
+	im, err := c.open(ctx, bundle)
+	if err != nil {
+		return nil, fmt.Errorf("operator bundle: %w", err)
+	}
+	defer im.Close()
+	source := SourceOperator + ":" + bundle
+	out := []LockedImage{{Name: "bundle", Ref: im.pinned(), Digest: im.digest.String(), Source: source}}
+	files, err := c.readFiles(ctx, im, func(n string) bool {
+		return path.Dir(n) == "manifests" && (strings.HasSuffix(n, ".clusterserviceversion.yaml") || strings.HasSuffix(n, ".clusterserviceversion.yml"))
+	})
+	if err != nil {
+		return nil, fmt.Errorf("operator bundle %s: %w", bundle, err)
+	}
+	seen := map[string]bool{}
+	for name, b := range files {
+		var v csv
+		if err := yaml.Unmarshal(b, &v); err != nil {
+			return nil, fmt.Errorf("operator bundle %s: parsing %s: %w", bundle, name, err)
+		}
+		related := map[string]string{}
+		for _, r := range v.Spec.RelatedImages {
+			related[r.Image] = r.Name
+		}
+		if ci := v.Metadata.Annotations["containerImage"]; ci != "" {
+			if _, ok := related[ci]; !ok {
+				related[ci] = "operator"
+			}
+		}
+		for ref, rname := range related {
+			if ref == "" || seen[ref] {
+				continue
+			}
+			seen[ref] = true
+			pinned, dg, err := c.digestOf(ctx, ref)
+			if err != nil {
+				return nil, fmt.Errorf("operator bundle %s: related image %s: %w", bundle, rname, err)
+			}
+			if rname == "" {
+				rname = ref
+			}
+			out = append(out, LockedImage{Name: rname, Ref: pinned, Digest: dg.String(), Source: source})
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,292 @@
+package resolve
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/static"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/snofactory/snofactory/test/registry"
+)
+
+// layer returns a gzip tar layer holding files (path -> content).
+func layer(t *testing.T, files map[string]string) v1.Layer {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, p := range sortedKeys(files) {
+		if err := tw.WriteHeader(&tar.Header{Name: p, Mode: 0o755, Size: int64(len(files[p])), Typeflag: tar.TypeReg}); err != nil {
+			t.Fatal(err)
+		}
+		tw.Write([]byte(files[p]))
+	}
+	tw.Close()
+	return static.NewLayer(buf.Bytes(), types.DockerLayer)
+}
+
+func sortedKeys(m map[string]string) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	for i := range ks {
+		for j := i + 1; j < len(ks); j++ {
+			if ks[j] < ks[i] {
+				ks[i], ks[j] = ks[j], ks[i]
+			}
+		}
+	}
+	return ks
+}
+
+// push writes an image made of the given layers and returns repo@digest.
+func push(t *testing.T, ref string, layers ...v1.Layer) string {
+	t.Helper()
+	img, err := mutate.AppendLayers(empty.Image, layers...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := name.ParseReference(ref, name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(r, img); err != nil {
+		t.Fatalf("pushing %s: %v", ref, err)
+	}
+	d, _ := img.Digest()
+	return r.Context().String() + "@" + d.String()
+}
+
+// fixture is a tiny release payload in a real registry.
+type fixture struct {
+	reg        *registry.Registry
+	release    string
+	components map[string]string // name -> pinned ref
+	installer  string            // openshift-install content
+	bundle     string
+	related    string // pinned ref of the operator's related image
+}
+
+const streamJSON = `{"stream":"rhcos-4.16","architectures":{"x86_64":{"artifacts":{"metal":{"formats":{"iso":{"disk":{"location":"https://example.com/rhcos-live.x86_64.iso","sha256":"%s"}}}}}}}}`
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	reg := registry.StartT(t, registry.Options{})
+	f := &fixture{reg: reg, components: map[string]string{}, installer: "#!/bin/sh\necho openshift-install 4.16.3\n"}
+	base := layer(t, map[string]string{"etc/os-release": "ID=rhel\n"})
+	for _, c := range []string{"cluster-version-operator", "etcd", "machine-os-images"} {
+		f.components[c] = push(t, reg.Ref("ocp/"+c+":latest"), base, layer(t, map[string]string{"usr/bin/" + c: c}))
+	}
+	f.components["installer"] = push(t, reg.Ref("ocp/installer:latest"), base,
+		layer(t, map[string]string{"usr/bin/openshift-install": "old"}),
+		layer(t, map[string]string{"usr/bin/openshift-install": f.installer}))
+	var is imageStream
+	is.Kind = "ImageStream"
+	is.Metadata.Name = "4.16.3"
+	for _, n := range sortedKeys(f.components) {
+		tag := struct {
+			Name string `json:"name"`
+			From struct {
+				Kind string `json:"kind"`
+				Name string `json:"name"`
+			} `json:"from"`
+		}{Name: n}
+		tag.From.Kind, tag.From.Name = "DockerImage", f.components[n]
+		is.Spec.Tags = append(is.Spec.Tags, tag)
+	}
+	refs, _ := json.Marshal(is)
+	sum := sha256.Sum256([]byte("iso"))
+	stream := fmt.Sprintf(streamJSON, hex.EncodeToString(sum[:]))
+	bootimages := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: coreos-bootimages\n  namespace: openshift-machine-config-operator\ndata:\n  releaseVersion: 4.16.3\n  stream: '" + stream + "'\n"
+	push(t, reg.Ref("ocp/release:4.16.3"), base, layer(t, map[string]string{
+		"release-manifests/image-references":                       string(refs),
+		"release-manifests/release-metadata":                       `{"kind":"cincinnati-metadata-v0","version":"4.16.3","previous":["4.16.2"]}`,
+		"release-manifests/0000_50_installer_coreos-bootimages.yaml": bootimages,
+	}))
+	f.release = reg.Ref("ocp/release:4.16.3")
+	f.related = push(t, reg.Ref("operators/lvms-operator:v4.16"), base, layer(t, map[string]string{"usr/bin/lvms": "lvms"}))
+	csv := "apiVersion: operators.coreos.com/v1alpha1\nkind: ClusterServiceVersion\nmetadata:\n  name: lvms-operator.v4.16.0\n  annotations:\n    containerImage: " +
+		reg.Ref("operators/lvms-operator:v4.16") + "\nspec:\n  relatedImages:\n  - name: lvms-operator\n    image: " + reg.Ref("operators/lvms-operator:v4.16") + "\n"
+	push(t, reg.Ref("operators/lvms-bundle:v4.16"), layer(t, map[string]string{"manifests/lvms-operator.clusterserviceversion.yaml": csv, "metadata/annotations.yaml": "annotations: {}\n"}))
+	f.bundle = reg.Ref("operators/lvms-bundle:v4.16")
+	return f
+}
+
+func (f *fixture) options() Options {
+	return Options{
+		Release:   f.release,
+		Operators: []string{f.bundle},
+		Images:    []string{f.components["etcd"]},
+		Registry:  Registry{Insecure: []string{f.reg.Addr()}},
+	}
+}
+
+func TestResolve(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	out := t.TempDir()
+	lock, err := Resolve(ctx, f.options(), Runtime{OutDir: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lock.Release.Version != "4.16.3" || !strings.HasPrefix(lock.Release.Digest, "sha256:") {
+		t.Errorf("release = %+v", lock.Release)
+	}
+	got := map[string]LockedImage{}
+	for _, im := range lock.Images {
+		got[im.Source+"/"+im.Name] = im
+		if !strings.HasSuffix(im.Ref, "@"+im.Digest) {
+			t.Errorf("image %s: ref %s does not carry digest %s", im.Name, im.Ref, im.Digest)
+		}
+	}
+	for n, ref := range f.components {
+		if got["release/"+n].Ref != ref {
+			t.Errorf("component %s: got %q, want %q", n, got["release/"+n].Ref, ref)
+		}
+	}
+	if got["operator:"+f.bundle+"/lvms-operator"].Ref != f.related {
+		t.Errorf("operator related image not pinned: %+v", lock.Images)
+	}
+	if _, ok := got["operator:"+f.bundle+"/bundle"]; !ok {
+		t.Errorf("bundle itself missing from %+v", lock.Images)
+	}
+	if got["extra/"+f.components["etcd"]].Ref != f.components["etcd"] {
+		t.Errorf("extra image missing: %+v", lock.Images)
+	}
+	if want := 1 + len(f.components) + 2 + 1; len(lock.Images) != want {
+		t.Errorf("%d images, want %d", len(lock.Images), want)
+	}
+	if lock.ISO == nil || lock.ISO.URL != "https://example.com/rhcos-live.x86_64.iso" || len(lock.ISO.SHA256) != 64 {
+		t.Errorf("iso = %+v", lock.ISO)
+	}
+	b, err := os.ReadFile(filepath.Join(out, InstallerPath))
+	if err != nil || string(b) != f.installer {
+		t.Fatalf("installer = %q, %v; want the topmost layer's %q", b, err, f.installer)
+	}
+	sum := sha256.Sum256(b)
+	if lock.Installer.SHA256 != hex.EncodeToString(sum[:]) || lock.Installer.Ref != f.components["installer"] {
+		t.Errorf("installer lock = %+v", lock.Installer)
+	}
+
+	// Same inputs, same lock, byte for byte.
+	p1, p2 := filepath.Join(out, "a.json"), filepath.Join(out, "b.json")
+	if err := WriteLock(p1, lock); err != nil {
+		t.Fatal(err)
+	}
+	again, err := Resolve(ctx, f.options(), Runtime{OutDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	WriteLock(p2, again)
+	b1, _ := os.ReadFile(p1)
+	b2, _ := os.ReadFile(p2)
+	if !bytes.Equal(b1, b2) {
+		t.Errorf("two resolutions differ:\n%s\n%s", b1, b2)
+	}
+	read, err := ReadLock(p1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := Verify(read, again); len(d) != 0 {
+		t.Errorf("Verify of identical locks: %v", d)
+	}
+
+	// Move the release tag and an operator tag: Verify names each difference.
+	push(t, f.reg.Ref("operators/lvms-operator:v4.16"), layer(t, map[string]string{"usr/bin/lvms": "lvms v2"}))
+	moved, err := Resolve(ctx, f.options(), Runtime{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := Verify(read, moved)
+	if len(d) != 1 || !strings.Contains(d[0], "lvms-operator") {
+		t.Errorf("Verify after moving a tag = %v", d)
+	}
+}
+
+func TestResolveErrors(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	tests := []struct {
+		name string
+		opts Options
+		want string
+	}{
+		{"not a release", Options{Release: f.components["etcd"], Registry: Registry{Insecure: []string{f.reg.Addr()}}}, "not a release image"},
+		{"missing", Options{Release: f.reg.Ref("ocp/nothing:1"), Registry: Registry{Insecure: []string{f.reg.Addr()}}}, "ocp/nothing"},
+		{"no release", Options{}, "no release image"},
+		{"missing pull secret", Options{Release: f.release, Registry: Registry{PullSecret: "pull-secret"}}, "pull secret"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Resolve(ctx, tc.opts, Runtime{})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want it to mention %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestVerify(t *testing.T) {
+	base := Lock{SchemaVersion: 1, Arch: "x86_64", Release: LockedRelease{Ref: "r:1", Digest: "sha256:a", Version: "4.16.3"},
+		Images:    []LockedImage{{Name: "etcd", Ref: "e@sha256:1", Digest: "sha256:1", Source: "release"}},
+		ISO:       &LockedISO{URL: "u", SHA256: "s", From: "coreos-bootimages"},
+		Installer: &LockedTool{Ref: "i@sha256:2", Digest: "sha256:2", SHA256: "x"}}
+	tests := []struct {
+		name   string
+		change func(l *Lock)
+		want   []string
+	}{
+		{"same", func(*Lock) {}, nil},
+		{"release digest", func(l *Lock) { l.Release.Digest = "sha256:b" }, []string{"release r:1: locked digest sha256:a, now sha256:b"}},
+		{"image digest", func(l *Lock) { l.Images[0].Digest = "sha256:9" }, []string{"image etcd (release): locked digest sha256:1, now sha256:9"}},
+		{"image added and removed", func(l *Lock) { l.Images[0].Name = "etcd2" }, []string{"image etcd2 (release): not in the lock, now sha256:1", "image etcd (release): in the lock (sha256:1), no longer resolved"}},
+		{"iso", func(l *Lock) { l.ISO = &LockedISO{URL: "v", SHA256: "s", From: "coreos-bootimages"} }, []string{"iso: locked u (sha256 s), now v (sha256 s)"}},
+		{"installer binary", func(l *Lock) { l.Installer = &LockedTool{Ref: "i@sha256:2", Digest: "sha256:2", SHA256: "y"} }, []string{"openshift-install binary: locked sha256 x, now y"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			fresh := base
+			fresh.Images = append([]LockedImage(nil), base.Images...)
+			tc.change(&fresh)
+			got := Verify(&base, &fresh)
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("Verify = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestRegistriesDropIn(t *testing.T) {
+	got := registriesDropIn(Registry{Insecure: []string{"127.0.0.1:5000"}, Mirrors: []Mirror{{Source: "quay.io/ocp", Mirrors: []string{"127.0.0.1:5000/ocp"}}}})
+	want := `[[registry]]
+prefix = "quay.io/ocp"
+location = "quay.io/ocp"
+insecure = false
+mirror-by-digest-only = true
+[[registry.mirror]]
+location = "127.0.0.1:5000/ocp"
+insecure = true
+
+[[registry]]
+location = "127.0.0.1:5000"
+insecure = true
+
+`
+	if got != want {
+		t.Errorf("drop-in:\n%s\nwant:\n%s", got, want)
+	}
+}
