@@ -113,8 +113,8 @@ func newFixture(t *testing.T) *fixture {
 	stream := fmt.Sprintf(streamJSON, hex.EncodeToString(sum[:]))
 	bootimages := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: coreos-bootimages\n  namespace: openshift-machine-config-operator\ndata:\n  releaseVersion: 4.16.3\n  stream: '" + stream + "'\n"
 	push(t, reg.Ref("ocp/release:4.16.3"), base, layer(t, map[string]string{
-		"release-manifests/image-references":                       string(refs),
-		"release-manifests/release-metadata":                       `{"kind":"cincinnati-metadata-v0","version":"4.16.3","previous":["4.16.2"]}`,
+		"release-manifests/image-references":                         string(refs),
+		"release-manifests/release-metadata":                         `{"kind":"cincinnati-metadata-v0","version":"4.16.3","previous":["4.16.2"]}`,
 		"release-manifests/0000_50_installer_coreos-bootimages.yaml": bootimages,
 	}))
 	f.release = reg.Ref("ocp/release:4.16.3")
