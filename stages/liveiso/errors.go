@@ -16,7 +16,7 @@ var (
 	// ErrNoKargsArea: the ISO has no kernel-argument embed areas.
 	ErrNoKargsArea = errors.New("no kernel-argument embed areas in this ISO")
 	// ErrAlreadyEmbedded: a config is embedded and Force was not set.
-	ErrAlreadyEmbedded = errors.New("an Ignition config is already embedded; remove it first or force the replacement")
+	ErrAlreadyEmbedded = errors.New("an Ignition config is already embedded (force the replacement with -f/--force, or remove it first)")
 	// ErrNoConfig: nothing is embedded.
 	ErrNoConfig = errors.New("no Ignition config embedded")
 	// ErrTooLarge: the payload does not fit and the ISO cannot be rebuilt around it.

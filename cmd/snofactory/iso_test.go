@@ -1,0 +1,119 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ulikunitz/xz"
+)
+
+// isoFixture decompresses a coreos-installer fixture ISO into a temp dir,
+// finding shared/reference by walking up from the package directory.
+func isoFixture(t *testing.T, name string) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		cand := filepath.Join(dir, "shared", "reference", "coreos-installer-iso-fixtures", name+".xz")
+		if _, err := os.Stat(cand); err == nil {
+			src, err := os.Open(cand)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer src.Close()
+			zr, err := xz.NewReader(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := filepath.Join(t.TempDir(), name)
+			f, err := os.Create(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := io.Copy(f, zr); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.Close(); err != nil {
+				t.Fatal(err)
+			}
+			return out
+		}
+		if filepath.Dir(dir) == dir {
+			t.Fatalf("fixture %s not found above the package directory", name)
+		}
+		dir = filepath.Dir(dir)
+	}
+}
+
+func runCLI(args ...string) (code int, stdout, stderr string) {
+	var o, e bytes.Buffer
+	code = run(args, &o, &e)
+	return code, o.String(), e.String()
+}
+
+func TestISOCommands(t *testing.T) {
+	iso := isoFixture(t, "embed-areas-2023-07.x86_64.iso")
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "config.ign")
+	cfg := `{"ignition":{"version":"3.3.0"}}`
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out.iso")
+
+	steps := []struct {
+		name       string
+		args       []string
+		wantCode   int
+		wantStdout string // exact, if set
+		wantStderr string // substring, if set
+	}{
+		{"embed to new file", []string{"iso", "embed", "-i", cfgPath, "-o", out, iso}, 0, "", "embed"},
+		{"show", []string{"iso", "show", out}, 0, cfg, ""},
+		{"input untouched", []string{"iso", "show", iso}, 2, "", "no Ignition config embedded"},
+		{"refuse second embed", []string{"iso", "embed", "-i", cfgPath, out}, 2, "", "--force"},
+		{"force second embed", []string{"iso", "embed", "-f", "-i", cfgPath, out}, 0, "", ""},
+		{"kargs modify", []string{"iso", "kargs", "modify", "-a", "foo=bar", "-d", "ignition.platform.id=metal", out}, 0, "", "foo=bar"},
+		{"kargs show", []string{"iso", "kargs", "show", out}, 0,
+			"mitigations=auto,nosmt coreos.liveiso=fedora-coreos-38.20230718.dev.0 ignition.firstboot foo=bar\n", ""},
+		{"kargs show default", []string{"iso", "kargs", "show", "--default", out}, 0,
+			"mitigations=auto,nosmt coreos.liveiso=fedora-coreos-38.20230718.dev.0 ignition.firstboot ignition.platform.id=metal\n", ""},
+		{"kargs reset", []string{"iso", "kargs", "reset", out}, 0, "", ""},
+		{"kargs after reset", []string{"iso", "kargs", "show", out}, 0,
+			"mitigations=auto,nosmt coreos.liveiso=fedora-coreos-38.20230718.dev.0 ignition.firstboot ignition.platform.id=metal\n", ""},
+		{"bad replace", []string{"iso", "kargs", "modify", "-r", "nope", out}, 2, "", "KEY=OLD=NEW"},
+		{"remove", []string{"iso", "remove", out}, 0, "", ""},
+		{"show after remove", []string{"iso", "show", out}, 2, "", "no Ignition config embedded"},
+		{"missing ISO", []string{"iso", "show", filepath.Join(dir, "nope.iso")}, 2, "", "no such file"},
+		{"not an ISO", []string{"iso", "show", cfgPath}, 2, "", "not an ISO 9660 image"},
+		{"missing config", []string{"iso", "embed", "-i", filepath.Join(dir, "nope.ign"), out}, 2, "", "reading the Ignition config"},
+		{"no args", []string{"iso", "show"}, 2, "", "exactly one ISO"},
+		{"unknown flag", []string{"iso", "show", "--bogus", out}, 2, "", "bogus"},
+	}
+	for _, s := range steps {
+		code, stdout, stderr := runCLI(s.args...)
+		if code != s.wantCode {
+			t.Fatalf("%s: exit %d, want %d (stderr %q)", s.name, code, s.wantCode, stderr)
+		}
+		if s.wantStdout != "" && stdout != s.wantStdout {
+			t.Errorf("%s: stdout %q, want %q", s.name, stdout, s.wantStdout)
+		}
+		if s.wantStderr != "" && !strings.Contains(stderr, s.wantStderr) {
+			t.Errorf("%s: stderr %q lacks %q", s.name, stderr, s.wantStderr)
+		}
+	}
+}
+
+func TestISONoEmbedArea(t *testing.T) {
+	iso := isoFixture(t, "synthetic.iso")
+	code, _, stderr := runCLI("iso", "show", iso)
+	if code != 2 || !strings.Contains(stderr, "no Ignition embed area") {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+}
