@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/containers/storage/pkg/reexec"
@@ -51,7 +52,7 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	}
 	fmt.Fprintln(stderr, "snofactory:", err)
 	var be *badInputError
-	if errors.As(err, &be) {
+	if errors.As(err, &be) || isUsageError(err) {
 		return exitBadInput
 	}
 	return exitFailed
@@ -69,10 +70,24 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return badInput(err) })
 	// Each subcommand lives in its own file; add one line here per command.
 	// --- commands ---
+	root.AddCommand(newBuildCommand())
+	root.AddCommand(newPlanCommand())
+	root.AddCommand(newRenderCommand())
 	root.AddCommand(newAgentCommand())
 	root.AddCommand(newISOCommand())
 	// --- end commands ---
 	return root
+}
+
+// isUsageError recognizes the errors cobra makes itself for unknown commands and flags.
+func isUsageError(err error) bool {
+	msg := err.Error()
+	for _, prefix := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "required flag", "invalid argument", "flag needs an argument"} {
+		if strings.HasPrefix(msg, prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // badInputError marks errors caused by the user's input (exit code 2).

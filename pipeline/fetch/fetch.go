@@ -1,0 +1,251 @@
+// Package fetch downloads large files (live ISOs) into a content-addressed store: verified
+// against their sha256 before they enter the store, resumed with HTTP Range requests after
+// an interruption, and retried with backoff on transient failures.
+package fetch
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Options tunes a download.
+type Options struct {
+	// Client is the HTTP client; nil means http.DefaultClient.
+	Client *http.Client
+	// Attempts bounds tries per download (default 5); backoff doubles from Backoff (default 1s).
+	Attempts int
+	Backoff  time.Duration
+	// Progress, if set, is called with bytes done and total (0 if unknown).
+	Progress func(done, total int64)
+}
+
+var hexDigest = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// Path is where the store keeps a blob with this digest.
+func Path(store, sha string) string {
+	return filepath.Join(store, "sha256", sha)
+}
+
+// File makes the content at rawURL (http, https or file) available in store under its sha256
+// and returns its path. A blob already in the store is not fetched again. A partial download
+// left by an interrupted run is resumed. Content that does not match sha256 never enters the
+// store.
+func File(ctx context.Context, rawURL, sha, store string, opts Options) (string, error) {
+	if !hexDigest.MatchString(sha) {
+		return "", fmt.Errorf("fetching %s: sha256 %q is not 64 lowercase hex digits", rawURL, sha)
+	}
+	final := Path(store, sha)
+	if _, err := os.Stat(final); err == nil {
+		return final, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
+		return "", err
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "", fmt.Errorf("fetching %s: %w", rawURL, err)
+	}
+	partial := final + ".partial"
+	switch u.Scheme {
+	case "file":
+		err = copyLocal(ctx, u.Path, partial, opts)
+	case "http", "https":
+		err = download(ctx, rawURL, partial, opts)
+	default:
+		return "", fmt.Errorf("fetching %s: unsupported scheme %q (want http, https or file)", rawURL, u.Scheme)
+	}
+	if err != nil {
+		return "", err
+	}
+	got, err := fileSHA256(partial)
+	if err != nil {
+		return "", err
+	}
+	if got != sha {
+		os.Remove(partial)
+		return "", fmt.Errorf("fetching %s: content has sha256 %s, want %s; the download was discarded (check the URL and the checksum in the blueprint)", rawURL, got, sha)
+	}
+	if err := os.Rename(partial, final); err != nil {
+		return "", err
+	}
+	return final, nil
+}
+
+func copyLocal(ctx context.Context, src, dst string, opts Options) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return fmt.Errorf("fetching file://%s: %w", src, err)
+	}
+	defer in.Close()
+	out, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	st, _ := in.Stat()
+	_, err = io.Copy(out, &progressReader{ctx: ctx, r: in, total: st.Size(), fn: opts.Progress})
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// download fetches rawURL into partial, resuming from partial's current size.
+func download(ctx context.Context, rawURL, partial string, opts Options) error {
+	client := opts.Client
+	if client == nil {
+		client = http.DefaultClient
+	}
+	attempts := opts.Attempts
+	if attempts <= 0 {
+		attempts = 5
+	}
+	backoff := opts.Backoff
+	if backoff <= 0 {
+		backoff = time.Second
+	}
+	var last error
+	for i := 0; i < attempts; i++ {
+		if i > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(backoff << (i - 1)):
+			}
+		}
+		done, err := downloadOnce(ctx, client, rawURL, partial, opts.Progress)
+		if err == nil && done {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		var perm *permanentError
+		if errors.As(err, &perm) {
+			return err
+		}
+		last = err
+	}
+	return fmt.Errorf("fetching %s: giving up after %d attempts: %w", rawURL, attempts, last)
+}
+
+type permanentError struct{ err error }
+
+func (e *permanentError) Error() string { return e.err.Error() }
+func (e *permanentError) Unwrap() error { return e.err }
+
+func downloadOnce(ctx context.Context, client *http.Client, rawURL, partial string, progress func(int64, int64)) (bool, error) {
+	f, err := os.OpenFile(partial, os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	have, err := f.Seek(0, io.SeekEnd)
+	if err != nil {
+		return false, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
+	if err != nil {
+		return false, &permanentError{err}
+	}
+	if have > 0 {
+		req.Header.Set("Range", fmt.Sprintf("bytes=%d-", have))
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	var total int64 = -1
+	switch {
+	case resp.StatusCode == http.StatusPartialContent && have > 0:
+		total = contentRangeTotal(resp.Header.Get("Content-Range"))
+	case resp.StatusCode == http.StatusOK:
+		// The server ignored the Range header: start over.
+		if err := f.Truncate(0); err != nil {
+			return false, err
+		}
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return false, err
+		}
+		have = 0
+		total = resp.ContentLength
+	case resp.StatusCode == http.StatusRequestedRangeNotSatisfiable:
+		// We already have everything (or a stale partial): verify decides.
+		return true, nil
+	case resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests:
+		return false, fmt.Errorf("GET %s: %s", rawURL, resp.Status)
+	default:
+		return false, &permanentError{fmt.Errorf("GET %s: %s", rawURL, resp.Status)}
+	}
+	pr := &progressReader{ctx: ctx, r: resp.Body, done: have, total: total, fn: progress}
+	n, err := io.Copy(f, pr)
+	if err != nil {
+		return false, fmt.Errorf("GET %s: after %d bytes: %w", rawURL, have+n, err)
+	}
+	if total > 0 && have+n < total {
+		return false, fmt.Errorf("GET %s: body ended at %d of %d bytes", rawURL, have+n, total)
+	}
+	return true, nil
+}
+
+func contentRangeTotal(h string) int64 {
+	i := strings.LastIndexByte(h, '/')
+	if i < 0 {
+		return -1
+	}
+	n, err := strconv.ParseInt(h[i+1:], 10, 64)
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+type progressReader struct {
+	ctx         context.Context
+	r           io.Reader
+	done, total int64
+	fn          func(int64, int64)
+	last        time.Time
+}
+
+func (p *progressReader) Read(b []byte) (int, error) {
+	if err := p.ctx.Err(); err != nil {
+		return 0, err
+	}
+	n, err := p.r.Read(b)
+	p.done += int64(n)
+	if p.fn != nil && (time.Since(p.last) > 200*time.Millisecond || err == io.EOF) {
+		p.last = time.Now()
+		t := p.total
+		if t < 0 {
+			t = 0
+		}
+		p.fn(p.done, t)
+	}
+	return n, err
+}
+
+func fileSHA256(p string) (string, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
