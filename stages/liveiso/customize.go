@@ -4,8 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
-	"path"
+		"path"
 	"strings"
 	"time"
 )
@@ -151,8 +150,6 @@ func Customize(ctx context.Context, inISO, outISO string, c Customization) (Repo
 				inISO, ErrTooLarge, len(oversized), iso.Layout.Ignition.Length)
 		}
 		rep.Strategy = StrategyRebuild
-		slog.InfoContext(ctx, "Ignition payload exceeds the embed area; rebuilding the ISO",
-			"iso", inISO, "payload", len(oversized), "area", iso.Layout.Ignition.Length)
 		newArea, err := rebuild(ctx, iso, rep.Output, oversized)
 		if err != nil {
 			return rep, err

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,6 +36,8 @@ func rebuild(ctx context.Context, iso *ISO, out string, payload []byte) (int64, 
 		return 0, fmt.Errorf("%s: %w: compressed initrd is %d bytes but the embed area (%s) holds %d, and an area that is %s cannot be grown",
 			iso.Path, ErrTooLarge, len(payload), area.Source, area.Length, where)
 	}
+	slog.InfoContext(ctx, "Ignition payload exceeds the embed area; rebuilding the ISO",
+		"iso", iso.Path, "payload", len(payload), "area", area.Length)
 	xorriso, err := exec.LookPath("xorriso")
 	if err != nil {
 		return 0, fmt.Errorf("rebuilding the ISO for an oversized config needs xorriso (Debian package xorriso): %w", err)

@@ -1,0 +1,140 @@
+package liveiso
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// bigConfig is a valid Ignition config that xz cannot squeeze into 256 KiB,
+// like a bootstrap-in-place config carrying certificates and manifests.
+func bigConfig(size int) []byte {
+	r := rand.New(rand.NewPCG(1, 2))
+	raw := make([]byte, size)
+	for i := range raw {
+		raw[i] = byte(r.Uint32())
+	}
+	return []byte(fmt.Sprintf(`{"ignition":{"version":"3.3.0"},"storage":{"files":[{"path":"/opt/blob","contents":{"source":"data:;base64,%s"}}]}}`,
+		base64.StdEncoding.EncodeToString(raw)))
+}
+
+func elToritoEntries(t *testing.T, iso string) string {
+	t.Helper()
+	out := run(t, t.TempDir(), "xorriso", "-indev", iso, "-report_el_torito", "plain")
+	var lines []string
+	for _, l := range strings.Split(string(out), "\n") {
+		// Compare platforms and image paths; LBAs move and xorriso recomputes load sizes.
+		if strings.HasPrefix(l, "El Torito img path :") {
+			lines = append(lines, l)
+		}
+		if f := strings.Fields(strings.TrimPrefix(l, "El Torito boot img :")); strings.HasPrefix(l, "El Torito boot img :") && len(f) > 2 {
+			lines = append(lines, f[0]+" "+f[1]+" "+f[2])
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+func TestOversizedConfigRebuild(t *testing.T) {
+	requireTool(t, "xorriso", "xorriso")
+	requireTool(t, "xz", "xz-utils")
+	requireTool(t, "cpio", "cpio")
+	ctx := context.Background()
+	cfg := bigConfig(400 << 10)
+	for _, tt := range []struct {
+		name    string
+		inPlace bool
+	}{
+		{"embed-areas-2023-07.x86_64.iso", false},
+		{"embed-areas-2023-07.x86_64.iso", true},
+		{"embed-areas-2021-09.iso", false},
+		{"embed-areas-2021-01.iso", false}, // legacy coreKarg areas become a kargs.json
+	} {
+		t.Run(fmt.Sprintf("%s/inplace=%v", tt.name, tt.inPlace), func(t *testing.T) {
+			in := fixture(t, tt.name)
+			wantBoot := elToritoEntries(t, in)
+			def, defErr := ShowKargs(in, true)
+			out, target := filepath.Join(t.TempDir(), "out.iso"), ""
+			target = out
+			if tt.inPlace {
+				out, target = "", in
+			}
+			c := Customization{Ignition: cfg, KargsAppend: []string{"snofactory.big=1"}}
+			if defErr != nil {
+				c.KargsAppend = nil
+			}
+			rep, err := Customize(ctx, in, out, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Strategy != StrategyRebuild || rep.PayloadBytes <= 262144 || rep.AreaBytes < int64(rep.PayloadBytes) || rep.OriginalAreaBytes != 262144 {
+				t.Fatalf("report = %+v, want a rebuild with a grown area", rep)
+			}
+			t.Logf("config %d bytes, payload %d, area %d -> %d", rep.ConfigBytes, rep.PayloadBytes, rep.OriginalAreaBytes, rep.AreaBytes)
+			got, err := ShowIgnition(target)
+			if err != nil || !bytes.Equal(got, cfg) {
+				t.Fatalf("show after rebuild: %d bytes, %v", len(got), err)
+			}
+			if oracle := extractConfigWithTools(t, target); !bytes.Equal(oracle, cfg) {
+				t.Fatal("xorriso/xz/cpio extraction differs from the config")
+			}
+			iso, err := Open(target)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if iso.Layout.Ignition.Source != SourceIgnInfo {
+				t.Errorf("rebuilt ISO's area found via %s, want igninfo.json", iso.Layout.Ignition.Source)
+			}
+			iso.Close()
+			if gotBoot := elToritoEntries(t, target); gotBoot != wantBoot {
+				t.Errorf("El Torito boot entries changed:\n%s\nwant:\n%s", gotBoot, wantBoot)
+			}
+			if defErr == nil {
+				k, err := ShowKargs(target, false)
+				if err != nil || k != def+" snofactory.big=1" {
+					t.Errorf("kargs after rebuild = %q, %v", k, err)
+				}
+				for _, f := range kargsFiles(t, target) {
+					dir := t.TempDir()
+					run(t, dir, "xorriso", "-osirrox", "on", "-indev", target, "-extract", "/"+f, filepath.Join(dir, "cfg"))
+					body, _ := os.ReadFile(filepath.Join(dir, "cfg"))
+					if !bytes.Contains(body, []byte(def+" snofactory.big=1\n")) {
+						t.Errorf("%s lacks the appended karg", f)
+					}
+				}
+			}
+			// the grown area takes a smaller config by plain patching
+			small := testConfig("after-rebuild")
+			rep, err = Customize(ctx, target, "", Customization{Ignition: small, Force: true})
+			if err != nil || rep.Strategy != StrategyPatch {
+				t.Fatalf("re-embed: %+v, %v", rep, err)
+			}
+			if got, _ := ShowIgnition(target); !bytes.Equal(got, small) {
+				t.Fatalf("re-embed shows %q", got)
+			}
+		})
+	}
+}
+
+func TestOversizedRefusals(t *testing.T) {
+	ctx := context.Background()
+	cfg := bigConfig(400 << 10)
+	// s390x: the area is a slice of images/cdboot.img and cannot grow.
+	in := fixture(t, "embed-areas-2023-07.s390x.iso")
+	_, err := Customize(ctx, in, filepath.Join(t.TempDir(), "o.iso"), Customization{Ignition: cfg})
+	if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "cdboot.img") {
+		t.Fatalf("s390x oversized error = %v", err)
+	}
+	// NoRebuild: a clear error instead
+	in = fixture(t, "embed-areas-2023-07.x86_64.iso")
+	_, err = Customize(ctx, in, "", Customization{Ignition: cfg, NoRebuild: true})
+	if !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("NoRebuild error = %v", err)
+	}
+}
