@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-		"path"
+	"path"
 	"strings"
 	"time"
 )
