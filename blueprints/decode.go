@@ -1,0 +1,351 @@
+package blueprints
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/snofactory/snofactory/blueprints/internal/suggest"
+)
+
+// Bounds on what the decoder walks, so hostile files fail fast instead of hanging or
+// exhausting memory. Real blueprints are a few hundred nodes deep at most ten levels.
+const (
+	maxDepth   = 64     // nesting of mappings and sequences
+	maxNodes   = 100000 // nodes in the parsed document
+	maxAliases = 100    // alias nodes in the document
+	maxVisits  = 100000 // nodes visited while decoding, counting alias expansions
+	maxKeyLen  = 256    // bytes in a mapping key
+)
+
+type position struct{ line, col int }
+
+// decoder decodes a yaml.Node tree into Go values strictly: unknown keys, duplicate keys,
+// wrong scalar types and unsupported YAML features are problems, all collected, each with
+// its position. It records the position of every path it decodes so later validation
+// errors can be located.
+type decoder struct {
+	file     string
+	problems []Problem
+	valPos   map[string]position // path -> position of its value
+	keyPos   map[string]position // path -> position of its key
+	failed   map[string]bool     // paths whose value could not be decoded
+	visits   int
+	aborted  bool
+	fields   map[string][]string // field name -> schema paths where it is valid, for hints
+}
+
+func newDecoder(file string, root reflect.Type) *decoder {
+	d := &decoder{
+		file:   file,
+		valPos: map[string]position{},
+		keyPos: map[string]position{},
+		failed: map[string]bool{},
+		fields: map[string][]string{},
+	}
+	d.indexFields(root, "", 0)
+	return d
+}
+
+func (d *decoder) add(n *yaml.Node, path, msg, hint string) {
+	p := Problem{File: d.file, Path: path, Message: msg, Hint: hint}
+	if n != nil {
+		p.Line, p.Col = n.Line, n.Column
+	}
+	d.problems = append(d.problems, p)
+}
+
+func (d *decoder) fail(n *yaml.Node, path, msg, hint string) {
+	d.failed[path] = true
+	d.add(n, path, msg, hint)
+}
+
+// checkTree bounds the raw document before any decoding: depth, node and alias counts.
+func (d *decoder) checkTree(doc *yaml.Node) bool {
+	nodes, aliases := 0, 0
+	var walk func(n *yaml.Node, depth int) bool
+	walk = func(n *yaml.Node, depth int) bool {
+		nodes++
+		if nodes > maxNodes {
+			d.add(n, "", fmt.Sprintf("document has more than %d nodes", maxNodes), "a blueprint is small; split data into referenced files")
+			return false
+		}
+		if depth > maxDepth {
+			d.add(n, "", fmt.Sprintf("document is nested deeper than %d levels", maxDepth), "")
+			return false
+		}
+		if n.Kind == yaml.AliasNode {
+			aliases++
+			if aliases > maxAliases {
+				d.add(n, "", fmt.Sprintf("document has more than %d aliases", maxAliases), "write the values out instead of using anchors and aliases")
+				return false
+			}
+			return true // the anchor itself is walked where it is defined
+		}
+		for _, c := range n.Content {
+			if !walk(c, depth+1) {
+				return false
+			}
+		}
+		return true
+	}
+	return walk(doc, 0)
+}
+
+var unmarshalerType = reflect.TypeOf((*yaml.Unmarshaler)(nil)).Elem()
+
+// decode decodes n into v (addressable), recording problems under path.
+func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string, depth int) {
+	if d.aborted {
+		return
+	}
+	at := n
+	for n.Kind == yaml.AliasNode {
+		if n.Alias == nil {
+			d.fail(at, path, "alias to an unknown anchor", "")
+			return
+		}
+		n = n.Alias
+	}
+	d.visits++
+	if d.visits > maxVisits || depth > maxDepth {
+		d.add(at, path, "document expands to too many values (alias expansion)", "write the values out instead of using anchors and aliases")
+		d.aborted = true
+		return
+	}
+	if _, ok := d.valPos[path]; !ok {
+		d.valPos[path] = position{at.Line, at.Column}
+	}
+	if n.Tag != "" && !strings.HasPrefix(n.Tag, "!!") {
+		d.fail(at, path, fmt.Sprintf("unsupported YAML tag %s", n.Tag), "remove the tag")
+		return
+	}
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return // an empty value leaves the default
+	}
+	if v.CanAddr() && v.Addr().Type().Implements(unmarshalerType) {
+		if err := v.Addr().Interface().(yaml.Unmarshaler).UnmarshalYAML(n); err != nil {
+			d.fail(at, path, err.Error(), "")
+		}
+		return
+	}
+	switch v.Kind() {
+	case reflect.Pointer:
+		if v.IsNil() {
+			v.Set(reflect.New(v.Type().Elem()))
+		}
+		d.decode(at, v.Elem(), path, depth)
+	case reflect.Struct:
+		d.decodeStruct(at, n, v, path, depth)
+	case reflect.Map:
+		d.decodeMap(at, n, v, path, depth)
+	case reflect.Slice:
+		if n.Kind != yaml.SequenceNode {
+			d.fail(at, path, fmt.Sprintf("expected a list, got %s", describe(n)), "write a list: one '- item' per line, or [a, b]")
+			return
+		}
+		s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
+		for i, c := range n.Content {
+			d.decode(c, s.Index(i), fmt.Sprintf("%s[%d]", path, i), depth+1)
+		}
+		v.Set(s)
+	case reflect.String:
+		if n.Kind != yaml.ScalarNode || n.Tag != "!!str" {
+			hint := ""
+			if n.Kind == yaml.ScalarNode {
+				hint = fmt.Sprintf("quote it to make it a string: %q", n.Value)
+			}
+			d.fail(at, path, fmt.Sprintf("expected a string, got %s", describe(n)), hint)
+			return
+		}
+		v.SetString(n.Value)
+	case reflect.Int, reflect.Int64, reflect.Int32:
+		var i int64
+		if n.Kind != yaml.ScalarNode || n.Tag != "!!int" || n.Decode(&i) != nil {
+			d.fail(at, path, fmt.Sprintf("expected an integer, got %s", describe(n)), "")
+			return
+		}
+		if v.OverflowInt(i) || i > math.MaxInt32 || i < math.MinInt32 {
+			d.fail(at, path, fmt.Sprintf("integer %s is out of range", n.Value), "")
+			return
+		}
+		v.SetInt(i)
+	case reflect.Bool:
+		var b bool
+		if n.Kind != yaml.ScalarNode || n.Tag != "!!bool" || n.Decode(&b) != nil {
+			d.fail(at, path, fmt.Sprintf("expected true or false, got %s", describe(n)), "")
+			return
+		}
+		v.SetBool(b)
+	default:
+		d.fail(at, path, fmt.Sprintf("cannot decode into %s", v.Type()), "")
+	}
+}
+
+// keys walks a mapping's keys, reporting non-string, merge, oversized and duplicate keys,
+// and calls fn for each good pair.
+func (d *decoder) keys(n *yaml.Node, path string, fn func(k, v *yaml.Node)) {
+	seen := map[string]*yaml.Node{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, val := n.Content[i], n.Content[i+1]
+		switch {
+		case k.Kind != yaml.ScalarNode || (k.Tag != "!!str" && k.Tag != "!!merge"):
+			d.add(k, path, fmt.Sprintf("keys must be strings, got %s", describe(k)), "")
+			continue
+		case k.Tag == "!!merge":
+			d.add(k, path, "merge keys (<<) are not supported", "write the keys out")
+			continue
+		case len(k.Value) > maxKeyLen:
+			d.add(k, path, fmt.Sprintf("key longer than %d bytes", maxKeyLen), "")
+			continue
+		}
+		if first, dup := seen[k.Value]; dup {
+			d.add(k, join(path, k.Value), fmt.Sprintf("duplicate key %q (first at line %d)", k.Value, first.Line), "remove one of them")
+			continue
+		}
+		seen[k.Value] = k
+		fn(k, val)
+	}
+}
+
+func (d *decoder) decodeStruct(at, n *yaml.Node, v reflect.Value, path string, depth int) {
+	if n.Kind != yaml.MappingNode {
+		d.fail(at, path, fmt.Sprintf("expected a mapping, got %s", describe(n)), "")
+		return
+	}
+	t := v.Type()
+	byName := map[string]int{}
+	var names []string
+	for i := 0; i < t.NumField(); i++ {
+		name := fieldName(t.Field(i))
+		if name == "" {
+			continue
+		}
+		byName[name] = i
+		names = append(names, name)
+	}
+	d.keys(n, path, func(k, val *yaml.Node) {
+		p := join(path, k.Value)
+		i, ok := byName[k.Value]
+		if !ok {
+			d.add(k, p, "unknown field", d.unknownHint(k.Value, path, names))
+			return
+		}
+		d.keyPos[p] = position{k.Line, k.Column}
+		d.decode(val, v.Field(i), p, depth+1)
+	})
+}
+
+func (d *decoder) decodeMap(at, n *yaml.Node, v reflect.Value, path string, depth int) {
+	if n.Kind != yaml.MappingNode {
+		d.fail(at, path, fmt.Sprintf("expected a mapping, got %s", describe(n)), "")
+		return
+	}
+	if v.Type().Key().Kind() != reflect.String {
+		d.fail(at, path, "unsupported map key type", "")
+		return
+	}
+	if v.IsNil() {
+		v.Set(reflect.MakeMap(v.Type()))
+	}
+	d.keys(n, path, func(k, val *yaml.Node) {
+		p := join(path, k.Value)
+		d.keyPos[p] = position{k.Line, k.Column}
+		e := reflect.New(v.Type().Elem()).Elem()
+		d.decode(val, e, p, depth+1)
+		v.SetMapIndex(reflect.ValueOf(k.Value).Convert(v.Type().Key()), e)
+	})
+}
+
+// unknownHint suggests a near spelling of the key here, or where else the key belongs.
+func (d *decoder) unknownHint(key, path string, names []string) string {
+	if s := suggest.Closest(key, names); s != "" {
+		return fmt.Sprintf("did you mean %q?", s)
+	}
+	if elsewhere := d.fields[key]; len(elsewhere) > 0 {
+		return fmt.Sprintf("%s belongs under %s", key, strings.Join(elsewhere, " or "))
+	}
+	if path == "" {
+		return "valid fields here: " + strings.Join(names, ", ")
+	}
+	return "valid fields under " + path + ": " + strings.Join(names, ", ")
+}
+
+// indexFields records, for each field name, the schema paths of the mappings holding it.
+func (d *decoder) indexFields(t reflect.Type, path string, depth int) {
+	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
+		if t.Kind() == reflect.Slice {
+			path += "[]"
+		}
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct || depth > 10 || reflect.PointerTo(t).Implements(unmarshalerType) {
+		return
+	}
+	for i := 0; i < t.NumField(); i++ {
+		name := fieldName(t.Field(i))
+		if name == "" {
+			continue
+		}
+		where := path
+		if where == "" {
+			where = "the top level"
+		}
+		d.fields[name] = append(d.fields[name], where)
+		d.indexFields(t.Field(i).Type, join(path, name), depth+1)
+	}
+}
+
+// fieldName is the YAML name of a struct field, or "" when the field is not part of the
+// document.
+func fieldName(f reflect.StructField) string {
+	if !f.IsExported() {
+		return ""
+	}
+	name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+	if name == "-" || name == "" {
+		return ""
+	}
+	return name
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// describe names a node's kind for messages, never quoting long values.
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.AliasNode:
+		return "an alias"
+	case yaml.DocumentNode:
+		return "a document"
+	}
+	switch n.Tag {
+	case "!!int":
+		return "an integer"
+	case "!!float":
+		return "a number"
+	case "!!bool":
+		return "a boolean"
+	case "!!null":
+		return "nothing"
+	case "!!str":
+		return "a string"
+	case "!!binary":
+		return "binary data"
+	case "!!timestamp":
+		return "a timestamp"
+	}
+	return "a value tagged " + n.Tag
+}

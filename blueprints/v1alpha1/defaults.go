@@ -1,0 +1,149 @@
+package v1alpha1
+
+import (
+	"path/filepath"
+	"time"
+)
+
+// Defaults that do not depend on the target.
+const (
+	DefaultIgnitionVersionCoreOS = "3.3.0"
+	DefaultFirmware              = "bios"
+	DefaultAccelerator           = "auto"
+	DefaultInstallDisk           = "/dev/vda"
+	DefaultNodeIP                = "192.168.127.10/24"
+	DefaultKubeletCertValidity   = Duration(30 * 24 * time.Hour)
+	MinKubeletCertValidity       = Duration(24 * time.Hour)
+	MaxKubeletCertValidity       = Duration(365 * 24 * time.Hour)
+	DefaultCompression           = "zstd"
+	DefaultFormat                = "qcow2"
+	DefaultClusterNetworkCIDR    = "10.128.0.0/14"
+	DefaultClusterHostPrefix     = 23
+	DefaultServiceNetwork        = "172.30.0.0/16"
+	DefaultMachineNetwork        = "10.0.0.0/16"
+)
+
+// Default fills every unset field with its documented default. It is idempotent, and the
+// only place defaults are applied; call it before Validate.
+func (b *Blueprint) Default() {
+	s := &b.Spec
+	openshift := s.Target.Type == TargetOpenShift
+
+	if s.Target.Type == TargetCoreOS && s.Target.IgnitionVersion == "" {
+		s.Target.IgnitionVersion = DefaultIgnitionVersionCoreOS
+	}
+
+	if o := s.OpenShift; o != nil {
+		if o.ClusterName == "" {
+			o.ClusterName = b.Metadata.Name
+		}
+		if len(o.ClusterNetwork) == 0 {
+			o.ClusterNetwork = []ClusterNetwork{{CIDR: DefaultClusterNetworkCIDR, HostPrefix: DefaultClusterHostPrefix}}
+		}
+		if len(o.ServiceNetwork) == 0 {
+			o.ServiceNetwork = []string{DefaultServiceNetwork}
+		}
+		if len(o.MachineNetwork) == 0 {
+			o.MachineNetwork = []MachineNetwork{{CIDR: DefaultMachineNetwork}}
+		}
+		if o.InstallDisk == "" {
+			o.InstallDisk = DefaultInstallDisk
+		}
+		if o.ControlPlane.Replicas == nil {
+			one := 1
+			o.ControlPlane.Replicas = &one
+		}
+	}
+
+	vm := &s.VM
+	if vm.CPUs == 0 {
+		vm.CPUs = pick(openshift, 8, 2)
+	}
+	if vm.Memory == 0 {
+		vm.Memory = pick(openshift, 16*GiB, 1*GiB)
+	}
+	if vm.DiskSize == 0 {
+		vm.DiskSize = pick(openshift, 120*GiB, 8*GiB)
+	}
+	if vm.Firmware == "" {
+		vm.Firmware = DefaultFirmware
+	}
+	if vm.Accelerator == "" {
+		vm.Accelerator = DefaultAccelerator
+	}
+	t := &vm.Timeouts
+	setDuration(&t.Boot, 10*time.Minute)
+	setDuration(&t.Install, 30*time.Minute)
+	setDuration(&t.Cluster, 2*time.Hour)
+	setDuration(&t.Shutdown, 5*time.Minute)
+
+	if s.Relocation.NodeIP == "" {
+		s.Relocation.NodeIP = DefaultNodeIP
+	}
+	if s.Relocation.KubeletCertValidity == 0 {
+		s.Relocation.KubeletCertValidity = DefaultKubeletCertValidity
+	}
+
+	if len(s.Outputs.Formats) == 0 {
+		s.Outputs.Formats = []string{DefaultFormat}
+	}
+	if s.Outputs.Compression == "" {
+		s.Outputs.Compression = DefaultCompression
+	}
+}
+
+func pick[T any](cond bool, a, b T) T {
+	if cond {
+		return a
+	}
+	return b
+}
+
+func setDuration(d *Duration, def time.Duration) {
+	if *d == 0 {
+		*d = Duration(def)
+	}
+}
+
+// Dir is the directory of the blueprint file; relative paths in the blueprint are resolved
+// against it. Empty for a blueprint not loaded from a file.
+func (b *Blueprint) Dir() string { return b.dir }
+
+// SetDir records the blueprint's directory (made absolute) and fills Resolved with the
+// absolute forms of every path the blueprint references.
+func (b *Blueprint) SetDir(dir string) error {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	b.dir = abs
+	s := &b.Spec
+	r := ResolvedPaths{
+		OCILayout: b.Path(s.Outputs.OCILayout),
+	}
+	if s.Source != nil {
+		r.ISO = b.Path(s.Source.Path)
+	}
+	if o := s.OpenShift; o != nil {
+		r.PullSecretFile = b.Path(o.PullSecretFile)
+		r.SSHPublicKeyFile = b.Path(o.SSHPublicKeyFile)
+		r.ExtraManifests = b.Path(o.ExtraManifests)
+	}
+	for _, f := range s.Butane {
+		r.Butane = append(r.Butane, b.Path(f.File))
+	}
+	b.Resolved = r
+	return nil
+}
+
+// Path resolves p against the blueprint's directory; empty stays empty and absolute stays
+// as it is.
+func (b *Blueprint) Path(p string) string {
+	if p == "" {
+		return ""
+	}
+	if filepath.IsAbs(p) {
+		return filepath.Clean(p)
+	}
+	return filepath.Join(b.dir, p)
+}

@@ -1,0 +1,278 @@
+package v1alpha1
+
+// APIVersion and Kind identify this schema version in a blueprint file.
+const (
+	APIVersion = "snofactory.io/v1alpha1"
+	Kind       = "Blueprint"
+)
+
+// Target types.
+const (
+	TargetOpenShift = "openshift"
+	TargetCoreOS    = "coreos"
+)
+
+// Blueprint describes one seed image: what to install, how to build it in the factory VM,
+// and where the result goes. It is the document users write (apiVersion snofactory.io/v1alpha1,
+// kind Blueprint).
+type Blueprint struct {
+	// Schema version of this document; must be snofactory.io/v1alpha1.
+	APIVersion string `json:"apiVersion" yaml:"apiVersion" jsonschema:"required,enum=snofactory.io/v1alpha1"`
+	// Kind of document; must be Blueprint.
+	Kind string `json:"kind" yaml:"kind" jsonschema:"required,enum=Blueprint"`
+	// Name and labels of the blueprint.
+	Metadata Metadata `json:"metadata" yaml:"metadata" jsonschema:"required"`
+	// What to build and how.
+	Spec Spec `json:"spec" yaml:"spec" jsonschema:"required"`
+
+	// Resolved holds absolute paths of every file the blueprint references; the loader fills it.
+	Resolved ResolvedPaths `json:"-" yaml:"-"`
+
+	dir string
+}
+
+// Metadata names a blueprint.
+type Metadata struct {
+	// Name of the blueprint: a DNS-1123 label (lowercase letters, digits and '-', at most 63
+	// characters, starting and ending with a letter or digit). It names builds and cache indexes.
+	// Example: du-site-a.
+	Name string `json:"name" yaml:"name" jsonschema:"required,minLength=1,maxLength=63,pattern=^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"`
+	// Free-form labels, Kubernetes-style keys ([prefix/]name) and values (at most 63 characters).
+	// Example: {site: lab, profile: du}.
+	Labels map[string]string `json:"labels,omitempty" yaml:"labels,omitempty"`
+}
+
+// Spec is the body of a blueprint.
+type Spec struct {
+	// The system the seed carries: a single-node OpenShift cluster or a plain CoreOS-style OS.
+	Target Target `json:"target" yaml:"target" jsonschema:"required"`
+	// The live ISO the factory VM boots to install the target. Required for coreos; for
+	// openshift it may be omitted, and the ISO then comes from the release payload
+	// (the coreos-bootimages stream metadata).
+	Source *Source `json:"source,omitempty" yaml:"source,omitempty"`
+	// OpenShift settings; required when target.type is openshift and not allowed otherwise.
+	OpenShift *OpenShift `json:"openshift,omitempty" yaml:"openshift,omitempty"`
+	// User Butane fragments, merged in this order after snofactory's own configuration.
+	// Each item has exactly one of file or inline.
+	Butane []ButaneFragment `json:"butane,omitempty" yaml:"butane,omitempty"`
+	// Extra container images to precache on the node, as fully qualified references with a
+	// tag or digest. Example: quay.io/prometheus/busybox:latest.
+	ExtraImages []string `json:"extraImages,omitempty" yaml:"extraImages,omitempty"`
+	// Registry mirrors (ImageContentSourcePolicy/ImageDigestMirrorSet style) used to pull
+	// images during the build and configured on the node.
+	RegistryMirrors []RegistryMirror `json:"registryMirrors,omitempty" yaml:"registryMirrors,omitempty"`
+	// The factory VM the install runs in.
+	VM VM `json:"vm,omitempty" yaml:"vm,omitempty"`
+	// The validation gate that runs before the seed is sealed.
+	Validation Validation `json:"validation,omitempty" yaml:"validation,omitempty"`
+	// How the node is prepared for relocation to its site.
+	Relocation Relocation `json:"relocation,omitempty" yaml:"relocation,omitempty"`
+	// What the build produces and where it goes.
+	Outputs Outputs `json:"outputs,omitempty" yaml:"outputs,omitempty"`
+}
+
+// Target says what the seed carries.
+type Target struct {
+	// openshift: a single-node OpenShift cluster installed from a release image (bootstrap-in-place).
+	// coreos: a plain CoreOS-style live-ISO target (appliances, and the conformance OS used by
+	// the demo and the tests), configured by Ignition rendered from Butane.
+	Type string `json:"type" yaml:"type" jsonschema:"required,enum=openshift,enum=coreos"`
+	// The Ignition spec version to emit; a property of the target's OS. Default for coreos: 3.3.0
+	// (the conformance OS runs Debian's Ignition 2.14, which accepts at most 3.3.0). For openshift
+	// the default is empty, meaning the version the release's installer emits (3.4.0 for 4.14+,
+	// 3.5.0 for 4.19+); set it to check user Butane fragments against it.
+	IgnitionVersion string `json:"ignitionVersion,omitempty" yaml:"ignitionVersion,omitempty" jsonschema:"enum=3.3.0,enum=3.4.0,enum=3.5.0"`
+}
+
+// Source is the live ISO the factory VM boots. Exactly one of url and path.
+//
+// A local path must exist when the blueprint is validated, unless generatedBy names the
+// command that produces it (for instance an ISO built by the same checkout's Makefile):
+// then a missing file is accepted by validation, and the build fails with a message that
+// says to run that command first.
+type Source struct {
+	// HTTP(S) URL of the ISO. Requires sha256. Example: https://example.com/rhcos-live.x86_64.iso.
+	URL string `json:"url,omitempty" yaml:"url,omitempty" jsonschema:"pattern=^https?://"`
+	// Local path of the ISO, relative to the blueprint's directory. Example: isos/live.iso.
+	Path string `json:"path,omitempty" yaml:"path,omitempty"`
+	// Expected SHA-256 of the ISO: 64 lowercase hex digits. Required with url; optional with path
+	// (the resolve stage records the digest of the file it reads).
+	SHA256 string `json:"sha256,omitempty" yaml:"sha256,omitempty" jsonschema:"pattern=^[0-9a-f]{64}$"`
+	// Command that builds the ISO at path (only with path). When set, a missing file is not a
+	// validation error. Example: make conformance-iso.
+	GeneratedBy string `json:"generatedBy,omitempty" yaml:"generatedBy,omitempty"`
+}
+
+// OpenShift holds the settings of a single-node OpenShift target.
+type OpenShift struct {
+	// Release image, fully qualified with a tag or digest.
+	// Example: quay.io/openshift-release-dev/ocp-release:4.16.12-x86_64.
+	ReleaseImage string `json:"releaseImage" yaml:"releaseImage" jsonschema:"required"`
+	// Cluster name (DNS-1123 label). Default: metadata.name.
+	ClusterName string `json:"clusterName,omitempty" yaml:"clusterName,omitempty" jsonschema:"maxLength=63,pattern=^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"`
+	// Base DNS domain of the cluster (DNS-1123 subdomain). Example: edge.example.com.
+	BaseDomain string `json:"baseDomain" yaml:"baseDomain" jsonschema:"required"`
+	// File holding the pull secret (JSON with an "auths" object), relative to the blueprint's
+	// directory. Its content is a secret: never logged, never part of a cache key in clear text.
+	PullSecretFile string `json:"pullSecretFile" yaml:"pullSecretFile" jsonschema:"required"`
+	// SSH public key for the core user, inline (authorized_keys format). At most one of
+	// sshPublicKey and sshPublicKeyFile.
+	SSHPublicKey string `json:"sshPublicKey,omitempty" yaml:"sshPublicKey,omitempty"`
+	// File holding the SSH public key, relative to the blueprint's directory.
+	SSHPublicKeyFile string `json:"sshPublicKeyFile,omitempty" yaml:"sshPublicKeyFile,omitempty"`
+	// Pod networks. Default: [{cidr: 10.128.0.0/14, hostPrefix: 23}].
+	ClusterNetwork []ClusterNetwork `json:"clusterNetwork,omitempty" yaml:"clusterNetwork,omitempty"`
+	// Service networks (CIDRs). Default: [172.30.0.0/16].
+	ServiceNetwork []string `json:"serviceNetwork,omitempty" yaml:"serviceNetwork,omitempty"`
+	// Machine networks: the node's IP must lie in one of them. Default: [{cidr: 10.0.0.0/16}].
+	MachineNetwork []MachineNetwork `json:"machineNetwork,omitempty" yaml:"machineNetwork,omitempty"`
+	// Disk the node installs to, as an absolute device path. Default: /dev/vda (the factory
+	// VM's virtio disk).
+	InstallDisk string `json:"installDisk,omitempty" yaml:"installDisk,omitempty" jsonschema:"pattern=^/dev/"`
+	// Directory of extra manifests (YAML) added to the install, relative to the blueprint's
+	// directory. Example: du-profile/extra-manifests.
+	ExtraManifests string `json:"extraManifests,omitempty" yaml:"extraManifests,omitempty"`
+	// Day-2 operators whose images are precached into the seed.
+	Operators []Operator `json:"operators,omitempty" yaml:"operators,omitempty"`
+	// Control plane pool; a seed is single-node, so replicas is always 1.
+	ControlPlane ControlPlane `json:"controlPlane,omitempty" yaml:"controlPlane,omitempty"`
+	// Compute pool; a seed is single-node, so replicas is always 0 (add workers at day 2).
+	Compute Compute `json:"compute,omitempty" yaml:"compute,omitempty"`
+	// Also emit worker Ignition for day-2 workers. The default ingress controller is then pinned
+	// to the master pool, since the infrastructure topology stays SingleReplica. Default: false.
+	WorkerIgnition bool `json:"workerIgnition,omitempty" yaml:"workerIgnition,omitempty"`
+}
+
+// ClusterNetwork is one pod network.
+type ClusterNetwork struct {
+	// Network CIDR. Example: 10.128.0.0/14.
+	CIDR string `json:"cidr" yaml:"cidr" jsonschema:"required"`
+	// Prefix length of the per-node subnet carved from cidr. Example: 23.
+	HostPrefix int `json:"hostPrefix" yaml:"hostPrefix" jsonschema:"required,minimum=1,maximum=128"`
+}
+
+// MachineNetwork is one network the node's addresses come from.
+type MachineNetwork struct {
+	// Network CIDR. Example: 192.168.111.0/24.
+	CIDR string `json:"cidr" yaml:"cidr" jsonschema:"required"`
+}
+
+// ControlPlane is the control plane machine pool.
+type ControlPlane struct {
+	// Number of control plane nodes: 1. Default: 1.
+	Replicas *int `json:"replicas,omitempty" yaml:"replicas,omitempty" jsonschema:"enum=1"`
+}
+
+// Compute is the compute machine pool.
+type Compute struct {
+	// Number of compute nodes at install: 0. Default: 0.
+	Replicas int `json:"replicas,omitempty" yaml:"replicas,omitempty" jsonschema:"enum=0"`
+}
+
+// Operator is a day-2 operator to precache: a package from a catalog image, or a bundle image.
+type Operator struct {
+	// Operator package name. Example: ptp-operator.
+	Name string `json:"name" yaml:"name" jsonschema:"required,pattern=^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"`
+	// Subscription channel (only with catalog). Default: the package's default channel.
+	Channel string `json:"channel,omitempty" yaml:"channel,omitempty"`
+	// Catalog (index) image the package comes from, fully qualified. Exactly one of catalog
+	// and bundle. Example: registry.redhat.io/redhat/redhat-operator-index:v4.16.
+	Catalog string `json:"catalog,omitempty" yaml:"catalog,omitempty"`
+	// Bundle image, fully qualified, instead of a catalog package.
+	Bundle string `json:"bundle,omitempty" yaml:"bundle,omitempty"`
+}
+
+// ButaneFragment is one user Butane config. Exactly one of file and inline.
+type ButaneFragment struct {
+	// Butane file, relative to the blueprint's directory. Example: demo/motd.bu.
+	File string `json:"file,omitempty" yaml:"file,omitempty"`
+	// Butane config inline, as a YAML block string.
+	Inline string `json:"inline,omitempty" yaml:"inline,omitempty"`
+}
+
+// RegistryMirror maps a source repository (or registry) to mirrors, as in an
+// ImageDigestMirrorSet.
+type RegistryMirror struct {
+	// Source repository or registry, without tag or digest.
+	// Example: quay.io/openshift-release-dev/ocp-release.
+	Source string `json:"source" yaml:"source" jsonschema:"required"`
+	// Mirrors tried in order, without tag or digest. Example: [registry.depot.example:5000/ocp-release].
+	Mirrors []string `json:"mirrors" yaml:"mirrors" jsonschema:"required,minItems=1"`
+}
+
+// VM is the factory VM the install runs in.
+type VM struct {
+	// Virtual CPUs. Default: 2 for coreos, 8 for openshift.
+	CPUs int `json:"cpus,omitempty" yaml:"cpus,omitempty" jsonschema:"minimum=1,maximum=256"`
+	// Memory: a number of MiB, or a size with a unit (KiB, MiB, GiB, TiB; K/M/G/T and KB/MB/GB/TB
+	// are read as powers of 1024 too). Default: 1GiB for coreos, 16GiB for openshift. Minimum 256MiB.
+	Memory Size `json:"memory,omitempty" yaml:"memory,omitempty"`
+	// Size of the install disk: a number of MiB or a size with a unit. Default: 8GiB for coreos,
+	// 120GiB for openshift. Minimum 1GiB.
+	DiskSize Size `json:"diskSize,omitempty" yaml:"diskSize,omitempty"`
+	// Firmware: bios or uefi. Default: bios.
+	Firmware string `json:"firmware,omitempty" yaml:"firmware,omitempty" jsonschema:"enum=bios,enum=uefi"`
+	// Accelerator: auto (KVM when it works, else TCG with a warning and scaled timeouts),
+	// kvm (fail without KVM), or tcg. Default: auto.
+	Accelerator string `json:"accelerator,omitempty" yaml:"accelerator,omitempty" jsonschema:"enum=auto,enum=kvm,enum=tcg"`
+	// Per-phase timeouts, as Go durations with an optional d (days) unit, e.g. 90s, 20m, 1h30m.
+	// They are nominal for KVM; the install stage scales them under TCG.
+	Timeouts Timeouts `json:"timeouts,omitempty" yaml:"timeouts,omitempty"`
+}
+
+// Timeouts bound each phase of the factory install.
+type Timeouts struct {
+	// From VM start to the live system reporting in. Default: 10m.
+	Boot Duration `json:"boot,omitempty" yaml:"boot,omitempty"`
+	// From the live system to the installed OS booted from disk. Default: 30m.
+	Install Duration `json:"install,omitempty" yaml:"install,omitempty"`
+	// From first boot of the installed OS to a settled cluster (openshift only). Default: 2h.
+	Cluster Duration `json:"cluster,omitempty" yaml:"cluster,omitempty"`
+	// Clean shutdown before sealing. Default: 5m.
+	Shutdown Duration `json:"shutdown,omitempty" yaml:"shutdown,omitempty"`
+}
+
+// Validation configures the gate before sealing.
+type Validation struct {
+	// Ids of checks to skip (lowercase letters, digits, '.', '-'). Skipped checks are recorded
+	// in the report as skipped. Example: [certs.kubelet-client].
+	Skip []string `json:"skip,omitempty" yaml:"skip,omitempty" jsonschema:"uniqueItems=true,pattern=^[a-z0-9][a-z0-9.-]*$"`
+}
+
+// Relocation prepares the node to be moved to its site and reconfigured there.
+type Relocation struct {
+	// Internal node IP with prefix length (CIDR notation), added to br-ex and used as the
+	// kubelet/CRI-O node IP so the node keeps its identity when the site network changes.
+	// It must not overlap the machine, cluster or service networks.
+	// Default: 192.168.127.10/24 (a private range unlikely to collide with site networks).
+	NodeIP string `json:"nodeIP,omitempty" yaml:"nodeIP,omitempty"`
+	// Validity of the kubelet client certificate issued before sealing, covering the time from
+	// the depot to the site. Default: 720h (30 days). Minimum: 24h; maximum: 365d.
+	KubeletCertValidity Duration `json:"kubeletCertValidity,omitempty" yaml:"kubeletCertValidity,omitempty"`
+}
+
+// Outputs says what the build produces and where it goes.
+type Outputs struct {
+	// Disk image formats of the seed: qcow2 and/or raw. Default: [qcow2].
+	Formats []string `json:"formats,omitempty" yaml:"formats,omitempty" jsonschema:"uniqueItems=true,enum=qcow2,enum=raw"`
+	// Compression of the seed disk: none, zstd, xz or gzip. Default: zstd.
+	Compression string `json:"compression,omitempty" yaml:"compression,omitempty" jsonschema:"enum=none,enum=zstd,enum=xz,enum=gzip"`
+	// OCI reference (fully qualified, with a tag) to push the seed to as an OCI artifact.
+	// Example: registry.depot.example:5000/seeds/du:4.16.12.
+	Push string `json:"push,omitempty" yaml:"push,omitempty"`
+	// Directory of an OCI image layout to write the seed into (for air-gapped transfer),
+	// relative to the blueprint's directory. It need not exist.
+	OCILayout string `json:"ociLayout,omitempty" yaml:"ociLayout,omitempty"`
+}
+
+// ResolvedPaths are absolute forms of the paths a blueprint references. Empty when the
+// blueprint does not reference that file.
+type ResolvedPaths struct {
+	ISO              string
+	PullSecretFile   string
+	SSHPublicKeyFile string
+	ExtraManifests   string
+	// One entry per spec.butane item; empty for inline fragments.
+	Butane    []string
+	OCILayout string
+}

@@ -1,0 +1,602 @@
+package v1alpha1
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"net/url"
+	"os"
+	"regexp"
+	"strings"
+
+	"github.com/containers/image/v5/docker/reference"
+	"github.com/snofactory/snofactory/blueprints/internal/suggest"
+	"golang.org/x/crypto/ssh"
+)
+
+// FieldError is one problem found by Validate, named by its path in the document
+// (spec.openshift.clusterNetwork[0].cidr). The loader adds file positions.
+type FieldError struct {
+	Path    string
+	Message string
+	Hint    string
+}
+
+func (e FieldError) Error() string {
+	if e.Hint != "" {
+		return fmt.Sprintf("%s: %s; hint: %s", e.Path, e.Message, e.Hint)
+	}
+	return fmt.Sprintf("%s: %s", e.Path, e.Message)
+}
+
+// Limits on the files a blueprint references.
+const (
+	maxPullSecretSize = 1 << 20
+	maxSSHKeySize     = 64 << 10
+	minMemory         = 256 * MiB
+	minDisk           = 1 * GiB
+)
+
+var (
+	dns1123Label = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	sha256RE     = regexp.MustCompile(`^[0-9a-f]{64}$`)
+	labelName    = regexp.MustCompile(`^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`)
+	labelValue   = regexp.MustCompile(`^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$`)
+	checkID      = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]*$`)
+	operatorName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`)
+)
+
+type checker struct{ errs []FieldError }
+
+func (c *checker) add(path, msg, hint string) {
+	c.errs = append(c.errs, FieldError{Path: path, Message: msg, Hint: hint})
+}
+
+// Validate checks the blueprint after Default, including the files it references (relative
+// to Dir). It returns every problem found, in document order as far as practical.
+func (b *Blueprint) Validate() []FieldError {
+	c := &checker{}
+	if b.APIVersion != APIVersion {
+		c.add("apiVersion", fmt.Sprintf("must be %s", APIVersion), "")
+	}
+	if b.Kind != Kind {
+		c.add("kind", fmt.Sprintf("must be %s", Kind), "")
+	}
+	b.validateMetadata(c)
+	s := &b.Spec
+	c.oneOf("spec.target.type", s.Target.Type, TargetOpenShift, TargetCoreOS)
+	if s.Target.IgnitionVersion != "" {
+		c.oneOf("spec.target.ignitionVersion", s.Target.IgnitionVersion, "3.3.0", "3.4.0", "3.5.0")
+	}
+	b.validateSource(c)
+	b.validateOpenShift(c)
+	b.validateButane(c)
+	seen := map[string]int{}
+	for i, img := range s.ExtraImages {
+		p := fmt.Sprintf("spec.extraImages[%d]", i)
+		c.image(p, img, true)
+		if j, ok := seen[img]; ok {
+			c.add(p, fmt.Sprintf("duplicate of spec.extraImages[%d]", j), "")
+		}
+		seen[img] = i
+	}
+	for i, m := range s.RegistryMirrors {
+		p := fmt.Sprintf("spec.registryMirrors[%d]", i)
+		c.repository(p+".source", m.Source)
+		if len(m.Mirrors) == 0 {
+			c.add(p+".mirrors", "at least one mirror is required", "")
+		}
+		for j, mirror := range m.Mirrors {
+			c.repository(fmt.Sprintf("%s.mirrors[%d]", p, j), mirror)
+		}
+	}
+	b.validateVM(c)
+	ids := map[string]bool{}
+	for i, id := range s.Validation.Skip {
+		p := fmt.Sprintf("spec.validation.skip[%d]", i)
+		if !checkID.MatchString(id) {
+			c.add(p, fmt.Sprintf("invalid check id %q", id), "check ids are lowercase letters, digits, '.' and '-', as listed in the validation report")
+		}
+		if ids[id] {
+			c.add(p, fmt.Sprintf("check %q listed twice", id), "")
+		}
+		ids[id] = true
+	}
+	b.validateRelocation(c)
+	b.validateOutputs(c)
+	return c.errs
+}
+
+func (b *Blueprint) validateMetadata(c *checker) {
+	m := b.Metadata
+	switch {
+	case m.Name == "":
+		c.add("metadata.name", "required", "a DNS-1123 label such as du-site-a")
+	case len(m.Name) > 63 || !dns1123Label.MatchString(m.Name):
+		c.add("metadata.name", fmt.Sprintf("%q is not a DNS-1123 label", m.Name),
+			labelHint(m.Name))
+	}
+	for k, v := range m.Labels {
+		p := "metadata.labels." + k
+		name := k
+		if i := strings.LastIndex(k, "/"); i >= 0 {
+			prefix := k[:i]
+			name = k[i+1:]
+			if !isDNSSubdomain(prefix) {
+				c.add(p, fmt.Sprintf("label key prefix %q is not a DNS subdomain", prefix), "")
+			}
+		}
+		if len(name) == 0 || len(name) > 63 || !labelName.MatchString(name) {
+			c.add(p, fmt.Sprintf("invalid label key %q", k), "keys are [prefix/]name, name at most 63 letters, digits, '-', '_' or '.'")
+		}
+		if len(v) > 63 || !labelValue.MatchString(v) {
+			c.add(p, fmt.Sprintf("invalid label value %q", v), "values are at most 63 letters, digits, '-', '_' or '.', starting and ending alphanumeric")
+		}
+	}
+}
+
+func labelHint(s string) string {
+	fixed := strings.Trim(regexp.MustCompile(`[^a-z0-9-]+`).ReplaceAllString(strings.ToLower(s), "-"), "-")
+	if len(fixed) > 63 {
+		fixed = strings.Trim(fixed[:63], "-")
+	}
+	if fixed != "" && fixed != s {
+		return fmt.Sprintf("lowercase letters, digits and '-', at most 63 characters, e.g. %q", fixed)
+	}
+	return "lowercase letters, digits and '-', at most 63 characters, starting and ending with a letter or digit"
+}
+
+func isDNSSubdomain(s string) bool {
+	if s == "" || len(s) > 253 {
+		return false
+	}
+	for _, part := range strings.Split(s, ".") {
+		if len(part) > 63 || !dns1123Label.MatchString(part) {
+			return false
+		}
+	}
+	return true
+}
+
+func (b *Blueprint) validateSource(c *checker) {
+	s := b.Spec.Source
+	if s == nil {
+		if b.Spec.Target.Type == TargetCoreOS {
+			c.add("spec.source", "required for a coreos target", "give the live ISO as source.url (with sha256) or source.path")
+		}
+		return
+	}
+	switch {
+	case s.URL == "" && s.Path == "":
+		c.add("spec.source", "one of url and path is required", "")
+	case s.URL != "" && s.Path != "":
+		c.add("spec.source.path", "url and path are mutually exclusive", "keep one of them")
+	}
+	if s.URL != "" {
+		u, err := url.Parse(s.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			c.add("spec.source.url", fmt.Sprintf("%q is not an http(s) URL", s.URL), "for a local file use source.path")
+		}
+		if s.SHA256 == "" {
+			c.add("spec.source.sha256", "required with url", "pin the download: sha256sum ISO")
+		}
+	}
+	if s.SHA256 != "" && !sha256RE.MatchString(s.SHA256) {
+		msg := "must be 64 lowercase hexadecimal digits"
+		hint := ""
+		if strings.HasPrefix(s.SHA256, "sha256:") {
+			hint = "write the hex digits without the sha256: prefix"
+		} else if sha256RE.MatchString(strings.ToLower(s.SHA256)) {
+			hint = "use lowercase hex digits"
+		} else {
+			msg = fmt.Sprintf("must be 64 lowercase hexadecimal digits, got %d characters", len(s.SHA256))
+		}
+		c.add("spec.source.sha256", msg, hint)
+	}
+	if s.GeneratedBy != "" && s.Path == "" {
+		c.add("spec.source.generatedBy", "only allowed with path", "")
+	}
+	if s.Path != "" && s.GeneratedBy == "" {
+		c.file("spec.source.path", b.Resolved.ISO, "the ISO",
+			"if the ISO is built by a command, name it in source.generatedBy")
+	}
+}
+
+func (b *Blueprint) validateOpenShift(c *checker) {
+	o := b.Spec.OpenShift
+	if b.Spec.Target.Type != TargetOpenShift {
+		if o != nil && b.Spec.Target.Type == TargetCoreOS {
+			c.add("spec.openshift", "only allowed when target.type is openshift", "")
+		}
+		return
+	}
+	if o == nil {
+		c.add("spec.openshift", "required when target.type is openshift", "add releaseImage, baseDomain and pullSecretFile")
+		return
+	}
+	const p = "spec.openshift"
+	if o.ReleaseImage == "" {
+		c.add(p+".releaseImage", "required", "e.g. quay.io/openshift-release-dev/ocp-release:4.16.12-x86_64")
+	} else {
+		c.image(p+".releaseImage", o.ReleaseImage, true)
+	}
+	if o.ClusterName != "" && (len(o.ClusterName) > 63 || !dns1123Label.MatchString(o.ClusterName)) {
+		c.add(p+".clusterName", fmt.Sprintf("%q is not a DNS-1123 label", o.ClusterName), labelHint(o.ClusterName))
+	}
+	switch {
+	case o.BaseDomain == "":
+		c.add(p+".baseDomain", "required", "e.g. edge.example.com")
+	case !isDNSSubdomain(o.BaseDomain):
+		c.add(p+".baseDomain", fmt.Sprintf("%q is not a DNS subdomain", o.BaseDomain), "lowercase labels separated by dots, e.g. edge.example.com")
+	case len(o.ClusterName)+1+len(o.BaseDomain) > 253:
+		c.add(p+".baseDomain", "clusterName.baseDomain is longer than 253 characters", "")
+	}
+	if o.PullSecretFile == "" {
+		c.add(p+".pullSecretFile", "required", "a file with the JSON pull secret, relative to the blueprint")
+	} else if data, ok := c.readFile(p+".pullSecretFile", b.Resolved.PullSecretFile, "the pull secret", maxPullSecretSize); ok {
+		if msg := checkPullSecret(data); msg != "" {
+			c.add(p+".pullSecretFile", msg, "the file must hold {\"auths\": {\"REGISTRY\": {\"auth\": \"...\"}}}")
+		}
+	}
+	if o.SSHPublicKey != "" && o.SSHPublicKeyFile != "" {
+		c.add(p+".sshPublicKeyFile", "sshPublicKey and sshPublicKeyFile are mutually exclusive", "keep one of them")
+	}
+	if o.SSHPublicKey != "" {
+		if err := checkSSHKey([]byte(o.SSHPublicKey)); err != nil {
+			c.add(p+".sshPublicKey", err.Error(), "one line of authorized_keys format, e.g. ssh-ed25519 AAAA... user@host")
+		}
+	}
+	if o.SSHPublicKeyFile != "" {
+		if data, ok := c.readFile(p+".sshPublicKeyFile", b.Resolved.SSHPublicKeyFile, "the SSH public key", maxSSHKeySize); ok {
+			if err := checkSSHKey(data); err != nil {
+				c.add(p+".sshPublicKeyFile", err.Error(), "the file must hold a public key (the .pub file), in authorized_keys format")
+			}
+		}
+	}
+	b.validateNetworks(c)
+	if !strings.HasPrefix(o.InstallDisk, "/dev/") {
+		c.add(p+".installDisk", fmt.Sprintf("%q is not a device path", o.InstallDisk), "e.g. /dev/vda or /dev/disk/by-path/...")
+	}
+	if o.ExtraManifests != "" {
+		c.dir(p+".extraManifests", b.Resolved.ExtraManifests)
+	}
+	names := map[string]int{}
+	for i, op := range o.Operators {
+		q := fmt.Sprintf("%s.operators[%d]", p, i)
+		switch {
+		case op.Name == "":
+			c.add(q+".name", "required", "the operator's package name, e.g. ptp-operator")
+		case !operatorName.MatchString(op.Name):
+			c.add(q+".name", fmt.Sprintf("%q is not a valid package name", op.Name), "lowercase letters, digits, '-' and '.'")
+		}
+		if j, ok := names[op.Name]; ok && op.Name != "" {
+			c.add(q+".name", fmt.Sprintf("operator %q listed twice (also operators[%d])", op.Name, j), "")
+		}
+		names[op.Name] = i
+		switch {
+		case op.Catalog == "" && op.Bundle == "":
+			c.add(q, "one of catalog and bundle is required", "e.g. catalog: registry.redhat.io/redhat/redhat-operator-index:v4.16")
+		case op.Catalog != "" && op.Bundle != "":
+			c.add(q+".bundle", "catalog and bundle are mutually exclusive", "keep one of them")
+		}
+		if op.Catalog != "" {
+			c.image(q+".catalog", op.Catalog, true)
+		}
+		if op.Bundle != "" {
+			c.image(q+".bundle", op.Bundle, true)
+			if op.Channel != "" {
+				c.add(q+".channel", "only allowed with catalog", "a bundle is one version of one channel already")
+			}
+		}
+	}
+	if r := o.ControlPlane.Replicas; r != nil && *r != 1 {
+		c.add(p+".controlPlane.replicas", fmt.Sprintf("must be 1, got %d", *r), "a seed is a single-node cluster")
+	}
+	if o.Compute.Replicas != 0 {
+		c.add(p+".compute.replicas", fmt.Sprintf("must be 0, got %d", o.Compute.Replicas),
+			"a seed is a single-node cluster; add workers at day 2 (set workerIgnition: true to get their Ignition)")
+	}
+}
+
+type namedPrefix struct {
+	path   string
+	prefix netip.Prefix
+}
+
+func (b *Blueprint) validateNetworks(c *checker) {
+	o := b.Spec.OpenShift
+	const p = "spec.openshift"
+	var nets []namedPrefix
+	if len(o.ClusterNetwork) == 0 {
+		c.add(p+".clusterNetwork", "at least one cluster network is required", "")
+	}
+	for i, n := range o.ClusterNetwork {
+		q := fmt.Sprintf("%s.clusterNetwork[%d]", p, i)
+		pfx, ok := c.network(q+".cidr", n.CIDR)
+		if !ok {
+			continue
+		}
+		nets = append(nets, namedPrefix{q + ".cidr", pfx})
+		if n.HostPrefix <= pfx.Bits() || n.HostPrefix > pfx.Addr().BitLen() {
+			c.add(q+".hostPrefix", fmt.Sprintf("must be between %d and %d for %s, got %d", pfx.Bits()+1, pfx.Addr().BitLen(), pfx, n.HostPrefix),
+				"the per-node subnet must fit inside cidr; 23 is usual for a /14")
+		}
+	}
+	if len(o.ServiceNetwork) == 0 {
+		c.add(p+".serviceNetwork", "at least one service network is required", "")
+	}
+	for i, n := range o.ServiceNetwork {
+		q := fmt.Sprintf("%s.serviceNetwork[%d]", p, i)
+		if pfx, ok := c.network(q, n); ok {
+			nets = append(nets, namedPrefix{q, pfx})
+		}
+	}
+	if len(o.MachineNetwork) == 0 {
+		c.add(p+".machineNetwork", "at least one machine network is required", "")
+	}
+	for i, n := range o.MachineNetwork {
+		q := fmt.Sprintf("%s.machineNetwork[%d].cidr", p, i)
+		if pfx, ok := c.network(q, n.CIDR); ok {
+			nets = append(nets, namedPrefix{q, pfx})
+		}
+	}
+	for i := range nets {
+		for j := 0; j < i; j++ {
+			if nets[i].prefix.Overlaps(nets[j].prefix) {
+				c.add(nets[i].path, fmt.Sprintf("%s overlaps %s (%s)", nets[i].prefix, nets[j].path, nets[j].prefix),
+					"cluster, service and machine networks must be disjoint")
+			}
+		}
+	}
+	if ip, err := netip.ParsePrefix(b.Spec.Relocation.NodeIP); err == nil {
+		for _, n := range nets {
+			if n.prefix.Contains(ip.Addr()) {
+				c.add("spec.relocation.nodeIP", fmt.Sprintf("%s lies inside %s (%s)", ip.Addr(), n.path, n.prefix),
+					"the internal node IP must be outside every cluster, service and machine network")
+			}
+		}
+	}
+}
+
+func (b *Blueprint) validateButane(c *checker) {
+	for i, f := range b.Spec.Butane {
+		p := fmt.Sprintf("spec.butane[%d]", i)
+		switch {
+		case f.File == "" && f.Inline == "":
+			c.add(p, "one of file and inline is required", "")
+		case f.File != "" && f.Inline != "":
+			c.add(p+".inline", "file and inline are mutually exclusive", "keep one of them")
+		case f.File != "":
+			c.file(p+".file", b.Resolved.Butane[i], "the Butane file", "")
+		}
+	}
+}
+
+func (b *Blueprint) validateVM(c *checker) {
+	vm := b.Spec.VM
+	const p = "spec.vm"
+	if vm.CPUs < 1 || vm.CPUs > 256 {
+		c.add(p+".cpus", fmt.Sprintf("must be between 1 and 256, got %d", vm.CPUs), "")
+	}
+	if vm.Memory < minMemory {
+		c.add(p+".memory", fmt.Sprintf("must be at least %s, got %s", minMemory, vm.Memory), "a bare number is MiB; write units for other sizes, e.g. 2GiB")
+	}
+	if vm.DiskSize < minDisk {
+		c.add(p+".diskSize", fmt.Sprintf("must be at least %s, got %s", minDisk, vm.DiskSize), "a bare number is MiB; write units for other sizes, e.g. 20GiB")
+	}
+	c.oneOf(p+".firmware", vm.Firmware, "bios", "uefi")
+	c.oneOf(p+".accelerator", vm.Accelerator, "auto", "kvm", "tcg")
+}
+
+func (b *Blueprint) validateRelocation(c *checker) {
+	r := b.Spec.Relocation
+	const p = "spec.relocation"
+	if pfx, err := netip.ParsePrefix(r.NodeIP); err != nil {
+		hint := "an address with a prefix length, e.g. 192.168.127.10/24"
+		if _, aerr := netip.ParseAddr(r.NodeIP); aerr == nil {
+			hint = fmt.Sprintf("add the prefix length, e.g. %s/24", r.NodeIP)
+		}
+		c.add(p+".nodeIP", fmt.Sprintf("%q is not an IP address in CIDR notation", r.NodeIP), hint)
+	} else if pfx.Bits() < pfx.Addr().BitLen() && pfx.Addr() == pfx.Masked().Addr() {
+		c.add(p+".nodeIP", fmt.Sprintf("%s is the network address, not a host address", pfx), "e.g. 192.168.127.10/24")
+	}
+	if r.KubeletCertValidity < MinKubeletCertValidity || r.KubeletCertValidity > MaxKubeletCertValidity {
+		c.add(p+".kubeletCertValidity", fmt.Sprintf("must be between 24h and 365d, got %s", r.KubeletCertValidity),
+			"cover the shipment window from depot to site, e.g. 30d")
+	}
+}
+
+func (b *Blueprint) validateOutputs(c *checker) {
+	o := b.Spec.Outputs
+	const p = "spec.outputs"
+	seen := map[string]bool{}
+	for i, f := range o.Formats {
+		q := fmt.Sprintf("%s.formats[%d]", p, i)
+		c.oneOf(q, f, "qcow2", "raw")
+		if seen[f] {
+			c.add(q, fmt.Sprintf("format %q listed twice", f), "")
+		}
+		seen[f] = true
+	}
+	c.oneOf(p+".compression", o.Compression, "none", "zstd", "xz", "gzip")
+	if o.Push != "" {
+		if ref, ok := c.image(p+".push", o.Push, false); ok {
+			if _, digested := ref.(reference.Digested); digested {
+				c.add(p+".push", "a push target cannot carry a digest", "name a tag, e.g. registry.example:5000/seeds/du:v1")
+			}
+		}
+	}
+}
+
+// oneOf reports v unless it is one of allowed, with a did-you-mean hint.
+func (c *checker) oneOf(path, v string, allowed ...string) {
+	for _, a := range allowed {
+		if v == a {
+			return
+		}
+	}
+	msg := fmt.Sprintf("%q is not one of %s", v, strings.Join(allowed, ", "))
+	if v == "" {
+		msg = "required: one of " + strings.Join(allowed, ", ")
+	}
+	hint := ""
+	if s := Suggest(v, allowed); s != "" {
+		hint = fmt.Sprintf("did you mean %q?", s)
+	}
+	c.add(path, msg, hint)
+}
+
+// image checks a fully qualified image reference; requireVersion asks for a tag or digest.
+func (c *checker) image(path, s string, requireVersion bool) (reference.Named, bool) {
+	ref, err := reference.ParseNamed(s)
+	if err != nil {
+		hint := ""
+		if n, nerr := reference.ParseNormalizedNamed(s); nerr == nil {
+			hint = fmt.Sprintf("write the registry explicitly: %s", n.String())
+		}
+		c.add(path, fmt.Sprintf("invalid image reference %q: %v", s, err), hint)
+		return nil, false
+	}
+	if requireVersion && reference.IsNameOnly(ref) {
+		c.add(path, fmt.Sprintf("image reference %q has neither tag nor digest", s), "add a tag (:v1.2) or better a digest (@sha256:...) so builds are reproducible")
+		return ref, false
+	}
+	return ref, true
+}
+
+// repository checks a mirror source or mirror: a repository or a registry host, without
+// tag or digest.
+func (c *checker) repository(path, s string) {
+	if s == "" {
+		c.add(path, "required", "a repository such as quay.io/openshift-release-dev/ocp-release")
+		return
+	}
+	if ref, err := reference.ParseNamed(s); err == nil {
+		if !reference.IsNameOnly(ref) {
+			c.add(path, fmt.Sprintf("%q carries a tag or digest", s), "mirrors map repositories: drop the :tag or @digest")
+		}
+		return
+	}
+	// A bare registry (host[:port]) is a valid mirror scope too.
+	if !strings.Contains(s, "/") && (strings.ContainsAny(s, ".:") || s == "localhost") {
+		if _, err := reference.ParseNamed(s + "/x"); err == nil {
+			return
+		}
+	}
+	c.add(path, fmt.Sprintf("%q is not a repository or registry", s), "e.g. quay.io/openshift-release-dev/ocp-release or registry.example:5000")
+}
+
+// network checks a CIDR that names a network (no host bits set).
+func (c *checker) network(path, s string) (netip.Prefix, bool) {
+	pfx, err := netip.ParsePrefix(s)
+	if err != nil {
+		hint := "e.g. 10.128.0.0/14"
+		if _, aerr := netip.ParseAddr(s); aerr == nil {
+			hint = "add the prefix length, e.g. " + s + "/24"
+		}
+		c.add(path, fmt.Sprintf("%q is not a CIDR", s), hint)
+		return pfx, false
+	}
+	if pfx.Masked() != pfx {
+		c.add(path, fmt.Sprintf("%s has host bits set", s), fmt.Sprintf("did you mean %s?", pfx.Masked()))
+		return pfx.Masked(), true
+	}
+	return pfx, true
+}
+
+func (c *checker) file(path, abs, what, hint string) {
+	fi, err := os.Stat(abs)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		c.add(path, fmt.Sprintf("%s %s does not exist", what, abs), hint)
+	case err != nil:
+		c.add(path, fmt.Sprintf("cannot read %s: %v", what, err), hint)
+	case !fi.Mode().IsRegular():
+		c.add(path, fmt.Sprintf("%s %s is not a regular file", what, abs), hint)
+	}
+}
+
+func (c *checker) dir(path, abs string) {
+	fi, err := os.Stat(abs)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		c.add(path, fmt.Sprintf("directory %s does not exist", abs), "")
+	case err != nil:
+		c.add(path, fmt.Sprintf("cannot read directory: %v", err), "")
+	case !fi.IsDir():
+		c.add(path, fmt.Sprintf("%s is not a directory", abs), "")
+	}
+}
+
+// readFile reads a small referenced file. Errors never quote the content.
+func (c *checker) readFile(path, abs, what string, limit int64) ([]byte, bool) {
+	c0 := len(c.errs)
+	c.file(path, abs, what, "")
+	if len(c.errs) > c0 {
+		return nil, false
+	}
+	f, err := os.Open(abs)
+	if err != nil {
+		c.add(path, fmt.Sprintf("cannot read %s: %v", what, err), "")
+		return nil, false
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		c.add(path, fmt.Sprintf("cannot read %s: %v", what, err), "")
+		return nil, false
+	}
+	if int64(len(data)) > limit {
+		c.add(path, fmt.Sprintf("%s is larger than %d bytes", what, limit), "")
+		return nil, false
+	}
+	return data, true
+}
+
+// checkPullSecret returns what is wrong with a pull secret, without quoting it: json's
+// syntax errors can echo a character of the input, so only the offset is reported.
+func checkPullSecret(data []byte) string {
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(data, &doc); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return fmt.Sprintf("the pull secret is not valid JSON (syntax error at byte offset %d)", se.Offset)
+		}
+		return "the pull secret is not a JSON object"
+	}
+	raw, ok := doc["auths"]
+	if !ok {
+		return "the pull secret has no \"auths\" object"
+	}
+	var auths map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &auths); err != nil || auths == nil {
+		return "the pull secret's \"auths\" is not an object"
+	}
+	if len(auths) == 0 {
+		return "the pull secret's \"auths\" is empty"
+	}
+	return ""
+}
+
+// checkSSHKey accepts one or more authorized_keys lines; errors never quote the key.
+func checkSSHKey(data []byte) error {
+	rest := data
+	n := 0
+	for len(strings.TrimSpace(string(rest))) > 0 {
+		_, _, _, r, err := ssh.ParseAuthorizedKey(rest)
+		if err != nil {
+			return errors.New("not an SSH public key in authorized_keys format")
+		}
+		n++
+		rest = r
+	}
+	if n == 0 {
+		return errors.New("no SSH public key found")
+	}
+	return nil
+}
+
+// Suggest returns the allowed value closest to v, for did-you-mean hints, or "".
+func Suggest(v string, allowed []string) string { return suggest.Closest(v, allowed) }
