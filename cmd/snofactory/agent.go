@@ -25,6 +25,7 @@ func newAgentCommand() *cobra.Command {
 func newAgentReportCommand() *cobra.Command {
 	var (
 		phase, status, port, stateDir string
+		filesRoot, ignitionConfig     string
 		details, detailFiles          []string
 		timeout                       time.Duration
 	)
@@ -47,6 +48,15 @@ func newAgentReportCommand() *cobra.Command {
 					return badInput(fmt.Errorf("--detail-file %q: want key=path", kp))
 				}
 				fd, err := agent.FileDetails(k, p)
+				if err != nil {
+					return err
+				}
+				for k, v := range fd {
+					d[k] = v
+				}
+			}
+			if ignitionConfig != "" {
+				fd, err := agent.IgnitionFileDetails(ignitionConfig, filesRoot)
 				if err != nil {
 					return err
 				}
@@ -77,6 +87,8 @@ func newAgentReportCommand() *cobra.Command {
 	f.StringVar(&status, "status", string(agent.StatusInfo), "start, ok, failed or info")
 	f.StringArrayVar(&details, "detail", nil, "key=value detail (repeatable)")
 	f.StringArrayVar(&detailFiles, "detail-file", nil, "key=path: send the file's sha256, size and (if short text) content (repeatable)")
+	f.StringVar(&ignitionConfig, "ignition-config", "", "describe every file this Ignition config writes (sha256, size, short content)")
+	f.StringVar(&filesRoot, "files-root", "/", "root the --ignition-config files were written under")
 	f.StringVar(&port, "port", "/dev/virtio-ports/"+agent.DefaultPortName, "virtio-serial port device or name")
 	f.StringVar(&stateDir, "state-dir", agent.DefaultStateDir, "where the sequence counter lives (must be a tmpfs)")
 	f.DurationVar(&timeout, "timeout", 30*time.Second, "give up writing after this long")

@@ -95,3 +95,24 @@ func TestFileDetails(t *testing.T) {
 		t.Fatalf("got %v", d)
 	}
 }
+
+func TestIgnitionFileDetails(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "etc"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "etc/a"), []byte("abc"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(t.TempDir(), "c.json")
+	if err := os.WriteFile(cfg, []byte(`{"ignition":{"version":"3.3.0"},"storage":{"files":[{"path":"/etc/a"},{"path":"/etc/missing"}]}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d, err := IgnitionFileDetails(cfg, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d["file:/etc/a"] != "abc" || d["file:/etc/a.size"] != "3" || d["file:/etc/missing.error"] == "" {
+		t.Fatalf("got %v", d)
+	}
+}

@@ -1,0 +1,333 @@
+package conformance
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// builderVersion changes whenever the layout this package produces changes, so cached
+// ISOs from an older builder are rebuilt.
+const builderVersion = "conformance-iso/4"
+
+//go:embed init.sh
+var initScript []byte
+
+// Layout constants of the ISO, shared with the init script and the tests.
+const (
+	VolumeID        = "SNOFACTORY_CONFORMANCE"
+	IgnitionImgPath = "images/ignition.img"
+	IgnitionImgSize = 256 << 10
+	KargsAreaSize   = 1024
+	// DefaultKargs are the kernel arguments in the karg areas of a pristine ISO.
+	DefaultKargs = "console=ttyS0 quiet ignition.firstboot ignition.platform.id=metal"
+	// AgentPort is the virtio-serial port name the init reports on.
+	AgentPort = "org.snofactory.agent.0"
+)
+
+// Modules are the kernel modules the init loads (their dependencies come along).
+var Modules = []string{
+	"virtio_pci", "virtio_console", "virtio_blk", // virtio-serial reporting, target disk
+	"ata_piix", "sr_mod", "isofs", // the live CD, read when installing
+	"ext4", "crc32c_generic", // the installed root (ext2, through ext4)
+}
+
+// Options say where the inputs come from. Zero values mean the Debian locations.
+type Options struct {
+	// Out is the ISO to write.
+	Out string
+	// AgentBinary is a static snofactory binary; empty builds one from ModuleDir.
+	AgentBinary string
+	// ModuleDir is the snofactory Go module root (for building the agent); empty finds
+	// it with `go env GOMOD`.
+	ModuleDir string
+	// Kernel is the kernel image; empty picks the newest /boot/vmlinuz-*.
+	Kernel string
+	// Force rebuilds even when the cached ISO matches its inputs.
+	Force bool
+	Log   *slog.Logger
+}
+
+// Result says what Build did.
+type Result struct {
+	ISO       string
+	InputHash string
+	Cached    bool
+	Duration  time.Duration
+}
+
+// Debian package that provides each host tool or file, for error messages.
+const (
+	pkgKernel    = "linux-image-amd64"
+	pkgBusybox   = "busybox-static"
+	pkgIgnition  = "ignition"
+	pkgIsolinux  = "isolinux"
+	pkgSyslinux  = "syslinux-common"
+	pkgExtlinux  = "extlinux"
+	pkgXorriso   = "xorriso"
+	ignitionPath = "/usr/lib/dracut/modules.d/30ignition/ignition"
+)
+
+type hostFile struct {
+	src, pkg string
+}
+
+var (
+	isolinuxBin = hostFile{"/usr/lib/ISOLINUX/isolinux.bin", pkgIsolinux}
+	isohdpfx    = hostFile{"/usr/lib/ISOLINUX/isohdpfx.bin", pkgIsolinux}
+	ldlinuxC32  = hostFile{"/usr/lib/syslinux/modules/bios/ldlinux.c32", pkgSyslinux}
+	mbrBin      = hostFile{"/usr/lib/EXTLINUX/mbr.bin", pkgExtlinux}
+	busyboxBin  = hostFile{"/bin/busybox", pkgBusybox}
+	extlinuxBin = hostFile{"/usr/bin/extlinux", pkgExtlinux}
+	ignitionBin = hostFile{ignitionPath, pkgIgnition}
+)
+
+func (h hostFile) check() error {
+	if _, err := os.Stat(h.src); err != nil {
+		return fmt.Errorf("%s is missing (install the Debian package %s): %w", h.src, h.pkg, err)
+	}
+	return nil
+}
+
+// Build writes the conformance ISO to o.Out unless a cached copy built from the same
+// inputs is already there.
+func Build(ctx context.Context, o Options) (Result, error) {
+	start := time.Now()
+	log := o.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	if o.Out == "" {
+		return Result{}, errors.New("conformance: no output path")
+	}
+	res := Result{ISO: o.Out}
+	for _, h := range []hostFile{isolinuxBin, isohdpfx, ldlinuxC32, mbrBin, busyboxBin, extlinuxBin, ignitionBin} {
+		if err := h.check(); err != nil {
+			return res, fmt.Errorf("conformance ISO: %w", err)
+		}
+	}
+	xorriso, err := exec.LookPath("xorriso")
+	if err != nil {
+		return res, fmt.Errorf("conformance ISO needs xorriso (Debian package %s): %w", pkgXorriso, err)
+	}
+	kernel, kver, err := findKernel(o.Kernel)
+	if err != nil {
+		return res, err
+	}
+	work, err := os.MkdirTemp(filepath.Dir(absOrSelf(o.Out)), ".conformance-*")
+	if err != nil {
+		if err := os.MkdirAll(filepath.Dir(o.Out), 0o755); err != nil {
+			return res, fmt.Errorf("conformance output dir: %w", err)
+		}
+		if work, err = os.MkdirTemp(filepath.Dir(o.Out), ".conformance-*"); err != nil {
+			return res, fmt.Errorf("conformance work dir: %w", err)
+		}
+	}
+	defer os.RemoveAll(work)
+
+	agentBin := o.AgentBinary
+	if agentBin == "" {
+		agentBin = filepath.Join(work, "snofactory")
+		if err := buildAgent(ctx, o.ModuleDir, agentBin); err != nil {
+			return res, err
+		}
+	}
+
+	root := newTree()
+	if err := populate(ctx, root, kver, agentBin); err != nil {
+		return res, err
+	}
+	// The input hash covers every byte that goes into the ISO, so equal hashes mean an
+	// equal ISO and the expensive part (compressing, xorriso) can be skipped.
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\n", builderVersion)
+	if err := hashFile(h, kernel); err != nil {
+		return res, err
+	}
+	if err := root.hash(h); err != nil {
+		return res, err
+	}
+	for _, f := range []hostFile{isolinuxBin, isohdpfx, ldlinuxC32} {
+		if err := hashFile(h, f.src); err != nil {
+			return res, err
+		}
+	}
+	res.InputHash = hex.EncodeToString(h.Sum(nil))
+	stamp := o.Out + ".inputs"
+	if !o.Force {
+		if b, err := os.ReadFile(stamp); err == nil && strings.TrimSpace(string(b)) == res.InputHash {
+			if _, err := os.Stat(o.Out); err == nil {
+				res.Cached = true
+				res.Duration = time.Since(start)
+				log.Info("conformance ISO is up to date", "iso", o.Out, "inputs", res.InputHash[:12])
+				return res, nil
+			}
+		}
+	}
+
+	stage := filepath.Join(work, "iso")
+	if err := writeISOTree(stage, kernel, root); err != nil {
+		return res, err
+	}
+	tmpISO := filepath.Join(work, "out.iso")
+	args := []string{"-as", "mkisofs", "-quiet", "-o", tmpISO, "-V", VolumeID, "-R", "-J",
+		"-b", "isolinux/isolinux.bin", "-c", "isolinux/boot.cat",
+		"-no-emul-boot", "-boot-load-size", "4", "-boot-info-table",
+		"-isohybrid-mbr", isohdpfx.src, stage}
+	cmd := exec.CommandContext(ctx, xorriso, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return res, fmt.Errorf("xorriso building the conformance ISO: %w: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	if err := os.Rename(tmpISO, o.Out); err != nil {
+		return res, fmt.Errorf("conformance ISO: %w", err)
+	}
+	if err := os.WriteFile(stamp, []byte(res.InputHash+"\n"), 0o644); err != nil {
+		return res, fmt.Errorf("conformance ISO stamp: %w", err)
+	}
+	res.Duration = time.Since(start)
+	log.Info("built conformance ISO", "iso", o.Out, "kernel", kver, "duration", res.Duration.Round(time.Millisecond))
+	return res, nil
+}
+
+func absOrSelf(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
+}
+
+// findKernel returns the kernel image and its release (the /lib/modules directory name).
+func findKernel(kernel string) (path, release string, err error) {
+	if kernel == "" {
+		matches, _ := filepath.Glob("/boot/vmlinuz-*")
+		sort.Strings(matches)
+		if len(matches) == 0 {
+			return "", "", fmt.Errorf("no kernel in /boot (install the Debian package %s)", pkgKernel)
+		}
+		kernel = matches[len(matches)-1]
+	}
+	release = strings.TrimPrefix(filepath.Base(kernel), "vmlinuz-")
+	if _, err := os.Stat(filepath.Join("/lib/modules", release, "modules.dep")); err != nil {
+		return "", "", fmt.Errorf("kernel %s has no modules under /lib/modules/%s (Debian package %s): %w", kernel, release, pkgKernel, err)
+	}
+	return kernel, release, nil
+}
+
+func buildAgent(ctx context.Context, moduleDir, out string) error {
+	if moduleDir == "" {
+		b, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
+		if err != nil {
+			return fmt.Errorf("finding the snofactory module (go env GOMOD): %w", err)
+		}
+		gomod := strings.TrimSpace(string(b))
+		if gomod == "" || gomod == os.DevNull {
+			return errors.New("finding the snofactory module: not inside it; set ModuleDir or pass an agent binary")
+		}
+		moduleDir = filepath.Dir(gomod)
+	}
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-tags", "containers_image_openpgp exclude_graphdriver_btrfs",
+		"-ldflags", "-s -w", "-o", out, "./cmd/snofactory")
+	cmd.Dir = moduleDir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-buildvcs=false")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("building the snofactory agent: %w: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	return nil
+}
+
+func hashFile(h io.Writer, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("hashing input: %w", err)
+	}
+	defer f.Close()
+	fmt.Fprintf(h, "file %s\n", path)
+	if _, err := io.Copy(h, f); err != nil {
+		return fmt.Errorf("hashing input %s: %w", path, err)
+	}
+	return nil
+}
+
+// writeISOTree lays out the ISO's files in dir.
+func writeISOTree(dir, kernel string, root *tree) error {
+	initrd, err := root.initramfs()
+	if err != nil {
+		return err
+	}
+	kb, err := os.ReadFile(kernel)
+	if err != nil {
+		return fmt.Errorf("reading kernel: %w", err)
+	}
+	iso, err := os.ReadFile(isolinuxBin.src)
+	if err != nil {
+		return err
+	}
+	ldl, err := os.ReadFile(ldlinuxC32.src)
+	if err != nil {
+		return err
+	}
+	cfg, kargsOffset := isolinuxConfig()
+	kargsJSON, err := json.MarshalIndent(map[string]any{
+		"default": DefaultKargs,
+		"files": []map[string]any{{
+			"path": "isolinux/isolinux.cfg", "offset": kargsOffset, "pad": "#", "end": "\n",
+		}},
+		"size": KargsAreaSize,
+	}, "", "  ")
+	if err != nil {
+		return err
+	}
+	files := map[string][]byte{
+		"images/pxeboot/vmlinuz":    kb,
+		"images/pxeboot/initrd.img": initrd,
+		IgnitionImgPath:             make([]byte, IgnitionImgSize),
+		"isolinux/isolinux.bin":     iso,
+		"isolinux/ldlinux.c32":      ldl,
+		"isolinux/isolinux.cfg":     cfg,
+		"coreos/igninfo.json":       []byte(`{"file": "` + IgnitionImgPath + `"}` + "\n"),
+		"coreos/kargs.json":         append(kargsJSON, '\n'),
+		// No NetworkManager in this OS, so no live-initrd-network; no installer config.
+		"coreos/features.json": []byte(`{"installer-config": false, "live-initrd-network": false}` + "\n"),
+	}
+	for name, data := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			return fmt.Errorf("staging %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// isolinuxConfig returns isolinux.cfg and the offset of its karg area: the default
+// kargs, a newline, then '#' comment padding up to KargsAreaSize, as CoreOS lays it out.
+func isolinuxConfig() ([]byte, int) {
+	var b bytes.Buffer
+	b.WriteString("serial 0 115200\ndefault live\nprompt 0\ntimeout 0\n\nlabel live\n  kernel /images/pxeboot/vmlinuz\n")
+	b.WriteString("  append initrd=/images/pxeboot/initrd.img,/" + IgnitionImgPath + " ")
+	off := b.Len()
+	b.WriteString(DefaultKargs)
+	b.WriteByte('\n')
+	b.WriteString(strings.Repeat("#", KargsAreaSize-len(DefaultKargs)-1))
+	b.WriteString("\n")
+	return b.Bytes(), off
+}

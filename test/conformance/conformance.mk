@@ -1,0 +1,13 @@
+# Conformance OS live ISO (test/conformance). Included from the top-level Makefile.
+#
+# The builder hashes every input (kernel, modules, busybox, ignition, extlinux, the
+# snofactory agent it builds, its own init script) and skips the rebuild when the hash
+# matches build/conformance/conformance.iso.inputs, so this target is cheap to depend on.
+# Debian packages: linux-image-amd64 busybox-static ignition isolinux syslinux-common
+# extlinux xorriso (and qemu-system-x86 qemu-utils to boot it).
+CONFORMANCE_ISO ?= build/conformance/conformance.iso
+
+.PHONY: conformance-iso
+conformance-iso:
+	@mkdir -p $(dir $(CONFORMANCE_ISO))
+	go run ./test/conformance/cmd/build-conformance-iso -o $(CONFORMANCE_ISO)

@@ -1,0 +1,296 @@
+package conformance
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/cavaliergopher/cpio"
+	"github.com/klauspost/compress/zstd"
+)
+
+// entry is one file of the initramfs: content from a host file or inline, or a symlink.
+type entry struct {
+	src     string
+	data    []byte
+	mode    os.FileMode
+	symlink string
+}
+
+// tree is the initramfs being assembled, keyed by absolute path inside it.
+type tree struct {
+	files map[string]entry
+}
+
+func newTree() *tree { return &tree{files: map[string]entry{}} }
+
+func (t *tree) addHost(dst, src string, mode os.FileMode) { t.files[dst] = entry{src: src, mode: mode} }
+func (t *tree) addData(dst string, data []byte, mode os.FileMode) {
+	t.files[dst] = entry{data: data, mode: mode}
+}
+func (t *tree) addLink(dst, target string) { t.files[dst] = entry{symlink: target} }
+
+func (t *tree) paths() []string {
+	ps := make([]string, 0, len(t.files))
+	for p := range t.files {
+		ps = append(ps, p)
+	}
+	sort.Strings(ps)
+	return ps
+}
+
+func (t *tree) hash(h io.Writer) error {
+	for _, p := range t.paths() {
+		e := t.files[p]
+		fmt.Fprintf(h, "entry %s %o %s\n", p, e.mode, e.symlink)
+		switch {
+		case e.src != "":
+			if err := hashFile(h, e.src); err != nil {
+				return err
+			}
+		case e.symlink == "":
+			fmt.Fprintf(h, "%d\n", len(e.data))
+			h.Write(e.data)
+		}
+	}
+	return nil
+}
+
+// initramfs returns the tree as a zstd-compressed newc cpio archive (the kernel
+// decompresses zstd fastest, which matters under TCG).
+func (t *tree) initramfs() ([]byte, error) {
+	var out bytes.Buffer
+	zw, err := zstd.NewWriter(&out, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithWindowSize(1<<20))
+	if err != nil {
+		return nil, err
+	}
+	cw := cpio.NewWriter(zw)
+	mtime := time.Unix(0, 0)
+	dirs := map[string]bool{}
+	var mkdirs func(string) error
+	mkdirs = func(d string) error {
+		if d == "/" || d == "." || dirs[d] {
+			return nil
+		}
+		if err := mkdirs(path.Dir(d)); err != nil {
+			return err
+		}
+		dirs[d] = true
+		return cw.WriteHeader(&cpio.Header{Name: strings.TrimPrefix(d, "/"), Mode: cpio.TypeDir | 0o755, ModTime: mtime, Links: 2})
+	}
+	for _, d := range []string{"/dev", "/proc", "/sys", "/run", "/tmp", "/sysroot", "/mnt", "/root", "/etc"} {
+		if err := mkdirs(d); err != nil {
+			return nil, err
+		}
+	}
+	for _, p := range t.paths() {
+		e := t.files[p]
+		if err := mkdirs(path.Dir(p)); err != nil {
+			return nil, err
+		}
+		name := strings.TrimPrefix(p, "/")
+		if e.symlink != "" {
+			if err := cw.WriteHeader(&cpio.Header{Name: name, Mode: cpio.TypeSymlink | 0o777, Linkname: e.symlink, Size: int64(len(e.symlink)), ModTime: mtime, Links: 1}); err != nil {
+				return nil, err
+			}
+			if _, err := cw.Write([]byte(e.symlink)); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		data := e.data
+		if e.src != "" {
+			if data, err = os.ReadFile(e.src); err != nil {
+				return nil, fmt.Errorf("initramfs %s: %w", p, err)
+			}
+		}
+		if err := cw.WriteHeader(&cpio.Header{Name: name, Mode: cpio.TypeReg | cpio.FileMode(e.mode.Perm()), Size: int64(len(data)), ModTime: mtime, Links: 1}); err != nil {
+			return nil, err
+		}
+		if _, err := cw.Write(data); err != nil {
+			return nil, err
+		}
+	}
+	if err := cw.Close(); err != nil {
+		return nil, fmt.Errorf("initramfs cpio: %w", err)
+	}
+	if err := zw.Close(); err != nil {
+		return nil, fmt.Errorf("initramfs zstd: %w", err)
+	}
+	return out.Bytes(), nil
+}
+
+// populate fills the initramfs: busybox, ignition and extlinux with their libraries, the
+// agent, kernel modules and the init script.
+func populate(ctx context.Context, t *tree, kver, agentBin string) error {
+	t.addData("/init", initScript, 0o755)
+	t.addHost("/bin/busybox", busyboxBin.src, 0o755)
+	applets, err := exec.CommandContext(ctx, busyboxBin.src, "--list").Output()
+	if err != nil {
+		return fmt.Errorf("listing busybox applets: %w", err)
+	}
+	for _, a := range strings.Fields(string(applets)) {
+		if a != "busybox" {
+			t.addLink("/bin/"+a, "busybox")
+		}
+	}
+	t.addLink("/sbin", "bin")
+	t.addLink("/usr/bin", "../bin")
+	t.addLink("/usr/sbin", "../bin")
+	// Ignition relabels after the files stage; this OS has no SELinux, so relabelling is
+	// a no-op that succeeds.
+	t.addData("/bin/setfiles", []byte("#!/bin/sh\n# No SELinux in the conformance OS: nothing to relabel.\nexit 0\n"), 0o755)
+	t.addHost("/bin/snofactory", agentBin, 0o755)
+	for dst, src := range map[string]string{"/bin/ignition": ignitionBin.src, "/bin/extlinux": extlinuxBin.src} {
+		t.addHost(dst, src, 0o755)
+		libs, err := sharedLibs(ctx, src)
+		if err != nil {
+			return err
+		}
+		for _, l := range libs {
+			t.addHost(l, l, 0o755)
+		}
+	}
+	mbr, err := mbrImage()
+	if err != nil {
+		return err
+	}
+	t.addData("/usr/share/conformance/mbr.img", mbr, 0o644)
+	order, err := moduleOrder(kver, Modules)
+	if err != nil {
+		return err
+	}
+	var list bytes.Buffer
+	for _, rel := range order {
+		dst := "/lib/modules/" + path.Base(rel)
+		t.addHost(dst, filepath.Join("/lib/modules", kver, rel), 0o644)
+		fmt.Fprintln(&list, dst)
+	}
+	t.addData("/etc/modules.load", list.Bytes(), 0o644)
+	t.addData("/etc/os-release", []byte("NAME=\"snofactory conformance OS\"\nID=snofactory-conformance\nVERSION_ID="+builderVersion+"\n"), 0o644)
+	return nil
+}
+
+var lddLine = regexp.MustCompile(`(?:=>\s*)?(/\S+)\s+\(0x`)
+
+// sharedLibs lists the libraries (and the dynamic loader) a binary needs, as ldd sees them.
+func sharedLibs(ctx context.Context, bin string) ([]string, error) {
+	out, err := exec.CommandContext(ctx, "ldd", bin).Output()
+	if err != nil {
+		return nil, fmt.Errorf("ldd %s: %w", bin, err)
+	}
+	var libs []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if m := lddLine.FindStringSubmatch(line); m != nil {
+			libs = append(libs, m[1])
+		}
+	}
+	if len(libs) == 0 {
+		return nil, fmt.Errorf("ldd %s listed no libraries", bin)
+	}
+	return libs, nil
+}
+
+// moduleOrder returns the modules (paths relative to /lib/modules/KVER) to load, every
+// dependency before the modules that need it. Built-in modules are skipped.
+func moduleOrder(kver string, want []string) ([]string, error) {
+	dir := filepath.Join("/lib/modules", kver)
+	deps := map[string][]string{}
+	byName := map[string]string{}
+	f, err := os.Open(filepath.Join(dir, "modules.dep"))
+	if err != nil {
+		return nil, fmt.Errorf("kernel modules: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		mod, rest, ok := strings.Cut(sc.Text(), ":")
+		if !ok {
+			continue
+		}
+		deps[mod] = strings.Fields(rest)
+		byName[modName(mod)] = mod
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("reading modules.dep: %w", err)
+	}
+	builtin, _ := os.ReadFile(filepath.Join(dir, "modules.builtin"))
+	var order []string
+	seen := map[string]bool{}
+	var visit func(string)
+	visit = func(m string) {
+		if seen[m] {
+			return
+		}
+		seen[m] = true
+		for _, d := range deps[m] {
+			visit(d)
+		}
+		order = append(order, m)
+	}
+	for _, w := range want {
+		m, ok := byName[w]
+		if !ok {
+			if bytes.Contains(builtin, []byte("/"+w+".ko")) {
+				continue
+			}
+			return nil, fmt.Errorf("kernel module %s not found for %s (Debian package %s)", w, kver, pkgKernel)
+		}
+		visit(m)
+	}
+	return order, nil
+}
+
+func modName(rel string) string {
+	b := path.Base(rel)
+	for _, ext := range []string{".xz", ".zst", ".gz"} {
+		b = strings.TrimSuffix(b, ext)
+	}
+	b = strings.TrimSuffix(b, ".ko")
+	return strings.ReplaceAll(b, "-", "_")
+}
+
+// Installed disk layout: one bootable Linux partition from 1 MiB, PartitionMiB long.
+const (
+	partitionStartSector = 2048
+	PartitionMiB         = 192
+	// MinDiskMiB is the smallest target disk the installer accepts.
+	MinDiskMiB = PartitionMiB + 1
+)
+
+// mbrImage is sector 0 of an installed disk: syslinux's MBR boot code (it chain-loads
+// the active partition's boot sector, which extlinux writes) and a partition table with
+// one active Linux partition.
+func mbrImage() ([]byte, error) {
+	code, err := os.ReadFile(mbrBin.src)
+	if err != nil {
+		return nil, fmt.Errorf("reading MBR boot code (Debian package %s): %w", pkgExtlinux, err)
+	}
+	if len(code) > 440 {
+		return nil, fmt.Errorf("%s is %d bytes, more than the 440 bytes of MBR boot code", mbrBin.src, len(code))
+	}
+	sector := make([]byte, 512)
+	copy(sector, code)
+	copy(sector[440:444], []byte{0x53, 0x4e, 0x4f, 0x46}) // disk signature
+	e := sector[446:462]
+	e[0] = 0x80                            // active
+	copy(e[1:4], []byte{0xfe, 0xff, 0xff}) // CHS unused: LBA only
+	e[4] = 0x83
+	copy(e[5:8], []byte{0xfe, 0xff, 0xff})
+	binary.LittleEndian.PutUint32(e[8:12], partitionStartSector)
+	binary.LittleEndian.PutUint32(e[12:16], PartitionMiB<<11)
+	sector[510], sector[511] = 0x55, 0xaa
+	return sector, nil
+}
