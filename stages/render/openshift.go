@@ -1,0 +1,469 @@
+package render
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/coreos/go-semver/semver"
+	"github.com/vincent-petithory/dataurl"
+)
+
+// The files openshift-install create single-node-ignition-config writes into its directory.
+const (
+	installerIgnition = "bootstrap-in-place-for-live-iso.ign"
+	installerRootCA   = "/opt/openshift/tls/root-ca.crt"
+)
+
+// installerOutputs are copied from the installer's directory into the stage output (0600:
+// the kubeconfig and password are cluster-admin credentials).
+var installerOutputs = []struct {
+	rel  string
+	perm os.FileMode
+}{
+	{"auth/kubeconfig", 0o600},
+	{"auth/kubeadmin-password", 0o600},
+	{"metadata.json", 0o644},
+}
+
+// ErrNoInstaller means openshift-install could not be found.
+var ErrNoInstaller = errors.New("openshift-install is not available")
+
+// extraManifest is a file render adds to the installer's openshift/ directory.
+type extraManifest struct {
+	name string // file name in manifests/ and openshift/
+	data []byte
+	info ManifestFile
+}
+
+func renderOpenShift(ctx context.Context, opts Options, env *runEnv, rep *Report) error {
+	c := opts.OpenShift
+	variant, err := butaneOpenShiftVersion(c.Version)
+	if err != nil {
+		return fmt.Errorf("openshift.version: %w", err)
+	}
+	installer, err := findInstaller(opts, env)
+	if err != nil {
+		return err
+	}
+
+	pull, err := env.secrets.Secret(SecretPullSecret)
+	if err != nil {
+		return fmt.Errorf("render: %w", err)
+	}
+	var auths struct {
+		Auths map[string]json.RawMessage `json:"auths"`
+	}
+	if json.Unmarshal(pull, &auths) != nil || auths.Auths == nil {
+		// Never echo the value: it is a credential.
+		return fmt.Errorf("render: secret %s is not a pull secret (want JSON with an \"auths\" object)", SecretPullSecret)
+	}
+	var sshKey string
+	if opts.SSHKey {
+		k, err := env.secrets.Secret(SecretSSHKey)
+		if err != nil {
+			return fmt.Errorf("render: %w", err)
+		}
+		sshKey = strings.TrimSpace(string(k))
+	}
+
+	// The copy of install-config.yaml that is kept has its secrets replaced.
+	keptPull, keptSSH := redacted, ""
+	if sshKey != "" {
+		keptSSH = redacted
+	}
+	if opts.KeepPullSecret {
+		keptPull = strings.TrimSpace(string(pull))
+	}
+	kept, err := marshalYAML(installConfig(c, keptPull, keptSSH))
+	if err != nil {
+		return err
+	}
+	icPath := ManifestDir + "/install-config.yaml"
+	if err := writeFile(env.out, icPath, kept, 0o644); err != nil {
+		return err
+	}
+	rep.Manifests = append(rep.Manifests, ManifestFile{Path: icPath, Kind: "InstallConfig", Name: c.ClusterName, Redacted: !opts.KeepPullSecret})
+
+	extras, err := openshiftManifests(ctx, opts, variant, rep)
+	if err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for _, m := range extras {
+		if seen[m.name] {
+			return fmt.Errorf("two manifests would be written as %s; rename one MachineConfig", m.name)
+		}
+		seen[m.name] = true
+		if err := writeFile(env.out, ManifestDir+"/"+m.name, m.data, 0o644); err != nil {
+			return err
+		}
+		rep.Manifests = append(rep.Manifests, m.info)
+	}
+
+	work, err := os.MkdirTemp("", "snofactory-render-installer-")
+	if err != nil {
+		return err
+	}
+	// The work directory holds the real pull secret: it must not outlive the stage.
+	defer os.RemoveAll(work)
+	real, err := marshalYAML(installConfig(c, strings.TrimSpace(string(pull)), sshKey))
+	if err != nil {
+		return err
+	}
+	if err := writeFile(work, "install-config.yaml", real, 0o600); err != nil {
+		return err
+	}
+
+	version, err := installerVersion(ctx, env, installer)
+	if err != nil {
+		return err
+	}
+	env.useTool("openshift-install", version)
+	rep.Tools["openshift-install"] = version
+
+	runInstaller := func(args ...string) error {
+		cmd := exec.Command(installer, append(args, "--dir", work)...)
+		cmd.Env = append(os.Environ(), "OPENSHIFT_INSTALL_INVOKER=snofactory")
+		if c.ReleaseImage != "" {
+			cmd.Env = append(cmd.Env, "OPENSHIFT_INSTALL_RELEASE_IMAGE_OVERRIDE="+c.ReleaseImage)
+		}
+		env.log.Info("running openshift-install", "args", strings.Join(args, " "))
+		if err := env.exec(ctx, cmd); err != nil {
+			return fmt.Errorf("openshift-install %s: %w", strings.Join(args, " "), err)
+		}
+		return nil
+	}
+	// Extra manifests go in between: create manifests, add files to openshift/, then
+	// create the ignition config from the manifests on disk.
+	if len(extras) > 0 {
+		if err := runInstaller("create", "manifests"); err != nil {
+			return err
+		}
+		for _, m := range extras {
+			if err := writeFile(work, "openshift/"+m.name, m.data, 0o644); err != nil {
+				return err
+			}
+		}
+	}
+	if err := runInstaller("create", "single-node-ignition-config"); err != nil {
+		return err
+	}
+
+	ign, err := os.ReadFile(filepath.Join(work, installerIgnition))
+	if err != nil {
+		return fmt.Errorf("openshift-install did not write %s: %w", installerIgnition, err)
+	}
+	ignVersion, err := validateIgnition("openshift-install's "+installerIgnition, ign)
+	if err != nil {
+		return err
+	}
+	if err := writeFile(env.out, ConfigPath, ign, 0o600); err != nil {
+		return err
+	}
+	rep.Ignition = map[string]IgnitionFile{"config": {Path: ConfigPath, Version: ignVersion, Size: len(ign), Secret: true}}
+
+	rep.Installer = map[string]string{}
+	for _, o := range installerOutputs {
+		b, err := os.ReadFile(filepath.Join(work, filepath.FromSlash(o.rel)))
+		if err != nil {
+			return fmt.Errorf("openshift-install did not write %s: %w", o.rel, err)
+		}
+		if err := writeFile(env.out, o.rel, b, o.perm); err != nil {
+			return err
+		}
+		rep.Installer[filepath.Base(o.rel)] = o.rel
+	}
+
+	if opts.WorkerIgnition {
+		w, err := workerPointer(c, ign)
+		if err != nil {
+			return err
+		}
+		if err := writeFile(env.out, WorkerPath, w, 0o644); err != nil {
+			return err
+		}
+		rep.Ignition["worker"] = IgnitionFile{Path: WorkerPath, Version: "3.2.0", Size: len(w)}
+	}
+	return nil
+}
+
+// openshiftManifests builds everything render adds to the installer's openshift/ directory:
+// the relocation MachineConfigs, the user's fragments, and the ingress placement.
+func openshiftManifests(ctx context.Context, opts Options, variant string, rep *Report) ([]extraManifest, error) {
+	var out []extraManifest
+	addMC := func(what, concern string, doc []byte) error {
+		name, v, err := checkMachineConfig(what, doc)
+		if err != nil {
+			return err
+		}
+		file := name + ".yaml"
+		out = append(out, extraManifest{name: file, data: doc, info: ManifestFile{
+			Path: ManifestDir + "/" + file, Kind: "MachineConfig", Name: name, IgnitionVersion: v, Concern: concern}})
+		return nil
+	}
+
+	if r := opts.Relocation; r != nil {
+		mcs, err := relocationConfigs(variant, *r)
+		if err != nil {
+			return nil, err
+		}
+		for _, mc := range mcs {
+			doc, err := translateOwn(mc.Config.Metadata.Name, mc.Config, false)
+			if err != nil {
+				return nil, err
+			}
+			if err := addMC(mc.Config.Metadata.Name, mc.Concern, doc); err != nil {
+				return nil, err
+			}
+		}
+		w, _ := r.window()
+		p, _ := netipPrefix(r.InternalIP)
+		rep.Relocation = &RelocationReport{
+			InternalIP:                   r.InternalIP,
+			NodeIPHint:                   p.Masked().Addr().String(),
+			ReconfigureUnit:              ReconfigureUnit,
+			ShipmentFile:                 ShipmentFile,
+			KubeletClientCertMinValidity: w.String(),
+		}
+	}
+
+	// Fragments: with metadata, each is its own MachineConfig; without, they are merged in
+	// order into one.
+	clusterSpec, err := openshiftIgnitionVersion(variant)
+	if err != nil {
+		return nil, err
+	}
+	const mergedName = "99-master-snofactory-fragments"
+	merged, err := newMerger(clusterSpec)
+	if err != nil {
+		return nil, err
+	}
+	var mergedFrom []int
+	for i, f := range opts.Fragments {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		name := f.name(i)
+		src, err := readFragment(opts, f)
+		if err != nil {
+			return nil, err
+		}
+		h, err := readHeader(name, src)
+		if err != nil {
+			return nil, err
+		}
+		if h.Variant != "openshift" {
+			return nil, &ButaneError{Name: name, Err: fmt.Errorf("variant %s cannot configure an OpenShift node; use variant: openshift, version: %s", h.Variant, variant)}
+		}
+		if fv, err := semver.NewVersion(h.Version); err == nil && semver.New(variant).LessThan(*fv) {
+			return nil, &ButaneError{Name: name, Err: fmt.Errorf("openshift %s is newer than the cluster's %s", h.Version, variant)}
+		}
+		res := FragmentResult{Name: name, Variant: h.Variant, Version: h.Version}
+		if h.Metadata != nil {
+			doc, err := translate(name, src, false)
+			if err != nil {
+				return nil, err
+			}
+			if err := addMC(name, "", doc); err != nil {
+				return nil, err
+			}
+			res.Output = out[len(out)-1].info.Path
+		} else {
+			ign, err := translate(name, withPlaceholderMetadata(src), true)
+			if err != nil {
+				return nil, err
+			}
+			if err := merged.add(name, ign); err != nil {
+				return nil, err
+			}
+			mergedFrom = append(mergedFrom, len(rep.Fragments))
+			res.Output = ManifestDir + "/" + mergedName + ".yaml"
+		}
+		rep.Fragments = append(rep.Fragments, res)
+	}
+	if len(mergedFrom) > 0 {
+		ign, err := merged.bytes(mergedName)
+		if err != nil {
+			return nil, err
+		}
+		doc, err := wrapMachineConfig(mergedName, ign)
+		if err != nil {
+			return nil, err
+		}
+		if err := addMC(mergedName, "", doc); err != nil {
+			return nil, err
+		}
+	}
+
+	// Day-2 workers on a single-replica control plane: keep the default router on the
+	// master. Upstream's installer asks for the same through the Ingress config's
+	// defaultPlacement (ControlPlane on platform none with one master); the explicit
+	// IngressController also pins one replica, so a new worker never attracts the router and
+	// the node's address stays the only ingress address (no load balancer at the edge).
+	if opts.WorkerIgnition && controlPlaneTopology(1) == "SingleReplica" {
+		doc, err := marshalYAML(ingressController())
+		if err != nil {
+			return nil, err
+		}
+		file := "99-snofactory-ingresscontroller-default.yaml"
+		out = append(out, extraManifest{name: file, data: doc, info: ManifestFile{Path: ManifestDir + "/" + file, Kind: "IngressController", Name: "default"}})
+	}
+	return out, nil
+}
+
+// openshiftIgnitionVersion is the Ignition spec the Butane openshift variant emits.
+func openshiftIgnitionVersion(variant string) (string, error) {
+	probe := fmt.Sprintf("variant: openshift\nversion: %s\nmetadata: {name: probe, labels: {%s: master}}\n", variant, roleLabel)
+	ign, err := translate("openshift "+variant+" probe", []byte(probe), true)
+	if err != nil {
+		return "", err
+	}
+	return configVersion(ign)
+}
+
+// controlPlaneTopology mirrors the installer: one control-plane replica is SingleReplica.
+func controlPlaneTopology(replicas int) string {
+	if replicas == 1 {
+		return "SingleReplica"
+	}
+	return "HighlyAvailable"
+}
+
+// IngressController is the operator.openshift.io/v1 object, reduced to node placement.
+type IngressController struct {
+	APIVersion string `yaml:"apiVersion"`
+	Kind       string `yaml:"kind"`
+	Metadata   struct {
+		Name      string `yaml:"name"`
+		Namespace string `yaml:"namespace"`
+	} `yaml:"metadata"`
+	Spec struct {
+		Replicas      int `yaml:"replicas"`
+		NodePlacement struct {
+			NodeSelector struct {
+				MatchLabels map[string]string `yaml:"matchLabels"`
+			} `yaml:"nodeSelector"`
+		} `yaml:"nodePlacement"`
+	} `yaml:"spec"`
+}
+
+func ingressController() IngressController {
+	var ic IngressController
+	ic.APIVersion = "operator.openshift.io/v1"
+	ic.Kind = "IngressController"
+	ic.Metadata.Name = "default"
+	ic.Metadata.Namespace = "openshift-ingress-operator"
+	ic.Spec.Replicas = 1
+	ic.Spec.NodePlacement.NodeSelector.MatchLabels = map[string]string{"node-role.kubernetes.io/master": ""}
+	return ic
+}
+
+// findInstaller locates openshift-install: an upstream stage's output, a given path, PATH.
+func findInstaller(opts Options, env *runEnv) (string, error) {
+	var p, from string
+	switch {
+	case opts.InstallerFrom != "":
+		stage, rel, _ := strings.Cut(opts.InstallerFrom, "/")
+		dir, ok := env.inputs[stage]
+		if !ok {
+			return "", fmt.Errorf("%w: installerFrom %s names stage %q, whose output this run does not have (snofactory render without the pipeline cannot use it; put openshift-install on PATH)", ErrNoInstaller, opts.InstallerFrom, stage)
+		}
+		p, from = filepath.Join(dir, filepath.FromSlash(rel)), "the "+stage+" stage's output"
+	case opts.InstallerPath != "":
+		p, from = opts.InstallerPath, "the configured installer path"
+	default:
+		lp, err := exec.LookPath("openshift-install")
+		if err != nil {
+			return "", fmt.Errorf("%w: it is not on PATH. Put the openshift-install of release %s on PATH "+
+				"(e.g. `oc adm release extract --command=openshift-install --to DIR RELEASE_IMAGE`), "+
+				"or let the resolve stage extract it from the release", ErrNoInstaller, opts.OpenShift.Version)
+		}
+		return lp, nil
+	}
+	st, err := os.Stat(p)
+	if err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
+		if err == nil {
+			err = fs.ErrPermission
+		}
+		return "", fmt.Errorf("%w: %s from %s is not an executable file (%v)", ErrNoInstaller, p, from, err)
+	}
+	return p, nil
+}
+
+// installerVersion returns the first line of `openshift-install version`.
+func installerVersion(ctx context.Context, env *runEnv, installer string) (string, error) {
+	var out strings.Builder
+	cmd := exec.Command(installer, "version")
+	cmd.Stdout = &out
+	if err := env.exec(ctx, cmd); err != nil {
+		return "", fmt.Errorf("openshift-install version: %w", err)
+	}
+	v := firstLine(out.String())
+	if !strings.HasPrefix(v, "openshift-install ") {
+		return "", fmt.Errorf("openshift-install version printed %q, not a version", v)
+	}
+	return strings.TrimPrefix(v, "openshift-install "), nil
+}
+
+// workerPointer builds the day-2 worker config as the installer's pointer configs are: merge
+// the worker config served by the machine-config server on api-int:22623, trusting the
+// cluster's root CA, taken from the bootstrap-in-place config.
+func workerPointer(c *OpenShift, bootstrap []byte) ([]byte, error) {
+	var cfg struct {
+		Storage struct {
+			Files []struct {
+				Path     string `json:"path"`
+				Contents struct {
+					Source      *string `json:"source"`
+					Compression *string `json:"compression"`
+				} `json:"contents"`
+			} `json:"files"`
+		} `json:"storage"`
+	}
+	if err := json.Unmarshal(bootstrap, &cfg); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", installerIgnition, err)
+	}
+	var ca []byte
+	for _, f := range cfg.Storage.Files {
+		if f.Path != installerRootCA || f.Contents.Source == nil {
+			continue
+		}
+		if f.Contents.Compression != nil && *f.Contents.Compression != "" {
+			return nil, fmt.Errorf("%s in %s is %s-compressed; render reads plain data URLs only", installerRootCA, installerIgnition, *f.Contents.Compression)
+		}
+		d, err := dataurl.DecodeString(*f.Contents.Source)
+		if err != nil {
+			return nil, fmt.Errorf("%s in %s: %w", installerRootCA, installerIgnition, err)
+		}
+		ca = d.Data
+	}
+	if len(ca) == 0 {
+		return nil, fmt.Errorf("%s has no %s: cannot build the worker config", installerIgnition, installerRootCA)
+	}
+	src := fmt.Sprintf("https://api-int.%s.%s:22623/config/worker", c.ClusterName, strings.TrimSuffix(c.BaseDomain, "."))
+	caURL := dataurl.New(ca, "text/plain", "charset", "utf-8").String()
+	ptr := map[string]any{
+		"ignition": map[string]any{
+			"version": "3.2.0",
+			"config":  map[string]any{"merge": []any{map[string]any{"source": src}}},
+			"security": map[string]any{"tls": map[string]any{
+				"certificateAuthorities": []any{map[string]any{"source": caURL}},
+			}},
+		},
+	}
+	b, err := json.Marshal(ptr)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := validateIgnition(WorkerPath, b); err != nil {
+		return nil, err
+	}
+	return b, nil
+}

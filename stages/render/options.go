@@ -1,0 +1,209 @@
+package render
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Name is the stage's name in a build graph.
+const Name = "render"
+
+// Targets render knows.
+const (
+	// TargetOpenShift renders a single-node bootstrap-in-place install through openshift-install.
+	TargetOpenShift = "openshift"
+	// TargetCoreOS renders one Ignition config straight from Butane (the conformance OS).
+	TargetCoreOS = "coreos"
+)
+
+// Options is exactly what render reads. Its canonical JSON is part of the stage's cache key,
+// so it holds labels and values, never host paths or secrets: file contents are keyed through
+// HostFiles (which goes to pipeline.Stage.Files and is not serialized) and the pull secret and
+// SSH key come from the secrets channel.
+type Options struct {
+	// Target is TargetOpenShift or TargetCoreOS.
+	Target string `json:"target"`
+	// IgnitionVersion is the Ignition spec the coreos target's config is written in
+	// ("3.2.0" … "3.5.0"); the conformance OS's Debian ignition accepts at most 3.3.0.
+	// The openshift target takes the installer's version for config.ign and the Butane
+	// openshift variant's for MachineConfigs, so it ignores this field.
+	IgnitionVersion string `json:"ignitionVersion,omitempty"`
+	// OpenShift holds the cluster for TargetOpenShift.
+	OpenShift *OpenShift `json:"openshift,omitempty"`
+	// Relocation, when set, adds the relocatable-seed MachineConfigs (openshift only).
+	Relocation *Relocation `json:"relocation,omitempty"`
+	// Fragments are the user's Butane configs, applied in order.
+	Fragments []Fragment `json:"fragments,omitempty"`
+	// WorkerIgnition also emits ignition/worker.ign for day-2 workers.
+	WorkerIgnition bool `json:"workerIgnition,omitempty"`
+	// SSHKey says the "sshKey" secret is configured and must be used.
+	SSHKey bool `json:"sshKey,omitempty"`
+	// KeepPullSecret writes the real pull secret into manifests/install-config.yaml instead of
+	// a redacted one. Off by default: outputs are shipped and cached.
+	KeepPullSecret bool `json:"keepPullSecret,omitempty"`
+	// InstallerFrom names where openshift-install comes from when it is not on PATH:
+	// "STAGE/REL/PATH" is a file in an upstream stage's output (e.g. "resolve/bin/openshift-install"),
+	// which makes STAGE a dependency. Empty means InstallerPath, else PATH.
+	InstallerFrom string `json:"installerFrom,omitempty"`
+
+	// InstallerPath is a host path of openshift-install. Not serialized: its content digest
+	// is keyed through Stage.Files under the label "tools/openshift-install".
+	InstallerPath string `json:"-"`
+	// HostFiles maps every Fragment.File label to its path on this host. Not serialized:
+	// contents are keyed through Stage.Files.
+	HostFiles map[string]string `json:"-"`
+}
+
+// OpenShift is the cluster an openshift render installs.
+type OpenShift struct {
+	// Version is the release's x.y or x.y.z (e.g. "4.16" or "4.16.3"); it picks the Butane
+	// openshift variant (x.y.0) and so the MachineConfigs' Ignition spec.
+	Version string `json:"version"`
+	// ClusterName and BaseDomain make the cluster domain <ClusterName>.<BaseDomain>.
+	ClusterName string `json:"clusterName"`
+	BaseDomain  string `json:"baseDomain"`
+	// InstallationDisk is where bootstrap-in-place writes the OS, e.g. "/dev/vda".
+	InstallationDisk string `json:"installationDisk"`
+	// MachineNetwork, ClusterNetwork (with HostPrefix) and ServiceNetwork are CIDRs; empty
+	// means the installer's defaults (10.0.0.0/16, 10.128.0.0/14 /23, 172.30.0.0/16).
+	MachineNetwork []string `json:"machineNetwork,omitempty"`
+	ClusterNetwork []string `json:"clusterNetwork,omitempty"`
+	HostPrefix     int      `json:"hostPrefix,omitempty"`
+	ServiceNetwork []string `json:"serviceNetwork,omitempty"`
+	// Mirrors become install-config imageDigestSources.
+	Mirrors []Mirror `json:"mirrors,omitempty"`
+	// AdditionalTrustBundle is PEM text (e.g. the mirror registry's CA).
+	AdditionalTrustBundle string `json:"additionalTrustBundle,omitempty"`
+	// ReleaseImage, when set, is the release the installer installs (pinned by digest by the
+	// resolve stage); it is passed as OPENSHIFT_INSTALL_RELEASE_IMAGE_OVERRIDE.
+	ReleaseImage string `json:"releaseImage,omitempty"`
+}
+
+// Mirror is one imageDigestSources entry.
+type Mirror struct {
+	Source  string   `json:"source"`
+	Mirrors []string `json:"mirrors"`
+}
+
+// Relocation configures the relocatable-seed MachineConfigs.
+type Relocation struct {
+	// InternalIP is the stable node address added to br-ex, as a prefix, e.g. "192.168.127.10/24".
+	// The cluster is installed on it so changing the site address does not touch the cluster.
+	InternalIP string `json:"internalIP"`
+	// ShipmentWindow is how long the sealed seed may sit unpowered before reconfiguration;
+	// the kubelet client certificate must stay valid at least that long (default 720h, the
+	// 30 days of upstream's kubelet client certificates).
+	ShipmentWindow string `json:"shipmentWindow,omitempty"`
+}
+
+// Fragment is one Butane config: a file (by label) or inline text.
+type Fragment struct {
+	// File is a label (the path relative to the blueprint) resolved through HostFiles.
+	File string `json:"file,omitempty"`
+	// Inline is the Butane text itself.
+	Inline string `json:"inline,omitempty"`
+}
+
+// name is how errors and render.json refer to the fragment.
+func (f Fragment) name(i int) string {
+	if f.File != "" {
+		return f.File
+	}
+	return fmt.Sprintf("fragments[%d] (inline)", i)
+}
+
+const defaultShipmentWindow = 720 * time.Hour
+
+var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+
+// validate checks Options before anything runs, naming the field that is wrong.
+func (o Options) validate() error {
+	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	switch o.Target {
+	case TargetCoreOS:
+		if _, ok := specs[o.IgnitionVersion]; !ok {
+			bad("ignitionVersion %q: want one of %s", o.IgnitionVersion, strings.Join(specVersions(), ", "))
+		}
+		if o.OpenShift != nil {
+			bad("openshift: only the %s target takes an OpenShift cluster", TargetOpenShift)
+		}
+		if o.Relocation != nil {
+			bad("relocation: relocation MachineConfigs need the %s target", TargetOpenShift)
+		}
+		if o.WorkerIgnition {
+			bad("workerIgnition: day-2 worker configs need the %s target", TargetOpenShift)
+		}
+	case TargetOpenShift:
+		if o.OpenShift == nil {
+			bad("openshift: required for the %s target", TargetOpenShift)
+			break
+		}
+		c := o.OpenShift
+		if _, err := butaneOpenShiftVersion(c.Version); err != nil {
+			bad("openshift.version: %w", err)
+		}
+		if !dnsLabel.MatchString(c.ClusterName) {
+			bad("openshift.clusterName %q: want a lower-case DNS label", c.ClusterName)
+		}
+		if c.BaseDomain == "" {
+			bad("openshift.baseDomain: required")
+		}
+		if !strings.HasPrefix(c.InstallationDisk, "/dev/") {
+			bad("openshift.installationDisk %q: want a device path such as /dev/vda", c.InstallationDisk)
+		}
+		for field, list := range map[string][]string{"machineNetwork": c.MachineNetwork, "clusterNetwork": c.ClusterNetwork, "serviceNetwork": c.ServiceNetwork} {
+			for i, s := range list {
+				if _, err := netip.ParsePrefix(s); err != nil {
+					bad("openshift.%s[%d]: %w", field, i, err)
+				}
+			}
+		}
+		for i, m := range c.Mirrors {
+			if m.Source == "" || len(m.Mirrors) == 0 {
+				bad("openshift.mirrors[%d]: source and at least one mirror are required", i)
+			}
+		}
+		if r := o.Relocation; r != nil {
+			p, err := netip.ParsePrefix(r.InternalIP)
+			switch {
+			case err != nil:
+				bad("relocation.internalIP: %w", err)
+			case p.Addr() == p.Masked().Addr():
+				bad("relocation.internalIP %q: want a host address with its prefix, e.g. 192.168.127.10/24", r.InternalIP)
+			}
+			if _, err := r.window(); err != nil {
+				bad("relocation.shipmentWindow: %w", err)
+			}
+		}
+		if o.InstallerFrom != "" && !strings.Contains(o.InstallerFrom, "/") {
+			bad("installerFrom %q: want STAGE/PATH", o.InstallerFrom)
+		}
+	default:
+		bad("target %q: want %q or %q", o.Target, TargetOpenShift, TargetCoreOS)
+	}
+	for i, f := range o.Fragments {
+		switch {
+		case (f.File == "") == (f.Inline == ""):
+			bad("fragments[%d]: set exactly one of file and inline", i)
+		case f.File != "" && o.HostFiles[f.File] == "":
+			bad("fragments[%d]: file %q has no host path", i, f.File)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (r Relocation) window() (time.Duration, error) {
+	if r.ShipmentWindow == "" {
+		return defaultShipmentWindow, nil
+	}
+	d, err := time.ParseDuration(r.ShipmentWindow)
+	if err == nil && d <= 0 {
+		err = errors.New("must be positive")
+	}
+	return d, err
+}

@@ -1,0 +1,231 @@
+package render
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"runtime/debug"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/snofactory/snofactory/pipeline"
+)
+
+// stageVersion changes whenever render's outputs change for the same Options.
+const stageVersion = "1"
+
+// Secret names render reads.
+const (
+	SecretPullSecret = "pullSecret"
+	SecretSSHKey     = "sshKey"
+)
+
+// installerLabel keys the openshift-install binary's content when its path is given.
+const installerLabel = "tools/openshift-install"
+
+// New returns the render stage for opts.
+func New(opts Options) pipeline.Stage {
+	s := pipeline.Stage{
+		Name:    Name,
+		Version: stageVersion,
+		Options: opts,
+		Files:   map[string]string{},
+	}
+	for _, f := range opts.Fragments {
+		if f.File != "" {
+			s.Files[f.File] = opts.HostFiles[f.File]
+		}
+	}
+	if opts.Target == TargetOpenShift {
+		s.Secrets = append(s.Secrets, SecretPullSecret)
+		if opts.InstallerPath != "" && opts.InstallerFrom == "" {
+			s.Files[installerLabel] = opts.InstallerPath
+		}
+		if dep, _, ok := strings.Cut(opts.InstallerFrom, "/"); ok {
+			s.Deps = append(s.Deps, dep)
+		}
+	}
+	if opts.SSHKey {
+		s.Secrets = append(s.Secrets, SecretSSHKey)
+	}
+	s.Run = func(ctx context.Context, env *pipeline.Env) error {
+		return run(ctx, opts, &runEnv{
+			out:     env.Out,
+			inputs:  env.Inputs,
+			secrets: env.Secrets,
+			log:     env.Log,
+			exec:    env.Exec,
+			useTool: env.UseTool,
+		})
+	}
+	return s
+}
+
+// Render does the stage's work without the engine (for `snofactory render FILE -o DIR`):
+// outputs go straight to outDir. An openshift-install given by InstallerFrom is not
+// available here; use InstallerPath or PATH.
+func Render(ctx context.Context, opts Options, secrets pipeline.SecretSource, outDir string, log *slog.Logger) error {
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return fmt.Errorf("creating output directory: %w", err)
+	}
+	return run(ctx, opts, &runEnv{
+		out:     outDir,
+		secrets: secrets,
+		log:     log,
+		exec: func(ctx context.Context, cmd *exec.Cmd) error {
+			return pipeline.RunTool(ctx, cmd, &lineLog{log: log, tool: cmd.Path})
+		},
+		useTool: func(string, string) {},
+	})
+}
+
+// runEnv is what run needs from its caller, engine or not.
+type runEnv struct {
+	out     string
+	inputs  map[string]string
+	secrets pipeline.SecretSource
+	log     *slog.Logger
+	exec    func(context.Context, *exec.Cmd) error
+	useTool func(name, version string)
+}
+
+func run(ctx context.Context, opts Options, env *runEnv) error {
+	if err := opts.validate(); err != nil {
+		return fmt.Errorf("render options: %w", err)
+	}
+	rep := &Report{Target: opts.Target, StageVersion: stageVersion, Tools: libraryVersions()}
+	var err error
+	switch opts.Target {
+	case TargetCoreOS:
+		err = renderCoreOS(ctx, opts, env, rep)
+	case TargetOpenShift:
+		err = renderOpenShift(ctx, opts, env, rep)
+	}
+	if err != nil {
+		return err
+	}
+	sort.Slice(rep.Manifests, func(i, j int) bool { return rep.Manifests[i].Path < rep.Manifests[j].Path })
+	b, err := stableJSON(rep)
+	if err != nil {
+		return fmt.Errorf("encoding render.json: %w", err)
+	}
+	return writeFile(env.out, "render.json", b, 0o644)
+}
+
+// Report is render.json: what render produced, so later stages need not guess.
+type Report struct {
+	Target       string `json:"target"`
+	StageVersion string `json:"stageVersion"`
+	// Ignition maps "config" (and "worker") to the produced Ignition configs.
+	Ignition map[string]IgnitionFile `json:"ignition"`
+	// Manifests lists manifests/*.yaml.
+	Manifests []ManifestFile `json:"manifests,omitempty"`
+	// Fragments says what became of each Butane fragment, in order.
+	Fragments []FragmentResult `json:"fragments,omitempty"`
+	// Relocation echoes the relocation settings the MachineConfigs carry.
+	Relocation *RelocationReport `json:"relocation,omitempty"`
+	// Installer lists the openshift-install outputs kept (auth/*, metadata.json).
+	Installer map[string]string `json:"installer,omitempty"`
+	// Tools are the libraries and external tools used, with versions.
+	Tools map[string]string `json:"tools"`
+}
+
+// IgnitionFile is one produced Ignition config.
+type IgnitionFile struct {
+	Path    string `json:"path"`
+	Version string `json:"version"`
+	Size    int    `json:"size"`
+	// Secret marks configs that embed secrets (written 0600; never publish them).
+	Secret bool `json:"secret,omitempty"`
+}
+
+// ManifestFile is one file in manifests/.
+type ManifestFile struct {
+	Path string `json:"path"`
+	Kind string `json:"kind"`
+	Name string `json:"name,omitempty"`
+	// IgnitionVersion is a MachineConfig's spec.config version.
+	IgnitionVersion string `json:"ignitionVersion,omitempty"`
+	// Concern is what a relocation MachineConfig is for.
+	Concern string `json:"concern,omitempty"`
+	// Redacted marks an install-config whose secrets were replaced.
+	Redacted bool `json:"redacted,omitempty"`
+}
+
+// FragmentResult is what one Butane fragment became.
+type FragmentResult struct {
+	Name    string `json:"name"`
+	Variant string `json:"variant"`
+	Version string `json:"version"`
+	// Output is the manifest it became, or the config it was merged into.
+	Output string `json:"output"`
+}
+
+// RelocationReport is the relocation settings as the MachineConfigs carry them.
+type RelocationReport struct {
+	InternalIP                   string `json:"internalIP"`
+	NodeIPHint                   string `json:"nodeIPHint"`
+	ReconfigureUnit              string `json:"reconfigureUnit"`
+	ShipmentFile                 string `json:"shipmentFile"`
+	KubeletClientCertMinValidity string `json:"kubeletClientCertMinValidity"`
+}
+
+// libraryVersions reports the Butane and Ignition modules compiled in.
+func libraryVersions() map[string]string {
+	v := map[string]string{"butane": "unknown", "ignition": "unknown"}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return v
+	}
+	for _, d := range bi.Deps {
+		switch d.Path {
+		case "github.com/coreos/butane":
+			v["butane"] = d.Version
+		case "github.com/coreos/ignition/v2":
+			v["ignition"] = d.Version
+		}
+	}
+	return v
+}
+
+// readFragment returns a fragment's Butane text.
+func readFragment(opts Options, f Fragment) ([]byte, error) {
+	if f.Inline != "" {
+		return []byte(f.Inline), nil
+	}
+	b, err := os.ReadFile(opts.HostFiles[f.File])
+	if err != nil {
+		return nil, fmt.Errorf("reading Butane fragment %s: %w", f.File, err)
+	}
+	return b, nil
+}
+
+// lineLog turns a tool's output into debug lines of a logger (for Render without the engine).
+type lineLog struct {
+	mu   sync.Mutex
+	log  *slog.Logger
+	tool string
+	buf  []byte
+}
+
+func (w *lineLog) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, p...)
+	for {
+		i := slices.Index(w.buf, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		w.log.Debug(string(w.buf[:i]), "tool", w.tool)
+		w.buf = w.buf[i+1:]
+	}
+}
