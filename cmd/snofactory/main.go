@@ -70,6 +70,8 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return badInput(err) })
 	// Each subcommand lives in its own file; add one line here per command.
 	// --- commands ---
+	root.AddCommand(newValidateCommand())
+	root.AddCommand(newSchemaCommand())
 	root.AddCommand(newBuildCommand())
 	root.AddCommand(newPlanCommand())
 	root.AddCommand(newRenderCommand())

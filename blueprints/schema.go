@@ -1,0 +1,68 @@
+package blueprints
+
+import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"reflect"
+
+	"github.com/invopop/jsonschema"
+
+	"github.com/snofactory/snofactory/blueprints/v1alpha1"
+)
+
+//go:generate go test -run TestSchemaUpToDate . -args -update
+
+// SchemaID is the $id of the current version's JSON Schema.
+const SchemaID = "https://snofactory.io/schemas/v1alpha1/blueprint.json"
+
+// schemaJSON is GenerateSchema's output with descriptions from the Go doc comments;
+// TestSchemaUpToDate keeps it in step with the types.
+//
+//go:embed schema.json
+var schemaJSON []byte
+
+// Schema returns the JSON Schema (draft 2020-12) of the current blueprint version, for
+// editors and other tools.
+func Schema() []byte { return append([]byte(nil), schemaJSON...) }
+
+// GenerateSchema reflects the JSON Schema from the Go types. With srcDir (the blueprints
+// package directory) set, field and type descriptions come from the doc comments there.
+func GenerateSchema(srcDir string) ([]byte, error) {
+	r := &jsonschema.Reflector{
+		FieldNameTag:               "yaml",
+		RequiredFromJSONSchemaTags: true,
+		ExpandedStruct:             true,
+		Mapper:                     mapType,
+	}
+	if srcDir != "" {
+		if err := r.AddGoComments("github.com/snofactory/snofactory/blueprints", srcDir); err != nil {
+			return nil, fmt.Errorf("reading doc comments in %s: %w", srcDir, err)
+		}
+	}
+	s := r.Reflect(&v1alpha1.Blueprint{})
+	s.ID = SchemaID
+	s.Title = "snofactory blueprint (" + v1alpha1.APIVersion + ")"
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("encoding the blueprint schema: %w", err)
+	}
+	return append(b, '\n'), nil
+}
+
+// mapType describes the scalar types that YAML spells as strings. Each call returns a new
+// schema because the reflector writes field descriptions into it.
+func mapType(t reflect.Type) *jsonschema.Schema {
+	switch t {
+	case reflect.TypeOf(v1alpha1.Size(0)):
+		return &jsonschema.Schema{OneOf: []*jsonschema.Schema{
+			{Type: "integer", Minimum: json.Number("1"), Description: "MiB"},
+			{Type: "string", Pattern: `^[0-9]+\s*([KkMmGgTt]([Ii]?[Bb])?|[Bb])?$`, Examples: []any{"512MiB", "2GiB"}},
+		}}
+	case reflect.TypeOf(v1alpha1.Duration(0)):
+		return &jsonschema.Schema{Type: "string",
+			Pattern:  `^([0-9]+d)?([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))*$`,
+			Examples: []any{"90s", "20m", "1h30m", "30d"}}
+	}
+	return nil
+}
