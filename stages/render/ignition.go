@@ -1,7 +1,7 @@
 package render
 
 import (
-		"fmt"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -83,25 +83,30 @@ func configVersion(raw []byte) (string, error) {
 }
 
 // validateIgnition parses raw strictly as the spec version it declares, which must be one
-// render knows, and fails with every problem the library reports (warnings included: a config
-// that leaves the stage is clean).
-func validateIgnition(what string, raw []byte) (version string, err error) {
+// render knows, and fails with every error the library reports. With strict, warnings fail
+// too (render's own configs leave the stage clean); otherwise they are returned, one line
+// each, for the caller to log (openshift-install's own configs carry some, e.g. an enabled
+// unit without an [Install] section).
+func validateIgnition(what string, raw []byte, strict bool) (version string, warnings []string, err error) {
 	version, err = configVersion(raw)
 	if err != nil {
-		return "", &ReportError{What: what, Err: err}
+		return "", nil, &ReportError{What: what, Err: err}
 	}
 	s, ok := specs[version]
 	if !ok {
-		return "", &ReportError{What: what, Err: fmt.Errorf("ignition spec %s is not one render validates (%s)", version, strings.Join(specVersions(), ", "))}
+		return "", nil, &ReportError{What: what, Err: fmt.Errorf("ignition spec %s is not one render validates (%s)", version, strings.Join(specVersions(), ", "))}
 	}
 	_, r, err := s.parse(raw)
 	if err != nil {
-		return "", &ReportError{What: what, Err: err, Report: r}
+		return "", nil, &ReportError{What: what, Err: err, Report: r}
 	}
-	if len(r.Entries) > 0 {
-		return "", &ReportError{What: what, Err: fmt.Errorf("ignition %s config has warnings", version), Report: r}
+	if strict && len(r.Entries) > 0 {
+		return "", nil, &ReportError{What: what, Err: fmt.Errorf("ignition %s config has warnings", version), Report: r}
 	}
-	return version, nil
+	for _, e := range r.Entries {
+		warnings = append(warnings, e.String())
+	}
+	return version, warnings, nil
 }
 
 // ignitionMerger merges Ignition configs, in order, in one target spec version.
@@ -152,7 +157,7 @@ func (m *ignitionMerger) bytes(what string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encoding %s: %w", what, err)
 	}
-	if _, err := validateIgnition(what, b); err != nil {
+	if _, _, err := validateIgnition(what, b, true); err != nil {
 		return nil, err
 	}
 	return b, nil

@@ -254,7 +254,7 @@ func checkMachineConfig(what string, doc []byte) (name, ignVersion string, err e
 	if err != nil {
 		return "", "", fmt.Errorf("%s: spec.config: %w", what, err)
 	}
-	v, err := validateIgnition(what+" spec.config", raw)
+	v, _, err := validateIgnition(what+" spec.config", raw, true)
 	if err != nil {
 		return "", "", err
 	}

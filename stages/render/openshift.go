@@ -160,9 +160,12 @@ func renderOpenShift(ctx context.Context, opts Options, env *runEnv, rep *Report
 	if err != nil {
 		return fmt.Errorf("openshift-install did not write %s: %w", installerIgnition, err)
 	}
-	ignVersion, err := validateIgnition("openshift-install's "+installerIgnition, ign)
+	ignVersion, warnings, err := validateIgnition("openshift-install's "+installerIgnition, ign, false)
 	if err != nil {
 		return err
+	}
+	for _, w := range warnings {
+		env.log.Warn("openshift-install's Ignition config: "+w, "file", installerIgnition)
 	}
 	if err := writeFile(env.out, ConfigPath, ign, 0o600); err != nil {
 		return err
@@ -462,7 +465,7 @@ func workerPointer(c *OpenShift, bootstrap []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := validateIgnition(WorkerPath, b); err != nil {
+	if _, _, err := validateIgnition(WorkerPath, b, true); err != nil {
 		return nil, err
 	}
 	return b, nil
