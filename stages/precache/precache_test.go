@@ -1,0 +1,262 @@
+package precache
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/containers/image/v5/types"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	ggcrremote "github.com/google/go-containerregistry/pkg/v1/remote"
+	ggcrtypes "github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/opencontainers/go-digest"
+	"github.com/snofactory/snofactory/test/registry"
+)
+
+// pushImage pushes img to ref and returns the pinned Image.
+func pushImage(t *testing.T, ref string, img v1.Image) Image {
+	t.Helper()
+	r, err := name.ParseReference(ref, name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ggcrremote.Write(r, img); err != nil {
+		t.Fatalf("pushing %s: %v", ref, err)
+	}
+	d, _ := img.Digest()
+	return Image{Name: ref, Ref: r.Context().String() + "@" + d.String(), Digest: d.String()}
+}
+
+// testImages pushes n images sharing a base layer.
+func testImages(t *testing.T, reg *registry.Registry, n int) []Image {
+	t.Helper()
+	// OCI media types: Debian's skopeo (1.9) finds only OCI-typed manifests in a layout.
+	base, err := random.Layer(200<<10, ggcrtypes.OCILayer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []Image
+	for i := 0; i < n; i++ {
+		own, err := random.Image(100<<10, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		layers, _ := own.Layers()
+		img, err := mutate.AppendLayers(ociEmpty(), append([]v1.Layer{base}, layers...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, pushImage(t, reg.Ref("ocp/c"+string(rune('a'+i))+":latest"), img))
+	}
+	return out
+}
+
+func ociEmpty() v1.Image {
+	return mutate.ConfigMediaType(mutate.MediaType(empty.Image, ggcrtypes.OCIManifestSchema1), ggcrtypes.OCIConfigJSON)
+}
+
+func skopeo(t *testing.T, args ...string) []byte {
+	t.Helper()
+	if _, err := exec.LookPath("skopeo"); err != nil {
+		t.Fatal("skopeo is missing: install the Debian package skopeo (make deps)")
+	}
+	out, err := exec.Command("skopeo", args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("skopeo %v: %v\n%s", args, err, out)
+	}
+	return out
+}
+
+func sysFor(t *testing.T, reg Registry) *types.SystemContext {
+	t.Helper()
+	sys, cleanup, err := systemContext(context.Background(), reg, nil, "x86_64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cleanup)
+	return sys
+}
+
+func TestPrecacheLayoutAndReuse(t *testing.T) {
+	reg := registry.StartT(t, registry.Options{})
+	images := testImages(t, reg, 3)
+	st, err := OpenStore(filepath.Join(t.TempDir(), "blobs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys := sysFor(t, Registry{Insecure: []string{reg.Addr()}})
+	ctx := context.Background()
+	var progressed bool
+	res, err := Precache(ctx, Config{Images: images, Store: st, Sys: sys, Jobs: 3,
+		Progress: func(what string, done, total int64, unit string) {
+			if what == "bytes" && done == total && total > 0 {
+				progressed = true
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := res.Report
+	// 3 images: shared base + 2 own layers + config each.
+	if rep.Blobs != 1+3*3 || rep.BlobsFetched != rep.Blobs || rep.BytesFetched != rep.BytesTotal || rep.BytesReused != 0 {
+		t.Errorf("cold report = %+v", rep)
+	}
+	if !progressed {
+		t.Error("no final bytes progress event")
+	}
+	dir := filepath.Join(t.TempDir(), "layout")
+	stats, err := res.WriteLayout(dir, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stats.BytesCopied != 0 || stats.Linked != stats.Blobs {
+		t.Errorf("layout stats = %+v, want every blob hardlinked", stats)
+	}
+	for _, im := range images {
+		var got struct{ Digest string }
+		json.Unmarshal(skopeo(t, "inspect", "--raw", "oci:"+dir+":"+im.Ref), &got)
+		out := skopeo(t, "inspect", "oci:"+dir+":"+im.Ref)
+		json.Unmarshal(out, &got)
+		if got.Digest != im.Digest {
+			t.Errorf("%s: skopeo sees digest %s, want %s", im.Ref, got.Digest, im.Digest)
+		}
+	}
+
+	// Warm: nothing comes over the network, not even a manifest.
+	reg.Reset()
+	res2, err := Precache(ctx, Config{Images: images, Store: st, Sys: sys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := res2.Report; r.BytesFetched != 0 || r.BlobsFetched != 0 || r.ManifestsGot != 0 || r.BytesReused != r.BytesTotal {
+		t.Errorf("warm report = %+v", r)
+	}
+	if s := reg.Stats(); s.BlobGets != 0 || s.ManifestGets != 0 {
+		t.Errorf("warm run hit the registry: %+v", s)
+	}
+
+	// The data disk is a tar of the layout, padded to a MiB.
+	disk := filepath.Join(t.TempDir(), "precache.tar")
+	n, err := WriteDisk(ctx, dir, disk, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n%diskAlign != 0 {
+		t.Errorf("disk size %d is not MiB aligned", n)
+	}
+	list, err := exec.Command("tar", "-tf", disk).Output()
+	if err != nil {
+		t.Fatalf("tar -tf: %v", err)
+	}
+	names := strings.Fields(string(list))
+	if len(names) != stats.Blobs+2 || names[0] != "oci-layout" || names[1] != "index.json" {
+		t.Errorf("disk entries = %v", names)
+	}
+	disk2 := filepath.Join(t.TempDir(), "again.tar")
+	WriteDisk(ctx, dir, disk2, nil)
+	a, _ := os.ReadFile(disk)
+	b, _ := os.ReadFile(disk2)
+	if string(a) != string(b) {
+		t.Error("the same layout gave two different disks")
+	}
+}
+
+func TestPrecacheResume(t *testing.T) {
+	reg := registry.StartT(t, registry.Options{})
+	big, err := random.Image(4<<20, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	im := pushImage(t, reg.Ref("ocp/big:1"), big)
+	layers, _ := big.Layers()
+	ld, _ := layers[0].Digest()
+	size, _ := layers[0].Size()
+	rc, _ := layers[0].Compressed()
+	defer rc.Close()
+	buf := make([]byte, size)
+	if _, err := io.ReadFull(rc, buf); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name        string
+		partial     []byte
+		wantFetched func(int64) bool
+	}{
+		{"resume from half", buf[:size/2], func(n int64) bool { return n < size }},
+		{"garbage partial is refetched", []byte(strings.Repeat("x", int(size/2))), func(n int64) bool { return n > size }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			st, _ := OpenStore(filepath.Join(t.TempDir(), "blobs"))
+			if err := os.WriteFile(filepath.Join(st.Dir(), "partial", ld.Hex), tc.partial, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			res, err := Precache(context.Background(), Config{Images: []Image{im}, Store: st, Sys: sysFor(t, Registry{Insecure: []string{reg.Addr()}}), RetryBase: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !st.Has(digest.Digest(ld.String()), size) {
+				t.Fatal("layer not stored")
+			}
+			if got := res.Report.BytesFetched; !tc.wantFetched(got) {
+				t.Errorf("bytes fetched = %d (layer %d, partial %d)", got, size, len(tc.partial))
+			}
+			if _, err := os.Stat(filepath.Join(st.Dir(), "partial", ld.Hex)); !os.IsNotExist(err) {
+				t.Errorf("partial file left behind: %v", err)
+			}
+		})
+	}
+}
+
+func TestPrecacheMirrorAndPolicy(t *testing.T) {
+	mirror := registry.StartT(t, registry.Options{})
+	images := testImages(t, mirror, 1)
+	// The images' pinned refs name a registry that does not answer; the mirror has them.
+	src := "127.0.0.1:1/ocp"
+	for i := range images {
+		images[i].Ref = strings.Replace(images[i].Ref, mirror.Addr()+"/ocp", src, 1)
+	}
+	pol := func(p string) string {
+		f := filepath.Join(t.TempDir(), "policy.json")
+		os.WriteFile(f, []byte(p), 0o644)
+		return f
+	}
+	tests := []struct {
+		name    string
+		policy  string
+		wantErr string
+	}{
+		{"mirror", "", ""},
+		{"policy accepts", pol(`{"default":[{"type":"insecureAcceptAnything"}]}`), ""},
+		{"policy rejects", pol(`{"default":[{"type":"reject"}]}`), "signature policy rejects"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			st, _ := OpenStore(filepath.Join(t.TempDir(), "blobs"))
+			sys := sysFor(t, Registry{Insecure: []string{mirror.Addr(), "127.0.0.1:1"}, PolicyFile: tc.policy,
+				Mirrors: []Mirror{{Source: src, Mirrors: []string{mirror.Addr() + "/ocp"}}}})
+			res, err := Precache(context.Background(), Config{Images: images, Store: st, Sys: sys, Attempts: 2, RetryBase: 1})
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Report.BlobsFetched != res.Report.Blobs {
+				t.Errorf("report = %+v", res.Report)
+			}
+		})
+	}
+}

@@ -1,0 +1,419 @@
+package precache
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/containers/image/v5/docker/reference"
+	"github.com/containers/image/v5/pkg/docker/config"
+	"github.com/containers/image/v5/pkg/sysregistriesv2"
+	"github.com/containers/image/v5/types"
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+	"github.com/opencontainers/go-digest"
+)
+
+// manifestAccept is every manifest type we can store.
+var manifestAccept = strings.Join([]string{
+	"application/vnd.oci.image.manifest.v1+json",
+	"application/vnd.oci.image.index.v1+json",
+	"application/vnd.docker.distribution.manifest.v2+json",
+	"application/vnd.docker.distribution.manifest.list.v2+json",
+}, ", ")
+
+// maxManifest bounds a manifest held in memory.
+const maxManifest = 8 << 20
+
+// retryPolicy is exponential backoff with jitter.
+type retryPolicy struct {
+	attempts int
+	base     time.Duration
+	max      time.Duration
+	// stall aborts a response body that delivers nothing for this long.
+	stall time.Duration
+}
+
+func (p retryPolicy) delay(attempt int) time.Duration {
+	d := p.base << min(attempt, 16)
+	if d > p.max || d <= 0 {
+		d = p.max
+	}
+	// Full jitter keeps parallel workers from retrying in lockstep.
+	return d/2 + rand.N(d/2+1)
+}
+
+// statusError is an HTTP error response.
+type statusError struct {
+	url        string
+	code       int
+	retryAfter time.Duration
+}
+
+func (e *statusError) Error() string {
+	return fmt.Sprintf("GET %s: %d %s", e.url, e.code, http.StatusText(e.code))
+}
+
+// transient reports whether err is worth retrying against the same endpoint.
+func transient(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) {
+		return false
+	}
+	var se *statusError
+	if errors.As(err, &se) {
+		return se.code >= 500 || se.code == http.StatusTooManyRequests || se.code == http.StatusRequestTimeout
+	}
+	var de *digestError
+	if errors.As(err, &de) {
+		return true
+	}
+	var ne net.Error
+	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE) || errors.As(err, &ne) ||
+		errors.Is(err, errStalled) || errors.Is(err, errShort) || strings.Contains(err.Error(), "connection reset") ||
+		strings.Contains(err.Error(), "server closed") || strings.Contains(err.Error(), "unexpected EOF")
+}
+
+var (
+	errStalled = errors.New("transfer stalled")
+	errShort   = errors.New("response body shorter than the blob")
+)
+
+// digestError is content that does not match its digest; the partial data is discarded.
+type digestError struct {
+	want, got digest.Digest
+}
+
+func (e *digestError) Error() string {
+	return fmt.Sprintf("content has digest %s, want %s", e.got, e.want)
+}
+
+// remote reaches registries: mirrors from registries.conf, credentials from the standard
+// auth files, and a token-authenticating transport per repository.
+type remote struct {
+	sys   *types.SystemContext
+	retry retryPolicy
+	base  *http.Transport
+
+	retries atomic.Int64
+
+	mu     sync.Mutex
+	repos  map[string]*repoClient // "scheme://host/repo"
+	scheme map[string]string      // host -> scheme, for insecure endpoints
+}
+
+// repoClient is an authenticated client for one repository on one endpoint.
+type repoClient struct {
+	url string // scheme://host/v2/repo
+	rt  http.RoundTripper
+}
+
+func newRemote(sys *types.SystemContext, jobs int, retry retryPolicy) *remote {
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	base.MaxIdleConnsPerHost = jobs + 2
+	base.ResponseHeaderTimeout = time.Minute
+	base.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	return &remote{sys: sys, retry: retry, base: base, repos: map[string]*repoClient{}, scheme: map[string]string{}}
+}
+
+func (r *remote) close() { r.base.CloseIdleConnections() }
+
+// source is one place an image can be pulled from.
+type source struct {
+	ref      reference.Named
+	insecure bool
+}
+
+// sources lists where ref can be pulled from, mirrors first, as registries.conf says.
+func (r *remote) sources(ref reference.Named) ([]source, error) {
+	reg, err := sysregistriesv2.FindRegistry(r.sys, ref.String())
+	if err != nil {
+		return nil, fmt.Errorf("reading registries configuration: %w", err)
+	}
+	if reg == nil {
+		return []source{{ref: ref}}, nil
+	}
+	pss, err := reg.PullSourcesFromReference(ref)
+	if err != nil {
+		return nil, fmt.Errorf("finding mirrors of %s: %w", ref, err)
+	}
+	var out []source
+	for _, ps := range pss {
+		out = append(out, source{ref: ps.Reference, insecure: ps.Endpoint.Insecure})
+	}
+	return out, nil
+}
+
+// client returns the authenticated client for the repository of src.
+func (r *remote) client(ctx context.Context, src source) (*repoClient, error) {
+	host := reference.Domain(src.ref)
+	repo := reference.Path(src.ref)
+	scheme, err := r.schemeFor(ctx, host, src.insecure)
+	if err != nil {
+		return nil, err
+	}
+	key := scheme + "://" + host + "/" + repo
+	r.mu.Lock()
+	c, ok := r.repos[key]
+	r.mu.Unlock()
+	if ok {
+		return c, nil
+	}
+	var opts []name.Option
+	if src.insecure || scheme == "http" {
+		opts = append(opts, name.Insecure)
+	}
+	nr, err := name.NewRepository(host+"/"+repo, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("repository %s/%s: %w", host, repo, err)
+	}
+	auth := authn.Anonymous
+	cred, err := config.GetCredentials(r.sys, host)
+	if err != nil {
+		return nil, fmt.Errorf("reading credentials for %s: %w", host, err)
+	}
+	if cred.Username != "" || cred.IdentityToken != "" {
+		auth = authn.FromConfig(authn.AuthConfig{Username: cred.Username, Password: cred.Password, IdentityToken: cred.IdentityToken})
+	}
+	base := r.base
+	if src.insecure {
+		base = r.insecureBase()
+	}
+	rt, err := transport.NewWithContext(ctx, nr.Registry, auth, base, []string{nr.Scope(transport.PullScope)})
+	if err != nil {
+		return nil, fmt.Errorf("authenticating to %s: %w", nr, err)
+	}
+	c = &repoClient{url: scheme + "://" + host + "/v2/" + repo, rt: rt}
+	r.mu.Lock()
+	r.repos[key] = c
+	r.mu.Unlock()
+	return c, nil
+}
+
+func (r *remote) insecureBase() *http.Transport {
+	t := r.base.Clone()
+	t.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // the user marked this registry insecure
+	return t
+}
+
+// schemeFor is https, except for insecure registries that do not speak TLS.
+func (r *remote) schemeFor(ctx context.Context, host string, insecure bool) (string, error) {
+	if !insecure {
+		return "https", nil
+	}
+	r.mu.Lock()
+	s, ok := r.scheme[host]
+	r.mu.Unlock()
+	if ok {
+		return s, nil
+	}
+	s = "http"
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(pctx, http.MethodGet, "https://"+host+"/v2/", nil)
+	if resp, err := (&http.Client{Transport: r.insecureBase()}).Do(req); err == nil {
+		resp.Body.Close()
+		s = "https"
+	} else if ctx.Err() != nil {
+		return "", ctx.Err()
+	}
+	r.mu.Lock()
+	r.scheme[host] = s
+	r.mu.Unlock()
+	return s, nil
+}
+
+// withRetry runs op against each source in turn, retrying transient failures with backoff.
+// A source that answers "not found" or fails for good hands over to the next one.
+func (r *remote) withRetry(ctx context.Context, what string, srcs []source, op func(context.Context, source) error) error {
+	var errs []error
+	for _, src := range srcs {
+		var err error
+		for attempt := 0; attempt < r.retry.attempts; attempt++ {
+			if attempt > 0 {
+				r.retries.Add(1)
+				wait := r.retry.delay(attempt - 1)
+				var se *statusError
+				if errors.As(err, &se) && se.retryAfter > wait {
+					wait = min(se.retryAfter, r.retry.max)
+				}
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(wait):
+				}
+			}
+			err = op(ctx, src)
+			if err == nil || ctx.Err() != nil {
+				return err
+			}
+			if !transient(err) {
+				break
+			}
+		}
+		errs = append(errs, fmt.Errorf("from %s: %w", reference.Domain(src.ref), err))
+	}
+	return fmt.Errorf("%s: %w", what, errors.Join(errs...))
+}
+
+// get issues a GET for path below the repository, with optional headers.
+func (c *repoClient) get(ctx context.Context, path string, hdr map[string]string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := c.rt.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusPartialContent {
+		return resp, nil
+	}
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	se := &statusError{url: c.url + path, code: resp.StatusCode}
+	if s := resp.Header.Get("Retry-After"); s != "" {
+		if n, err := strconv.Atoi(s); err == nil {
+			se.retryAfter = time.Duration(n) * time.Second
+		}
+	}
+	return nil, se
+}
+
+// fetchManifest returns the verified manifest with digest d of the image at ref.
+func (r *remote) fetchManifest(ctx context.Context, ref reference.Named, d digest.Digest) (data []byte, mediaType string, err error) {
+	// Mirrors are chosen for the digest reference: ICSP/IDMS mirrors serve digests only.
+	dr, err := reference.WithDigest(reference.TrimNamed(ref), d)
+	if err != nil {
+		return nil, "", err
+	}
+	srcs, err := r.sources(dr)
+	if err != nil {
+		return nil, "", err
+	}
+	err = r.withRetry(ctx, "fetching manifest "+dr.String(), srcs, func(ctx context.Context, src source) error {
+		c, err := r.client(ctx, src)
+		if err != nil {
+			return err
+		}
+		resp, err := c.get(ctx, "/manifests/"+d.String(), map[string]string{"Accept": manifestAccept})
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(io.LimitReader(resp.Body, maxManifest+1))
+		if err != nil {
+			return err
+		}
+		if len(b) > maxManifest {
+			return fmt.Errorf("manifest is larger than %d bytes", maxManifest)
+		}
+		if got := d.Algorithm().FromBytes(b); got != d {
+			return &digestError{want: d, got: got}
+		}
+		data, mediaType = b, resp.Header.Get("Content-Type")
+		return nil
+	})
+	return data, mediaType, err
+}
+
+// stallReader fails a body read that waits longer than the stall timeout, by cancelling the
+// request's context.
+type stallReader struct {
+	r     io.Reader
+	timer *time.Timer
+	stall time.Duration
+}
+
+func (s *stallReader) Read(p []byte) (int, error) {
+	s.timer.Reset(s.stall)
+	n, err := s.r.Read(p)
+	return n, err
+}
+
+// fetchBlob downloads blob d of the repository of ref into the store, resuming a partial
+// download with HTTP Range, and returns the bytes received from the network. counted is
+// called with every chunk received, for progress.
+func (r *remote) fetchBlob(ctx context.Context, st *Store, ref reference.Named, d digest.Digest, size int64, counted func(int64)) (int64, error) {
+	p, done, err := st.acquire(ctx, d)
+	if err != nil || done {
+		return 0, err
+	}
+	defer p.release()
+	// ref is the image's digest reference, so digest-only mirrors apply to its blobs.
+	srcs, err := r.sources(ref)
+	if err != nil {
+		return 0, err
+	}
+	var fetched int64
+	err = r.withRetry(ctx, "fetching blob "+d.String()+" of "+reference.TrimNamed(ref).String(), srcs, func(ctx context.Context, src source) error {
+		if p.size > size {
+			p.reset()
+		}
+		if p.size == size {
+			return p.commit()
+		}
+		c, err := r.client(ctx, src)
+		if err != nil {
+			return err
+		}
+		ctx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
+		hdr := map[string]string{}
+		if p.size > 0 {
+			hdr["Range"] = "bytes=" + strconv.FormatInt(p.size, 10) + "-"
+		}
+		resp, err := c.get(ctx, "/blobs/"+d.String(), hdr)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if p.size > 0 && (resp.StatusCode != http.StatusPartialContent || !strings.HasPrefix(resp.Header.Get("Content-Range"), "bytes "+strconv.FormatInt(p.size, 10)+"-")) {
+			// The server sent the whole blob (or another range): start over.
+			if err := p.reset(); err != nil {
+				return err
+			}
+		}
+		timer := time.AfterFunc(r.retry.stall, func() { cancel(errStalled) })
+		defer timer.Stop()
+		body := io.LimitReader(&stallReader{r: resp.Body, timer: timer, stall: r.retry.stall}, size-p.size+1)
+		_, err = io.Copy(&countingWriter{w: p, add: func(k int64) { fetched += k; counted(k) }}, body)
+		if err != nil {
+			if cause := context.Cause(ctx); errors.Is(cause, errStalled) {
+				return errStalled
+			}
+			return fmt.Errorf("reading blob %s: %w", d, err)
+		}
+		if p.size < size {
+			return errShort
+		}
+		return p.commit()
+	})
+	return fetched, err
+}
+
+type countingWriter struct {
+	w   io.Writer
+	add func(int64)
+}
+
+func (c *countingWriter) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	c.add(int64(n))
+	return n, err
+}

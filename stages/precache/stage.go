@@ -1,0 +1,179 @@
+package precache
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/snofactory/snofactory/pipeline"
+)
+
+// Name is the stage name.
+const Name = "precache"
+
+const version = "1"
+
+// Outputs of the stage, relative to its output directory.
+const (
+	LayoutDir  = "layout"
+	DiskFile   = "precache.tar"
+	ReportFile = "precache-report.json"
+)
+
+// SharedStore is the name of the depot-wide blob store (env.Shared).
+const SharedStore = "blobs"
+
+// Options is exactly what the stage reads.
+type Options struct {
+	// LockFrom is the upstream stage whose output holds lock.json (default "resolve").
+	LockFrom string `json:"lockFrom,omitempty"`
+	// Arch is the node architecture in CoreOS naming (default x86_64); it picks the instance
+	// of multi-arch images.
+	Arch string `json:"arch,omitempty"`
+	// Registry says how registries are reached.
+	Registry Registry `json:"registry"`
+	// Disk packages the layout as a raw tar data disk for the factory VM (default true).
+	Disk *bool `json:"disk,omitempty"`
+	// Jobs is the number of parallel blob transfers (default 6). It does not change the
+	// output, so it is not part of the key.
+	Jobs int `json:"-"`
+	// Attempts per source on transient errors (default 8); not part of the key.
+	Attempts int `json:"-"`
+	// RetryBase is the first backoff delay (default 200ms); not part of the key.
+	RetryBase time.Duration `json:"-"`
+}
+
+// lockFile is the part of the resolve stage's lock.json precache reads. The schema belongs
+// to resolve; only these fields are relied on.
+type lockFile struct {
+	SchemaVersion int     `json:"schemaVersion"`
+	Images        []Image `json:"images"`
+}
+
+// ReadImages lists the images of a lock.json, one per distinct pinned reference.
+func ReadImages(path string) ([]Image, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading lock: %w", err)
+	}
+	var l lockFile
+	if err := json.Unmarshal(b, &l); err != nil {
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	if l.SchemaVersion != 1 {
+		return nil, fmt.Errorf("lock %s: schema version %d is not supported by precache", path, l.SchemaVersion)
+	}
+	seen := map[string]bool{}
+	var out []Image
+	for _, im := range l.Images {
+		if seen[im.Ref] {
+			continue
+		}
+		seen[im.Ref] = true
+		out = append(out, im)
+	}
+	return out, nil
+}
+
+// New returns the precache stage. Its output holds the OCI layout (blobs hardlinked from the
+// depot's shared store), the data disk and precache-report.json.
+func New(opts Options) pipeline.Stage {
+	if opts.LockFrom == "" {
+		opts.LockFrom = "resolve"
+	}
+	s := pipeline.Stage{
+		Name:    Name,
+		Version: version,
+		Options: opts,
+		Deps:    []string{opts.LockFrom},
+		Run: func(ctx context.Context, env *pipeline.Env) error {
+			return run(ctx, opts, env)
+		},
+	}
+	files := map[string]string{}
+	if opts.Registry.RegistriesConf != "" {
+		files["registries.conf"] = opts.Registry.RegistriesConf
+	}
+	if opts.Registry.PolicyFile != "" {
+		files["policy.json"] = opts.Registry.PolicyFile
+	}
+	if len(files) > 0 {
+		s.Files = files
+	}
+	if opts.Registry.PullSecret != "" {
+		s.Secrets = []string{opts.Registry.PullSecret}
+	}
+	return s
+}
+
+// StageReport is precache-report.json.
+type StageReport struct {
+	Report
+	Layout    LayoutStats `json:"layout"`
+	DiskBytes int64       `json:"diskBytes,omitempty"`
+}
+
+func run(ctx context.Context, opts Options, env *pipeline.Env) error {
+	in, ok := env.Inputs[opts.LockFrom]
+	if !ok {
+		return fmt.Errorf("precache needs the output of stage %q", opts.LockFrom)
+	}
+	images, err := ReadImages(filepath.Join(in, "lock.json"))
+	if err != nil {
+		return err
+	}
+	shared, err := env.Shared(SharedStore)
+	if err != nil {
+		return err
+	}
+	st, err := OpenStore(shared)
+	if err != nil {
+		return err
+	}
+	arch := opts.Arch
+	if arch == "" {
+		arch = "x86_64"
+	}
+	sys, cleanup, err := systemContext(ctx, opts.Registry, env.Secrets, arch)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	res, err := Precache(ctx, Config{
+		Images:    images,
+		Store:     st,
+		Sys:       sys,
+		Jobs:      opts.Jobs,
+		Attempts:  opts.Attempts,
+		RetryBase: opts.RetryBase,
+		Arch:      goArch(arch),
+		Progress:  env.Progress,
+		Log:       env.Log,
+	})
+	if err != nil {
+		return err
+	}
+	rep := StageReport{Report: res.Report}
+	if rep.Layout, err = res.WriteLayout(filepath.Join(env.Out, LayoutDir), st); err != nil {
+		return err
+	}
+	if opts.Disk == nil || *opts.Disk {
+		rep.DiskBytes, err = WriteDisk(ctx, filepath.Join(env.Out, LayoutDir), filepath.Join(env.Out, DiskFile), func(done, total int64) {
+			env.Progress("data disk", done, total, "bytes")
+		})
+		if err != nil {
+			return err
+		}
+	}
+	env.Log.Info("precache done", "images", rep.Images, "blobs", rep.Blobs, "blobs_fetched", rep.BlobsFetched,
+		"bytes_fetched", rep.BytesFetched, "bytes_reused", rep.BytesReused, "retries", rep.Retries,
+		"layout_bytes_copied", rep.Layout.BytesCopied, "disk_bytes", rep.DiskBytes)
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(env.Out, ReportFile), append(b, '\n'), 0o644)
+}
