@@ -17,9 +17,9 @@ type Size string
 const (
 	// Tiny is a few MB in all, for unit tests.
 	Tiny Size = "tiny"
-	// Small is the default: ~80-120 MB of blobs at 60 components.
+	// Small is the default: ~100 MB of blobs at 60 components.
 	Small Size = "small"
-	// Medium is ~4x Small, for benchmarks.
+	// Medium is ~4x Small (~400 MB), for benchmarks.
 	Medium Size = "medium"
 )
 
@@ -27,7 +27,7 @@ const (
 type layerSizes struct {
 	Base  []int64 // base layers, bottom first
 	Mid   int64   // one per group
-	Top   int64   // unique per component
+	Top   int64   // unique per component, on average (0.25x-1.75x)
 	Extra int64   // a second unique layer some components have
 	File  int64   // largest file in a layer
 }
@@ -36,11 +36,11 @@ func (s Size) layers() (layerSizes, error) {
 	const k, m = 1 << 10, 1 << 20
 	switch s {
 	case Tiny:
-		return layerSizes{Base: []int64{256 * k, 128 * k, 64 * k}, Mid: 48 * k, Top: 16 * k, Extra: 8 * k, File: 32 * k}, nil
+		return layerSizes{Base: []int64{96 * k, 48 * k, 24 * k}, Mid: 32 * k, Top: 32 * k, Extra: 16 * k, File: 32 * k}, nil
 	case Small, "":
-		return layerSizes{Base: []int64{24 * m, 12 * m, 6 * m}, Mid: 4 * m, Top: 1 * m, Extra: 512 * k, File: 2 * m}, nil
+		return layerSizes{Base: []int64{8 * m, 4 * m, 2 * m}, Mid: 2 * m, Top: 2 * m, Extra: 1 * m, File: 2 * m}, nil
 	case Medium:
-		return layerSizes{Base: []int64{96 * m, 48 * m, 24 * m}, Mid: 16 * m, Top: 4 * m, Extra: 2 * m, File: 4 * m}, nil
+		return layerSizes{Base: []int64{32 * m, 16 * m, 8 * m}, Mid: 8 * m, Top: 8 * m, Extra: 4 * m, File: 4 * m}, nil
 	}
 	return layerSizes{}, fmt.Errorf("payload: unknown size %q (want tiny, small or medium)", s)
 }

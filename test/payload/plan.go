@@ -121,7 +121,10 @@ func topFiles(o *Options, name string, sizes layerSizes, iso *isoContent) []file
 		}
 		return files
 	}
-	files := []file{{Name: "usr/bin/" + name, Mode: 0o755, Data: fill(rr, sizes.Top)}}
+	// Component sizes vary a lot in real payloads; spread them around Top.
+	top := sizes.Top * int64(1+rngFor(o.Seed, "top-size/"+name).IntN(7)) / 4
+	files := filler(rr, "usr/lib/"+name, "lib"+name, top/2, sizes.File)
+	files = append(files, file{Name: "usr/bin/" + name, Mode: 0o755, Data: fill(rr, top-top/2)})
 	if strings.HasSuffix(name, "-operator") || name == NameCVO {
 		files = append(files, file{
 			Name: fmt.Sprintf("manifests/0000_50_%s_00_namespace.yaml", name), Mode: 0o644,
