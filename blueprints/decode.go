@@ -231,7 +231,12 @@ func (d *decoder) decodeStruct(at, n *yaml.Node, v reflect.Value, path string, d
 		p := join(path, k.Value)
 		i, ok := byName[k.Value]
 		if !ok {
-			d.add(k, p, "unknown field", d.unknownHint(k.Value, path, names))
+			hint := d.unknownHint(k.Value, path, names)
+			if s := suggest.Closest(k.Value, names); s != "" {
+				// The misspelt key is the user's value for s: one mistake, one report.
+				d.failed[join(path, s)] = true
+			}
+			d.add(k, p, "unknown field", hint)
 			return
 		}
 		d.keyPos[p] = position{k.Line, k.Column}

@@ -22,6 +22,9 @@ import (
 // Blueprint is the current version of the blueprint schema.
 type Blueprint = v1alpha1.Blueprint
 
+// internalErrorPrefix starts the message of a problem that is a bug in the loader.
+const internalErrorPrefix = "internal error reading the blueprint (a bug in snofactory): "
+
 // MaxFileSize bounds a blueprint file; real ones are a few KiB.
 const MaxFileSize = 4 << 20
 
@@ -55,10 +58,10 @@ func LoadFile(path string) (*Blueprint, error) {
 // messages and its directory anchors relative paths.
 func Parse(data []byte, path string) (bp *Blueprint, err error) {
 	defer func() {
-		// The YAML parser is third-party code fed hostile input; a panic there is a bad
-		// file, not a crash.
+		// Hostile input must never crash the caller; report the panic as a problem so the
+		// user sees which file triggered it (and the fuzz test sees it too).
 		if r := recover(); r != nil {
-			bp, err = nil, fileProblem(path, fmt.Sprintf("cannot parse YAML: %v", r))
+			bp, err = nil, fileProblem(path, fmt.Sprintf("%s%v", internalErrorPrefix, r))
 		}
 	}()
 	if len(data) > MaxFileSize {
@@ -118,7 +121,7 @@ func parseYAML(data []byte, path string) (*yaml.Node, error) {
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
-			return nil, fileProblem(path, "empty file")
+			return nil, &ValidationErrors{Problems: []Problem{{File: path, Line: 1, Col: 1, Message: "empty file", Hint: "start with apiVersion: " + v1alpha1.APIVersion}}}
 		}
 		return nil, yamlProblem(path, err)
 	}

@@ -352,10 +352,17 @@ func (b *Blueprint) validateNetworks(c *checker) {
 	}
 	if ip, err := netip.ParsePrefix(b.Spec.Relocation.NodeIP); err == nil {
 		for _, n := range nets {
-			if n.prefix.Contains(ip.Addr()) {
-				c.add("spec.relocation.nodeIP", fmt.Sprintf("%s lies inside %s (%s)", ip.Addr(), n.path, n.prefix),
-					"the internal node IP must be outside every cluster, service and machine network")
+			if !n.prefix.Contains(ip.Addr()) {
+				continue
 			}
+			if b.Spec.Relocation.NodeIP == DefaultNodeIP {
+				// Most likely nobody chose the node IP: point at the network that was chosen.
+				c.add(n.path, fmt.Sprintf("%s contains the internal node IP %s (spec.relocation.nodeIP, default %s)", n.prefix, ip.Addr(), DefaultNodeIP),
+					"set spec.relocation.nodeIP to an address outside every cluster, service and machine network")
+				continue
+			}
+			c.add("spec.relocation.nodeIP", fmt.Sprintf("%s lies inside %s (%s)", ip.Addr(), n.path, n.prefix),
+				"the internal node IP must be outside every cluster, service and machine network")
 		}
 	}
 }
