@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
@@ -123,3 +124,10 @@ func writeFragments(t *testing.T, texts ...string) ([]Fragment, map[string]strin
 	}
 	return frags, host
 }
+
+func execOutput(tool string, args ...string) (string, error) {
+	out, err := exec.Command(tool, args...).CombinedOutput()
+	return string(out), err
+}
+
+func sortStrings(s []string) { sort.Strings(s) }
