@@ -3,11 +3,11 @@ package render
 import (
 	"bytes"
 	"compress/gzip"
-	"io"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
