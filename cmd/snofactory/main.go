@@ -77,6 +77,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(newRenderCommand())
 	root.AddCommand(newAgentCommand())
 	root.AddCommand(newISOCommand())
+	root.AddCommand(newReleaseCommand())
 	// --- end commands ---
 	return root
 }
