@@ -51,9 +51,11 @@ type Message struct {
 	Version int `json:"v"`
 	// Boot identifies one boot of the guest (the kernel's boot_id); Seq restarts at 1 on
 	// every boot, so (Boot, Seq) orders the messages.
-	Boot    string            `json:"boot"`
-	Seq     uint64            `json:"seq"`
-	Time    time.Time         `json:"time"`
+	Boot string    `json:"boot"`
+	Seq  uint64    `json:"seq"`
+	Time time.Time `json:"time"`
+	// Uptime is the guest's seconds since boot: the guest clock may be wrong, this is not.
+	Uptime  float64           `json:"uptime,omitempty"`
 	Phase   string            `json:"phase"`
 	Status  Status            `json:"status"`
 	Details map[string]string `json:"details,omitempty"`

@@ -43,7 +43,7 @@ func (r Reporter) Report(ctx context.Context, phase string, status Status, detai
 	if err != nil {
 		return Message{}, err
 	}
-	m := Message{Version: ProtocolVersion, Boot: boot, Time: now().UTC(), Phase: phase, Status: status, Details: details}
+	m := Message{Version: ProtocolVersion, Boot: boot, Time: now().UTC(), Uptime: r.uptime(), Phase: phase, Status: status, Details: details}
 	// Check before taking a sequence number so a typo does not leave a gap.
 	m.Seq = 1
 	if err := m.Validate(); err != nil {
@@ -88,6 +88,16 @@ func (r Reporter) bootID() (string, error) {
 		return "", fmt.Errorf("read boot id: %w", err)
 	}
 	return strings.TrimSpace(string(b)), nil
+}
+
+func (r Reporter) uptime() float64 {
+	b, err := os.ReadFile(filepath.Join(r.SysRoot, "/proc/uptime"))
+	if err != nil {
+		return 0 // optional: only informative
+	}
+	f, _, _ := strings.Cut(string(b), " ")
+	u, _ := strconv.ParseFloat(f, 64)
+	return u
 }
 
 func nextSeq(dir string) (unlock func(), seq uint64, err error) {

@@ -1,0 +1,168 @@
+package vm
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Accel is the accelerator a caller asks for.
+type Accel string
+
+const (
+	AccelAuto Accel = "auto"
+	AccelKVM  Accel = "kvm"
+	AccelTCG  Accel = "tcg"
+)
+
+// Timeout scale factors: callers multiply their phase timeouts by Accelerator.TimeoutScale.
+const (
+	kvmTimeoutScale = 1
+	tcgTimeoutScale = 8
+)
+
+// Accelerator is the accelerator a VM will run with.
+type Accelerator struct {
+	Name Accel `json:"name"`
+	// TimeoutScale multiplies phase timeouts written for KVM speed.
+	TimeoutScale float64 `json:"timeoutScale"`
+	// Reason says why this accelerator was chosen (the probe's verdict).
+	Reason string `json:"reason"`
+}
+
+// Scale multiplies d by the timeout scale.
+func (a Accelerator) Scale(d time.Duration) time.Duration {
+	s := a.TimeoutScale
+	if s <= 0 {
+		s = 1
+	}
+	return time.Duration(float64(d) * s)
+}
+
+// TCG is the software accelerator, always available.
+func TCG(reason string) Accelerator {
+	return Accelerator{Name: AccelTCG, TimeoutScale: tcgTimeoutScale, Reason: reason}
+}
+
+// probeGuest is a boot sector that enters long mode after first-touching 64 MiB of RAM
+// and then exits qemu with status probeExitStatus; see probe/probe.S.
+//
+//go:embed probe/probe.bin
+var probeGuest []byte
+
+const (
+	probeExitStatus = 33 // isa-debug-exit: (0x10 << 1) | 1
+	// ProbeTimeout: a working KVM runs the probe in well under 100 ms of guest time; TCG
+	// in ~150 ms. A nested KVM that needs seconds for it would take minutes to boot.
+	ProbeTimeout = 1500 * time.Millisecond
+)
+
+// ResolveAccel turns want into the accelerator to use. auto probes KVM by running a
+// small guest under it and falls back to TCG with a warning if that guest does not
+// finish in time; kvm fails if the probe fails; tcg never probes.
+func ResolveAccel(ctx context.Context, qemu string, want Accel, log *slog.Logger) (Accelerator, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	switch want {
+	case AccelTCG:
+		return TCG("requested"), nil
+	case AccelKVM, AccelAuto, "":
+	default:
+		return Accelerator{}, fmt.Errorf("unknown accelerator %q (want auto, kvm or tcg)", want)
+	}
+	err := ProbeKVM(ctx, qemu, ProbeTimeout)
+	if err == nil {
+		return Accelerator{Name: AccelKVM, TimeoutScale: kvmTimeoutScale, Reason: "probe guest ran under KVM"}, nil
+	}
+	if want == AccelKVM {
+		return Accelerator{}, fmt.Errorf("KVM requested but not usable: %w", err)
+	}
+	acc := TCG("KVM not usable: " + err.Error())
+	log.Warn("KVM is not usable; falling back to TCG software emulation: VMs will be much slower and phase timeouts are scaled",
+		"reason", err.Error(), "timeoutScale", acc.TimeoutScale)
+	return acc, nil
+}
+
+// ProbeKVM runs the probe guest under KVM and returns nil only if it completes within
+// timeout.
+func ProbeKVM(ctx context.Context, qemu string, timeout time.Duration) error {
+	f, err := os.OpenFile("/dev/kvm", os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("open /dev/kvm: %w", err)
+	}
+	f.Close()
+	return runProbe(ctx, qemu, AccelKVM, timeout)
+}
+
+// runProbe runs the probe guest with accelerator acc.
+func runProbe(ctx context.Context, qemu string, acc Accel, timeout time.Duration) error {
+	dir, err := os.MkdirTemp("", "sfvm-probe-")
+	if err != nil {
+		return fmt.Errorf("kvm probe: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	img := filepath.Join(dir, "probe.img")
+	if err := os.WriteFile(img, probeGuest, 0o600); err != nil {
+		return fmt.Errorf("kvm probe: %w", err)
+	}
+	// Time only the guest: qemu's own start-up is not what we measure, so the timeout
+	// starts after a short fixed allowance for it.
+	ctx, cancel := context.WithTimeout(ctx, timeout+time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, qemu, "-accel", string(acc), "-machine", "pc", "-m", "128",
+		"-nodefaults", "-display", "none", "-no-reboot", "-no-user-config",
+		"-drive", "file="+img+",format=raw,if=ide,snapshot=on",
+		"-chardev", "stdio,id=dbg", "-device", "isa-debugcon,iobase=0x402,chardev=dbg",
+		"-device", "isa-debug-exit,iobase=0xf4,iosize=0x04")
+	var out, stderr bytes.Buffer // out: the debugcon port (firmware log, then the probe's markers)
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	start := time.Now()
+	err = cmd.Run()
+	took := time.Since(start)
+	var ee *exec.ExitError
+	switch {
+	case ctx.Err() != nil:
+		return fmt.Errorf("probe guest did not finish within %s under %s (reached %s of R,P,M,L; present but too slow or stalled, e.g. nested virtualisation)",
+			timeout+time.Second, acc, progress(out.String()))
+	case errors.As(err, &ee) && ee.ExitCode() == probeExitStatus:
+		if took > timeout+time.Second {
+			return fmt.Errorf("probe guest took %s under %s", took.Round(time.Millisecond), acc)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("qemu -accel %s failed: %w: %s", acc, err, lastLine(stderr.String()))
+	default:
+		return fmt.Errorf("probe guest exited without finishing (reached %s)", progress(out.String()))
+	}
+}
+
+// progress extracts the probe's R/P/M/L step markers from the debugcon output, where
+// the firmware's log comes first.
+func progress(s string) string {
+	const booting = "Booting from 0000:7c00"
+	i := strings.LastIndex(s, booting)
+	if i < 0 {
+		return "firmware (the probe never started)"
+	}
+	return "probe step " + strings.TrimSpace(s[i+len(booting):])
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}

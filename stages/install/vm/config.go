@@ -1,0 +1,190 @@
+package vm
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/snofactory/snofactory/seeds/agent"
+)
+
+// Firmware selects the boot firmware.
+type Firmware string
+
+const (
+	FirmwareBIOS Firmware = "bios"
+	FirmwareUEFI Firmware = "uefi"
+)
+
+// Disk is a block device attached with virtio-blk.
+type Disk struct {
+	Path   string
+	Format string // qcow2 or raw; empty means qcow2
+	// ReadOnly attaches the disk read-only (e.g. a precache data disk).
+	ReadOnly bool
+	// Serial is shown to the guest (/dev/disk/by-id/virtio-SERIAL).
+	Serial string
+}
+
+// Config describes one VM.
+type Config struct {
+	Name string
+	// QemuBinary defaults to qemu-system-x86_64 on PATH.
+	QemuBinary string
+	// ISO is attached as an IDE CD-ROM when set.
+	ISO   string
+	Disks []Disk
+	// MemoryMiB and CPUs default to 1024 and 1.
+	MemoryMiB int
+	CPUs      int
+	Firmware  Firmware
+	// OVMFCode and OVMFVars locate UEFI firmware; empty searches /usr/share/OVMF.
+	OVMFCode, OVMFVars string
+	// BootOrder is qemu's -boot order, e.g. "cd": the first disk, then the CD-ROM. An
+	// empty target disk is skipped by the BIOS, so "cd" boots the ISO until the OS is
+	// installed and the disk afterwards, as a factory server would.
+	BootOrder string
+	// NoReboot makes a guest reboot end qemu instead of restarting the VM.
+	NoReboot bool
+	// ConsoleLog receives the serial console (ttyS0).
+	ConsoleLog string
+	// AgentPort is the virtio-serial port name; empty means agent.DefaultPortName.
+	AgentPort string
+	// ExtraArgs are appended to the qemu command line.
+	ExtraArgs []string
+}
+
+func (c Config) qemu() string {
+	if c.QemuBinary != "" {
+		return c.QemuBinary
+	}
+	return "qemu-system-x86_64"
+}
+
+func (c Config) validate() error {
+	var errs []error
+	if c.ISO == "" && len(c.Disks) == 0 {
+		errs = append(errs, errors.New("nothing to boot: no ISO and no disks"))
+	}
+	if c.ConsoleLog == "" {
+		errs = append(errs, errors.New("no console log path"))
+	}
+	if c.MemoryMiB < 0 || c.CPUs < 0 {
+		errs = append(errs, errors.New("negative memory or CPU count"))
+	}
+	switch c.Firmware {
+	case "", FirmwareBIOS, FirmwareUEFI:
+	default:
+		errs = append(errs, fmt.Errorf("unknown firmware %q (want bios or uefi)", c.Firmware))
+	}
+	for _, d := range c.Disks {
+		if strings.Contains(d.Path, ",") {
+			errs = append(errs, fmt.Errorf("disk path %q contains a comma, which qemu cannot take", d.Path))
+		}
+	}
+	if strings.Contains(c.ISO, ",") || strings.Contains(c.ConsoleLog, ",") {
+		errs = append(errs, errors.New("ISO or console log path contains a comma, which qemu cannot take"))
+	}
+	return errors.Join(errs...)
+}
+
+// ovmf finds the UEFI code and variable-store templates.
+func (c Config) ovmf() (code, vars string, err error) {
+	code, vars = c.OVMFCode, c.OVMFVars
+	pairs := [][2]string{
+		{"/usr/share/OVMF/OVMF_CODE_4M.fd", "/usr/share/OVMF/OVMF_VARS_4M.fd"},
+		{"/usr/share/OVMF/OVMF_CODE.fd", "/usr/share/OVMF/OVMF_VARS.fd"},
+	}
+	if code == "" {
+		for _, p := range pairs {
+			if _, err := os.Stat(p[0]); err == nil {
+				code, vars = p[0], p[1]
+				break
+			}
+		}
+	}
+	if code == "" {
+		return "", "", errors.New("UEFI firmware not found (install the Debian package ovmf)")
+	}
+	if vars == "" {
+		return "", "", fmt.Errorf("UEFI firmware %s has no variable store template", code)
+	}
+	return code, vars, nil
+}
+
+// runtimePaths are the per-run files Args refers to.
+type runtimePaths struct {
+	AgentSocket string // unix socket the host listens on; qemu connects to it
+	OVMFCode    string
+	OVMFVars    string // a private, writable copy
+}
+
+// Args returns the qemu arguments (without the binary) for c.
+func (c Config) Args(acc Accelerator, rp runtimePaths) []string {
+	mem := c.MemoryMiB
+	if mem == 0 {
+		mem = 1024
+	}
+	cpus := c.CPUs
+	if cpus == 0 {
+		cpus = 1
+	}
+	port := c.AgentPort
+	if port == "" {
+		port = agent.DefaultPortName
+	}
+	name := c.Name
+	if name == "" {
+		name = "snofactory"
+	}
+	a := []string{
+		"-name", name,
+		"-machine", "pc",
+		"-accel", string(acc.Name),
+		"-m", strconv.Itoa(mem),
+		"-smp", strconv.Itoa(cpus),
+		"-nodefaults", "-no-user-config",
+		"-display", "none",
+		"-serial", "file:" + c.ConsoleLog,
+	}
+	if acc.Name == AccelKVM {
+		a = append(a, "-cpu", "host")
+	}
+	if c.Firmware == FirmwareUEFI {
+		a = append(a,
+			"-drive", "if=pflash,format=raw,unit=0,readonly=on,file="+rp.OVMFCode,
+			"-drive", "if=pflash,format=raw,unit=1,file="+rp.OVMFVars)
+	}
+	if c.ISO != "" {
+		a = append(a, "-drive", "file="+c.ISO+",media=cdrom,if=ide,readonly=on")
+	}
+	for i, d := range c.Disks {
+		format := d.Format
+		if format == "" {
+			format = "qcow2"
+		}
+		drive := fmt.Sprintf("file=%s,format=%s,if=none,id=disk%d", d.Path, format, i)
+		if d.ReadOnly {
+			drive += ",readonly=on"
+		}
+		dev := fmt.Sprintf("virtio-blk-pci,drive=disk%d", i)
+		if d.Serial != "" {
+			dev += ",serial=" + d.Serial
+		}
+		a = append(a, "-drive", drive, "-device", dev)
+	}
+	if c.BootOrder != "" {
+		a = append(a, "-boot", "order="+c.BootOrder)
+	}
+	a = append(a,
+		"-device", "virtio-serial-pci,id=vser0",
+		"-chardev", "socket,id=agent0,path="+rp.AgentSocket,
+		"-device", "virtserialport,bus=vser0.0,chardev=agent0,name="+port,
+	)
+	if c.NoReboot {
+		a = append(a, "-no-reboot")
+	}
+	return append(a, c.ExtraArgs...)
+}

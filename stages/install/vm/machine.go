@@ -1,0 +1,277 @@
+package vm
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/snofactory/snofactory/seeds/agent"
+)
+
+// Event is one thing that happened to a running VM, in order.
+type Event struct {
+	Time time.Time
+	// Message is set for an agent message.
+	Message *agent.Message
+	// ProtocolErr is set for a line from the guest that is not a valid message.
+	ProtocolErr error
+	// Exited is set by the last event: qemu has stopped. ExitErr says how.
+	Exited  bool
+	ExitErr error
+}
+
+// Machine is a running qemu.
+type Machine struct {
+	cfg    Config
+	accel  Accelerator
+	cmd    *exec.Cmd
+	events chan Event
+	done   chan struct{} // closed when qemu has exited
+	closed chan struct{} // closed when the events channel is closed and files removed
+	exit   error
+	tmp    string
+	ln     net.Listener
+	log    *slog.Logger
+
+	stopOnce sync.Once
+	stderr   bytes.Buffer
+}
+
+// Start boots a VM with cfg and accelerator acc (see ResolveAccel). The VM is killed
+// when ctx ends. Callers read Events until it is closed, or call Stop (always safe, and
+// the right thing for a deferred cleanup).
+func Start(ctx context.Context, cfg Config, acc Accelerator, log *slog.Logger) (*Machine, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("vm %s: %w", cfg.Name, err)
+	}
+	qemu, err := exec.LookPath(cfg.qemu())
+	if err != nil {
+		return nil, fmt.Errorf("vm %s: %s not found (install the Debian package qemu-system-x86): %w", cfg.Name, cfg.qemu(), err)
+	}
+	// A short private directory: unix socket paths are limited to 108 bytes.
+	tmp, err := os.MkdirTemp("", "sfvm-")
+	if err != nil {
+		return nil, fmt.Errorf("vm %s: %w", cfg.Name, err)
+	}
+	m := &Machine{cfg: cfg, accel: acc, events: make(chan Event, 256), done: make(chan struct{}), closed: make(chan struct{}), tmp: tmp, log: log}
+	ok := false
+	defer func() {
+		if !ok {
+			os.RemoveAll(tmp)
+		}
+	}()
+	rp := runtimePaths{AgentSocket: filepath.Join(tmp, "agent.sock")}
+	if cfg.Firmware == FirmwareUEFI {
+		code, vars, err := cfg.ovmf()
+		if err != nil {
+			return nil, fmt.Errorf("vm %s: %w", cfg.Name, err)
+		}
+		rp.OVMFCode, rp.OVMFVars = code, filepath.Join(tmp, "OVMF_VARS.fd")
+		if err := copyFile(vars, rp.OVMFVars); err != nil {
+			return nil, fmt.Errorf("vm %s: UEFI variable store: %w", cfg.Name, err)
+		}
+	}
+	// The host listens and qemu connects, so the socket is ready before the guest can
+	// write and no message is lost to a connection race.
+	m.ln, err = net.Listen("unix", rp.AgentSocket)
+	if err != nil {
+		return nil, fmt.Errorf("vm %s: agent socket: %w", cfg.Name, err)
+	}
+	args := cfg.Args(acc, rp)
+	m.cmd = exec.Command(qemu, args...)
+	m.cmd.Stdout = &m.stderr
+	m.cmd.Stderr = &m.stderr
+	// Own process group so Stop kills everything qemu started; Pdeathsig so qemu cannot
+	// outlive us even if we are killed without running cleanups.
+	m.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	log.Info("starting VM", "name", cfg.Name, "accel", acc.Name, "console", cfg.ConsoleLog)
+	log.Debug("qemu command", "args", args)
+	if err := m.cmd.Start(); err != nil {
+		m.ln.Close()
+		return nil, fmt.Errorf("vm %s: starting qemu: %w", cfg.Name, err)
+	}
+	ok = true
+
+	var readers sync.WaitGroup
+	readers.Add(1)
+	go func() {
+		defer readers.Done()
+		m.readAgent()
+	}()
+	go func() {
+		err := m.cmd.Wait()
+		if err != nil && m.stderr.Len() > 0 {
+			err = fmt.Errorf("%w: %s", err, lastLine(m.stderr.String()))
+		}
+		m.exit = err
+		close(m.done)
+		m.ln.Close()
+		readers.Wait()
+		m.events <- Event{Time: time.Now(), Exited: true, ExitErr: err}
+		close(m.events)
+		os.RemoveAll(m.tmp)
+		close(m.closed)
+	}()
+	go func() {
+		select {
+		case <-ctx.Done():
+			m.kill() // events stay readable: the caller may want the Exited event
+		case <-m.done:
+		}
+	}()
+	return m, nil
+}
+
+// readAgent accepts qemu's connection(s) to the agent socket and decodes messages. A
+// guest reboot keeps the connection; a reconnect (qemu restarted the chardev) is served
+// with a fresh decoder in order.
+func (m *Machine) readAgent() {
+	for {
+		conn, err := m.ln.Accept()
+		if err != nil {
+			return // listener closed: qemu exited
+		}
+		// Unblock the read when qemu exits: its end of the socket closes then anyway,
+		// but do not rely on it.
+		go func() {
+			<-m.done
+			conn.Close()
+		}()
+		d := agent.NewDecoder(conn)
+		for {
+			msg, err := d.Next()
+			if err != nil {
+				var pe *agent.ProtocolError
+				if errors.As(err, &pe) {
+					m.events <- Event{Time: time.Now(), ProtocolErr: err}
+					continue
+				}
+				if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+					m.log.Debug("agent socket read ended", "err", err)
+				}
+				break
+			}
+			m.events <- Event{Time: time.Now(), Message: &msg}
+		}
+		conn.Close()
+	}
+}
+
+// Events returns the VM's events in order; it is closed after the Exited event.
+func (m *Machine) Events() <-chan Event { return m.events }
+
+// Accelerator returns the accelerator the VM runs with.
+func (m *Machine) Accelerator() Accelerator { return m.accel }
+
+// Done is closed when qemu has exited.
+func (m *Machine) Done() <-chan struct{} { return m.done }
+
+// Stop kills qemu's process group and waits until it and the goroutines reading it are
+// gone. Events not yet read are discarded. It is safe to call more than once and after
+// qemu has exited.
+func (m *Machine) Stop() {
+	m.stopOnce.Do(func() {
+		m.kill()
+		// Drain, so the readers blocked on a full channel can finish.
+		go func() {
+			for range m.events {
+			}
+		}()
+	})
+	<-m.closed
+}
+
+// kill sends SIGKILL to qemu's process group unless it has already exited.
+func (m *Machine) kill() {
+	select {
+	case <-m.done:
+	default:
+		_ = syscall.Kill(-m.cmd.Process.Pid, syscall.SIGKILL)
+	}
+}
+
+// ExitErr is how qemu exited; valid after Done is closed.
+func (m *Machine) ExitErr() error {
+	<-m.done
+	return m.exit
+}
+
+// ErrExited means the VM stopped before the awaited signal.
+var ErrExited = errors.New("VM exited before signalling completion")
+
+// WaitFinal reads events until the guest sends the final message for phase (one of
+// agent.PhaseInstallComplete, agent.PhaseBootComplete) and returns every message seen,
+// in order. It fails if that final message reports failure, if qemu exits first, or if
+// ctx ends. onMessage, if not nil, sees each message as it arrives.
+func (m *Machine) WaitFinal(ctx context.Context, phase string, onMessage func(agent.Message)) ([]agent.Message, error) {
+	var msgs []agent.Message
+	for {
+		select {
+		case <-ctx.Done():
+			return msgs, fmt.Errorf("vm %s: waiting for %s: %w (console: %s)", m.cfg.Name, phase, ctx.Err(), m.cfg.ConsoleLog)
+		case ev, ok := <-m.events:
+			if !ok {
+				return msgs, fmt.Errorf("vm %s: waiting for %s: %w", m.cfg.Name, phase, ErrExited)
+			}
+			switch {
+			case ev.Exited:
+				return msgs, fmt.Errorf("vm %s: waiting for %s: %w (qemu: %v; console: %s)", m.cfg.Name, phase, ErrExited, ev.ExitErr, m.cfg.ConsoleLog)
+			case ev.ProtocolErr != nil:
+				m.log.Warn("bad message from guest agent", "vm", m.cfg.Name, "err", ev.ProtocolErr)
+			case ev.Message != nil:
+				msg := *ev.Message
+				msgs = append(msgs, msg)
+				m.log.Info("guest phase", "vm", m.cfg.Name, "phase", msg.Phase, "status", msg.Status, "seq", msg.Seq)
+				if onMessage != nil {
+					onMessage(msg)
+				}
+				if msg.Final() && msg.Phase == phase {
+					if msg.Status == agent.StatusFailed {
+						return msgs, fmt.Errorf("vm %s: guest reported %s failed: %s", m.cfg.Name, phase, msg.Details["error"])
+					}
+					return msgs, nil
+				}
+				if msg.Final() && msg.Status == agent.StatusFailed {
+					return msgs, fmt.Errorf("vm %s: guest reported %s failed while waiting for %s: %s", m.cfg.Name, msg.Phase, phase, msg.Details["error"])
+				}
+			}
+		}
+	}
+}
+
+func copyFile(src, dst string) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(dst, b, 0o600)
+}
+
+// CreateDisk creates an empty disk image of sizeMiB with qemu-img (format qcow2 or raw).
+func CreateDisk(ctx context.Context, path, format string, sizeMiB int) error {
+	if format == "" {
+		format = "qcow2"
+	}
+	img, err := exec.LookPath("qemu-img")
+	if err != nil {
+		return fmt.Errorf("create disk %s: qemu-img not found (install the Debian package qemu-utils): %w", path, err)
+	}
+	out, err := exec.CommandContext(ctx, img, "create", "-q", "-f", format, path, fmt.Sprintf("%dM", sizeMiB)).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("create disk %s: %w: %s", path, err, bytes.TrimSpace(out))
+	}
+	return nil
+}

@@ -1,0 +1,110 @@
+package vm
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/snofactory/snofactory/seeds/agent"
+	"github.com/snofactory/snofactory/test/conformance"
+)
+
+// TestBootConformanceISO boots the pristine conformance ISO (no Ignition config) and
+// follows its phase reports to boot-complete.
+func TestBootConformanceISO(t *testing.T) {
+	q := requireQemu(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	iso, err := conformance.Cached(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acc, err := ResolveAccel(ctx, q, AccelAuto, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	console := filepath.Join(dir, "console.log")
+	m, err := Start(ctx, Config{Name: "boot-test", ISO: iso, MemoryMiB: 512, ConsoleLog: console, NoReboot: true}, acc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Stop)
+	start := time.Now()
+	wctx, wcancel := context.WithTimeout(ctx, acc.Scale(15*time.Second))
+	defer wcancel()
+	msgs, err := m.WaitFinal(wctx, agent.PhaseBootComplete, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("boot-complete after %s under %s", time.Since(start).Round(time.Millisecond), acc.Name)
+	var phases []string
+	for i, msg := range msgs {
+		phases = append(phases, msg.Phase)
+		if msg.Seq != uint64(i+1) || msg.Boot != msgs[0].Boot {
+			t.Errorf("message %d out of order: %+v", i, msg)
+		}
+	}
+	if got := strings.Join(phases, ","); got != "init,ignition,boot-complete" {
+		t.Errorf("phases %s", got)
+	}
+	if msgs[0].Details["mode"] != "live" || !strings.Contains(msgs[0].Details["cmdline"], "ignition.platform.id=metal") {
+		t.Errorf("init details %v", msgs[0].Details)
+	}
+	if b, err := os.ReadFile(console); err != nil || !strings.Contains(string(b), "ISOLINUX") {
+		t.Errorf("console log does not show the boot loader: %v %q", err, b)
+	}
+
+	// Stop kills qemu and everything in its process group.
+	pid := m.cmd.Process.Pid
+	m.Stop()
+	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Errorf("qemu pid %d still exists after Stop: %v", pid, err)
+	}
+	if _, err := os.Stat(m.tmp); !os.IsNotExist(err) {
+		t.Errorf("runtime dir %s left behind", m.tmp)
+	}
+}
+
+// Cancelling the context kills the VM; the events end with an Exited event.
+func TestContextCancelKillsVM(t *testing.T) {
+	requireQemu(t)
+	dir := t.TempDir()
+	disk := filepath.Join(dir, "empty.qcow2")
+	if err := CreateDisk(context.Background(), disk, "qcow2", 16); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("qemu-img", "info", disk).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "virtual size: 16 MiB") {
+		t.Fatalf("qemu-img info: %v %s", err, out)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	m, err := Start(ctx, Config{Name: "cancel-test", Disks: []Disk{{Path: disk}}, MemoryMiB: 64, ConsoleLog: filepath.Join(dir, "c.log")}, TCG("test"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Stop)
+	time.Sleep(300 * time.Millisecond)
+	cancel()
+	select {
+	case <-m.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("qemu still running 10s after cancel")
+	}
+	var last Event
+	for ev := range m.Events() {
+		last = ev
+	}
+	if !last.Exited {
+		t.Fatalf("last event is not Exited: %+v", last)
+	}
+	if _, err := m.WaitFinal(context.Background(), agent.PhaseBootComplete, nil); !errors.Is(err, ErrExited) {
+		t.Fatalf("WaitFinal after exit: %v", err)
+	}
+}
