@@ -87,6 +87,7 @@ WantedBy=multi-user.target
 		return fmt.Errorf("writing %s: %w", ConfigPath, err)
 	}
 	rep.Ignition = map[string]IgnitionFile{"config": {Path: ConfigPath, Version: m.spec.version, Size: len(cfg), Secret: opts.SSHKey}}
+	env.log.Info("wrote Ignition config", "path", ConfigPath, "ignition", m.spec.version, "bytes", len(cfg), "fragments", len(opts.Fragments))
 	return nil
 }
 

@@ -210,6 +210,7 @@ func TestOptionsValidation(t *testing.T) {
 		{"bad ip", Options{Target: TargetOpenShift, OpenShift: goodCluster(), Relocation: &Relocation{InternalIP: "192.168.127.0/24"}}, "want a host address"},
 		{"bad window", Options{Target: TargetOpenShift, OpenShift: goodCluster(), Relocation: &Relocation{InternalIP: "192.168.127.10/24", ShipmentWindow: "soon"}}, "shipmentWindow"},
 		{"unknown release", Options{Target: TargetOpenShift, OpenShift: &OpenShift{Version: "4.99", ClusterName: "sno", BaseDomain: "x", InstallationDisk: "/dev/vda"}}, "no openshift 4.99.0 variant"},
+		{"ip outside machine network", Options{Target: TargetOpenShift, OpenShift: &OpenShift{Version: "4.16", ClusterName: "sno", BaseDomain: "x", InstallationDisk: "/dev/vda", MachineNetwork: []string{"10.0.0.0/16"}}, Relocation: &Relocation{InternalIP: "192.168.127.10/24"}}, "is outside openshift.machineNetwork"},
 		{"fragment both", Options{Target: TargetCoreOS, IgnitionVersion: "3.3.0", Fragments: []Fragment{{File: "a", Inline: "b"}}}, "exactly one of file and inline"},
 		{"fragment no host path", Options{Target: TargetCoreOS, IgnitionVersion: "3.3.0", Fragments: []Fragment{{File: "a.bu"}}}, `file "a.bu" has no host path`},
 	} {

@@ -33,7 +33,7 @@
 //	ignition/worker.ign   with Options.WorkerIgnition (openshift): the day-2 worker pointer
 //	                      config (api-int:22623/config/worker, trusting the cluster root CA)
 //	manifests/*.yaml      openshift: install-config.yaml with the pull secret and SSH key
-//	                      REDACTED (unless Options.KeepPullSecret), the MachineConfigs and the
+//	                      REDACTED (unless Options.KeepSecrets), the MachineConfigs and the
 //	                      IngressController that were given to the installer
 //	auth/kubeconfig, auth/kubeadmin-password (0600), metadata.json
 //	                      openshift: the installer's credentials and cluster metadata

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -43,7 +44,7 @@ type extraManifest struct {
 }
 
 func renderOpenShift(ctx context.Context, opts Options, env *runEnv, rep *Report) error {
-	c := opts.OpenShift
+	c := effectiveCluster(opts)
 	variant, err := butaneOpenShiftVersion(c.Version)
 	if err != nil {
 		return fmt.Errorf("openshift.version: %w", err)
@@ -78,8 +79,8 @@ func renderOpenShift(ctx context.Context, opts Options, env *runEnv, rep *Report
 	if sshKey != "" {
 		keptSSH = redacted
 	}
-	if opts.KeepPullSecret {
-		keptPull = strings.TrimSpace(string(pull))
+	if opts.KeepSecrets {
+		keptPull, keptSSH = strings.TrimSpace(string(pull)), sshKey
 	}
 	kept, err := marshalYAML(installConfig(c, keptPull, keptSSH))
 	if err != nil {
@@ -89,7 +90,7 @@ func renderOpenShift(ctx context.Context, opts Options, env *runEnv, rep *Report
 	if err := writeFile(env.out, icPath, kept, 0o644); err != nil {
 		return err
 	}
-	rep.Manifests = append(rep.Manifests, ManifestFile{Path: icPath, Kind: "InstallConfig", Name: c.ClusterName, Redacted: !opts.KeepPullSecret})
+	rep.Manifests = append(rep.Manifests, ManifestFile{Path: icPath, Kind: "InstallConfig", Name: c.ClusterName, Redacted: !opts.KeepSecrets})
 
 	extras, err := openshiftManifests(ctx, opts, variant, rep)
 	if err != nil {
@@ -104,6 +105,7 @@ func renderOpenShift(ctx context.Context, opts Options, env *runEnv, rep *Report
 		if err := writeFile(env.out, ManifestDir+"/"+m.name, m.data, 0o644); err != nil {
 			return err
 		}
+		env.log.Info("wrote manifest", "path", m.info.Path, "kind", m.info.Kind, "concern", m.info.Concern)
 		rep.Manifests = append(rep.Manifests, m.info)
 	}
 
@@ -171,6 +173,7 @@ func renderOpenShift(ctx context.Context, opts Options, env *runEnv, rep *Report
 		return err
 	}
 	rep.Ignition = map[string]IgnitionFile{"config": {Path: ConfigPath, Version: ignVersion, Size: len(ign), Secret: true}}
+	env.log.Info("wrote the bootstrap-in-place config (holds the pull secret; 0600)", "path", ConfigPath, "ignition", ignVersion, "bytes", len(ign))
 
 	rep.Installer = map[string]string{}
 	for _, o := range installerOutputs {
@@ -195,6 +198,19 @@ func renderOpenShift(ctx context.Context, opts Options, env *runEnv, rep *Report
 		rep.Ignition["worker"] = IgnitionFile{Path: WorkerPath, Version: "3.2.0", Size: len(w)}
 	}
 	return nil
+}
+
+// effectiveCluster is opts.OpenShift with the machine network defaulted to the relocation
+// subnet: the node IP must lie in the machine network, and with relocation the node IP is the
+// internal address (validate refuses an explicit machine network that misses it).
+func effectiveCluster(opts Options) *OpenShift {
+	c := *opts.OpenShift
+	if r := opts.Relocation; r != nil && len(c.MachineNetwork) == 0 {
+		if p, err := netip.ParsePrefix(r.InternalIP); err == nil {
+			c.MachineNetwork = []string{p.Masked().String()}
+		}
+	}
+	return &c
 }
 
 // openshiftManifests builds everything render adds to the installer's openshift/ directory:

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
@@ -42,9 +43,9 @@ type Options struct {
 	WorkerIgnition bool `json:"workerIgnition,omitempty"`
 	// SSHKey says the "sshKey" secret is configured and must be used.
 	SSHKey bool `json:"sshKey,omitempty"`
-	// KeepPullSecret writes the real pull secret into manifests/install-config.yaml instead of
-	// a redacted one. Off by default: outputs are shipped and cached.
-	KeepPullSecret bool `json:"keepPullSecret,omitempty"`
+	// KeepSecrets writes the real pull secret and SSH key into manifests/install-config.yaml
+	// instead of redacted ones. Off by default: outputs are cached and may be shipped.
+	KeepSecrets bool `json:"keepSecrets,omitempty"`
 	// InstallerFrom names where openshift-install comes from when it is not on PATH:
 	// "STAGE/REL/PATH" is a file in an upstream stage's output (e.g. "resolve/bin/openshift-install"),
 	// which makes STAGE a dependency. Empty means InstallerPath, else PATH.
@@ -175,6 +176,12 @@ func (o Options) validate() error {
 				bad("relocation.internalIP: %w", err)
 			case p.Addr() == p.Masked().Addr():
 				bad("relocation.internalIP %q: want a host address with its prefix, e.g. 192.168.127.10/24", r.InternalIP)
+			}
+			if err == nil && len(c.MachineNetwork) > 0 && !slices.ContainsFunc(c.MachineNetwork, func(n string) bool {
+				m, err := netip.ParsePrefix(n)
+				return err == nil && m.Contains(p.Addr())
+			}) {
+				bad("relocation.internalIP %s is outside openshift.machineNetwork %v: the node IP must be in the machine network (leave machineNetwork empty to use the internal subnet)", p.Addr(), c.MachineNetwork)
 			}
 			if _, err := r.window(); err != nil {
 				bad("relocation.shipmentWindow: %w", err)

@@ -2,11 +2,15 @@ package render
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime/debug"
 	"slices"
 	"sort"
@@ -75,6 +79,9 @@ func Render(ctx context.Context, opts Options, secrets pipeline.SecretSource, ou
 	}
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return fmt.Errorf("creating output directory: %w", err)
+	}
+	if err := removePrevious(outDir); err != nil {
+		return err
 	}
 	return run(ctx, opts, &runEnv{
 		out:     outDir,
@@ -194,6 +201,42 @@ func libraryVersions() map[string]string {
 		}
 	}
 	return v
+}
+
+// removePrevious deletes what an earlier render into dir produced, as its render.json lists
+// it, so a re-render into the same directory leaves exactly the new outputs. Nothing else in
+// dir is touched.
+func removePrevious(dir string) error {
+	b, err := os.ReadFile(filepath.Join(dir, "render.json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var old Report
+	if err := json.Unmarshal(b, &old); err != nil {
+		return fmt.Errorf("%s holds a render.json that is not render's: %w", dir, err)
+	}
+	paths := []string{"render.json"}
+	for _, f := range old.Ignition {
+		paths = append(paths, f.Path)
+	}
+	for _, m := range old.Manifests {
+		paths = append(paths, m.Path)
+	}
+	for _, p := range old.Installer {
+		paths = append(paths, p)
+	}
+	for _, p := range paths {
+		if !filepath.IsLocal(filepath.FromSlash(p)) {
+			return fmt.Errorf("%s/render.json lists %q, outside the directory; not removing it", dir, p)
+		}
+		if err := os.Remove(filepath.Join(dir, filepath.FromSlash(p))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("removing the previous render's %s: %w", p, err)
+		}
+	}
+	return nil
 }
 
 // readFragment returns a fragment's Butane text.
