@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/snofactory/snofactory/blueprints"
+	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/pipeline/progress"
+	"github.com/snofactory/snofactory/stages"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+)
+
+// buildFlags are shared by build and plan, so both see the same graph and cache.
+type buildFlags struct {
+	cacheDir  string
+	outputDir string
+	until     string
+	force     []string
+}
+
+func (f *buildFlags) register(c *cobra.Command, withOutput bool) {
+	c.Flags().StringVar(&f.cacheDir, "cache-dir", "", "cache shared by builds (default $XDG_CACHE_HOME/snofactory)")
+	c.Flags().StringVar(&f.until, "until", "", "stop after this stage")
+	c.Flags().StringArrayVar(&f.force, "force", nil, "re-run this stage even if cached (repeatable)")
+	if withOutput {
+		c.Flags().StringVar(&f.outputDir, "output-dir", "", "where run.json, logs and stage outputs go (default ./snofactory-out/<blueprint name>)")
+	}
+}
+
+func (f *buildFlags) cache() (*pipeline.Cache, error) {
+	dir := f.cacheDir
+	if dir == "" {
+		d, err := pipeline.DefaultCacheDir()
+		if err != nil {
+			return nil, badInput(err)
+		}
+		dir = d
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, badInput(fmt.Errorf("--cache-dir %s: %w", dir, err))
+	}
+	return &pipeline.Cache{Dir: abs}, nil
+}
+
+// loadGraph reads and validates a blueprint and wires its stage graph.
+func loadGraph(path string) (*blueprints.Blueprint, *pipeline.Graph, pipeline.SecretSource, error) {
+	bp, err := blueprints.LoadFile(path)
+	if err != nil {
+		return nil, nil, nil, badInput(err)
+	}
+	g, secrets, err := stages.Graph(bp)
+	if err != nil {
+		return nil, nil, nil, badInput(err)
+	}
+	return bp, g, secrets, nil
+}
+
+// selectionError marks --until/--force naming a stage that does not exist as bad input.
+func selectionError(err error) error {
+	var se *pipeline.StageError
+	if err != nil && !errors.As(err, &se) && !errors.Is(err, context.Canceled) {
+		return badInput(err)
+	}
+	return err
+}
+
+func newBuildCommand() *cobra.Command {
+	var f buildFlags
+	var progressMode string
+	var keep bool
+	c := &cobra.Command{
+		Use:   "build FILE",
+		Short: "Build a blueprint: run every stage that is not cached",
+		Long: `Build runs the blueprint's stages in order, reusing cached results, and writes run.json,
+logs and links to each stage's outputs in the output directory. A build stopped by Ctrl-C or a
+crash resumes where it stopped when run again.`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			bp, g, secrets, err := loadGraph(args[0])
+			if err != nil {
+				return err
+			}
+			cache, err := f.cache()
+			if err != nil {
+				return err
+			}
+			out := f.outputDir
+			if out == "" {
+				out = filepath.Join("snofactory-out", bp.Metadata.Name)
+			}
+			sink, closeSink, err := newSink(progressMode, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			sel := pipeline.Selection{Until: f.until, Force: f.force}
+			if _, err := pipeline.Plan(cmd.Context(), g, cache, secrets, sel); err != nil {
+				closeSink()
+				return selectionError(err)
+			}
+			rec, err := pipeline.Build(cmd.Context(), g, pipeline.BuildOptions{
+				Cache: cache, OutputDir: out, Selection: sel, Secrets: secrets, Sink: sink, KeepOnError: keep,
+			})
+			closeSink()
+			if err != nil {
+				if errors.Is(err, context.Canceled) {
+					return fmt.Errorf("build interrupted; run the same command again to resume (record: %s)", filepath.Join(out, "run.json"))
+				}
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "build %s %s: %s\n", bp.Metadata.Name, rec.Status, filepath.Join(out, "run.json"))
+			return nil
+		},
+	}
+	f.register(c, true)
+	c.Flags().StringVar(&progressMode, "progress", "auto", "progress output: auto, plain or json (RFC 7464)")
+	c.Flags().BoolVar(&keep, "keep-on-error", false, "keep a failed stage's partial outputs for inspection")
+	return c
+}
+
+// newSink picks the renderer for --progress.
+func newSink(mode string, w io.Writer) (pipeline.Sink, func(), error) {
+	switch mode {
+	case "auto":
+		if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+			t := progress.NewTTY(w)
+			return t, t.Close, nil
+		}
+		return progress.NewPlain(w), func() {}, nil
+	case "plain":
+		return progress.NewPlain(w), func() {}, nil
+	case "json":
+		return progress.NewJSONSeq(w), func() {}, nil
+	}
+	return nil, nil, badInput(fmt.Errorf("--progress %q: want auto, plain or json", mode))
+}
+
+// exactArgs is cobra.ExactArgs with exit code 2 and a plain message.
+func exactArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return badInput(fmt.Errorf("%s takes %d argument(s), got %d; usage: %s", cmd.Name(), n, len(args), cmd.UseLine()))
+		}
+		return nil
+	}
+}

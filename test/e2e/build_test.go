@@ -1,0 +1,234 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/test/testbin"
+)
+
+// copyDemo copies blueprints/demo.yaml and its fragments into a fresh directory so a test can
+// edit them, and returns the copied blueprint's path.
+func copyDemo(t *testing.T) string {
+	t.Helper()
+	root, err := testbin.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(t.TempDir(), "blueprints")
+	src := filepath.Join(root, "blueprints")
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, rel := range []string{"demo.yaml", "demo"} {
+		err := filepath.WalkDir(filepath.Join(src, rel), func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			r, _ := filepath.Rel(src, p)
+			if d.IsDir() {
+				return os.MkdirAll(filepath.Join(dst, r), 0o755)
+			}
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			info, _ := d.Info()
+			return os.WriteFile(filepath.Join(dst, r), b, info.Mode().Perm())
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return filepath.Join(dst, "demo.yaml")
+}
+
+type cliResult struct {
+	stdout, stderr string
+	code           int
+	took           time.Duration
+}
+
+func runCLI(t *testing.T, args ...string) cliResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, snofactoryBin, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	start := time.Now()
+	err := cmd.Run()
+	r := cliResult{stdout: out.String(), stderr: errb.String(), took: time.Since(start)}
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		r.code = ee.ExitCode()
+	case err != nil:
+		t.Fatalf("running snofactory %v: %v", args, err)
+	}
+	return r
+}
+
+func loadRecord(t *testing.T, outDir string) *pipeline.Record {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(outDir, "run.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := pipeline.ReadRecord(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func stageCache(r *pipeline.Record) map[string]string {
+	m := map[string]string{}
+	for _, s := range r.Stages {
+		m[s.Name] = s.Cache
+	}
+	return m
+}
+
+// TestBuildUntilRenderCachesAndRebuildsOnlyWhatChanged is the foundation's acceptance test:
+// a second build is a cache hit in well under a second, and editing one Butane fragment
+// re-runs render and nothing upstream of it.
+func TestBuildUntilRenderCachesAndRebuildsOnlyWhatChanged(t *testing.T) {
+	bp := copyDemo(t)
+	cache := t.TempDir()
+	build := func() (cliResult, *pipeline.Record) {
+		out := t.TempDir()
+		r := runCLI(t, "build", bp, "--until", "render", "--cache-dir", cache, "--output-dir", out, "--progress", "plain")
+		if r.code != 0 {
+			t.Fatalf("build exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+		}
+		return r, loadRecord(t, out)
+	}
+	_, first := build()
+	if got := stageCache(first)["render"]; got != "miss" {
+		t.Fatalf("first build: render %q", got)
+	}
+	second, rec := build()
+	for name, c := range stageCache(rec) {
+		if c != "hit" {
+			t.Errorf("second build: stage %s was %s", name, c)
+		}
+	}
+	if second.took > time.Second {
+		t.Errorf("cached build took %s, want under a second", second.took)
+	}
+
+	// Edit one fragment file: render re-runs, nothing upstream of it does.
+	frag := firstFragmentFile(t, bp)
+	b, _ := os.ReadFile(frag)
+	os.WriteFile(frag, append(b, []byte("\n# edited by the test\n")...), 0o644)
+	plan := runCLI(t, "plan", bp, "--until", "render", "--cache-dir", cache, "--output", "json")
+	if plan.code != 0 {
+		t.Fatalf("plan: %s", plan.stderr)
+	}
+	if !strings.Contains(plan.stdout, "changed") {
+		t.Errorf("plan does not say what changed: %s", plan.stdout)
+	}
+	_, third := build()
+	for name, c := range stageCache(third) {
+		want := "hit"
+		if name == "render" {
+			want = "miss"
+		}
+		if c != want {
+			t.Errorf("after editing a fragment: stage %s was %s, want %s", name, c, want)
+		}
+	}
+}
+
+// firstFragmentFile finds the first Butane file the blueprint references (the demo has one).
+func firstFragmentFile(t *testing.T, bp string) string {
+	t.Helper()
+	matches, _ := filepath.Glob(filepath.Join(filepath.Dir(bp), "demo", "*.bu"))
+	if len(matches) == 0 {
+		t.Fatal("the demo blueprint has no Butane file fragment under blueprints/demo/")
+	}
+	return matches[0]
+}
+
+// TestKilledBuildsLeaveNoCorruptEntry kills builds with SIGKILL at many points, then checks
+// every committed cache entry is whole (its record's digests match its files) and that a
+// re-run completes.
+func TestKilledBuildsLeaveNoCorruptEntry(t *testing.T) {
+	bp := copyDemo(t)
+	cache := t.TempDir()
+	frag := firstFragmentFile(t, bp)
+	orig, _ := os.ReadFile(frag)
+	killed := 0
+	for i, delay := range []time.Duration{5, 20, 40, 60, 80, 120, 160, 250} {
+		// A different fragment each round so render really runs every time.
+		os.WriteFile(frag, append(append([]byte{}, orig...), []byte("\n# round "+string(rune('a'+i))+"\n")...), 0o644)
+		cmd := exec.Command(snofactoryBin, "build", bp, "--until", "render", "--cache-dir", cache, "--output-dir", t.TempDir(), "--progress", "plain")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(delay * time.Millisecond)
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		if err := cmd.Wait(); err != nil {
+			killed++
+		}
+		checkCacheWhole(t, cache)
+	}
+	// The test means nothing if every build finished before its kill.
+	if killed < 3 {
+		t.Fatalf("only %d of 8 builds were killed while running", killed)
+	}
+	out := t.TempDir()
+	r := runCLI(t, "build", bp, "--until", "render", "--cache-dir", cache, "--output-dir", out)
+	if r.code != 0 {
+		t.Fatalf("re-run after kills: exit %d: %s", r.code, r.stderr)
+	}
+	if loadRecord(t, out).Status != "succeeded" {
+		t.Fatal("re-run did not succeed")
+	}
+	checkCacheWhole(t, cache)
+}
+
+// checkCacheWhole verifies every committed entry against its record.
+func checkCacheWhole(t *testing.T, cache string) {
+	t.Helper()
+	records, _ := filepath.Glob(filepath.Join(cache, "entries", "*", "*.json"))
+	for _, rec := range records {
+		b, err := os.ReadFile(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var e pipeline.Entry
+		if err := json.Unmarshal(b, &e); err != nil {
+			t.Fatalf("corrupt entry record %s: %v", rec, err)
+		}
+		dir := strings.TrimSuffix(rec, ".json")
+		for _, a := range e.Artifacts {
+			f, err := os.Open(filepath.Join(dir, a.Path))
+			if err != nil {
+				t.Fatalf("entry %s lost artifact %s: %v", dir, a.Path, err)
+			}
+			h := sha256.New()
+			io.Copy(h, f)
+			f.Close()
+			if hex.EncodeToString(h.Sum(nil)) != a.SHA256 {
+				t.Fatalf("entry %s artifact %s does not match its record", dir, a.Path)
+			}
+		}
+	}
+}
