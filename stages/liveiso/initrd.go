@@ -24,8 +24,8 @@ const (
 )
 
 // maxInitrdSize bounds decompressed data, so a decompression bomb in an ISO
-// cannot exhaust memory.
-const maxInitrdSize = 1 << 30
+// cannot exhaust memory. Real embed payloads are a config and a few keyfiles.
+const maxInitrdSize = 128 << 20
 
 // Initrd is the content of an embed area: regular files by path.
 type Initrd struct {
@@ -163,8 +163,10 @@ func ParseInitrd(data []byte) (*Initrd, error) {
 		if err != nil {
 			return nil, fmt.Errorf("initrd member %d: %w", member, err)
 		}
-		total += len(archive)
-		if total > maxInitrdSize {
+		if rest != nil {
+			total += len(archive)
+		}
+		if total > maxInitrdSize || len(archive) > maxInitrdSize {
 			return nil, fmt.Errorf("%w: initrd decompresses to more than %d bytes", ErrMalformed, maxInitrdSize)
 		}
 		used, err := readCpio(archive, in)

@@ -112,8 +112,12 @@ func (fs *isoFS) parseRecord(rec []byte) (isoFile, error) {
 		f.Path = rr
 	}
 	if f.Offset+f.Length > fs.size {
+		shown := f.Path
+		if shown == "\x00" || shown == "\x01" {
+			shown = "." // a directory's self or parent record
+		}
 		return isoFile{}, fmt.Errorf("%w: extent of %q (bytes %d..%d) lies outside the %d-byte image",
-			ErrMalformed, f.Path, f.Offset, f.Offset+f.Length, fs.size)
+			ErrMalformed, shown, f.Offset, f.Offset+f.Length, fs.size)
 	}
 	return f, nil
 }
