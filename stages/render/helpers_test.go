@@ -26,7 +26,9 @@ func testSecrets(t *testing.T) pipeline.SecretFiles {
 	t.Helper()
 	dir := t.TempDir()
 	s := pipeline.SecretFiles{}
-	for name, v := range map[string]string{SecretPullSecret: testPullSecret, SecretSSHKey: testSSHKey + "\n"} {
+	// The pull secret file is laid out over several lines, as people save them.
+	pretty := strings.Replace(testPullSecret, `{"quay.io"`, "{\n  \"quay.io\"", 1) + "\n"
+	for name, v := range map[string]string{SecretPullSecret: pretty, SecretSSHKey: testSSHKey + "\n"} {
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, []byte(v), 0o600); err != nil {
 			t.Fatal(err)

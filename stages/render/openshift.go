@@ -1,6 +1,7 @@
 package render
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -61,10 +62,13 @@ func renderOpenShift(ctx context.Context, opts Options, env *runEnv, rep *Report
 	var auths struct {
 		Auths map[string]json.RawMessage `json:"auths"`
 	}
-	if json.Unmarshal(pull, &auths) != nil || auths.Auths == nil {
+	var compact bytes.Buffer
+	if json.Unmarshal(pull, &auths) != nil || auths.Auths == nil || json.Compact(&compact, pull) != nil {
 		// Never echo the value: it is a credential.
 		return fmt.Errorf("render: secret %s is not a pull secret (want JSON with an \"auths\" object)", SecretPullSecret)
 	}
+	// One line, as the installer documents it, whatever the file's layout.
+	pullSecret := compact.String()
 	var sshKey string
 	if opts.SSHKey {
 		k, err := env.secrets.Secret(SecretSSHKey)
@@ -80,7 +84,7 @@ func renderOpenShift(ctx context.Context, opts Options, env *runEnv, rep *Report
 		keptSSH = redacted
 	}
 	if opts.KeepSecrets {
-		keptPull, keptSSH = strings.TrimSpace(string(pull)), sshKey
+		keptPull, keptSSH = pullSecret, sshKey
 	}
 	kept, err := marshalYAML(installConfig(c, keptPull, keptSSH))
 	if err != nil {
@@ -115,11 +119,11 @@ func renderOpenShift(ctx context.Context, opts Options, env *runEnv, rep *Report
 	}
 	// The work directory holds the real pull secret: it must not outlive the stage.
 	defer os.RemoveAll(work)
-	real, err := marshalYAML(installConfig(c, strings.TrimSpace(string(pull)), sshKey))
+	withSecrets, err := marshalYAML(installConfig(c, pullSecret, sshKey))
 	if err != nil {
 		return err
 	}
-	if err := writeFile(work, "install-config.yaml", real, 0o600); err != nil {
+	if err := writeFile(work, "install-config.yaml", withSecrets, 0o600); err != nil {
 		return err
 	}
 
