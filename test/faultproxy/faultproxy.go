@@ -345,9 +345,12 @@ type countingWriter struct {
 	p *Proxy
 }
 
+// Write counts before writing, so a client that has read the bytes never
+// sees a smaller count; a short write takes the rest back.
 func (c *countingWriter) Write(b []byte) (int, error) {
+	c.p.addBytes(len(b))
 	n, err := c.ResponseWriter.Write(b)
-	c.p.addBytes(n)
+	c.p.addBytes(n - len(b))
 	return n, err
 }
 

@@ -3,6 +3,7 @@ package payload
 import (
 	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -178,6 +179,13 @@ func TestGenerateTiny(t *testing.T) {
 	if oci == 0 || docker == 0 {
 		t.Fatalf("mixed format gave %d OCI and %d schema2 manifests", oci, docker)
 	}
+
+	// Layers are real gzip tarballs whose diffIDs are what the configs say.
+	for _, cname := range []string{NameInstaller, NameMachineOSImages, "cli"} {
+		c, _ := rel.Component(cname)
+		checkDiffIDs(t, c.PullSpec)
+	}
+	checkDiffIDs(t, rel.PullSpec)
 
 	// The release-manifests files parse as the real formats.
 	files := lastLayerFiles(t, rel.PullSpec)
@@ -408,3 +416,38 @@ func TestOptionsRejected(t *testing.T) {
 }
 
 func basicAuth(u, p string) authn.Authenticator { return &authn.Basic{Username: u, Password: p} }
+
+func checkDiffIDs(t *testing.T, pullSpec string) {
+	t.Helper()
+	ref, _ := name.ParseReference(pullSpec)
+	img, err := remote.Image(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	layers, _ := img.Layers()
+	if len(layers) != len(cf.RootFS.DiffIDs) || len(cf.History) != len(layers) {
+		t.Fatalf("%s: %d layers, %d diff_ids, %d history entries", pullSpec, len(layers), len(cf.RootFS.DiffIDs), len(cf.History))
+	}
+	for i, l := range layers {
+		rc, err := l.Compressed()
+		if err != nil {
+			t.Fatal(err)
+		}
+		zr, err := gzip.NewReader(rc)
+		if err != nil {
+			t.Fatalf("%s layer %d is not gzip: %v", pullSpec, i, err)
+		}
+		h := sha256.New()
+		if _, err := io.Copy(h, zr); err != nil {
+			t.Fatal(err)
+		}
+		rc.Close()
+		if got := "sha256:" + hex.EncodeToString(h.Sum(nil)); got != cf.RootFS.DiffIDs[i].String() {
+			t.Fatalf("%s layer %d: uncompressed sha256 %s, config says %s", pullSpec, i, got, cf.RootFS.DiffIDs[i])
+		}
+	}
+}
