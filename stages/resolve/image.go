@@ -174,8 +174,9 @@ func (c *client) walkLayer(ctx context.Context, im *image, bi types.BlobInfo, fn
 			return err
 		}
 	}
-	// Drain so the digest covers the whole blob, then refuse anything tampered with.
-	if _, err := io.Copy(io.Discard, dr); err != nil {
+	// Drain so the digest covers the whole blob, then refuse anything tampered with. The
+	// wrapper hides pgzip's WriteTo, which panics when called after a partial Read.
+	if _, err := io.Copy(io.Discard, struct{ io.Reader }{dr}); err != nil {
 		return err
 	}
 	if _, err := io.Copy(io.Discard, rc); err != nil {
