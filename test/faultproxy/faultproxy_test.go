@@ -304,3 +304,34 @@ func TestContextCancelCloses(t *testing.T) {
 	}
 	t.Fatal("proxy still answering after its context was cancelled")
 }
+
+// Pushes go through the proxy too: upload URLs the registry hands out must
+// point back at the proxy, not around it.
+func TestPushThroughProxy(t *testing.T) {
+	reg := registry.StartT(t, registry.Options{})
+	p := startProxy(t, reg.Addr(), Options{})
+	img := seededImage(t, 99, 2, 4<<10)
+	ref, _ := name.ParseReference(p.Addr() + "/fp/pushed:v1")
+	if err := remote.Write(ref, img); err != nil {
+		t.Fatal(err)
+	}
+	reqs := reg.Requests()
+	uploads := 0
+	for _, q := range reqs {
+		if q.Kind() == "upload" {
+			uploads++
+		}
+	}
+	if s := p.Stats(); uploads == 0 || s.Requests != len(reqs) {
+		t.Fatalf("registry saw %d requests (%d uploads), the proxy %d: some went around it", len(reqs), uploads, s.Requests)
+	}
+	direct, _ := name.ParseReference(reg.Ref("fp/pushed:v1"))
+	got, err := remote.Head(direct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := img.Digest()
+	if got.Digest != want {
+		t.Fatalf("registry has %s, pushed %s", got.Digest, want)
+	}
+}
