@@ -94,6 +94,7 @@ func RenderOptions(bp *blueprints.Blueprint) (render.Options, error) {
 		BaseDomain:       osh.BaseDomain,
 		InstallationDisk: osh.InstallDisk,
 		ServiceNetwork:   osh.ServiceNetwork,
+		ReleaseImage:     osh.ReleaseImage,
 	}
 	for _, n := range osh.MachineNetwork {
 		c.MachineNetwork = append(c.MachineNetwork, n.CIDR)
