@@ -14,11 +14,12 @@ import (
 // Bounds on what the decoder walks, so hostile files fail fast instead of hanging or
 // exhausting memory. Real blueprints are a few hundred nodes deep at most ten levels.
 const (
-	maxDepth   = 64     // nesting of mappings and sequences
-	maxNodes   = 100000 // nodes in the parsed document
-	maxAliases = 100    // alias nodes in the document
-	maxVisits  = 100000 // nodes visited while decoding, counting alias expansions
-	maxKeyLen  = 256    // bytes in a mapping key
+	maxDepth   = 64        // nesting of mappings and sequences
+	maxNodes   = 100000    // nodes in the parsed document
+	maxAliases = 100       // alias nodes in the document
+	maxVisits  = 100000    // nodes visited while decoding, counting alias expansions
+	maxKeyLen  = 256       // bytes in a mapping key
+	maxString  = 256 << 10 // bytes in a string value; larger content belongs in a referenced file
 )
 
 type position struct{ line, col int }
@@ -156,9 +157,13 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string, depth int) 
 		if n.Kind != yaml.ScalarNode || n.Tag != "!!str" {
 			hint := ""
 			if n.Kind == yaml.ScalarNode {
-				hint = fmt.Sprintf("quote it to make it a string: %q", n.Value)
+				hint = fmt.Sprintf("quote it to make it a string: %q", clip(n.Value))
 			}
 			d.fail(at, path, fmt.Sprintf("expected a string, got %s", describe(n)), hint)
+			return
+		}
+		if len(n.Value) > maxString {
+			d.fail(at, path, fmt.Sprintf("value is %d bytes long, more than %d", len(n.Value), maxString), "put large content in a file and reference it")
 			return
 		}
 		v.SetString(n.Value)
@@ -353,4 +358,17 @@ func describe(n *yaml.Node) string {
 		return "a timestamp"
 	}
 	return "a value tagged " + n.Tag
+}
+
+// clip shortens a value for quoting in a message.
+func clip(s string) string {
+	const max = 100
+	if len(s) <= max {
+		return s
+	}
+	r := []rune(s)
+	if len(r) > max {
+		r = r[:max]
+	}
+	return string(r) + fmt.Sprintf("... (%d bytes)", len(s))
 }

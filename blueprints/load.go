@@ -169,7 +169,7 @@ func checkAPIVersion(d *decoder, root *yaml.Node) bool {
 		if s := suggest.Closest(v.Value, APIVersions); s != "" {
 			hint = fmt.Sprintf("did you mean %q?", s)
 		}
-		d.add(v, "apiVersion", fmt.Sprintf("unsupported apiVersion %q", v.Value), hint)
+		d.add(v, "apiVersion", fmt.Sprintf("unsupported apiVersion %q", clip(v.Value)), hint)
 		return false
 	}
 	d.add(root, "apiVersion", "required", "apiVersion: "+v1alpha1.APIVersion)

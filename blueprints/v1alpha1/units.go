@@ -40,15 +40,15 @@ var sizeRE = regexp.MustCompile(`^([0-9]+)\s*([A-Za-z]*)$`)
 func ParseSize(s string) (Size, error) {
 	m := sizeRE.FindStringSubmatch(strings.TrimSpace(s))
 	if m == nil {
-		return 0, fmt.Errorf("invalid size %q: want a number of MiB or a number with a unit (MiB, GiB, ...)", s)
+		return 0, fmt.Errorf("invalid size %q: want a number of MiB or a number with a unit (MiB, GiB, ...)", clip(s))
 	}
 	unit, ok := sizeUnits[strings.ToLower(m[2])]
 	if !ok {
-		return 0, fmt.Errorf("invalid size %q: unknown unit %q (use B, KiB, MiB, GiB or TiB)", s, m[2])
+		return 0, fmt.Errorf("invalid size %q: unknown unit %q (use B, KiB, MiB, GiB or TiB)", clip(s), clip(m[2]))
 	}
 	n, err := strconv.ParseInt(m[1], 10, 64)
 	if err != nil || n > math.MaxInt64/int64(unit) {
-		return 0, fmt.Errorf("invalid size %q: too large", s)
+		return 0, fmt.Errorf("invalid size %q: too large", clip(s))
 	}
 	return Size(n) * unit, nil
 }
@@ -119,7 +119,7 @@ func ParseDuration(s string) (Duration, error) {
 	if m := daysRE.FindStringSubmatch(s); m != nil {
 		days, err := strconv.ParseInt(m[1], 10, 64)
 		if err != nil || days > int64(math.MaxInt64/int64(24*time.Hour)) {
-			return 0, fmt.Errorf("invalid duration %q: too large", s)
+			return 0, fmt.Errorf("invalid duration %q: too large", clip(s))
 		}
 		total = time.Duration(days) * 24 * time.Hour
 		rest = m[2]
@@ -127,10 +127,10 @@ func ParseDuration(s string) (Duration, error) {
 	if rest != "" {
 		d, err := time.ParseDuration(rest)
 		if err != nil {
-			return 0, fmt.Errorf("invalid duration %q: want a number with a unit, e.g. 90s, 20m, 1h30m or 30d", s)
+			return 0, fmt.Errorf("invalid duration %q: want a number with a unit, e.g. 90s, 20m, 1h30m or 30d", clip(s))
 		}
 		if d < 0 || total > math.MaxInt64-d {
-			return 0, fmt.Errorf("invalid duration %q: must be positive and not too large", s)
+			return 0, fmt.Errorf("invalid duration %q: must be positive and not too large", clip(s))
 		}
 		total += d
 	}
