@@ -86,12 +86,8 @@ func (in *Initrd) Encode() ([]byte, error) {
 	if in.Empty() {
 		return nil, nil
 	}
-	var buf bytes.Buffer
-	xw, err := xz.WriterConfig{CheckSum: xz.CRC32}.NewWriter(&buf)
-	if err != nil {
-		return nil, fmt.Errorf("creating xz writer: %w", err)
-	}
-	cw := cpio.NewWriter(xw)
+	var archive bytes.Buffer
+	cw := cpio.NewWriter(&archive)
 	dirs := map[string]bool{}
 	for _, p := range in.Paths() {
 		for d := path.Dir(p); d != "." && !dirs[d]; d = path.Dir(d) {
@@ -119,6 +115,17 @@ func (in *Initrd) Encode() ([]byte, error) {
 	}
 	if err := cw.Close(); err != nil {
 		return nil, fmt.Errorf("closing cpio archive: %w", err)
+	}
+	// A dictionary larger than the input buys nothing and costs allocation
+	// time on every embed (and on every later read), so size it to the input.
+	dict := min(max(archive.Len(), 64<<10), 8<<20)
+	var buf bytes.Buffer
+	xw, err := xz.WriterConfig{CheckSum: xz.CRC32, DictCap: dict}.NewWriter(&buf)
+	if err != nil {
+		return nil, fmt.Errorf("creating xz writer: %w", err)
+	}
+	if _, err := xw.Write(archive.Bytes()); err != nil {
+		return nil, fmt.Errorf("compressing the initrd: %w", err)
 	}
 	if err := xw.Close(); err != nil {
 		return nil, fmt.Errorf("closing xz stream: %w", err)

@@ -3,6 +3,7 @@ package liveiso
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -174,5 +175,15 @@ func TestParseInitrdMalformed(t *testing.T) {
 				t.Fatalf("error = %v, want ErrMalformed mentioning %q", err, tt.want)
 			}
 		})
+	}
+}
+
+func BenchmarkEmbedInPlace(b *testing.B) {
+	p := fixture(b, "embed-areas-2023-07.x86_64.iso")
+	cfg := testConfig("bench")
+	for b.Loop() {
+		if _, err := Customize(context.Background(), p, "", Customization{Ignition: cfg, Force: true}); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -28,10 +28,10 @@ func writePatches(ctx context.Context, iso *ISO, out string, patches []patch) (i
 		if err != nil {
 			return 0, fmt.Errorf("opening ISO for writing: %w", err)
 		}
+		// No fsync: it would flush every dirty page of the file (say, a
+		// download that just finished), turning a few-KiB patch into a
+		// gigabyte write; cp and the -o mode do not sync either.
 		n, err := applyPatches(f, patches)
-		if err == nil {
-			err = f.Sync()
-		}
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
