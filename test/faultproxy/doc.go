@@ -1,5 +1,6 @@
 // Package faultproxy is an HTTP reverse proxy on 127.0.0.1 that injects
-// network faults in front of a test registry: connection resets, 5xx
+// network faults in front of a test registry: connection resets (before or
+// in the middle of a body), 5xx
 // answers (with and without Retry-After), truncated bodies and slow links.
 //
 // Which request fails, and how, is a pure function of the seed, the

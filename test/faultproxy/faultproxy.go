@@ -37,12 +37,15 @@ const (
 	// Truncate forwards the request, sends the headers (with the real
 	// Content-Length) and part of the body, then drops the connection.
 	Truncate Kind = "truncate"
+	// ResetMidBody is Truncate ending in a TCP RST instead of a clean close,
+	// the way a dropped link usually shows up during a large download.
+	ResetMidBody Kind = "reset-mid-body"
 	// Slow forwards the request and sends the body at Options.SlowBandwidth.
 	Slow Kind = "slow"
 )
 
 // AllKinds is the default set of faults.
-var AllKinds = []Kind{Reset, Error500, Error502, Error503, Error503RetryAfter, Error429RetryAfter, Truncate, Slow}
+var AllKinds = []Kind{Reset, Error500, Error502, Error503, Error503RetryAfter, Error429RetryAfter, Truncate, ResetMidBody, Slow}
 
 // Options configure a proxy. The zero value forwards everything untouched.
 type Options struct {
@@ -290,13 +293,16 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case Reset:
 		reset(w)
 		return
-	case Truncate:
+	case Truncate, ResetMidBody:
 		if r.Method == http.MethodHead {
 			// A HEAD response has no body to cut, so cut the connection.
 			reset(w)
 			return
 		}
 		tw := &truncWriter{ResponseWriter: out, fraction: p.opts.TruncateFraction}
+		if kind == ResetMidBody {
+			tw.rst = w
+		}
 		p.rp.ServeHTTP(tw, r)
 		// The whole body fit before the cut (or had no length): drop the
 		// connection anyway so the response never completes cleanly.
@@ -368,6 +374,9 @@ type truncWriter struct {
 	limit    int64 // -1 until headers are known
 	written  int64
 	started  bool
+	// rst, when set, is the connection's own ResponseWriter: the cut
+	// hijacks it and resets the connection instead of closing it.
+	rst http.ResponseWriter
 }
 
 func (t *truncWriter) WriteHeader(code int) {
@@ -402,6 +411,11 @@ func (t *truncWriter) Flush() {
 
 func (t *truncWriter) abort() {
 	t.Flush()
+	if t.rst != nil {
+		// Hijacking flushes what was written; SO_LINGER 0 then turns the
+		// close into a RST.
+		reset(t.rst)
+	}
 	panic(http.ErrAbortHandler)
 }
 

@@ -89,6 +89,23 @@ func TestFaultKinds(t *testing.T) {
 				t.Fatalf("got %d body bytes, want half of %d", len(body), f.blobLen)
 			}
 		}},
+		{ResetMidBody, func(t *testing.T, resp *http.Response, err error, body []byte, readErr error, _ time.Duration) {
+			if err != nil {
+				t.Fatalf("headers should arrive: %v", err)
+			}
+			if resp.ContentLength != f.blobLen {
+				t.Fatalf("Content-Length %d, want the real %d", resp.ContentLength, f.blobLen)
+			}
+			t.Logf("read %d of %d bytes, then %v", len(body), f.blobLen, readErr)
+			// Data in flight when the RST lands may be dropped, so only an
+			// upper bound on what arrived holds.
+			if readErr == nil || int64(len(body)) > f.blobLen/2 {
+				t.Fatalf("read %d of %d bytes, err %v: want at most half and an error", len(body), f.blobLen, readErr)
+			}
+			if !errors.Is(readErr, syscall.ECONNRESET) && !errors.Is(readErr, io.ErrUnexpectedEOF) {
+				t.Fatalf("read error %v, want connection reset", readErr)
+			}
+		}},
 		{Slow, func(t *testing.T, resp *http.Response, err error, body []byte, readErr error, took time.Duration) {
 			if err != nil || readErr != nil || int64(len(body)) != f.blobLen {
 				t.Fatalf("slow must still deliver everything: err=%v readErr=%v len=%d", err, readErr, len(body))
