@@ -1,7 +1,7 @@
 // Package faultproxy is an HTTP reverse proxy on 127.0.0.1 that injects
 // network faults in front of a test registry: connection resets (before or
-// in the middle of a body), 5xx
-// answers (with and without Retry-After), truncated bodies and slow links.
+// in the middle of a body), 5xx answers (with and without Retry-After), 429,
+// truncated bodies and slow links.
 //
 // Which request fails, and how, is a pure function of the seed, the
 // request's method and path and how many times that method and path were
