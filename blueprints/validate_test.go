@@ -201,6 +201,7 @@ func TestValidationRules(t *testing.T) {
 		{"kubelet validity too long", coreos("  relocation:\n    kubeletCertValidity: 400d\n"), "spec.relocation.kubeletCertValidity", "between 24h and 365d"},
 		{"format twice", coreos("  outputs:\n    formats: [raw, raw]\n"), "spec.outputs.formats[1]", "listed twice"},
 		{"push reference", coreos("  outputs:\n    push: \"registry.example:5000/Seeds:x\"\n"), "spec.outputs.push", "invalid image reference"},
+		{"push without tag", coreos("  outputs:\n    push: registry.example:5000/seeds/x\n"), "spec.outputs.push", "needs a tag"},
 		{"replicas not an integer", openshift("    compute:\n      replicas: none\n"), "spec.openshift.compute.replicas", "expected an integer"},
 	}
 	tests[8] = struct{ name, doc, path, msg string }{"ignition version enum", strings.Replace(coreos(""), "type: coreos", "type: coreos\n    ignitionVersion: 3.6.0", 1), "spec.target.ignitionVersion", "not one of 3.3.0, 3.4.0, 3.5.0"}

@@ -77,10 +77,10 @@ type Target struct {
 	// coreos: a plain CoreOS-style live-ISO target (appliances, and the conformance OS used by
 	// the demo and the tests), configured by Ignition rendered from Butane.
 	Type string `json:"type" yaml:"type" jsonschema:"required,enum=openshift,enum=coreos"`
-	// The Ignition spec version to emit; a property of the target's OS. Default for coreos: 3.3.0
-	// (the conformance OS runs Debian's Ignition 2.14, which accepts at most 3.3.0). For openshift
-	// the default is empty, meaning the version the release's installer emits (3.4.0 for 4.14+,
-	// 3.5.0 for 4.19+); set it to check user Butane fragments against it.
+	// The Ignition spec version to emit; a property of the target's OS: the conformance OS runs
+	// Debian's Ignition 2.14, which accepts at most 3.3.0; RHCOS for OpenShift 4.14+ takes 3.4.0
+	// and 4.19+ 3.5.0. For openshift, empty means the version the release's installer emits.
+	// Default: 3.3.0 for coreos, empty for openshift.
 	IgnitionVersion string `json:"ignitionVersion,omitempty" yaml:"ignitionVersion,omitempty" jsonschema:"enum=3.3.0,enum=3.4.0,enum=3.5.0"`
 }
 

@@ -437,6 +437,8 @@ func (b *Blueprint) validateOutputs(c *checker) {
 		if ref, ok := c.image(p+".push", o.Push, false); ok {
 			if _, digested := ref.(reference.Digested); digested {
 				c.add(p+".push", "a push target cannot carry a digest", "name a tag, e.g. registry.example:5000/seeds/du:v1")
+			} else if reference.IsNameOnly(ref) {
+				c.add(p+".push", "a push target needs a tag", "e.g. "+ref.Name()+":v1")
 			}
 		}
 	}
