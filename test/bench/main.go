@@ -28,6 +28,7 @@ func main() {
 
 	benchmarks := []benchmark{
 		// --- benchmarks ---
+		{"precache", benchPrecache},
 		// --- end benchmarks ---
 	}
 	failed := false
