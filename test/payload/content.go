@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -59,8 +60,16 @@ func sha(b []byte) v1.Hash {
 // directories first, fixed owner and times) and gzips it.
 func buildLayer(files []file) (*blob, error) {
 	sort.Slice(files, func(i, j int) bool { return files[i].Name < files[j].Name })
-	var raw bytes.Buffer
-	tw := tar.NewWriter(&raw)
+	// The tar streams into gzip and the diffID hash at once, so the
+	// uncompressed layer is never held in memory.
+	var gz bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&gz, gzip.BestSpeed)
+	if err != nil {
+		return nil, err
+	}
+	diff := sha256.New()
+	raw := &countWriter{}
+	tw := tar.NewWriter(io.MultiWriter(zw, diff, raw))
 	dirs := map[string]bool{}
 	for _, f := range files {
 		var parents []string
@@ -84,18 +93,18 @@ func buildLayer(files []file) (*blob, error) {
 	if err := tw.Close(); err != nil {
 		return nil, fmt.Errorf("payload: tar: %w", err)
 	}
-	var gz bytes.Buffer
-	zw, err := gzip.NewWriterLevel(&gz, gzip.BestSpeed)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := zw.Write(raw.Bytes()); err != nil {
-		return nil, fmt.Errorf("payload: gzip: %w", err)
-	}
 	if err := zw.Close(); err != nil {
 		return nil, fmt.Errorf("payload: gzip: %w", err)
 	}
-	return &blob{data: gz.Bytes(), digest: sha(gz.Bytes()), diffID: sha(raw.Bytes()), mediaType: types.DockerLayer, rawSize: int64(raw.Len())}, nil
+	diffID := v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(diff.Sum(nil))}
+	return &blob{data: gz.Bytes(), digest: sha(gz.Bytes()), diffID: diffID, mediaType: types.DockerLayer, rawSize: raw.n}, nil
+}
+
+type countWriter struct{ n int64 }
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	c.n += int64(len(p))
+	return len(p), nil
 }
 
 // rngFor derives an independent generator for one named piece of content,
