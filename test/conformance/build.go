@@ -154,6 +154,7 @@ func Build(ctx context.Context, o Options) (Result, error) {
 	// equal ISO and the expensive part (compressing, xorriso) can be skipped.
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\n", builderVersion)
+	fmt.Fprintf(h, "kernel %s\n", kver)
 	if err := hashFile(h, kernel); err != nil {
 		return res, err
 	}
@@ -258,7 +259,8 @@ func hashFile(h io.Writer, path string) error {
 		return fmt.Errorf("hashing input: %w", err)
 	}
 	defer f.Close()
-	fmt.Fprintf(h, "file %s\n", path)
+	// Only the content: the same file from another place (the agent is built into a
+	// fresh temporary directory every time) is the same input.
 	if _, err := io.Copy(h, f); err != nil {
 		return fmt.Errorf("hashing input %s: %w", path, err)
 	}
