@@ -174,7 +174,9 @@ func Start(ctx context.Context, target string, opts Options) (*Proxy, error) {
 			pr.Out.Host = pr.In.Host
 		},
 		Transport: opts.Transport,
-		ErrorLog:  nil,
+		// Injected faults make the proxy's own copies fail; that is
+		// expected, not worth a line on stderr.
+		ErrorLog: slog.NewLogLogger(opts.Logger.Handler(), slog.LevelDebug),
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			if errors.Is(err, context.Canceled) {
 				return
@@ -183,7 +185,7 @@ func Start(ctx context.Context, target string, opts Options) (*Proxy, error) {
 			w.WriteHeader(http.StatusBadGateway)
 		},
 	}
-	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second}
+	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(opts.Logger.Handler(), slog.LevelDebug)}
 	go func() { _ = p.srv.Serve(ln) }()
 	go func() {
 		<-ctx.Done()
