@@ -31,9 +31,10 @@ type position struct{ line, col int }
 type decoder struct {
 	file     string
 	problems []Problem
-	valPos   map[string]position // path -> position of its value
-	keyPos   map[string]position // path -> position of its key
-	failed   map[string]bool     // paths whose value could not be decoded
+	valPos   map[string]position   // path -> position of its value
+	valNode  map[string]*yaml.Node // path -> its value node
+	keyPos   map[string]position   // path -> position of its key
+	failed   map[string]bool       // paths whose value could not be decoded
 	visits   int
 	aborted  bool
 	fields   map[string][]string // field name -> schema paths where it is valid, for hints
@@ -41,11 +42,12 @@ type decoder struct {
 
 func newDecoder(file string, root reflect.Type) *decoder {
 	d := &decoder{
-		file:   file,
-		valPos: map[string]position{},
-		keyPos: map[string]position{},
-		failed: map[string]bool{},
-		fields: map[string][]string{},
+		file:    file,
+		valPos:  map[string]position{},
+		valNode: map[string]*yaml.Node{},
+		keyPos:  map[string]position{},
+		failed:  map[string]bool{},
+		fields:  map[string][]string{},
 	}
 	d.indexFields(root, "", 0)
 	return d
@@ -119,6 +121,7 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string, depth int) 
 	}
 	if _, ok := d.valPos[path]; !ok {
 		d.valPos[path] = position{at.Line, at.Column}
+		d.valNode[path] = n
 	}
 	if n.Tag != "" && !strings.HasPrefix(n.Tag, "!!") {
 		d.fail(at, path, fmt.Sprintf("unsupported YAML tag %s", n.Tag), "remove the tag")

@@ -201,6 +201,7 @@ func TestValidationRules(t *testing.T) {
 		{"kubelet validity too long", coreos("  relocation:\n    kubeletCertValidity: 400d\n"), "spec.relocation.kubeletCertValidity", "between 24h and 365d"},
 		{"format twice", coreos("  outputs:\n    formats: [raw, raw]\n"), "spec.outputs.formats[1]", "listed twice"},
 		{"push reference", coreos("  outputs:\n    push: \"registry.example:5000/Seeds:x\"\n"), "spec.outputs.push", "invalid image reference"},
+		{"butane fcos on openshift", openshift("") + "  butane:\n    - inline: \"variant: fcos\\nversion: 1.4.0\\n\"\n", "spec.butane[0].inline", "cannot configure an OpenShift node"},
 		{"push without tag", coreos("  outputs:\n    push: registry.example:5000/seeds/x\n"), "spec.outputs.push", "needs a tag"},
 		{"replicas not an integer", openshift("    compute:\n      replicas: none\n"), "spec.openshift.compute.replicas", "expected an integer"},
 	}
@@ -241,6 +242,8 @@ func TestAccepted(t *testing.T) {
 		"ipv6 networks":             openshift("    clusterNetwork:\n      - cidr: fd01::/48\n        hostPrefix: 64\n    serviceNetwork: [fd02::/112]\n    machineNetwork:\n      - cidr: fd00::/64\n"),
 		"ssh inline and bundle":     openshift("    sshPublicKey: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIODF03UkqPpRumOkBMwrio+Z7FngBoww1Gpz0SCZN8LI x\n    operators:\n      - name: ptp-operator\n        bundle: registry.example/ptp-bundle@sha256:" + strings.Repeat("d", 64) + "\n"),
 		"anchors within limits":     coreos("  extraImages: &imgs\n    - quay.io/a/b:1\n  validation:\n    skip: [x.y]\n"),
+		"openshift fragment":        openshift("") + "  butane:\n    - inline: |\n        variant: openshift\n        version: 4.16.0\n        metadata:\n          name: 99-x\n          labels:\n            machineconfiguration.openshift.io/role: master\n",
+		"fcos fragment file":        coreos("  butane:\n    - file: frag.bu\n"),
 		"labels with prefix":        strings.Replace(coreos(""), "  name: test\n", "  name: test\n  labels:\n    ran.openshift.io/wave: \"10\"\n    empty: \"\"\n", 1),
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -1,0 +1,212 @@
+package blueprints
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/coreos/butane/config"
+	"github.com/coreos/butane/config/common"
+	"github.com/coreos/go-semver/semver"
+	vreport "github.com/coreos/vcontext/report"
+	"gopkg.in/yaml.v3"
+
+	"github.com/snofactory/snofactory/blueprints/v1alpha1"
+)
+
+var errTooLarge = errors.New("file too large")
+
+// maxButaneFile bounds a Butane fragment file; configs embed small files, not payloads.
+const maxButaneFile = 1 << 20
+
+// fcosForIgnition names the Butane fcos version that emits each Ignition spec, for hints.
+var fcosForIgnition = map[string]string{"3.3.0": "1.4.0", "3.4.0": "1.5.0", "3.5.0": "1.6.0"}
+
+// checkButane translates each user fragment the way the render stage does (Butane with
+// warnings as errors and no files directory) so that a broken fragment is reported by
+// validate, at its position, instead of halfway through a build. Inline fragments written
+// as literal blocks (inline: |) get positions inside the blueprint; file fragments name
+// the line in their file.
+func (d *decoder) checkButane(bp *Blueprint, data []byte) {
+	for i, f := range bp.Spec.Butane {
+		path := fmt.Sprintf("spec.butane[%d]", i)
+		var src []byte
+		var where func(line, col int64) (position, string)
+		switch {
+		case f.File != "" && f.Inline == "":
+			path += ".file"
+			if d.failed[path] {
+				continue
+			}
+			b, err := readSmall(bp.Resolved.Butane[i], maxButaneFile)
+			if errors.Is(err, errTooLarge) {
+				pos := d.locate(path)
+				d.problems = append(d.problems, Problem{File: d.file, Line: pos.line, Col: pos.col, Path: path,
+					Message: fmt.Sprintf("the Butane file is larger than %d bytes", maxButaneFile), Hint: "Butane embeds small files; ship large content as images or manifests"})
+				continue
+			}
+			if err != nil {
+				continue // Validate has reported a missing or unreadable file
+			}
+			src = b
+			pos := d.locate(path)
+			where = func(line, col int64) (position, string) {
+				if line > 0 {
+					return pos, fmt.Sprintf("%s:%d:%d: ", f.File, line, col)
+				}
+				return pos, f.File + ": "
+			}
+		case f.Inline != "" && f.File == "":
+			path += ".inline"
+			if d.failed[path] {
+				continue
+			}
+			src = []byte(f.Inline)
+			node := d.valNode[path]
+			pos := d.locate(path)
+			where = func(line, col int64) (position, string) {
+				if node != nil && node.Style == yaml.LiteralStyle && line > 0 {
+					// A literal block's content starts on the line after the indicator,
+					// indented; map the fragment's line and column into the blueprint.
+					return position{node.Line + int(line), blockIndent(data, node.Line) + int(col)}, ""
+				}
+				if line > 0 {
+					return pos, fmt.Sprintf("inline fragment line %d col %d: ", line, col)
+				}
+				return pos, ""
+			}
+		default:
+			continue // Validate reports items without exactly one of file and inline
+		}
+		d.butaneProblems(bp, path, src, where)
+	}
+}
+
+func (d *decoder) butaneProblems(bp *Blueprint, path string, src []byte, where func(line, col int64) (position, string)) {
+	report := func(line, col int64, msg, hint string) {
+		pos, prefix := where(line, col)
+		d.problems = append(d.problems, Problem{File: d.file, Line: pos.line, Col: pos.col, Path: path, Message: prefix + msg, Hint: hint})
+	}
+	var head struct {
+		Variant string `yaml:"variant"`
+		Version string `yaml:"version"`
+	}
+	if err := yaml.Unmarshal(src, &head); err != nil {
+		line, msg := yamlErrorLine(err)
+		report(line, 1, "Butane: invalid YAML: "+msg, "")
+		return
+	}
+	target := bp.Spec.Target.Type
+	switch {
+	case head.Variant == "" || head.Version == "":
+		report(0, 0, "Butane: variant and version are required at the top", butaneHint(bp))
+		return
+	case target == v1alpha1.TargetOpenShift && head.Variant != "openshift":
+		report(0, 0, fmt.Sprintf("Butane variant %s cannot configure an OpenShift node", clip(head.Variant)), "use variant: openshift with the release's version, e.g. 4.16.0")
+		return
+	case target == v1alpha1.TargetCoreOS && head.Variant == "openshift":
+		report(0, 0, "Butane variant openshift makes MachineConfigs, not a CoreOS config", butaneHint(bp))
+		return
+	}
+
+	out, rep, err := translateButane(src)
+	if err != nil {
+		var ue common.ErrUnmarshal
+		if errors.As(err, &ue) {
+			report(0, 0, "Butane: invalid YAML: "+ue.Detail, "")
+		} else {
+			report(0, 0, "Butane: "+err.Error(), butaneHint(bp))
+		}
+	}
+	for _, e := range rep.Entries {
+		var line, col int64
+		if e.Marker.StartP != nil {
+			line, col = e.Marker.StartP.Line, e.Marker.StartP.Column
+		}
+		msg := e.Message
+		if e.Context.Len() > 0 {
+			msg = e.Context.String() + ": " + msg
+		}
+		// Butane's warnings fail the render too (as butane --strict): nearly always a typo.
+		report(line, col, "Butane "+e.Kind.String()+": "+msg, "")
+	}
+	if err != nil || len(rep.Entries) > 0 || target != v1alpha1.TargetCoreOS {
+		return
+	}
+	var ign struct {
+		Ignition struct {
+			Version string `json:"version"`
+		} `json:"ignition"`
+	}
+	want := bp.Spec.Target.IgnitionVersion
+	if json.Unmarshal(out, &ign) != nil || want == "" {
+		return
+	}
+	got, gerr := semver.NewVersion(ign.Ignition.Version)
+	max, merr := semver.NewVersion(want)
+	if gerr == nil && merr == nil && max.LessThan(*got) {
+		report(0, 0, fmt.Sprintf("Butane %s %s emits Ignition spec %s, newer than the target's %s", clip(head.Variant), clip(head.Version), got, want), butaneHint(bp))
+	}
+}
+
+// translateButane runs Butane, turning a panic on hostile input into an error.
+func translateButane(src []byte) (out []byte, rep vreport.Report, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("Butane failed on this fragment: %v", r)
+		}
+	}()
+	return config.TranslateBytes(src, common.TranslateBytesOptions{Raw: true})
+}
+
+func butaneHint(bp *Blueprint) string {
+	if bp.Spec.Target.Type == v1alpha1.TargetCoreOS {
+		if v, ok := fcosForIgnition[bp.Spec.Target.IgnitionVersion]; ok {
+			return fmt.Sprintf("for Ignition %s start the fragment with variant: fcos and version: %s (or older)", bp.Spec.Target.IgnitionVersion, v)
+		}
+	}
+	return "start the fragment with variant: and version:"
+}
+
+// blockIndent is the indentation of a literal block whose indicator is on the 1-based line
+// given: YAML takes it from the first non-blank content line.
+func blockIndent(data []byte, indicatorLine int) int {
+	lines := strings.Split(string(data), "\n")
+	for i := indicatorLine; i < len(lines); i++ {
+		if t := strings.TrimLeft(lines[i], " "); t != "" {
+			return len(lines[i]) - len(t)
+		}
+	}
+	return 0
+}
+
+// yamlErrorLine splits "yaml: line N: msg" into N and msg.
+func yamlErrorLine(err error) (int64, string) {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	var line int64
+	if _, scanErr := fmt.Sscanf(msg, "line %d:", &line); scanErr == nil {
+		if _, rest, ok := strings.Cut(msg, ": "); ok {
+			return line, rest
+		}
+	}
+	return 0, msg
+}
+
+func readSmall(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, errTooLarge
+	}
+	return b, nil
+}
