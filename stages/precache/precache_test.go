@@ -2,15 +2,18 @@ package precache
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/containers/image/v5/types"
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
@@ -258,5 +261,96 @@ func TestPrecacheMirrorAndPolicy(t *testing.T) {
 				t.Errorf("report = %+v", res.Report)
 			}
 		})
+	}
+}
+
+// secretFiles serves pipeline secrets from files.
+type secretFiles map[string]string
+
+func (s secretFiles) Secret(name string) ([]byte, error) { return os.ReadFile(s[name]) }
+
+func TestPrecacheAuth(t *testing.T) {
+	reg := registry.StartT(t, registry.Options{Username: "depot", Password: "s3cret"})
+	img, err := random.Image(64<<10, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := name.ParseReference(reg.Ref("ocp/private:1"), name.Insecure)
+	if err := ggcrremote.Write(r, img, ggcrremote.WithAuth(&authn.Basic{Username: "depot", Password: "s3cret"})); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := img.Digest()
+	images := []Image{{Name: "private", Ref: r.Context().String() + "@" + d.String(), Digest: d.String()}}
+	authFile := filepath.Join(t.TempDir(), "auth.json")
+	auth := base64.StdEncoding.EncodeToString([]byte("depot:s3cret"))
+	os.WriteFile(authFile, []byte(`{"auths":{"`+reg.Addr()+`":{"auth":"`+auth+`"}}}`), 0o600)
+	tests := []struct {
+		name    string
+		secret  string
+		wantErr string
+	}{
+		{"pull secret", "pull-secret", ""},
+		{"no credentials", "", "401"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			sys, cleanup, err := systemContext(context.Background(), Registry{Insecure: []string{reg.Addr()}, PullSecret: tc.secret}, secretFiles{"pull-secret": authFile}, "x86_64")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cleanup()
+			// Keep the user's own auth files out of the test.
+			if sys.AuthFilePath == "" {
+				sys.AuthFilePath = filepath.Join(t.TempDir(), "none.json")
+			}
+			st, _ := OpenStore(filepath.Join(t.TempDir(), "blobs"))
+			res, err := Precache(context.Background(), Config{Images: images, Store: st, Sys: sys, Attempts: 1})
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Report.BlobsFetched != 3 {
+				t.Errorf("report = %+v", res.Report)
+			}
+		})
+	}
+}
+
+// Two builds precaching the same images at once into one depot store fetch each blob once.
+func TestPrecacheConcurrentBuilds(t *testing.T) {
+	reg := registry.StartT(t, registry.Options{})
+	images := testImages(t, reg, 4)
+	st, _ := OpenStore(filepath.Join(t.TempDir(), "blobs"))
+	sys := sysFor(t, Registry{Insecure: []string{reg.Addr()}})
+	var wg sync.WaitGroup
+	reps := make([]Report, 2)
+	errs := make([]error, 2)
+	for i := range reps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := Precache(context.Background(), Config{Images: images, Store: st, Sys: sys, Jobs: 2})
+			errs[i] = err
+			if err == nil {
+				reps[i] = res.Report
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := reps[0].BlobsFetched+reps[1].BlobsFetched, reps[0].Blobs; got != want {
+		t.Errorf("the two builds fetched %d blobs, want each of the %d once", got, want)
+	}
+	if s := reg.Stats(); int(s.BlobGets) != reps[0].Blobs {
+		t.Errorf("registry served %d blob GETs for %d blobs", s.BlobGets, reps[0].Blobs)
 	}
 }

@@ -437,3 +437,34 @@ func TestPrecacheImportOnNode(t *testing.T) {
 		}
 	}
 }
+
+// TestReleaseInfoCLI runs `snofactory release info` against a generated payload.
+func TestReleaseInfoCLI(t *testing.T) {
+	reg := registry.StartT(t, registry.Options{})
+	rel := pushPayload(t, reg, payload.Options{Size: payload.Tiny, Components: 10, ReferenceRegistry: reg.Addr()})
+	r := runCLI(t, "release", "info", "--insecure-registry", reg.Addr(), "-o", "json", rel.Tag)
+	if r.code != 0 {
+		t.Fatalf("release info: exit %d\n%s", r.code, r.stderr)
+	}
+	var info resolve.Info
+	if err := json.Unmarshal([]byte(r.stdout), &info); err != nil {
+		t.Fatalf("release info -o json: %v\n%s", err, r.stdout)
+	}
+	if info.Version != rel.Version || info.Components != len(rel.Components) || info.Digest != rel.Digest ||
+		info.UniqueBlobBytes != rel.UniqueBlobBytes || info.UniqueBlobs != rel.UniqueBlobs {
+		t.Errorf("info = %+v; payload: version %s, %d components, %d unique blobs, %d bytes",
+			info, rel.Version, len(rel.Components), rel.UniqueBlobs, rel.UniqueBlobBytes)
+	}
+	text := runCLI(t, "release", "info", "--insecure-registry", reg.Addr(), rel.Tag)
+	for _, want := range []string{rel.Version, fmt.Sprintf(" %d\n", len(rel.Components)), fmt.Sprintf("(%d bytes)", rel.UniqueBlobBytes)} {
+		if !strings.Contains(text.stdout, want) {
+			t.Errorf("text output lacks %q:\n%s", want, text.stdout)
+		}
+	}
+	if bad := runCLI(t, "release", "info", "-o", "yaml", rel.Tag); bad.code != 2 {
+		t.Errorf("-o yaml: exit %d, want 2", bad.code)
+	}
+	if missing := runCLI(t, "release", "info", "--insecure-registry", reg.Addr(), reg.Ref("nothing/here:1")); missing.code != 1 || !strings.Contains(missing.stderr, "nothing/here") {
+		t.Errorf("missing release: exit %d, stderr %q", missing.code, missing.stderr)
+	}
+}
