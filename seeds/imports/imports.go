@@ -104,6 +104,12 @@ func ImportLayout(ctx context.Context, dir string, opts Options) ([]Imported, er
 		if err != nil {
 			return out, fmt.Errorf("precache image %s: %w", name, err)
 		}
+		// An agent restarted mid-import finds the images it already imported.
+		if img, err := storagetransport.Transport.GetStoreImage(store, dst); err == nil {
+			log.Info("image already in containers-storage", "ref", name, "id", img.ID)
+			out = append(out, Imported{Ref: name, Digest: m.Digest.String(), ID: img.ID})
+			continue
+		}
 		manifest, err := copy.Image(ctx, pc, dst, src, &copy.Options{SourceCtx: sys, DestinationCtx: sys})
 		if err != nil {
 			return out, fmt.Errorf("importing %s into containers-storage: %w", name, err)

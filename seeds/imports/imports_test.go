@@ -108,9 +108,15 @@ func TestImportLayout(t *testing.T) {
 			t.Errorf("%s: containers-storage has digest %s, want %s", name, sd, d)
 		}
 	}
-	// A second import (agent restarted) is harmless.
-	if _, err := ImportLayout(context.Background(), dir, opts); err != nil {
+	// A second import (agent restarted) finds the same images and copies nothing.
+	again, err := ImportLayout(context.Background(), dir, opts)
+	if err != nil {
 		t.Fatalf("second import: %v", err)
+	}
+	for i := range got {
+		if again[i] != got[i] {
+			t.Errorf("second import: %+v, first %+v", again[i], got[i])
+		}
 	}
 }
 

@@ -309,11 +309,12 @@ func pinManifests(ctx context.Context, r *remote, cfg Config, img Image) (*pinne
 	}
 	pi := &pinnedImage{Image: img, named: named}
 	got := 0
+	// The media type comes from the manifest itself, never from a response header, so a
+	// layout made from the store is the same as one made from the registry.
 	load := func(d digest.Digest) (*manifestDoc, []byte, string, error) {
 		b, err := cfg.Store.Read(d)
-		mt := ""
 		if err != nil {
-			if b, mt, err = r.fetchManifest(ctx, named, d); err != nil {
+			if b, _, err = r.fetchManifest(ctx, named, d); err != nil {
 				return nil, nil, "", err
 			}
 			if err := cfg.Store.Put(d, b); err != nil {
@@ -327,14 +328,12 @@ func pinManifests(ctx context.Context, r *remote, cfg Config, img Image) (*pinne
 		if err := json.Unmarshal(b, &m); err != nil {
 			return nil, nil, "", fmt.Errorf("manifest %s of %s: %w", d, img.Ref, err)
 		}
-		if m.MediaType != "" {
-			mt = m.MediaType
-		}
-		if mt == "" || mt == "text/plain" || mt == "application/json" {
-			mt = guessMediaType(&m)
-		}
 		if m.SchemaVersion != 2 {
 			return nil, nil, "", fmt.Errorf("manifest %s of %s: schema version %d is not supported", d, img.Ref, m.SchemaVersion)
+		}
+		mt := m.MediaType
+		if mt == "" {
+			mt = guessMediaType(&m)
 		}
 		return &m, b, mt, nil
 	}

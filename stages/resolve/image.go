@@ -209,39 +209,53 @@ func (c *client) readFiles(ctx context.Context, im *image, want func(string) boo
 }
 
 // extractFile writes the file at name (absolute path in the image) to dst, returning its
-// sha256. The topmost layer holding the file wins.
+// sha256. Layers are read from the top down and the search stops at the first layer that
+// holds the file (or deletes it with a whiteout), so a binary in the top layer of a large
+// image costs one layer.
 func (c *client) extractFile(ctx context.Context, im *image, name, dst string) (digest.Digest, error) {
 	want := strings.TrimPrefix(path.Clean(name), "/")
+	dir, base := path.Split(want)
+	whiteouts := []string{dir + ".wh." + base, dir + ".wh..wh..opq"}
 	tmp := dst + ".partial"
-	var found digest.Digest
-	err := c.walkLayers(ctx, im, func(n string, hdr *tar.Header, r io.Reader) error {
-		if n != want {
+	defer os.Remove(tmp)
+	layers := im.manifest.LayerInfos()
+	for i := len(layers) - 1; i >= 0; i-- {
+		var found digest.Digest
+		deleted := false
+		err := c.walkLayer(ctx, im, layers[i].BlobInfo, func(n string, hdr *tar.Header, r io.Reader) error {
+			if n == whiteouts[0] || n == whiteouts[1] {
+				deleted = true
+			}
+			if n != want {
+				return nil
+			}
+			f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o755)
+			if err != nil {
+				return err
+			}
+			dg := digest.Canonical.Digester()
+			if _, err := io.Copy(io.MultiWriter(f, dg.Hash()), r); err != nil {
+				f.Close()
+				return fmt.Errorf("extracting %s: %w", name, err)
+			}
+			if err := f.Close(); err != nil {
+				return err
+			}
+			found = dg.Digest()
 			return nil
-		}
-		f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o755)
+		})
 		if err != nil {
-			return err
+			return "", fmt.Errorf("reading layer %s of %s: %w", layers[i].Digest, im.named, err)
 		}
-		dg := digest.Canonical.Digester()
-		if _, err := io.Copy(io.MultiWriter(f, dg.Hash()), r); err != nil {
-			f.Close()
-			return fmt.Errorf("extracting %s: %w", name, err)
+		if found != "" {
+			if err := os.Rename(tmp, dst); err != nil {
+				return "", err
+			}
+			return found, nil
 		}
-		if err := f.Close(); err != nil {
-			return err
+		if deleted {
+			break
 		}
-		found = dg.Digest()
-		return nil
-	})
-	if err != nil {
-		os.Remove(tmp)
-		return "", err
 	}
-	if found == "" {
-		return "", fmt.Errorf("image %s has no %s", im.named, name)
-	}
-	if err := os.Rename(tmp, dst); err != nil {
-		return "", err
-	}
-	return found, nil
+	return "", fmt.Errorf("image %s has no %s", im.named, name)
 }

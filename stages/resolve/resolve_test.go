@@ -290,3 +290,52 @@ insecure = true
 		t.Errorf("drop-in:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+func TestExtractFileWhiteout(t *testing.T) {
+	reg := registry.StartT(t, registry.Options{})
+	bin := map[string]string{"usr/bin/openshift-install": "v1"}
+	tests := []struct {
+		name   string
+		layers []map[string]string
+		want   string // content, or "" for not found
+	}{
+		{"top layer wins", []map[string]string{bin, {"usr/bin/openshift-install": "v2"}}, "v2"},
+		{"lower layer, top untouched", []map[string]string{bin, {"etc/motd": "hi"}}, "v1"},
+		{"deleted by a whiteout", []map[string]string{bin, {"usr/bin/.wh.openshift-install": ""}}, ""},
+		{"deleted by an opaque dir", []map[string]string{bin, {"usr/bin/.wh..wh..opq": "", "usr/bin/other": "x"}}, ""},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var ls []v1.Layer
+			for _, l := range tc.layers {
+				ls = append(ls, layer(t, l))
+			}
+			ref := push(t, reg.Ref(fmt.Sprintf("ocp/installer%d:1", i)), ls...)
+			sys, cleanup, err := systemContext(context.Background(), Registry{Insecure: []string{reg.Addr()}}, nil, "x86_64")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cleanup()
+			c := &client{sys: sys}
+			im, err := c.open(context.Background(), ref)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer im.Close()
+			dst := filepath.Join(t.TempDir(), "openshift-install")
+			_, err = c.extractFile(context.Background(), im, "/usr/bin/openshift-install", dst)
+			if tc.want == "" {
+				if err == nil || !strings.Contains(err.Error(), "has no") {
+					t.Fatalf("err = %v, want not found", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b, _ := os.ReadFile(dst); string(b) != tc.want {
+				t.Errorf("extracted %q, want %q", b, tc.want)
+			}
+		})
+	}
+}
