@@ -7,12 +7,12 @@ import (
 
 // Problem is one thing wrong with a blueprint, located in its file.
 type Problem struct {
-	File    string // the blueprint file as the user named it
-	Line    int    // 1-based; 0 when the problem concerns the whole file
-	Col     int    // 1-based; 0 when unknown
-	Path    string // the field, e.g. spec.openshift.clusterNetwork[0].cidr; empty for file-level problems
-	Message string
-	Hint    string // a suggestion, e.g. did you mean "type"?; may be empty
+	File    string `json:"file"`           // the blueprint file as the user named it
+	Line    int    `json:"line,omitempty"` // 1-based; 0 when the problem concerns the whole file
+	Col     int    `json:"col,omitempty"`  // 1-based; 0 when unknown
+	Path    string `json:"path,omitempty"` // the field, e.g. spec.openshift.clusterNetwork[0].cidr; empty for file-level problems
+	Message string `json:"message"`
+	Hint    string `json:"hint,omitempty"` // a suggestion, e.g. did you mean "type"?; may be empty
 }
 
 // String formats the problem as FILE:LINE:COL: PATH: MESSAGE; hint: HINT.

@@ -190,3 +190,24 @@ func TestMissingFile(t *testing.T) {
 		t.Errorf("got %v", err)
 	}
 }
+
+func TestCheckISO(t *testing.T) {
+	dir := fixtureDir(t)
+	bp, err := parseIn(t, dir, strings.Replace(coreos("    generatedBy: make conformance-iso\n"), "path: live.iso", "path: build/out.iso", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = bp.CheckISO()
+	if err == nil || !strings.Contains(err.Error(), "make conformance-iso") || !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("CheckISO = %v", err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "build"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "build/out.iso"), []byte("iso"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := bp.CheckISO(); err != nil {
+		t.Errorf("CheckISO after the build: %v", err)
+	}
+}

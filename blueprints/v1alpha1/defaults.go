@@ -1,6 +1,9 @@
 package v1alpha1
 
 import (
+	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 )
@@ -146,4 +149,25 @@ func (b *Blueprint) Path(p string) string {
 		return filepath.Clean(p)
 	}
 	return filepath.Join(b.dir, p)
+}
+
+// CheckISO tells whether a local live ISO (source.path) is there to read. When it is
+// missing and source.generatedBy names the command that builds it, the error says to run
+// that command: validation accepts such a blueprint before the ISO exists, so the stage
+// that reads the ISO calls this first.
+func (b *Blueprint) CheckISO() error {
+	s := b.Spec.Source
+	if s == nil || s.Path == "" {
+		return nil
+	}
+	fi, err := os.Stat(b.Resolved.ISO)
+	switch {
+	case errors.Is(err, os.ErrNotExist) && s.GeneratedBy != "":
+		return fmt.Errorf("live ISO %s does not exist yet: build it first with `%s`: %w", b.Resolved.ISO, s.GeneratedBy, err)
+	case err != nil:
+		return fmt.Errorf("live ISO %s: %w", b.Resolved.ISO, err)
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("live ISO %s is not a regular file", b.Resolved.ISO)
+	}
+	return nil
 }
