@@ -150,7 +150,10 @@ func yamlProblem(path string, err error) error {
 	return fileProblem(path, "invalid YAML: "+strings.TrimPrefix(msg, "yaml: "))
 }
 
-// checkAPIVersion makes sure the document is a version this build reads before decoding it.
+// checkAPIVersion makes sure the document is a version this build reads before decoding
+// it. A missing or misspelt apiVersion is reported, and decoding goes on with the current
+// (or the nearest) version so the rest of the file is checked too; an unrelated one stops
+// here rather than flooding the user with unknown fields.
 func checkAPIVersion(d *decoder, root *yaml.Node) bool {
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		k, v := root.Content[i], root.Content[i+1]
@@ -166,15 +169,18 @@ func checkAPIVersion(d *decoder, root *yaml.Node) bool {
 				return true
 			}
 		}
-		hint := "supported: " + strings.Join(APIVersions, ", ")
-		if s := suggest.Closest(v.Value, APIVersions); s != "" {
-			hint = fmt.Sprintf("did you mean %q?", s)
+		s := suggest.Closest(v.Value, APIVersions)
+		if s == "" {
+			d.add(v, "apiVersion", fmt.Sprintf("unsupported apiVersion %q", clip(v.Value)), "supported: "+strings.Join(APIVersions, ", "))
+			return false
 		}
-		d.add(v, "apiVersion", fmt.Sprintf("unsupported apiVersion %q", clip(v.Value)), hint)
-		return false
+		d.add(v, "apiVersion", fmt.Sprintf("unsupported apiVersion %q", clip(v.Value)), fmt.Sprintf("did you mean %q?", s))
+		d.failed["apiVersion"] = true
+		return true
 	}
 	d.add(root, "apiVersion", "required", "apiVersion: "+v1alpha1.APIVersion)
-	return false
+	d.failed["apiVersion"] = true
+	return true
 }
 
 // suppressed tells whether a validation error at path only repeats a decoding problem:
