@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -69,6 +70,8 @@ type buildResult struct {
 	lock   *resolve.Lock
 	report precache.StageReport
 	rec    *pipeline.Record
+	// last progress event of the precache stage, by what it counts
+	progress map[string]pipeline.Event
 }
 
 // buildPrecache runs resolve and precache through the pipeline engine with a shared cache.
@@ -76,7 +79,16 @@ func buildPrecache(t *testing.T, cacheDir, blueprint string, ro resolve.Options,
 	t.Helper()
 	g := &pipeline.Graph{Blueprint: blueprint, Stages: []pipeline.Stage{resolve.New(ro), precache.New(po)}}
 	out := filepath.Join(t.TempDir(), "out")
-	rec, err := pipeline.Build(context.Background(), g, pipeline.BuildOptions{Cache: &pipeline.Cache{Dir: cacheDir}, OutputDir: out})
+	var mu sync.Mutex
+	progress := map[string]pipeline.Event{}
+	sink := pipeline.SinkFunc(func(e pipeline.Event) {
+		if e.Kind == pipeline.EventProgress && e.Stage == precache.Name {
+			mu.Lock()
+			progress[e.Message] = e
+			mu.Unlock()
+		}
+	})
+	rec, err := pipeline.Build(context.Background(), g, pipeline.BuildOptions{Cache: &pipeline.Cache{Dir: cacheDir}, OutputDir: out, Sink: sink})
 	if err != nil {
 		logs, _ := os.ReadFile(filepath.Join(out, "logs", "precache.log"))
 		t.Fatalf("build %s: %v\n%s", blueprint, err, logs)
@@ -93,7 +105,7 @@ func buildPrecache(t *testing.T, cacheDir, blueprint string, ro resolve.Options,
 	if err := json.Unmarshal(b, &rep); err != nil {
 		t.Fatal(err)
 	}
-	return buildResult{out: out, lock: lock, report: rep, rec: rec}
+	return buildResult{out: out, lock: lock, report: rep, rec: rec, progress: progress}
 }
 
 func needTool(t *testing.T, tool, pkg string) {
@@ -150,6 +162,12 @@ func TestPrecachePayload(t *testing.T) {
 		if c, ok := byRef[ir.Ref]; ok && ir.Bytes != c.Bytes {
 			t.Errorf("%s: report counts %d blob bytes, the payload pushed %d", c.Name, ir.Bytes, c.Bytes)
 		}
+	}
+	if p := first.progress["bytes"]; p.Done != rep.BytesTotal || p.Total != rep.BytesTotal || p.Unit != "bytes" {
+		t.Errorf("last bytes progress = %d/%d %s, want %d", p.Done, p.Total, p.Unit, rep.BytesTotal)
+	}
+	if p := first.progress["images"]; p.Done != int64(rep.Images) || p.Total != int64(rep.Images) {
+		t.Errorf("last images progress = %d/%d, want %d", p.Done, p.Total, rep.Images)
 	}
 	if rep.Layout.BytesCopied != 0 || rep.Layout.Linked != rep.Layout.Blobs {
 		t.Errorf("layout copied bytes: %+v", rep.Layout)
@@ -270,7 +288,7 @@ func TestPrecacheKill9Resume(t *testing.T) {
 	reg := registry.StartT(t, registry.Options{})
 	rel := pushPayload(t, reg, payload.Options{Size: payload.Tiny})
 	// A slow link, so the kill lands mid-transfer.
-	proxy, err := faultproxy.Start(context.Background(), reg.Addr(), faultproxy.Options{Bandwidth: 1 << 20})
+	proxy, err := faultproxy.Start(context.Background(), reg.Addr(), faultproxy.Options{Bandwidth: 256 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,17 +307,40 @@ func TestPrecacheKill9Resume(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	killed := false
 	var once sync.Once
 	kill := func() { once.Do(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }) }
 	t.Cleanup(kill)
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) == 3 && f[0] == "progress" {
-			done, _ := strconv.ParseInt(f[1], 10, 64)
-			total, _ := strconv.ParseInt(f[2], 10, 64)
-			if total > 0 && done > total*2/5 {
+	// Kill once 40% of the bytes are in and a blob is half-written, so the re-run has both
+	// finished blobs to skip and a partial one to resume.
+	var done, total atomic.Int64
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			f := strings.Fields(sc.Text())
+			if len(f) == 3 && f[0] == "progress" {
+				d, _ := strconv.ParseInt(f[1], 10, 64)
+				n, _ := strconv.ParseInt(f[2], 10, 64)
+				done.Store(d)
+				total.Store(n)
+			}
+		}
+	}()
+	killed := false
+	deadline := time.Now().Add(time.Minute)
+	for !killed && time.Now().Before(deadline) {
+		select {
+		case <-exited:
+			t.Fatalf("precache finished before it could be killed; stderr:\n%s", stderr.String())
+		case <-time.After(5 * time.Millisecond):
+		}
+		if total.Load() == 0 || done.Load() < total.Load()*2/5 {
+			continue
+		}
+		parts, _ := filepath.Glob(filepath.Join(store, "partial", "*"))
+		for _, p := range parts {
+			if fi, err := os.Stat(p); err == nil && fi.Size() > 0 {
 				kill()
 				killed = true
 				break
@@ -307,8 +348,9 @@ func TestPrecacheKill9Resume(t *testing.T) {
 		}
 	}
 	cmd.Wait()
+	<-exited
 	if !killed {
-		t.Fatalf("precache finished before it could be killed; stderr:\n%s", stderr.String())
+		t.Fatal("no blob was mid-transfer within a minute")
 	}
 	finished := map[string]bool{}
 	fin, _ := filepath.Glob(filepath.Join(store, "sha256", "*"))
@@ -323,6 +365,9 @@ func TestPrecacheKill9Resume(t *testing.T) {
 		}
 	}
 	t.Logf("after kill -9: %d finished blobs and manifests, %d partial files (%d bytes)", len(finished), len(partials), partialBytes)
+	if partialBytes == 0 {
+		t.Fatal("the kill left no partial data; the test cannot check resumption")
+	}
 	if len(finished) == 0 {
 		t.Fatal("no blob finished before the kill")
 	}
