@@ -5,9 +5,14 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -352,5 +357,57 @@ func TestPrecacheConcurrentBuilds(t *testing.T) {
 	}
 	if s := reg.Stats(); int(s.BlobGets) != reps[0].Blobs {
 		t.Errorf("registry served %d blob GETs for %d blobs", s.BlobGets, reps[0].Blobs)
+	}
+}
+
+// A registry that hands blob downloads to another host (a CDN) with a redirect: the Range
+// header must survive the redirect, so a partial blob still resumes.
+func TestPrecacheFollowsBlobRedirects(t *testing.T) {
+	reg := registry.StartT(t, registry.Options{})
+	big, err := random.Image(1<<20, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	im := pushImage(t, reg.Ref("ocp/cdn:1"), big)
+	target, _ := url.Parse(reg.URL())
+	var mu sync.Mutex
+	var ranges []string
+	cdn := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "" {
+			t.Error("the CDN got the registry's Authorization header")
+		}
+		mu.Lock()
+		ranges = append(ranges, r.Header.Get("Range"))
+		mu.Unlock()
+		httputil.NewSingleHostReverseProxy(target).ServeHTTP(w, r)
+	}))
+	defer cdn.Close()
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/blobs/") {
+			http.Redirect(w, r, cdn.URL+r.URL.Path, http.StatusTemporaryRedirect)
+			return
+		}
+		httputil.NewSingleHostReverseProxy(target).ServeHTTP(w, r)
+	}))
+	defer front.Close()
+	frontAddr := strings.TrimPrefix(front.URL, "http://")
+	im.Ref = strings.Replace(im.Ref, reg.Addr(), frontAddr, 1)
+
+	layers, _ := big.Layers()
+	ld, _ := layers[0].Digest()
+	rc, _ := layers[0].Compressed()
+	head := make([]byte, 1000)
+	io.ReadFull(rc, head)
+	rc.Close()
+	st, _ := OpenStore(filepath.Join(t.TempDir(), "blobs"))
+	os.WriteFile(filepath.Join(st.Dir(), "partial", ld.Hex), head, 0o644)
+	if _, err := Precache(context.Background(), Config{Images: []Image{im}, Store: st, Sys: sysFor(t, Registry{Insecure: []string{frontAddr}})}); err != nil {
+		t.Fatal(err)
+	}
+	if !st.Has(digest.Digest(ld.String()), -1) {
+		t.Fatal("layer not stored")
+	}
+	if !slices.Contains(ranges, "bytes=1000-") {
+		t.Errorf("CDN saw ranges %q, want the resume from byte 1000", ranges)
 	}
 }

@@ -114,10 +114,12 @@ type remote struct {
 	scheme map[string]string      // host -> scheme, for insecure endpoints
 }
 
-// repoClient is an authenticated client for one repository on one endpoint.
+// repoClient is an authenticated client for one repository on one endpoint. Requests go
+// through an http.Client so redirects (registries hand blobs to a CDN) are followed; the
+// token transport only authenticates requests to the registry host itself.
 type repoClient struct {
 	url string // scheme://host/v2/repo
-	rt  http.RoundTripper
+	hc  *http.Client
 }
 
 func newRemote(sys *types.SystemContext, jobs int, retry retryPolicy) *remote {
@@ -195,7 +197,7 @@ func (r *remote) client(ctx context.Context, src source) (*repoClient, error) {
 	if err != nil {
 		return nil, fmt.Errorf("authenticating to %s: %w", nr, err)
 	}
-	c = &repoClient{url: scheme + "://" + host + "/v2/" + repo, rt: rt}
+	c = &repoClient{url: scheme + "://" + host + "/v2/" + repo, hc: &http.Client{Transport: rt}}
 	r.mu.Lock()
 	r.repos[key] = c
 	r.mu.Unlock()
@@ -277,7 +279,7 @@ func (c *repoClient) get(ctx context.Context, path string, hdr map[string]string
 	for k, v := range hdr {
 		req.Header.Set(k, v)
 	}
-	resp, err := c.rt.RoundTrip(req)
+	resp, err := c.hc.Do(req)
 	if err != nil {
 		return nil, err
 	}

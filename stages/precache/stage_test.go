@@ -1,0 +1,101 @@
+package precache
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/test/registry"
+)
+
+// lockStage stands in for resolve: it writes a lock.json naming images.
+func lockStage(images []Image) pipeline.Stage {
+	return pipeline.Stage{Name: "resolve", Version: "test", Options: images, Run: func(ctx context.Context, env *pipeline.Env) error {
+		b, _ := json.Marshal(map[string]any{"schemaVersion": 1, "images": images})
+		return os.WriteFile(filepath.Join(env.Out, "lock.json"), b, 0o644)
+	}}
+}
+
+func TestStageKey(t *testing.T) {
+	no := false
+	base := Options{Registry: Registry{Insecure: []string{"127.0.0.1:5000"}}}
+	tests := []struct {
+		name    string
+		change  func(o *Options)
+		sameKey bool
+	}{
+		{"jobs and retries are not part of the key", func(o *Options) { o.Jobs, o.Attempts, o.RetryBase = 32, 3, 1 }, true},
+		{"no data disk", func(o *Options) { o.Disk = &no }, false},
+		{"mirrors", func(o *Options) { o.Registry.Mirrors = []Mirror{{Source: "quay.io", Mirrors: []string{"m"}}} }, false},
+		{"arch", func(o *Options) { o.Arch = "aarch64" }, false},
+	}
+	cache := &pipeline.Cache{Dir: t.TempDir()}
+	key := func(o Options) string {
+		g := &pipeline.Graph{Blueprint: "k", Stages: []pipeline.Stage{lockStage(nil), New(o)}}
+		plan, err := pipeline.Plan(context.Background(), g, cache, nil, pipeline.Selection{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return plan[1].Key
+	}
+	k0 := key(base)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o := base
+			tc.change(&o)
+			if got := key(o) == k0; got != tc.sameKey {
+				t.Errorf("same key = %v, want %v", got, tc.sameKey)
+			}
+		})
+	}
+	s := New(Options{Registry: Registry{RegistriesConf: "/etc/containers/registries.conf", PolicyFile: "/p.json", PullSecret: "pull-secret"}})
+	if s.Deps[0] != "resolve" || s.Files["registries.conf"] == "" || s.Files["policy.json"] == "" || s.Secrets[0] != "pull-secret" {
+		t.Errorf("stage = deps %v files %v secrets %v", s.Deps, s.Files, s.Secrets)
+	}
+}
+
+func TestStageBuild(t *testing.T) {
+	reg := registry.StartT(t, registry.Options{})
+	images := testImages(t, reg, 2)
+	cache := &pipeline.Cache{Dir: t.TempDir()}
+	out := t.TempDir()
+	g := &pipeline.Graph{Blueprint: "b", Stages: []pipeline.Stage{lockStage(images), New(Options{Registry: Registry{Insecure: []string{reg.Addr()}}})}}
+	rec, err := pipeline.Build(context.Background(), g, pipeline.BuildOptions{Cache: cache, OutputDir: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep StageReport
+	b, err := os.ReadFile(filepath.Join(out, Name, ReportFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	json.Unmarshal(b, &rep)
+	if rep.Images != 2 || rep.BlobsFetched != rep.Blobs || rep.DiskBytes == 0 || rep.Layout.BytesCopied != 0 {
+		t.Errorf("report = %+v", rep)
+	}
+	// The layout's blobs are the store's files.
+	blobs, _ := filepath.Glob(filepath.Join(out, Name, LayoutDir, "blobs", "sha256", "*"))
+	for _, p := range blobs {
+		a, _ := os.Stat(p)
+		s, err := os.Stat(filepath.Join(cache.Dir, "shared", SharedStore, "sha256", filepath.Base(p)))
+		if err != nil || !os.SameFile(a, s) {
+			t.Errorf("%s is not a hardlink into the shared store (%v)", filepath.Base(p), err)
+		}
+	}
+	var arts []string
+	for _, a := range rec.Stages[1].Artifacts {
+		arts = append(arts, a.Path)
+	}
+	for _, want := range []string{ReportFile, DiskFile, LayoutDir + "/index.json"} {
+		found := false
+		for _, a := range arts {
+			found = found || a == want
+		}
+		if !found {
+			t.Errorf("run record artifacts %v lack %s", arts, want)
+		}
+	}
+}
