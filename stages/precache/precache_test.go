@@ -411,3 +411,43 @@ func TestPrecacheFollowsBlobRedirects(t *testing.T) {
 		t.Errorf("CDN saw ranges %q, want the resume from byte 1000", ranges)
 	}
 }
+
+func TestStorePrune(t *testing.T) {
+	reg := registry.StartT(t, registry.Options{})
+	images := testImages(t, reg, 2)
+	st, _ := OpenStore(filepath.Join(t.TempDir(), "blobs"))
+	sys := sysFor(t, Registry{Insecure: []string{reg.Addr()}})
+	// Image 0's layout survives; image 1's layout was evicted with its cache entry.
+	res0, err := Precache(context.Background(), Config{Images: images[:1], Store: st, Sys: sys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keep := filepath.Join(t.TempDir(), "layout")
+	if _, err := res0.WriteLayout(keep, st); err != nil {
+		t.Fatal(err)
+	}
+	res1, err := Precache(context.Background(), Config{Images: images[1:], Store: st, Sys: sys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := filepath.Join(t.TempDir(), "layout")
+	res1.WriteLayout(gone, st)
+	os.RemoveAll(gone)
+	os.WriteFile(filepath.Join(st.Dir(), "partial", strings.Repeat("0", 64)), []byte("stale"), 0o644)
+
+	ps, err := st.Prune(context.Background(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Image 1 has its own config, two own layers and its manifest; the base layer is shared.
+	if ps.Blobs != 4 || ps.Partials != 1 {
+		t.Errorf("pruned %+v, want image 1's 4 own blobs and the stale partial", ps)
+	}
+	// What the surviving layout needs is all there.
+	blobs, _ := filepath.Glob(filepath.Join(keep, "blobs", "sha256", "*"))
+	for _, b := range blobs {
+		if !st.Has(digest.NewDigestFromEncoded(digest.SHA256, filepath.Base(b)), -1) {
+			t.Errorf("pruned blob %s that a layout still links", filepath.Base(b))
+		}
+	}
+}

@@ -183,3 +183,65 @@ func (p *partial) commit() error {
 func (p *partial) release() {
 	p.f.Close()
 }
+
+// PruneStats says what Prune removed.
+type PruneStats struct {
+	Blobs    int   `json:"blobs"`
+	Bytes    int64 `json:"bytes"`
+	Partials int   `json:"partials"`
+}
+
+// Prune removes stored blobs that no layout links any more (link count 1: only the store
+// holds them, because the cache entries that used them were evicted) and partial downloads
+// untouched for longer than partialAge. Blobs a layout still links are kept, so no cached
+// build loses a blob. Run it while no build uses the store: a running build that found a blob
+// stored, before linking it into its layout, would fail to link a blob pruned meanwhile.
+func (s *Store) Prune(ctx context.Context, partialAge time.Duration) (PruneStats, error) {
+	var st PruneStats
+	ents, err := os.ReadDir(filepath.Join(s.dir, "sha256"))
+	if err != nil {
+		return st, fmt.Errorf("reading blob store: %w", err)
+	}
+	for _, e := range ents {
+		if err := ctx.Err(); err != nil {
+			return st, err
+		}
+		p := filepath.Join(s.dir, "sha256", e.Name())
+		fi, err := os.Lstat(p)
+		if err != nil {
+			continue
+		}
+		sys, ok := fi.Sys().(*syscall.Stat_t)
+		if !ok || sys.Nlink != 1 {
+			continue
+		}
+		if err := os.Remove(p); err != nil {
+			return st, fmt.Errorf("pruning %s: %w", p, err)
+		}
+		st.Blobs++
+		st.Bytes += fi.Size()
+	}
+	parts, err := os.ReadDir(filepath.Join(s.dir, "partial"))
+	if err != nil {
+		return st, fmt.Errorf("reading blob store: %w", err)
+	}
+	for _, e := range parts {
+		fi, err := e.Info()
+		if err != nil || time.Since(fi.ModTime()) < partialAge {
+			continue
+		}
+		p := filepath.Join(s.dir, "partial", e.Name())
+		// A writer holds the lock while it works; never pull a partial file from under it.
+		f, err := os.Open(p)
+		if err != nil {
+			continue
+		}
+		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
+			if os.Remove(p) == nil {
+				st.Partials++
+			}
+		}
+		f.Close()
+	}
+	return st, nil
+}
