@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strings"
 
 	"github.com/coreos/butane/config"
@@ -18,6 +19,9 @@ import (
 )
 
 var errTooLarge = errors.New("file too large")
+
+// maxButaneEntries bounds how many Butane findings are reported per fragment.
+const maxButaneEntries = 20
 
 // maxButaneFile bounds a Butane fragment file; configs embed small files, not payloads.
 const maxButaneFile = 1 << 20
@@ -67,11 +71,16 @@ func (d *decoder) checkButane(bp *Blueprint, data []byte) {
 			src = []byte(f.Inline)
 			node := d.valNode[path]
 			pos := d.locate(path)
+			literal := node != nil && node.Style == yaml.LiteralStyle
+			indent := 0
+			if literal {
+				indent = blockIndent(data, node.Line)
+			}
 			where = func(line, col int64) (position, string) {
-				if node != nil && node.Style == yaml.LiteralStyle && line > 0 {
+				if literal && line > 0 {
 					// A literal block's content starts on the line after the indicator,
 					// indented; map the fragment's line and column into the blueprint.
-					return position{node.Line + int(line), blockIndent(data, node.Line) + int(col)}, ""
+					return position{node.Line + int(line), indent + int(col)}, ""
 				}
 				if line > 0 {
 					return pos, fmt.Sprintf("inline fragment line %d col %d: ", line, col)
@@ -121,7 +130,13 @@ func (d *decoder) butaneProblems(bp *Blueprint, path string, src []byte, where f
 			report(0, 0, "Butane: "+err.Error(), butaneHint(bp))
 		}
 	}
-	for _, e := range rep.Entries {
+	entries := rep.Entries
+	sort.SliceStable(entries, func(i, j int) bool { return markerLine(entries[i]) < markerLine(entries[j]) })
+	if len(entries) > maxButaneEntries {
+		report(0, 0, fmt.Sprintf("Butane reports %d problems; the first %d follow", len(entries), maxButaneEntries), "")
+		entries = entries[:maxButaneEntries]
+	}
+	for _, e := range entries {
 		var line, col int64
 		if e.Marker.StartP != nil {
 			line, col = e.Marker.StartP.Line, e.Marker.StartP.Column
@@ -174,11 +189,20 @@ func butaneHint(bp *Blueprint) string {
 // blockIndent is the indentation of a literal block whose indicator is on the 1-based line
 // given: YAML takes it from the first non-blank content line.
 func blockIndent(data []byte, indicatorLine int) int {
-	lines := strings.Split(string(data), "\n")
-	for i := indicatorLine; i < len(lines); i++ {
-		if t := strings.TrimLeft(lines[i], " "); t != "" {
-			return len(lines[i]) - len(t)
+	rest := string(data)
+	for i := 0; i < indicatorLine; i++ {
+		j := strings.IndexByte(rest, '\n')
+		if j < 0 {
+			return 0
 		}
+		rest = rest[j+1:]
+	}
+	for rest != "" {
+		line, next, _ := strings.Cut(rest, "\n")
+		if t := strings.TrimLeft(line, " "); t != "" {
+			return len(line) - len(t)
+		}
+		rest = next
 	}
 	return 0
 }
@@ -209,4 +233,11 @@ func readSmall(path string, limit int64) ([]byte, error) {
 		return nil, errTooLarge
 	}
 	return b, nil
+}
+
+func markerLine(e vreport.Entry) int64 {
+	if e.Marker.StartP == nil {
+		return 0
+	}
+	return e.Marker.StartP.Line
 }

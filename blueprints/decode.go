@@ -20,6 +20,8 @@ const (
 	maxVisits  = 100000    // nodes visited while decoding, counting alias expansions
 	maxKeyLen  = 256       // bytes in a mapping key
 	maxString  = 256 << 10 // bytes in a string value; larger content belongs in a referenced file
+	// maxProblems bounds a report: past it, more lines help nobody and cost time.
+	maxProblems = 100
 )
 
 type position struct{ line, col int }
@@ -54,6 +56,18 @@ func newDecoder(file string, root reflect.Type) *decoder {
 }
 
 func (d *decoder) add(n *yaml.Node, path, msg, hint string) {
+	if d.aborted {
+		return
+	}
+	if len(d.problems) >= maxProblems {
+		p := Problem{File: d.file, Message: fmt.Sprintf("more than %d problems; stopping here", maxProblems)}
+		if n != nil {
+			p.Line, p.Col = n.Line, n.Column
+		}
+		d.problems = append(d.problems, p)
+		d.aborted = true
+		return
+	}
 	p := Problem{File: d.file, Path: path, Message: msg, Hint: hint}
 	if n != nil {
 		p.Line, p.Col = n.Line, n.Column
@@ -197,7 +211,7 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string, depth int) 
 // and calls fn for each good pair.
 func (d *decoder) keys(n *yaml.Node, path string, fn func(k, v *yaml.Node)) {
 	seen := map[string]*yaml.Node{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
+	for i := 0; i+1 < len(n.Content) && !d.aborted; i += 2 {
 		k, val := n.Content[i], n.Content[i+1]
 		switch {
 		case k.Kind != yaml.ScalarNode || (k.Tag != "!!str" && k.Tag != "!!merge"):

@@ -98,6 +98,11 @@ func Parse(data []byte, path string) (bp *Blueprint, err error) {
 			continue
 		}
 		pos := d.locate(fe.Path)
+		if len(d.problems) >= maxProblems {
+			d.problems = append(d.problems, Problem{File: path, Line: pos.line, Col: pos.col,
+				Message: fmt.Sprintf("more than %d problems; stopping here", maxProblems)})
+			return nil, &ValidationErrors{Problems: d.problems}
+		}
 		d.problems = append(d.problems, Problem{File: path, Line: pos.line, Col: pos.col, Path: fe.Path, Message: fe.Message, Hint: fe.Hint})
 	}
 	d.checkButane(bp, data)

@@ -51,9 +51,22 @@ func TestHostileInputsFailFast(t *testing.T) {
 	}
 	manyNodesDoc := manyNodes.String()
 
+	var unknownKeys strings.Builder
+	unknownKeys.WriteString(coreos(""))
+	for i := 0; unknownKeys.Len() < MaxFileSize-300; i++ {
+		fmt.Fprintf(&unknownKeys, "  k%06d%s: 1\n", i, strings.Repeat("q", 200))
+	}
+	var duplicates strings.Builder
+	duplicates.WriteString(coreos("  extraImages:\n"))
+	for i := 0; i < 50000; i++ { // under the node limit, so validation sees them all
+		duplicates.WriteString("    - quay.io/a/b:1\n")
+	}
+
 	cases := []struct {
 		name, doc, want string
 	}{
+		{"many unknown keys", unknownKeys.String(), "more than 100 problems"},
+		{"many duplicate images", duplicates.String(), "more than 100 problems"},
 		{"billion laughs", bomb, "aliases"},
 		{"schema-shaped alias bomb", mirrors.String(), "too many values"},
 		{"flow nesting", flowDeep, "depth"},
@@ -80,7 +93,7 @@ func TestHostileInputsFailFast(t *testing.T) {
 			if !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("want %q in the error, got:\n%.2000s", tc.want, err.Error())
 			}
-			if len(ps) > 200 {
+			if len(ps) > maxProblems+1 {
 				t.Errorf("%d problems: a hostile file should not flood the user", len(ps))
 			}
 			if len(err.Error()) > 64<<10 {
@@ -100,5 +113,29 @@ func TestLargeValidFile(t *testing.T) {
 	}
 	if _, err := loadWithin(t, p, 10*time.Second); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestButaneFloodFailsFast: a fragment with thousands of unknown keys yields a bounded
+// report, quickly.
+func TestButaneFloodFailsFast(t *testing.T) {
+	dir := fixtureDir(t)
+	var b strings.Builder
+	b.WriteString(coreos("  butane:\n    - inline: |\n        variant: fcos\n        version: 1.4.0\n"))
+	for i := 0; i < 5000; i++ {
+		fmt.Fprintf(&b, "        unknown%d: x\n", i)
+	}
+	b.WriteString("# " + strings.Repeat("p", 3<<20) + "\n")
+	p := filepath.Join(dir, "flood.yaml")
+	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := loadWithin(t, p, 20*time.Second)
+	ps := problems(t, err)
+	if len(ps) > 25 || !strings.Contains(err.Error(), "the first 20 follow") {
+		t.Errorf("%d problems:\n%.3000s", len(ps), err.Error())
+	}
+	if ps[1].Line != 14 || ps[1].Col != 9 {
+		t.Errorf("first Butane finding at %d:%d, want 14:9", ps[1].Line, ps[1].Col)
 	}
 }

@@ -13,7 +13,11 @@ func Closest(word string, candidates []string) string {
 	nw := normalize(word)
 	best, bestD := "", -1
 	for _, c := range candidates {
-		d := distance(nw, normalize(c))
+		nc := normalize(c)
+		if diff := len(nw) - len(nc); diff > 3 || diff < -3 {
+			continue // too far apart to be within the limit; skip the quadratic work
+		}
+		d := distance(nw, nc)
 		if bestD < 0 || d < bestD {
 			best, bestD = c, d
 		}
