@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/containers/image/v5/types"
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -449,5 +450,25 @@ func TestStorePrune(t *testing.T) {
 		if !st.Has(digest.NewDigestFromEncoded(digest.SHA256, filepath.Base(b)), -1) {
 			t.Errorf("pruned blob %s that a layout still links", filepath.Base(b))
 		}
+	}
+}
+
+// A dead mirror hands over to the source at once instead of being retried for every blob.
+func TestPrecacheDeadMirror(t *testing.T) {
+	reg := registry.StartT(t, registry.Options{})
+	images := testImages(t, reg, 3)
+	st, _ := OpenStore(filepath.Join(t.TempDir(), "blobs"))
+	sys := sysFor(t, Registry{Insecure: []string{reg.Addr(), "127.0.0.1:1"},
+		Mirrors: []Mirror{{Source: reg.Addr() + "/ocp", Mirrors: []string{"127.0.0.1:1/ocp"}}}})
+	start := time.Now()
+	res, err := Precache(context.Background(), Config{Images: images, Store: st, Sys: sys, RetryBase: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("took %s with a dead mirror; it was retried instead of skipped", took)
+	}
+	if res.Report.Retries != 0 || res.Report.BlobsFetched != res.Report.Blobs {
+		t.Errorf("report = %+v", res.Report)
 	}
 }

@@ -112,6 +112,7 @@ type remote struct {
 	mu     sync.Mutex
 	repos  map[string]*repoClient // "scheme://host/repo"
 	scheme map[string]string      // host -> scheme, for insecure endpoints
+	down   map[string]time.Time   // host -> when it was last unreachable
 }
 
 // repoClient is an authenticated client for one repository on one endpoint. Requests go
@@ -127,7 +128,7 @@ func newRemote(sys *types.SystemContext, jobs int, retry retryPolicy) *remote {
 	base.MaxIdleConnsPerHost = jobs + 2
 	base.ResponseHeaderTimeout = time.Minute
 	base.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
-	return &remote{sys: sys, retry: retry, base: base, repos: map[string]*repoClient{}, scheme: map[string]string{}}
+	return &remote{sys: sys, retry: retry, base: base, repos: map[string]*repoClient{}, scheme: map[string]string{}, down: map[string]time.Time{}}
 }
 
 func (r *remote) close() { r.base.CloseIdleConnections() }
@@ -237,11 +238,46 @@ func (r *remote) schemeFor(ctx context.Context, host string, insecure bool) (str
 	return s, nil
 }
 
+// unreachable reports whether err says nothing listens at the endpoint (refused, no route,
+// unknown host): with another source to try, retrying this one only wastes time.
+func unreachable(err error) bool {
+	var dns *net.DNSError
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EHOSTUNREACH) ||
+		errors.Is(err, syscall.ENETUNREACH) || errors.As(err, &dns)
+}
+
+// downFor is how long an unreachable endpoint is tried last.
+const downFor = time.Minute
+
+// order puts endpoints that were unreachable recently at the end, keeping the rest in
+// registries.conf order, so a dead mirror costs one failed connection, not one per blob.
+func (r *remote) order(srcs []source) []source {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var up, down []source
+	for _, s := range srcs {
+		if t, ok := r.down[reference.Domain(s.ref)]; ok && time.Since(t) < downFor {
+			down = append(down, s)
+		} else {
+			up = append(up, s)
+		}
+	}
+	return append(up, down...)
+}
+
+func (r *remote) markDown(src source) {
+	r.mu.Lock()
+	r.down[reference.Domain(src.ref)] = time.Now()
+	r.mu.Unlock()
+}
+
 // withRetry runs op against each source in turn, retrying transient failures with backoff.
-// A source that answers "not found" or fails for good hands over to the next one.
+// A source that answers "not found", fails for good or does not answer at all hands over to
+// the next one.
 func (r *remote) withRetry(ctx context.Context, what string, srcs []source, op func(context.Context, source) error) error {
 	var errs []error
-	for _, src := range srcs {
+	srcs = r.order(srcs)
+	for i, src := range srcs {
 		var err error
 		for attempt := 0; attempt < r.retry.attempts; attempt++ {
 			if attempt > 0 {
@@ -260,6 +296,12 @@ func (r *remote) withRetry(ctx context.Context, what string, srcs []source, op f
 			err = op(ctx, src)
 			if err == nil || ctx.Err() != nil {
 				return err
+			}
+			if unreachable(err) {
+				r.markDown(src)
+				if i < len(srcs)-1 {
+					break
+				}
 			}
 			if !transient(err) {
 				break
