@@ -35,6 +35,9 @@ var fcosForIgnition = map[string]string{"3.3.0": "1.4.0", "3.4.0": "1.5.0", "3.5
 // as literal blocks (inline: |) get positions inside the blueprint; file fragments name
 // the line in their file.
 func (d *decoder) checkButane(bp *Blueprint, data []byte) {
+	if len(bp.Spec.Butane) > v1alpha1.MaxButane {
+		return // Validate reported the list as too long
+	}
 	for i, f := range bp.Spec.Butane {
 		path := fmt.Sprintf("spec.butane[%d]", i)
 		var src []byte

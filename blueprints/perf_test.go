@@ -58,13 +58,26 @@ func TestHostileInputsFailFast(t *testing.T) {
 	}
 	var duplicates strings.Builder
 	duplicates.WriteString(coreos("  extraImages:\n"))
-	for i := 0; i < 50000; i++ { // under the node limit, so validation sees them all
+	for i := 0; i < 1900; i++ { // under the list limit, so validation sees them all
 		duplicates.WriteString("    - quay.io/a/b:1\n")
+	}
+
+	var networks strings.Builder
+	networks.WriteString(openshift("    serviceNetwork:\n"))
+	for i := 0; i < 40000; i++ {
+		fmt.Fprintf(&networks, "      - 10.%d.%d.0/24\n", i/256, i%256)
+	}
+	var fragments strings.Builder
+	fragments.WriteString(coreos("  butane:\n"))
+	for i := 0; i < 30000; i++ {
+		fragments.WriteString("    - inline: \"variant: fcos\\nversion: 1.4.0\\n\"\n")
 	}
 
 	cases := []struct {
 		name, doc, want string
 	}{
+		{"many networks", networks.String(), "more than the limit of 32"},
+		{"many fragments", fragments.String(), "more than the limit of 100"},
 		{"many unknown keys", unknownKeys.String(), "more than 100 problems"},
 		{"many duplicate images", duplicates.String(), "more than 100 problems"},
 		{"billion laughs", bomb, "aliases"},

@@ -62,6 +62,11 @@ func (c *checker) add(path, msg, hint string) {
 // to Dir). It returns every problem found, in document order as far as practical.
 func (b *Blueprint) Validate() []FieldError {
 	c := &checker{}
+	if !b.withinLimits(c) {
+		// Lists this long are a mistake or an attack; checking every item (and every pair
+		// of networks) would only cost time.
+		return c.errs
+	}
 	if b.APIVersion != APIVersion {
 		c.add("apiVersion", fmt.Sprintf("must be %s", APIVersion), "")
 	}
@@ -618,6 +623,53 @@ func checkSSHKey(data []byte) error {
 		return errors.New("no SSH public key found")
 	}
 	return nil
+}
+
+// Upper bounds on list lengths, far above any real seed.
+const (
+	MaxLabels          = 200
+	MaxExtraImages     = 2000
+	MaxRegistryMirrors = 200
+	MaxMirrors         = 32
+	MaxButane          = 100
+	MaxSkip            = 200
+	MaxNetworks        = 32
+	MaxOperators       = 200
+)
+
+func (b *Blueprint) withinLimits(c *checker) bool {
+	s := &b.Spec
+	type limit struct {
+		path   string
+		n, max int
+	}
+	limits := []limit{
+		{"metadata.labels", len(b.Metadata.Labels), MaxLabels},
+		{"spec.extraImages", len(s.ExtraImages), MaxExtraImages},
+		{"spec.registryMirrors", len(s.RegistryMirrors), MaxRegistryMirrors},
+		{"spec.butane", len(s.Butane), MaxButane},
+		{"spec.validation.skip", len(s.Validation.Skip), MaxSkip},
+	}
+	for i, m := range s.RegistryMirrors {
+		if i < MaxRegistryMirrors {
+			limits = append(limits, limit{fmt.Sprintf("spec.registryMirrors[%d].mirrors", i), len(m.Mirrors), MaxMirrors})
+		}
+	}
+	if o := s.OpenShift; o != nil {
+		limits = append(limits,
+			limit{"spec.openshift.clusterNetwork", len(o.ClusterNetwork), MaxNetworks},
+			limit{"spec.openshift.serviceNetwork", len(o.ServiceNetwork), MaxNetworks},
+			limit{"spec.openshift.machineNetwork", len(o.MachineNetwork), MaxNetworks},
+			limit{"spec.openshift.operators", len(o.Operators), MaxOperators})
+	}
+	ok := true
+	for _, l := range limits {
+		if l.n > l.max {
+			c.add(l.path, fmt.Sprintf("%d items, more than the limit of %d", l.n, l.max), "")
+			ok = false
+		}
+	}
+	return ok
 }
 
 // Suggest returns the allowed value closest to v, for did-you-mean hints, or "".
