@@ -127,10 +127,15 @@ func (d *decoder) butaneProblems(bp *Blueprint, path string, src []byte, where f
 	out, rep, err := translateButane(src)
 	if err != nil {
 		var ue common.ErrUnmarshal
-		if errors.As(err, &ue) {
+		switch {
+		case errors.As(err, &ue):
 			report(0, 0, "Butane: invalid YAML: "+ue.Detail, "")
-		} else {
+		case len(rep.Entries) > 0:
+			// The entries below say what is wrong and where; "config is invalid" adds nothing.
+		case strings.Contains(err.Error(), "version") || strings.Contains(err.Error(), "variant"):
 			report(0, 0, "Butane: "+err.Error(), butaneHint(bp))
+		default:
+			report(0, 0, "Butane: "+err.Error(), "")
 		}
 	}
 	entries := rep.Entries
