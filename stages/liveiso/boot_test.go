@@ -1,0 +1,247 @@
+package liveiso
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+const bootKargsSize = 512
+
+// bootableLiveISO builds a tiny BIOS-bootable live ISO that follows the
+// CoreOS contract: isolinux loads the kernel with /images/initrd.img and the
+// embed area /images/ignition.img as initrds, the append line holds a karg
+// area described by kargs.json, and igninfo.json names the area. Its init
+// prints /proc/cmdline and the sha256 of /config.ign to the serial port.
+func bootableLiveISO(t *testing.T) string {
+	t.Helper()
+	requireTool(t, "xorriso", "xorriso")
+	requireTool(t, "cpio", "cpio")
+	kernels, _ := filepath.Glob("/boot/vmlinuz-*")
+	if len(kernels) == 0 {
+		t.Fatal("no kernel in /boot: install the Debian package linux-image-amd64 (make deps)")
+	}
+	for _, f := range []struct{ path, pkg string }{
+		{"/usr/lib/ISOLINUX/isolinux.bin", "isolinux"},
+		{"/usr/lib/syslinux/modules/bios/ldlinux.c32", "syslinux-common"},
+		{"/bin/busybox", "busybox-static"},
+	} {
+		if _, err := os.Stat(f.path); err != nil {
+			t.Fatalf("%s missing: install the Debian package %s (make deps)", f.path, f.pkg)
+		}
+	}
+	dir := t.TempDir()
+	root := filepath.Join(dir, "root")
+	initrd := filepath.Join(dir, "initrd")
+	for _, d := range []string{"isolinux", "images", "coreos", "initrd/bin"} {
+		if d == "initrd/bin" {
+			d = filepath.Join(initrd, "bin")
+		} else {
+			d = filepath.Join(root, d)
+		}
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	copyTo := func(src, dst string, mode os.FileMode) {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dst, b, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	copyTo(kernels[len(kernels)-1], filepath.Join(root, "images", "vmlinuz"), 0o644)
+	copyTo("/usr/lib/ISOLINUX/isolinux.bin", filepath.Join(root, "isolinux", "isolinux.bin"), 0o644)
+	copyTo("/usr/lib/syslinux/modules/bios/ldlinux.c32", filepath.Join(root, "isolinux", "ldlinux.c32"), 0o644)
+	copyTo("/bin/busybox", filepath.Join(initrd, "bin", "busybox"), 0o755)
+	initScript := `#!/bin/busybox sh
+/bin/busybox mkdir -p /dev /proc
+/bin/busybox mount -t devtmpfs dev /dev
+/bin/busybox mount -t proc proc /proc
+exec >/dev/ttyS0 2>&1
+echo "SNOF-CMDLINE: $(/bin/busybox cat /proc/cmdline)"
+if [ -e /config.ign ]; then echo "SNOF-CONFIG: $(/bin/busybox sha256sum /config.ign)"; else echo "SNOF-CONFIG: none"; fi
+for f in /etc/coreos-firstboot-network/*; do [ -e "$f" ] && echo "SNOF-NET: $f"; done
+echo SNOF-DONE
+/bin/busybox poweroff -f
+`
+	if err := os.WriteFile(filepath.Join(initrd, "init"), []byte(initScript), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	run(t, initrd, "sh", "-c", "find . | cpio -o -H newc --quiet | gzip -1 > "+filepath.Join(root, "images", "initrd.img"))
+	if err := os.WriteFile(filepath.Join(root, "images", "ignition.img"), make([]byte, 256<<10), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	def := "console=ttyS0 snofactory.default=1"
+	prefix := "default live\nprompt 0\ntimeout 1\nlabel live\n  kernel /images/vmlinuz\n  append initrd=/images/initrd.img,/images/ignition.img "
+	area := def + "\n" + strings.Repeat("#", bootKargsSize-len(def)-1)
+	cfg := prefix + area + "\n"
+	if err := os.WriteFile(filepath.Join(root, "isolinux", "isolinux.cfg"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	kj, _ := json.Marshal(map[string]any{"default": def, "size": bootKargsSize,
+		"files": []map[string]any{{"path": "isolinux/isolinux.cfg", "offset": len(prefix), "pad": "#", "end": "\n"}}})
+	if err := os.WriteFile(filepath.Join(root, "coreos", "kargs.json"), kj, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "coreos", "igninfo.json"), []byte(`{"file": "images/ignition.img"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "coreos", "features.json"), []byte(`{"live-initrd-network": true}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "live.iso")
+	run(t, dir, "xorriso", "-as", "mkisofs", "-quiet", "-R", "-V", "SNOFLIVE",
+		"-b", "isolinux/isolinux.bin", "-c", "isolinux/boot.cat", "-no-emul-boot", "-boot-load-size", "4", "-boot-info-table",
+		"-o", out, root)
+	return out
+}
+
+// bootISO boots the ISO under qemu and returns the serial console output
+// once init reports done. KVM is probed for real by booting with it; where
+// /dev/kvm exists but cannot run the guest (as on some nested hosts), the
+// boot is retried with TCG and a warning, with a scaled timeout.
+func bootISO(t *testing.T, iso string) string {
+	t.Helper()
+	qemu := requireTool(t, "qemu-system-x86_64", "qemu-system-x86")
+	if _, err := os.Stat("/dev/kvm"); err == nil {
+		log, why := tryBoot(t, qemu, "kvm", iso, 60*time.Second)
+		if why == "" {
+			return log
+		}
+		t.Logf("WARNING: KVM could not boot the guest (%s); falling back to TCG (slow, timeout scaled)", why)
+	} else {
+		t.Log("WARNING: no /dev/kvm; booting with TCG (slow, timeout scaled)")
+	}
+	log, why := tryBoot(t, qemu, "tcg", iso, 300*time.Second)
+	if why != "" {
+		t.Fatalf("booting %s with TCG: %s\nserial console:\n%s", iso, why, tail(log, 3000))
+	}
+	return log
+}
+
+// tryBoot runs one boot; why is "" on success, else what went wrong.
+func tryBoot(t *testing.T, qemu, accel, iso string, timeout time.Duration) (log, why string) {
+	dir := t.TempDir()
+	logPath, errPath := filepath.Join(dir, "serial.log"), filepath.Join(dir, "qemu.err")
+	errFile, err := os.Create(errPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer errFile.Close()
+	cmd := exec.Command(qemu, "-accel", accel, "-m", "384", "-display", "none", "-monitor", "none",
+		"-no-reboot", "-cdrom", iso, "-boot", "d", "-serial", "file:"+logPath)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Stdout, cmd.Stderr = errFile, errFile
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	kill := func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		select {
+		case err := <-done:
+			b, _ := os.ReadFile(logPath)
+			if bytes.Contains(b, []byte("SNOF-DONE")) {
+				return string(b), ""
+			}
+			e, _ := os.ReadFile(errPath)
+			return string(b), fmt.Sprintf("qemu exited (%v) before init finished: %s", err, tail(string(e), 500))
+		case <-time.After(250 * time.Millisecond):
+		}
+		e, _ := os.ReadFile(errPath)
+		if bytes.Contains(e, []byte("emulation failure")) || bytes.Contains(e, []byte("KVM internal error")) ||
+			bytes.Contains(e, []byte("failed to initialize kvm")) {
+			kill()
+			msg := "KVM failed"
+			for _, l := range strings.Split(string(e), "\n") {
+				if strings.Contains(l, "KVM") || strings.Contains(l, "kvm") || strings.Contains(l, "emulation failure") {
+					msg = strings.TrimSpace(l)
+					break
+				}
+			}
+			return "", "qemu: " + msg
+		}
+		if time.Now().After(deadline) {
+			kill()
+			b, _ := os.ReadFile(logPath)
+			return string(b), fmt.Sprintf("no SNOF-DONE within %s", timeout)
+		}
+	}
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+func sha(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+// The real kernel unpacks what we embed: config.ign arrives at /config.ign
+// with the kernel arguments we set, both for a plain embed and for the
+// rebuild strategy with a config far larger than the area.
+func TestBootEmbeddedISO(t *testing.T) {
+	if testing.Short() {
+		t.Skip("boots a VM; run without -short")
+	}
+	base := bootableLiveISO(t)
+	ctx := context.Background()
+	keyfile := []byte("[connection]\nid=eth0\ntype=ethernet\n")
+	for _, tt := range []struct {
+		name string
+		cfg  []byte
+		want Strategy
+	}{
+		{"embed", testConfig("boot"), StrategyPatch},
+		{"rebuild", bigConfig(600 << 10), StrategyRebuild},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "custom.iso")
+			rep, err := Customize(ctx, base, out, Customization{
+				Ignition:        tt.cfg,
+				KargsAppend:     []string{"snofactory.marker=" + tt.name},
+				NetworkKeyfiles: map[string][]byte{"eth0.nmconnection": keyfile},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Strategy != tt.want {
+				t.Fatalf("strategy %s, want %s (report %+v)", rep.Strategy, tt.want, rep)
+			}
+			log := bootISO(t, out)
+			if !strings.Contains(log, "SNOF-CONFIG: "+sha(tt.cfg)) {
+				t.Errorf("the booted kernel did not unpack our /config.ign (want sha256 %s):\n%s", sha(tt.cfg), tail(log, 2000))
+			}
+			if !strings.Contains(log, "snofactory.default=1 snofactory.marker="+tt.name) {
+				t.Errorf("kernel command line lacks the appended karg:\n%s", tail(log, 2000))
+			}
+			if !strings.Contains(log, "SNOF-NET: /etc/coreos-firstboot-network/eth0.nmconnection") {
+				t.Errorf("network keyfile not unpacked:\n%s", tail(log, 2000))
+			}
+			fmt.Fprintf(os.Stderr, "boot %s: config %d bytes, payload %d, area %d\n", tt.name, rep.ConfigBytes, rep.PayloadBytes, rep.AreaBytes)
+		})
+	}
+}
