@@ -153,8 +153,12 @@ func (d *decoder) butaneProblems(bp *Blueprint, path string, src []byte, where f
 		if e.Context.Len() > 0 {
 			msg = e.Context.String() + ": " + msg
 		}
+		hint := ""
+		if strings.Contains(e.Message, "files directory") {
+			hint = "fragments are translated without a files directory: put the content inline (contents.inline) or fetch it from a URL (contents.source)"
+		}
 		// Butane's warnings fail the render too (as butane --strict): nearly always a typo.
-		report(line, col, "Butane "+e.Kind.String()+": "+msg, "")
+		report(line, col, "Butane "+e.Kind.String()+": "+msg, hint)
 	}
 	if err != nil || len(rep.Entries) > 0 || target != v1alpha1.TargetCoreOS {
 		return
