@@ -59,8 +59,17 @@ func parseRef(ref string) (reference.Named, error) {
 	return reference.TagNameOnly(named), nil
 }
 
-// open fetches the manifest of ref and, for a manifest list, the platform instance.
-func (c *client) open(ctx context.Context, ref string) (*image, error) {
+// open fetches the manifest of ref and, for a manifest list, the platform instance,
+// retrying transient failures.
+func (c *client) open(ctx context.Context, ref string) (im *image, err error) {
+	err = retry(ctx, func() error {
+		im, err = c.openOnce(ctx, ref)
+		return err
+	})
+	return im, err
+}
+
+func (c *client) openOnce(ctx context.Context, ref string) (*image, error) {
 	named, err := parseRef(ref)
 	if err != nil {
 		return nil, err
@@ -124,7 +133,11 @@ func (c *client) digestOf(ctx context.Context, ref string) (string, digest.Diges
 	if err != nil {
 		return "", "", fmt.Errorf("image %s: %w", ref, err)
 	}
-	dg, err := docker.GetDigest(ctx, c.sys, dref)
+	var dg digest.Digest
+	err = retry(ctx, func() (err error) {
+		dg, err = docker.GetDigest(ctx, c.sys, dref)
+		return err
+	})
 	if err != nil {
 		return "", "", fmt.Errorf("resolving %s: %w", ref, err)
 	}
@@ -132,10 +145,11 @@ func (c *client) digestOf(ctx context.Context, ref string) (string, digest.Diges
 }
 
 // walkLayers calls fn for every regular file in the image's layers, bottom layer first, so a
-// caller that keeps the last match sees what the container would.
+// caller that keeps the last match sees what the container would. fn sees a layer again from
+// its start when a transfer failed and was retried.
 func (c *client) walkLayers(ctx context.Context, im *image, fn func(name string, hdr *tar.Header, r io.Reader) error) error {
 	for _, l := range im.manifest.LayerInfos() {
-		if err := c.walkLayer(ctx, im, l.BlobInfo, fn); err != nil {
+		if err := retry(ctx, func() error { return c.walkLayer(ctx, im, l.BlobInfo, fn) }); err != nil {
 			return fmt.Errorf("reading layer %s of %s: %w", l.Digest, im.named, err)
 		}
 	}
@@ -222,27 +236,30 @@ func (c *client) extractFile(ctx context.Context, im *image, name, dst string) (
 	for i := len(layers) - 1; i >= 0; i-- {
 		var found digest.Digest
 		deleted := false
-		err := c.walkLayer(ctx, im, layers[i].BlobInfo, func(n string, hdr *tar.Header, r io.Reader) error {
-			if n == whiteouts[0] || n == whiteouts[1] {
-				deleted = true
-			}
-			if n != want {
+		err := retry(ctx, func() error {
+			found, deleted = "", false
+			return c.walkLayer(ctx, im, layers[i].BlobInfo, func(n string, hdr *tar.Header, r io.Reader) error {
+				if n == whiteouts[0] || n == whiteouts[1] {
+					deleted = true
+				}
+				if n != want {
+					return nil
+				}
+				f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o755)
+				if err != nil {
+					return err
+				}
+				dg := digest.Canonical.Digester()
+				if _, err := io.Copy(io.MultiWriter(f, dg.Hash()), r); err != nil {
+					f.Close()
+					return fmt.Errorf("extracting %s: %w", name, err)
+				}
+				if err := f.Close(); err != nil {
+					return err
+				}
+				found = dg.Digest()
 				return nil
-			}
-			f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o755)
-			if err != nil {
-				return err
-			}
-			dg := digest.Canonical.Digester()
-			if _, err := io.Copy(io.MultiWriter(f, dg.Hash()), r); err != nil {
-				f.Close()
-				return fmt.Errorf("extracting %s: %w", name, err)
-			}
-			if err := f.Close(); err != nil {
-				return err
-			}
-			found = dg.Digest()
-			return nil
+			})
 		})
 		if err != nil {
 			return "", fmt.Errorf("reading layer %s of %s: %w", layers[i].Digest, im.named, err)
