@@ -50,6 +50,10 @@ func ParseSize(s string) (Size, error) {
 	if err != nil || n > math.MaxInt64/int64(unit) {
 		return 0, fmt.Errorf("invalid size %q: too large", clip(s))
 	}
+	if n == 0 {
+		// Zero would read as "unset" and silently become the default.
+		return 0, fmt.Errorf("invalid size %q: must be positive", clip(s))
+	}
 	return Size(n) * unit, nil
 }
 
@@ -133,6 +137,10 @@ func ParseDuration(s string) (Duration, error) {
 			return 0, fmt.Errorf("invalid duration %q: must be positive and not too large", clip(s))
 		}
 		total += d
+	}
+	if total == 0 {
+		// Zero would read as "unset" and silently become the default.
+		return 0, fmt.Errorf("invalid duration %q: must be positive", clip(s))
 	}
 	return Duration(total), nil
 }
