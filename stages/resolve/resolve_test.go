@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/test/registry"
 )
 
@@ -335,6 +337,52 @@ func TestExtractFileWhiteout(t *testing.T) {
 			}
 			if b, _ := os.ReadFile(dst); string(b) != tc.want {
 				t.Errorf("extracted %q, want %q", b, tc.want)
+			}
+		})
+	}
+}
+
+func TestStageLocked(t *testing.T) {
+	f := newFixture(t)
+	opts := f.options()
+	good := filepath.Join(t.TempDir(), "lock.json")
+	lock, err := Resolve(context.Background(), opts, Runtime{OutDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteLock(good, lock); err != nil {
+		t.Fatal(err)
+	}
+	lock.Images[1].Digest = "sha256:" + strings.Repeat("0", 64)
+	stale := filepath.Join(t.TempDir(), "lock.json")
+	WriteLock(stale, lock)
+	tests := []struct {
+		name, lock, wantErr string
+	}{
+		{"matches", good, ""},
+		{"moved", stale, "no longer match"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o := opts
+			o.Locked = tc.lock
+			out := t.TempDir()
+			g := &pipeline.Graph{Blueprint: "locked", Stages: []pipeline.Stage{New(o)}}
+			_, err := pipeline.Build(context.Background(), g, pipeline.BuildOptions{Cache: &pipeline.Cache{Dir: t.TempDir()}, OutputDir: out})
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				b1, _ := os.ReadFile(tc.lock)
+				b2, _ := os.ReadFile(filepath.Join(out, Name, LockFile))
+				if !bytes.Equal(b1, b2) {
+					t.Error("the stage's lock differs from the one it was locked to")
+				}
+				return
+			}
+			var lm *LockMismatchError
+			if !errors.As(err, &lm) || !strings.Contains(err.Error(), tc.wantErr) || len(lm.Diffs) != 1 {
+				t.Errorf("err = %v, want a LockMismatchError with one difference", err)
 			}
 		})
 	}

@@ -2,7 +2,9 @@ package resolve
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/snofactory/snofactory/pipeline"
 )
@@ -25,6 +27,10 @@ type Options struct {
 	Images []string `json:"images,omitempty"`
 	// Registry says how registries are reached.
 	Registry Registry `json:"registry"`
+	// Locked is a lock file the build must match (build --locked): the stage fails, listing
+	// every difference, if a fresh resolution differs. Its content is part of the key
+	// through Stage.Files, its host path is not.
+	Locked string `json:"-"`
 }
 
 // New returns the resolve stage. Its output holds lock.json and bin/openshift-install.
@@ -41,6 +47,12 @@ func New(opts Options) pipeline.Stage {
 			if err != nil {
 				return err
 			}
+			if opts.Locked != "" {
+				if err := checkLocked(opts.Locked, lock); err != nil {
+					return err
+				}
+				env.Log.Info("resolution matches the lock", "lock", opts.Locked)
+			}
 			if err := WriteLock(filepath.Join(env.Out, LockFile), lock); err != nil {
 				return err
 			}
@@ -48,8 +60,15 @@ func New(opts Options) pipeline.Stage {
 			return nil
 		},
 	}
+	files := map[string]string{}
 	if opts.Registry.RegistriesConf != "" {
-		s.Files = map[string]string{"registries.conf": opts.Registry.RegistriesConf}
+		files["registries.conf"] = opts.Registry.RegistriesConf
+	}
+	if opts.Locked != "" {
+		files["lock.json"] = opts.Locked
+	}
+	if len(files) > 0 {
+		s.Files = files
 	}
 	if opts.Registry.PullSecret != "" {
 		s.Secrets = []string{opts.Registry.PullSecret}
@@ -59,3 +78,25 @@ func New(opts Options) pipeline.Stage {
 
 // LockPath returns the lock file inside a resolve stage output directory.
 func LockPath(outDir string) string { return filepath.Join(outDir, LockFile) }
+
+// LockMismatchError is a build --locked whose fresh resolution differs from the lock.
+type LockMismatchError struct {
+	Lock  string
+	Diffs []string
+}
+
+func (e *LockMismatchError) Error() string {
+	return fmt.Sprintf("the build's inputs no longer match %s (%d differences):\n  - %s",
+		e.Lock, len(e.Diffs), strings.Join(e.Diffs, "\n  - "))
+}
+
+func checkLocked(path string, fresh *Lock) error {
+	locked, err := ReadLock(path)
+	if err != nil {
+		return err
+	}
+	if diffs := Verify(locked, fresh); len(diffs) > 0 {
+		return &LockMismatchError{Lock: path, Diffs: diffs}
+	}
+	return nil
+}
