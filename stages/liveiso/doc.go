@@ -15,6 +15,11 @@
 // still boots unattended and later tools still find the area. Customize picks
 // the strategy.
 //
+// NetworkManager keyfiles are embedded as given (Customization.NetworkKeyfiles).
+// Converting nmstate YAML to keyfiles is not done here: nmstate's generator is
+// Rust, its Go binding needs cgo and libnmstate (not packaged in Debian 12),
+// and the binary must stay static.
+//
 // The ISO 9660 directory walk is our own small, bounded reader built on
 // github.com/kdomanski/iso9660's record decoder: that library's tree walker
 // follows Rock Ridge continuation areas without limits (a crafted ISO hangs

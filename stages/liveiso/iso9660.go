@@ -299,5 +299,5 @@ func (fs *isoFS) walk() ([]isoFile, error) {
 	return out, nil
 }
 
-// hasPrefixFold is bytes.HasPrefix for magic numbers.
+// hasPrefix reports whether b starts with the magic string.
 func hasPrefix(b []byte, magic string) bool { return bytes.HasPrefix(b, []byte(magic)) }
