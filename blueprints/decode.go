@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -263,7 +264,41 @@ func (d *decoder) decodeStruct(at, n *yaml.Node, v reflect.Value, path string, d
 		}
 		d.keyPos[p] = position{k.Line, k.Column}
 		d.decode(val, v.Field(i), p, depth+1)
+		if !d.failed[p] {
+			d.checkBounds(val, t.Field(i), v.Field(i), p)
+		}
 	})
+}
+
+// checkBounds applies an integer field's schema minimum and maximum (its jsonschema tag)
+// to the value as written, before defaults: an explicit cpus: 0 is an error, not a request
+// for the default.
+func (d *decoder) checkBounds(n *yaml.Node, f reflect.StructField, v reflect.Value, path string) {
+	for v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return
+		}
+		v = v.Elem()
+	}
+	if v.Kind() != reflect.Int || (n.Kind == yaml.ScalarNode && n.Tag == "!!null") {
+		return
+	}
+	for _, part := range strings.Split(f.Tag.Get("jsonschema"), ",") {
+		name, val, ok := strings.Cut(part, "=")
+		if !ok {
+			continue
+		}
+		bound, err := strconv.ParseInt(val, 10, 64)
+		if err != nil {
+			continue
+		}
+		switch {
+		case name == "minimum" && v.Int() < bound:
+			d.fail(n, path, fmt.Sprintf("must be at least %d, got %d", bound, v.Int()), "")
+		case name == "maximum" && v.Int() > bound:
+			d.fail(n, path, fmt.Sprintf("must be at most %d, got %d", bound, v.Int()), "")
+		}
+	}
 }
 
 func (d *decoder) decodeMap(at, n *yaml.Node, v reflect.Value, path string, depth int) {
