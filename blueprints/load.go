@@ -114,6 +114,10 @@ func Parse(data []byte, path string) (bp *Blueprint, err error) {
 			}
 			return a.Col < b.Col
 		})
+		if len(d.problems) > maxProblems {
+			d.problems = append(d.problems[:maxProblems], Problem{File: path,
+				Message: fmt.Sprintf("%d more problems not shown", len(d.problems)-maxProblems)})
+		}
 		return nil, &ValidationErrors{Problems: d.problems}
 	}
 	return bp, nil
