@@ -106,6 +106,7 @@ func Parse(data []byte, path string) (bp *Blueprint, err error) {
 		d.problems = append(d.problems, Problem{File: path, Line: pos.line, Col: pos.col, Path: fe.Path, Message: fe.Message, Hint: fe.Hint})
 	}
 	d.checkButane(bp, data)
+	d.checkManifests(bp)
 	if len(d.problems) > 0 {
 		sort.SliceStable(d.problems, func(i, j int) bool {
 			a, b := d.problems[i], d.problems[j]
