@@ -367,7 +367,11 @@ func TestSecretNeverPrinted(t *testing.T) {
 			}
 		})
 	}
-	_, err := parseIn(t, dir, openshift("    sshPublicKeyFile: not-a-key.pub\n"))
+	_, err := parseIn(t, dir, strings.Replace(openshift(""), "pull-secret.json", `'{"auths":{"r":{"auth":"`+fakeSecret+`"}}}'`, 1))
+	if err == nil || strings.Contains(err.Error(), "SUPERSECRET") || !strings.Contains(err.Error(), "not hold the pull secret itself") {
+		t.Fatalf("pasted pull secret leaked or accepted: %v", err)
+	}
+	_, err = parseIn(t, dir, openshift("    sshPublicKeyFile: not-a-key.pub\n"))
 	if err == nil || strings.Contains(err.Error(), "SUPERSECRET") {
 		t.Fatalf("private key content leaked or accepted: %v", err)
 	}

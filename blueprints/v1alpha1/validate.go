@@ -243,11 +243,17 @@ func (b *Blueprint) validateOpenShift(c *checker) {
 	case len(o.ClusterName)+1+len(o.BaseDomain) > 253:
 		c.add(p+".baseDomain", "clusterName.baseDomain is longer than 253 characters", "")
 	}
-	if o.PullSecretFile == "" {
+	switch {
+	case o.PullSecretFile == "":
 		c.add(p+".pullSecretFile", "required", "a file with the JSON pull secret, relative to the blueprint")
-	} else if data, ok := c.readFile(p+".pullSecretFile", b.Resolved.PullSecretFile, "the pull secret", maxPullSecretSize); ok {
-		if msg := checkPullSecret(data); msg != "" {
-			c.add(p+".pullSecretFile", msg, "the file must hold {\"auths\": {\"REGISTRY\": {\"auth\": \"...\"}}}")
+	case strings.ContainsAny(o.PullSecretFile, "{}\"\n") || len(o.PullSecretFile) > 4096:
+		// That is the secret itself pasted in: say so without echoing it.
+		c.add(p+".pullSecretFile", "must name a file, not hold the pull secret itself", "save the secret to a file (mode 0600) and give its path; remove it from the blueprint")
+	default:
+		if data, ok := c.readFile(p+".pullSecretFile", b.Resolved.PullSecretFile, "the pull secret", maxPullSecretSize); ok {
+			if msg := checkPullSecret(data); msg != "" {
+				c.add(p+".pullSecretFile", msg, "the file must hold {\"auths\": {\"REGISTRY\": {\"auth\": \"...\"}}}")
+			}
 		}
 	}
 	if o.SSHPublicKey != "" && o.SSHPublicKeyFile != "" {
