@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/snofactory/snofactory/stages/internal/registries"
 	"os"
 	"path/filepath"
 	"time"
@@ -137,7 +138,7 @@ func run(ctx context.Context, opts Options, env *pipeline.Env) error {
 	if arch == "" {
 		arch = "x86_64"
 	}
-	sys, cleanup, err := systemContext(ctx, opts.Registry, env.Secrets, arch)
+	sys, cleanup, err := registries.SystemContext(ctx, opts.Registry, env.Secrets, arch)
 	if err != nil {
 		return err
 	}
@@ -149,7 +150,7 @@ func run(ctx context.Context, opts Options, env *pipeline.Env) error {
 		Jobs:      opts.Jobs,
 		Attempts:  opts.Attempts,
 		RetryBase: opts.RetryBase,
-		Arch:      goArch(arch),
+		Arch:      registries.GoArch(arch),
 		Progress:  env.Progress,
 		Log:       env.Log,
 	})

@@ -3,6 +3,7 @@ package resolve
 import (
 	"context"
 	"fmt"
+	"github.com/snofactory/snofactory/stages/internal/registries"
 	"sync"
 )
 
@@ -42,7 +43,7 @@ func ReleaseInfo(ctx context.Context, opts Options, rt Runtime, jobs int) (*Info
 		}
 		refs = append(refs, im.Ref)
 	}
-	sys, cleanup, err := systemContext(ctx, opts.Registry, rt.Secrets, lock.Arch)
+	sys, cleanup, err := registries.SystemContext(ctx, opts.Registry, rt.Secrets, lock.Arch)
 	if err != nil {
 		return nil, err
 	}

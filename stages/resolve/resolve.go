@@ -3,6 +3,7 @@ package resolve
 import (
 	"context"
 	"fmt"
+	"github.com/snofactory/snofactory/stages/internal/registries"
 	"io"
 	"log/slog"
 	"os"
@@ -38,7 +39,7 @@ func Resolve(ctx context.Context, opts Options, rt Runtime) (*Lock, error) {
 	if arch == "" {
 		arch = "x86_64"
 	}
-	sys, cleanup, err := systemContext(ctx, opts.Registry, rt.Secrets, arch)
+	sys, cleanup, err := registries.SystemContext(ctx, opts.Registry, rt.Secrets, arch)
 	if err != nil {
 		return nil, err
 	}

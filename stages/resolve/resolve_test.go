@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/snofactory/snofactory/stages/internal/registries"
 	"os"
 	"path/filepath"
 	"strings"
@@ -272,27 +273,6 @@ func TestVerify(t *testing.T) {
 	}
 }
 
-func TestRegistriesDropIn(t *testing.T) {
-	got := registriesDropIn(Registry{Insecure: []string{"127.0.0.1:5000"}, Mirrors: []Mirror{{Source: "quay.io/ocp", Mirrors: []string{"127.0.0.1:5000/ocp"}}}})
-	want := `[[registry]]
-prefix = "quay.io/ocp"
-location = "quay.io/ocp"
-insecure = false
-mirror-by-digest-only = true
-[[registry.mirror]]
-location = "127.0.0.1:5000/ocp"
-insecure = true
-
-[[registry]]
-location = "127.0.0.1:5000"
-insecure = true
-
-`
-	if got != want {
-		t.Errorf("drop-in:\n%s\nwant:\n%s", got, want)
-	}
-}
-
 func TestExtractFileWhiteout(t *testing.T) {
 	reg := registry.StartT(t, registry.Options{})
 	bin := map[string]string{"usr/bin/openshift-install": "v1"}
@@ -313,7 +293,7 @@ func TestExtractFileWhiteout(t *testing.T) {
 				ls = append(ls, layer(t, l))
 			}
 			ref := push(t, reg.Ref(fmt.Sprintf("ocp/installer%d:1", i)), ls...)
-			sys, cleanup, err := systemContext(context.Background(), Registry{Insecure: []string{reg.Addr()}}, nil, "x86_64")
+			sys, cleanup, err := registries.SystemContext(context.Background(), Registry{Insecure: []string{reg.Addr()}}, nil, "x86_64")
 			if err != nil {
 				t.Fatal(err)
 			}

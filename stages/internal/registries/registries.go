@@ -1,0 +1,134 @@
+// Package registries turns a stage's registry settings (mirrors, insecure registries,
+// registries.conf, signature policy, pull secret) into a containers/image SystemContext.
+// Every stage that talks to registries (resolve, precache) shares it, so they reach
+// registries the same way.
+package registries
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/containers/image/v5/types"
+	"github.com/snofactory/snofactory/pipeline"
+)
+
+// Config is how a stage reaches registries. Nothing in it is secret: the pull secret is
+// named here and read through the pipeline's secrets channel.
+type Config struct {
+	// Insecure lists registries (host[:port]) reached over plain HTTP or without TLS
+	// verification.
+	Insecure []string `json:"insecure,omitempty"`
+	// Mirrors are ImageContentSourcePolicy / ImageDigestMirrorSet entries: pulls by digest of
+	// anything under Source try each mirror in order, then Source itself.
+	Mirrors []Mirror `json:"mirrors,omitempty"`
+	// RegistriesConf is a registries.conf file to use instead of the host's. It is hashed into
+	// the key through Stage.Files, so its host path is not part of the options.
+	RegistriesConf string `json:"-"`
+	// PolicyFile is a containers signature policy (policy.json). When set, every image must
+	// be allowed by it before any of its blobs is fetched. Hashed into the key through
+	// Stage.Files.
+	PolicyFile string `json:"-"`
+	// PullSecret names a pipeline secret holding an auth file (pull-secret / auth.json
+	// format). Empty means the standard auth files of the user running the build.
+	PullSecret string `json:"pullSecret,omitempty"`
+}
+
+// Mirror is one ICSP/IDMS mirror list.
+type Mirror struct {
+	Source  string   `json:"source"`
+	Mirrors []string `json:"mirrors"`
+}
+
+// SystemContext builds the containers/image configuration for reg in a private temporary
+// directory (registries.conf drop-in, auth file); cleanup removes it.
+func SystemContext(ctx context.Context, reg Config, secrets pipeline.SecretSource, arch string) (*types.SystemContext, func(), error) {
+	dir, err := os.MkdirTemp("", "snofactory-registries-")
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating registry configuration directory: %w", err)
+	}
+	cleanup := func() { os.RemoveAll(dir) }
+	sys := &types.SystemContext{
+		ArchitectureChoice:          GoArch(arch),
+		OSChoice:                    "linux",
+		SystemRegistriesConfPath:    reg.RegistriesConf,
+		SystemRegistriesConfDirPath: filepath.Join(dir, "registries.conf.d"),
+		BigFilesTemporaryDir:        dir,
+		SignaturePolicyPath:         reg.PolicyFile,
+		DockerRegistryUserAgent:     "snofactory",
+	}
+	if err := os.MkdirAll(sys.SystemRegistriesConfDirPath, 0o700); err != nil {
+		cleanup()
+		return nil, nil, fmt.Errorf("creating registry configuration directory: %w", err)
+	}
+	if conf := registriesDropIn(reg); conf != "" {
+		if err := os.WriteFile(filepath.Join(sys.SystemRegistriesConfDirPath, "50-snofactory.conf"), []byte(conf), 0o600); err != nil {
+			cleanup()
+			return nil, nil, fmt.Errorf("writing registries.conf drop-in: %w", err)
+		}
+	}
+	if reg.PullSecret != "" {
+		if secrets == nil {
+			cleanup()
+			return nil, nil, fmt.Errorf("pull secret %q is configured but no secrets were given", reg.PullSecret)
+		}
+		b, err := secrets.Secret(reg.PullSecret)
+		if err != nil {
+			cleanup()
+			return nil, nil, err
+		}
+		p := filepath.Join(dir, "auth.json")
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			cleanup()
+			return nil, nil, fmt.Errorf("writing pull secret for registry access: %w", err)
+		}
+		sys.AuthFilePath = p
+	}
+	return sys, cleanup, nil
+}
+
+// registriesDropIn renders mirrors and insecure registries as a registries.conf (v2) drop-in.
+func registriesDropIn(reg Config) string {
+	var b strings.Builder
+	insecure := func(loc string) bool {
+		host, _, _ := strings.Cut(loc, "/")
+		return slices.Contains(reg.Insecure, host) || slices.Contains(reg.Insecure, loc)
+	}
+	prefixes := map[string]bool{}
+	for _, m := range reg.Mirrors {
+		if prefixes[m.Source] {
+			continue
+		}
+		prefixes[m.Source] = true
+		fmt.Fprintf(&b, "[[registry]]\nprefix = %s\nlocation = %s\ninsecure = %t\nmirror-by-digest-only = true\n",
+			strconv.Quote(m.Source), strconv.Quote(m.Source), insecure(m.Source))
+		for _, loc := range m.Mirrors {
+			fmt.Fprintf(&b, "[[registry.mirror]]\nlocation = %s\ninsecure = %t\n", strconv.Quote(loc), insecure(loc))
+		}
+		b.WriteString("\n")
+	}
+	for _, h := range reg.Insecure {
+		if prefixes[h] {
+			continue
+		}
+		prefixes[h] = true
+		fmt.Fprintf(&b, "[[registry]]\nlocation = %s\ninsecure = true\n\n", strconv.Quote(h))
+	}
+	return b.String()
+}
+
+// GoArch maps an RPM/CoreOS architecture name to the OCI one.
+func GoArch(arch string) string {
+	switch arch {
+	case "", "x86_64":
+		return "amd64"
+	case "aarch64":
+		return "arm64"
+	default:
+		return arch
+	}
+}
