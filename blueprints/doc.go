@@ -6,6 +6,14 @@
 // reported at once, as FILE:LINE:COL: PATH: MESSAGE with a hint where one helps, in a
 // *ValidationErrors. Hostile input (alias bombs, deep nesting, huge files) fails fast.
 //
+// Beyond the types, loading checks what a build would trip over later: referenced files
+// exist (a local ISO may be built later if source.generatedBy names the command, see
+// Blueprint.CheckISO), the pull secret is JSON with auths (its content is never printed),
+// user Butane fragments translate for the target, and extra manifests are Kubernetes
+// objects. The loaded Blueprint carries its directory (Dir) and the absolute path of every
+// file it references (Resolved).
+//
 // Schema returns the JSON Schema of the current version, generated from the Go types and
-// committed as schema.json for editors (yaml-language-server).
+// committed as schema.json for editors (yaml-language-server); REFERENCE.md documents every
+// field, with tables generated from the same types.
 package blueprints
