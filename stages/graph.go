@@ -3,18 +3,34 @@ package stages
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/snofactory/snofactory/blueprints"
 	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/stages/internal/registries"
+	"github.com/snofactory/snofactory/stages/precache"
 	"github.com/snofactory/snofactory/stages/render"
+	"github.com/snofactory/snofactory/stages/resolve"
 )
 
 // Order is the pipeline's stage order; a build's --until and --force name these.
 var Order = []string{"resolve", render.Name, "live-iso", "precache", "install", "validate", "seal", "publish"}
+
+// Options are build-time choices that are not part of the blueprint.
+type Options struct {
+	// LockFile, when set, makes the build refuse to run if anything resolves differently
+	// from this lock (build --locked).
+	LockFile string
+}
+
+// arch is the node architecture, in CoreOS naming. Seeds are x86_64 for now.
+const arch = "x86_64"
 
 // Secret names used by stages.
 const (
@@ -23,7 +39,7 @@ const (
 )
 
 // Graph maps a loaded blueprint onto the stage graph and the secrets its stages may read.
-func Graph(bp *blueprints.Blueprint) (*pipeline.Graph, pipeline.SecretSource, error) {
+func Graph(bp *blueprints.Blueprint, opts Options) (*pipeline.Graph, pipeline.SecretSource, error) {
 	secrets := secretSet{}
 	if os := bp.Spec.OpenShift; os != nil {
 		secrets.files = map[string]string{SecretPullSecret: bp.Resolved.PullSecretFile}
@@ -37,14 +53,14 @@ func Graph(bp *blueprints.Blueprint) (*pipeline.Graph, pipeline.SecretSource, er
 	if err != nil {
 		return nil, nil, err
 	}
-	renderStage := render.New(ropts)
+	reg := RegistryConfig(bp)
 
 	g := &pipeline.Graph{Blueprint: bp.Metadata.Name}
 	g.Stages = append(g.Stages,
-		pending("resolve", nil, "pins the release, its images and the live ISO"),
-		renderStage,
+		resolveStage(ResolveOptions(bp, opts), catalogOperators(bp)),
+		render.New(ropts),
 		pending("live-iso", []string{render.Name}, "embeds the rendered config into the live ISO"),
-		pending("precache", []string{"resolve"}, "copies every pinned image into the depot's store"),
+		precache.New(precache.Options{Registry: reg, Arch: arch}),
 		pending("install", []string{"live-iso", "precache"}, "installs the node in the factory VM"),
 		pending("validate", []string{"install"}, "checks the installed node before it ships"),
 		pending("seal", []string{"validate"}, "prepares the node for relocation and writes the seed disk"),
@@ -54,6 +70,93 @@ func Graph(bp *blueprints.Blueprint) (*pipeline.Graph, pipeline.SecretSource, er
 		return nil, nil, fmt.Errorf("wiring blueprint %s: %w", bp.Metadata.Name, err)
 	}
 	return g, secrets, nil
+}
+
+// RegistryConfig is how resolve and precache reach registries for this blueprint.
+// Registries on loopback addresses are reached over plain HTTP, as Docker does by default
+// for 127.0.0.0/8: a depot-local or test registry rarely has a certificate.
+func RegistryConfig(bp *blueprints.Blueprint) registries.Config {
+	s := bp.Spec
+	var c registries.Config
+	refs := append([]string{}, s.ExtraImages...)
+	if osh := s.OpenShift; osh != nil {
+		c.PullSecret = SecretPullSecret
+		refs = append(refs, osh.ReleaseImage)
+		for _, op := range osh.Operators {
+			refs = append(refs, op.Bundle, op.Catalog)
+		}
+	}
+	for _, m := range s.RegistryMirrors {
+		c.Mirrors = append(c.Mirrors, registries.Mirror{Source: m.Source, Mirrors: m.Mirrors})
+		refs = append(refs, m.Source)
+		refs = append(refs, m.Mirrors...)
+	}
+	seen := map[string]bool{}
+	for _, ref := range refs {
+		host := registryHost(ref)
+		if host != "" && isLoopback(host) && !seen[host] {
+			seen[host] = true
+			c.Insecure = append(c.Insecure, host)
+		}
+	}
+	slices.Sort(c.Insecure)
+	return c
+}
+
+func registryHost(ref string) string {
+	host, rest, ok := strings.Cut(ref, "/")
+	if !ok || rest == "" || !strings.ContainsAny(host, ".:") && host != "localhost" {
+		return ""
+	}
+	return host
+}
+
+func isLoopback(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(strings.Trim(host, "[]"))
+	return err == nil && ip.IsLoopback()
+}
+
+// ResolveOptions maps the blueprint onto the resolve stage's options.
+func ResolveOptions(bp *blueprints.Blueprint, opts Options) resolve.Options {
+	s := bp.Spec
+	o := resolve.Options{Arch: arch, Images: s.ExtraImages, Registry: RegistryConfig(bp), Locked: opts.LockFile}
+	if osh := s.OpenShift; osh != nil {
+		o.Release = osh.ReleaseImage
+		for _, op := range osh.Operators {
+			if op.Bundle != "" {
+				o.Operators = append(o.Operators, op.Bundle)
+			}
+		}
+	}
+	if src := s.Source; src != nil {
+		if src.URL != "" {
+			o.ISO = &resolve.ISOSource{URL: src.URL, SHA256: src.SHA256}
+		} else {
+			o.ISOPath = bp.Resolved.ISO
+		}
+	}
+	return o
+}
+
+// resolveStage refuses, when it runs, operators it cannot resolve yet: a plan still shows the
+// whole graph for such blueprints.
+func resolveStage(o resolve.Options, catalogOps []blueprints.Operator) pipeline.Stage {
+	s := resolve.New(o)
+	if len(catalogOps) == 0 {
+		return s
+	}
+	s.Run = func(ctx context.Context, env *pipeline.Env) error {
+		op := catalogOps[0]
+		return fmt.Errorf("operator %s comes from catalog %s: resolving catalog packages is not supported yet; name the operator's bundle image with openshift.operators[].bundle instead", op.Name, op.Catalog)
+	}
+	return s
 }
 
 // pending is a stage this version of snofactory does not have yet. It is in the graph so plan
@@ -143,4 +246,16 @@ func (s secretSet) Secret(name string) ([]byte, error) {
 		return b, nil
 	}
 	return nil, fmt.Errorf("secret %s is not configured in the blueprint", name)
+}
+
+func catalogOperators(bp *blueprints.Blueprint) []blueprints.Operator {
+	var out []blueprints.Operator
+	if osh := bp.Spec.OpenShift; osh != nil {
+		for _, op := range osh.Operators {
+			if op.Catalog != "" {
+				out = append(out, op)
+			}
+		}
+	}
+	return out
 }

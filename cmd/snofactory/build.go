@@ -55,7 +55,7 @@ func loadGraph(path string) (*blueprints.Blueprint, *pipeline.Graph, pipeline.Se
 	if err != nil {
 		return nil, nil, nil, badInput(err)
 	}
-	g, secrets, err := stages.Graph(bp)
+	g, secrets, err := stages.Graph(bp, stages.Options{})
 	if err != nil {
 		return nil, nil, nil, badInput(err)
 	}

@@ -30,7 +30,7 @@ func newRenderCommand() *cobra.Command {
 			if err != nil {
 				return badInput(err)
 			}
-			_, secrets, err := stages.Graph(bp)
+			_, secrets, err := stages.Graph(bp, stages.Options{})
 			if err != nil {
 				return badInput(err)
 			}

@@ -64,7 +64,11 @@ func rebuild(ctx context.Context, iso *ISO, out string, payload []byte) (int64, 
 	if err := os.WriteFile(infoPath, append(info, '\n'), 0o444); err != nil {
 		return 0, fmt.Errorf("writing igninfo.json: %w", err)
 	}
-	args := []string{"-abort_on", "FAILURE", "-indev", iso.Path, "-outdev", filepath.Join(work, "out.iso"),
+	// SORRY-level messages are not fatal: re-replaying the boot setup of an
+	// image xorriso itself wrote yields "cannot make proposal to mark data file
+	// as MBR partition" although the partition is kept; the result is read
+	// back and checked below either way.
+	args := []string{"-abort_on", "FAILURE", "-return_with", "FAILURE", "32", "-indev", iso.Path, "-outdev", filepath.Join(work, "out.iso"),
 		"-boot_image", "any", "replay",
 		"-map", imgPath, "/" + area.File,
 		"-map", infoPath, "/" + ignInfoPath}

@@ -109,6 +109,18 @@ func TestOversizedConfigRebuild(t *testing.T) {
 					}
 				}
 			}
+			// a still larger config rebuilds the rebuilt image again
+			bigger := bigConfig(1 << 20)
+			rep, err = Customize(ctx, target, "", Customization{Ignition: bigger, Force: true})
+			if err != nil || rep.Strategy != StrategyRebuild {
+				t.Fatalf("second rebuild: %+v, %v", rep, err)
+			}
+			if got, _ := ShowIgnition(target); !bytes.Equal(got, bigger) {
+				t.Fatal("second rebuild does not read back")
+			}
+			if gotBoot := elToritoEntries(t, target); gotBoot != wantBoot {
+				t.Errorf("El Torito boot entries changed after the second rebuild:\n%s", gotBoot)
+			}
 			// the grown area takes a smaller config by plain patching
 			small := testConfig("after-rebuild")
 			rep, err = Customize(ctx, target, "", Customization{Ignition: small, Force: true})

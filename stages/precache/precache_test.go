@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"github.com/snofactory/snofactory/stages/internal/registries"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -29,6 +28,7 @@ import (
 	ggcrremote "github.com/google/go-containerregistry/pkg/v1/remote"
 	ggcrtypes "github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/opencontainers/go-digest"
+	"github.com/snofactory/snofactory/stages/internal/registries"
 	"github.com/snofactory/snofactory/test/registry"
 )
 

@@ -4,12 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/snofactory/snofactory/stages/internal/registries"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/stages/internal/registries"
 )
 
 // Name is the stage name.

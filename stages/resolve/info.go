@@ -3,8 +3,9 @@ package resolve
 import (
 	"context"
 	"fmt"
-	"github.com/snofactory/snofactory/stages/internal/registries"
 	"sync"
+
+	"github.com/snofactory/snofactory/stages/internal/registries"
 )
 
 // Info summarises a release for `snofactory release info`.

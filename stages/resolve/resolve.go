@@ -2,8 +2,9 @@ package resolve
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
-	"github.com/snofactory/snofactory/stages/internal/registries"
 	"io"
 	"log/slog"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/stages/internal/registries"
 	"gopkg.in/yaml.v3"
 )
 
@@ -28,8 +30,8 @@ type Runtime struct {
 
 // Resolve pins everything opts names and returns the lock.
 func Resolve(ctx context.Context, opts Options, rt Runtime) (*Lock, error) {
-	if opts.Release == "" {
-		return nil, fmt.Errorf("no release image to resolve")
+	if opts.Release == "" && opts.ISO == nil && opts.ISOPath == "" && len(opts.Images) == 0 && len(opts.Operators) == 0 {
+		return nil, fmt.Errorf("nothing to resolve: no release image, live ISO or images")
 	}
 	log := rt.Log
 	if log == nil {
@@ -46,55 +48,18 @@ func Resolve(ctx context.Context, opts Options, rt Runtime) (*Lock, error) {
 	defer cleanup()
 	c := &client{sys: sys}
 
-	rel, err := c.open(ctx, opts.Release)
-	if err != nil {
-		return nil, err
+	lock := &Lock{SchemaVersion: LockSchemaVersion, Arch: arch}
+	if opts.Release != "" {
+		if err := c.resolveRelease(ctx, opts, rt, log, lock); err != nil {
+			return nil, err
+		}
 	}
-	defer rel.Close()
-	log.Info("resolved release image", "ref", opts.Release, "digest", rel.digest)
-	p, err := c.readPayload(ctx, rel)
-	if err != nil {
-		return nil, err
-	}
-	lock := &Lock{
-		SchemaVersion: LockSchemaVersion,
-		Arch:          arch,
-		Release:       LockedRelease{Ref: opts.Release, Digest: rel.digest.String(), Version: p.version},
-		Images:        []LockedImage{{Name: "release", Ref: rel.pinned(), Digest: rel.digest.String(), Source: SourceRelease}},
-	}
-	byName := map[string]LockedImage{}
-	for _, comp := range p.components {
-		pinned, dg, err := c.digestOf(ctx, comp.ref)
+	if opts.ISO != nil || opts.ISOPath != "" {
+		iso, err := blueprintISO(opts)
 		if err != nil {
-			return nil, fmt.Errorf("release component %s: %w", comp.name, err)
+			return nil, err
 		}
-		im := LockedImage{Name: comp.name, Ref: pinned, Digest: dg.String(), Source: SourceRelease}
-		byName[comp.name] = im
-		lock.Images = append(lock.Images, im)
-	}
-	log.Info("listed release components", "version", p.version, "components", len(p.components))
-
-	if p.bootimages != nil {
-		if lock.ISO, err = liveISO(p.bootimages, arch); err != nil {
-			return nil, fmt.Errorf("release %s: %w", opts.Release, err)
-		}
-	} else if mos, ok := byName[machineOSImages]; ok {
-		// Newer payloads ship the ISO inside machine-os-images; the live-iso stage extracts it.
-		lock.ISO = &LockedISO{URL: "image://" + mos.Ref + "#/coreos/coreos-" + arch + ".iso", From: machineOSImages}
-	} else {
-		log.Warn("release carries no coreos-bootimages stream and no machine-os-images component; no live ISO pinned")
-	}
-
-	if inst, ok := byName[installerComponent]; ok {
-		lock.Installer = &LockedTool{Ref: inst.Ref, Digest: inst.Digest}
-		if rt.OutDir != "" {
-			if err := extractInstaller(ctx, c, lock.Installer, rt.OutDir); err != nil {
-				return nil, err
-			}
-			log.Info("extracted openshift-install", "sha256", lock.Installer.SHA256)
-		}
-	} else {
-		log.Warn("release has no installer component; render cannot run openshift-install")
+		lock.ISO = iso
 	}
 
 	for _, b := range opts.Operators {
@@ -195,4 +160,79 @@ func (c *client) operatorImages(ctx context.Context, bundle string) ([]LockedIma
 		}
 	}
 	return out, nil
+}
+
+// resolveRelease pins the release image, its components, its live ISO and its installer.
+func (c *client) resolveRelease(ctx context.Context, opts Options, rt Runtime, log *slog.Logger, lock *Lock) error {
+	rel, err := c.open(ctx, opts.Release)
+	if err != nil {
+		return err
+	}
+	defer rel.Close()
+	log.Info("resolved release image", "ref", opts.Release, "digest", rel.digest)
+	p, err := c.readPayload(ctx, rel)
+	if err != nil {
+		return err
+	}
+	lock.Release = LockedRelease{Ref: opts.Release, Digest: rel.digest.String(), Version: p.version}
+	lock.Images = append(lock.Images, LockedImage{Name: "release", Ref: rel.pinned(), Digest: rel.digest.String(), Source: SourceRelease})
+	arch := lock.Arch
+	byName := map[string]LockedImage{}
+	for _, comp := range p.components {
+		pinned, dg, err := c.digestOf(ctx, comp.ref)
+		if err != nil {
+			return fmt.Errorf("release component %s: %w", comp.name, err)
+		}
+		im := LockedImage{Name: comp.name, Ref: pinned, Digest: dg.String(), Source: SourceRelease}
+		byName[comp.name] = im
+		lock.Images = append(lock.Images, im)
+	}
+	log.Info("listed release components", "version", p.version, "components", len(p.components))
+
+	if p.bootimages != nil {
+		if lock.ISO, err = liveISO(p.bootimages, arch); err != nil {
+			return fmt.Errorf("release %s: %w", opts.Release, err)
+		}
+	} else if mos, ok := byName[machineOSImages]; ok {
+		// Newer payloads ship the ISO inside machine-os-images; the live-iso stage extracts it.
+		lock.ISO = &LockedISO{URL: "image://" + mos.Ref + "#/coreos/coreos-" + arch + ".iso", From: machineOSImages}
+	} else {
+		log.Warn("release carries no coreos-bootimages stream and no machine-os-images component; no live ISO pinned")
+	}
+
+	if inst, ok := byName[installerComponent]; ok {
+		lock.Installer = &LockedTool{Ref: inst.Ref, Digest: inst.Digest}
+		if rt.OutDir != "" {
+			if err := extractInstaller(ctx, c, lock.Installer, rt.OutDir); err != nil {
+				return err
+			}
+			log.Info("extracted openshift-install", "sha256", lock.Installer.SHA256)
+		}
+	} else {
+		log.Warn("release has no installer component; render cannot run openshift-install")
+	}
+
+	return nil
+}
+
+// blueprintISO pins the live ISO the blueprint names itself (a URL with its checksum, or a
+// local file whose checksum is computed here).
+func blueprintISO(opts Options) (*LockedISO, error) {
+	if opts.ISO != nil {
+		return &LockedISO{URL: opts.ISO.URL, SHA256: opts.ISO.SHA256, From: "blueprint"}, nil
+	}
+	f, err := os.Open(opts.ISOPath)
+	if err != nil {
+		return nil, fmt.Errorf("live ISO: %w", err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return nil, fmt.Errorf("live ISO %s: %w", opts.ISOPath, err)
+	}
+	abs, err := filepath.Abs(opts.ISOPath)
+	if err != nil {
+		return nil, err
+	}
+	return &LockedISO{URL: "file://" + abs, SHA256: hex.EncodeToString(h.Sum(nil)), From: "blueprint"}, nil
 }

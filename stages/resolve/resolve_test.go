@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/snofactory/snofactory/stages/internal/registries"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,6 +22,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/stages/internal/registries"
 	"github.com/snofactory/snofactory/test/registry"
 )
 
@@ -230,7 +230,7 @@ func TestResolveErrors(t *testing.T) {
 	}{
 		{"not a release", Options{Release: f.components["etcd"], Registry: Registry{Insecure: []string{f.reg.Addr()}}}, "not a release image"},
 		{"missing", Options{Release: f.reg.Ref("ocp/nothing:1"), Registry: Registry{Insecure: []string{f.reg.Addr()}}}, "ocp/nothing"},
-		{"no release", Options{}, "no release image"},
+		{"no release", Options{}, "nothing to resolve"},
 		{"missing pull secret", Options{Release: f.release, Registry: Registry{PullSecret: "pull-secret"}}, "pull secret"},
 	}
 	for _, tc := range tests {
@@ -366,4 +366,30 @@ func TestStageLocked(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A CoreOS-style target has no release: the lock pins its local live ISO and extra images.
+func TestResolveWithoutRelease(t *testing.T) {
+	f := newFixture(t)
+	iso := filepath.Join(t.TempDir(), "live.iso")
+	os.WriteFile(iso, []byte("not really an ISO"), 0o644)
+	extra := f.reg.Ref("ocp/etcd:latest")
+	lock, err := Resolve(context.Background(), Options{ISOPath: iso, Images: []string{extra}, Registry: Registry{Insecure: []string{f.reg.Addr()}}}, Runtime{OutDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lock.Release.Ref != "" || lock.Installer != nil {
+		t.Errorf("lock has release parts: %+v", lock)
+	}
+	if lock.ISO == nil || lock.ISO.URL != "file://"+iso || lock.ISO.SHA256 != sha256hex("not really an ISO") || lock.ISO.From != "blueprint" {
+		t.Errorf("iso: %+v", lock.ISO)
+	}
+	if len(lock.Images) != 1 || lock.Images[0].Name != extra || !strings.Contains(lock.Images[0].Ref, "@sha256:") {
+		t.Errorf("images: %+v", lock.Images)
+	}
+}
+
+func sha256hex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
 }

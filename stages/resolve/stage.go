@@ -27,6 +27,12 @@ type Options struct {
 	Images []string `json:"images,omitempty"`
 	// Registry says how registries are reached.
 	Registry Registry `json:"registry"`
+	// ISO is the live ISO the blueprint names by URL (with its sha256), for targets whose ISO
+	// does not come from a release. It is pinned into the lock as given.
+	ISO *ISOSource `json:"iso,omitempty"`
+	// ISOPath is a local live ISO the blueprint names; its sha256 goes into the lock. Its
+	// content is keyed through Stage.Files ("live.iso"), its host path is not.
+	ISOPath string `json:"-"`
 	// Locked is a lock file the build must match (build --locked): the stage fails, listing
 	// every difference, if a fresh resolution differs. Its content is part of the key
 	// through Stage.Files, its host path is not.
@@ -64,6 +70,9 @@ func New(opts Options) pipeline.Stage {
 	if opts.Registry.RegistriesConf != "" {
 		files["registries.conf"] = opts.Registry.RegistriesConf
 	}
+	if opts.ISOPath != "" {
+		files["live.iso"] = opts.ISOPath
+	}
 	if opts.Locked != "" {
 		files["lock.json"] = opts.Locked
 	}
@@ -99,4 +108,10 @@ func checkLocked(path string, fresh *Lock) error {
 		return &LockMismatchError{Lock: path, Diffs: diffs}
 	}
 	return nil
+}
+
+// ISOSource is a live ISO given by URL and checksum.
+type ISOSource struct {
+	URL    string `json:"url"`
+	SHA256 string `json:"sha256"`
 }

@@ -234,7 +234,7 @@ func (m *Machine) WaitFinal(ctx context.Context, phase string, onMessage func(ag
 			case ev.Message != nil:
 				msg := *ev.Message
 				msgs = append(msgs, msg)
-				m.log.Info("guest phase", "vm", m.cfg.Name, "phase", msg.Phase, "status", msg.Status, "seq", msg.Seq)
+				m.log.Info("guest phase", "vm", m.cfg.Name, "phase", msg.Phase, "status", msg.Status, "seq", msg.Seq, "uptime", msg.Uptime)
 				if onMessage != nil {
 					onMessage(msg)
 				}
