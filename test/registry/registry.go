@@ -40,6 +40,9 @@ type Options struct {
 	// TLS serves HTTPS with a generated self-signed certificate valid for
 	// 127.0.0.1, ::1 and localhost.
 	TLS bool
+	// Port, when not 0, is the port to listen on (127.0.0.1:Port) instead of a free one, for
+	// programs that name the registry in a file written beforehand (the demo blueprint).
+	Port int
 	// StartTimeout bounds the wait for /v2/ to answer. Default 20s.
 	StartTimeout time.Duration
 	// Logger receives lifecycle messages. Nil discards them.
@@ -109,7 +112,7 @@ func Start(ctx context.Context, opts Options) (*Registry, error) {
 			return r, nil
 		}
 		lastErr = err
-		if !strings.Contains(err.Error(), "address already in use") || ctx.Err() != nil {
+		if opts.Port != 0 || !strings.Contains(err.Error(), "address already in use") || ctx.Err() != nil {
 			break
 		}
 	}
@@ -126,9 +129,11 @@ func start(ctx context.Context, bin string, opts Options) (r *Registry, err erro
 			os.RemoveAll(dir)
 		}
 	}()
-	port, err := freePort()
-	if err != nil {
-		return nil, err
+	port := opts.Port
+	if port == 0 {
+		if port, err = freePort(); err != nil {
+			return nil, err
+		}
 	}
 	r = &Registry{
 		opts:   opts,
