@@ -3,6 +3,7 @@ package conformance
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/cavaliergopher/cpio"
 	"github.com/klauspost/compress/zstd"
+	"github.com/ulikunitz/xz"
 )
 
 // entry is one file of the initramfs: content from a host file or inline, or a symlink.
@@ -173,8 +175,18 @@ func populate(ctx context.Context, t *tree, kver, agentBin string) error {
 	}
 	var list bytes.Buffer
 	for _, rel := range order {
-		dst := "/lib/modules/" + path.Base(rel)
-		t.addHost(dst, filepath.Join("/lib/modules", kver, rel), 0o644)
+		dst := "/lib/modules/" + modName(rel) + ".ko"
+		src := filepath.Join("/lib/modules", kver, rel)
+		if strings.HasSuffix(rel, ".ko") {
+			t.addHost(dst, src, 0o644)
+		} else {
+			// Newer Debian kernels compress modules; busybox insmod wants them plain.
+			data, err := decompressModule(src)
+			if err != nil {
+				return err
+			}
+			t.addData(dst, data, 0o644)
+		}
 		fmt.Fprintln(&list, dst)
 	}
 	t.addData("/etc/modules.load", list.Bytes(), 0o644)
@@ -251,6 +263,41 @@ func moduleOrder(kver string, want []string) ([]string, error) {
 		visit(m)
 	}
 	return order, nil
+}
+
+func decompressModule(src string) ([]byte, error) {
+	f, err := os.Open(src)
+	if err != nil {
+		return nil, fmt.Errorf("kernel module: %w", err)
+	}
+	defer f.Close()
+	var r io.Reader
+	switch {
+	case strings.HasSuffix(src, ".xz"):
+		if r, err = xz.NewReader(f); err != nil {
+			return nil, fmt.Errorf("kernel module %s: %w", src, err)
+		}
+	case strings.HasSuffix(src, ".zst"):
+		d, err := zstd.NewReader(f)
+		if err != nil {
+			return nil, fmt.Errorf("kernel module %s: %w", src, err)
+		}
+		defer d.Close()
+		r = d
+	case strings.HasSuffix(src, ".gz"):
+		g, err := gzip.NewReader(f)
+		if err != nil {
+			return nil, fmt.Errorf("kernel module %s: %w", src, err)
+		}
+		r = g
+	default:
+		return nil, fmt.Errorf("kernel module %s: unknown compression", src)
+	}
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("kernel module %s: %w", src, err)
+	}
+	return b, nil
 }
 
 func modName(rel string) string {

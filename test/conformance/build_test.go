@@ -1,0 +1,138 @@
+package conformance
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// extract reads one file out of an ISO with xorriso, an independent ISO 9660 reader.
+func extract(t *testing.T, iso, path string) []byte {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), filepath.Base(path))
+	cmd := exec.Command("xorriso", "-osirrox", "on", "-indev", iso, "-extract", path, out)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("xorriso -extract %s: %v: %s", path, err, b)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestBuildLayoutAndCache(t *testing.T) {
+	if _, err := exec.LookPath("xorriso"); err != nil {
+		t.Fatalf("xorriso not found: install the Debian package xorriso (make deps): %v", err)
+	}
+	ctx := context.Background()
+	iso, err := Cached(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The embed area: a zeroed images/ignition.img of 256 KiB, found through igninfo.json.
+	var info struct{ File string }
+	if err := json.Unmarshal(extract(t, iso, "/coreos/igninfo.json"), &info); err != nil || info.File != IgnitionImgPath {
+		t.Fatalf("igninfo.json: %+v %v", info, err)
+	}
+	if img := extract(t, iso, "/"+IgnitionImgPath); len(img) != IgnitionImgSize || !bytes.Equal(img, make([]byte, IgnitionImgSize)) {
+		t.Fatalf("ignition.img is %d bytes and not all zero", len(img))
+	}
+
+	// Every karg area named by kargs.json holds the default kargs, the end character and
+	// '#' padding up to size, at the stated offset of the stated file.
+	var kargs struct {
+		Default string
+		Files   []struct {
+			Path     string
+			Offset   int
+			Pad, End string
+		}
+		Size int
+	}
+	if err := json.Unmarshal(extract(t, iso, "/coreos/kargs.json"), &kargs); err != nil {
+		t.Fatal(err)
+	}
+	if kargs.Default != DefaultKargs || kargs.Size != KargsAreaSize || len(kargs.Files) == 0 {
+		t.Fatalf("kargs.json: %+v", kargs)
+	}
+	for _, f := range kargs.Files {
+		b := extract(t, iso, "/"+f.Path)
+		if f.Offset+kargs.Size > len(b) {
+			t.Fatalf("%s: area at %d+%d beyond the file (%d bytes)", f.Path, f.Offset, kargs.Size, len(b))
+		}
+		area := string(b[f.Offset : f.Offset+kargs.Size])
+		want := kargs.Default + f.End + strings.Repeat(f.Pad, kargs.Size-len(kargs.Default)-1)
+		if area != want {
+			t.Errorf("%s: area at %d is %q", f.Path, f.Offset, area)
+		}
+		// The boot loader must load the embed area as an extra initrd on that line.
+		line := string(b[:f.Offset])
+		line = line[strings.LastIndexByte(line, '\n')+1:]
+		if !strings.Contains(line, "initrd=/images/pxeboot/initrd.img,/"+IgnitionImgPath) {
+			t.Errorf("%s: karg line %q does not load the embed area", f.Path, line)
+		}
+	}
+	var features map[string]any
+	if err := json.Unmarshal(extract(t, iso, "/coreos/features.json"), &features); err != nil {
+		t.Fatalf("features.json: %v", err)
+	}
+
+	// El Torito boot record present (xorriso reports it), and hybrid MBR for disk boots.
+	out, err := exec.Command("xorriso", "-indev", iso, "-report_el_torito", "plain").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "isolinux/isolinux.bin") && !strings.Contains(string(out), "El Torito boot img") {
+		t.Errorf("no El Torito boot image: %v %s", err, out)
+	}
+
+	// A second build with the same inputs is a cache hit.
+	res, err := Build(ctx, Options{Out: iso})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Cached {
+		t.Error("unchanged inputs rebuilt the ISO")
+	}
+}
+
+func TestInitramfsContents(t *testing.T) {
+	_, kver, err := findKernel("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := newTree()
+	self, err := os.Executable() // any regular file stands in for the agent binary
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := populate(context.Background(), tr, kver, self); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"/init", "/bin/busybox", "/bin/sh", "/bin/ignition", "/bin/extlinux", "/bin/snofactory",
+		"/bin/setfiles", "/lib64/ld-linux-x86-64.so.2", "/usr/share/conformance/mbr.img", "/etc/modules.load"} {
+		if _, ok := tr.files[p]; !ok {
+			t.Errorf("initramfs lacks %s", p)
+		}
+	}
+	// Modules load dependencies first.
+	order := strings.Fields(string(tr.files["/etc/modules.load"].data))
+	pos := func(name string) int {
+		return slices.IndexFunc(order, func(p string) bool { return filepath.Base(p) == name+".ko" })
+	}
+	for _, pair := range [][2]string{{"virtio", "virtio_pci"}, {"virtio_ring", "virtio_console"}, {"cdrom", "sr_mod"}, {"jbd2", "ext4"}} {
+		dep, mod := pos(pair[0]), pos(pair[1])
+		if dep < 0 || mod < 0 || dep > mod {
+			t.Errorf("%s (at %d) must load before %s (at %d): %v", pair[0], dep, pair[1], mod, order)
+		}
+	}
+	mbr := tr.files["/usr/share/conformance/mbr.img"].data
+	if len(mbr) != 512 || mbr[510] != 0x55 || mbr[511] != 0xaa || mbr[446] != 0x80 || mbr[450] != 0x83 {
+		t.Errorf("MBR template malformed")
+	}
+}
