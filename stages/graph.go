@@ -57,7 +57,7 @@ func Graph(bp *blueprints.Blueprint, opts Options) (*pipeline.Graph, pipeline.Se
 
 	g := &pipeline.Graph{Blueprint: bp.Metadata.Name}
 	g.Stages = append(g.Stages,
-		resolveStage(ResolveOptions(bp, opts), catalogOperators(bp)),
+		resolveStage(ResolveOptions(bp, opts), catalogOperators(bp), bp.CheckISO()),
 		render.New(ropts),
 		pending("live-iso", []string{render.Name}, "embeds the rendered config into the live ISO"),
 		precache.New(precache.Options{Registry: reg, Arch: arch}),
@@ -139,7 +139,7 @@ func ResolveOptions(bp *blueprints.Blueprint, opts Options) resolve.Options {
 		if src.URL != "" {
 			o.ISO = &resolve.ISOSource{URL: src.URL, SHA256: src.SHA256}
 		} else {
-			o.ISOPath = bp.Resolved.ISO
+			o.ISOPath, o.ISOLabel = bp.Resolved.ISO, src.Path
 		}
 	}
 	return o
@@ -147,7 +147,15 @@ func ResolveOptions(bp *blueprints.Blueprint, opts Options) resolve.Options {
 
 // resolveStage refuses, when it runs, operators it cannot resolve yet: a plan still shows the
 // whole graph for such blueprints.
-func resolveStage(o resolve.Options, catalogOps []blueprints.Operator) pipeline.Stage {
+// A live ISO the Makefile has not built yet likewise fails only when the stage runs, naming
+// the command that builds it.
+func resolveStage(o resolve.Options, catalogOps []blueprints.Operator, isoErr error) pipeline.Stage {
+	if isoErr != nil {
+		o.ISOPath = ""
+		s := resolve.New(o)
+		s.Run = func(context.Context, *pipeline.Env) error { return isoErr }
+		return s
+	}
 	s := resolve.New(o)
 	if len(catalogOps) == 0 {
 		return s

@@ -49,13 +49,21 @@ func (f *buildFlags) cache() (*pipeline.Cache, error) {
 	return &pipeline.Cache{Dir: abs}, nil
 }
 
-// loadGraph reads and validates a blueprint and wires its stage graph.
-func loadGraph(path string) (*blueprints.Blueprint, *pipeline.Graph, pipeline.SecretSource, error) {
+// loadGraph reads and validates a blueprint and wires its stage graph. With locked, the
+// build must match the blueprint's lock file.
+func loadGraph(path string, locked bool) (*blueprints.Blueprint, *pipeline.Graph, pipeline.SecretSource, error) {
 	bp, err := blueprints.LoadFile(path)
 	if err != nil {
 		return nil, nil, nil, badInput(err)
 	}
-	g, secrets, err := stages.Graph(bp, stages.Options{})
+	var opts stages.Options
+	if locked {
+		opts.LockFile = defaultLockPath(path)
+		if _, err := os.Stat(opts.LockFile); err != nil {
+			return nil, nil, nil, badInput(fmt.Errorf("--locked: %w; create it with: snofactory lock %s", err, path))
+		}
+	}
+	g, secrets, err := stages.Graph(bp, opts)
 	if err != nil {
 		return nil, nil, nil, badInput(err)
 	}
@@ -74,7 +82,7 @@ func selectionError(err error) error {
 func newBuildCommand() *cobra.Command {
 	var f buildFlags
 	var progressMode string
-	var keep bool
+	var keep, locked bool
 	c := &cobra.Command{
 		Use:   "build FILE",
 		Short: "Build a blueprint: run every stage that is not cached",
@@ -83,7 +91,7 @@ logs and links to each stage's outputs in the output directory. A build stopped 
 crash resumes where it stopped when run again.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			bp, g, secrets, err := loadGraph(args[0])
+			bp, g, secrets, err := loadGraph(args[0], locked)
 			if err != nil {
 				return err
 			}
@@ -120,6 +128,7 @@ crash resumes where it stopped when run again.`,
 	}
 	f.register(c, true)
 	c.Flags().StringVar(&progressMode, "progress", "auto", "progress output: auto, plain or json (RFC 7464)")
+	c.Flags().BoolVar(&locked, "locked", false, "refuse to build if anything resolves differently from FILE.lock.json (see snofactory lock)")
 	c.Flags().BoolVar(&keep, "keep-on-error", false, "keep a failed stage's partial outputs for inspection")
 	return c
 }

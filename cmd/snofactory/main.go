@@ -75,6 +75,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(newBuildCommand())
 	root.AddCommand(newPlanCommand())
 	root.AddCommand(newRenderCommand())
+	root.AddCommand(newLockCommand())
 	root.AddCommand(newAgentCommand())
 	root.AddCommand(newISOCommand())
 	root.AddCommand(newReleaseCommand())

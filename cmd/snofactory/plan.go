@@ -21,7 +21,7 @@ func newPlanCommand() *cobra.Command {
 			if output != "text" && output != "json" {
 				return badInput(fmt.Errorf("--output %q: want text or json", output))
 			}
-			_, g, secrets, err := loadGraph(args[0])
+			_, g, secrets, err := loadGraph(args[0], false)
 			if err != nil {
 				return err
 			}

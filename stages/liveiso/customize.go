@@ -150,18 +150,16 @@ func Customize(ctx context.Context, inISO, outISO string, c Customization) (Repo
 				inISO, ErrTooLarge, len(oversized), iso.Layout.Ignition.Length)
 		}
 		rep.Strategy = StrategyRebuild
-		newArea, err := rebuild(ctx, iso, rep.Output, oversized)
+		var kargs *string
+		if c.touchesKargs() {
+			kargs = &newKargs
+		}
+		newArea, err := rebuild(ctx, iso, rep.Output, oversized, kargs)
 		if err != nil {
 			return rep, err
 		}
 		rep.AreaBytes = newArea
 		rep.PatchedBytes = newArea
-		if c.touchesKargs() {
-			// the karg areas moved with their files: locate them again and patch in place
-			if err := setKargs(ctx, rep.Output, newKargs); err != nil {
-				return rep, err
-			}
-		}
 		rep.Duration = time.Since(start)
 		return rep, nil
 	}

@@ -25,8 +25,10 @@ const (
 // embed area file is replaced by a larger one holding payload, with
 // coreos/igninfo.json rewritten to describe it. The boot configs load the
 // area file by path, so the result boots with the config; the El Torito and
-// hybrid boot records are replayed by xorriso. Returns the new area size.
-func rebuild(ctx context.Context, iso *ISO, out string, payload []byte) (int64, error) {
+// hybrid boot records are replayed by xorriso. When kargs is set, the
+// rebuilt image gets those kernel arguments (its karg areas moved with their
+// files) before it replaces anything. Returns the new area size.
+func rebuild(ctx context.Context, iso *ISO, out string, payload []byte, kargs *string) (int64, error) {
 	area := iso.Layout.Ignition
 	if !area.WholeFile || area.File == "" {
 		where := "the legacy System Area header"
@@ -109,6 +111,11 @@ func rebuild(ctx context.Context, iso *ISO, out string, payload []byte) (int64, 
 	want, _ := ParseInitrd(payload)
 	if w, ok := want.Get(IgnitionPath); ok && !bytes.Equal(w, got) {
 		return 0, fmt.Errorf("rebuilt ISO returns a different config than embedded")
+	}
+	if kargs != nil {
+		if err := setKargs(ctx, built, *kargs); err != nil {
+			return 0, fmt.Errorf("setting kernel arguments in the rebuilt ISO: %w", err)
+		}
 	}
 	if err := os.Chmod(built, 0o644); err != nil {
 		return 0, err

@@ -25,12 +25,13 @@ const (
 // Lock pins every input of a build. It holds no timestamps, so resolving the same inputs
 // twice gives byte-identical files.
 type Lock struct {
-	SchemaVersion int           `json:"schemaVersion"`
-	Arch          string        `json:"arch"`
-	Release       LockedRelease `json:"release"`
-	Images        []LockedImage `json:"images"`
-	ISO           *LockedISO    `json:"iso,omitempty"`
-	Installer     *LockedTool   `json:"installer,omitempty"`
+	SchemaVersion int    `json:"schemaVersion"`
+	Arch          string `json:"arch"`
+	// Release is zero for targets without an OpenShift release (CoreOS-style).
+	Release   LockedRelease `json:"release,omitzero"`
+	Images    []LockedImage `json:"images"`
+	ISO       *LockedISO    `json:"iso,omitempty"`
+	Installer *LockedTool   `json:"installer,omitempty"`
 }
 
 // LockedRelease is the release image as the blueprint named it and as it resolved.
@@ -50,11 +51,15 @@ type LockedImage struct {
 	Source string `json:"source"`
 }
 
-// LockedISO is the RHCOS live ISO of the release.
+// LockedISO is the live ISO: the release's RHCOS ISO, or the one the blueprint names.
 type LockedISO struct {
-	URL    string `json:"url"`
+	URL string `json:"url,omitempty"`
+	// Path is a local ISO as the blueprint names it (relative to the blueprint), so a lock
+	// made in one checkout holds in another.
+	Path   string `json:"path,omitempty"`
 	SHA256 string `json:"sha256,omitempty"`
-	// From is where the ISO location came from: "coreos-bootimages" or "machine-os-images".
+	// From is where the ISO location came from: "coreos-bootimages", "machine-os-images" or
+	// "blueprint".
 	From string `json:"from"`
 }
 
@@ -137,7 +142,7 @@ func ReadLock(path string) (*Lock, error) {
 	if l.SchemaVersion != LockSchemaVersion {
 		return nil, fmt.Errorf("lock %s: schema version %d, this snofactory reads version %d", path, l.SchemaVersion, LockSchemaVersion)
 	}
-	if l.Release.Digest == "" {
+	if l.Release.Ref != "" && l.Release.Digest == "" {
 		return nil, fmt.Errorf("lock %s: release digest is missing", path)
 	}
 	for i, im := range l.Images {
@@ -191,11 +196,11 @@ func Verify(locked, fresh *Lock) []string {
 	}
 	switch {
 	case locked.ISO == nil && fresh.ISO != nil:
-		add("iso: not in the lock, now %s", fresh.ISO.URL)
+		add("iso: not in the lock, now %s", fresh.ISO.location())
 	case locked.ISO != nil && fresh.ISO == nil:
-		add("iso: locked %s, no longer found", locked.ISO.URL)
+		add("iso: locked %s, no longer found", locked.ISO.location())
 	case locked.ISO != nil && *locked.ISO != *fresh.ISO:
-		add("iso: locked %s (sha256 %s), now %s (sha256 %s)", locked.ISO.URL, locked.ISO.SHA256, fresh.ISO.URL, fresh.ISO.SHA256)
+		add("iso: locked %s (sha256 %s), now %s (sha256 %s)", locked.ISO.location(), locked.ISO.SHA256, fresh.ISO.location(), fresh.ISO.SHA256)
 	}
 	switch {
 	case locked.Installer == nil && fresh.Installer != nil:
@@ -212,4 +217,11 @@ func Verify(locked, fresh *Lock) []string {
 		}
 	}
 	return diffs
+}
+
+func (i *LockedISO) location() string {
+	if i.URL != "" {
+		return i.URL
+	}
+	return i.Path
 }

@@ -230,9 +230,9 @@ func blueprintISO(opts Options) (*LockedISO, error) {
 	if _, err := io.Copy(h, f); err != nil {
 		return nil, fmt.Errorf("live ISO %s: %w", opts.ISOPath, err)
 	}
-	abs, err := filepath.Abs(opts.ISOPath)
-	if err != nil {
-		return nil, err
+	label := opts.ISOLabel
+	if label == "" {
+		label = opts.ISOPath
 	}
-	return &LockedISO{URL: "file://" + abs, SHA256: hex.EncodeToString(h.Sum(nil)), From: "blueprint"}, nil
+	return &LockedISO{Path: label, SHA256: hex.EncodeToString(h.Sum(nil)), From: "blueprint"}, nil
 }

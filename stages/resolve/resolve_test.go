@@ -381,7 +381,7 @@ func TestResolveWithoutRelease(t *testing.T) {
 	if lock.Release.Ref != "" || lock.Installer != nil {
 		t.Errorf("lock has release parts: %+v", lock)
 	}
-	if lock.ISO == nil || lock.ISO.URL != "file://"+iso || lock.ISO.SHA256 != sha256hex("not really an ISO") || lock.ISO.From != "blueprint" {
+	if lock.ISO == nil || lock.ISO.Path != iso || lock.ISO.SHA256 != sha256hex("not really an ISO") || lock.ISO.From != "blueprint" {
 		t.Errorf("iso: %+v", lock.ISO)
 	}
 	if len(lock.Images) != 1 || lock.Images[0].Name != extra || !strings.Contains(lock.Images[0].Ref, "@sha256:") {

@@ -33,6 +33,9 @@ type Options struct {
 	// ISOPath is a local live ISO the blueprint names; its sha256 goes into the lock. Its
 	// content is keyed through Stage.Files ("live.iso"), its host path is not.
 	ISOPath string `json:"-"`
+	// ISOLabel is how the blueprint names ISOPath (relative to the blueprint); it is what the
+	// lock records.
+	ISOLabel string `json:"isoLabel,omitempty"`
 	// Locked is a lock file the build must match (build --locked): the stage fails, listing
 	// every difference, if a fresh resolution differs. Its content is part of the key
 	// through Stage.Files, its host path is not.

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/snofactory/snofactory/blueprints"
+	"github.com/snofactory/snofactory/stages"
+	"github.com/snofactory/snofactory/stages/resolve"
+	"github.com/spf13/cobra"
+)
+
+// defaultLockPath is FILE.lock.json beside the blueprint: demo.yaml → demo.lock.json.
+func defaultLockPath(blueprint string) string {
+	ext := filepath.Ext(blueprint)
+	return strings.TrimSuffix(blueprint, ext) + ".lock.json"
+}
+
+func newLockCommand() *cobra.Command {
+	var out string
+	c := &cobra.Command{
+		Use:   "lock FILE",
+		Short: "Resolve everything a blueprint reads to digests and write the lock file",
+		Long: `Lock pins the release image, its component images, the live ISO, the installer and
+every extra image to a digest, and writes them to FILE.lock.json beside the blueprint (or -o).
+Same lock, same inputs: "snofactory build --locked" refuses to build if anything would
+resolve differently.`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			bp, err := blueprints.LoadFile(args[0])
+			if err != nil {
+				return badInput(err)
+			}
+			if out == "" {
+				out = defaultLockPath(args[0])
+			}
+			_, secrets, err := stages.Graph(bp, stages.Options{})
+			if err != nil {
+				return badInput(err)
+			}
+			if err := bp.CheckISO(); err != nil {
+				return badInput(err)
+			}
+			scratch, err := os.MkdirTemp("", "snofactory-lock-")
+			if err != nil {
+				return err
+			}
+			defer os.RemoveAll(scratch)
+			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+			lock, err := resolve.Resolve(cmd.Context(), stages.ResolveOptions(bp, stages.Options{}), resolve.Runtime{Secrets: secrets, OutDir: scratch, Log: log})
+			if err != nil {
+				return fmt.Errorf("resolving %s: %w", bp.Metadata.Name, err)
+			}
+			if err := resolve.WriteLock(out, lock); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "locked %d images of %s in %s\n", len(lock.Images), bp.Metadata.Name, out)
+			return nil
+		},
+	}
+	c.Flags().StringVarP(&out, "output", "o", "", "lock file to write (default FILE.lock.json beside the blueprint)")
+	return c
+}
