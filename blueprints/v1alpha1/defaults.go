@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"net/netip"
 	"errors"
 	"fmt"
 	"os"
@@ -23,7 +24,6 @@ const (
 	DefaultClusterNetworkCIDR    = "10.128.0.0/14"
 	DefaultClusterHostPrefix     = 23
 	DefaultServiceNetwork        = "172.30.0.0/16"
-	DefaultMachineNetwork        = "10.0.0.0/16"
 )
 
 // Default fills every unset field with its documented default. It is idempotent, and the
@@ -47,7 +47,7 @@ func (b *Blueprint) Default() {
 			o.ServiceNetwork = []string{DefaultServiceNetwork}
 		}
 		if len(o.MachineNetwork) == 0 {
-			o.MachineNetwork = []MachineNetwork{{CIDR: DefaultMachineNetwork}}
+			o.MachineNetwork = []MachineNetwork{{CIDR: defaultMachineNetwork(s.Relocation.NodeIP)}}
 		}
 		if o.InstallDisk == "" {
 			o.InstallDisk = DefaultInstallDisk
@@ -170,4 +170,17 @@ func (b *Blueprint) CheckISO() error {
 		return fmt.Errorf("live ISO %s is not a regular file", b.Resolved.ISO)
 	}
 	return nil
+}
+
+// defaultMachineNetwork is the subnet of the internal node IP: the seed's cluster is installed
+// on that address, so its machine network must contain it, whatever the site network is.
+func defaultMachineNetwork(nodeIP string) string {
+	if nodeIP == "" {
+		nodeIP = DefaultNodeIP
+	}
+	p, err := netip.ParsePrefix(nodeIP)
+	if err != nil {
+		p = netip.MustParsePrefix(DefaultNodeIP)
+	}
+	return p.Masked().String()
 }

@@ -124,7 +124,9 @@ type OpenShift struct {
 	ClusterNetwork []ClusterNetwork `json:"clusterNetwork,omitempty" yaml:"clusterNetwork,omitempty"`
 	// Service networks (CIDRs). Default: [172.30.0.0/16].
 	ServiceNetwork []string `json:"serviceNetwork,omitempty" yaml:"serviceNetwork,omitempty"`
-	// Machine networks: the node's IP must lie in one of them. Default: [{cidr: 10.0.0.0/16}].
+	// Machine networks. The seed's cluster is installed on the internal node IP
+	// (spec.relocation.nodeIP), which must lie in one of them; site addresses are applied at the
+	// site. Default: the node IP's subnet, [{cidr: 192.168.127.0/24}].
 	MachineNetwork []MachineNetwork `json:"machineNetwork,omitempty" yaml:"machineNetwork,omitempty"`
 	// Disk the node installs to, as an absolute device path. Default: /dev/vda (the factory
 	// VM's virtio disk).
@@ -243,7 +245,7 @@ type Validation struct {
 type Relocation struct {
 	// Internal node IP with prefix length (CIDR notation), added to br-ex and used as the
 	// kubelet/CRI-O node IP so the node keeps its identity when the site network changes.
-	// It must not overlap the machine, cluster or service networks.
+	// It must lie in a machine network and outside the cluster and service networks.
 	// Default: 192.168.127.10/24 (a private range unlikely to collide with site networks).
 	NodeIP string `json:"nodeIP,omitempty" yaml:"nodeIP,omitempty"`
 	// Validity of the kubelet client certificate issued before sealing, covering the time from

@@ -366,19 +366,37 @@ func (b *Blueprint) validateNetworks(c *checker) {
 			}
 		}
 	}
+	// The cluster is installed on the internal node IP (it stays when the site network
+	// changes), so it must lie in a machine network and outside the pod and service networks.
 	if ip, err := netip.ParsePrefix(b.Spec.Relocation.NodeIP); err == nil {
+		inMachine := false
 		for _, n := range nets {
 			if !n.prefix.Contains(ip.Addr()) {
+				continue
+			}
+			if strings.Contains(n.path, ".machineNetwork[") {
+				inMachine = true
 				continue
 			}
 			if b.Spec.Relocation.NodeIP == DefaultNodeIP {
 				// Most likely nobody chose the node IP: point at the network that was chosen.
 				c.add(n.path, fmt.Sprintf("%s contains the internal node IP %s (spec.relocation.nodeIP, default %s)", n.prefix, ip.Addr(), DefaultNodeIP),
-					"set spec.relocation.nodeIP to an address outside every cluster, service and machine network")
+					"set spec.relocation.nodeIP to an address outside the cluster and service networks")
 				continue
 			}
 			c.add("spec.relocation.nodeIP", fmt.Sprintf("%s lies inside %s (%s)", ip.Addr(), n.path, n.prefix),
-				"the internal node IP must be outside every cluster, service and machine network")
+				"the internal node IP must be outside the cluster and service networks")
+		}
+		parsed := 0
+		for _, n := range nets {
+			if strings.Contains(n.path, ".machineNetwork[") {
+				parsed++
+			}
+		}
+		// Only when every machine network parsed: a typo is already reported on its own.
+		if !inMachine && len(o.MachineNetwork) > 0 && parsed == len(o.MachineNetwork) {
+			c.add(p+".machineNetwork", fmt.Sprintf("no machine network contains the internal node IP %s (spec.relocation.nodeIP)", ip.Addr()),
+				fmt.Sprintf("the seed's cluster runs on that address: add %s, or leave machineNetwork out to default to it", ip.Masked()))
 		}
 	}
 }

@@ -30,6 +30,8 @@ func newRenderCommand() *cobra.Command {
 			if err != nil {
 				return badInput(err)
 			}
+			// Outside a build there is no resolve output to take openshift-install from.
+			opts.InstallerFrom = ""
 			_, secrets, err := stages.Graph(bp, stages.Options{})
 			if err != nil {
 				return badInput(err)
