@@ -1,9 +1,9 @@
 package v1alpha1
 
 import (
-	"net/netip"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"time"
