@@ -21,7 +21,7 @@ import (
 
 // builderVersion changes whenever the layout this package produces changes, so cached
 // ISOs from an older builder are rebuilt.
-const builderVersion = "conformance-iso/4"
+const builderVersion = "conformance-iso/5"
 
 //go:embed init.sh
 var initScript []byte
@@ -78,6 +78,7 @@ const (
 	pkgSyslinux  = "syslinux-common"
 	pkgExtlinux  = "extlinux"
 	pkgXorriso   = "xorriso"
+	pkgGrubEFI   = "grub-efi-amd64-bin"
 	ignitionPath = "/usr/lib/dracut/modules.d/30ignition/ignition"
 )
 
@@ -93,7 +94,17 @@ var (
 	busyboxBin  = hostFile{"/bin/busybox", pkgBusybox}
 	extlinuxBin = hostFile{"/usr/bin/extlinux", pkgExtlinux}
 	ignitionBin = hostFile{ignitionPath, pkgIgnition}
+	grubEFIDir  = hostFile{"/usr/lib/grub/x86_64-efi/linux.mod", pkgGrubEFI}
 )
+
+// Host tools, by the Debian package that provides them.
+var tools = map[string]string{
+	"xorriso":      pkgXorriso,
+	"grub-mkimage": "grub-common",
+	"mkfs.vfat":    "dosfstools",
+	"mmd":          "mtools",
+	"mcopy":        "mtools",
+}
 
 func (h hostFile) check() error {
 	if _, err := os.Stat(h.src); err != nil {
@@ -114,14 +125,15 @@ func Build(ctx context.Context, o Options) (Result, error) {
 		return Result{}, errors.New("conformance: no output path")
 	}
 	res := Result{ISO: o.Out}
-	for _, h := range []hostFile{isolinuxBin, isohdpfx, ldlinuxC32, mbrBin, busyboxBin, extlinuxBin, ignitionBin} {
+	for _, h := range []hostFile{isolinuxBin, isohdpfx, ldlinuxC32, mbrBin, busyboxBin, extlinuxBin, ignitionBin, grubEFIDir} {
 		if err := h.check(); err != nil {
 			return res, fmt.Errorf("conformance ISO: %w", err)
 		}
 	}
-	xorriso, err := exec.LookPath("xorriso")
-	if err != nil {
-		return res, fmt.Errorf("conformance ISO needs xorriso (Debian package %s): %w", pkgXorriso, err)
+	for tool, pkg := range tools {
+		if _, err := exec.LookPath(tool); err != nil {
+			return res, fmt.Errorf("conformance ISO needs %s (Debian package %s): %w", tool, pkg, err)
+		}
 	}
 	kernel, kver, err := findKernel(o.Kernel)
 	if err != nil {
@@ -161,7 +173,7 @@ func Build(ctx context.Context, o Options) (Result, error) {
 	if err := root.hash(h); err != nil {
 		return res, err
 	}
-	for _, f := range []hostFile{isolinuxBin, isohdpfx, ldlinuxC32} {
+	for _, f := range []hostFile{isolinuxBin, isohdpfx, ldlinuxC32, grubEFIDir} {
 		if err := hashFile(h, f.src); err != nil {
 			return res, err
 		}
@@ -183,12 +195,19 @@ func Build(ctx context.Context, o Options) (Result, error) {
 	if err := writeISOTree(stage, kernel, root); err != nil {
 		return res, err
 	}
+	if err := writeEFIBoot(ctx, work, filepath.Join(stage, efiBootImg)); err != nil {
+		return res, err
+	}
 	tmpISO := filepath.Join(work, "out.iso")
+	// BIOS: isolinux through El Torito and a hybrid MBR; UEFI: a FAT El Torito image with
+	// GRUB, which reads its menu (and karg area) from the ISO itself.
 	args := []string{"-as", "mkisofs", "-quiet", "-o", tmpISO, "-V", VolumeID, "-R", "-J",
 		"-b", "isolinux/isolinux.bin", "-c", "isolinux/boot.cat",
 		"-no-emul-boot", "-boot-load-size", "4", "-boot-info-table",
-		"-isohybrid-mbr", isohdpfx.src, stage}
-	cmd := exec.CommandContext(ctx, xorriso, args...)
+		"-isohybrid-mbr", isohdpfx.src,
+		"-eltorito-alt-boot", "-e", efiBootImg, "-no-emul-boot", "-isohybrid-gpt-basdat",
+		stage}
+	cmd := exec.CommandContext(ctx, "xorriso", args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
@@ -286,11 +305,13 @@ func writeISOTree(dir, kernel string, root *tree) error {
 		return err
 	}
 	cfg, kargsOffset := isolinuxConfig()
+	grubCfg, grubOffset := grubConfig()
 	kargsJSON, err := json.MarshalIndent(map[string]any{
 		"default": DefaultKargs,
-		"files": []map[string]any{{
-			"path": "isolinux/isolinux.cfg", "offset": kargsOffset, "pad": "#", "end": "\n",
-		}},
+		"files": []map[string]any{
+			{"path": grubCfgPath, "offset": grubOffset, "pad": "#", "end": "\n"},
+			{"path": "isolinux/isolinux.cfg", "offset": kargsOffset, "pad": "#", "end": "\n"},
+		},
 		"size": KargsAreaSize,
 	}, "", "  ")
 	if err != nil {
@@ -303,6 +324,7 @@ func writeISOTree(dir, kernel string, root *tree) error {
 		"isolinux/isolinux.bin":     iso,
 		"isolinux/ldlinux.c32":      ldl,
 		"isolinux/isolinux.cfg":     cfg,
+		grubCfgPath:                 grubCfg,
 		"coreos/igninfo.json":       []byte(`{"file": "` + IgnitionImgPath + `"}` + "\n"),
 		"coreos/kargs.json":         append(kargsJSON, '\n'),
 		// No NetworkManager in this OS, so no live-initrd-network; no installer config.
@@ -327,9 +349,55 @@ func isolinuxConfig() ([]byte, int) {
 	b.WriteString("serial 0 115200\ndefault live\nprompt 0\ntimeout 0\n\nlabel live\n  kernel /images/pxeboot/vmlinuz\n")
 	b.WriteString("  append initrd=/images/pxeboot/initrd.img,/" + IgnitionImgPath + " ")
 	off := b.Len()
-	b.WriteString(DefaultKargs)
-	b.WriteByte('\n')
-	b.WriteString(strings.Repeat("#", KargsAreaSize-len(DefaultKargs)-1))
+	b.WriteString(kargsArea())
 	b.WriteString("\n")
 	return b.Bytes(), off
+}
+
+const (
+	efiBootImg  = "images/efiboot.img"
+	grubCfgPath = "EFI/BOOT/grub.cfg"
+)
+
+// kargsArea is the default kargs, a newline, then '#' comment padding up to
+// KargsAreaSize, as CoreOS lays out its karg areas.
+func kargsArea() string {
+	return DefaultKargs + "\n" + strings.Repeat("#", KargsAreaSize-len(DefaultKargs)-1)
+}
+
+// grubConfig returns the ISO's GRUB menu (UEFI) and the offset of its karg area.
+func grubConfig() ([]byte, int) {
+	var b bytes.Buffer
+	b.WriteString("serial --unit=0 --speed=115200\nterminal_input serial console\nterminal_output serial console\nset timeout=0\n\n")
+	b.WriteString("menuentry 'snofactory conformance OS (live)' {\n  linux /images/pxeboot/vmlinuz ")
+	off := b.Len()
+	b.WriteString(kargsArea())
+	b.WriteString("\n  initrd /images/pxeboot/initrd.img /" + IgnitionImgPath + "\n}\n")
+	return b.Bytes(), off
+}
+
+// writeEFIBoot makes the El Torito EFI image: a small FAT holding GRUB, whose built-in
+// config finds the ISO by its volume label and reads the menu from it, so kargs live in
+// one place on the ISO.
+func writeEFIBoot(ctx context.Context, work, out string) error {
+	early := filepath.Join(work, "grub-early.cfg")
+	if err := os.WriteFile(early, []byte("search --no-floppy --set=root --label "+VolumeID+"\nset prefix=($root)/EFI/BOOT\nconfigfile ($root)/"+grubCfgPath+"\n"), 0o644); err != nil {
+		return err
+	}
+	efi := filepath.Join(work, "BOOTX64.EFI")
+	steps := [][]string{
+		{"grub-mkimage", "-O", "x86_64-efi", "-p", "/EFI/BOOT", "-c", early, "-o", efi,
+			"normal", "configfile", "search", "search_label", "iso9660", "fat", "part_msdos", "part_gpt",
+			"linux", "serial", "terminal", "echo", "test"},
+		{"mkfs.vfat", "-n", "EFIBOOT", "-i", "534e4f46", "-C", out, "2048"},
+		{"mmd", "-i", out, "::/EFI", "::/EFI/BOOT"},
+		{"mcopy", "-i", out, efi, "::/EFI/BOOT/BOOTX64.EFI"},
+	}
+	for _, st := range steps {
+		cmd := exec.CommandContext(ctx, st[0], st[1:]...)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("EFI boot image: %s: %w: %s", st[0], err, bytes.TrimSpace(b))
+		}
+	}
+	return nil
 }

@@ -73,22 +73,36 @@ func TestBuildLayoutAndCache(t *testing.T) {
 		if area != want {
 			t.Errorf("%s: area at %d is %q", f.Path, f.Offset, area)
 		}
-		// The boot loader must load the embed area as an extra initrd on that line.
+		// The boot loader must load the embed area as an extra initrd for that kernel.
 		line := string(b[:f.Offset])
 		line = line[strings.LastIndexByte(line, '\n')+1:]
-		if !strings.Contains(line, "initrd=/images/pxeboot/initrd.img,/"+IgnitionImgPath) {
-			t.Errorf("%s: karg line %q does not load the embed area", f.Path, line)
+		after := string(b[f.Offset+kargs.Size:])
+		switch {
+		case strings.HasSuffix(f.Path, "isolinux.cfg"):
+			if !strings.Contains(line, "initrd=/images/pxeboot/initrd.img,/"+IgnitionImgPath) {
+				t.Errorf("%s: karg line %q does not load the embed area", f.Path, line)
+			}
+		case strings.HasSuffix(f.Path, "grub.cfg"):
+			if !strings.HasPrefix(strings.TrimSpace(line), "linux /images/pxeboot/vmlinuz") ||
+				!strings.HasPrefix(strings.TrimSpace(after), "initrd /images/pxeboot/initrd.img /"+IgnitionImgPath) {
+				t.Errorf("%s: karg area not between the linux line %q and the initrd line %q", f.Path, line, after)
+			}
+		default:
+			t.Errorf("unexpected karg file %s", f.Path)
 		}
+	}
+	if len(kargs.Files) != 2 {
+		t.Errorf("want karg areas in isolinux.cfg and grub.cfg, got %+v", kargs.Files)
 	}
 	var features map[string]any
 	if err := json.Unmarshal(extract(t, iso, "/coreos/features.json"), &features); err != nil {
 		t.Fatalf("features.json: %v", err)
 	}
 
-	// El Torito boot record present (xorriso reports it), and hybrid MBR for disk boots.
+	// Two El Torito boot images: BIOS (isolinux) and UEFI (the FAT image with GRUB).
 	out, err := exec.Command("xorriso", "-indev", iso, "-report_el_torito", "plain").CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "isolinux/isolinux.bin") && !strings.Contains(string(out), "El Torito boot img") {
-		t.Errorf("no El Torito boot image: %v %s", err, out)
+	if err != nil || !strings.Contains(string(out), "BIOS") || !strings.Contains(string(out), "UEFI") {
+		t.Errorf("want BIOS and UEFI El Torito boot images: %v %s", err, out)
 	}
 
 	// A second build with the same inputs is a cache hit.

@@ -177,26 +177,32 @@ func checkReports(t *testing.T, msgs []agent.Message, karg string, files ...igni
 	}
 }
 
+// The embedded config and an appended karg reach the guest, with BIOS (isolinux's karg
+// area) and with UEFI (GRUB's karg area).
 func TestLiveISOBootRunsIgnition(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	token := ignitionFile{path: "/etc/snofactory/token-" + randomHex(t, 4), content: []byte(randomHex(t, 16))}
-	karg := "snofactory.e2e=" + randomHex(t, 6)
-	iso, rep := customizedISO(t, ctx, ignitionConfig(t, token), karg)
-	if rep.Strategy != liveiso.StrategyPatch {
-		t.Errorf("a small config should be embedded in place, got strategy %s", rep.Strategy)
+	for _, fw := range []vm.Firmware{vm.FirmwareBIOS, vm.FirmwareUEFI} {
+		t.Run(string(fw), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+			defer cancel()
+			token := ignitionFile{path: "/etc/snofactory/token-" + randomHex(t, 4), content: []byte(randomHex(t, 16))}
+			karg := "snofactory.e2e=" + randomHex(t, 6)
+			iso, rep := customizedISO(t, ctx, ignitionConfig(t, token), karg)
+			if rep.Strategy != liveiso.StrategyPatch {
+				t.Errorf("a small config should be embedded in place, got strategy %s", rep.Strategy)
+			}
+			m, acc := liveVM(t, ctx, vm.Config{Name: "live-boot-" + string(fw), ISO: iso, NoReboot: true, Firmware: fw})
+			start := time.Now()
+			wctx, wcancel := context.WithTimeout(ctx, acc.Scale(bootTimeout))
+			defer wcancel()
+			msgs, err := m.WaitFinal(wctx, agent.PhaseBootComplete, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("boot-complete %s after qemu start (%s, accelerator %s, guest uptime %.1fs)",
+				time.Since(start).Round(time.Millisecond), fw, acc.Name, msgs[len(msgs)-1].Uptime)
+			checkReports(t, msgs, karg, token)
+		})
 	}
-	m, acc := liveVM(t, ctx, vm.Config{Name: "live-boot", ISO: iso, NoReboot: true})
-	start := time.Now()
-	wctx, wcancel := context.WithTimeout(ctx, acc.Scale(bootTimeout))
-	defer wcancel()
-	msgs, err := m.WaitFinal(wctx, agent.PhaseBootComplete, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("boot-complete %s after qemu start (accelerator %s, guest uptime %.1fs)",
-		time.Since(start).Round(time.Millisecond), acc.Name, msgs[len(msgs)-1].Uptime)
-	checkReports(t, msgs, karg, token)
 }
 
 // A config larger than the 256 KiB embed area: Customize rebuilds the ISO with a larger

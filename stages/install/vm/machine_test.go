@@ -15,9 +15,15 @@ import (
 	"github.com/snofactory/snofactory/test/conformance"
 )
 
-// TestBootConformanceISO boots the pristine conformance ISO (no Ignition config) and
-// follows its phase reports to boot-complete.
+// TestBootConformanceISO boots the pristine conformance ISO (no Ignition config) with
+// each firmware and follows its phase reports to boot-complete.
 func TestBootConformanceISO(t *testing.T) {
+	for _, fw := range []Firmware{FirmwareBIOS, FirmwareUEFI} {
+		t.Run(string(fw), func(t *testing.T) { testBoot(t, fw) })
+	}
+}
+
+func testBoot(t *testing.T, fw Firmware) {
 	q := requireQemu(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -31,7 +37,7 @@ func TestBootConformanceISO(t *testing.T) {
 	}
 	dir := t.TempDir()
 	console := filepath.Join(dir, "console.log")
-	m, err := Start(ctx, Config{Name: "boot-test", ISO: iso, MemoryMiB: 512, ConsoleLog: console, NoReboot: true}, acc, nil)
+	m, err := Start(ctx, Config{Name: "boot-test-" + string(fw), ISO: iso, MemoryMiB: 512, ConsoleLog: console, NoReboot: true, Firmware: fw}, acc, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,10 +60,11 @@ func TestBootConformanceISO(t *testing.T) {
 	if got := strings.Join(phases, ","); got != "init,ignition,boot-complete" {
 		t.Errorf("phases %s", got)
 	}
-	if msgs[0].Details["mode"] != "live" || !strings.Contains(msgs[0].Details["cmdline"], "ignition.platform.id=metal") {
+	if msgs[0].Details["mode"] != "live" || !strings.Contains(msgs[0].Details["cmdline"], conformance.DefaultKargs) {
 		t.Errorf("init details %v", msgs[0].Details)
 	}
-	if b, err := os.ReadFile(console); err != nil || !strings.Contains(string(b), "ISOLINUX") {
+	loader := map[Firmware]string{FirmwareBIOS: "ISOLINUX", FirmwareUEFI: "BdsDxe"}[fw]
+	if b, err := os.ReadFile(console); err != nil || !strings.Contains(string(b), loader) {
 		t.Errorf("console log does not show the boot loader: %v %q", err, b)
 	}
 
