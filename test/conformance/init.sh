@@ -176,6 +176,9 @@ if [ "$MODE" = disk ]; then
 		fi
 		rm -f /mnt/disk/boot/ignition.firstboot
 		sync
+	elif [ -f /mnt/disk/boot/ignition/config.ign ]; then
+		# Later boots: show the host that what Ignition wrote on the first boot persisted.
+		report persisted-files ok --files-root /mnt/disk/root --ignition-config /mnt/disk/boot/ignition/config.ign
 	fi
 	report boot-complete ok --detail mode=disk --detail "firstboot=$firstboot"
 	idle

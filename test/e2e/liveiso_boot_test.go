@@ -285,8 +285,29 @@ func TestLiveISOInstallToDiskAndReboot(t *testing.T) {
 		t.Errorf("installed system still has the installer karg: %q", init.Details["cmdline"])
 	}
 	checkReports(t, installed, karg, token)
+
+	// A second boot from disk: Ignition does not run again, as on CoreOS.
+	if err := m.Reset(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wctx3, wcancel3 := context.WithTimeout(ctx, acc.Scale(bootTimeout))
+	defer wcancel3()
+	again, err := m.WaitFinal(wctx3, agent.PhaseBootComplete, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := again[len(again)-1].Details; d["mode"] != "disk" || d["firstboot"] != "false" {
+		t.Errorf("second disk boot reports %v: want mode=disk firstboot=false", d)
+	}
+	if _, ran := findPhase(again, "ignition-files"); ran {
+		t.Error("Ignition ran again on the second boot from disk")
+	}
+	persisted, _ := findPhase(again, "persisted-files")
+	if got := persisted.Details["file:"+token.path]; got != string(token.content) {
+		t.Errorf("after a reboot %s holds %q, want %q", token.path, got, token.content)
+	}
 	var buf bytes.Buffer
-	for _, msg := range append(live, installed...) {
+	for _, msg := range append(append(live, installed...), again...) {
 		buf.WriteString(msg.Phase + ":" + string(msg.Status) + " ")
 	}
 	t.Logf("phases: %s", buf.String())

@@ -117,6 +117,7 @@ func (c Config) ovmf() (code, vars string, err error) {
 // runtimePaths are the per-run files Args refers to.
 type runtimePaths struct {
 	AgentSocket string // unix socket the host listens on; qemu connects to it
+	QMPSocket   string // qemu listens; the host sends machine commands (reset, powerdown)
 	OVMFCode    string
 	OVMFVars    string // a private, writable copy
 }
@@ -183,6 +184,9 @@ func (c Config) Args(acc Accelerator, rp runtimePaths) []string {
 		"-chardev", "socket,id=agent0,path="+rp.AgentSocket,
 		"-device", "virtserialport,bus=vser0.0,chardev=agent0,name="+port,
 	)
+	if rp.QMPSocket != "" {
+		a = append(a, "-qmp", "unix:"+rp.QMPSocket+",server=on,wait=off")
+	}
 	if c.NoReboot {
 		a = append(a, "-no-reboot")
 	}

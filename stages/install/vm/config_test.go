@@ -7,7 +7,7 @@ import (
 )
 
 func TestArgs(t *testing.T) {
-	rp := runtimePaths{AgentSocket: "/tmp/s/agent.sock", OVMFCode: "/fw/code.fd", OVMFVars: "/tmp/s/vars.fd"}
+	rp := runtimePaths{AgentSocket: "/tmp/s/agent.sock", QMPSocket: "/tmp/s/qmp.sock", OVMFCode: "/fw/code.fd", OVMFVars: "/tmp/s/vars.fd"}
 	tests := []struct {
 		name     string
 		cfg      Config
@@ -26,6 +26,7 @@ func TestArgs(t *testing.T) {
 				"-drive file=/x/live.iso,media=cdrom,if=ide,readonly=on",
 				"-chardev socket,id=agent0,path=/tmp/s/agent.sock",
 				"-device virtserialport,bus=vser0.0,chardev=agent0,name=org.snofactory.agent.0",
+				"-qmp unix:/tmp/s/qmp.sock,server=on,wait=off",
 			},
 			wantNot: []string{"-no-reboot", "-cpu host", "if=pflash", "-boot"},
 		},

@@ -43,6 +43,8 @@ type Machine struct {
 	ln     net.Listener
 	log    *slog.Logger
 
+	qmpPath  string
+	qmpMu    sync.Mutex
 	stopOnce sync.Once
 	stderr   bytes.Buffer
 }
@@ -73,7 +75,8 @@ func Start(ctx context.Context, cfg Config, acc Accelerator, log *slog.Logger) (
 			os.RemoveAll(tmp)
 		}
 	}()
-	rp := runtimePaths{AgentSocket: filepath.Join(tmp, "agent.sock")}
+	rp := runtimePaths{AgentSocket: filepath.Join(tmp, "agent.sock"), QMPSocket: filepath.Join(tmp, "qmp.sock")}
+	m.qmpPath = rp.QMPSocket
 	if cfg.Firmware == FirmwareUEFI {
 		code, vars, err := cfg.ovmf()
 		if err != nil {
@@ -201,6 +204,36 @@ func (m *Machine) kill() {
 	default:
 		_ = syscall.Kill(-m.cmd.Process.Pid, syscall.SIGKILL)
 	}
+}
+
+// Reset hard-resets the VM (the reset button): the guest reboots without shutting down.
+// With NoReboot set, qemu exits instead.
+func (m *Machine) Reset(ctx context.Context) error { return m.machineCommand(ctx, "system_reset") }
+
+// Powerdown presses the ACPI power button; the guest decides what to do with it.
+func (m *Machine) Powerdown(ctx context.Context) error {
+	return m.machineCommand(ctx, "system_powerdown")
+}
+
+func (m *Machine) machineCommand(ctx context.Context, cmd string) error {
+	m.qmpMu.Lock()
+	defer m.qmpMu.Unlock()
+	select {
+	case <-m.done:
+		return fmt.Errorf("vm %s: %s: %w", m.cfg.Name, cmd, ErrExited)
+	default:
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	q, err := dialQMP(ctx, m.qmpPath)
+	if err != nil {
+		return fmt.Errorf("vm %s: %s: %w", m.cfg.Name, cmd, err)
+	}
+	defer q.close()
+	if err := q.execute(cmd); err != nil {
+		return fmt.Errorf("vm %s: %w", m.cfg.Name, err)
+	}
+	return nil
 }
 
 // ExitErr is how qemu exited; valid after Done is closed.

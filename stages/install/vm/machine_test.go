@@ -68,6 +68,16 @@ func testBoot(t *testing.T, fw Firmware) {
 		t.Errorf("console log does not show the boot loader: %v %q", err, b)
 	}
 
+	// With NoReboot, a reset through QMP ends qemu instead of rebooting the guest.
+	if err := m.Reset(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-m.Done():
+	case <-time.After(20 * time.Second):
+		t.Fatal("qemu still running 20s after a reset with NoReboot")
+	}
+
 	// Stop kills qemu and everything in its process group.
 	pid := m.cmd.Process.Pid
 	m.Stop()
