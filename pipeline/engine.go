@@ -54,7 +54,8 @@ func (g *Graph) stage(name string) (Stage, bool) {
 
 // Selection chooses which part of a graph a build or plan covers.
 type Selection struct {
-	// Until stops after this stage (and runs only what it needs); "" means all stages.
+	// Until stops after this stage: it and every stage before it in pipeline order run;
+	// "" means all stages.
 	Until string
 	// Force re-runs these stages even if their key is cached.
 	Force []string
@@ -77,18 +78,14 @@ func (g *Graph) selected(sel Selection) (map[string]bool, error) {
 	if _, ok := g.stage(sel.Until); !ok {
 		return nil, fmt.Errorf("--until %s: no such stage (stages: %s)", sel.Until, g.names())
 	}
-	var add func(string)
-	add = func(n string) {
-		if want[n] {
-			return
-		}
-		want[n] = true
-		s, _ := g.stage(n)
-		for _, d := range s.Deps {
-			add(d)
+	// Every stage up to and including Until in pipeline order: dependencies always come
+	// earlier (Validate), so they are included too.
+	for _, s := range g.Stages {
+		want[s.Name] = true
+		if s.Name == sel.Until {
+			break
 		}
 	}
-	add(sel.Until)
 	return want, nil
 }
 

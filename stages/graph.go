@@ -14,13 +14,11 @@ import (
 	"github.com/snofactory/snofactory/blueprints"
 	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/stages/internal/registries"
+	"github.com/snofactory/snofactory/stages/liveiso"
 	"github.com/snofactory/snofactory/stages/precache"
 	"github.com/snofactory/snofactory/stages/render"
 	"github.com/snofactory/snofactory/stages/resolve"
 )
-
-// Order is the pipeline's stage order; a build's --until and --force name these.
-var Order = []string{"resolve", render.Name, "live-iso", "precache", "install", "validate", "seal", "publish"}
 
 // Options are build-time choices that are not part of the blueprint.
 type Options struct {
@@ -59,9 +57,9 @@ func Graph(bp *blueprints.Blueprint, opts Options) (*pipeline.Graph, pipeline.Se
 	g.Stages = append(g.Stages,
 		resolveStage(ResolveOptions(bp, opts), catalogOperators(bp), bp.CheckISO()),
 		render.New(ropts),
-		pending("live-iso", []string{render.Name}, "embeds the rendered config into the live ISO"),
+		liveISOStage(bp),
 		precache.New(precache.Options{Registry: reg, Arch: arch}),
-		pending("install", []string{"live-iso", "precache"}, "installs the node in the factory VM"),
+		pending("install", []string{liveiso.Name, precache.Name}, "installs the node in the factory VM"),
 		pending("validate", []string{"install"}, "checks the installed node before it ships"),
 		pending("seal", []string{"validate"}, "prepares the node for relocation and writes the seed disk"),
 		pending("publish", []string{"seal"}, "pushes the seed as an OCI artifact"),
@@ -165,6 +163,26 @@ func resolveStage(o resolve.Options, catalogOps []blueprints.Operator, isoErr er
 		return fmt.Errorf("operator %s comes from catalog %s: resolving catalog packages is not supported yet; name the operator's bundle image with openshift.operators[].bundle instead", op.Name, op.Catalog)
 	}
 	return s
+}
+
+// liveISOStage embeds render's config into the blueprint's ISO (a local file or a URL) or,
+// for OpenShift without a source, the release's RHCOS ISO pinned by resolve.
+func liveISOStage(bp *blueprints.Blueprint) pipeline.Stage {
+	var o liveiso.StageOptions
+	switch src := bp.Spec.Source; {
+	case src != nil && src.URL != "":
+		o.ISOURL, o.ISOSHA256 = src.URL, src.SHA256
+	case src != nil:
+		if err := bp.CheckISO(); err != nil {
+			s := liveiso.New(o)
+			s.Run = func(context.Context, *pipeline.Env) error { return err }
+			return s
+		}
+		o.ISOPath = bp.Resolved.ISO
+	default:
+		o.ISOLockFrom = resolve.Name
+	}
+	return liveiso.New(o)
 }
 
 // pending is a stage this version of snofactory does not have yet. It is in the graph so plan

@@ -3,7 +3,6 @@ package liveiso
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -36,6 +35,13 @@ type StageOptions struct {
 	// ISOFrom is an upstream stage whose output holds the base ISO as live.iso
 	// (used when ISOPath is empty).
 	ISOFrom string `json:"isoFrom,omitempty"`
+	// ISOURL and ISOSHA256 name a base ISO to download (http, https or file URL) into the
+	// depot's ISO store, verified and resumable (used when ISOPath and ISOFrom are empty).
+	ISOURL    string `json:"isoURL,omitempty"`
+	ISOSHA256 string `json:"isoSHA256,omitempty"`
+	// ISOLockFrom is an upstream stage whose lock.json pins the base ISO (the resolve stage,
+	// for a release's RHCOS ISO); used when nothing else names the ISO.
+	ISOLockFrom string `json:"isoLockFrom,omitempty"`
 	// Kernel-argument edits (see KargsEdit).
 	KargsAppend  []string `json:"kargsAppend,omitempty"`
 	KargsDelete  []string `json:"kargsDelete,omitempty"`
@@ -64,8 +70,12 @@ func New(opts StageOptions) pipeline.Stage {
 	}
 	sort.Strings(opts.NetworkNames)
 	deps := []string{opts.ConfigFrom}
-	if opts.ISOPath == "" && opts.ISOFrom != "" {
+	switch {
+	case opts.ISOPath != "" || opts.ISOURL != "":
+	case opts.ISOFrom != "":
 		deps = append(deps, opts.ISOFrom)
+	case opts.ISOLockFrom != "":
+		deps = append(deps, opts.ISOLockFrom)
 	}
 	files := map[string]string{}
 	if opts.ISOPath != "" {
@@ -123,13 +133,9 @@ func runStage(ctx context.Context, opts StageOptions, env *pipeline.Env) error {
 		return fmt.Errorf("reading the rendered config: %w", err)
 	}
 
-	base := opts.ISOPath
-	if base == "" {
-		dir, ok := env.Inputs[opts.ISOFrom]
-		if opts.ISOFrom == "" || !ok {
-			return errors.New("live-iso needs a base ISO: set ISOPath or ISOFrom")
-		}
-		base = filepath.Join(dir, OutputISO)
+	base, err := baseISO(ctx, opts, env)
+	if err != nil {
+		return err
 	}
 	c := Customization{Ignition: cfg, KargsAppend: opts.KargsAppend, KargsDelete: opts.KargsDelete,
 		KargsReplace: opts.KargsReplace, NoRebuild: opts.NoRebuild}

@@ -28,6 +28,7 @@ func main() {
 
 	benchmarks := []benchmark{
 		// --- benchmarks ---
+		{"iso", benchISO},
 		{"precache", benchPrecache},
 		// --- end benchmarks ---
 	}
