@@ -206,36 +206,40 @@ func TestLiveISOBootRunsIgnition(t *testing.T) {
 }
 
 // A config larger than the 256 KiB embed area: Customize rebuilds the ISO with a larger
-// ignition.img, and the guest must still get all of it.
+// ignition.img, and the guest must still get all of it, booted either way.
 func TestLiveISOBootOversizedConfig(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	big := make([]byte, 384<<10) // random, so it does not compress below the area size
-	if _, err := rand.Read(big); err != nil {
-		t.Fatal(err)
+	for _, fw := range []vm.Firmware{vm.FirmwareBIOS, vm.FirmwareUEFI} {
+		t.Run(string(fw), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+			defer cancel()
+			big := make([]byte, 384<<10) // random, so it does not compress below the area size
+			if _, err := rand.Read(big); err != nil {
+				t.Fatal(err)
+			}
+			bigFile := ignitionFile{path: "/var/lib/snofactory/big.bin", content: big}
+			token := ignitionFile{path: "/etc/snofactory/token", content: []byte(randomHex(t, 16))}
+			config := ignitionConfig(t, token, bigFile)
+			if len(config) <= conformance.IgnitionImgSize {
+				t.Fatalf("test config is only %d bytes", len(config))
+			}
+			karg := "snofactory.e2e=" + randomHex(t, 6)
+			iso, rep := customizedISO(t, ctx, config, karg)
+			if rep.Strategy != liveiso.StrategyRebuild || rep.AreaBytes <= conformance.IgnitionImgSize {
+				t.Fatalf("oversized config: strategy %s, area %d bytes; want a rebuild with a larger area", rep.Strategy, rep.AreaBytes)
+			}
+			m, acc := liveVM(t, ctx, vm.Config{Name: "live-boot-oversized-" + string(fw), ISO: iso, NoReboot: true, Firmware: fw})
+			start := time.Now()
+			wctx, wcancel := context.WithTimeout(ctx, acc.Scale(bootTimeout))
+			defer wcancel()
+			msgs, err := m.WaitFinal(wctx, agent.PhaseBootComplete, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("boot-complete %s after qemu start (%s, accelerator %s, config %d bytes, area %d bytes)",
+				time.Since(start).Round(time.Millisecond), fw, acc.Name, len(config), rep.AreaBytes)
+			checkReports(t, msgs, karg, token, bigFile)
+		})
 	}
-	bigFile := ignitionFile{path: "/var/lib/snofactory/big.bin", content: big}
-	token := ignitionFile{path: "/etc/snofactory/token", content: []byte(randomHex(t, 16))}
-	config := ignitionConfig(t, token, bigFile)
-	if len(config) <= conformance.IgnitionImgSize {
-		t.Fatalf("test config is only %d bytes", len(config))
-	}
-	karg := "snofactory.e2e=" + randomHex(t, 6)
-	iso, rep := customizedISO(t, ctx, config, karg)
-	if rep.Strategy != liveiso.StrategyRebuild || rep.AreaBytes <= conformance.IgnitionImgSize {
-		t.Fatalf("oversized config: strategy %s, area %d bytes; want a rebuild with a larger area", rep.Strategy, rep.AreaBytes)
-	}
-	m, acc := liveVM(t, ctx, vm.Config{Name: "live-boot-oversized", ISO: iso, NoReboot: true})
-	start := time.Now()
-	wctx, wcancel := context.WithTimeout(ctx, acc.Scale(bootTimeout))
-	defer wcancel()
-	msgs, err := m.WaitFinal(wctx, agent.PhaseBootComplete, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("boot-complete %s after qemu start (accelerator %s, config %d bytes, area %d bytes)",
-		time.Since(start).Round(time.Millisecond), acc.Name, len(config), rep.AreaBytes)
-	checkReports(t, msgs, karg, token, bigFile)
 }
 
 // coreos.inst.install_dev: the live system installs itself to the disk, says so, reboots,
