@@ -3,7 +3,18 @@
 //
 // The same static snofactory binary runs inside the factory VM (and later on the shipped
 // node) in "agent" mode. During a factory install it reports each phase to the host over
-// a virtio-serial port as JSON lines (see Message). The host reads them in order with a
-// Decoder; an install or boot is finished only when the guest says so with an explicit
-// final message (PhaseInstallComplete, PhaseBootComplete), never because the VM stopped.
+// a virtio-serial port (DefaultPortName) as JSON lines, one Message per line:
+//
+//	{"v":1,"boot":"<kernel boot_id>","seq":3,"time":"...","uptime":7.17,
+//	 "phase":"ignition-files","status":"ok","details":{"k":"v"}}
+//
+// seq starts at 1 on every boot and grows by one per message (the guest keeps the
+// counter in a tmpfs, under a lock, because every report is its own process); the host
+// reads the stream with a Decoder, which rejects out-of-order or malformed lines without
+// losing the stream. An install or boot is finished only when the guest says so with an
+// explicit final message (PhaseInstallComplete, PhaseBootComplete; status ok or failed),
+// never because the VM stopped.
+//
+// Later work (image import, site reconfiguration) adds commands next to Reporter; the
+// message format stays the same and new phases are just new names.
 package agent

@@ -131,7 +131,7 @@ func Build(ctx context.Context, o Options) (Result, error) {
 		}
 	}
 	for tool, pkg := range tools {
-		if _, err := exec.LookPath(tool); err != nil {
+		if _, err := lookTool(tool); err != nil {
 			return res, fmt.Errorf("conformance ISO needs %s (Debian package %s): %w", tool, pkg, err)
 		}
 	}
@@ -207,7 +207,8 @@ func Build(ctx context.Context, o Options) (Result, error) {
 		"-isohybrid-mbr", isohdpfx.src,
 		"-eltorito-alt-boot", "-e", efiBootImg, "-no-emul-boot", "-isohybrid-gpt-basdat",
 		stage}
-	cmd := exec.CommandContext(ctx, "xorriso", args...)
+	xorriso, _ := lookTool("xorriso")
+	cmd := exec.CommandContext(ctx, xorriso, args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
@@ -394,10 +395,29 @@ func writeEFIBoot(ctx context.Context, work, out string) error {
 		{"mcopy", "-i", out, efi, "::/EFI/BOOT/BOOTX64.EFI"},
 	}
 	for _, st := range steps {
-		cmd := exec.CommandContext(ctx, st[0], st[1:]...)
+		tool, err := lookTool(st[0])
+		if err != nil {
+			return fmt.Errorf("EFI boot image: %w", err)
+		}
+		cmd := exec.CommandContext(ctx, tool, st[1:]...)
 		if b, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("EFI boot image: %s: %w: %s", st[0], err, bytes.TrimSpace(b))
 		}
 	}
 	return nil
+}
+
+// lookTool finds a host tool on PATH or in the sbin directories, which a normal user's
+// PATH on Debian lacks (mkfs.vfat lives in /sbin).
+func lookTool(name string) (string, error) {
+	p, err := exec.LookPath(name)
+	if err == nil {
+		return p, nil
+	}
+	for _, dir := range []string{"/usr/sbin", "/sbin"} {
+		if st, serr := os.Stat(filepath.Join(dir, name)); serr == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+			return filepath.Join(dir, name), nil
+		}
+	}
+	return "", err
 }

@@ -122,8 +122,8 @@ type runtimePaths struct {
 	OVMFVars    string // a private, writable copy
 }
 
-// Args returns the qemu arguments (without the binary) for c.
-func (c Config) Args(acc Accelerator, rp runtimePaths) []string {
+// args returns the qemu arguments (without the binary) for c.
+func (c Config) args(acc Accelerator, rp runtimePaths) []string {
 	mem := c.MemoryMiB
 	if mem == 0 {
 		mem = 1024

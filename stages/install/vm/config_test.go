@@ -62,7 +62,7 @@ func TestArgs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			args := tt.cfg.Args(tt.acc, rp)
+			args := tt.cfg.args(tt.acc, rp)
 			joined := " " + strings.Join(args, " ") + " "
 			for _, w := range tt.want {
 				if !strings.Contains(joined, " "+w+" ") {

@@ -93,7 +93,7 @@ func Start(ctx context.Context, cfg Config, acc Accelerator, log *slog.Logger) (
 	if err != nil {
 		return nil, fmt.Errorf("vm %s: agent socket: %w", cfg.Name, err)
 	}
-	args := cfg.Args(acc, rp)
+	args := cfg.args(acc, rp)
 	m.cmd = exec.Command(qemu, args...)
 	m.cmd.Stdout = &m.stderr
 	m.cmd.Stderr = &m.stderr
