@@ -21,7 +21,7 @@ import (
 
 // builderVersion changes whenever the layout this package produces changes, so cached
 // ISOs from an older builder are rebuilt.
-const builderVersion = "conformance-iso/5"
+const builderVersion = "conformance-iso/6"
 
 //go:embed init.sh
 var initScript []byte
