@@ -108,7 +108,7 @@ func stageCache(r *pipeline.Record) map[string]string {
 // a second build is a cache hit in well under a second, and editing one Butane fragment
 // re-runs render and nothing upstream of it.
 func TestBuildUntilRenderCachesAndRebuildsOnlyWhatChanged(t *testing.T) {
-	bp := copyDemo(t)
+	bp := demoBlueprint(t)
 	cache := t.TempDir()
 	build := func() (cliResult, *pipeline.Record) {
 		out := t.TempDir()
@@ -169,7 +169,7 @@ func firstFragmentFile(t *testing.T, bp string) string {
 // every committed cache entry is whole (its record's digests match its files) and that a
 // re-run completes.
 func TestKilledBuildsLeaveNoCorruptEntry(t *testing.T) {
-	bp := copyDemo(t)
+	bp := demoBlueprint(t)
 	cache := t.TempDir()
 	frag := firstFragmentFile(t, bp)
 	orig, _ := os.ReadFile(frag)
