@@ -52,6 +52,7 @@ func Graph(bp *blueprints.Blueprint, opts Options) (*pipeline.Graph, pipeline.Se
 		return nil, nil, err
 	}
 	reg := RegistryConfig(bp)
+	reg.PolicyFile = bp.Resolved.SignaturePolicyFile
 
 	g := &pipeline.Graph{Blueprint: bp.Metadata.Name}
 	g.Stages = append(g.Stages,
@@ -168,7 +169,14 @@ func resolveStage(o resolve.Options, catalogOps []blueprints.Operator, isoErr er
 // liveISOStage embeds render's config into the blueprint's ISO (a local file or a URL) or,
 // for OpenShift without a source, the release's RHCOS ISO pinned by resolve.
 func liveISOStage(bp *blueprints.Blueprint) pipeline.Stage {
-	var o liveiso.StageOptions
+	l := bp.Spec.LiveISO
+	o := liveiso.StageOptions{KargsAppend: l.KernelArguments.Append, KargsDelete: l.KernelArguments.Delete}
+	for i, f := range l.NetworkKeyfiles {
+		if o.NetworkKeyfiles == nil {
+			o.NetworkKeyfiles = map[string]string{}
+		}
+		o.NetworkKeyfiles[filepath.Base(f)] = bp.Resolved.NetworkKeyfiles[i]
+	}
 	switch src := bp.Spec.Source; {
 	case src != nil && src.URL != "":
 		o.ISOURL, o.ISOSHA256 = src.URL, src.SHA256

@@ -135,6 +135,10 @@ func (b *Blueprint) SetDir(dir string) error {
 	for _, f := range s.Butane {
 		r.Butane = append(r.Butane, b.Path(f.File))
 	}
+	for _, f := range s.LiveISO.NetworkKeyfiles {
+		r.NetworkKeyfiles = append(r.NetworkKeyfiles, b.Path(f))
+	}
+	r.SignaturePolicyFile = b.Path(s.SignaturePolicyFile)
 	b.Resolved = r
 	return nil
 }

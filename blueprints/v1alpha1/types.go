@@ -61,6 +61,12 @@ type Spec struct {
 	// Registry mirrors (ImageContentSourcePolicy/ImageDigestMirrorSet style) used to pull
 	// images during the build and configured on the node.
 	RegistryMirrors []RegistryMirror `json:"registryMirrors,omitempty" yaml:"registryMirrors,omitempty"`
+	// How the live ISO is customized for the factory install, beyond the rendered Ignition
+	// config: kernel arguments and NetworkManager keyfiles for the live system.
+	LiveISO LiveISO `json:"liveISO,omitempty" yaml:"liveISO,omitempty"`
+	// A containers signature policy (policy.json), relative to the blueprint's directory.
+	// When set, every image precached must be allowed by it. Default: no policy check.
+	SignaturePolicyFile string `json:"signaturePolicyFile,omitempty" yaml:"signaturePolicyFile,omitempty"`
 	// The factory VM the install runs in.
 	VM VM `json:"vm,omitempty" yaml:"vm,omitempty"`
 	// The validation gate that runs before the seed is sealed.
@@ -202,6 +208,23 @@ type RegistryMirror struct {
 	Mirrors []string `json:"mirrors" yaml:"mirrors" jsonschema:"required,minItems=1"`
 }
 
+// LiveISO customizes the live ISO the factory VM boots, as coreos-installer iso does.
+type LiveISO struct {
+	// Kernel arguments of the live system.
+	KernelArguments KernelArguments `json:"kernelArguments,omitempty" yaml:"kernelArguments,omitempty"`
+	// NetworkManager keyfiles (*.nmconnection) for the live system's first boot, relative to
+	// the blueprint's directory. The ISO must support the live-initrd-network feature.
+	NetworkKeyfiles []string `json:"networkKeyfiles,omitempty" yaml:"networkKeyfiles,omitempty"`
+}
+
+// KernelArguments edits the live ISO's default kernel command line.
+type KernelArguments struct {
+	// Arguments to append, e.g. [console=ttyS0,115200n8, "rd.neednet=1"].
+	Append []string `json:"append,omitempty" yaml:"append,omitempty"`
+	// Arguments to delete, as they appear on the command line, e.g. [quiet].
+	Delete []string `json:"delete,omitempty" yaml:"delete,omitempty"`
+}
+
 // VM is the factory VM the install runs in.
 type VM struct {
 	// Virtual CPUs. Default: 2 for coreos, 8 for openshift.
@@ -275,6 +298,9 @@ type ResolvedPaths struct {
 	SSHPublicKeyFile string
 	ExtraManifests   string
 	// One entry per spec.butane item; empty for inline fragments.
-	Butane    []string
-	OCILayout string
+	Butane []string
+	// One entry per spec.liveISO.networkKeyfiles item.
+	NetworkKeyfiles     []string
+	SignaturePolicyFile string
+	OCILayout           string
 }

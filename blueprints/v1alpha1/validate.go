@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 
@@ -80,6 +81,7 @@ func (b *Blueprint) Validate() []FieldError {
 		c.oneOf("spec.target.ignitionVersion", s.Target.IgnitionVersion, "3.3.0", "3.4.0", "3.5.0")
 	}
 	b.validateSource(c)
+	b.validateLiveISO(c)
 	b.validateOpenShift(c)
 	b.validateButane(c)
 	seen := map[string]int{}
@@ -210,6 +212,39 @@ func (b *Blueprint) validateSource(c *checker) {
 	if s.Path != "" && s.GeneratedBy == "" {
 		c.file("spec.source.path", b.Resolved.ISO, "the ISO",
 			"if the ISO is built by a command, name it in source.generatedBy")
+	}
+}
+
+func (b *Blueprint) validateLiveISO(c *checker) {
+	l := b.Spec.LiveISO
+	for field, args := range map[string][]string{"append": l.KernelArguments.Append, "delete": l.KernelArguments.Delete} {
+		for i, a := range args {
+			p := fmt.Sprintf("spec.liveISO.kernelArguments.%s[%d]", field, i)
+			switch {
+			case a == "":
+				c.add(p, "empty kernel argument", "")
+			case strings.ContainsAny(a, " \t\n\r#"):
+				c.add(p, fmt.Sprintf("%q is not one kernel argument: it holds white space or '#'", clip(a)), "give each argument as its own list item")
+			}
+		}
+	}
+	seen := map[string]int{}
+	for i, f := range l.NetworkKeyfiles {
+		p := fmt.Sprintf("spec.liveISO.networkKeyfiles[%d]", i)
+		if !strings.HasSuffix(f, ".nmconnection") {
+			c.add(p, fmt.Sprintf("%q is not a NetworkManager keyfile name", clip(f)), "keyfiles are named NAME.nmconnection")
+		}
+		base := filepath.Base(f)
+		if j, ok := seen[base]; ok {
+			c.add(p, fmt.Sprintf("same file name as spec.liveISO.networkKeyfiles[%d]", j), "keyfiles land in one directory: give them distinct names")
+		}
+		seen[base] = i
+		c.file(p, b.Resolved.NetworkKeyfiles[i], "the keyfile", "")
+	}
+	if b.Spec.SignaturePolicyFile != "" {
+		if data, ok := c.readFile("spec.signaturePolicyFile", b.Resolved.SignaturePolicyFile, "the signature policy", 1<<20); ok && !json.Valid(data) {
+			c.add("spec.signaturePolicyFile", "the signature policy is not valid JSON", "see containers-policy.json(5)")
+		}
 	}
 }
 
