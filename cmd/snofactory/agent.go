@@ -16,9 +16,10 @@ import (
 func newAgentCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "agent",
-		Short: "Commands run on the node itself (phase reporting to the factory host)",
+		Short: "Commands run on the node itself: phase reporting to the factory host, image import",
 	}
 	cmd.AddCommand(newAgentReportCommand())
+	cmd.AddCommand(newAgentImportCommand())
 	return cmd
 }
 

@@ -3,11 +3,17 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/snofactory/snofactory/seeds/agent"
+	"github.com/snofactory/snofactory/stages/install/vm"
 	"github.com/snofactory/snofactory/test/conformance"
 	"github.com/snofactory/snofactory/test/registry"
 )
@@ -81,6 +87,29 @@ func TestDemoBuildsThroughPrecache(t *testing.T) {
 		t.Fatalf("precache layout missing: %v (outputs: %v)", err, entries)
 	}
 
+	// The node side: the agent imports the data disk into containers-storage, and skopeo,
+	// an independent client, finds the image there with the digest resolve pinned.
+	storage := t.TempDir()
+	graph, run := filepath.Join(storage, "graph"), filepath.Join(storage, "run")
+	imp := runCLI(t, "agent", "import-images", "--disk", filepath.Join(out, "precache", "precache.tar"),
+		"--scratch-dir", t.TempDir(), "--graph-root", graph, "--run-root", run, "--driver", "vfs")
+	if imp.code != 0 {
+		t.Fatalf("agent import-images: exit %d\n%s", imp.code, imp.stderr)
+	}
+	var imported []struct{ Ref, Digest string }
+	if err := json.Unmarshal([]byte(imp.stdout), &imported); err != nil || len(imported) != 1 {
+		t.Fatalf("import output %q: %v", imp.stdout, err)
+	}
+	skopeo, err := exec.Command("skopeo", "inspect", "--format", "{{.Digest}}",
+		"containers-storage:[vfs@"+graph+"+"+run+"]"+imported[0].Ref).CombinedOutput()
+	if err != nil {
+		t.Fatalf("skopeo inspect (install the Debian package skopeo): %v\n%s", err, skopeo)
+	}
+	lock, _ := os.ReadFile(filepath.Join(out, "resolve", "lock.json"))
+	if d := strings.TrimSpace(string(skopeo)); d != imported[0].Digest || !strings.Contains(string(lock), d) {
+		t.Fatalf("containers-storage holds %s, import said %s; lock: %s", d, imported[0].Digest, lock)
+	}
+
 	out2 := t.TempDir()
 	if r := runCLI(t, "build", bp, "--until", "precache", "--cache-dir", cache, "--output-dir", out2); r.code != 0 {
 		t.Fatalf("second build: %s", r.stderr)
@@ -90,4 +119,43 @@ func TestDemoBuildsThroughPrecache(t *testing.T) {
 			t.Errorf("second build: %s was %s", s.Name, s.Cache)
 		}
 	}
+}
+
+// TestDemoPipelineISOBoots is the live-ISO acceptance test on the real pipeline: the demo
+// blueprint, with a fragment writing a file whose content the test chose at random and a
+// kernel argument it added under spec.liveISO, is built to the live-iso stage; the install
+// ISO boots under qemu and the guest reports over virtio-serial that Ignition wrote that
+// file with that content and that the argument is on its command line. The demo's own
+// files must be there too.
+func TestDemoPipelineISOBoots(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	bp := demoBlueprint(t)
+	token := ignitionFile{path: "/etc/snofactory/token-" + randomHex(t, 4), content: []byte(randomHex(t, 16))}
+	frag := "variant: fcos\nversion: 1.4.0\nstorage:\n  files:\n    - path: " + token.path +
+		"\n      mode: 0644\n      contents:\n        inline: " + string(token.content) + "\n"
+	if err := os.WriteFile(firstFragmentFile(t, bp), []byte(frag), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	karg := "snofactory.e2e=" + randomHex(t, 6)
+	f, err := os.OpenFile(bp, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(f, "  liveISO:\n    kernelArguments:\n      append: [%s]\n", karg)
+	f.Close()
+
+	out := t.TempDir()
+	if r := runCLI(t, "build", bp, "--until", "live-iso", "--cache-dir", t.TempDir(), "--output-dir", out); r.code != 0 {
+		t.Fatalf("build: exit %d\n%s", r.code, r.stderr)
+	}
+	m, acc := liveVM(t, ctx, vm.Config{Name: "demo-live", ISO: filepath.Join(out, "live-iso", "live.iso"), NoReboot: true})
+	wctx, wcancel := context.WithTimeout(ctx, acc.Scale(bootTimeout))
+	defer wcancel()
+	msgs, err := m.WaitFinal(wctx, agent.PhaseBootComplete, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkReports(t, msgs, karg, token,
+		ignitionFile{path: "/etc/snofactory/demo-site", content: []byte("factory=demo\n")})
 }
