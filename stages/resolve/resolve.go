@@ -30,7 +30,7 @@ type Runtime struct {
 
 // Resolve pins everything opts names and returns the lock.
 func Resolve(ctx context.Context, opts Options, rt Runtime) (*Lock, error) {
-	if opts.Release == "" && opts.ISO == nil && opts.ISOPath == "" && len(opts.Images) == 0 && len(opts.Operators) == 0 {
+	if opts.Release == "" && opts.ISO == nil && opts.ISOPath == "" && len(opts.Images) == 0 && len(opts.Operators) == 0 && len(opts.Catalogs) == 0 {
 		return nil, fmt.Errorf("nothing to resolve: no release image, live ISO or images")
 	}
 	log := rt.Log
@@ -64,6 +64,13 @@ func Resolve(ctx context.Context, opts Options, rt Runtime) (*Lock, error) {
 
 	for _, b := range opts.Operators {
 		imgs, err := c.operatorImages(ctx, b)
+		if err != nil {
+			return nil, err
+		}
+		lock.Images = append(lock.Images, imgs...)
+	}
+	if len(opts.Catalogs) > 0 {
+		imgs, err := c.resolveCatalogs(ctx, opts.Catalogs, log)
 		if err != nil {
 			return nil, err
 		}

@@ -23,6 +23,9 @@ type Options struct {
 	Arch string `json:"arch,omitempty"`
 	// Operators are day-2 operator bundle images.
 	Operators []string `json:"operators,omitempty"`
+	// Catalogs are day-2 operators named by package in a catalog (index) image; each pins
+	// the head bundle of its channel and the bundle's related images.
+	Catalogs []CatalogOperator `json:"catalogs,omitempty"`
 	// Images are extra images to precache.
 	Images []string `json:"images,omitempty"`
 	// Registry says how registries are reached.

@@ -1,0 +1,291 @@
+package resolve
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path"
+	"sort"
+	"strings"
+
+	ciimage "github.com/containers/image/v5/image"
+)
+
+// CatalogOperator is a day-2 operator named by its package in a catalog (index) image.
+type CatalogOperator struct {
+	// Package is the operator package name (ptp-operator).
+	Package string `json:"package"`
+	// Channel is the channel to follow; "" means the package's default channel.
+	Channel string `json:"channel,omitempty"`
+	// Catalog is the catalog image (tag or digest).
+	Catalog string `json:"catalog"`
+}
+
+// configsLabel names the directory of a catalog image's file-based catalog.
+const configsLabel = "operators.operatorframework.io.index.configs.v1"
+
+// defaultConfigsDir is where catalogs without the label keep their file-based catalog.
+const defaultConfigsDir = "/configs"
+
+// maxListed bounds how many packages or channels an error message lists.
+const maxListed = 30
+
+// resolveCatalogs pins, for each operator, the head bundle of its channel and the bundle's
+// related images. Each catalog image is read once however many operators name it.
+func (c *client) resolveCatalogs(ctx context.Context, ops []CatalogOperator, log *slog.Logger) ([]LockedImage, error) {
+	var order []string
+	byCatalog := map[string][]CatalogOperator{}
+	for _, op := range ops {
+		if op.Package == "" || op.Catalog == "" {
+			return nil, fmt.Errorf("catalog operator %+v: package and catalog are both required", op)
+		}
+		if _, ok := byCatalog[op.Catalog]; !ok {
+			order = append(order, op.Catalog)
+		}
+		byCatalog[op.Catalog] = append(byCatalog[op.Catalog], op)
+	}
+	var out []LockedImage
+	for _, ref := range order {
+		cat, err := c.readCatalog(ctx, ref)
+		if err != nil {
+			return nil, err
+		}
+		log.Info("read operator catalog", "catalog", ref, "digest", cat.digest, "packages", len(cat.packages))
+		for _, op := range byCatalog[ref] {
+			b, channel, err := cat.head(op)
+			if err != nil {
+				return nil, err
+			}
+			imgs, err := c.pinBundle(ctx, op, b)
+			if err != nil {
+				return nil, err
+			}
+			log.Info("resolved catalog operator", "package", op.Package, "channel", channel, "bundle", b.Name, "images", len(imgs))
+			out = append(out, imgs...)
+		}
+	}
+	return out, nil
+}
+
+// readCatalog opens a catalog image and parses the file-based catalog its label points at.
+func (c *client) readCatalog(ctx context.Context, ref string) (*catalog, error) {
+	im, err := c.open(ctx, ref)
+	if err != nil {
+		return nil, fmt.Errorf("operator catalog: %w", err)
+	}
+	defer im.Close()
+	labels, err := c.labels(ctx, im)
+	if err != nil {
+		return nil, fmt.Errorf("operator catalog %s: %w", ref, err)
+	}
+	dir := labels[configsLabel]
+	if dir == "" {
+		dir = defaultConfigsDir
+	}
+	dir = strings.TrimPrefix(path.Clean("/"+dir), "/")
+	files, err := c.readFiles(ctx, im, func(n string) bool { return dir == "" || strings.HasPrefix(n, dir+"/") })
+	if err != nil {
+		return nil, fmt.Errorf("operator catalog %s: %w", ref, err)
+	}
+	rel := make(map[string][]byte, len(files))
+	for n, b := range files {
+		rel[strings.TrimPrefix(n, dir+"/")] = b
+	}
+	cat, err := parseCatalog(rel)
+	if err != nil {
+		return nil, fmt.Errorf("operator catalog %s (file-based catalog in /%s): %w", ref, dir, err)
+	}
+	if len(cat.packages) == 0 {
+		return nil, fmt.Errorf("operator catalog %s has no file-based catalog in /%s (label %s): an index image of the older SQLite kind cannot be read", ref, dir, configsLabel)
+	}
+	cat.ref, cat.digest = ref, im.digest.String()
+	return cat, nil
+}
+
+// labels returns the image's config labels.
+func (c *client) labels(ctx context.Context, im *image) (map[string]string, error) {
+	var labels map[string]string
+	err := retry(ctx, func() error {
+		img, err := ciimage.FromUnparsedImage(ctx, c.sys, ciimage.UnparsedInstance(im.src, &im.instance))
+		if err != nil {
+			return err
+		}
+		info, err := img.Inspect(ctx)
+		if err != nil {
+			return err
+		}
+		labels = info.Labels
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading image config: %w", err)
+	}
+	return labels, nil
+}
+
+// head picks the operator's channel (the default channel unless named) and its head bundle.
+func (cat *catalog) head(op CatalogOperator) (*fbcBundle, string, error) {
+	pkg, ok := cat.packages[op.Package]
+	if !ok {
+		names := sortedNames(cat.packages)
+		return nil, "", fmt.Errorf("operator %s: catalog %s has no package %q%s; it has %s",
+			op.Package, op.Catalog, op.Package, didYouMean(op.Package, names), listNames(names))
+	}
+	channels := sortedNames(pkg.channels)
+	name := op.Channel
+	if name == "" {
+		name = pkg.defaultChannel
+		if name == "" {
+			return nil, "", fmt.Errorf("operator %s in catalog %s: the package names no default channel; name one of its channels: %s",
+				op.Package, op.Catalog, listNames(channels))
+		}
+	}
+	ch, ok := pkg.channels[name]
+	if !ok {
+		what := "has no channel"
+		if op.Channel == "" {
+			what = "names a default channel it does not have,"
+		}
+		return nil, "", fmt.Errorf("operator %s: package %s in catalog %s %s %q%s; its channels: %s",
+			op.Package, op.Package, op.Catalog, what, name, didYouMean(name, channels), listNames(channels))
+	}
+	head, err := ch.head()
+	if err != nil {
+		return nil, "", fmt.Errorf("operator %s: channel %s of package %s in catalog %s: %w", op.Package, name, op.Package, op.Catalog, err)
+	}
+	b, ok := pkg.bundles[head]
+	if !ok {
+		return nil, "", fmt.Errorf("operator %s: channel %s of package %s in catalog %s: head %s has no olm.bundle", op.Package, name, op.Package, op.Catalog, head)
+	}
+	if b.Image == "" {
+		return nil, "", fmt.Errorf("operator %s: bundle %s (channel %s of package %s in catalog %s) names no image", op.Package, head, name, op.Package, op.Catalog)
+	}
+	return b, name, nil
+}
+
+// head returns the entry no other entry replaces or skips (skipRange does not count, as
+// in OLM), refusing channels with no head or several.
+func (ch *fbcChannel) head() (string, error) {
+	if len(ch.Entries) == 0 {
+		return "", fmt.Errorf("the channel has no entries")
+	}
+	superseded := map[string]bool{}
+	for _, e := range ch.Entries {
+		if e.Replaces != "" {
+			superseded[e.Replaces] = true
+		}
+		for _, s := range e.Skips {
+			superseded[s] = true
+		}
+	}
+	var heads []string
+	for _, e := range ch.Entries {
+		if !superseded[e.Name] {
+			heads = append(heads, e.Name)
+		}
+	}
+	switch len(heads) {
+	case 1:
+		return heads[0], nil
+	case 0:
+		return "", fmt.Errorf("no head: every entry is replaced or skipped by another (a cycle)")
+	default:
+		sort.Strings(heads)
+		return "", fmt.Errorf("%d heads (%s): no single entry replaces or skips all the others", len(heads), strings.Join(heads, ", "))
+	}
+}
+
+// pinBundle pins a bundle image and its related images by digest.
+func (c *client) pinBundle(ctx context.Context, op CatalogOperator, b *fbcBundle) ([]LockedImage, error) {
+	source := SourceOperator + ":" + op.Package
+	pinned, dg, err := c.digestOf(ctx, b.Image)
+	if err != nil {
+		return nil, fmt.Errorf("operator %s: bundle %s: %w", op.Package, b.Name, err)
+	}
+	out := []LockedImage{{Name: "bundle", Ref: pinned, Digest: dg.String(), Source: source}}
+	seen := map[string]bool{b.Image: true}
+	names := map[string]bool{"bundle": true}
+	for _, r := range b.RelatedImages {
+		if r.Image == "" || seen[r.Image] {
+			continue
+		}
+		seen[r.Image] = true
+		pinned, dg, err := c.digestOf(ctx, r.Image)
+		if err != nil {
+			return nil, fmt.Errorf("operator %s: bundle %s: related image %s: %w", op.Package, b.Name, r.Image, err)
+		}
+		// The lock tells images of one source apart by name.
+		name := r.Name
+		if name == "" || names[name] {
+			name = r.Image
+		}
+		names[name] = true
+		out = append(out, LockedImage{Name: name, Ref: pinned, Digest: dg.String(), Source: source})
+	}
+	return out, nil
+}
+
+func sortedNames[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// listNames joins names for an error message, shortening long lists.
+func listNames(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	if len(names) > maxListed {
+		return strings.Join(names[:maxListed], ", ") + fmt.Sprintf(" and %d more", len(names)-maxListed)
+	}
+	return strings.Join(names, ", ")
+}
+
+// didYouMean returns ` (did you mean "x"?)` for the candidate closest to word, or "" when
+// none is a plausible slip.
+func didYouMean(word string, candidates []string) string {
+	best, bestD := "", -1
+	for _, c := range candidates {
+		if d := editDistance(word, c); bestD < 0 || d < bestD {
+			best, bestD = c, d
+		}
+	}
+	limit := min(max(len(word)/3, 1), 3)
+	if bestD >= 0 && bestD <= limit {
+		return fmt.Sprintf(" (did you mean %q?)", best)
+	}
+	for _, c := range candidates {
+		if len(word) >= 4 && strings.HasPrefix(c, word) {
+			return fmt.Sprintf(" (did you mean %q?)", c)
+		}
+	}
+	return ""
+}
+
+// editDistance is the Levenshtein distance between short names.
+func editDistance(a, b string) int {
+	if len(a) > 256 || len(b) > 256 {
+		return 1 << 30
+	}
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
