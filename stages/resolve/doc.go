@@ -9,11 +9,14 @@
 // lock always means the same inputs: Verify lists every difference between a fresh
 // resolution and a lock the user pinned (build --locked).
 //
-// Day-2 operators are simplified: the blueprint names operator bundle images directly, and
-// each bundle expands to itself plus the spec.relatedImages (and the containerImage
-// annotation) of the ClusterServiceVersion under /manifests. There is no catalog (index
-// image or file-based catalog) lookup, no channel or version selection and no dependency
-// resolution between operators.
+// Day-2 operators come two ways. A bundle image named directly expands to itself plus the
+// spec.relatedImages (and the containerImage annotation) of the ClusterServiceVersion under
+// /manifests. A package named in a catalog (index) image is looked up in the image's
+// file-based catalog (the directory its operators.operatorframework.io.index.configs.v1
+// label names, /configs by default): the blueprint's channel, else the package's default
+// channel, its head (the entry no other entry replaces or skips) and that bundle's image and
+// relatedImages, all pinned by digest. There is no version pinning inside a channel, no
+// dependency resolution between operators and no reading of SQLite-era index images.
 //
 // Registry access goes through containers/image (docker transport), so auth files,
 // registries.conf mirrors and insecure registries behave exactly as in podman and skopeo.
