@@ -1,8 +1,11 @@
 package resolve
 
 import (
+	"archive/tar"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"path"
 	"sort"
@@ -46,7 +49,11 @@ func (c *client) resolveCatalogs(ctx context.Context, ops []CatalogOperator, log
 	}
 	var out []LockedImage
 	for _, ref := range order {
-		cat, err := c.readCatalog(ctx, ref)
+		want := map[string]bool{}
+		for _, op := range byCatalog[ref] {
+			want[op.Package] = true
+		}
+		cat, err := c.readCatalog(ctx, ref, want)
 		if err != nil {
 			return nil, err
 		}
@@ -68,7 +75,8 @@ func (c *client) resolveCatalogs(ctx context.Context, ops []CatalogOperator, log
 }
 
 // readCatalog opens a catalog image and parses the file-based catalog its label points at.
-func (c *client) readCatalog(ctx context.Context, ref string) (*catalog, error) {
+// Only the packages in want keep their channels and bundles.
+func (c *client) readCatalog(ctx context.Context, ref string, want map[string]bool) (*catalog, error) {
 	im, err := c.open(ctx, ref)
 	if err != nil {
 		return nil, fmt.Errorf("operator catalog: %w", err)
@@ -83,15 +91,40 @@ func (c *client) readCatalog(ctx context.Context, ref string) (*catalog, error) 
 		dir = defaultConfigsDir
 	}
 	dir = strings.TrimPrefix(path.Clean("/"+dir), "/")
-	files, err := c.readFiles(ctx, im, func(n string) bool { return dir == "" || strings.HasPrefix(n, dir+"/") })
+	prefix := ""
+	if dir != "" {
+		prefix = dir + "/"
+	}
+	// Files are decoded as the layers stream by; a later layer's file replaces an earlier
+	// one of the same path, and a layer read again after a transfer failure overwrites
+	// what it gave the first time.
+	files := map[string]fbcFile{}
+	ignores := map[string][]byte{}
+	err = c.walkLayers(ctx, im, func(name string, _ *tar.Header, r io.Reader) error {
+		rel, ok := strings.CutPrefix(name, prefix)
+		if !ok {
+			return nil
+		}
+		er := &readErrs{r: r}
+		if path.Base(rel) == indexIgnore {
+			b, err := io.ReadAll(io.LimitReader(er, 1<<20))
+			if err != nil {
+				return err
+			}
+			ignores[rel] = b
+			return nil
+		}
+		objs, err := decodeObjects(rel, er, func(pkg string) bool { return want[pkg] })
+		if er.err != nil {
+			return er.err // the transfer failed, not the file: the layer is read again
+		}
+		files[rel] = fbcFile{objs: objs, err: err}
+		return nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("operator catalog %s: %w", ref, err)
 	}
-	rel := make(map[string][]byte, len(files))
-	for n, b := range files {
-		rel[strings.TrimPrefix(n, dir+"/")] = b
-	}
-	cat, err := parseCatalog(rel)
+	cat, err := assembleCatalog(files, readIgnoreRules(ignores))
 	if err != nil {
 		return nil, fmt.Errorf("operator catalog %s (file-based catalog in /%s): %w", ref, dir, err)
 	}
@@ -100,6 +133,20 @@ func (c *client) readCatalog(ctx context.Context, ref string) (*catalog, error) 
 	}
 	cat.ref, cat.digest = ref, im.digest.String()
 	return cat, nil
+}
+
+// readErrs passes a reader through and keeps the first error other than EOF it returned.
+type readErrs struct {
+	r   io.Reader
+	err error
+}
+
+func (e *readErrs) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) && e.err == nil {
+		e.err = err
+	}
+	return n, err
 }
 
 // labels returns the image's config labels.

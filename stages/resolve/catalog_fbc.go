@@ -1,6 +1,7 @@
 package resolve
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -74,18 +75,37 @@ type fbcRelated struct {
 	Image string `json:"image"`
 }
 
-// fbcObject is one decoded catalog object and where it came from.
+// fbcObject is one decoded catalog object and where it came from; exactly one of pkg,
+// channel and bundle is set, after its schema.
 type fbcObject struct {
-	file string
-	meta fbcMeta
-	raw  json.RawMessage
+	file    string
+	meta    fbcMeta
+	pkg     *fbcPackageDoc
+	channel *fbcChannel
+	bundle  *fbcBundle
+}
+
+// fbcFile is one catalog file as decoded: its objects, or why it does not parse (which
+// matters only if .indexignore does not exclude it).
+type fbcFile struct {
+	objs []fbcObject
+	err  error
 }
 
 // parseCatalog reads a file-based catalog given as its files (paths relative to the
-// catalog directory). Every file that .indexignore does not exclude is a JSON stream or a
-// series of YAML documents, whatever its name, as opm reads them.
+// catalog directory), keeping every package.
 func parseCatalog(files map[string][]byte) (*catalog, error) {
-	ignore := readIgnoreRules(files)
+	decoded := make(map[string]fbcFile, len(files))
+	for n, b := range files {
+		objs, err := decodeObjects(n, bytes.NewReader(b), nil)
+		decoded[n] = fbcFile{objs: objs, err: err}
+	}
+	return assembleCatalog(decoded, readIgnoreRules(files))
+}
+
+// assembleCatalog builds the catalog from its decoded files. Every file that .indexignore
+// does not exclude is part of it, whatever its name, as opm reads them.
+func assembleCatalog(files map[string]fbcFile, ignore ignoreRules) (*catalog, error) {
 	names := make([]string, 0, len(files))
 	for n := range files {
 		base := path.Base(n)
@@ -97,22 +117,18 @@ func parseCatalog(files map[string][]byte) (*catalog, error) {
 	sort.Strings(names)
 	var objs []fbcObject
 	for _, n := range names {
-		o, err := decodeObjects(n, files[n])
-		if err != nil {
+		if err := files[n].err; err != nil {
 			return nil, err
 		}
-		objs = append(objs, o...)
+		objs = append(objs, files[n].objs...)
 	}
 
 	cat := &catalog{packages: map[string]*fbcPackage{}}
 	for _, o := range objs {
-		if o.meta.Schema != schemaPackage {
+		if o.pkg == nil {
 			continue
 		}
-		var p fbcPackageDoc
-		if err := json.Unmarshal(o.raw, &p); err != nil {
-			return nil, fmt.Errorf("%s: olm.package %s: %w", o.file, o.meta.Name, err)
-		}
+		p := o.pkg
 		if p.Name == "" {
 			return nil, fmt.Errorf("%s: an olm.package has no name", o.file)
 		}
@@ -123,12 +139,9 @@ func parseCatalog(files map[string][]byte) (*catalog, error) {
 			channels: map[string]*fbcChannel{}, bundles: map[string]*fbcBundle{}}
 	}
 	for _, o := range objs {
-		switch o.meta.Schema {
-		case schemaChannel:
-			var ch fbcChannel
-			if err := json.Unmarshal(o.raw, &ch); err != nil {
-				return nil, fmt.Errorf("%s: olm.channel %s: %w", o.file, o.meta.Name, err)
-			}
+		switch {
+		case o.channel != nil:
+			ch := o.channel
 			pkg, err := cat.owner(o, ch.Package, ch.Name)
 			if err != nil {
 				return nil, err
@@ -136,12 +149,9 @@ func parseCatalog(files map[string][]byte) (*catalog, error) {
 			if _, ok := pkg.channels[ch.Name]; ok {
 				return nil, fmt.Errorf("%s: channel %s of package %s is declared twice", o.file, ch.Name, ch.Package)
 			}
-			pkg.channels[ch.Name] = &ch
-		case schemaBundle:
-			var b fbcBundle
-			if err := json.Unmarshal(o.raw, &b); err != nil {
-				return nil, fmt.Errorf("%s: olm.bundle %s: %w", o.file, o.meta.Name, err)
-			}
+			pkg.channels[ch.Name] = ch
+		case o.bundle != nil:
+			b := o.bundle
 			pkg, err := cat.owner(o, b.Package, b.Name)
 			if err != nil {
 				return nil, err
@@ -149,7 +159,7 @@ func parseCatalog(files map[string][]byte) (*catalog, error) {
 			if _, ok := pkg.bundles[b.Name]; ok {
 				return nil, fmt.Errorf("%s: bundle %s of package %s is declared twice", o.file, b.Name, b.Package)
 			}
-			pkg.bundles[b.Name] = &b
+			pkg.bundles[b.Name] = b
 		}
 	}
 	return cat, nil
@@ -167,53 +177,98 @@ func (cat *catalog) owner(o fbcObject, pkg, name string) (*fbcPackage, error) {
 	return p, nil
 }
 
-// decodeObjects splits a catalog file into objects: a stream of JSON objects when it starts
-// with '{', YAML documents otherwise.
-func decodeObjects(file string, b []byte) ([]fbcObject, error) {
-	var raws []json.RawMessage
-	if t := bytes.TrimLeft(b, " \t\r\n"); len(t) > 0 && t[0] == '{' {
-		dec := json.NewDecoder(bytes.NewReader(b))
-		for {
+// decodeObjects reads a catalog file as it streams by: JSON objects one after another when
+// it starts with '{', YAML documents otherwise. Channels and bundles of packages want
+// refuses are dropped unread (want nil keeps all); every package declaration is kept so
+// errors can list them. Real catalogs run to hundreds of megabytes of bundle metadata, so
+// nothing but the decoded fields stays in memory.
+func decodeObjects(file string, r io.Reader, want func(pkg string) bool) ([]fbcObject, error) {
+	br := bufio.NewReader(r)
+	var first byte
+	for {
+		c, err := br.ReadByte()
+		if errors.Is(err, io.EOF) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", file, err)
+		}
+		if c != ' ' && c != '\t' && c != '\r' && c != '\n' {
+			first = c
+			br.UnreadByte()
+			break
+		}
+	}
+	var out []fbcObject
+	add := func(i int, raw []byte) error {
+		o := fbcObject{file: file}
+		if err := json.Unmarshal(raw, &o.meta); err != nil {
+			return fmt.Errorf("%s: object %d: %w", file, i, err)
+		}
+		var dst any
+		switch o.meta.Schema {
+		case "":
+			return fmt.Errorf("%s: object %d has no schema field", file, i)
+		case schemaPackage:
+			o.pkg = &fbcPackageDoc{}
+			dst = o.pkg
+		case schemaChannel:
+			if want != nil && !want(o.meta.Package) {
+				return nil
+			}
+			o.channel = &fbcChannel{}
+			dst = o.channel
+		case schemaBundle:
+			if want != nil && !want(o.meta.Package) {
+				return nil
+			}
+			o.bundle = &fbcBundle{}
+			dst = o.bundle
+		default:
+			return nil // olm.deprecations and other schemas say nothing about what to pin
+		}
+		if err := json.Unmarshal(raw, dst); err != nil {
+			return fmt.Errorf("%s: %s %s: %w", file, o.meta.Schema, o.meta.Name, err)
+		}
+		out = append(out, o)
+		return nil
+	}
+	if first == '{' {
+		dec := json.NewDecoder(br)
+		for i := 1; ; i++ {
 			var raw json.RawMessage
 			if err := dec.Decode(&raw); errors.Is(err, io.EOF) {
 				break
 			} else if err != nil {
-				return nil, fmt.Errorf("%s: object %d: %w", file, len(raws)+1, err)
+				return nil, fmt.Errorf("%s: object %d: %w", file, i, err)
 			}
-			raws = append(raws, raw)
+			if err := add(i, raw); err != nil {
+				return nil, err
+			}
 		}
-	} else {
-		dec := yaml.NewDecoder(bytes.NewReader(b))
-		for doc := 1; ; doc++ {
-			var v any
-			if err := dec.Decode(&v); errors.Is(err, io.EOF) {
-				break
-			} else if err != nil {
-				return nil, fmt.Errorf("%s: document %d: %w", file, doc, err)
-			}
-			if v == nil {
-				continue // an empty document, as between two "---"
-			}
-			if _, ok := v.(map[string]any); !ok {
-				return nil, fmt.Errorf("%s: document %d is a %T, not a catalog object", file, doc, v)
-			}
-			raw, err := json.Marshal(v)
-			if err != nil {
-				return nil, fmt.Errorf("%s: document %d: %w", file, doc, err)
-			}
-			raws = append(raws, raw)
-		}
+		return out, nil
 	}
-	out := make([]fbcObject, 0, len(raws))
-	for i, raw := range raws {
-		o := fbcObject{file: file, raw: raw}
-		if err := json.Unmarshal(raw, &o.meta); err != nil {
-			return nil, fmt.Errorf("%s: object %d: %w", file, i+1, err)
+	dec := yaml.NewDecoder(br)
+	for doc := 1; ; doc++ {
+		var v any
+		if err := dec.Decode(&v); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return nil, fmt.Errorf("%s: document %d: %w", file, doc, err)
 		}
-		if o.meta.Schema == "" {
-			return nil, fmt.Errorf("%s: object %d has no schema field", file, i+1)
+		if v == nil {
+			continue // an empty document, as between two "---"
 		}
-		out = append(out, o)
+		if _, ok := v.(map[string]any); !ok {
+			return nil, fmt.Errorf("%s: document %d is a %T, not a catalog object", file, doc, v)
+		}
+		raw, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("%s: document %d: %w", file, doc, err)
+		}
+		if err := add(doc, raw); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }

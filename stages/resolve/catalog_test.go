@@ -4,7 +4,9 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/snofactory/snofactory/test/faultproxy"
 	pl "github.com/snofactory/snofactory/test/payload"
 	"github.com/snofactory/snofactory/test/registry"
 )
@@ -317,4 +319,78 @@ func TestDidYouMean(t *testing.T) {
 			t.Errorf("didYouMean(%q) = %q, want %s", word, got, want)
 		}
 	}
+}
+
+// TestResolveCatalogLayers reads a catalog whose upper layer rewrites a package file and
+// adds the .indexignore that hides a broken file of the lower layer: what the container
+// sees is what counts.
+func TestResolveCatalogLayers(t *testing.T) {
+	reg := registry.StartT(t, registry.Options{})
+	old := push(t, reg.Ref("ops/a-bundle:v1"), layer(t, map[string]string{"manifests/a.clusterserviceversion.yaml": "kind: ClusterServiceVersion\n"}))
+	cur := push(t, reg.Ref("ops/a-bundle:v2"), layer(t, map[string]string{"manifests/a.clusterserviceversion.yaml": "kind: ClusterServiceVersion\nspec: {}\n"}))
+	operand := push(t, reg.Ref("ops/a-operand:v2"), layer(t, map[string]string{"usr/bin/a": "a"}))
+	pkg := `{"schema":"olm.package","name":"a","defaultChannel":"stable"}`
+	bundle := func(name, image string, related ...string) string {
+		rel := ""
+		for i, r := range related {
+			if i > 0 {
+				rel += ","
+			}
+			rel += `{"name":"operand","image":"` + r + `"}`
+		}
+		return `{"schema":"olm.bundle","package":"a","name":"` + name + `","image":"` + image + `","relatedImages":[` + rel + `]}`
+	}
+	push(t, reg.Ref("ops/catalog:v1"),
+		layer(t, map[string]string{
+			"configs/a/catalog.json": pkg + `{"schema":"olm.channel","package":"a","name":"stable","entries":[{"name":"a.v1"}]}` + bundle("a.v1", old),
+			"configs/NOTES.txt":      "not: [a catalog",
+		}),
+		layer(t, map[string]string{
+			"configs/a/catalog.json": pkg + `{"schema":"olm.channel","package":"a","name":"stable","entries":[{"name":"a.v1"},{"name":"a.v2","replaces":"a.v1"}]}` +
+				bundle("a.v1", old) + bundle("a.v2", cur, reg.Ref("ops/a-operand:v2")),
+			"configs/.indexignore": "*.txt\n",
+		}))
+	lock, err := Resolve(context.Background(), Options{Catalogs: []CatalogOperator{{Package: "a", Catalog: reg.Ref("ops/catalog:v1")}},
+		Registry: Registry{Insecure: []string{reg.Addr()}}}, Runtime{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"bundle": cur, "operand": operand}
+	if len(lock.Images) != len(want) {
+		t.Fatalf("lock images %+v, want %v", lock.Images, want)
+	}
+	for _, im := range lock.Images {
+		if im.Source != "operator:a" || want[im.Name] != im.Ref {
+			t.Errorf("locked %+v, want %s under operator:a", im, want[im.Name])
+		}
+	}
+}
+
+// TestResolveCatalogThroughFaults reads a catalog through a proxy that fails requests and
+// truncates layers: a layer read again must not declare its packages twice.
+func TestResolveCatalogThroughFaults(t *testing.T) {
+	reg := registry.StartT(t, registry.Options{})
+	ctx := context.Background()
+	cat, err := pl.GenerateCatalog(ctx, reg.Addr(), pl.CatalogOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy, err := faultproxy.Start(ctx, reg.Addr(), faultproxy.Options{Seed: 5, Rate: 0.3, MaxFaultsPerPath: 2,
+		RetryAfter: time.Second, Kinds: []faultproxy.Kind{faultproxy.Reset, faultproxy.Error503, faultproxy.Truncate}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proxy.Close() })
+	ref := strings.Replace(cat.Ref, reg.Addr(), proxy.Addr(), 1)
+	lock, err := Resolve(ctx, Options{Catalogs: []CatalogOperator{{Package: "ptp-operator", Catalog: ref}, {Package: "lvms-operator", Catalog: ref}},
+		Registry: Registry{Insecure: []string{reg.Addr(), proxy.Addr()}}}, Runtime{})
+	if err != nil {
+		t.Fatalf("resolve through faults (%+v): %v", proxy.Stats(), err)
+	}
+	if proxy.Stats().Total() == 0 {
+		t.Fatalf("the proxy injected no faults")
+	}
+	checkOperator(t, lock, cat, "ptp-operator", "ptp-operator.v4.16.3")
+	checkOperator(t, lock, cat, "lvms-operator", "lvms-operator.v4.16.1")
+	t.Logf("faults injected: %v", proxy.Stats().Faults)
 }
