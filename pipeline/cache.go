@@ -106,7 +106,7 @@ func (c *Cache) commit(staged string, e Entry) (Entry, error) {
 	if err != nil {
 		return Entry{}, err
 	}
-	if err := writeFileAtomic(final+".json", b, 0o644); err != nil {
+	if err := WriteFileAtomic(final+".json", b, 0o644); err != nil {
 		return Entry{}, fmt.Errorf("writing cache record for %s: %w", final, err)
 	}
 	e.Dir = final
@@ -201,5 +201,5 @@ func (c *Cache) recordInputs(blueprint, stage string, k KeyInputs) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(c.indexPath(blueprint, stage), b, 0o644)
+	return WriteFileAtomic(c.indexPath(blueprint, stage), b, 0o644)
 }

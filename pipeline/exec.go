@@ -37,7 +37,8 @@ func (e *ToolError) Unwrap() error { return e.Err }
 // own process group so cancellation stops it and everything it started, and a failure comes
 // back as a *ToolError with its stderr tail.
 func (e *Env) Exec(ctx context.Context, cmd *exec.Cmd) error {
-	w := &logWriter{log: e.Log, tool: cmd.Path}
+	w := NewLineLogger(e.Log, toolName(cmd))
+	defer w.Flush()
 	return RunTool(ctx, cmd, w)
 }
 

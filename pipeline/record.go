@@ -54,7 +54,7 @@ func (r *Record) write(path string) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(path, append(b, '\n'), 0o644)
+	return WriteFileAtomic(path, append(b, '\n'), 0o644)
 }
 
 // ReadRecord loads a run.json.

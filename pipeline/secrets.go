@@ -49,7 +49,7 @@ func hmacKey(cacheDir string) ([]byte, error) {
 	if _, err := rand.Read(k); err != nil {
 		return nil, err
 	}
-	if err := writeFileAtomic(p, k, 0o600); err != nil {
+	if err := WriteFileAtomic(p, k, 0o600); err != nil {
 		return nil, fmt.Errorf("writing cache secret key: %w", err)
 	}
 	// Another build may have raced us; whoever renamed last wins, so read back.
@@ -60,33 +60,4 @@ func secretDigest(key, value []byte) string {
 	m := hmac.New(sha256.New, key)
 	m.Write(value)
 	return "hmac-sha256:" + hex.EncodeToString(m.Sum(nil))
-}
-
-// writeFileAtomic writes data to path through a temporary file and a rename.
-func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
-	if err := f.Chmod(perm); err != nil {
-		f.Close()
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }
