@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"path"
 	"sort"
 	"strings"
@@ -95,34 +96,28 @@ func (c *client) readCatalog(ctx context.Context, ref string, want map[string]bo
 	if dir != "" {
 		prefix = dir + "/"
 	}
-	// Files are decoded as the layers stream by; a later layer's file replaces an earlier
-	// one of the same path, and a layer read again after a transfer failure overwrites
-	// what it gave the first time.
+	// Files are decoded as each layer streams by. A layer's whiteouts remove what lower
+	// layers gave, its files replace theirs; a layer read again after a transfer failure
+	// starts over.
 	files := map[string]fbcFile{}
 	ignores := map[string][]byte{}
-	err = c.walkLayers(ctx, im, func(name string, _ *tar.Header, r io.Reader) error {
-		rel, ok := strings.CutPrefix(name, prefix)
-		if !ok {
-			return nil
+	for _, l := range im.manifest.LayerInfos() {
+		var layer catalogLayer
+		err := retry(ctx, func() error {
+			layer = catalogLayer{files: map[string]fbcFile{}, ignores: map[string][]byte{}}
+			return c.walkLayer(ctx, im, l.BlobInfo, func(name string, _ *tar.Header, r io.Reader) error {
+				return layer.add(name, prefix, r, want)
+			})
+		})
+		if err != nil {
+			return nil, fmt.Errorf("operator catalog %s: reading layer %s: %w", ref, l.Digest, err)
 		}
-		er := &readErrs{r: r}
-		if path.Base(rel) == indexIgnore {
-			b, err := io.ReadAll(io.LimitReader(er, 1<<20))
-			if err != nil {
-				return err
-			}
-			ignores[rel] = b
-			return nil
+		for _, gone := range layer.removed {
+			dropWithin(files, prefix, gone)
+			dropWithin(ignores, prefix, gone)
 		}
-		objs, err := decodeObjects(rel, er, func(pkg string) bool { return want[pkg] })
-		if er.err != nil {
-			return er.err // the transfer failed, not the file: the layer is read again
-		}
-		files[rel] = fbcFile{objs: objs, err: err}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("operator catalog %s: %w", ref, err)
+		maps.Copy(files, layer.files)
+		maps.Copy(ignores, layer.ignores)
 	}
 	cat, err := assembleCatalog(files, readIgnoreRules(ignores))
 	if err != nil {
@@ -133,6 +128,62 @@ func (c *client) readCatalog(ctx context.Context, ref string, want map[string]bo
 	}
 	cat.ref, cat.digest = ref, im.digest.String()
 	return cat, nil
+}
+
+// catalogLayer is what one layer of a catalog image adds and removes.
+type catalogLayer struct {
+	files   map[string]fbcFile
+	ignores map[string][]byte
+	// removed are paths (in the image) whose lower-layer content is gone: whiteouts name
+	// a file or directory, opaque whiteouts a directory's content ("" for all).
+	removed []string
+}
+
+// add takes one file of the layer: a whiteout, an .indexignore or a catalog file below
+// prefix (the catalog directory).
+func (l *catalogLayer) add(name, prefix string, r io.Reader, want map[string]bool) error {
+	dir, base := path.Split(name)
+	if base == ".wh..wh..opq" {
+		l.removed = append(l.removed, strings.TrimSuffix(dir, "/"))
+		return nil
+	}
+	if gone, ok := strings.CutPrefix(base, ".wh."); ok {
+		l.removed = append(l.removed, dir+gone)
+		return nil
+	}
+	rel, ok := strings.CutPrefix(name, prefix)
+	if !ok {
+		return nil
+	}
+	er := &readErrs{r: r}
+	if base == indexIgnore {
+		b, err := io.ReadAll(io.LimitReader(er, 1<<20))
+		if err != nil {
+			return err
+		}
+		l.ignores[rel] = b
+		return nil
+	}
+	objs, err := decodeObjects(rel, er, func(pkg string) bool { return want[pkg] })
+	if er.err != nil {
+		return er.err // the transfer failed, not the file: the layer is read again
+	}
+	l.files[rel] = fbcFile{objs: objs, err: err}
+	return nil
+}
+
+// dropWithin deletes the entries (paths relative to prefix) at or below gone.
+func dropWithin[V any](m map[string]V, prefix, gone string) {
+	for k := range m {
+		if within(prefix+k, gone) {
+			delete(m, k)
+		}
+	}
+}
+
+// within reports whether name is dir or below it ("" holds everything).
+func within(name, dir string) bool {
+	return dir == "" || name == dir || strings.HasPrefix(name, dir+"/")
 }
 
 // readErrs passes a reader through and keeps the first error other than EOF it returned.

@@ -344,11 +344,18 @@ func TestResolveCatalogLayers(t *testing.T) {
 		layer(t, map[string]string{
 			"configs/a/catalog.json": pkg + `{"schema":"olm.channel","package":"a","name":"stable","entries":[{"name":"a.v1"}]}` + bundle("a.v1", old),
 			"configs/NOTES.txt":      "not: [a catalog",
+			"configs/b/catalog.json": `{"schema":"olm.package","name":"b"}`,
+			"configs/c/old.json":     "{broken",
+			"configs/d/catalog.json": `{"schema":"olm.package","name":"d"}`,
 		}),
 		layer(t, map[string]string{
 			"configs/a/catalog.json": pkg + `{"schema":"olm.channel","package":"a","name":"stable","entries":[{"name":"a.v1"},{"name":"a.v2","replaces":"a.v1"}]}` +
 				bundle("a.v1", old) + bundle("a.v2", cur, reg.Ref("ops/a-operand:v2")),
-			"configs/.indexignore": "*.txt\n",
+			"configs/.indexignore":       "*.txt\n",
+			"configs/b/.wh.catalog.json": "",
+			"configs/c/.wh..wh..opq":     "",
+			"configs/c/new.json":         `{"schema":"olm.package","name":"c"}`,
+			"configs/.wh.d":              "",
 		}))
 	lock, err := Resolve(context.Background(), Options{Catalogs: []CatalogOperator{{Package: "a", Catalog: reg.Ref("ops/catalog:v1")}},
 		Registry: Registry{Insecure: []string{reg.Addr()}}}, Runtime{})
@@ -363,6 +370,12 @@ func TestResolveCatalogLayers(t *testing.T) {
 		if im.Source != "operator:a" || want[im.Name] != im.Ref {
 			t.Errorf("locked %+v, want %s under operator:a", im, want[im.Name])
 		}
+	}
+	// b and d were deleted by whiteouts, c's old file by an opaque whiteout.
+	_, err = Resolve(context.Background(), Options{Catalogs: []CatalogOperator{{Package: "d", Catalog: reg.Ref("ops/catalog:v1")}},
+		Registry: Registry{Insecure: []string{reg.Addr()}}}, Runtime{})
+	if err == nil || !strings.Contains(err.Error(), "it has a, c") {
+		t.Errorf("package d removed by a whiteout: %v, want the remaining packages a, c", err)
 	}
 }
 
