@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"strings"
+
+	"github.com/snofactory/snofactory/seeds/agent"
 )
 
 // Output paths other stages read by convention (see doc.go).
@@ -13,6 +15,10 @@ const (
 	WorkerPath  = "ignition/worker.ign"
 	ManifestDir = "manifests"
 )
+
+// agentExecStart is the agent unit's command: the final boot report, spelled with the
+// protocol's own constants so the factory host recognises it as the end of the install.
+const agentExecStart = AgentBinary + " agent report --phase " + agent.PhaseBootComplete + " --status " + string(agent.StatusOK)
 
 // renderCoreOS writes one Ignition config: snofactory's own units first, then the user's
 // fragments merged in order (so a fragment can override ours).
@@ -33,7 +39,7 @@ After=local-fs.target
 [Service]
 Type=oneshot
 RemainAfterExit=yes
-ExecStart=` + AgentBinary + ` agent report --phase boot --status done
+ExecStart=` + agentExecStart + `
 
 [Install]
 WantedBy=multi-user.target

@@ -14,6 +14,7 @@ import (
 	"github.com/vincent-petithory/dataurl"
 
 	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/seeds/agent"
 )
 
 func fileContents(t *testing.T, cfg v33types.Config, path string) (string, bool) {
@@ -113,10 +114,11 @@ systemd:
 	if !ok || demo.Contents == nil || !strings.Contains(*demo.Contents, "echo third") {
 		t.Errorf("demo.service = %+v, want the third fragment's", demo)
 	}
-	agent, ok := unit(cfg, AgentUnit)
-	if !ok || agent.Enabled == nil || !*agent.Enabled || !strings.Contains(*agent.Contents, "ExecStart=/usr/local/bin/snofactory agent report --phase boot --status done") {
-		t.Errorf("%s = %+v", AgentUnit, agent)
+	agentUnit, ok := unit(cfg, AgentUnit)
+	if !ok || agentUnit.Enabled == nil || !*agentUnit.Enabled || agentUnit.Contents == nil {
+		t.Fatalf("%s = %+v, want an enabled unit with contents", AgentUnit, agentUnit)
 	}
+	checkAgentExecStart(t, *agentUnit.Contents)
 
 	var rep Report
 	if err := json.Unmarshal(mustRead(t, filepath.Join(out, "render.json")), &rep); err != nil {
@@ -263,5 +265,30 @@ func assertNoSecrets(t *testing.T, out string, paths ...string) {
 				}
 			}
 		}
+	}
+}
+
+// checkAgentExecStart parses the agent unit's ExecStart as the agent's own command line
+// would and checks it sends the protocol's final message, so the factory host sees the end
+// of the install rather than a report the agent rejects.
+func checkAgentExecStart(t *testing.T, contents string) {
+	t.Helper()
+	var execStart string
+	for _, line := range strings.Split(contents, "\n") {
+		if v, ok := strings.CutPrefix(line, "ExecStart="); ok {
+			execStart = v
+		}
+	}
+	args := strings.Fields(execStart)
+	if len(args) < 3 || args[0] != AgentBinary || args[1] != "agent" || args[2] != "report" {
+		t.Fatalf("ExecStart = %q, want %s agent report ...", execStart, AgentBinary)
+	}
+	flags := map[string]string{}
+	for i := 3; i+1 < len(args); i += 2 {
+		flags[args[i]] = args[i+1]
+	}
+	m := agent.Message{Phase: flags["--phase"], Status: agent.Status(flags["--status"])}
+	if m.Phase != agent.PhaseBootComplete || m.Status != agent.StatusOK || !m.Status.Valid() || !m.Final() {
+		t.Errorf("ExecStart = %q: phase %q status %q, want %s %s (a final message)", execStart, m.Phase, m.Status, agent.PhaseBootComplete, agent.StatusOK)
 	}
 }
