@@ -39,10 +39,16 @@ const maxListed = 30
 func (c *client) resolveCatalogs(ctx context.Context, ops []CatalogOperator, log *slog.Logger) ([]LockedImage, error) {
 	var order []string
 	byCatalog := map[string][]CatalogOperator{}
+	named := map[string]string{} // package -> catalog
 	for _, op := range ops {
 		if op.Package == "" || op.Catalog == "" {
 			return nil, fmt.Errorf("catalog operator %+v: package and catalog are both required", op)
 		}
+		// A cluster subscribes to a package once, and the lock tells operators apart by package.
+		if prev, ok := named[op.Package]; ok {
+			return nil, fmt.Errorf("operator %s is named twice (catalogs %s and %s)", op.Package, prev, op.Catalog)
+		}
+		named[op.Package] = op.Catalog
 		if _, ok := byCatalog[op.Catalog]; !ok {
 			order = append(order, op.Catalog)
 		}

@@ -1,7 +1,9 @@
 package resolve
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -406,4 +408,43 @@ func TestResolveCatalogThroughFaults(t *testing.T) {
 	checkOperator(t, lock, cat, "ptp-operator", "ptp-operator.v4.16.3")
 	checkOperator(t, lock, cat, "lvms-operator", "lvms-operator.v4.16.1")
 	t.Logf("faults injected: %v", proxy.Stats().Faults)
+}
+
+func TestResolveCatalogRejects(t *testing.T) {
+	for _, tt := range []struct {
+		ops     []CatalogOperator
+		errHave string
+	}{
+		{[]CatalogOperator{{Package: "a", Catalog: "x/c:1"}, {Package: "a", Channel: "b", Catalog: "y/c:1"}}, "operator a is named twice (catalogs x/c:1 and y/c:1)"},
+		{[]CatalogOperator{{Package: "a"}}, "package and catalog are both required"},
+	} {
+		_, err := Resolve(context.Background(), Options{Catalogs: tt.ops}, Runtime{})
+		if err == nil || !strings.Contains(err.Error(), tt.errHave) {
+			t.Errorf("%+v: %v, want %q", tt.ops, err, tt.errHave)
+		}
+	}
+}
+
+// BenchmarkDecodeCatalog decodes a JSON catalog file of 200 bundles carrying inline
+// objects, keeping one package, as readCatalog does for every file of a real index.
+func BenchmarkDecodeCatalog(b *testing.B) {
+	var buf strings.Builder
+	blob := strings.Repeat("QUJDREVGR0g=", 4096) // ~48 KiB of base64, like an inline CSV
+	for i := range 200 {
+		pkg := "other"
+		if i%10 == 0 {
+			pkg = "wanted"
+		}
+		fmt.Fprintf(&buf, `{"schema":"olm.bundle","package":%q,"name":"%s.v%d","image":"r/b@sha256:%064d","properties":[{"type":"olm.bundle.object","value":{"data":%q}}],"relatedImages":[{"name":"op","image":"r/o@sha256:%064d"}]}`+"\n",
+			pkg, pkg, i, i, blob, i)
+	}
+	data := []byte(buf.String())
+	b.SetBytes(int64(len(data)))
+	want := func(p string) bool { return p == "wanted" }
+	for b.Loop() {
+		objs, err := decodeObjects("catalog.json", bytes.NewReader(data), want)
+		if err != nil || len(objs) != 20 {
+			b.Fatalf("%d objects, %v", len(objs), err)
+		}
+	}
 }
