@@ -103,6 +103,11 @@ type Options struct {
 	MultiArch bool
 	// ISO is the boot ISO for coreos-bootimages and machine-os-images.
 	ISO ISO
+	// InstallerScript, when set, is the executable the installer component
+	// carries at /usr/bin/openshift-install instead of the default stand-in,
+	// which only answers "version" (e.g. a stand-in replaying recorded
+	// installer output, for tests that run render).
+	InstallerScript []byte
 	// Jobs is the number of parallel uploads. Default 4.
 	Jobs int
 	// Transport and Auth reach the registry (e.g. TLS or htpasswd fixtures).

@@ -110,7 +110,11 @@ func topFiles(o *Options, name string, sizes layerSizes, iso *isoContent) []file
 	case NameInstaller:
 		// The real installer is one of the largest images.
 		files := filler(rr, "usr/share/openshift-install", "data", 4*sizes.Top, sizes.File)
-		return append(files, file{Name: "usr/bin/openshift-install", Mode: 0o755, Data: installerScript(o.Version)})
+		script := o.InstallerScript
+		if script == nil {
+			script = installerScript(o.Version)
+		}
+		return append(files, file{Name: "usr/bin/openshift-install", Mode: 0o755, Data: script})
 	case NameMachineOSImages:
 		files := []file{
 			{Name: "coreos/coreos-stream.json", Mode: 0o644, Data: iso.streamJSON},
