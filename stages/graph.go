@@ -237,8 +237,7 @@ func RenderOptions(bp *blueprints.Blueprint) (render.Options, error) {
 		c.MachineNetwork = append(c.MachineNetwork, n.CIDR)
 	}
 	for _, n := range osh.ClusterNetwork {
-		c.ClusterNetwork = append(c.ClusterNetwork, n.CIDR)
-		c.HostPrefix = n.HostPrefix
+		c.ClusterNetwork = append(c.ClusterNetwork, render.ClusterNetwork{CIDR: n.CIDR, HostPrefix: n.HostPrefix})
 	}
 	for _, m := range s.RegistryMirrors {
 		c.Mirrors = append(c.Mirrors, render.Mirror{Source: m.Source, Mirrors: m.Mirrors})

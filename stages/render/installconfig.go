@@ -78,11 +78,15 @@ type ImageDigestSource struct {
 // The installer's defaults, written out so the file says what the cluster gets.
 var (
 	defaultMachineNetwork = []string{"10.0.0.0/16"}
-	defaultClusterNetwork = []string{"10.128.0.0/14"}
+	defaultClusterNetwork = []ClusterNetwork{{CIDR: "10.128.0.0/14", HostPrefix: defaultHostPrefix}}
 	defaultServiceNetwork = []string{"172.30.0.0/16"}
 )
 
-const defaultHostPrefix = 23
+// Default host prefixes by address family.
+const (
+	defaultHostPrefix  = 23
+	defaultHostPrefix6 = 64
+)
 
 // redacted replaces secret values in the copies of install-config.yaml render keeps.
 const redacted = "REDACTED: supplied to openshift-install from the secrets channel, never stored in outputs"
@@ -94,10 +98,6 @@ func installConfig(c *OpenShift, pullSecret, sshKey string) InstallConfig {
 			return v
 		}
 		return def
-	}
-	hp := int32(c.HostPrefix)
-	if hp == 0 {
-		hp = defaultHostPrefix
 	}
 	ic := InstallConfig{
 		APIVersion:            "v1",
@@ -117,8 +117,12 @@ func installConfig(c *OpenShift, pullSecret, sshKey string) InstallConfig {
 		PullSecret:       pullSecret,
 		SSHKey:           sshKey,
 	}
-	for _, n := range or(c.ClusterNetwork, defaultClusterNetwork) {
-		ic.Networking.ClusterNetwork = append(ic.Networking.ClusterNetwork, ClusterNetworkEntry{CIDR: n, HostPrefix: hp})
+	cluster := c.ClusterNetwork
+	if len(cluster) == 0 {
+		cluster = defaultClusterNetwork
+	}
+	for _, n := range cluster {
+		ic.Networking.ClusterNetwork = append(ic.Networking.ClusterNetwork, ClusterNetworkEntry{CIDR: n.CIDR, HostPrefix: int32(n.hostPrefix())})
 	}
 	for _, n := range or(c.MachineNetwork, defaultMachineNetwork) {
 		ic.Networking.MachineNetwork = append(ic.Networking.MachineNetwork, MachineNetworkEntry{CIDR: n})

@@ -70,6 +70,48 @@ func TestInstallConfigGolden(t *testing.T) {
 	}
 }
 
+// Every pod network keeps its own host prefix: a dual-stack cluster needs /23 for IPv4 and
+// /64 for IPv6 in the same install-config, and an unset prefix takes the family's default.
+func TestInstallConfigClusterNetworks(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   []ClusterNetwork
+		want []ClusterNetworkEntry
+	}{
+		{"default", nil, []ClusterNetworkEntry{{CIDR: "10.128.0.0/14", HostPrefix: 23}}},
+		{"dual stack", []ClusterNetwork{{CIDR: "10.128.0.0/14", HostPrefix: 23}, {CIDR: "fd01::/48", HostPrefix: 64}},
+			[]ClusterNetworkEntry{{CIDR: "10.128.0.0/14", HostPrefix: 23}, {CIDR: "fd01::/48", HostPrefix: 64}}},
+		{"own prefixes", []ClusterNetwork{{CIDR: "10.132.0.0/14", HostPrefix: 24}, {CIDR: "fd02::/56", HostPrefix: 60}},
+			[]ClusterNetworkEntry{{CIDR: "10.132.0.0/14", HostPrefix: 24}, {CIDR: "fd02::/56", HostPrefix: 60}}},
+		{"family defaults", []ClusterNetwork{{CIDR: "10.128.0.0/14"}, {CIDR: "fd01::/48"}},
+			[]ClusterNetworkEntry{{CIDR: "10.128.0.0/14", HostPrefix: 23}, {CIDR: "fd01::/48", HostPrefix: 64}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := goodCluster()
+			c.ClusterNetwork = tc.in
+			if err := (Options{Target: TargetOpenShift, OpenShift: c}).validate(); err != nil {
+				t.Fatal(err)
+			}
+			raw, err := marshalYAML(installConfig(c, redacted, redacted))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Read the YAML back as the installer would, not our struct.
+			var doc struct {
+				Networking struct {
+					ClusterNetwork []ClusterNetworkEntry `yaml:"clusterNetwork"`
+				} `yaml:"networking"`
+			}
+			if err := yaml.Unmarshal(raw, &doc); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(doc.Networking.ClusterNetwork, tc.want) {
+				t.Fatalf("clusterNetwork = %+v, want %+v\n%s", doc.Networking.ClusterNetwork, tc.want, raw)
+			}
+		})
+	}
+}
+
 // The whole openshift path against the recorded openshift-install stand-in (a script that
 // replays the real installer's output formats; the real binary cannot run here).
 func TestOpenShiftRender(t *testing.T) {

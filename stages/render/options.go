@@ -69,12 +69,12 @@ type OpenShift struct {
 	BaseDomain  string `json:"baseDomain"`
 	// InstallationDisk is where bootstrap-in-place writes the OS, e.g. "/dev/vda".
 	InstallationDisk string `json:"installationDisk"`
-	// MachineNetwork, ClusterNetwork (with HostPrefix) and ServiceNetwork are CIDRs; empty
-	// means the installer's defaults (10.0.0.0/16, 10.128.0.0/14 /23, 172.30.0.0/16).
-	MachineNetwork []string `json:"machineNetwork,omitempty"`
-	ClusterNetwork []string `json:"clusterNetwork,omitempty"`
-	HostPrefix     int      `json:"hostPrefix,omitempty"`
-	ServiceNetwork []string `json:"serviceNetwork,omitempty"`
+	// MachineNetwork and ServiceNetwork are CIDRs, ClusterNetwork pod networks each with its
+	// own host prefix (a dual-stack cluster has an IPv4 /23 and an IPv6 /64); empty means the
+	// installer's defaults (10.0.0.0/16, 10.128.0.0/14 /23, 172.30.0.0/16).
+	MachineNetwork []string         `json:"machineNetwork,omitempty"`
+	ClusterNetwork []ClusterNetwork `json:"clusterNetwork,omitempty"`
+	ServiceNetwork []string         `json:"serviceNetwork,omitempty"`
 	// Mirrors become install-config imageDigestSources.
 	Mirrors []Mirror `json:"mirrors,omitempty"`
 	// AdditionalTrustBundle is PEM text (e.g. the mirror registry's CA).
@@ -82,6 +82,24 @@ type OpenShift struct {
 	// ReleaseImage, when set, is the release the installer installs (pinned by digest by the
 	// resolve stage); it is passed as OPENSHIFT_INSTALL_RELEASE_IMAGE_OVERRIDE.
 	ReleaseImage string `json:"releaseImage,omitempty"`
+}
+
+// ClusterNetwork is one pod network: each node gets a /HostPrefix subnet of CIDR.
+type ClusterNetwork struct {
+	CIDR string `json:"cidr"`
+	// HostPrefix 0 means the installer's default for the address family (23 for IPv4, 64 for IPv6).
+	HostPrefix int `json:"hostPrefix,omitempty"`
+}
+
+// hostPrefix is n's host prefix, defaulted by address family.
+func (n ClusterNetwork) hostPrefix() int {
+	if n.HostPrefix != 0 {
+		return n.HostPrefix
+	}
+	if p, err := netip.ParsePrefix(n.CIDR); err == nil && p.Addr().Is6() {
+		return defaultHostPrefix6
+	}
+	return defaultHostPrefix
 }
 
 // Mirror is one imageDigestSources entry.
@@ -157,11 +175,22 @@ func (o Options) validate() error {
 		if !strings.HasPrefix(c.InstallationDisk, "/dev/") {
 			bad("openshift.installationDisk %q: want a device path such as /dev/vda", c.InstallationDisk)
 		}
-		for field, list := range map[string][]string{"machineNetwork": c.MachineNetwork, "clusterNetwork": c.ClusterNetwork, "serviceNetwork": c.ServiceNetwork} {
+		for field, list := range map[string][]string{"machineNetwork": c.MachineNetwork, "serviceNetwork": c.ServiceNetwork} {
 			for i, s := range list {
 				if _, err := netip.ParsePrefix(s); err != nil {
 					bad("openshift.%s[%d]: %w", field, i, err)
 				}
+			}
+		}
+		for i, n := range c.ClusterNetwork {
+			p, err := netip.ParsePrefix(n.CIDR)
+			if err != nil {
+				bad("openshift.clusterNetwork[%d].cidr: %w", i, err)
+				continue
+			}
+			// Each node's subnet must be strictly inside the network and fit the address.
+			if hp := n.hostPrefix(); hp <= p.Bits() || hp > p.Addr().BitLen() {
+				bad("openshift.clusterNetwork[%d].hostPrefix %d: want %d to %d for %s", i, hp, p.Bits()+1, p.Addr().BitLen(), n.CIDR)
 			}
 		}
 		for i, m := range c.Mirrors {
