@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
+	"os"
 	"path"
 	"strings"
 	"time"
@@ -41,6 +43,30 @@ type Customization struct {
 	ResetKargs bool
 	// NoRebuild makes an oversized config an error instead of rebuilding the ISO.
 	NoRebuild bool
+
+	// Mode is the permission of a new output ISO (0 means 0644), set before it
+	// appears under its name: an ISO carrying secrets must never be readable
+	// by others, not even for a moment. An ISO changed in place keeps its mode.
+	Mode os.FileMode
+	// Log receives progress messages (nil discards them); a stage passes its
+	// own log so nothing reaches stderr behind the progress display.
+	Log *slog.Logger
+}
+
+// outMode is the permission a new output ISO gets.
+func (c Customization) outMode() os.FileMode {
+	if c.Mode == 0 {
+		return 0o644
+	}
+	return c.Mode.Perm()
+}
+
+// logger is c.Log, or a logger that drops everything.
+func (c Customization) logger() *slog.Logger {
+	if c.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return c.Log
 }
 
 func (c Customization) kargsEdit() KargsEdit {
@@ -154,7 +180,7 @@ func Customize(ctx context.Context, inISO, outISO string, c Customization) (Repo
 		if c.touchesKargs() {
 			kargs = &newKargs
 		}
-		newArea, err := rebuild(ctx, iso, rep.Output, oversized, kargs)
+		newArea, err := rebuild(ctx, iso, rep.Output, oversized, kargs, c)
 		if err != nil {
 			return rep, err
 		}
@@ -164,7 +190,7 @@ func Customize(ctx context.Context, inISO, outISO string, c Customization) (Repo
 		return rep, nil
 	}
 
-	n, err := writePatches(ctx, iso, outISO, patches)
+	n, err := writePatches(ctx, iso, outISO, patches, c.outMode())
 	if err != nil {
 		return rep, err
 	}
@@ -240,6 +266,6 @@ func setKargs(ctx context.Context, p, args string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", p, err)
 	}
-	_, err = writePatches(ctx, iso, "", kp)
+	_, err = writePatches(ctx, iso, "", kp, 0)
 	return err
 }

@@ -4,14 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
-	"time"
+
+	"github.com/snofactory/snofactory/pipeline"
 )
 
 // rebuildHeadroom is extra room left in a grown embed area, so a later,
@@ -27,8 +25,10 @@ const (
 // area file by path, so the result boots with the config; the El Torito and
 // hybrid boot records are replayed by xorriso. When kargs is set, the
 // rebuilt image gets those kernel arguments (its karg areas moved with their
-// files) before it replaces anything. Returns the new area size.
-func rebuild(ctx context.Context, iso *ISO, out string, payload []byte, kargs *string) (int64, error) {
+// files) before it replaces anything. The result gets c's output mode before
+// it is renamed into place; progress goes to c's log. Returns the new area size.
+func rebuild(ctx context.Context, iso *ISO, out string, payload []byte, kargs *string, c Customization) (int64, error) {
+	log := c.logger()
 	area := iso.Layout.Ignition
 	if !area.WholeFile || area.File == "" {
 		where := "the legacy System Area header"
@@ -38,7 +38,7 @@ func rebuild(ctx context.Context, iso *ISO, out string, payload []byte, kargs *s
 		return 0, fmt.Errorf("%s: %w: compressed initrd is %d bytes but the embed area (%s) holds %d, and an area that is %s cannot be grown",
 			iso.Path, ErrTooLarge, len(payload), area.Source, area.Length, where)
 	}
-	slog.InfoContext(ctx, "Ignition payload exceeds the embed area; rebuilding the ISO",
+	log.InfoContext(ctx, "Ignition payload exceeds the embed area; rebuilding the ISO",
 		"iso", iso.Path, "payload", len(payload), "area", area.Length)
 	xorriso, err := exec.LookPath("xorriso")
 	if err != nil {
@@ -90,7 +90,10 @@ func rebuild(ctx context.Context, iso *ISO, out string, payload []byte, kargs *s
 	}
 	args = append(args, "-end")
 
-	if err := runTool(ctx, xorriso, args...); err != nil {
+	xw := pipeline.NewLineLogger(log, "xorriso")
+	err = pipeline.RunTool(ctx, exec.Command(xorriso, args...), xw)
+	xw.Flush()
+	if err != nil {
 		return 0, fmt.Errorf("rebuilding %s with xorriso: %w", iso.Path, err)
 	}
 	built := filepath.Join(work, "out.iso")
@@ -117,7 +120,7 @@ func rebuild(ctx context.Context, iso *ISO, out string, payload []byte, kargs *s
 			return 0, fmt.Errorf("setting kernel arguments in the rebuilt ISO: %w", err)
 		}
 	}
-	if err := os.Chmod(built, 0o644); err != nil {
+	if err := os.Chmod(built, c.outMode()); err != nil {
 		return 0, err
 	}
 	if err := os.Rename(built, out); err != nil {
@@ -181,26 +184,4 @@ func clearLegacyHeaders(p string) error {
 		}
 	}
 	return f.Close()
-}
-
-// runTool runs an external tool in its own process group, killing the whole
-// group if ctx ends, and returns its output in the error.
-func runTool(ctx context.Context, name string, args ...string) error {
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 5 * time.Second
-	var outBuf bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &outBuf, &outBuf
-	if err := cmd.Run(); err != nil {
-		if ctx.Err() != nil {
-			return errors.Join(ctx.Err(), err)
-		}
-		tail := outBuf.Bytes()
-		if len(tail) > 2000 {
-			tail = tail[len(tail)-2000:]
-		}
-		return fmt.Errorf("%w\n%s", err, tail)
-	}
-	return nil
 }

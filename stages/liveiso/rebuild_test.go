@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -148,5 +149,66 @@ func TestOversizedRefusals(t *testing.T) {
 	_, err = Customize(ctx, in, "", Customization{Ignition: cfg, NoRebuild: true})
 	if !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("NoRebuild error = %v", err)
+	}
+}
+
+// TestOutputModeAndLog checks that a new output gets the asked mode whichever
+// way it is written, and that a rebuild reports to the given log, never to
+// the process-wide one (which writes to stderr under a progress display).
+func TestOutputModeAndLog(t *testing.T) {
+	requireTool(t, "xorriso", "xorriso")
+	ctx := context.Background()
+	var global bytes.Buffer
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&global, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	t.Cleanup(func() { slog.SetDefault(prev) })
+
+	for _, tt := range []struct {
+		name string
+		cfg  []byte
+		mode os.FileMode
+		want os.FileMode
+		via  Strategy
+	}{
+		{"patch/default", testConfig("mode"), 0, 0o644, StrategyPatch},
+		{"patch/private", testConfig("mode"), 0o600, 0o600, StrategyPatch},
+		{"rebuild/default", bigConfig(400 << 10), 0, 0o644, StrategyRebuild},
+		{"rebuild/private", bigConfig(400 << 10), 0o600, 0o600, StrategyRebuild},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			in := fixture(t, "embed-areas-2023-07.x86_64.iso")
+			out := filepath.Join(t.TempDir(), "out.iso")
+			var stageLog bytes.Buffer
+			c := Customization{Ignition: tt.cfg, Mode: tt.mode,
+				Log: slog.New(slog.NewTextHandler(&stageLog, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+			rep, err := Customize(ctx, in, out, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Strategy != tt.via {
+				t.Fatalf("strategy %s, want %s", rep.Strategy, tt.via)
+			}
+			st, err := os.Stat(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Mode().Perm() != tt.want {
+				t.Errorf("output mode %v, want %v", st.Mode().Perm(), tt.want)
+			}
+			if tt.via == StrategyRebuild && !strings.Contains(stageLog.String(), "rebuilding the ISO") {
+				t.Errorf("the rebuild was not reported to the given log:\n%s", stageLog.String())
+			}
+			if tt.via == StrategyRebuild && !strings.Contains(stageLog.String(), "tool=xorriso") {
+				t.Errorf("xorriso's output did not reach the given log:\n%s", stageLog.String())
+			}
+		})
+	}
+	// a nil Log discards: nothing reaches the process-wide logger either way
+	in := fixture(t, "embed-areas-2023-07.x86_64.iso")
+	if _, err := Customize(ctx, in, filepath.Join(t.TempDir(), "o.iso"), Customization{Ignition: bigConfig(400 << 10)}); err != nil {
+		t.Fatal(err)
+	}
+	if global.Len() > 0 {
+		t.Errorf("the process-wide logger got:\n%s", global.String())
 	}
 }

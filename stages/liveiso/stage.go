@@ -138,7 +138,11 @@ func runStage(ctx context.Context, opts StageOptions, env *pipeline.Env) error {
 		return err
 	}
 	c := Customization{Ignition: cfg, KargsAppend: opts.KargsAppend, KargsDelete: opts.KargsDelete,
-		KargsReplace: opts.KargsReplace, NoRebuild: opts.NoRebuild}
+		KargsReplace: opts.KargsReplace, NoRebuild: opts.NoRebuild, Log: env.Log}
+	if entry.Secret {
+		// the config carries secrets (pull secret): so does the ISO
+		c.Mode = 0o600
+	}
 	for name, p := range opts.NetworkKeyfiles {
 		b, err := os.ReadFile(p)
 		if err != nil {
@@ -153,12 +157,6 @@ func runStage(ctx context.Context, opts StageOptions, env *pipeline.Env) error {
 	rep, err := Customize(ctx, base, out, c)
 	if err != nil {
 		return err
-	}
-	if entry.Secret {
-		// the config carries secrets (pull secret): so does the ISO
-		if err := os.Chmod(out, 0o600); err != nil {
-			return err
-		}
 	}
 	if rep.Strategy == StrategyRebuild {
 		if v, err := exec.CommandContext(ctx, "xorriso", "-version").Output(); err == nil {

@@ -12,8 +12,9 @@ import (
 
 // writePatches applies patches to iso: in place when out is "", else by
 // copying the ISO to out (kernel-side copy where possible) and patching the
-// copy. The output appears atomically under its final name.
-func writePatches(ctx context.Context, iso *ISO, out string, patches []patch) (int64, error) {
+// copy. The output appears atomically under its final name, already with
+// mode perm (unused in place).
+func writePatches(ctx context.Context, iso *ISO, out string, patches []patch, perm os.FileMode) (int64, error) {
 	sort.Slice(patches, func(i, j int) bool { return patches[i].off < patches[j].off })
 	for i, p := range patches {
 		if p.off < 0 || p.off+int64(len(p.data)) > iso.size {
@@ -57,14 +58,16 @@ func writePatches(ctx context.Context, iso *ISO, out string, patches []patch) (i
 			os.Remove(tmp.Name())
 		}
 	}()
+	// The final mode is set before any byte lands, so the output is never
+	// more open than asked, not even between the copy and the rename.
+	if err := tmp.Chmod(perm); err != nil {
+		return 0, fmt.Errorf("%s: %w", out, err)
+	}
 	if err := copyFile(ctx, tmp, iso); err != nil {
 		return 0, fmt.Errorf("copying %s to %s: %w", iso.Path, out, err)
 	}
 	n, err := applyPatches(tmp, patches)
 	if err != nil {
-		return n, fmt.Errorf("%s: %w", out, err)
-	}
-	if err := tmp.Chmod(0o644); err != nil {
 		return n, fmt.Errorf("%s: %w", out, err)
 	}
 	if err := tmp.Close(); err != nil {
