@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -10,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 )
@@ -45,6 +47,20 @@ type Entry struct {
 	Tools     map[string]string `json:"tools,omitempty"`
 	// Dir is where the outputs live; not stored.
 	Dir string `json:"-"`
+}
+
+// OutputDigest identifies the entry's outputs; downstream keys chain on it.
+func (e Entry) OutputDigest() string { return OutputDigest(e.Artifacts) }
+
+// OutputDigest is the sha256 of a stage's artifact list (paths, digests, sizes).
+func OutputDigest(arts []Artifact) string {
+	sorted := slices.Clone(arts)
+	slices.SortFunc(sorted, func(a, b Artifact) int { return strings.Compare(a.Path, b.Path) })
+	h := sha256.New()
+	for _, a := range sorted {
+		fmt.Fprintf(h, "%s\x00%s\x00%d\n", a.Path, a.SHA256, a.Size)
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
 // Artifact is one output file of a stage.
@@ -95,9 +111,22 @@ func (c *Cache) commit(staged string, e Entry) (Entry, error) {
 	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
 		return Entry{}, err
 	}
-	// Leftovers of a crash between the two renames: outputs without a record.
-	if err := os.RemoveAll(final); err != nil {
-		return Entry{}, fmt.Errorf("removing stale cache entry %s: %w", final, err)
+	// An entry already there is a forced re-run's predecessor, or outputs a crash left
+	// without a record. Drop its record first (readers then see no entry rather than a record
+	// describing other files), and move its files aside rather than deleting them in place,
+	// so a concurrent build reading them is not cut off mid-file.
+	if err := os.Remove(final + ".json"); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return Entry{}, fmt.Errorf("replacing cache entry %s: %w", final, err)
+	}
+	if _, err := os.Stat(final); err == nil {
+		old, err := os.MkdirTemp(filepath.Join(c.Dir, "staging"), "replaced-")
+		if err != nil {
+			return Entry{}, err
+		}
+		if err := os.Rename(final, filepath.Join(old, "entry")); err != nil {
+			return Entry{}, fmt.Errorf("replacing cache entry %s: %w", final, err)
+		}
+		defer os.RemoveAll(old)
 	}
 	if err := os.Rename(staged, final); err != nil {
 		return Entry{}, fmt.Errorf("committing cache entry %s: %w", final, err)
@@ -143,6 +172,17 @@ func (c *Cache) shared(name string) (string, error) {
 	return d, os.MkdirAll(d, 0o755)
 }
 
+// scratch creates a private scratch directory for one run of a stage, beside its staging
+// directory: files holding secrets (auth files, installer working directories) go there, and
+// a killed build's leftovers are removed by the next run's removeStale.
+func (c *Cache) scratch(stage, key string) (string, error) {
+	d := filepath.Join(c.Dir, "staging")
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		return "", err
+	}
+	return os.MkdirTemp(d, stage+"-"+key[:12]+"-scratch-")
+}
+
 // removeStale deletes staging directories that killed builds left for this entry. The caller
 // holds the entry lock, so no live build can own them.
 func (c *Cache) removeStale(stage, key string) {
@@ -153,10 +193,13 @@ func (c *Cache) removeStale(stage, key string) {
 }
 
 // artifacts lists every regular file below dir with its digest and size.
-func artifacts(dir string) ([]Artifact, error) {
+func artifacts(ctx context.Context, dir string) ([]Artifact, error) {
 	var out []Artifact
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
 			return err
 		}
 		if !d.Type().IsRegular() {
@@ -168,7 +211,7 @@ func artifacts(dir string) ([]Artifact, error) {
 		}
 		defer f.Close()
 		h := sha256.New()
-		n, err := io.Copy(h, f)
+		n, err := io.Copy(h, ctxReader{ctx, f})
 		if err != nil {
 			return err
 		}

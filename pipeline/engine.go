@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -65,7 +66,7 @@ type Selection struct {
 func (g *Graph) selected(sel Selection) (map[string]bool, error) {
 	for _, f := range sel.Force {
 		if _, ok := g.stage(f); !ok {
-			return nil, fmt.Errorf("--force %s: no such stage (stages: %s)", f, g.names())
+			return nil, &SelectionError{fmt.Sprintf("--force %s: no such stage (stages: %s)", f, g.names())}
 		}
 	}
 	want := map[string]bool{}
@@ -76,7 +77,7 @@ func (g *Graph) selected(sel Selection) (map[string]bool, error) {
 		return want, nil
 	}
 	if _, ok := g.stage(sel.Until); !ok {
-		return nil, fmt.Errorf("--until %s: no such stage (stages: %s)", sel.Until, g.names())
+		return nil, &SelectionError{fmt.Sprintf("--until %s: no such stage (stages: %s)", sel.Until, g.names())}
 	}
 	// Every stage up to and including Until in pipeline order: dependencies always come
 	// earlier (Validate), so they are included too.
@@ -110,15 +111,21 @@ type PlannedStage struct {
 	Inputs  KeyInputs `json:"inputs"`
 }
 
-// keyer computes key inputs for the stages of a graph against one cache.
+// keyer computes key inputs for the stages of a graph against one cache. A stage's key
+// chains on each upstream stage's key and the digest of its outputs, so a stage whose
+// upstream re-ran with identical outputs is still a cache hit (early cutoff), and one whose
+// upstream produced something new (say, a forced resolve after a tag moved) runs again.
 type keyer struct {
 	cache   *Cache
 	secrets SecretSource
 	hmacKey []byte
 	keys    map[string]string
+	// outs holds each stage's output digest once known: from its cache entry, or after it ran.
+	outs map[string]string
+	ctx  context.Context
 }
 
-func newKeyer(c *Cache, secrets SecretSource) (*keyer, error) {
+func newKeyer(ctx context.Context, c *Cache, secrets SecretSource) (*keyer, error) {
 	if err := os.MkdirAll(c.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating cache directory: %w", err)
 	}
@@ -126,8 +133,11 @@ func newKeyer(c *Cache, secrets SecretSource) (*keyer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &keyer{cache: c, secrets: secrets, hmacKey: k, keys: map[string]string{}}, nil
+	return &keyer{cache: c, secrets: secrets, hmacKey: k, keys: map[string]string{}, outs: map[string]string{}, ctx: ctx}, nil
 }
+
+// pendingOutput stands for the outputs of an upstream stage that has not run yet.
+const pendingOutput = "pending"
 
 func (k *keyer) inputs(s Stage) (KeyInputs, error) {
 	opts, err := canonicalJSON(s.Options)
@@ -139,10 +149,14 @@ func (k *keyer) inputs(s Stage) (KeyInputs, error) {
 		if in.Deps == nil {
 			in.Deps = map[string]string{}
 		}
-		in.Deps[d] = k.keys[d]
+		out := k.outs[d]
+		if out == "" {
+			out = pendingOutput
+		}
+		in.Deps[d] = k.keys[d] + "/" + out
 	}
 	for label, p := range s.Files {
-		dg, err := digestPath(p)
+		dg, err := digestPath(k.ctx, p)
 		if err != nil {
 			return KeyInputs{}, fmt.Errorf("stage %s reads %s: %w", s.Name, p, err)
 		}
@@ -168,8 +182,26 @@ func (k *keyer) inputs(s Stage) (KeyInputs, error) {
 	return in, nil
 }
 
+// pendingDeps lists the upstream stages whose outputs are not known yet.
+func (k *keyer) pendingDeps(s Stage) []string {
+	var out []string
+	for _, d := range s.Deps {
+		if k.outs[d] == "" {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// SelectionError is a --until or --force naming a stage the graph does not have: the user's
+// input, not a failed build.
+type SelectionError struct{ msg string }
+
+func (e *SelectionError) Error() string { return e.msg }
+
 // Plan computes every stage's key and says which stages a build with this selection would
-// run and why, without running anything.
+// run and why, without running anything. A stage downstream of one that will run has no key
+// yet (it chains on that stage's outputs): its reason says so.
 func Plan(ctx context.Context, g *Graph, c *Cache, secrets SecretSource, sel Selection) ([]PlannedStage, error) {
 	if err := g.Validate(); err != nil {
 		return nil, err
@@ -178,7 +210,7 @@ func Plan(ctx context.Context, g *Graph, c *Cache, secrets SecretSource, sel Sel
 	if err != nil {
 		return nil, err
 	}
-	k, err := newKeyer(c, secrets)
+	k, err := newKeyer(ctx, c, secrets)
 	if err != nil {
 		return nil, err
 	}
@@ -187,6 +219,7 @@ func Plan(ctx context.Context, g *Graph, c *Cache, secrets SecretSource, sel Sel
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+		pending := k.pendingDeps(s)
 		in, err := k.inputs(s)
 		if err != nil {
 			if !want[s.Name] {
@@ -198,9 +231,12 @@ func Plan(ctx context.Context, g *Graph, c *Cache, secrets SecretSource, sel Sel
 			return nil, err
 		}
 		ps := PlannedStage{Name: s.Name, Key: in.Key(), Deps: s.Deps, Inputs: in}
-		_, hit, err := c.Lookup(s.Name, ps.Key)
-		if err != nil {
-			return nil, err
+		var entry Entry
+		hit := false
+		if len(pending) == 0 {
+			if entry, hit, err = c.Lookup(s.Name, ps.Key); err != nil {
+				return nil, err
+			}
 		}
 		switch {
 		case !want[s.Name]:
@@ -214,6 +250,11 @@ func Plan(ctx context.Context, g *Graph, c *Cache, secrets SecretSource, sel Sel
 			ps.Reasons = []string{"always runs (its effect is outside the cache)"}
 		case hit:
 			ps.Action = "cached"
+			k.outs[s.Name] = entry.OutputDigest()
+		case len(pending) > 0:
+			ps.Action = "run"
+			ps.Key = ""
+			ps.Reasons = pendingReasons(c, g.Blueprint, in, pending)
 		default:
 			ps.Action = "run"
 			if last, ok := c.lastInputs(g.Blueprint, s.Name); ok {
@@ -228,6 +269,18 @@ func Plan(ctx context.Context, g *Graph, c *Cache, secrets SecretSource, sel Sel
 		plan = append(plan, ps)
 	}
 	return plan, nil
+}
+
+// pendingReasons explains a stage whose upstream runs first: what else changed, and that it
+// is reused if the upstream's outputs come out the same.
+func pendingReasons(c *Cache, blueprint string, in KeyInputs, pending []string) []string {
+	var why []string
+	if last, ok := c.lastInputs(blueprint, in.Stage); ok {
+		own := in
+		own.Deps, last.Deps = nil, nil
+		why = own.Diff(last)
+	}
+	return append(why, fmt.Sprintf("upstream %s runs first; reused if its outputs come out unchanged", strings.Join(pending, ", ")))
 }
 
 // BuildOptions configures a build.
@@ -272,27 +325,36 @@ func Build(ctx context.Context, g *Graph, opts BuildOptions) (*Record, error) {
 }
 
 func build(ctx context.Context, g *Graph, opts BuildOptions, em *emitter, rec *Record) error {
-	plan, err := Plan(ctx, g, opts.Cache, opts.Secrets, opts.Selection)
+	if err := g.Validate(); err != nil {
+		return err
+	}
+	want, err := g.selected(opts.Selection)
 	if err != nil {
 		return err
 	}
-	em.emit(Event{Kind: EventBuildStart, Message: fmt.Sprintf("%d stages", len(plan))})
-	k, err := newKeyer(opts.Cache, opts.Secrets)
+	k, err := newKeyer(ctx, opts.Cache, opts.Secrets)
 	if err != nil {
 		return err
 	}
+	em.emit(Event{Kind: EventBuildStart, Message: fmt.Sprintf("%d of %d stages selected", len(want), len(g.Stages))})
 	outputs := map[string]string{}
-	for _, ps := range plan {
-		s, _ := g.stage(ps.Name)
-		k.keys[s.Name] = ps.Key
-		if ps.Action == "skip" {
+	for _, s := range g.Stages {
+		if !want[s.Name] {
 			continue
 		}
-		sr, err := runStage(ctx, s, ps, outputs, opts, em, k)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		in, err := k.inputs(s)
+		if err != nil {
+			return err
+		}
+		sr, err := runStage(ctx, s, in, outputs, opts, em)
 		rec.Stages = append(rec.Stages, sr)
 		if err != nil {
 			return err
 		}
+		k.outs[s.Name] = OutputDigest(sr.Artifacts)
 		outputs[s.Name] = sr.dir
 		link := filepath.Join(opts.OutputDir, s.Name)
 		os.Remove(link)
@@ -303,30 +365,50 @@ func build(ctx context.Context, g *Graph, opts BuildOptions, em *emitter, rec *R
 	return nil
 }
 
-func runStage(ctx context.Context, s Stage, ps PlannedStage, outputs map[string]string, opts BuildOptions, em *emitter, k *keyer) (StageRecord, error) {
+// reasonsFor says why a stage is about to run, for the stage-start event.
+func reasonsFor(c *Cache, blueprint string, s Stage, in KeyInputs, forced bool) string {
+	switch {
+	case forced:
+		return "forced with --force"
+	case s.Uncached:
+		return "always runs"
+	}
+	last, ok := c.lastInputs(blueprint, s.Name)
+	if !ok {
+		return "never built with this cache"
+	}
+	why := in.Diff(last)
+	if len(why) == 0 {
+		return "inputs unchanged since the last build, but its cache entry is gone"
+	}
+	return strings.Join(why, "; ")
+}
+
+func runStage(ctx context.Context, s Stage, in KeyInputs, outputs map[string]string, opts BuildOptions, em *emitter) (StageRecord, error) {
 	c := opts.Cache
+	key := in.Key()
 	start := opts.Now()
-	sr := StageRecord{Name: s.Name, Key: ps.Key}
+	sr := StageRecord{Name: s.Name, Key: key}
 	forced := slices.Contains(opts.Selection.Force, s.Name)
 
-	unlock, err := c.lock(ps.Key)
+	unlock, err := c.lock(key)
 	if err != nil {
 		return sr, err
 	}
 	defer unlock()
 	// Another build may have made the entry while we waited for the lock.
-	if e, hit, err := c.Lookup(s.Name, ps.Key); err != nil {
+	if e, hit, err := c.Lookup(s.Name, key); err != nil {
 		return sr, err
 	} else if hit && !forced && !s.Uncached {
 		sr.Cache, sr.dir, sr.Artifacts, sr.Tools = "hit", e.Dir, e.Artifacts, e.Tools
 		sr.Duration = Duration(opts.Now().Sub(start))
-		em.emit(Event{Kind: EventStageHit, Stage: s.Name, Key: ps.Key, Cache: "hit", Duration: time.Duration(sr.Duration)})
-		c.recordInputs(em.blueprint, s.Name, ps.Inputs)
+		em.emit(Event{Kind: EventStageHit, Stage: s.Name, Key: key, Cache: "hit", Duration: time.Duration(sr.Duration)})
+		c.recordInputs(em.blueprint, s.Name, in)
 		return sr, nil
 	}
 	sr.Cache = "miss"
-	c.removeStale(s.Name, ps.Key)
-	staged, err := c.stage(s.Name, ps.Key)
+	c.removeStale(s.Name, key)
+	staged, err := c.stage(s.Name, key)
 	if err != nil {
 		return sr, fmt.Errorf("stage %s: creating staging directory: %w", s.Name, err)
 	}
@@ -336,6 +418,15 @@ func runStage(ctx context.Context, s Stage, ps PlannedStage, outputs map[string]
 			os.RemoveAll(staged)
 		}
 	}()
+	scratch, err := c.scratch(s.Name, key)
+	if err != nil {
+		return sr, fmt.Errorf("stage %s: creating scratch directory: %w", s.Name, err)
+	}
+	defer os.RemoveAll(scratch)
+	red, err := newRedactor(opts.Secrets, s.Secrets)
+	if err != nil {
+		return sr, fmt.Errorf("stage %s: %w", s.Name, err)
+	}
 	logPath, _ := filepath.Abs(filepath.Join(opts.OutputDir, "logs", s.Name+".log"))
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	if err != nil {
@@ -344,10 +435,11 @@ func runStage(ctx context.Context, s Stage, ps PlannedStage, outputs map[string]
 	defer logFile.Close()
 	env := &Env{
 		Out:     staged,
+		Scratch: scratch,
 		Inputs:  map[string]string{},
 		Shared:  c.shared,
 		Secrets: opts.Secrets,
-		Log:     slog.New(newStageLogHandler(logFile, em, s.Name)),
+		Log:     slog.New(newStageLogHandler(red.writer(logFile), em, s.Name, red)),
 		LogPath: logPath,
 		tools:   map[string]string{},
 		events:  em,
@@ -356,35 +448,36 @@ func runStage(ctx context.Context, s Stage, ps PlannedStage, outputs map[string]
 	for _, d := range s.Deps {
 		env.Inputs[d] = outputs[d]
 	}
-	em.emit(Event{Kind: EventStageStart, Stage: s.Name, Key: ps.Key, Message: reasonText(ps)})
+	em.emit(Event{Kind: EventStageStart, Stage: s.Name, Key: key, Message: reasonsFor(c, em.blueprint, s, in, forced)})
 	runErr := safeRun(ctx, s, env)
 	sr.Tools = env.tools
 	if runErr == nil {
 		runErr = ctx.Err()
 	}
 	if runErr != nil {
+		msg := red.string(runErr.Error())
 		sr.Duration = Duration(opts.Now().Sub(start))
-		sr.Error = runErr.Error()
+		sr.Error = msg
 		sr.LogPath = logPath
 		if opts.KeepOnError && ctx.Err() == nil {
 			keep = true
 			sr.KeptDir = staged
 		}
-		em.emit(Event{Kind: EventStageFail, Stage: s.Name, Key: ps.Key, Error: runErr.Error(), Duration: time.Duration(sr.Duration)})
-		return sr, &StageError{Stage: s.Name, LogPath: logPath, KeptDir: sr.KeptDir, Err: runErr}
+		em.emit(Event{Kind: EventStageFail, Stage: s.Name, Key: key, Error: msg, Duration: time.Duration(sr.Duration)})
+		return sr, &StageError{Stage: s.Name, LogPath: logPath, KeptDir: sr.KeptDir, Err: runErr, msg: msg}
 	}
-	arts, err := artifacts(staged)
+	arts, err := artifacts(ctx, staged)
 	if err != nil {
 		return sr, fmt.Errorf("stage %s: listing outputs: %w", s.Name, err)
 	}
-	e, err := c.commit(staged, Entry{Stage: s.Name, Key: ps.Key, Inputs: ps.Inputs, Artifacts: arts, Tools: env.tools})
+	e, err := c.commit(staged, Entry{Stage: s.Name, Key: key, Inputs: in, Artifacts: arts, Tools: env.tools})
 	if err != nil {
 		return sr, err
 	}
-	c.recordInputs(em.blueprint, s.Name, ps.Inputs)
+	c.recordInputs(em.blueprint, s.Name, in)
 	sr.dir, sr.Artifacts = e.Dir, arts
 	sr.Duration = Duration(opts.Now().Sub(start))
-	em.emit(Event{Kind: EventStageDone, Stage: s.Name, Key: ps.Key, Cache: "miss", Duration: time.Duration(sr.Duration)})
+	em.emit(Event{Kind: EventStageDone, Stage: s.Name, Key: key, Cache: "miss", Duration: time.Duration(sr.Duration)})
 	return sr, nil
 }
 
@@ -398,27 +491,22 @@ func safeRun(ctx context.Context, s Stage, env *Env) (err error) {
 	return s.Run(ctx, env)
 }
 
-func reasonText(ps PlannedStage) string {
-	if len(ps.Reasons) == 0 {
-		return ""
-	}
-	out := ps.Reasons[0]
-	for _, r := range ps.Reasons[1:] {
-		out += "; " + r
-	}
-	return out
-}
-
 // StageError is a failed stage: which one, why, and where its full log is.
 type StageError struct {
 	Stage   string
 	LogPath string
 	KeptDir string
 	Err     error
+	// msg is Err's text with the stage's secrets redacted.
+	msg string
 }
 
 func (e *StageError) Error() string {
-	msg := fmt.Sprintf("stage %s failed: %v\nfull log: %s", e.Stage, e.Err, e.LogPath)
+	text := e.msg
+	if text == "" {
+		text = e.Err.Error()
+	}
+	msg := fmt.Sprintf("stage %s failed: %s\nfull log: %s", e.Stage, text, e.LogPath)
 	if e.KeptDir != "" {
 		msg += "\npartial outputs kept in: " + e.KeptDir
 	}

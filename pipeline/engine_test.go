@@ -160,7 +160,7 @@ func TestFileDigestsDriveKeys(t *testing.T) {
 	if r := strings.Join(plan[1].Reasons, ";"); r != "file fragments/frag.bu changed" {
 		t.Errorf("b reasons: %q", r)
 	}
-	if r := strings.Join(plan[2].Reasons, ";"); r != "upstream stage b changed" {
+	if r := strings.Join(plan[2].Reasons, ";"); r != "upstream b runs first; reused if its outputs come out unchanged" || plan[2].Key != "" {
 		t.Errorf("c reasons: %q", r)
 	}
 	// Moving the file elsewhere with the same content and label keeps the key.
@@ -434,5 +434,115 @@ func TestUntilIgnoresMissingFilesOfLaterStages(t *testing.T) {
 	o2 := buildOpts(t, o.Cache.Dir)
 	if _, err := Build(context.Background(), tg.graph(), o2); err == nil || !strings.Contains(err.Error(), "not-built-yet.iso") {
 		t.Fatalf("want an error naming the missing file, got %v", err)
+	}
+}
+
+// Early cutoff and --force: a downstream stage chains on its upstream's outputs, so an
+// upstream that re-runs with identical outputs leaves it cached, and one whose outputs
+// changed (a forced resolve after a tag moved) makes it run.
+func TestDownstreamChainsOnUpstreamOutputs(t *testing.T) {
+	ctx := context.Background()
+	cache := t.TempDir()
+	tg := newTestGraph()
+	external := "v1" // what b's run sees of the world, outside its options (a registry tag)
+	g := func() *Graph {
+		gr := tg.graph()
+		gr.Stages[1].Run = func(ctx context.Context, env *Env) error {
+			tg.runs["b"].Add(1)
+			return os.WriteFile(filepath.Join(env.Out, "out.txt"), []byte(external), 0o644)
+		}
+		return gr
+	}
+	if _, err := Build(ctx, g(), buildOpts(t, cache)); err != nil {
+		t.Fatal(err)
+	}
+	// Forced, same outputs: c is still a hit.
+	o := buildOpts(t, cache)
+	o.Selection.Force = []string{"b"}
+	if _, err := Build(ctx, g(), o); err != nil {
+		t.Fatal(err)
+	}
+	if got := cacheStates(readRecord(t, o.OutputDir)); got != "a=hit b=miss c=hit" {
+		t.Fatalf("forced b, same output: %s", got)
+	}
+	// Forced, new outputs: c runs and sees them.
+	external = "v2"
+	o = buildOpts(t, cache)
+	o.Selection.Force = []string{"b"}
+	if _, err := Build(ctx, g(), o); err != nil {
+		t.Fatal(err)
+	}
+	if got := cacheStates(readRecord(t, o.OutputDir)); got != "a=hit b=miss c=miss" {
+		t.Fatalf("forced b, new output: %s", got)
+	}
+	out, _ := os.ReadFile(filepath.Join(o.OutputDir, "c", "out.txt"))
+	if string(out) != "v2c1;" {
+		t.Fatalf("c built from stale input: %q", out)
+	}
+	// And the cache now serves the new chain without forcing.
+	o = buildOpts(t, cache)
+	if _, err := Build(ctx, g(), o); err != nil {
+		t.Fatal(err)
+	}
+	if got := cacheStates(readRecord(t, o.OutputDir)); got != "a=hit b=hit c=hit" {
+		t.Fatalf("after: %s", got)
+	}
+	if out, _ := os.ReadFile(filepath.Join(o.OutputDir, "c", "out.txt")); string(out) != "v2c1;" {
+		t.Fatalf("c: %q", out)
+	}
+}
+
+// A stage's secrets never reach its log, its events, its error or run.json, even when a
+// tool prints them.
+func TestSecretsRedactedFromLogsAndErrors(t *testing.T) {
+	secretFile := filepath.Join(t.TempDir(), "ps.json")
+	const token = "c2VjcmV0LXRva2VuLXZhbHVl"
+	os.WriteFile(secretFile, []byte(`{"auths":{"r.example":{"auth":"`+token+`"}}}`), 0o600)
+	var events []Event
+	g := &Graph{Blueprint: "red", Stages: []Stage{{Name: "x", Version: "1", Secrets: []string{"pullSecret"}, Run: func(ctx context.Context, env *Env) error {
+		env.Log.Info("using auth " + token)
+		return env.Exec(ctx, exec.Command("sh", "-c", "echo 'bad auth "+token+"' >&2; exit 1"))
+	}}}}
+	o := buildOpts(t, t.TempDir())
+	o.Secrets = SecretFiles{"pullSecret": secretFile}
+	o.Sink = SinkFunc(func(e Event) { events = append(events, e) })
+	_, err := Build(context.Background(), g, o)
+	if err == nil || strings.Contains(err.Error(), token) || !strings.Contains(err.Error(), "bad auth [REDACTED]") {
+		t.Fatalf("error: %v", err)
+	}
+	for _, e := range events {
+		if strings.Contains(e.Message+e.Error, token) {
+			t.Fatalf("event leaks the secret: %+v", e)
+		}
+	}
+	filepath.Walk(o.OutputDir, func(p string, info os.FileInfo, err error) error {
+		if err == nil && !info.IsDir() {
+			if b, _ := os.ReadFile(p); strings.Contains(string(b), token) {
+				t.Errorf("%s holds the secret", p)
+			}
+		}
+		return nil
+	})
+	log, _ := os.ReadFile(filepath.Join(o.OutputDir, "logs", "x.log"))
+	if !strings.Contains(string(log), "using auth [REDACTED]") {
+		t.Errorf("log: %s", log)
+	}
+}
+
+func TestScratchIsPrivateAndRemoved(t *testing.T) {
+	var scratch string
+	g := &Graph{Blueprint: "s", Stages: []Stage{{Name: "x", Version: "1", Run: func(ctx context.Context, env *Env) error {
+		scratch = env.Scratch
+		return os.WriteFile(filepath.Join(env.Scratch, "auth.json"), []byte("x"), 0o600)
+	}}}}
+	o := buildOpts(t, t.TempDir())
+	if _, err := Build(context.Background(), g, o); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(scratch, o.Cache.Dir) {
+		t.Errorf("scratch %s is outside the cache", scratch)
+	}
+	if _, err := os.Stat(scratch); !os.IsNotExist(err) {
+		t.Errorf("scratch %s not removed: %v", scratch, err)
 	}
 }

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -141,8 +142,11 @@ func canonicalJSON(v any) (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Numbers stay json.Number: a float64 round trip would change integers above 2^53.
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
 	var generic any
-	if err := json.Unmarshal(b, &generic); err != nil {
+	if err := dec.Decode(&generic); err != nil {
 		return nil, err
 	}
 	return json.Marshal(generic)
@@ -150,14 +154,14 @@ func canonicalJSON(v any) (json.RawMessage, error) {
 
 // digestPath returns the sha256 of a file, or of a directory tree (relative paths, modes and
 // contents, in sorted order), so renaming the checkout does not change it.
-func digestPath(p string) (string, error) {
+func digestPath(ctx context.Context, p string) (string, error) {
 	st, err := os.Stat(p)
 	if err != nil {
 		return "", err
 	}
 	h := sha256.New()
 	if !st.IsDir() {
-		if err := hashFile(h, p); err != nil {
+		if err := hashFile(ctx, h, p); err != nil {
 			return "", err
 		}
 		return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
@@ -173,7 +177,7 @@ func digestPath(p string) (string, error) {
 		}
 		fmt.Fprintf(h, "%s\x00%o\x00", filepath.ToSlash(rel), info.Mode())
 		if info.Mode().IsRegular() {
-			return hashFile(h, path)
+			return hashFile(ctx, h, path)
 		}
 		if info.Mode()&fs.ModeSymlink != 0 {
 			target, err := os.Readlink(path)
@@ -190,12 +194,25 @@ func digestPath(p string) (string, error) {
 	return "sha256-tree:" + hex.EncodeToString(h.Sum(nil)), nil
 }
 
-func hashFile(w io.Writer, p string) error {
+func hashFile(ctx context.Context, w io.Writer, p string) error {
 	f, err := os.Open(p)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	_, err = io.Copy(w, f)
+	_, err = io.Copy(w, ctxReader{ctx, f})
 	return err
+}
+
+// ctxReader stops a long read (hashing a multi-GB ISO) when ctx ends.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
 }

@@ -14,10 +14,11 @@ type stageLogHandler struct {
 	em    *emitter
 	stage string
 	attrs []slog.Attr
+	red   redactor
 }
 
-func newStageLogHandler(w io.Writer, em *emitter, stage string) *stageLogHandler {
-	return &stageLogHandler{file: slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}), em: em, stage: stage}
+func newStageLogHandler(w io.Writer, em *emitter, stage string, red redactor) *stageLogHandler {
+	return &stageLogHandler{file: slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}), em: em, stage: stage, red: red}
 }
 
 func (h *stageLogHandler) Enabled(context.Context, slog.Level) bool { return true }
@@ -34,15 +35,15 @@ func (h *stageLogHandler) Handle(ctx context.Context, r slog.Record) error {
 			write(a)
 		}
 		r.Attrs(write)
-		h.em.emit(Event{Kind: EventLog, Stage: h.stage, Level: strings.ToLower(r.Level.String()), Message: b.String()})
+		h.em.emit(Event{Kind: EventLog, Stage: h.stage, Level: strings.ToLower(r.Level.String()), Message: h.red.string(b.String())})
 	}
 	return h.file.Handle(ctx, r)
 }
 
 func (h *stageLogHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	return &stageLogHandler{file: h.file.WithAttrs(as), em: h.em, stage: h.stage, attrs: append(append([]slog.Attr{}, h.attrs...), as...)}
+	return &stageLogHandler{file: h.file.WithAttrs(as), em: h.em, stage: h.stage, attrs: append(append([]slog.Attr{}, h.attrs...), as...), red: h.red}
 }
 
 func (h *stageLogHandler) WithGroup(name string) slog.Handler {
-	return &stageLogHandler{file: h.file.WithGroup(name), em: h.em, stage: h.stage, attrs: h.attrs}
+	return &stageLogHandler{file: h.file.WithGroup(name), em: h.em, stage: h.stage, attrs: h.attrs, red: h.red}
 }

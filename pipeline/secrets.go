@@ -49,10 +49,16 @@ func hmacKey(cacheDir string) ([]byte, error) {
 	if _, err := rand.Read(k); err != nil {
 		return nil, err
 	}
-	if err := WriteFileAtomic(p, k, 0o600); err != nil {
+	// Link, not rename: if another build created the key first, keep theirs, so every build
+	// of this cache derives the same digests.
+	tmp := p + ".new-" + hex.EncodeToString(k[:6])
+	if err := WriteFileAtomic(tmp, k, 0o600); err != nil {
 		return nil, fmt.Errorf("writing cache secret key: %w", err)
 	}
-	// Another build may have raced us; whoever renamed last wins, so read back.
+	defer os.Remove(tmp)
+	if err := os.Link(tmp, p); err != nil && !errors.Is(err, fs.ErrExist) {
+		return nil, fmt.Errorf("writing cache secret key: %w", err)
+	}
 	return os.ReadFile(p)
 }
 

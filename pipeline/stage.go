@@ -36,6 +36,9 @@ type Stage struct {
 type Env struct {
 	// Out is the staging directory for this stage's outputs; it becomes the cache entry.
 	Out string
+	// Scratch is a private, empty directory for this run only (removed afterwards, and after a
+	// crash by the next run): put files holding secrets there, never in the system temp dir.
+	Scratch string
 	// Inputs maps each name in Stage.Deps to that stage's (read-only) output directory.
 	Inputs map[string]string
 	// Shared returns a depot-wide directory for data that outlives entries and is shared by

@@ -72,8 +72,8 @@ func loadGraph(path string, locked bool) (*blueprints.Blueprint, *pipeline.Graph
 
 // selectionError marks --until/--force naming a stage that does not exist as bad input.
 func selectionError(err error) error {
-	var se *pipeline.StageError
-	if err != nil && !errors.As(err, &se) && !errors.Is(err, context.Canceled) {
+	var se *pipeline.SelectionError
+	if errors.As(err, &se) {
 		return badInput(err)
 	}
 	return err
@@ -108,15 +108,15 @@ crash resumes where it stopped when run again.`,
 				return err
 			}
 			sel := pipeline.Selection{Until: f.until, Force: f.force}
-			if _, err := pipeline.Plan(cmd.Context(), g, cache, secrets, sel); err != nil {
-				closeSink()
-				return selectionError(err)
-			}
 			rec, err := pipeline.Build(cmd.Context(), g, pipeline.BuildOptions{
 				Cache: cache, OutputDir: out, Selection: sel, Secrets: secrets, Sink: sink, KeepOnError: keep,
 			})
 			closeSink()
 			if err != nil {
+				var sel *pipeline.SelectionError
+				if errors.As(err, &sel) {
+					return badInput(err)
+				}
 				if errors.Is(err, context.Canceled) {
 					return fmt.Errorf("build interrupted; run the same command again to resume (record: %s)", filepath.Join(out, "run.json"))
 				}

@@ -43,6 +43,11 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	}()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// After the first Ctrl-C the build stops cleanly; a second one kills it at once.
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 
 	root := newRootCommand(stdout, stderr)
 	root.SetArgs(args)

@@ -17,6 +17,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -58,6 +59,19 @@ func File(ctx context.Context, rawURL, sha, store string, opts Options) (string,
 		return "", fmt.Errorf("fetching %s: %w", rawURL, err)
 	}
 	partial := final + ".partial"
+	// Builds sharing the store may fetch the same file at once: one downloads, the others
+	// wait and then find it in the store.
+	if err := os.MkdirAll(filepath.Join(store, "locks"), 0o755); err != nil {
+		return "", err
+	}
+	unlock, err := lockFile(filepath.Join(store, "locks", sha+".lock"))
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	if _, err := os.Stat(final); err == nil {
+		return final, nil
+	}
 	switch u.Scheme {
 	case "file":
 		err = copyLocal(ctx, u.Path, partial, opts)
@@ -93,7 +107,11 @@ func copyLocal(ctx context.Context, src, dst string, opts Options) error {
 	if err != nil {
 		return err
 	}
-	st, _ := in.Stat()
+	st, err := in.Stat()
+	if err != nil {
+		out.Close()
+		return err
+	}
 	_, err = io.Copy(out, &progressReader{ctx: ctx, r: in, total: st.Size(), fn: opts.Progress})
 	if cerr := out.Close(); err == nil {
 		err = cerr
@@ -248,4 +266,20 @@ func fileSHA256(p string) (string, error) {
 		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// lockFile takes an exclusive flock on path, released with the process if it dies.
+func lockFile(path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("locking %s: %w", path, err)
+	}
+	return func() {
+		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
 }

@@ -128,3 +128,30 @@ func TestFileURL(t *testing.T) {
 		t.Fatal("content differs")
 	}
 }
+
+// Builds sharing a store may ask for the same ISO at once: it is fetched once, and all get it.
+func TestConcurrentFetchesOfOneFile(t *testing.T) {
+	data, sum := content(1 << 20)
+	srv, calls, _ := flakyServer(t, data, 0)
+	store := t.TempDir()
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			p, err := File(context.Background(), srv.URL+"/live.iso", sum, store, Options{})
+			if err == nil {
+				if got, _ := os.ReadFile(p); string(got) != string(data) {
+					err = fmt.Errorf("content differs")
+				}
+			}
+			errs <- err
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if calls.Load() != 1 {
+		t.Fatalf("fetched %d times", calls.Load())
+	}
+}
