@@ -3,6 +3,7 @@ package stages
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/netip"
 	"os"
@@ -30,23 +31,24 @@ type Options struct {
 // arch is the node architecture, in CoreOS naming. Seeds are x86_64 for now.
 const arch = "x86_64"
 
-// Secret names used by stages.
-const (
-	SecretPullSecret = "pullSecret"
-	SecretSSHKey     = "sshKey"
-)
+// Secrets are the secrets a blueprint's stages may read, by the names the stages use
+// (render.SecretPullSecret, render.SecretSSHKey).
+func Secrets(bp *blueprints.Blueprint) pipeline.SecretSource {
+	secrets := secretSet{}
+	if osh := bp.Spec.OpenShift; osh != nil {
+		secrets.files = pipeline.SecretFiles{render.SecretPullSecret: bp.Resolved.PullSecretFile}
+		if bp.Resolved.SSHPublicKeyFile != "" {
+			secrets.files[render.SecretSSHKey] = bp.Resolved.SSHPublicKeyFile
+		} else if osh.SSHPublicKey != "" {
+			secrets.inline = map[string][]byte{render.SecretSSHKey: []byte(osh.SSHPublicKey)}
+		}
+	}
+	return secrets
+}
 
 // Graph maps a loaded blueprint onto the stage graph and the secrets its stages may read.
 func Graph(bp *blueprints.Blueprint, opts Options) (*pipeline.Graph, pipeline.SecretSource, error) {
-	secrets := secretSet{}
-	if os := bp.Spec.OpenShift; os != nil {
-		secrets.files = map[string]string{SecretPullSecret: bp.Resolved.PullSecretFile}
-		if bp.Resolved.SSHPublicKeyFile != "" {
-			secrets.files[SecretSSHKey] = bp.Resolved.SSHPublicKeyFile
-		} else if os.SSHPublicKey != "" {
-			secrets.inline = map[string][]byte{SecretSSHKey: []byte(os.SSHPublicKey)}
-		}
-	}
+	secrets := Secrets(bp)
 	ropts, err := RenderOptions(bp)
 	if err != nil {
 		return nil, nil, err
@@ -56,7 +58,7 @@ func Graph(bp *blueprints.Blueprint, opts Options) (*pipeline.Graph, pipeline.Se
 
 	g := &pipeline.Graph{Blueprint: bp.Metadata.Name}
 	g.Stages = append(g.Stages,
-		resolveStage(ResolveOptions(bp, opts), catalogOperators(bp), bp.CheckISO()),
+		resolveStage(ResolveOptions(bp, opts), bp.CheckISO()),
 		render.New(ropts),
 		liveISOStage(bp),
 		precache.New(precache.Options{Registry: reg, Arch: arch}),
@@ -79,7 +81,7 @@ func RegistryConfig(bp *blueprints.Blueprint) registries.Config {
 	var c registries.Config
 	refs := append([]string{}, s.ExtraImages...)
 	if osh := s.OpenShift; osh != nil {
-		c.PullSecret = SecretPullSecret
+		c.PullSecret = render.SecretPullSecret
 		refs = append(refs, osh.ReleaseImage)
 		for _, op := range osh.Operators {
 			refs = append(refs, op.Bundle, op.Catalog)
@@ -131,6 +133,8 @@ func ResolveOptions(bp *blueprints.Blueprint, opts Options) resolve.Options {
 		for _, op := range osh.Operators {
 			if op.Bundle != "" {
 				o.Operators = append(o.Operators, op.Bundle)
+			} else {
+				o.Catalogs = append(o.Catalogs, resolve.CatalogOperator{Package: op.Name, Channel: op.Channel, Catalog: op.Catalog})
 			}
 		}
 	}
@@ -144,25 +148,15 @@ func ResolveOptions(bp *blueprints.Blueprint, opts Options) resolve.Options {
 	return o
 }
 
-// resolveStage refuses, when it runs, operators it cannot resolve yet: a plan still shows the
-// whole graph for such blueprints.
-// A live ISO the Makefile has not built yet likewise fails only when the stage runs, naming
-// the command that builds it.
-func resolveStage(o resolve.Options, catalogOps []blueprints.Operator, isoErr error) pipeline.Stage {
-	if isoErr != nil {
-		o.ISOPath = ""
-		s := resolve.New(o)
-		s.Run = func(context.Context, *pipeline.Env) error { return isoErr }
-		return s
+// resolveStage fails, when it runs, if the blueprint's live ISO has not been built yet,
+// naming the command that builds it; a plan still shows the whole graph.
+func resolveStage(o resolve.Options, isoErr error) pipeline.Stage {
+	if isoErr == nil {
+		return resolve.New(o)
 	}
+	o.ISOPath = ""
 	s := resolve.New(o)
-	if len(catalogOps) == 0 {
-		return s
-	}
-	s.Run = func(ctx context.Context, env *pipeline.Env) error {
-		op := catalogOps[0]
-		return fmt.Errorf("operator %s comes from catalog %s: resolving catalog packages is not supported yet; name the operator's bundle image with openshift.operators[].bundle instead", op.Name, op.Catalog)
-	}
+	s.Run = func(context.Context, *pipeline.Env) error { return isoErr }
 	return s
 }
 
@@ -262,7 +256,7 @@ func releaseVersion(ref string) (string, error) {
 
 // secretSet serves secrets from files named in the blueprint or from inline values.
 type secretSet struct {
-	files  map[string]string
+	files  pipeline.SecretFiles
 	inline map[string][]byte
 }
 
@@ -271,24 +265,23 @@ func (s secretSet) Secret(name string) ([]byte, error) {
 	if v, ok := s.inline[name]; ok {
 		return v, nil
 	}
-	if p, ok := s.files[name]; ok {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return nil, fmt.Errorf("reading secret %s: %w", name, err)
-		}
-		return b, nil
+	if _, ok := s.files[name]; ok {
+		return s.files.Secret(name)
 	}
 	return nil, fmt.Errorf("secret %s is not configured in the blueprint", name)
 }
 
-func catalogOperators(bp *blueprints.Blueprint) []blueprints.Operator {
-	var out []blueprints.Operator
-	if osh := bp.Spec.OpenShift; osh != nil {
-		for _, op := range osh.Operators {
-			if op.Catalog != "" {
-				out = append(out, op)
-			}
-		}
+// Lock resolves everything the blueprint reads to digests, as the resolve stage does but
+// without the cache, for `snofactory lock`. The installer is extracted into a scratch
+// directory only to record its checksum, so the lock matches what a build pins.
+func Lock(ctx context.Context, bp *blueprints.Blueprint, log *slog.Logger) (*resolve.Lock, error) {
+	if err := bp.CheckISO(); err != nil {
+		return nil, err
 	}
-	return out
+	scratch, err := os.MkdirTemp("", "snofactory-lock-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(scratch)
+	return resolve.Resolve(ctx, ResolveOptions(bp, Options{}), resolve.Runtime{Secrets: Secrets(bp), OutDir: scratch, Log: log})
 }

@@ -34,6 +34,7 @@ func TestExitCodes(t *testing.T) {
 		{"bad progress", []string{"build", "--progress", "fancy", bad}, 2, ""},
 		{"render without -o", []string{"render", bad}, 2, "-o DIR"},
 		{"plan bad output", []string{"plan", "--output", "xml", bad}, 2, "--output"},
+		{"release info bad reference", []string{"release", "info", "Not A Ref"}, 2, "not an image reference"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

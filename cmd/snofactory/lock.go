@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -37,20 +36,8 @@ resolve differently.`,
 			if out == "" {
 				out = defaultLockPath(args[0])
 			}
-			_, secrets, err := stages.Graph(bp, stages.Options{})
-			if err != nil {
-				return badInput(err)
-			}
-			if err := bp.CheckISO(); err != nil {
-				return badInput(err)
-			}
-			scratch, err := os.MkdirTemp("", "snofactory-lock-")
-			if err != nil {
-				return err
-			}
-			defer os.RemoveAll(scratch)
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-			lock, err := resolve.Resolve(cmd.Context(), stages.ResolveOptions(bp, stages.Options{}), resolve.Runtime{Secrets: secrets, OutDir: scratch, Log: log})
+			lock, err := stages.Lock(cmd.Context(), bp, log)
 			if err != nil {
 				return fmt.Errorf("resolving %s: %w", bp.Metadata.Name, err)
 			}

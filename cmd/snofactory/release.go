@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"text/tabwriter"
 
+	"github.com/containers/image/v5/docker/reference"
 	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/stages/resolve"
 	"github.com/spf13/cobra"
@@ -34,6 +35,9 @@ func newReleaseInfoCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if output != "text" && output != "json" {
 				return badInput(fmt.Errorf("--output %q: want text or json", output))
+			}
+			if _, err := reference.ParseDockerRef(args[0]); err != nil {
+				return badInput(fmt.Errorf("%q is not an image reference: %w", args[0], err))
 			}
 			opts := resolve.Options{Release: args[0], Arch: arch,
 				Registry: resolve.Registry{Insecure: insecure, RegistriesConf: registriesConf}}

@@ -32,15 +32,11 @@ func newRenderCommand() *cobra.Command {
 			}
 			// Outside a build there is no resolve output to take openshift-install from.
 			opts.InstallerFrom = ""
-			_, secrets, err := stages.Graph(bp, stages.Options{})
-			if err != nil {
-				return badInput(err)
-			}
 			if err := os.MkdirAll(out, 0o755); err != nil {
 				return fmt.Errorf("creating %s: %w", out, err)
 			}
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-			if err := render.Render(cmd.Context(), opts, secrets, out, log); err != nil {
+			if err := render.Render(cmd.Context(), opts, stages.Secrets(bp), out, log); err != nil {
 				return err
 			}
 			abs, _ := filepath.Abs(out)
