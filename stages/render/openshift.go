@@ -45,7 +45,12 @@ type extraManifest struct {
 }
 
 func renderOpenShift(ctx context.Context, opts Options, env *runEnv, rep *Report) error {
-	c := effectiveCluster(opts)
+	c, release, err := pinRelease(opts, env, effectiveCluster(opts))
+	if err != nil {
+		return err
+	}
+	rep.Release = release
+	env.log.Info("release to install", "image", release.Image, "version", release.Version, "from", release.From)
 	variant, err := butaneOpenShiftVersion(c.Version)
 	if err != nil {
 		return fmt.Errorf("openshift.version: %w", err)

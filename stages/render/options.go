@@ -62,7 +62,8 @@ type Options struct {
 // OpenShift is the cluster an openshift render installs.
 type OpenShift struct {
 	// Version is the release's x.y or x.y.z (e.g. "4.16" or "4.16.3"); it picks the Butane
-	// openshift variant (x.y.0) and so the MachineConfigs' Ignition spec.
+	// openshift variant (x.y.0) and so the MachineConfigs' Ignition spec. Empty means the
+	// release.version of the lock.json in the stage InstallerFrom names (allowed only then).
 	Version string `json:"version"`
 	// ClusterName and BaseDomain make the cluster domain <ClusterName>.<BaseDomain>.
 	ClusterName string `json:"clusterName"`
@@ -79,8 +80,10 @@ type OpenShift struct {
 	Mirrors []Mirror `json:"mirrors,omitempty"`
 	// AdditionalTrustBundle is PEM text (e.g. the mirror registry's CA).
 	AdditionalTrustBundle string `json:"additionalTrustBundle,omitempty"`
-	// ReleaseImage, when set, is the release the installer installs (pinned by digest by the
-	// resolve stage); it is passed as OPENSHIFT_INSTALL_RELEASE_IMAGE_OVERRIDE.
+	// ReleaseImage, when set, is the release the installer installs; it is passed as
+	// OPENSHIFT_INSTALL_RELEASE_IMAGE_OVERRIDE. When the stage InstallerFrom names has a
+	// lock.json, its release (repository@digest) is passed instead, so render installs
+	// exactly what was resolved even if the tag has moved since.
 	ReleaseImage string `json:"releaseImage,omitempty"`
 }
 
@@ -163,8 +166,12 @@ func (o Options) validate() error {
 			break
 		}
 		c := o.OpenShift
-		if _, err := butaneOpenShiftVersion(c.Version); err != nil {
-			bad("openshift.version: %w", err)
+		// An empty version is taken from the upstream stage's lock.json when the stage runs.
+		_, upstream := upstreamStage(o.InstallerFrom)
+		if c.Version != "" || !upstream {
+			if _, err := butaneOpenShiftVersion(c.Version); err != nil {
+				bad("openshift.version: %w", err)
+			}
 		}
 		if !dnsLabel.MatchString(c.ClusterName) {
 			bad("openshift.clusterName %q: want a lower-case DNS label", c.ClusterName)
@@ -216,7 +223,7 @@ func (o Options) validate() error {
 				bad("relocation.shipmentWindow: %w", err)
 			}
 		}
-		if o.InstallerFrom != "" && !strings.Contains(o.InstallerFrom, "/") {
+		if o.InstallerFrom != "" && !upstream {
 			bad("installerFrom %q: want STAGE/PATH", o.InstallerFrom)
 		}
 	default:

@@ -21,7 +21,7 @@ import (
 )
 
 // stageVersion changes whenever render's outputs change for the same Options.
-const stageVersion = "1"
+const stageVersion = "2"
 
 // Secret names render reads.
 const (
@@ -139,6 +139,8 @@ type Report struct {
 	Fragments []FragmentResult `json:"fragments,omitempty"`
 	// Relocation echoes the relocation settings the MachineConfigs carry.
 	Relocation *RelocationReport `json:"relocation,omitempty"`
+	// Release is the release the installer was told to install (openshift).
+	Release *ReleaseReport `json:"release,omitempty"`
 	// Installer lists the openshift-install outputs kept (auth/*, metadata.json).
 	Installer map[string]string `json:"installer,omitempty"`
 	// Tools are the libraries and external tools used, with versions.

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	v32 "github.com/coreos/ignition/v2/config/v3_2"
 	"gopkg.in/yaml.v3"
 
 	"github.com/snofactory/snofactory/pipeline"
@@ -109,4 +110,134 @@ func TestRenderReplacesPreviousOutputs(t *testing.T) {
 	if _, err := os.Stat(keep); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// With the resolve stage's lock.json upstream, the installer is told to install the locked
+// release pinned by digest (a tag can move between resolve and render), and an empty
+// openshift.version is the lock's release version.
+func TestOpenShiftReleaseFromLock(t *testing.T) {
+	const (
+		digest = "sha256:5e1e5e1e5e1e5e1e5e1e5e1e5e1e5e1e5e1e5e1e5e1e5e1e5e1e5e1e5e1e5e1e"
+		tagRef = "127.0.0.1:5000/ocp/release:4.16.3-x86_64"
+		pinned = "127.0.0.1:5000/ocp/release@" + digest
+	)
+	for _, tc := range []struct {
+		name    string
+		version string // Options' openshift.version
+		lock    string // lock.json; "" writes none
+		image   string // the override the installer must get
+		variant string // the MachineConfigs' Ignition spec
+		from    string
+		wantErr string
+		wantVer string
+		release string // Options' releaseImage
+	}{
+		{name: "explicit version, pinned by the lock", version: "4.16.3", release: tagRef,
+			lock:  `{"schemaVersion":1,"release":{"ref":"` + tagRef + `","digest":"` + digest + `","version":"4.16.3"},"images":[]}`,
+			image: pinned, variant: "3.4.0", from: "lock", wantVer: "4.16.3"},
+		{name: "version from the lock", version: "", release: tagRef,
+			lock:  `{"release":{"ref":"` + tagRef + `","digest":"` + digest + `","version":"4.16.0-synthetic"}}`,
+			image: pinned, variant: "3.4.0", from: "lock", wantVer: "4.16.0"},
+		{name: "locked by digest already", version: "", release: pinned,
+			lock:  `{"release":{"ref":"` + pinned + `","digest":"` + digest + `","version":"4.16.3"}}`,
+			image: pinned, variant: "3.4.0", from: "lock", wantVer: "4.16.3"},
+		{name: "no lock keeps the options", version: "4.16.3", release: tagRef,
+			image: tagRef, variant: "3.4.0", from: "options", wantVer: "4.16.3"},
+		{name: "no lock and no version", version: "", wantErr: "openshift.version is empty and the resolve stage wrote no lock.json"},
+		{name: "version disagrees with the lock", version: "4.15", release: tagRef,
+			lock:    `{"release":{"ref":"` + tagRef + `","digest":"` + digest + `","version":"4.16.3"}}`,
+			wantErr: "openshift.version 4.15 does not match the locked release"},
+		{name: "lock without a digest", version: "4.16.3",
+			lock:    `{"release":{"ref":"` + tagRef + `","digest":"latest","version":"4.16.3"}}`,
+			wantErr: "pins no release"},
+		{name: "lock without a version", version: "",
+			lock:    `{"release":{"ref":"` + tagRef + `","digest":"` + digest + `"}}`,
+			wantErr: "has no x.y.z release version"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := clusterOptions(t)
+			o.InstallerPath = ""
+			o.InstallerFrom = "resolve/bin/openshift-install"
+			o.OpenShift.Version = tc.version
+			o.OpenShift.ReleaseImage = tc.release
+			if err := o.validate(); err != nil {
+				t.Fatalf("validate: %v", err)
+			}
+			out, err := buildWithResolve(t, o, tc.lock)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			// What the installer got, as it wrote it into the bootstrap config.
+			cfg, r, err := v32.Parse(mustRead(t, filepath.Join(out, ConfigPath)))
+			if err != nil {
+				t.Fatalf("config.ign: %v\n%s", err, r)
+			}
+			script := embedded(t, cfg, "/usr/local/bin/release-image.sh")
+			if !strings.Contains(script, "\nRELEASE_IMAGE="+tc.image+"\n") {
+				t.Errorf("the installer installs:\n%s\nwant %s", script, tc.image)
+			}
+			var rep Report
+			if err := json.Unmarshal(mustRead(t, filepath.Join(out, "render.json")), &rep); err != nil {
+				t.Fatal(err)
+			}
+			if want := (ReleaseReport{Image: tc.image, Version: tc.wantVer, From: tc.from}); rep.Release == nil || *rep.Release != want {
+				t.Errorf("render.json release %+v, want %+v", rep.Release, want)
+			}
+			for _, m := range rep.Manifests {
+				if m.Kind == "MachineConfig" && m.IgnitionVersion != tc.variant {
+					t.Errorf("%s is Ignition %s, want %s (the release's Butane variant)", m.Path, m.IgnitionVersion, tc.variant)
+				}
+			}
+		})
+	}
+}
+
+// An empty version is only valid when an upstream stage's lock can supply it.
+func TestEmptyVersionNeedsUpstream(t *testing.T) {
+	for _, from := range []string{"", "resolve"} {
+		o := clusterOptions(t)
+		o.OpenShift.Version = ""
+		o.InstallerFrom = from
+		if err := o.validate(); err == nil || !strings.Contains(err.Error(), "openshift.version") {
+			t.Errorf("installerFrom %q: error %v, want one about openshift.version", from, err)
+		}
+	}
+}
+
+// buildWithResolve runs render under the engine after a stand-in resolve stage whose output
+// holds openshift-install and, unless lock is "", lock.json; it returns render's output.
+func buildWithResolve(t *testing.T, o Options, lock string) (string, error) {
+	t.Helper()
+	standInDir := filepath.Dir(standIn(t))
+	resolve := pipeline.Stage{
+		Name:    "resolve",
+		Version: "test",
+		Options: map[string]string{"lock": lock},
+		Run: func(ctx context.Context, env *pipeline.Env) error {
+			if err := exec.CommandContext(ctx, "cp", "-a", standInDir, filepath.Join(env.Out, "bin")).Run(); err != nil {
+				return err
+			}
+			if lock == "" {
+				return nil
+			}
+			return os.WriteFile(filepath.Join(env.Out, "lock.json"), []byte(lock), 0o644)
+		},
+	}
+	g := &pipeline.Graph{Blueprint: "sno", Stages: []pipeline.Stage{resolve, New(o)}}
+	cache := &pipeline.Cache{Dir: t.TempDir()}
+	rec, err := pipeline.Build(context.Background(), g, pipeline.BuildOptions{Cache: cache, OutputDir: t.TempDir(), Secrets: testSecrets(t)})
+	if err != nil {
+		return "", err
+	}
+	e, ok, err := cache.Lookup(Name, rec.Stages[1].Key)
+	if err != nil || !ok {
+		t.Fatalf("no render entry: %v", err)
+	}
+	return e.Dir, nil
 }

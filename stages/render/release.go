@@ -1,0 +1,116 @@
+package render
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// lockFile is the resolve stage's lock in its output directory.
+const lockFile = "lock.json"
+
+// lockedRelease is the part of the resolve stage's lock.json render reads. It is our own
+// small type so render does not depend on the resolve package for three strings.
+type lockedRelease struct {
+	Release struct {
+		Ref     string `json:"ref"`
+		Digest  string `json:"digest"`
+		Version string `json:"version"`
+	} `json:"release"`
+}
+
+var (
+	sha256Digest   = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+	releaseVersion = regexp.MustCompile(`^\d+\.\d+\.\d+`)
+)
+
+// ReleaseReport is the release the installer was told to install and where that came from.
+type ReleaseReport struct {
+	// Image is OPENSHIFT_INSTALL_RELEASE_IMAGE_OVERRIDE ("" when the installer's own release).
+	Image string `json:"image,omitempty"`
+	// Version is the x.y[.z] that picked the Butane openshift variant.
+	Version string `json:"version"`
+	// From is "lock" when Image is pinned from the upstream stage's lock.json, else "options".
+	From string `json:"from"`
+}
+
+// upstreamStage is the stage InstallerFrom names ("resolve" in "resolve/bin/openshift-install").
+func upstreamStage(installerFrom string) (string, bool) {
+	stage, rel, ok := strings.Cut(installerFrom, "/")
+	return stage, ok && stage != "" && rel != ""
+}
+
+// pinRelease returns the cluster with the release the installer must install: with the
+// upstream stage's lock.json, the release image pinned by digest (the blueprint's reference
+// is usually a tag, which can move between resolve and render) and, when Options leave it
+// empty, the version from the lock. Without a lock the Options' values stand.
+func pinRelease(opts Options, env *runEnv, c *OpenShift) (*OpenShift, *ReleaseReport, error) {
+	out := *c
+	rep := &ReleaseReport{Image: c.ReleaseImage, Version: c.Version, From: "options"}
+	stage, ok := upstreamStage(opts.InstallerFrom)
+	dir, have := env.inputs[stage]
+	if !ok || !have {
+		if out.Version == "" {
+			return nil, nil, fmt.Errorf("openshift.version is empty and there is no %s stage output to take it from (its %s); set the version", stage, lockFile)
+		}
+		return &out, rep, nil
+	}
+	path := filepath.Join(dir, lockFile)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		if out.Version == "" {
+			return nil, nil, fmt.Errorf("openshift.version is empty and the %s stage wrote no %s to take it from", stage, lockFile)
+		}
+		env.log.Warn("the upstream stage has no lock; the release image is not pinned by digest", "stage", stage, "releaseImage", out.ReleaseImage)
+		return &out, rep, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading the %s stage's %s: %w", stage, lockFile, err)
+	}
+	var lock lockedRelease
+	if err := json.Unmarshal(b, &lock); err != nil {
+		return nil, nil, fmt.Errorf("the %s stage's %s: %w", stage, lockFile, err)
+	}
+	r := lock.Release
+	if r.Ref == "" || !sha256Digest.MatchString(r.Digest) {
+		return nil, nil, fmt.Errorf("the %s stage's %s pins no release (ref %q, digest %q): an openshift render needs one", stage, lockFile, r.Ref, r.Digest)
+	}
+	lockVersion := releaseVersion.FindString(r.Version)
+	switch {
+	case out.Version == "" && lockVersion == "":
+		return nil, nil, fmt.Errorf("openshift.version is empty and the %s stage's %s has no x.y.z release version (%q)", stage, lockFile, r.Version)
+	case out.Version == "":
+		out.Version = lockVersion
+	case lockVersion != "" && minor(lockVersion) != minor(out.Version):
+		// The version picks the MachineConfigs' Ignition spec: it must be the release's.
+		return nil, nil, fmt.Errorf("openshift.version %s does not match the locked release %s (version %s)", out.Version, r.Ref, r.Version)
+	}
+	out.ReleaseImage = repository(r.Ref) + "@" + r.Digest
+	return &out, &ReleaseReport{Image: out.ReleaseImage, Version: out.Version, From: "lock"}, nil
+}
+
+// repository is ref without its tag or digest.
+func repository(ref string) string {
+	if i := strings.Index(ref, "@"); i >= 0 {
+		ref = ref[:i]
+	}
+	// A colon after the last slash starts a tag; one before it is a registry port.
+	if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
+		ref = ref[:i]
+	}
+	return ref
+}
+
+// minor is the x.y of an x.y[.z] version.
+func minor(v string) string {
+	parts := strings.SplitN(v, ".", 3)
+	if len(parts) < 2 {
+		return v
+	}
+	return parts[0] + "." + parts[1]
+}
