@@ -30,14 +30,17 @@ $(BIN): $(shell find . -name '*.go' -not -path './build/*' 2>/dev/null) go.mod g
 -include test/conformance/conformance.mk
 
 # Every test: unit tests, end-to-end tests with real qemu/registry/ignition, and a short fuzz run.
-test: deps build conformance-iso lint
+# deps runs first even under make -j: everything after it needs the toolchain it installs.
+test: deps
+	@$(MAKE) --no-print-directory build conformance-iso lint
 	$(GO) test -timeout $(TEST_TIMEOUT) -p 2 ./...
 	@$(MAKE) --no-print-directory fuzz
 
 unit: build
 	$(GO) test -short ./...
 
-e2e: deps build conformance-iso
+e2e: deps
+	@$(MAKE) --no-print-directory build conformance-iso
 	$(GO) test -timeout $(TEST_TIMEOUT) -p 1 ./test/...
 
 # Each fuzz target runs for FUZZTIME; the seed corpora already run in `go test`.
@@ -54,13 +57,15 @@ lint:
 	$(GO) vet ./...
 
 # BENCH lines: ours vs a baseline measured in the same run.
-bench: deps build conformance-iso
+bench: deps
+	@$(MAKE) --no-print-directory build conformance-iso
 	$(GO) run ./test/bench
 
 # The demo runs offline: demoenv serves the demo's extra image from a local registry.
 # DEMO_UNTIL stops after the last stage this version implements; later stages say so plainly.
 DEMO_UNTIL ?= precache
-demo: deps build conformance-iso
+demo: deps
+	@$(MAKE) --no-print-directory build conformance-iso
 	$(GO) run ./test/cmd/demoenv -- ./$(BIN) build blueprints/demo.yaml --until $(DEMO_UNTIL) --output-dir build/demo --cache-dir build/cache
 
 clean:
