@@ -8,6 +8,7 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -115,9 +116,19 @@ func TestInstallConfigClusterNetworks(t *testing.T) {
 // The whole openshift path against the recorded openshift-install stand-in (a script that
 // replays the real installer's output formats; the real binary cannot run here).
 func TestOpenShiftRender(t *testing.T) {
-	t.Setenv("TMPDIR", t.TempDir()) // to see that the installer's work directory is removed
+	// A TMPDIR of our own, to see that the installer's work directory (which holds the real
+	// pull secret) is created there and removed; CI may leave TMPDIR unset.
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
 	o := clusterOptions(t)
 	o.WorkerIgnition = true
+	// Record the --dir each installer run is given, so the check below cannot pass vacuously.
+	record := filepath.Join(t.TempDir(), "installer-args")
+	wrapper := filepath.Join(t.TempDir(), "openshift-install")
+	if err := os.WriteFile(wrapper, []byte("#!/bin/sh\nprintf '%s\\n' \"$*\" >>'"+record+"'\nexec '"+o.InstallerPath+"' \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	o.InstallerPath = wrapper
 	frags, host := writeFragments(t,
 		// Its own MachineConfig.
 		`variant: openshift
@@ -267,9 +278,26 @@ storage:
 		}
 	}
 
-	left, _ := filepath.Glob(filepath.Join(os.Getenv("TMPDIR"), "snofactory-render-installer-*"))
-	if len(left) > 0 {
-		t.Errorf("the installer's work directory (with the real pull secret) was left behind: %v", left)
+	var workDirs []string
+	for _, line := range strings.Split(strings.TrimSpace(string(mustRead(t, record))), "\n") {
+		if _, dir, ok := strings.Cut(line, " --dir "); ok {
+			workDirs = append(workDirs, dir)
+		}
+	}
+	if len(workDirs) == 0 {
+		t.Fatalf("openshift-install never got a --dir:\n%s", mustRead(t, record))
+	}
+	for _, dir := range workDirs {
+		if filepath.Dir(dir) != tmp {
+			t.Errorf("the installer's work directory %s is not in TMPDIR %s", dir, tmp)
+		}
+		if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("the installer's work directory %s (with the real pull secret) was left behind: %v", dir, err)
+		}
+	}
+	left, err := filepath.Glob(filepath.Join(tmp, "snofactory-render-installer-*"))
+	if err != nil || len(left) > 0 {
+		t.Errorf("installer work directories left in TMPDIR: %v (%v)", left, err)
 	}
 }
 
