@@ -13,6 +13,7 @@ import (
 	"github.com/coreos/butane/config/common"
 	"github.com/coreos/go-semver/semver"
 	vreport "github.com/coreos/vcontext/report"
+	"github.com/snofactory/snofactory/blueprints/internal/suggest"
 	"gopkg.in/yaml.v3"
 
 	"github.com/snofactory/snofactory/blueprints/v1alpha1"
@@ -117,7 +118,7 @@ func (d *decoder) butaneProblems(bp *Blueprint, path string, src []byte, where f
 		report(0, 0, "Butane: variant and version are required at the top", butaneHint(bp))
 		return
 	case target == v1alpha1.TargetOpenShift && head.Variant != "openshift":
-		report(0, 0, fmt.Sprintf("Butane variant %s cannot configure an OpenShift node", clip(head.Variant)), "use variant: openshift with the release's version, e.g. 4.16.0")
+		report(0, 0, fmt.Sprintf("Butane variant %s cannot configure an OpenShift node", suggest.Clip(head.Variant)), "use variant: openshift with the release's version, e.g. 4.16.0")
 		return
 	case target == v1alpha1.TargetCoreOS && head.Variant == "openshift":
 		report(0, 0, "Butane variant openshift makes MachineConfigs, not a CoreOS config", butaneHint(bp))
@@ -175,7 +176,7 @@ func (d *decoder) butaneProblems(bp *Blueprint, path string, src []byte, where f
 	got, gerr := semver.NewVersion(ign.Ignition.Version)
 	max, merr := semver.NewVersion(want)
 	if gerr == nil && merr == nil && max.LessThan(*got) {
-		report(0, 0, fmt.Sprintf("Butane %s %s emits Ignition spec %s, newer than the target's %s", clip(head.Variant), clip(head.Version), got, want), butaneHint(bp))
+		report(0, 0, fmt.Sprintf("Butane %s %s emits Ignition spec %s, newer than the target's %s", suggest.Clip(head.Variant), suggest.Clip(head.Version), got, want), butaneHint(bp))
 	}
 }
 

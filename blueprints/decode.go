@@ -175,7 +175,7 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string, depth int) 
 		if n.Kind != yaml.ScalarNode || n.Tag != "!!str" {
 			hint := ""
 			if n.Kind == yaml.ScalarNode {
-				hint = fmt.Sprintf("quote it to make it a string: %q", clip(n.Value))
+				hint = fmt.Sprintf("quote it to make it a string: %q", suggest.Clip(n.Value))
 			}
 			d.fail(at, path, fmt.Sprintf("expected a string, got %s", describe(n)), hint)
 			return
@@ -410,17 +410,4 @@ func describe(n *yaml.Node) string {
 		return "a timestamp"
 	}
 	return "a value tagged " + n.Tag
-}
-
-// clip shortens a value for quoting in a message.
-func clip(s string) string {
-	const max = 100
-	if len(s) <= max {
-		return s
-	}
-	r := []rune(s)
-	if len(r) > max {
-		r = r[:max]
-	}
-	return string(r) + fmt.Sprintf("... (%d bytes)", len(s))
 }

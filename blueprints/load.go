@@ -181,10 +181,10 @@ func checkAPIVersion(d *decoder, root *yaml.Node) bool {
 		}
 		s := suggest.Closest(v.Value, APIVersions)
 		if s == "" {
-			d.add(v, "apiVersion", fmt.Sprintf("unsupported apiVersion %q", clip(v.Value)), "supported: "+strings.Join(APIVersions, ", "))
+			d.add(v, "apiVersion", fmt.Sprintf("unsupported apiVersion %q", suggest.Clip(v.Value)), "supported: "+strings.Join(APIVersions, ", "))
 			return false
 		}
-		d.add(v, "apiVersion", fmt.Sprintf("unsupported apiVersion %q", clip(v.Value)), fmt.Sprintf("did you mean %q?", s))
+		d.add(v, "apiVersion", fmt.Sprintf("unsupported apiVersion %q", suggest.Clip(v.Value)), fmt.Sprintf("did you mean %q?", s))
 		d.failed["apiVersion"] = true
 		return true
 	}

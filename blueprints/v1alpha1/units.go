@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/snofactory/snofactory/blueprints/internal/suggest"
 	"gopkg.in/yaml.v3"
 )
 
@@ -40,19 +41,19 @@ var sizeRE = regexp.MustCompile(`^([0-9]+)\s*([A-Za-z]*)$`)
 func ParseSize(s string) (Size, error) {
 	m := sizeRE.FindStringSubmatch(strings.TrimSpace(s))
 	if m == nil {
-		return 0, fmt.Errorf("invalid size %q: want a number of MiB or a number with a unit (MiB, GiB, ...)", clip(s))
+		return 0, fmt.Errorf("invalid size %q: want a number of MiB or a number with a unit (MiB, GiB, ...)", suggest.Clip(s))
 	}
 	unit, ok := sizeUnits[strings.ToLower(m[2])]
 	if !ok {
-		return 0, fmt.Errorf("invalid size %q: unknown unit %q (use B, KiB, MiB, GiB or TiB)", clip(s), clip(m[2]))
+		return 0, fmt.Errorf("invalid size %q: unknown unit %q (use B, KiB, MiB, GiB or TiB)", suggest.Clip(s), suggest.Clip(m[2]))
 	}
 	n, err := strconv.ParseInt(m[1], 10, 64)
 	if err != nil || n > math.MaxInt64/int64(unit) {
-		return 0, fmt.Errorf("invalid size %q: too large", clip(s))
+		return 0, fmt.Errorf("invalid size %q: too large", suggest.Clip(s))
 	}
 	if n == 0 {
 		// Zero would read as "unset" and silently become the default.
-		return 0, fmt.Errorf("invalid size %q: must be positive", clip(s))
+		return 0, fmt.Errorf("invalid size %q: must be positive", suggest.Clip(s))
 	}
 	return Size(n) * unit, nil
 }
@@ -123,7 +124,7 @@ func ParseDuration(s string) (Duration, error) {
 	if m := daysRE.FindStringSubmatch(s); m != nil {
 		days, err := strconv.ParseInt(m[1], 10, 64)
 		if err != nil || days > int64(math.MaxInt64/int64(24*time.Hour)) {
-			return 0, fmt.Errorf("invalid duration %q: too large", clip(s))
+			return 0, fmt.Errorf("invalid duration %q: too large", suggest.Clip(s))
 		}
 		total = time.Duration(days) * 24 * time.Hour
 		rest = m[2]
@@ -131,16 +132,16 @@ func ParseDuration(s string) (Duration, error) {
 	if rest != "" {
 		d, err := time.ParseDuration(rest)
 		if err != nil {
-			return 0, fmt.Errorf("invalid duration %q: want a number with a unit, e.g. 90s, 20m, 1h30m or 30d", clip(s))
+			return 0, fmt.Errorf("invalid duration %q: want a number with a unit, e.g. 90s, 20m, 1h30m or 30d", suggest.Clip(s))
 		}
 		if d < 0 || total > math.MaxInt64-d {
-			return 0, fmt.Errorf("invalid duration %q: must be positive and not too large", clip(s))
+			return 0, fmt.Errorf("invalid duration %q: must be positive and not too large", suggest.Clip(s))
 		}
 		total += d
 	}
 	if total == 0 {
 		// Zero would read as "unset" and silently become the default.
-		return 0, fmt.Errorf("invalid duration %q: must be positive", clip(s))
+		return 0, fmt.Errorf("invalid duration %q: must be positive", suggest.Clip(s))
 	}
 	return Duration(total), nil
 }

@@ -108,10 +108,10 @@ func (b *Blueprint) Validate() []FieldError {
 	for i, id := range s.Validation.Skip {
 		p := fmt.Sprintf("spec.validation.skip[%d]", i)
 		if !checkID.MatchString(id) {
-			c.add(p, fmt.Sprintf("invalid check id %q", clip(id)), "check ids are lowercase letters, digits, '.' and '-', as listed in the validation report")
+			c.add(p, fmt.Sprintf("invalid check id %q", suggest.Clip(id)), "check ids are lowercase letters, digits, '.' and '-', as listed in the validation report")
 		}
 		if ids[id] {
-			c.add(p, fmt.Sprintf("check %q listed twice", clip(id)), "")
+			c.add(p, fmt.Sprintf("check %q listed twice", suggest.Clip(id)), "")
 		}
 		ids[id] = true
 	}
@@ -126,7 +126,7 @@ func (b *Blueprint) validateMetadata(c *checker) {
 	case m.Name == "":
 		c.add("metadata.name", "required", "a DNS-1123 label such as du-site-a")
 	case len(m.Name) > 63 || !dns1123Label.MatchString(m.Name):
-		c.add("metadata.name", fmt.Sprintf("%q is not a DNS-1123 label", clip(m.Name)),
+		c.add("metadata.name", fmt.Sprintf("%q is not a DNS-1123 label", suggest.Clip(m.Name)),
 			labelHint(m.Name))
 	}
 	for k, v := range m.Labels {
@@ -136,14 +136,14 @@ func (b *Blueprint) validateMetadata(c *checker) {
 			prefix := k[:i]
 			name = k[i+1:]
 			if !isDNSSubdomain(prefix) {
-				c.add(p, fmt.Sprintf("label key prefix %q is not a DNS subdomain", clip(prefix)), "")
+				c.add(p, fmt.Sprintf("label key prefix %q is not a DNS subdomain", suggest.Clip(prefix)), "")
 			}
 		}
 		if len(name) == 0 || len(name) > 63 || !labelName.MatchString(name) {
-			c.add(p, fmt.Sprintf("invalid label key %q", clip(k)), "keys are [prefix/]name, name at most 63 letters, digits, '-', '_' or '.'")
+			c.add(p, fmt.Sprintf("invalid label key %q", suggest.Clip(k)), "keys are [prefix/]name, name at most 63 letters, digits, '-', '_' or '.'")
 		}
 		if len(v) > 63 || !labelValue.MatchString(v) {
-			c.add(p, fmt.Sprintf("invalid label value %q", clip(v)), "values are at most 63 letters, digits, '-', '_' or '.', starting and ending alphanumeric")
+			c.add(p, fmt.Sprintf("invalid label value %q", suggest.Clip(v)), "values are at most 63 letters, digits, '-', '_' or '.', starting and ending alphanumeric")
 		}
 	}
 }
@@ -188,7 +188,7 @@ func (b *Blueprint) validateSource(c *checker) {
 	if s.URL != "" {
 		u, err := url.Parse(s.URL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			c.add("spec.source.url", fmt.Sprintf("%q is not an http(s) URL", clip(s.URL)), "for a local file use source.path")
+			c.add("spec.source.url", fmt.Sprintf("%q is not an http(s) URL", suggest.Clip(s.URL)), "for a local file use source.path")
 		}
 		if s.SHA256 == "" {
 			c.add("spec.source.sha256", "required with url", "pin the download: sha256sum ISO")
@@ -224,7 +224,7 @@ func (b *Blueprint) validateLiveISO(c *checker) {
 			case a == "":
 				c.add(p, "empty kernel argument", "")
 			case strings.ContainsAny(a, " \t\n\r#"):
-				c.add(p, fmt.Sprintf("%q is not one kernel argument: it holds white space or '#'", clip(a)), "give each argument as its own list item")
+				c.add(p, fmt.Sprintf("%q is not one kernel argument: it holds white space or '#'", suggest.Clip(a)), "give each argument as its own list item")
 			}
 		}
 	}
@@ -232,7 +232,7 @@ func (b *Blueprint) validateLiveISO(c *checker) {
 	for i, f := range l.NetworkKeyfiles {
 		p := fmt.Sprintf("spec.liveISO.networkKeyfiles[%d]", i)
 		if !strings.HasSuffix(f, ".nmconnection") {
-			c.add(p, fmt.Sprintf("%q is not a NetworkManager keyfile name", clip(f)), "keyfiles are named NAME.nmconnection")
+			c.add(p, fmt.Sprintf("%q is not a NetworkManager keyfile name", suggest.Clip(f)), "keyfiles are named NAME.nmconnection")
 		}
 		base := filepath.Base(f)
 		if j, ok := seen[base]; ok {
@@ -268,13 +268,13 @@ func (b *Blueprint) validateOpenShift(c *checker) {
 	}
 	// A cluster name defaulted from an invalid metadata.name is reported there, once.
 	if o.ClusterName != "" && o.ClusterName != b.Metadata.Name && (len(o.ClusterName) > 63 || !dns1123Label.MatchString(o.ClusterName)) {
-		c.add(p+".clusterName", fmt.Sprintf("%q is not a DNS-1123 label", clip(o.ClusterName)), labelHint(o.ClusterName))
+		c.add(p+".clusterName", fmt.Sprintf("%q is not a DNS-1123 label", suggest.Clip(o.ClusterName)), labelHint(o.ClusterName))
 	}
 	switch {
 	case o.BaseDomain == "":
 		c.add(p+".baseDomain", "required", "e.g. edge.example.com")
 	case !isDNSSubdomain(o.BaseDomain):
-		c.add(p+".baseDomain", fmt.Sprintf("%q is not a DNS subdomain", clip(o.BaseDomain)), "lowercase labels separated by dots, e.g. edge.example.com")
+		c.add(p+".baseDomain", fmt.Sprintf("%q is not a DNS subdomain", suggest.Clip(o.BaseDomain)), "lowercase labels separated by dots, e.g. edge.example.com")
 	case len(o.ClusterName)+1+len(o.BaseDomain) > 253:
 		c.add(p+".baseDomain", "clusterName.baseDomain is longer than 253 characters", "")
 	}
@@ -308,7 +308,7 @@ func (b *Blueprint) validateOpenShift(c *checker) {
 	}
 	b.validateNetworks(c)
 	if !strings.HasPrefix(o.InstallDisk, "/dev/") {
-		c.add(p+".installDisk", fmt.Sprintf("%q is not a device path", clip(o.InstallDisk)), "e.g. /dev/vda or /dev/disk/by-path/...")
+		c.add(p+".installDisk", fmt.Sprintf("%q is not a device path", suggest.Clip(o.InstallDisk)), "e.g. /dev/vda or /dev/disk/by-path/...")
 	}
 	if o.ExtraManifests != "" {
 		c.dir(p+".extraManifests", b.Resolved.ExtraManifests)
@@ -320,10 +320,10 @@ func (b *Blueprint) validateOpenShift(c *checker) {
 		case op.Name == "":
 			c.add(q+".name", "required", "the operator's package name, e.g. ptp-operator")
 		case !operatorName.MatchString(op.Name):
-			c.add(q+".name", fmt.Sprintf("%q is not a valid package name", clip(op.Name)), "lowercase letters, digits, '-' and '.'")
+			c.add(q+".name", fmt.Sprintf("%q is not a valid package name", suggest.Clip(op.Name)), "lowercase letters, digits, '-' and '.'")
 		}
 		if j, ok := names[op.Name]; ok && op.Name != "" {
-			c.add(q+".name", fmt.Sprintf("operator %q listed twice (also operators[%d])", clip(op.Name), j), "")
+			c.add(q+".name", fmt.Sprintf("operator %q listed twice (also operators[%d])", suggest.Clip(op.Name), j), "")
 		}
 		names[op.Name] = i
 		switch {
@@ -474,7 +474,7 @@ func (b *Blueprint) validateRelocation(c *checker) {
 		if _, aerr := netip.ParseAddr(r.NodeIP); aerr == nil {
 			hint = fmt.Sprintf("add the prefix length, e.g. %s/24", r.NodeIP)
 		}
-		c.add(p+".nodeIP", fmt.Sprintf("%q is not an IP address in CIDR notation", clip(r.NodeIP)), hint)
+		c.add(p+".nodeIP", fmt.Sprintf("%q is not an IP address in CIDR notation", suggest.Clip(r.NodeIP)), hint)
 	} else if pfx.Bits() < pfx.Addr().BitLen() && pfx.Addr() == pfx.Masked().Addr() {
 		c.add(p+".nodeIP", fmt.Sprintf("%s is the network address, not a host address", pfx), "e.g. 192.168.127.10/24")
 	}
@@ -492,7 +492,7 @@ func (b *Blueprint) validateOutputs(c *checker) {
 		q := fmt.Sprintf("%s.formats[%d]", p, i)
 		c.oneOf(q, f, "qcow2", "raw")
 		if seen[f] {
-			c.add(q, fmt.Sprintf("format %q listed twice", clip(f)), "")
+			c.add(q, fmt.Sprintf("format %q listed twice", suggest.Clip(f)), "")
 		}
 		seen[f] = true
 	}
@@ -515,13 +515,13 @@ func (c *checker) oneOf(path, v string, allowed ...string) {
 			return
 		}
 	}
-	msg := fmt.Sprintf("%q is not one of %s", clip(v), strings.Join(allowed, ", "))
+	msg := fmt.Sprintf("%q is not one of %s", suggest.Clip(v), strings.Join(allowed, ", "))
 	if v == "" {
 		msg = "required: one of " + strings.Join(allowed, ", ")
 	}
 	hint := ""
 	if s := Suggest(v, allowed); s != "" {
-		hint = fmt.Sprintf("did you mean %q?", clip(s))
+		hint = fmt.Sprintf("did you mean %q?", suggest.Clip(s))
 	}
 	c.add(path, msg, hint)
 }
@@ -538,11 +538,11 @@ func (c *checker) image(path, s string, requireVersion bool) (reference.Named, b
 		if n, nerr := reference.ParseNormalizedNamed(s); nerr == nil {
 			hint = fmt.Sprintf("write the registry explicitly: %s", n.String())
 		}
-		c.add(path, fmt.Sprintf("invalid image reference %q: %v", clip(s), err), hint)
+		c.add(path, fmt.Sprintf("invalid image reference %q: %v", suggest.Clip(s), err), hint)
 		return nil, false
 	}
 	if requireVersion && reference.IsNameOnly(ref) {
-		c.add(path, fmt.Sprintf("image reference %q has neither tag nor digest", clip(s)), "add a tag (:v1.2) or better a digest (@sha256:...) so builds are reproducible")
+		c.add(path, fmt.Sprintf("image reference %q has neither tag nor digest", suggest.Clip(s)), "add a tag (:v1.2) or better a digest (@sha256:...) so builds are reproducible")
 		return ref, false
 	}
 	return ref, true
@@ -561,7 +561,7 @@ func (c *checker) repository(path, s string) {
 	}
 	if ref, err := reference.ParseNamed(s); err == nil {
 		if !reference.IsNameOnly(ref) {
-			c.add(path, fmt.Sprintf("%q carries a tag or digest", clip(s)), "mirrors map repositories: drop the :tag or @digest")
+			c.add(path, fmt.Sprintf("%q carries a tag or digest", suggest.Clip(s)), "mirrors map repositories: drop the :tag or @digest")
 		}
 		return
 	}
@@ -571,7 +571,7 @@ func (c *checker) repository(path, s string) {
 			return
 		}
 	}
-	c.add(path, fmt.Sprintf("%q is not a repository or registry", clip(s)), "e.g. quay.io/openshift-release-dev/ocp-release or registry.example:5000")
+	c.add(path, fmt.Sprintf("%q is not a repository or registry", suggest.Clip(s)), "e.g. quay.io/openshift-release-dev/ocp-release or registry.example:5000")
 }
 
 // network checks a CIDR that names a network (no host bits set).
@@ -582,7 +582,7 @@ func (c *checker) network(path, s string) (netip.Prefix, bool) {
 		if _, aerr := netip.ParseAddr(s); aerr == nil {
 			hint = "add the prefix length, e.g. " + s + "/24"
 		}
-		c.add(path, fmt.Sprintf("%q is not a CIDR", clip(s)), hint)
+		c.add(path, fmt.Sprintf("%q is not a CIDR", suggest.Clip(s)), hint)
 		return pfx, false
 	}
 	if pfx.Masked() != pfx {
@@ -733,17 +733,3 @@ func (b *Blueprint) withinLimits(c *checker) bool {
 
 // Suggest returns the allowed value closest to v, for did-you-mean hints, or "".
 func Suggest(v string, allowed []string) string { return suggest.Closest(v, allowed) }
-
-// clip shortens a user's value for quoting in a message: a hostile or mistaken multi-megabyte
-// value must not become a multi-megabyte error.
-func clip(s string) string {
-	const max = 100
-	if len(s) <= max {
-		return s
-	}
-	r := []rune(s)
-	if len(r) > max {
-		r = r[:max]
-	}
-	return string(r) + fmt.Sprintf("... (%d bytes)", len(s))
-}

@@ -1,7 +1,25 @@
-// Package suggest finds the closest known word to a misspelt one, for did-you-mean hints.
+// Package suggest helps blueprint messages talk about a user's values: the closest known word
+// to a misspelt one, for did-you-mean hints, and a value clipped for quoting.
 package suggest
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
+
+// Clip shortens a user's value for quoting in a message: a hostile or mistaken multi-megabyte
+// value must not become a multi-megabyte error.
+func Clip(s string) string {
+	const max = 100
+	if len(s) <= max {
+		return s
+	}
+	r := []rune(s)
+	if len(r) > max {
+		r = r[:max]
+	}
+	return string(r) + fmt.Sprintf("... (%d bytes)", len(s))
+}
 
 // Closest returns the candidate nearest to word, or "" when none is near enough to be a
 // plausible typo. Case, '-' and '_' differences count as no distance at all, so
