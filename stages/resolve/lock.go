@@ -47,7 +47,9 @@ type LockedImage struct {
 	Name   string `json:"name"`
 	Ref    string `json:"ref"`
 	Digest string `json:"digest"`
-	// Source says why the image is in the lock: "release", "operator:<bundle>" or "extra".
+	// Source says why the image is in the lock: "release", "operator:<bundle>" (an operator
+	// named by its bundle image), "operator:<package>" (an operator named by package in a
+	// catalog) or "extra".
 	Source string `json:"source"`
 }
 
