@@ -12,10 +12,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime/debug"
-	"slices"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/snofactory/snofactory/pipeline"
 )
@@ -88,7 +86,11 @@ func Render(ctx context.Context, opts Options, secrets pipeline.SecretSource, ou
 		secrets: secrets,
 		log:     log,
 		exec: func(ctx context.Context, cmd *exec.Cmd) error {
-			return pipeline.RunTool(ctx, cmd, &lineLog{log: log, tool: cmd.Path})
+			// As the engine's Env.Exec: the tool's output becomes debug lines, the last one
+			// (often the error) flushed even without a newline.
+			w := pipeline.NewLineLogger(log, cmd.Path)
+			defer w.Flush()
+			return pipeline.RunTool(ctx, cmd, w)
 		},
 		useTool: func(string, string) {},
 	})
@@ -251,26 +253,4 @@ func readFragment(opts Options, f Fragment) ([]byte, error) {
 		return nil, fmt.Errorf("reading Butane fragment %s: %w", f.File, err)
 	}
 	return b, nil
-}
-
-// lineLog turns a tool's output into debug lines of a logger (for Render without the engine).
-type lineLog struct {
-	mu   sync.Mutex
-	log  *slog.Logger
-	tool string
-	buf  []byte
-}
-
-func (w *lineLog) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.buf = append(w.buf, p...)
-	for {
-		i := slices.Index(w.buf, '\n')
-		if i < 0 {
-			return len(p), nil
-		}
-		w.log.Debug(string(w.buf[:i]), "tool", w.tool)
-		w.buf = w.buf[i+1:]
-	}
 }

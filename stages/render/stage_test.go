@@ -3,6 +3,7 @@ package render
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -240,4 +241,48 @@ func buildWithResolve(t *testing.T, o Options, lock string) (string, error) {
 		t.Fatalf("no render entry: %v", err)
 	}
 	return e.Dir, nil
+}
+
+// Without the engine, Render logs the installer's output line by line, including a last line
+// without a newline (where a failing tool usually says why).
+func TestRenderLogsInstallerOutput(t *testing.T) {
+	installer := filepath.Join(t.TempDir(), "openshift-install")
+	script := "#!/bin/sh\n" +
+		"if [ \"$1\" = version ]; then exec '" + standIn(t) + "' version; fi\n" +
+		"echo 'level=info msg=\"Consuming Install Config from target directory\"' >&2\n" +
+		"printf 'level=fatal msg=\"failed to fetch Master Machines\"' >&2\n" +
+		"exit 3\n"
+	if err := os.WriteFile(installer, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	o := clusterOptions(t)
+	o.InstallerPath = installer
+	var logged strings.Builder
+	log := slog.New(slog.NewJSONHandler(&logged, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	err := Render(context.Background(), o, testSecrets(t), t.TempDir(), log)
+	if err == nil || !strings.Contains(err.Error(), "openshift-install create") {
+		t.Fatalf("error %v, want the failing openshift-install run", err)
+	}
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(logged.String()), "\n") {
+		var rec struct {
+			Level string `json:"level"`
+			Msg   string `json:"msg"`
+			Tool  string `json:"tool"`
+		}
+		if err := json.Unmarshal([]byte(l), &rec); err != nil {
+			t.Fatalf("log line %q: %v", l, err)
+		}
+		if rec.Level == "DEBUG" && rec.Tool == installer {
+			lines = append(lines, rec.Msg)
+		}
+	}
+	// `version` writes to render's own buffer, not the log.
+	want := []string{
+		`level=info msg="Consuming Install Config from target directory"`,
+		`level=fatal msg="failed to fetch Master Machines"`,
+	}
+	if !slices.Equal(lines, want) {
+		t.Fatalf("the installer's logged lines:\n%q\nwant\n%q", lines, want)
+	}
 }
