@@ -79,14 +79,6 @@ func (c Config) validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("unknown firmware %q (want bios or uefi)", c.Firmware))
 	}
-	for _, d := range c.Disks {
-		if strings.Contains(d.Path, ",") {
-			errs = append(errs, fmt.Errorf("disk path %q contains a comma, which qemu cannot take", d.Path))
-		}
-	}
-	if strings.Contains(c.ISO, ",") || strings.Contains(c.ConsoleLog, ",") {
-		errs = append(errs, errors.New("ISO or console log path contains a comma, which qemu cannot take"))
-	}
 	return errors.Join(errs...)
 }
 
@@ -122,7 +114,13 @@ type runtimePaths struct {
 	OVMFVars    string // a private, writable copy
 }
 
-// args returns the qemu arguments (without the binary) for c.
+// optValue escapes s for use as a value in a qemu option list
+// ("file=PATH,format=raw"), where a comma ends the value unless doubled. Without
+// it a path holding a comma breaks the command line or smuggles in options.
+func optValue(s string) string { return strings.ReplaceAll(s, ",", ",,") }
+
+// args returns the qemu arguments (without the binary) for c. Every value that
+// comes from outside (paths, names, serials) goes through optValue.
 func (c Config) args(acc Accelerator, rp runtimePaths) []string {
 	mem := c.MemoryMiB
 	if mem == 0 {
@@ -141,51 +139,54 @@ func (c Config) args(acc Accelerator, rp runtimePaths) []string {
 		name = "snofactory"
 	}
 	a := []string{
-		"-name", name,
+		"-name", optValue(name),
 		"-machine", "pc",
 		"-accel", string(acc.Name),
 		"-m", strconv.Itoa(mem),
 		"-smp", strconv.Itoa(cpus),
 		"-nodefaults", "-no-user-config",
 		"-display", "none",
-		"-serial", "file:" + c.ConsoleLog,
+		// -serial file:PATH takes the rest literally while -chardev parses an
+		// option list; a named chardev gives one escaping rule for every path.
+		"-chardev", "file,id=console0,path=" + optValue(c.ConsoleLog),
+		"-serial", "chardev:console0",
 	}
 	if acc.Name == AccelKVM {
 		a = append(a, "-cpu", "host")
 	}
 	if c.Firmware == FirmwareUEFI {
 		a = append(a,
-			"-drive", "if=pflash,format=raw,unit=0,readonly=on,file="+rp.OVMFCode,
-			"-drive", "if=pflash,format=raw,unit=1,file="+rp.OVMFVars)
+			"-drive", "if=pflash,format=raw,unit=0,readonly=on,file="+optValue(rp.OVMFCode),
+			"-drive", "if=pflash,format=raw,unit=1,file="+optValue(rp.OVMFVars))
 	}
 	if c.ISO != "" {
-		a = append(a, "-drive", "file="+c.ISO+",media=cdrom,if=ide,readonly=on")
+		a = append(a, "-drive", "file="+optValue(c.ISO)+",media=cdrom,if=ide,readonly=on")
 	}
 	for i, d := range c.Disks {
 		format := d.Format
 		if format == "" {
 			format = "qcow2"
 		}
-		drive := fmt.Sprintf("file=%s,format=%s,if=none,id=disk%d", d.Path, format, i)
+		drive := fmt.Sprintf("file=%s,format=%s,if=none,id=disk%d", optValue(d.Path), optValue(format), i)
 		if d.ReadOnly {
 			drive += ",readonly=on"
 		}
 		dev := fmt.Sprintf("virtio-blk-pci,drive=disk%d", i)
 		if d.Serial != "" {
-			dev += ",serial=" + d.Serial
+			dev += ",serial=" + optValue(d.Serial)
 		}
 		a = append(a, "-drive", drive, "-device", dev)
 	}
 	if c.BootOrder != "" {
-		a = append(a, "-boot", "order="+c.BootOrder)
+		a = append(a, "-boot", "order="+optValue(c.BootOrder))
 	}
 	a = append(a,
 		"-device", "virtio-serial-pci,id=vser0",
-		"-chardev", "socket,id=agent0,path="+rp.AgentSocket,
-		"-device", "virtserialport,bus=vser0.0,chardev=agent0,name="+port,
+		"-chardev", "socket,id=agent0,path="+optValue(rp.AgentSocket),
+		"-device", "virtserialport,bus=vser0.0,chardev=agent0,name="+optValue(port),
 	)
 	if rp.QMPSocket != "" {
-		a = append(a, "-qmp", "unix:"+rp.QMPSocket+",server=on,wait=off")
+		a = append(a, "-qmp", "unix:"+optValue(rp.QMPSocket)+",server=on,wait=off")
 	}
 	if c.NoReboot {
 		a = append(a, "-no-reboot")

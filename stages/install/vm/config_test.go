@@ -1,9 +1,15 @@
 package vm
 
 import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestArgs(t *testing.T) {
@@ -22,7 +28,7 @@ func TestArgs(t *testing.T) {
 			acc:  TCG("test"),
 			want: []string{
 				"-accel tcg", "-m 1024", "-smp 1", "-nodefaults", "-display none",
-				"-serial file:/x/console.log",
+				"-chardev file,id=console0,path=/x/console.log", "-serial chardev:console0",
 				"-drive file=/x/live.iso,media=cdrom,if=ide,readonly=on",
 				"-chardev socket,id=agent0,path=/tmp/s/agent.sock",
 				"-device virtserialport,bus=vser0.0,chardev=agent0,name=org.snofactory.agent.0",
@@ -46,7 +52,22 @@ func TestArgs(t *testing.T) {
 			},
 		},
 		{name: "nothing to boot", cfg: Config{ConsoleLog: "/c"}, validErr: "nothing to boot"},
-		{name: "comma in path", cfg: Config{ISO: "/a,b.iso", ConsoleLog: "/c"}, validErr: "comma"},
+		{
+			// a comma ends an option value unless doubled: unescaped, these
+			// paths would add options (",readonly=off") or break the command line
+			name: "commas are escaped",
+			cfg: Config{Name: "a,b", ISO: "/i,format=raw.iso", ConsoleLog: "/c,d/console.log", AgentPort: "p,q",
+				Disks: []Disk{{Path: "/d,readonly=off/root.img", Format: "raw", ReadOnly: true, Serial: "s,n"}}},
+			acc: TCG("test"),
+			want: []string{
+				"-name a,,b",
+				"-chardev file,id=console0,path=/c,,d/console.log",
+				"-drive file=/i,,format=raw.iso,media=cdrom,if=ide,readonly=on",
+				"-drive file=/d,,readonly=off/root.img,format=raw,if=none,id=disk0,readonly=on",
+				"-device virtio-blk-pci,drive=disk0,serial=s,,n",
+				"-device virtserialport,bus=vser0.0,chardev=agent0,name=p,,q",
+			},
+		},
 		{name: "bad firmware", cfg: Config{ISO: "/a.iso", ConsoleLog: "/c", Firmware: "coreboot"}, validErr: "firmware"},
 		{name: "no console", cfg: Config{ISO: "/a.iso"}, validErr: "console"},
 	}
@@ -78,5 +99,51 @@ func TestArgs(t *testing.T) {
 				t.Errorf("no serial console in %v", args)
 			}
 		})
+	}
+}
+
+// TestCommaPathsReachQemu boots the probe guest from a disk in a directory whose
+// name holds commas, with the console, the runtime sockets (TMPDIR) and the disk
+// all under it: qemu must open exactly those paths and run the guest to its exit.
+func TestCommaPathsReachQemu(t *testing.T) {
+	requireQemu(t)
+	dir := filepath.Join(t.TempDir(), "a,b,readonly=on")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TMPDIR", dir)
+	img := filepath.Join(dir, "probe,1.img")
+	// SeaBIOS cannot read a virtio disk of a single sector: pad it.
+	disk := make([]byte, 1<<20)
+	copy(disk, probeGuest)
+	if err := os.WriteFile(img, disk, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	console := filepath.Join(dir, "console,1.log")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	m, err := Start(ctx, Config{Name: "comma,test", Disks: []Disk{{Path: img, Format: "raw", Serial: "x,y"}},
+		MemoryMiB: 128, ConsoleLog: console, BootOrder: "c", NoReboot: true,
+		ExtraArgs: []string{"-device", "isa-debug-exit,iobase=0xf4,iosize=0x04"}}, TCG("test"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Stop)
+	var last Event
+	for ev := range m.Events() {
+		last = ev
+	}
+	var ee *exec.ExitError
+	if !last.Exited || !errors.As(last.ExitErr, &ee) || ee.ExitCode() != probeExitStatus {
+		t.Fatalf("qemu ended with %v, want the probe guest's exit status %d", last.ExitErr, probeExitStatus)
+	}
+	if _, err := os.Stat(console); err != nil {
+		t.Errorf("console log not at its path: %v", err)
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if strings.Contains(e.Name(), ",,") {
+			t.Errorf("qemu created %q: a doubled comma reached the file system", e.Name())
+		}
 	}
 }
