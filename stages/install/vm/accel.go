@@ -11,8 +11,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/snofactory/snofactory/pipeline"
 )
 
 // Accel is the accelerator a caller asks for.
@@ -81,6 +82,9 @@ func ResolveAccel(ctx context.Context, qemu string, want Accel, log *slog.Logger
 		return Accelerator{}, fmt.Errorf("unknown accelerator %q (want auto, kvm or tcg)", want)
 	}
 	err := ProbeKVM(ctx, qemu, ProbeTimeout)
+	if ctx.Err() != nil {
+		return Accelerator{}, fmt.Errorf("choosing the accelerator: %w", ctx.Err())
+	}
 	if err == nil {
 		return Accelerator{Name: AccelKVM, TimeoutScale: kvmTimeoutScale, Reason: "probe guest ran under KVM"}, nil
 	}
@@ -104,7 +108,8 @@ func ProbeKVM(ctx context.Context, qemu string, timeout time.Duration) error {
 	return runProbe(ctx, qemu, AccelKVM, timeout)
 }
 
-// runProbe runs the probe guest with accelerator acc.
+// runProbe runs the probe guest with accelerator acc. If ctx itself ends, that is
+// what it returns: a cancelled build says nothing about KVM.
 func runProbe(ctx context.Context, qemu string, acc Accel, timeout time.Duration) error {
 	dir, err := os.MkdirTemp("", "sfvm-probe-")
 	if err != nil {
@@ -117,32 +122,35 @@ func runProbe(ctx context.Context, qemu string, acc Accel, timeout time.Duration
 	}
 	// Time only the guest: qemu's own start-up is not what we measure, so the timeout
 	// starts after a short fixed allowance for it.
-	ctx, cancel := context.WithTimeout(ctx, timeout+time.Second)
+	pctx, cancel := context.WithTimeout(ctx, timeout+time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, qemu, "-accel", string(acc), "-machine", "pc", "-m", "128",
+	cmd := exec.Command(qemu, "-accel", string(acc), "-machine", "pc", "-m", "128",
 		"-nodefaults", "-display", "none", "-no-reboot", "-no-user-config",
-		"-drive", "file="+img+",format=raw,if=ide,snapshot=on",
+		"-drive", "file="+optValue(img)+",format=raw,if=ide,snapshot=on",
 		"-chardev", "stdio,id=dbg", "-device", "isa-debugcon,iobase=0x402,chardev=dbg",
 		"-device", "isa-debug-exit,iobase=0xf4,iosize=0x04")
-	var out, stderr bytes.Buffer // out: the debugcon port (firmware log, then the probe's markers)
-	cmd.Stdout, cmd.Stderr = &out, &stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	var out bytes.Buffer // the debugcon port: firmware log, then the probe's markers
+	cmd.Stdout = &out
 	start := time.Now()
-	err = cmd.Run()
+	err = pipeline.RunTool(pctx, cmd, nil)
 	took := time.Since(start)
-	var ee *exec.ExitError
+	var te *pipeline.ToolError
 	switch {
 	case ctx.Err() != nil:
+		return fmt.Errorf("kvm probe under %s: %w", acc, ctx.Err())
+	case pctx.Err() != nil:
 		return fmt.Errorf("probe guest did not finish within %s under %s (reached %s of R,P,M,L; present but too slow or stalled, e.g. nested virtualisation)",
 			timeout+time.Second, acc, progress(out.String()))
-	case errors.As(err, &ee) && ee.ExitCode() == probeExitStatus:
+	case errors.As(err, &te) && te.ExitCode == probeExitStatus:
 		if took > timeout+time.Second {
 			return fmt.Errorf("probe guest took %s under %s", took.Round(time.Millisecond), acc)
 		}
 		return nil
 	case err != nil:
-		return fmt.Errorf("qemu -accel %s failed: %w: %s", acc, err, lastLine(stderr.String()))
+		if te != nil {
+			return fmt.Errorf("qemu -accel %s failed: %w: %s", acc, te.Err, lastLine(te.StderrTail))
+		}
+		return fmt.Errorf("qemu -accel %s failed: %w", acc, err)
 	default:
 		return fmt.Errorf("probe guest exited without finishing (reached %s)", progress(out.String()))
 	}

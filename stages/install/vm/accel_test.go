@@ -2,7 +2,10 @@ package vm
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 )
@@ -56,5 +59,42 @@ func TestResolveAccel(t *testing.T) {
 	_, err = ResolveAccel(ctx, q, AccelKVM, nil)
 	if (err == nil) != (probeErr == nil) {
 		t.Fatalf("explicit kvm: %v, probe: %v", err, probeErr)
+	}
+}
+
+// A build cancelled while the probe runs must come back as cancelled, not as a
+// verdict on KVM and a silent fall-back to TCG.
+func TestProbeHonoursParentCancel(t *testing.T) {
+	q := requireQemu(t)
+	for _, tt := range []struct {
+		name string
+		run  func(ctx context.Context) error
+	}{
+		{"probe", func(ctx context.Context) error { return runProbe(ctx, q, AccelTCG, 10*time.Second) }},
+		{"resolve", func(ctx context.Context) error {
+			acc, err := ResolveAccel(ctx, q, AccelAuto, nil)
+			if err == nil {
+				return fmt.Errorf("chose %+v", acc)
+			}
+			return err
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			// qemu alone takes longer than this to start
+			time.AfterFunc(20*time.Millisecond, cancel)
+			start := time.Now()
+			err := tt.run(ctx)
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("got %v, want context.Canceled", err)
+			}
+			if strings.Contains(err.Error(), "too slow") {
+				t.Fatalf("cancellation reported as a slow accelerator: %v", err)
+			}
+			if took := time.Since(start); took > 6*time.Second {
+				t.Fatalf("took %s to notice the cancellation", took)
+			}
+		})
 	}
 }
