@@ -8,21 +8,17 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/snofactory/snofactory/pipeline"
 )
 
 type bytesBuffer = bytes.Buffer
 
-// writeFile writes data below dir at the slash-separated rel with perm, creating parents.
+// writeFile writes data below dir at the slash-separated rel with exactly perm, creating
+// parents. The file is replaced, never written through: a config holding the pull secret
+// must not reach another link to an earlier file or sit half-written under the old mode.
 func writeFile(dir, rel string, data []byte, perm os.FileMode) error {
-	p := filepath.Join(dir, filepath.FromSlash(rel))
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return err
-	}
-	if err := os.WriteFile(p, data, perm); err != nil {
-		return err
-	}
-	// WriteFile keeps the mode of a file that already exists and applies the umask.
-	return os.Chmod(p, perm)
+	return pipeline.WriteFileAtomic(filepath.Join(dir, filepath.FromSlash(rel)), data, perm)
 }
 
 // jsonToYAMLValue decodes JSON into plain values for a YAML encoder, keeping integers as
