@@ -156,7 +156,7 @@ func (k *keyer) inputs(s Stage) (KeyInputs, error) {
 		in.Deps[d] = k.keys[d] + "/" + out
 	}
 	for label, p := range s.Files {
-		dg, err := digestPath(k.ctx, p)
+		dg, err := k.cache.memoDigest(k.ctx, p)
 		if err != nil {
 			return KeyInputs{}, fmt.Errorf("stage %s reads %s: %w", s.Name, p, err)
 		}
