@@ -280,7 +280,10 @@ func pendingReasons(c *Cache, blueprint string, in KeyInputs, pending []string) 
 		own.Deps, last.Deps = nil, nil
 		why = own.Diff(last)
 	}
-	return append(why, fmt.Sprintf("upstream %s runs first; reused if its outputs come out unchanged", strings.Join(pending, ", ")))
+	if len(pending) == 1 {
+		return append(why, fmt.Sprintf("upstream %s runs first; reused if its outputs come out unchanged", pending[0]))
+	}
+	return append(why, fmt.Sprintf("upstream %s run first; reused if their outputs come out unchanged", strings.Join(pending, " and ")))
 }
 
 // BuildOptions configures a build.

@@ -45,8 +45,11 @@ func newPlanCommand() *cobra.Command {
 			fmt.Fprintln(tw, "STAGE\tKEY\tACTION\tWHY")
 			for _, s := range plan {
 				key := s.Key
-				if len(key) > 12 {
+				switch {
+				case len(key) > 12:
 					key = key[:12]
+				case key == "":
+					key = "-" // chains on outputs of a stage that has not run yet
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Name, key, s.Action, strings.Join(s.Reasons, "; "))
 			}
