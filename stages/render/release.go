@@ -55,8 +55,11 @@ func pinRelease(opts Options, env *runEnv, c *OpenShift) (*OpenShift, *ReleaseRe
 	stage, ok := upstreamStage(opts.InstallerFrom)
 	dir, have := env.inputs[stage]
 	if !ok || !have {
-		if out.Version == "" {
-			return nil, nil, fmt.Errorf("openshift.version is empty and there is no %s stage output to take it from (its %s); set the version", stage, lockFile)
+		switch {
+		case out.Version == "" && !ok:
+			return nil, nil, fmt.Errorf("openshift.version is empty and installerFrom names no upstream stage whose %s could supply it", lockFile)
+		case out.Version == "":
+			return nil, nil, fmt.Errorf("openshift.version is empty and this run has no %s stage output whose %s could supply it (snofactory render without the pipeline needs the version)", stage, lockFile)
 		}
 		return &out, rep, nil
 	}

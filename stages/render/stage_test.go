@@ -286,3 +286,14 @@ func TestRenderLogsInstallerOutput(t *testing.T) {
 		t.Fatalf("the installer's logged lines:\n%q\nwant\n%q", lines, want)
 	}
 }
+
+// Without the engine there is no lock: an empty version is an error naming what is missing.
+func TestRenderEmptyVersionWithoutEngine(t *testing.T) {
+	o := clusterOptions(t)
+	o.InstallerFrom = "resolve/bin/openshift-install"
+	o.OpenShift.Version = ""
+	err := Render(context.Background(), o, testSecrets(t), t.TempDir(), nil)
+	if err == nil || !strings.Contains(err.Error(), "no resolve stage output whose lock.json could supply it") {
+		t.Fatalf("error %v, want one saying the version has no source", err)
+	}
+}
