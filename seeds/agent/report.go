@@ -167,6 +167,11 @@ const MaxDetailFileBytes = 4 << 10
 // FileDetails describes the file at path for a report: key.sha256 and key.size always,
 // and key itself (the content) when it is short UTF-8 text.
 func FileDetails(key, path string) (map[string]string, error) {
+	return fileDetails(key, path, true)
+}
+
+// fileDetails is FileDetails, sending the content only if withContent.
+func fileDetails(key, path string, withContent bool) (map[string]string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("detail %s: %w", key, err)
@@ -176,7 +181,7 @@ func FileDetails(key, path string) (map[string]string, error) {
 		key + ".sha256": hex.EncodeToString(sum[:]),
 		key + ".size":   strconv.Itoa(len(b)),
 	}
-	if len(b) <= MaxDetailFileBytes && utf8.Valid(b) {
+	if withContent && len(b) <= MaxDetailFileBytes && utf8.Valid(b) {
 		d[key] = string(b)
 	}
 	return d, nil

@@ -2,8 +2,12 @@ package agent
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -98,21 +102,69 @@ func TestFileDetails(t *testing.T) {
 
 func TestIgnitionFileDetails(t *testing.T) {
 	root := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(root, "etc"), 0o755); err != nil {
-		t.Fatal(err)
+	// what an OpenShift config writes: public files, and secrets as 0600 files or
+	// under the kubelet's and root's directories
+	files := []struct {
+		path     string
+		mode     os.FileMode
+		body     string
+		withheld string // "" means the content is sent
+	}{
+		{"/etc/a", 0o644, "abc", ""},
+		{"/etc/group-readable", 0o640, "g", ""},
+		{"/etc/other-readable", 0o604, "o", ""},
+		{"/etc/pull-secret.json", 0o600, `{"auths":{}}`, "private (mode 0600)"},
+		{"/etc/exec-only", 0o711, "x", "private (mode 0711)"},
+		{"/var/lib/kubelet/config.json", 0o644, `{"auths":{}}`, "under /var/lib/kubelet"},
+		{"/root/.docker/config.json", 0o644, `{"auths":{}}`, "under /root"},
+		{"/etc/kubernetes/kubeconfig", 0o644, "apiVersion: v1", "under /etc/kubernetes"},
+		{"/etc/kubernetes-not/x", 0o644, "y", ""},
 	}
-	if err := os.WriteFile(filepath.Join(root, "etc/a"), []byte("abc"), 0o644); err != nil {
-		t.Fatal(err)
+	var listed []string
+	for _, f := range files {
+		full := filepath.Join(root, f.path)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(f.body), f.mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(full, f.mode); err != nil { // umask-proof
+			t.Fatal(err)
+		}
+		listed = append(listed, fmt.Sprintf(`{"path":%q}`, f.path))
 	}
+	listed = append(listed, `{"path":"/etc/missing"}`)
 	cfg := filepath.Join(t.TempDir(), "c.json")
-	if err := os.WriteFile(cfg, []byte(`{"ignition":{"version":"3.3.0"},"storage":{"files":[{"path":"/etc/a"},{"path":"/etc/missing"}]}}`), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(`{"ignition":{"version":"3.3.0"},"storage":{"files":[`+strings.Join(listed, ",")+`]}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	d, err := IgnitionFileDetails(cfg, root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d["file:/etc/a"] != "abc" || d["file:/etc/a.size"] != "3" || d["file:/etc/missing.error"] == "" {
-		t.Fatalf("got %v", d)
+	for _, f := range files {
+		key := "file:" + f.path
+		sum := sha256.Sum256([]byte(f.body))
+		if d[key+".sha256"] != hex.EncodeToString(sum[:]) || d[key+".size"] != fmt.Sprint(len(f.body)) {
+			t.Errorf("%s: sha256/size = %q/%q", f.path, d[key+".sha256"], d[key+".size"])
+		}
+		body, sent := d[key]
+		switch {
+		case f.withheld == "" && (!sent || body != f.body):
+			t.Errorf("%s: content %q (sent %v), want %q", f.path, body, sent, f.body)
+		case f.withheld != "" && sent:
+			t.Errorf("%s: private content sent: %q", f.path, body)
+		case d[key+".withheld"] != f.withheld:
+			t.Errorf("%s: withheld = %q, want %q", f.path, d[key+".withheld"], f.withheld)
+		}
+	}
+	if d["file:/etc/missing.error"] == "" {
+		t.Errorf("a missing file is not reported: %v", d)
+	}
+	// the whole message still fits the protocol
+	m := Message{Version: ProtocolVersion, Boot: "b", Seq: 1, Phase: "ignition", Status: StatusOK, Details: d}
+	if err := m.Validate(); err != nil {
+		t.Fatal(err)
 	}
 }
