@@ -88,7 +88,7 @@ func skopeo(t *testing.T, args ...string) []byte {
 
 func sysFor(t *testing.T, reg Registry) *types.SystemContext {
 	t.Helper()
-	sys, cleanup, err := registries.SystemContext(context.Background(), reg, nil, "x86_64")
+	sys, cleanup, err := registries.SystemContext(context.Background(), t.TempDir(), reg, nil, "x86_64")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,7 +301,7 @@ func TestPrecacheAuth(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			sys, cleanup, err := registries.SystemContext(context.Background(), Registry{Insecure: []string{reg.Addr()}, PullSecret: tc.secret}, secretFiles{"pull-secret": authFile}, "x86_64")
+			sys, cleanup, err := registries.SystemContext(context.Background(), t.TempDir(), Registry{Insecure: []string{reg.Addr()}, PullSecret: tc.secret}, secretFiles{"pull-secret": authFile}, "x86_64")
 			if err != nil {
 				t.Fatal(err)
 			}

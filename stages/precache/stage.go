@@ -138,7 +138,7 @@ func run(ctx context.Context, opts Options, env *pipeline.Env) error {
 	if arch == "" {
 		arch = "x86_64"
 	}
-	sys, cleanup, err := registries.SystemContext(ctx, opts.Registry, env.Secrets, arch)
+	sys, cleanup, err := registries.SystemContext(ctx, env.Scratch, opts.Registry, env.Secrets, arch)
 	if err != nil {
 		return err
 	}

@@ -64,8 +64,13 @@ func TestStageBuild(t *testing.T) {
 	images := testImages(t, reg, 2)
 	cache := &pipeline.Cache{Dir: t.TempDir()}
 	out := t.TempDir()
-	g := &pipeline.Graph{Blueprint: "b", Stages: []pipeline.Stage{lockStage(images), New(Options{Registry: Registry{Insecure: []string{reg.Addr()}}})}}
-	rec, err := pipeline.Build(context.Background(), g, pipeline.BuildOptions{Cache: cache, OutputDir: out})
+	authFile := filepath.Join(t.TempDir(), "auth.json")
+	os.WriteFile(authFile, []byte(`{"auths":{}}`), 0o600)
+	// The pull secret goes to the run's scratch directory: with no usable system temp
+	// directory the stage still runs.
+	t.Setenv("TMPDIR", filepath.Join(t.TempDir(), "missing"))
+	g := &pipeline.Graph{Blueprint: "b", Stages: []pipeline.Stage{lockStage(images), New(Options{Registry: Registry{Insecure: []string{reg.Addr()}, PullSecret: "pull-secret"}})}}
+	rec, err := pipeline.Build(context.Background(), g, pipeline.BuildOptions{Cache: cache, OutputDir: out, Secrets: secretFiles{"pull-secret": authFile}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,7 +44,7 @@ func ReleaseInfo(ctx context.Context, opts Options, rt Runtime, jobs int) (*Info
 		}
 		refs = append(refs, im.Ref)
 	}
-	sys, cleanup, err := registries.SystemContext(ctx, opts.Registry, rt.Secrets, lock.Arch)
+	sys, cleanup, err := registries.SystemContext(ctx, rt.Scratch, opts.Registry, rt.Secrets, lock.Arch)
 	if err != nil {
 		return nil, err
 	}

@@ -21,10 +21,14 @@ import (
 const InstallerPath = "bin/openshift-install"
 
 // Runtime is what a resolution needs besides its options: secrets, where to extract the
-// installer ("" skips extraction) and a logger.
+// installer ("" skips extraction), a private scratch directory and a logger.
 type Runtime struct {
 	Secrets pipeline.SecretSource
 	OutDir  string
+	// Scratch holds the registry configuration, pull secret included, while the resolution
+	// runs: the stage's env.Scratch, which the engine removes even after a crash. "" means
+	// the system temp directory (callers outside a stage run).
+	Scratch string
 	Log     *slog.Logger
 }
 
@@ -41,7 +45,7 @@ func Resolve(ctx context.Context, opts Options, rt Runtime) (*Lock, error) {
 	if arch == "" {
 		arch = "x86_64"
 	}
-	sys, cleanup, err := registries.SystemContext(ctx, opts.Registry, rt.Secrets, arch)
+	sys, cleanup, err := registries.SystemContext(ctx, rt.Scratch, opts.Registry, rt.Secrets, arch)
 	if err != nil {
 		return nil, err
 	}

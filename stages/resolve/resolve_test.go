@@ -293,7 +293,7 @@ func TestExtractFileWhiteout(t *testing.T) {
 				ls = append(ls, layer(t, l))
 			}
 			ref := push(t, reg.Ref(fmt.Sprintf("ocp/installer%d:1", i)), ls...)
-			sys, cleanup, err := registries.SystemContext(context.Background(), Registry{Insecure: []string{reg.Addr()}}, nil, "x86_64")
+			sys, cleanup, err := registries.SystemContext(context.Background(), t.TempDir(), Registry{Insecure: []string{reg.Addr()}}, nil, "x86_64")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -365,6 +365,30 @@ func TestStageLocked(t *testing.T) {
 				t.Errorf("err = %v, want a LockMismatchError with one difference", err)
 			}
 		})
+	}
+}
+
+// secretFiles serves pipeline secrets from files.
+type secretFiles map[string]string
+
+func (s secretFiles) Secret(name string) ([]byte, error) { return os.ReadFile(s[name]) }
+
+// The stage keeps its registry configuration, pull secret included, in the run's scratch
+// directory: with no usable system temp directory it still runs.
+func TestStageScratch(t *testing.T) {
+	f := newFixture(t)
+	opts := f.options()
+	opts.Registry.PullSecret = "pull-secret"
+	authFile := filepath.Join(t.TempDir(), "auth.json")
+	os.WriteFile(authFile, []byte(`{"auths":{}}`), 0o600)
+	cache, out := &pipeline.Cache{Dir: t.TempDir()}, t.TempDir()
+	t.Setenv("TMPDIR", filepath.Join(t.TempDir(), "missing"))
+	g := &pipeline.Graph{Blueprint: "scratch", Stages: []pipeline.Stage{New(opts)}}
+	if _, err := pipeline.Build(context.Background(), g, pipeline.BuildOptions{Cache: cache, OutputDir: out, Secrets: secretFiles{"pull-secret": authFile}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadLock(filepath.Join(out, Name, LockFile)); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -55,7 +55,7 @@ func New(opts Options) pipeline.Stage {
 		Version: version,
 		Options: opts,
 		Run: func(ctx context.Context, env *pipeline.Env) error {
-			lock, err := Resolve(ctx, opts, Runtime{Secrets: env.Secrets, OutDir: env.Out, Log: env.Log})
+			lock, err := Resolve(ctx, opts, Runtime{Secrets: env.Secrets, OutDir: env.Out, Scratch: env.Scratch, Log: env.Log})
 			if err != nil {
 				return err
 			}

@@ -44,10 +44,13 @@ type Mirror struct {
 	Mirrors []string `json:"mirrors"`
 }
 
-// SystemContext builds the containers/image configuration for reg in a private temporary
-// directory (registries.conf drop-in, auth file); cleanup removes it.
-func SystemContext(ctx context.Context, reg Config, secrets pipeline.SecretSource, arch string) (*types.SystemContext, func(), error) {
-	dir, err := os.MkdirTemp("", "snofactory-registries-")
+// SystemContext builds the containers/image configuration for reg (registries.conf drop-in,
+// auth file holding the pull secret) in a new private directory below scratch; cleanup
+// removes it. A stage passes its env.Scratch, which the engine removes after the run and,
+// after a crash, on the next one, so the pull secret never outlives the build in a place
+// nobody cleans. scratch "" (callers outside a stage run) means the system temp directory.
+func SystemContext(ctx context.Context, scratch string, reg Config, secrets pipeline.SecretSource, arch string) (*types.SystemContext, func(), error) {
+	dir, err := os.MkdirTemp(scratch, "snofactory-registries-")
 	if err != nil {
 		return nil, nil, fmt.Errorf("creating registry configuration directory: %w", err)
 	}

@@ -1,6 +1,78 @@
 package registries
 
-import "testing"
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// secretMap serves pipeline secrets from memory.
+type secretMap map[string]string
+
+func (s secretMap) Secret(name string) ([]byte, error) { return []byte(s[name]), nil }
+
+// The pull secret lands in the caller's scratch directory (private, removed by the engine even
+// after a crash), never in the system temp directory unless no scratch directory is given.
+func TestSystemContextScratch(t *testing.T) {
+	const auth = `{"auths":{"127.0.0.1:5000":{"auth":"ZGVwb3Q6czNjcmV0"}}}`
+	tests := []struct {
+		name    string
+		scratch bool
+	}{
+		{"stage scratch directory", true},
+		{"no scratch directory: system temp", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			scratch := ""
+			if tc.scratch {
+				scratch = t.TempDir()
+			}
+			tmp := t.TempDir()
+			t.Setenv("TMPDIR", tmp)
+			sys, cleanup, err := SystemContext(context.Background(), scratch, Config{PullSecret: "pull-secret", Insecure: []string{"127.0.0.1:5000"}},
+				secretMap{"pull-secret": auth}, "x86_64")
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := tmp
+			if tc.scratch {
+				want = scratch
+			}
+			for _, p := range []string{sys.AuthFilePath, sys.SystemRegistriesConfDirPath, sys.BigFilesTemporaryDir} {
+				if !strings.HasPrefix(p, want+string(filepath.Separator)) {
+					t.Errorf("%s is not below %s", p, want)
+				}
+			}
+			fi, err := os.Stat(sys.AuthFilePath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fi.Mode().Perm() != 0o600 {
+				t.Errorf("auth file mode %v, want 0600", fi.Mode().Perm())
+			}
+			if b, _ := os.ReadFile(sys.AuthFilePath); string(b) != auth {
+				t.Errorf("auth file holds %q", b)
+			}
+			if dir, _ := os.Stat(filepath.Dir(sys.AuthFilePath)); dir.Mode().Perm() != 0o700 {
+				t.Errorf("configuration directory mode %v, want 0700", dir.Mode().Perm())
+			}
+			if tc.scratch {
+				if ents, _ := os.ReadDir(tmp); len(ents) != 0 {
+					t.Errorf("system temp directory holds %v", ents)
+				}
+			}
+			cleanup()
+			for _, d := range []string{tmp, scratch} {
+				if ents, _ := os.ReadDir(d); d != "" && len(ents) != 0 {
+					t.Errorf("after cleanup %s still holds %v", d, ents)
+				}
+			}
+		})
+	}
+}
 
 func TestRegistriesDropIn(t *testing.T) {
 	got := registriesDropIn(Config{Insecure: []string{"127.0.0.1:5000"}, Mirrors: []Mirror{{Source: "quay.io/ocp", Mirrors: []string{"127.0.0.1:5000/ocp"}}}})
