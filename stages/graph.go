@@ -215,10 +215,9 @@ func RenderOptions(bp *blueprints.Blueprint) (render.Options, error) {
 		return o, nil
 	}
 	osh := s.OpenShift
-	version, err := releaseVersion(osh.ReleaseImage)
-	if err != nil {
-		return o, err
-	}
+	// A tag that starts with the version names it; otherwise (a release pinned by digest)
+	// render takes it from the release resolve locked.
+	version, _ := releaseVersion(osh.ReleaseImage)
 	c := &render.OpenShift{
 		Version:          version,
 		ClusterName:      osh.ClusterName,
@@ -247,6 +246,7 @@ func RenderOptions(bp *blueprints.Blueprint) (render.Options, error) {
 var releaseTag = regexp.MustCompile(`:(\d+\.\d+(?:\.\d+)?)(?:[-_.].*)?$`)
 
 // releaseVersion reads x.y[.z] from a release image tag such as ocp-release:4.16.12-x86_64.
+// It fails for digest references and tags that do not start with a version.
 func releaseVersion(ref string) (string, error) {
 	if m := releaseTag.FindStringSubmatch(ref); m != nil && !strings.Contains(ref, "@") {
 		return m[1], nil

@@ -19,7 +19,7 @@ func loadBlueprint(t *testing.T, spec string) *blueprints.Blueprint {
 		"live.iso":              "stand-in",
 		"net/eth0.nmconnection": "[connection]\nid=eth0\ntype=ethernet\n",
 		"policy.json":           `{"default": [{"type": "reject"}]}`,
-		"pull-secret.json":      `{"auths": {}}`,
+		"pull-secret.json":      `{"auths": {"registry.example": {"auth": "dXNlcjpwYXNz"}}}`,
 	} {
 		p := filepath.Join(dir, name)
 		os.MkdirAll(filepath.Dir(p), 0o755)
@@ -103,5 +103,37 @@ func TestReleaseVersion(t *testing.T) {
 		if got != want || (want == "") != (err != nil) {
 			t.Errorf("%s: %q, %v; want %q", ref, got, err, want)
 		}
+	}
+}
+
+// A release pinned by digest builds: render takes the version from the lock. Each cluster
+// network keeps its own host prefix (dual stack).
+func TestRenderOptionsOpenShift(t *testing.T) {
+	bp := loadBlueprint(t, `  target:
+    type: openshift
+  openshift:
+    releaseImage: quay.io/openshift-release-dev/ocp-release@sha256:`+strings.Repeat("a", 64)+`
+    baseDomain: example.com
+    pullSecretFile: pull-secret.json
+    clusterNetwork:
+      - cidr: 10.128.0.0/14
+        hostPrefix: 23
+      - cidr: fd01::/48
+        hostPrefix: 64
+    serviceNetwork: [172.30.0.0/16, fd02::/112]
+`)
+	o, err := RenderOptions(bp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.OpenShift.Version != "" || o.InstallerFrom != "resolve/bin/openshift-install" {
+		t.Errorf("version %q, installer from %q", o.OpenShift.Version, o.InstallerFrom)
+	}
+	cn := o.OpenShift.ClusterNetwork
+	if len(cn) != 2 || cn[0].HostPrefix != 23 || cn[1].HostPrefix != 64 || cn[1].CIDR != "fd01::/48" {
+		t.Errorf("cluster networks: %+v", cn)
+	}
+	if _, _, err := Graph(bp, Options{}); err != nil {
+		t.Fatalf("graph: %v", err)
 	}
 }
