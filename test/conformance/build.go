@@ -125,6 +125,13 @@ func Build(ctx context.Context, o Options) (Result, error) {
 		return Result{}, errors.New("conformance: no output path")
 	}
 	res := Result{ISO: o.Out}
+	// Tests in several packages and `make conformance-iso` may build at once: one
+	// builds, the others then find its result cached.
+	unlock, err := lockOutput(ctx, o.Out)
+	if err != nil {
+		return res, err
+	}
+	defer unlock()
 	for _, h := range []hostFile{isolinuxBin, isohdpfx, ldlinuxC32, mbrBin, busyboxBin, extlinuxBin, ignitionBin, grubEFIDir} {
 		if err := h.check(); err != nil {
 			return res, fmt.Errorf("conformance ISO: %w", err)
@@ -141,12 +148,7 @@ func Build(ctx context.Context, o Options) (Result, error) {
 	}
 	work, err := os.MkdirTemp(filepath.Dir(absOrSelf(o.Out)), ".conformance-*")
 	if err != nil {
-		if err := os.MkdirAll(filepath.Dir(o.Out), 0o755); err != nil {
-			return res, fmt.Errorf("conformance output dir: %w", err)
-		}
-		if work, err = os.MkdirTemp(filepath.Dir(o.Out), ".conformance-*"); err != nil {
-			return res, fmt.Errorf("conformance work dir: %w", err)
-		}
+		return res, fmt.Errorf("conformance work dir: %w", err)
 	}
 	defer os.RemoveAll(work)
 

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // extract reads one file out of an ISO with xorriso, an independent ISO 9660 reader.
@@ -149,4 +152,40 @@ func TestInitramfsContents(t *testing.T) {
 	if len(mbr) != 512 || mbr[510] != 0x55 || mbr[511] != 0xaa || mbr[446] != 0x80 || mbr[450] != 0x83 {
 		t.Errorf("MBR template malformed")
 	}
+}
+
+// Every Build of an output takes its lock, whoever calls it (Cached, the
+// build-conformance-iso command): one held elsewhere makes Build wait, touching
+// nothing, until the holder is done or its own context ends.
+func TestBuildWaitsForTheOutputLock(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "sub", "c.iso")
+	unlock, err := lockOutput(context.Background(), out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err = Build(ctx, Options{Out: out, Log: slog.New(slog.DiscardHandler)})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Build while the lock is held: %v, want it to wait until its deadline", err)
+	}
+	if took := time.Since(start); took < 400*time.Millisecond || took > 5*time.Second {
+		t.Fatalf("gave up after %s", took)
+	}
+	entries, _ := os.ReadDir(filepath.Dir(out))
+	for _, e := range entries {
+		if e.Name() != "c.iso.lock" {
+			t.Errorf("Build wrote %s without the lock", e.Name())
+		}
+	}
+	unlock()
+	// released: the lock is free again at once
+	ctx2, cancel2 := context.WithTimeout(context.Background(), time.Second)
+	defer cancel2()
+	unlock, err = lockOutput(ctx2, out)
+	if err != nil {
+		t.Fatalf("lock after release: %v", err)
+	}
+	unlock()
 }

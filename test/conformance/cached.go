@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -9,14 +10,15 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // DefaultISOPath is where `make conformance-iso` puts the ISO, relative to the module root.
 const DefaultISOPath = "build/conformance/conformance.iso"
 
 // Cached returns the module's conformance ISO (DefaultISOPath), building it first if it
-// is missing or stale. Tests in several packages call it at once, so builds are
-// serialised with a lock file.
+// is missing or stale. Tests in several packages call it at once; Build serialises
+// them with a lock file.
 func Cached(ctx context.Context, log *slog.Logger) (string, error) {
 	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
 	if err != nil {
@@ -28,19 +30,39 @@ func Cached(ctx context.Context, log *slog.Logger) (string, error) {
 	}
 	root := filepath.Dir(gomod)
 	iso := filepath.Join(root, DefaultISOPath)
-	if err := os.MkdirAll(filepath.Dir(iso), 0o755); err != nil {
-		return "", fmt.Errorf("conformance ISO dir: %w", err)
-	}
-	lock, err := os.OpenFile(iso+".lock", os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return "", fmt.Errorf("conformance ISO lock: %w", err)
-	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return "", fmt.Errorf("conformance ISO lock: %w", err)
-	}
 	if _, err := Build(ctx, Options{Out: iso, ModuleDir: root, Log: log}); err != nil {
 		return "", err
 	}
 	return iso, nil
+}
+
+// lockOutput takes the build lock of the ISO at out (out+".lock", made with its
+// directory if need be) and returns its release. Every build of out takes it, so
+// a test's Cached and `make conformance-iso` never write the same files at once.
+// Waiting ends with ctx.
+func lockOutput(ctx context.Context, out string) (unlock func(), err error) {
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return nil, fmt.Errorf("conformance ISO dir: %w", err)
+	}
+	lock, err := os.OpenFile(out+".lock", os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("conformance ISO lock: %w", err)
+	}
+	for {
+		err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			lock.Close()
+			return nil, fmt.Errorf("conformance ISO lock %s: %w", out+".lock", err)
+		}
+		select {
+		case <-ctx.Done():
+			lock.Close()
+			return nil, fmt.Errorf("waiting for the conformance ISO lock %s: %w", out+".lock", ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return func() { lock.Close() }, nil // closing drops the lock
 }

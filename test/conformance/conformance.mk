@@ -7,8 +7,9 @@
 # extlinux xorriso grub-efi-amd64-bin grub-common dosfstools mtools (and qemu-system-x86
 # qemu-utils ovmf to boot it).
 CONFORMANCE_ISO ?= build/conformance/conformance.iso
+GO ?= go
 
 .PHONY: conformance-iso
 conformance-iso:
 	@mkdir -p $(dir $(CONFORMANCE_ISO))
-	go run ./test/conformance/cmd/build-conformance-iso -o $(CONFORMANCE_ISO)
+	$(GO) run ./test/conformance/cmd/build-conformance-iso -o $(CONFORMANCE_ISO)
