@@ -17,6 +17,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/snofactory/snofactory/pipeline"
 )
 
 // builderVersion changes whenever the layout this package produces changes, so cached
@@ -210,16 +212,13 @@ func Build(ctx context.Context, o Options) (Result, error) {
 		"-eltorito-alt-boot", "-e", efiBootImg, "-no-emul-boot", "-isohybrid-gpt-basdat",
 		stage}
 	xorriso, _ := lookTool("xorriso")
-	cmd := exec.CommandContext(ctx, xorriso, args...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		return res, fmt.Errorf("xorriso building the conformance ISO: %w: %s", err, strings.TrimSpace(stderr.String()))
+	if err := pipeline.RunTool(ctx, exec.Command(xorriso, args...), nil); err != nil {
+		return res, fmt.Errorf("building the conformance ISO: %w", err)
 	}
 	if err := os.Rename(tmpISO, o.Out); err != nil {
 		return res, fmt.Errorf("conformance ISO: %w", err)
 	}
-	if err := os.WriteFile(stamp, []byte(res.InputHash+"\n"), 0o644); err != nil {
+	if err := pipeline.WriteFileAtomic(stamp, []byte(res.InputHash+"\n"), 0o644); err != nil {
 		return res, fmt.Errorf("conformance ISO stamp: %w", err)
 	}
 	res.Duration = time.Since(start)
@@ -263,14 +262,12 @@ func buildAgent(ctx context.Context, moduleDir, out string) error {
 		}
 		moduleDir = filepath.Dir(gomod)
 	}
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-tags", "containers_image_openpgp exclude_graphdriver_btrfs",
+	cmd := exec.Command("go", "build", "-trimpath", "-tags", "containers_image_openpgp exclude_graphdriver_btrfs",
 		"-ldflags", "-s -w", "-o", out, "./cmd/snofactory")
 	cmd.Dir = moduleDir
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-buildvcs=false")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("building the snofactory agent: %w: %s", err, strings.TrimSpace(stderr.String()))
+	if err := pipeline.RunTool(ctx, cmd, nil); err != nil {
+		return fmt.Errorf("building the snofactory agent: %w", err)
 	}
 	return nil
 }
@@ -401,9 +398,8 @@ func writeEFIBoot(ctx context.Context, work, out string) error {
 		if err != nil {
 			return fmt.Errorf("EFI boot image: %w", err)
 		}
-		cmd := exec.CommandContext(ctx, tool, st[1:]...)
-		if b, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("EFI boot image: %s: %w: %s", st[0], err, bytes.TrimSpace(b))
+		if err := pipeline.RunTool(ctx, exec.Command(tool, st[1:]...), nil); err != nil {
+			return fmt.Errorf("EFI boot image: %w", err)
 		}
 	}
 	return nil
