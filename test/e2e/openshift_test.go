@@ -263,6 +263,14 @@ func TestOpenShiftBuildsThroughPrecache(t *testing.T) {
 	if needles := pullSecretNeedles(t, pullSecret); !bytes.Contains(cfg, needles[len(needles)-1]) {
 		t.Error("config.ign does not carry the pull secret as the leak check expects (a base64 data URL)")
 	}
+	// The installer is told to install the release resolve pinned, by digest.
+	var rrep struct {
+		Release struct{ Image, Version, From string }
+	}
+	mustJSON(t, filepath.Join(out, "render", "render.json"), &rrep)
+	if rrep.Release.Image != rel.PullSpec || rrep.Release.Version != "4.18.0" {
+		t.Errorf("render.json release %+v, want %s (4.18.0)", rrep.Release, rel.PullSpec)
+	}
 	ic, err := os.ReadFile(filepath.Join(out, "render", "manifests", "install-config.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -368,7 +376,7 @@ func TestOpenShiftBuildsThroughPrecache(t *testing.T) {
 		t.Fatalf("plan -o json: %v\n%s", err, plan.stdout)
 	}
 	wantAction := map[string]string{"resolve": "cached", "precache": "cached"}
-	wantReason := map[string]string{"render": "openshift.baseDomain changed", "live-iso": "upstream stage render changed"}
+	wantReason := map[string]string{"render": "openshift.baseDomain changed", "live-iso": "render"}
 	for _, s := range p.Stages {
 		want := "run"
 		if w, ok := wantAction[s.Name]; ok {
@@ -384,6 +392,22 @@ func TestOpenShiftBuildsThroughPrecache(t *testing.T) {
 	if len(p.Stages) < 5 {
 		t.Errorf("plan shows %d stages, want the whole graph", len(p.Stages))
 	}
+	out3 := t.TempDir()
+	for _, s := range build(out3).Stages {
+		want := map[string]string{"resolve": "hit", "render": "miss", "live-iso": "miss", "precache": "hit"}[s.Name]
+		if s.Cache != want {
+			t.Errorf("build after a new baseDomain: %s was %s, want %s", s.Name, s.Cache, want)
+		}
+	}
+	if ic, err := os.ReadFile(filepath.Join(out3, "render", "manifests", "install-config.yaml")); err != nil || !bytes.Contains(ic, []byte("baseDomain: edge2.example.com")) {
+		t.Errorf("install-config.yaml after a new baseDomain: %v\n%s", err, ic)
+	}
+	shown = runCLI(t, "iso", "show", filepath.Join(out3, "live-iso", "live.iso"))
+	if cfg3, err := os.ReadFile(filepath.Join(out3, "render", "ignition", "config.ign")); err != nil || bytes.Equal(cfg3, cfg) ||
+		!bytes.Equal(bytes.TrimSpace([]byte(shown.stdout)), bytes.TrimSpace(cfg3)) {
+		t.Errorf("after a new baseDomain the live ISO does not carry the new config (%v)", err)
+	}
+	assertNoPullSecret(t, pullSecret, cache, out3, tmp)
 }
 
 // parseIgnition parses a config with the Ignition spec package of the version it declares
