@@ -150,7 +150,8 @@ type lockFile struct {
 // installer; render runs the installer extracted from the release (a stand-in replaying the
 // real installer's recorded output formats, see installerStandIn); live-iso embeds the
 // bootstrap-in-place config; precache copies every pinned image. A second build is all cache
-// hits, and a new base domain re-plans render and what follows it, not resolve.
+// hits; a new base domain re-plans and rebuilds render and what follows it, not resolve or
+// precache. No file the build leaves holds the pull secret, except those that must.
 func TestOpenShiftBuildsThroughPrecache(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -173,7 +174,7 @@ func TestOpenShiftBuildsThroughPrecache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The tag (…:4.18.0-x86_64) starts with the version, as render needs.
+	// The blueprint names the release by this tag, as users do; it starts with the version.
 	if !strings.HasSuffix(rel.Tag, ":4.18.0-x86_64") {
 		t.Fatalf("payload tag %s", rel.Tag)
 	}
@@ -240,7 +241,7 @@ func TestOpenShiftBuildsThroughPrecache(t *testing.T) {
 	inst, _ := rel.Component(payload.NameInstaller)
 	scriptSum := sha256.Sum256(script)
 	if lock.Installer == nil || lock.Installer.Digest != inst.Digest || lock.Installer.SHA256 != hex.EncodeToString(scriptSum[:]) {
-		t.Errorf("lock installer %+v, want digest %s, sha256 %x", lock.Installer, inst.Digest, scriptSum)
+		t.Fatalf("lock installer %+v, want digest %s, sha256 %x", lock.Installer, inst.Digest, scriptSum)
 	}
 	if b, err := os.ReadFile(filepath.Join(out, "resolve", filepath.FromSlash(lock.Installer.Path))); err != nil || !bytes.Equal(b, script) {
 		t.Errorf("resolve's extracted openshift-install is not the installer component's (%v)", err)
@@ -311,6 +312,9 @@ func TestOpenShiftBuildsThroughPrecache(t *testing.T) {
 	shown := runCLI(t, "iso", "show", filepath.Join(out, "live-iso", "live.iso"))
 	if shown.code != 0 || !bytes.Equal(bytes.TrimSpace([]byte(shown.stdout)), bytes.TrimSpace(cfg)) {
 		t.Fatalf("the live ISO does not carry config.ign (exit %d): %s", shown.code, shown.stderr)
+	}
+	if st, err := os.Stat(filepath.Join(out, "live-iso", "live.iso")); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("live.iso embeds the pull secret: want mode 0600 (%v)", err)
 	}
 	var lrep struct {
 		Strategy                     string
