@@ -11,12 +11,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/containers/image/v5/docker"
 	"github.com/containers/image/v5/docker/reference"
-	cimage "github.com/containers/image/v5/image"
-	"github.com/containers/image/v5/signature"
 	"github.com/containers/image/v5/types"
 	"github.com/opencontainers/go-digest"
+	"github.com/snofactory/snofactory/stages/internal/registries"
 )
 
 // Image is one image to precache, pinned by digest.
@@ -388,39 +386,14 @@ func choose(ms []descriptor, arch, os string) (descriptor, error) {
 
 // checkPolicy asks the signature policy whether every image may be used.
 func checkPolicy(ctx context.Context, cfg Config) error {
-	policy, err := signature.NewPolicyFromFile(cfg.Sys.SignaturePolicyPath)
+	policy, err := registries.OpenPolicy(cfg.Sys)
 	if err != nil {
-		return fmt.Errorf("reading signature policy: %w", err)
+		return err
 	}
-	pc, err := signature.NewPolicyContext(policy)
-	if err != nil {
-		return fmt.Errorf("signature policy: %w", err)
-	}
-	defer pc.Destroy()
 	for _, img := range cfg.Images {
-		if err := allowed(ctx, cfg.Sys, pc, img); err != nil {
+		if err := policy.AllowRef(ctx, img.Ref); err != nil {
 			return err
 		}
-	}
-	return nil
-}
-
-func allowed(ctx context.Context, sys *types.SystemContext, pc *signature.PolicyContext, img Image) error {
-	named, err := reference.ParseNormalizedNamed(img.Ref)
-	if err != nil {
-		return fmt.Errorf("image %s: %w", img.Ref, err)
-	}
-	ref, err := docker.NewReference(named)
-	if err != nil {
-		return fmt.Errorf("image %s: %w", img.Ref, err)
-	}
-	src, err := ref.NewImageSource(ctx, sys)
-	if err != nil {
-		return fmt.Errorf("checking signatures of %s: %w", img.Ref, err)
-	}
-	defer src.Close()
-	if _, err := pc.IsRunningImageAllowed(ctx, cimage.UnparsedInstance(src, nil)); err != nil {
-		return fmt.Errorf("signature policy rejects %s: %w", img.Ref, err)
 	}
 	return nil
 }

@@ -20,6 +20,9 @@
 //
 // Registry access goes through containers/image (docker transport), so auth files,
 // registries.conf mirrors and insecure registries behave exactly as in podman and skopeo.
+// A signature policy (Registry.PolicyFile) is checked on every image resolve opens (release,
+// operator bundles and catalogs, the installer image) before any of its content is read,
+// since render runs the openshift-install extracted here.
 // containers/image does not retry failed requests, so every registry operation is retried
 // here on transient failures (5xx, 429, resets, truncated layers) with backoff.
 package resolve

@@ -17,6 +17,7 @@ import (
 	"github.com/containers/image/v5/pkg/compression"
 	"github.com/containers/image/v5/types"
 	"github.com/opencontainers/go-digest"
+	"github.com/snofactory/snofactory/stages/internal/registries"
 )
 
 // maxManifestFile bounds a metadata file read into memory from a layer.
@@ -25,6 +26,18 @@ const maxManifestFile = 64 << 20
 // client reads images from registries through containers/image.
 type client struct {
 	sys *types.SystemContext
+	// policy is checked before anything of an opened image is read: resolve reads the
+	// release and operator bundles and extracts openshift-install, which render runs.
+	policy *registries.Policy
+}
+
+// newClient returns a client for sys, enforcing the signature policy sys names.
+func newClient(sys *types.SystemContext) (*client, error) {
+	policy, err := registries.OpenPolicy(sys)
+	if err != nil {
+		return nil, err
+	}
+	return &client{sys: sys, policy: policy}, nil
 }
 
 // image is one opened image: its source, the digest of what the reference named (a list or
@@ -81,6 +94,10 @@ func (c *client) openOnce(ctx context.Context, ref string) (*image, error) {
 	src, err := dref.NewImageSource(ctx, c.sys)
 	if err != nil {
 		return nil, fmt.Errorf("opening image %s: %w", ref, err)
+	}
+	if err := c.policy.Allow(ctx, src, ref); err != nil {
+		src.Close()
+		return nil, err
 	}
 	im := &image{named: named, src: src}
 	raw, mime, err := src.GetManifest(ctx, nil)

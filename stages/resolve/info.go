@@ -49,7 +49,10 @@ func ReleaseInfo(ctx context.Context, opts Options, rt Runtime, jobs int) (*Info
 		return nil, err
 	}
 	defer cleanup()
-	c := &client{sys: sys}
+	c, err := newClient(sys)
+	if err != nil {
+		return nil, err
+	}
 	if jobs <= 0 {
 		jobs = 8
 	}

@@ -50,7 +50,10 @@ func Resolve(ctx context.Context, opts Options, rt Runtime) (*Lock, error) {
 		return nil, err
 	}
 	defer cleanup()
-	c := &client{sys: sys}
+	c, err := newClient(sys)
+	if err != nil {
+		return nil, err
+	}
 
 	lock := &Lock{SchemaVersion: LockSchemaVersion, Arch: arch}
 	if opts.Release != "" {

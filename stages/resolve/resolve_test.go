@@ -368,6 +368,53 @@ func TestStageLocked(t *testing.T) {
 	}
 }
 
+// The signature policy is enforced on every image resolve opens (release, operator bundles,
+// installer), since render runs the installer it extracts.
+func TestResolvePolicy(t *testing.T) {
+	f := newFixture(t)
+	bundleRepo := strings.TrimSuffix(f.bundle, ":v4.16")
+	tests := []struct {
+		name, policy, wantErr string
+	}{
+		{"accept anything", `{"default":[{"type":"insecureAcceptAnything"}]}`, ""},
+		{"reject all", `{"default":[{"type":"reject"}]}`, "signature policy rejects " + f.release},
+		{"reject the operator bundle", `{"default":[{"type":"insecureAcceptAnything"}],"transports":{"docker":{"` + bundleRepo + `":[{"type":"reject"}]}}}`,
+			"signature policy rejects " + f.bundle},
+		{"unreadable policy", `{"default":[{"type":"no such requirement"}]}`, "reading signature policy"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := f.options()
+			opts.Registry.PolicyFile = filepath.Join(t.TempDir(), "policy.json")
+			if err := os.WriteFile(opts.Registry.PolicyFile, []byte(tc.policy), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out := t.TempDir()
+			lock, err := Resolve(context.Background(), opts, Runtime{OutDir: out})
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if lock.Installer == nil || lock.Installer.SHA256 == "" {
+					t.Errorf("installer not extracted: %+v", lock.Installer)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("err = %v, want %q", err, tc.wantErr)
+			}
+			if _, err := os.Stat(filepath.Join(out, InstallerPath)); tc.name == "reject all" && err == nil {
+				t.Error("openshift-install was extracted from a rejected release")
+			}
+		})
+	}
+	// The policy's content is part of the stage's key; its host path is not an option.
+	s := New(Options{Release: f.release, Registry: Registry{PolicyFile: "/etc/containers/policy.json", RegistriesConf: "/r.conf"}})
+	if s.Files["policy.json"] != "/etc/containers/policy.json" || s.Files["registries.conf"] != "/r.conf" {
+		t.Errorf("stage files = %v", s.Files)
+	}
+}
+
 // secretFiles serves pipeline secrets from files.
 type secretFiles map[string]string
 

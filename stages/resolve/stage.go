@@ -76,6 +76,9 @@ func New(opts Options) pipeline.Stage {
 	if opts.Registry.RegistriesConf != "" {
 		files["registries.conf"] = opts.Registry.RegistriesConf
 	}
+	if opts.Registry.PolicyFile != "" {
+		files["policy.json"] = opts.Registry.PolicyFile
+	}
 	if opts.ISOPath != "" {
 		files["live.iso"] = opts.ISOPath
 	}
