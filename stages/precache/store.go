@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/opencontainers/go-digest"
+	"github.com/snofactory/snofactory/pipeline"
 )
 
 // Store is a content-addressed blob store shared by every build of a depot:
@@ -59,23 +60,9 @@ func (s *Store) Put(d digest.Digest, data []byte) error {
 	if s.Has(d, int64(len(data))) {
 		return nil
 	}
-	f, err := os.CreateTemp(filepath.Join(s.dir, "partial"), "put-*")
-	if err != nil {
-		return fmt.Errorf("storing %s: %w", d, err)
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return fmt.Errorf("storing %s: %w", d, err)
-	}
-	if err := f.Chmod(0o444); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("storing %s: %w", d, err)
-	}
-	if err := os.Rename(f.Name(), s.Path(d)); err != nil {
+	// Read-only from the start, like every stored blob. A crash leaves the temporary file
+	// beside the blobs, where Prune removes it (only the store links it).
+	if err := pipeline.WriteFileAtomic(s.Path(d), data, 0o444); err != nil {
 		return fmt.Errorf("storing %s: %w", d, err)
 	}
 	return nil

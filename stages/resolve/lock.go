@@ -5,8 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
+
+	"github.com/snofactory/snofactory/pipeline"
 )
 
 // LockSchemaVersion is bumped whenever the lock file's meaning changes.
@@ -107,23 +108,7 @@ func WriteLock(path string, l *Lock) error {
 	if err != nil {
 		return fmt.Errorf("encoding lock: %w", err)
 	}
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, ".lock-*.json")
-	if err != nil {
-		return fmt.Errorf("writing lock %s: %w", path, err)
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return fmt.Errorf("writing lock %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("writing lock %s: %w", path, err)
-	}
-	if err := os.Chmod(f.Name(), 0o644); err != nil {
-		return fmt.Errorf("writing lock %s: %w", path, err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
+	if err := pipeline.WriteFileAtomic(path, b, 0o644); err != nil {
 		return fmt.Errorf("writing lock %s: %w", path, err)
 	}
 	return nil

@@ -200,6 +200,9 @@ func TestResolve(t *testing.T) {
 	if !bytes.Equal(b1, b2) {
 		t.Errorf("two resolutions differ:\n%s\n%s", b1, b2)
 	}
+	if fi, err := os.Stat(p1); err != nil || fi.Mode().Perm() != 0o644 {
+		t.Errorf("lock file: %v, %v; want mode 0644", fi, err)
+	}
 	read, err := ReadLock(p1)
 	if err != nil {
 		t.Fatal(err)
