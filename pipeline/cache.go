@@ -45,6 +45,9 @@ type Entry struct {
 	Inputs    KeyInputs         `json:"inputs"`
 	Artifacts []Artifact        `json:"artifacts"`
 	Tools     map[string]string `json:"tools,omitempty"`
+	// Stamps are the artifacts' modification times (ns) at commit: a hit whose files no
+	// longer match (someone edited a file through an output directory's link) is rebuilt.
+	Stamps map[string]int64 `json:"stamps,omitempty"`
 	// Dir is where the outputs live; not stored.
 	Dir string `json:"-"`
 }
@@ -89,10 +92,25 @@ func (c *Cache) Lookup(stage, key string) (Entry, bool, error) {
 		return Entry{}, false, nil // a torn or foreign record: rebuild rather than trust it
 	}
 	e.Dir = c.entryDir(stage, key)
-	if _, err := os.Stat(e.Dir); err != nil {
+	if _, err := os.Stat(e.Dir); err != nil || !e.intact() {
 		return Entry{}, false, nil
 	}
 	return e, true, nil
+}
+
+// intact checks, cheaply, that every artifact is still as committed: present, same size,
+// same modification time.
+func (e Entry) intact() bool {
+	for _, a := range e.Artifacts {
+		info, err := os.Stat(filepath.Join(e.Dir, filepath.FromSlash(a.Path)))
+		if err != nil || info.Size() != a.Size {
+			return false
+		}
+		if t, ok := e.Stamps[a.Path]; ok && info.ModTime().UnixNano() != t {
+			return false
+		}
+	}
+	return true
 }
 
 // stage creates a fresh staging directory for an entry.
@@ -193,8 +211,9 @@ func (c *Cache) removeStale(stage, key string) {
 }
 
 // artifacts lists every regular file below dir with its digest and size.
-func artifacts(ctx context.Context, dir string) ([]Artifact, error) {
+func artifacts(ctx context.Context, dir string) ([]Artifact, map[string]int64, error) {
 	var out []Artifact
+	stamps := map[string]int64{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -215,11 +234,17 @@ func artifacts(ctx context.Context, dir string) ([]Artifact, error) {
 		if err != nil {
 			return err
 		}
+		info, err := f.Stat()
+		if err != nil {
+			return err
+		}
 		rel, _ := filepath.Rel(dir, p)
 		out = append(out, Artifact{Path: filepath.ToSlash(rel), SHA256: hex.EncodeToString(h.Sum(nil)), Size: n})
-		return nil
+		stamps[filepath.ToSlash(rel)] = info.ModTime().UnixNano()
+		// Outputs are shared by every build that hits this entry: make accidental edits fail.
+		return os.Chmod(p, info.Mode().Perm()&^0o222)
 	})
-	return out, err
+	return out, stamps, err
 }
 
 // index records the key inputs of the last build of a blueprint's stage.

@@ -260,7 +260,7 @@ func Plan(ctx context.Context, g *Graph, c *Cache, secrets SecretSource, sel Sel
 			if last, ok := c.lastInputs(g.Blueprint, s.Name); ok {
 				ps.Reasons = in.Diff(last)
 				if len(ps.Reasons) == 0 {
-					ps.Reasons = []string{"inputs unchanged since the last build, but its cache entry is gone"}
+					ps.Reasons = []string{"inputs unchanged since the last build, but its cache entry is gone or was modified"}
 				}
 			} else {
 				ps.Reasons = []string{"never built with this cache"}
@@ -382,7 +382,7 @@ func reasonsFor(c *Cache, blueprint string, s Stage, in KeyInputs, forced bool) 
 	}
 	why := in.Diff(last)
 	if len(why) == 0 {
-		return "inputs unchanged since the last build, but its cache entry is gone"
+		return "inputs unchanged since the last build, but its cache entry is gone or was modified"
 	}
 	return strings.Join(why, "; ")
 }
@@ -469,11 +469,11 @@ func runStage(ctx context.Context, s Stage, in KeyInputs, outputs map[string]str
 		em.emit(Event{Kind: EventStageFail, Stage: s.Name, Key: key, Error: msg, Duration: time.Duration(sr.Duration)})
 		return sr, &StageError{Stage: s.Name, LogPath: logPath, KeptDir: sr.KeptDir, Err: runErr, msg: msg}
 	}
-	arts, err := artifacts(ctx, staged)
+	arts, stamps, err := artifacts(ctx, staged)
 	if err != nil {
 		return sr, fmt.Errorf("stage %s: listing outputs: %w", s.Name, err)
 	}
-	e, err := c.commit(staged, Entry{Stage: s.Name, Key: key, Inputs: in, Artifacts: arts, Tools: env.tools})
+	e, err := c.commit(staged, Entry{Stage: s.Name, Key: key, Inputs: in, Artifacts: arts, Tools: env.tools, Stamps: stamps})
 	if err != nil {
 		return sr, err
 	}

@@ -546,3 +546,34 @@ func TestScratchIsPrivateAndRemoved(t *testing.T) {
 		t.Errorf("scratch %s not removed: %v", scratch, err)
 	}
 }
+
+// Outputs are reached through links in the output directory: an edit made there must not
+// become what later builds get from the cache.
+func TestModifiedEntryIsRebuilt(t *testing.T) {
+	ctx := context.Background()
+	cache := t.TempDir()
+	tg := newTestGraph()
+	o := buildOpts(t, cache)
+	if _, err := Build(ctx, tg.graph(), o); err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(o.OutputDir, "b", "out.txt")
+	if info, _ := os.Stat(f); info.Mode().Perm()&0o222 != 0 {
+		t.Errorf("committed output is writable: %v", info.Mode())
+	}
+	os.Chmod(f, 0o644)
+	time.Sleep(10 * time.Millisecond)
+	if err := os.WriteFile(f, []byte("tampered"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o2 := buildOpts(t, cache)
+	if _, err := Build(ctx, tg.graph(), o2); err != nil {
+		t.Fatal(err)
+	}
+	if got := cacheStates(readRecord(t, o2.OutputDir)); got != "a=hit b=miss c=hit" {
+		t.Fatalf("after tampering with b: %s", got)
+	}
+	if b, _ := os.ReadFile(filepath.Join(o2.OutputDir, "b", "out.txt")); string(b) != "a1;b1;" {
+		t.Fatalf("b's output: %q", b)
+	}
+}
