@@ -88,7 +88,7 @@ func newAgentReportCommand() *cobra.Command {
 	f.StringVar(&status, "status", string(agent.StatusInfo), "start, ok, failed or info")
 	f.StringArrayVar(&details, "detail", nil, "key=value detail (repeatable)")
 	f.StringArrayVar(&detailFiles, "detail-file", nil, "key=path: send the file's sha256, size and (if short text) content (repeatable)")
-	f.StringVar(&ignitionConfig, "ignition-config", "", "describe every file this Ignition config writes (sha256, size, short content)")
+	f.StringVar(&ignitionConfig, "ignition-config", "", "describe every file this Ignition config writes (sha256, size, and the content of short files others may read; private files are withheld)")
 	f.StringVar(&filesRoot, "files-root", "/", "root the --ignition-config files were written under")
 	f.StringVar(&port, "port", "/dev/virtio-ports/"+agent.DefaultPortName, "virtio-serial port device or name")
 	f.StringVar(&stateDir, "state-dir", agent.DefaultStateDir, "where the sequence counter lives (must be a tmpfs)")

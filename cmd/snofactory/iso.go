@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 
@@ -69,7 +70,8 @@ around a larger images/ignition.img (needs xorriso) unless --no-rebuild.`,
 			if err != nil {
 				return badInput(fmt.Errorf("reading the Ignition config: %w", err))
 			}
-			c := liveiso.Customization{Ignition: cfg, Force: force, NoRebuild: noRebuild}
+			c := liveiso.Customization{Ignition: cfg, Force: force, NoRebuild: noRebuild,
+				Log: slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelInfo}))}
 			for _, kf := range keyfiles {
 				data, err := os.ReadFile(kf)
 				if err != nil {
