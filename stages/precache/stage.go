@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/stages/internal/lockfile"
 	"github.com/snofactory/snofactory/stages/internal/registries"
 )
 
@@ -47,25 +48,11 @@ type Options struct {
 	RetryBase time.Duration `json:"-"`
 }
 
-// lockFile is the part of the resolve stage's lock.json precache reads. The schema belongs
-// to resolve; only these fields are relied on.
-type lockFile struct {
-	SchemaVersion int     `json:"schemaVersion"`
-	Images        []Image `json:"images"`
-}
-
 // ReadImages lists the images of a lock.json, one per distinct pinned reference.
 func ReadImages(path string) ([]Image, error) {
-	b, err := os.ReadFile(path)
+	l, err := lockfile.ReadLock(path)
 	if err != nil {
-		return nil, fmt.Errorf("reading lock: %w", err)
-	}
-	var l lockFile
-	if err := json.Unmarshal(b, &l); err != nil {
-		return nil, fmt.Errorf("lock %s: %w", path, err)
-	}
-	if l.SchemaVersion != 1 {
-		return nil, fmt.Errorf("lock %s: schema version %d is not supported by precache", path, l.SchemaVersion)
+		return nil, err
 	}
 	seen := map[string]bool{}
 	var out []Image
@@ -74,7 +61,7 @@ func ReadImages(path string) ([]Image, error) {
 			continue
 		}
 		seen[im.Ref] = true
-		out = append(out, im)
+		out = append(out, Image{Name: im.Name, Ref: im.Ref, Digest: im.Digest})
 	}
 	return out, nil
 }
@@ -122,7 +109,7 @@ func run(ctx context.Context, opts Options, env *pipeline.Env) error {
 	if !ok {
 		return fmt.Errorf("precache needs the output of stage %q", opts.LockFrom)
 	}
-	images, err := ReadImages(filepath.Join(in, "lock.json"))
+	images, err := ReadImages(filepath.Join(in, lockfile.File))
 	if err != nil {
 		return err
 	}

@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/stages/internal/lockfile"
 	"github.com/snofactory/snofactory/test/registry"
 )
 
@@ -104,5 +107,44 @@ func TestStageBuild(t *testing.T) {
 		if !found {
 			t.Errorf("run record artifacts %v lack %s", arts, want)
 		}
+	}
+}
+
+// precache reads the lock through the shared lock format: one image per pinned reference,
+// and a lock it does not understand is refused.
+func TestReadImages(t *testing.T) {
+	etcd := lockfile.LockedImage{Name: "etcd", Ref: "quay.io/ocp/etcd@sha256:" + strings.Repeat("1", 64), Digest: "sha256:" + strings.Repeat("1", 64), Source: lockfile.SourceRelease}
+	extra := etcd
+	extra.Name, extra.Source = etcd.Ref, lockfile.SourceExtra
+	tests := []struct {
+		name    string
+		lock    lockfile.Lock
+		want    []Image
+		wantErr string
+	}{
+		{"same image twice", lockfile.Lock{SchemaVersion: lockfile.SchemaVersion, Images: []lockfile.LockedImage{etcd, extra}},
+			[]Image{{Name: extra.Name, Ref: etcd.Ref, Digest: etcd.Digest}}, ""},
+		{"newer schema", lockfile.Lock{SchemaVersion: lockfile.SchemaVersion + 1, Images: []lockfile.LockedImage{etcd}}, nil, "schema version"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), lockfile.File)
+			if err := lockfile.WriteLock(path, &tc.lock); err != nil {
+				t.Fatal(err)
+			}
+			got, err := ReadImages(path)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("images = %+v, want %+v", got, tc.want)
+			}
+		})
 	}
 }

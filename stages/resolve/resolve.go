@@ -90,7 +90,7 @@ func Resolve(ctx context.Context, opts Options, rt Runtime) (*Lock, error) {
 		}
 		lock.Images = append(lock.Images, LockedImage{Name: ref, Ref: pinned, Digest: dg.String(), Source: SourceExtra})
 	}
-	lock.normalize()
+	lock.Normalize()
 	return lock, nil
 }
 

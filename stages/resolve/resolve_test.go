@@ -246,36 +246,6 @@ func TestResolveErrors(t *testing.T) {
 	}
 }
 
-func TestVerify(t *testing.T) {
-	base := Lock{SchemaVersion: 1, Arch: "x86_64", Release: LockedRelease{Ref: "r:1", Digest: "sha256:a", Version: "4.16.3"},
-		Images:    []LockedImage{{Name: "etcd", Ref: "e@sha256:1", Digest: "sha256:1", Source: "release"}},
-		ISO:       &LockedISO{URL: "u", SHA256: "s", From: "coreos-bootimages"},
-		Installer: &LockedTool{Ref: "i@sha256:2", Digest: "sha256:2", SHA256: "x"}}
-	tests := []struct {
-		name   string
-		change func(l *Lock)
-		want   []string
-	}{
-		{"same", func(*Lock) {}, nil},
-		{"release digest", func(l *Lock) { l.Release.Digest = "sha256:b" }, []string{"release r:1: locked digest sha256:a, now sha256:b"}},
-		{"image digest", func(l *Lock) { l.Images[0].Digest = "sha256:9" }, []string{"image etcd (release): locked digest sha256:1, now sha256:9"}},
-		{"image added and removed", func(l *Lock) { l.Images[0].Name = "etcd2" }, []string{"image etcd2 (release): not in the lock, now sha256:1", "image etcd (release): in the lock (sha256:1), no longer resolved"}},
-		{"iso", func(l *Lock) { l.ISO = &LockedISO{URL: "v", SHA256: "s", From: "coreos-bootimages"} }, []string{"iso: locked u (sha256 s), now v (sha256 s)"}},
-		{"installer binary", func(l *Lock) { l.Installer = &LockedTool{Ref: "i@sha256:2", Digest: "sha256:2", SHA256: "y"} }, []string{"openshift-install binary: locked sha256 x, now y"}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			fresh := base
-			fresh.Images = append([]LockedImage(nil), base.Images...)
-			tc.change(&fresh)
-			got := Verify(&base, &fresh)
-			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
-				t.Errorf("Verify = %q, want %q", got, tc.want)
-			}
-		})
-	}
-}
-
 func TestExtractFileWhiteout(t *testing.T) {
 	reg := registry.StartT(t, registry.Options{})
 	bin := map[string]string{"usr/bin/openshift-install": "v1"}
