@@ -15,6 +15,7 @@ import (
 	"github.com/containers/image/v5/types"
 	"github.com/opencontainers/go-digest"
 	"github.com/snofactory/snofactory/stages/internal/registries"
+	"golang.org/x/sync/errgroup"
 )
 
 // Image is one image to precache, pinned by digest.
@@ -400,35 +401,16 @@ func checkPolicy(ctx context.Context, cfg Config) error {
 
 // parallel runs fn(0..n-1) on up to jobs goroutines; the first error cancels the rest.
 func parallel(parent context.Context, jobs, n int, fn func(context.Context, int) error) error {
-	ctx, cancel := context.WithCancel(parent)
-	defer cancel()
-	next := make(chan int)
-	var wg sync.WaitGroup
-	var once sync.Once
-	var first error
-	for w := 0; w < min(jobs, n); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				if err := fn(ctx, i); err != nil {
-					once.Do(func() { first = err; cancel() })
-				}
-			}
-		}()
-	}
-feed:
-	for i := 0; i < n; i++ {
-		select {
-		case next <- i:
-		case <-ctx.Done():
-			break feed
+	g, ctx := errgroup.WithContext(parent)
+	g.SetLimit(max(jobs, 1))
+	for i := range n {
+		if ctx.Err() != nil {
+			break
 		}
+		g.Go(func() error { return fn(ctx, i) })
 	}
-	close(next)
-	wg.Wait()
-	if first != nil {
-		return first
+	if err := g.Wait(); err != nil {
+		return err
 	}
 	return parent.Err()
 }

@@ -3,9 +3,9 @@ package resolve
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	"github.com/snofactory/snofactory/stages/internal/registries"
+	"golang.org/x/sync/errgroup"
 )
 
 // Info summarises a release for `snofactory release info`.
@@ -58,19 +58,16 @@ func ReleaseInfo(ctx context.Context, opts Options, rt Runtime, jobs int) (*Info
 	}
 	type blobs map[string]int64
 	results := make([]blobs, len(refs))
-	errs := make([]error, len(refs))
-	sem := make(chan struct{}, jobs)
-	var wg sync.WaitGroup
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(jobs)
 	for i, ref := range refs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			im, err := c.open(ctx, ref)
+		if gctx.Err() != nil {
+			break // a sizing failed; g.Wait returns its error
+		}
+		g.Go(func() error {
+			im, err := c.open(gctx, ref)
 			if err != nil {
-				errs[i] = err
-				return
+				return fmt.Errorf("sizing %s: %w", ref, err)
 			}
 			defer im.Close()
 			b := blobs{}
@@ -80,14 +77,14 @@ func ReleaseInfo(ctx context.Context, opts Options, rt Runtime, jobs int) (*Info
 				b[l.Digest.String()] = l.Size
 			}
 			results[i] = b
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
 	seen := map[string]bool{}
-	for i, b := range results {
-		if errs[i] != nil {
-			return nil, fmt.Errorf("sizing %s: %w", refs[i], errs[i])
-		}
+	for _, b := range results {
 		for d, size := range b {
 			info.TotalBlobBytes += size
 			if !seen[d] {

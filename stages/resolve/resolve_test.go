@@ -388,6 +388,40 @@ func TestResolvePolicy(t *testing.T) {
 	}
 }
 
+// A component that cannot be sized fails release info with that component named; the other
+// sizings stop with it.
+func TestReleaseInfoFails(t *testing.T) {
+	f := newFixture(t)
+	etcdRepo, _, _ := strings.Cut(f.components["etcd"], "@")
+	policy := filepath.Join(t.TempDir(), "policy.json")
+	os.WriteFile(policy, []byte(`{"default":[{"type":"insecureAcceptAnything"}],"transports":{"docker":{"`+etcdRepo+`":[{"type":"reject"}]}}}`), 0o644)
+	tests := []struct {
+		name, policy, wantErr string
+	}{
+		{"all sized", "", ""},
+		// resolve only pins components by digest; sizing opens them, so the policy is met here.
+		{"one component refused", policy, "sizing " + f.components["etcd"]},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := Options{Release: f.release, Registry: Registry{Insecure: []string{f.reg.Addr()}, PolicyFile: tc.policy}}
+			info, err := ReleaseInfo(context.Background(), opts, Runtime{Scratch: t.TempDir()}, 2)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if info.Components != len(f.components) || info.UniqueBlobs == 0 || info.TotalBlobBytes <= info.UniqueBlobBytes {
+				t.Errorf("info = %+v", info)
+			}
+		})
+	}
+}
+
 // secretFiles serves pipeline secrets from files.
 type secretFiles map[string]string
 
