@@ -54,7 +54,7 @@ func Graph(bp *blueprints.Blueprint, opts Options) (*pipeline.Graph, pipeline.Se
 		return nil, nil, err
 	}
 	reg := RegistryConfig(bp)
-	reg.PolicyFile = bp.Resolved.SignaturePolicyFile
+	reg.PolicyFile = bp.Resolved.SignaturePolicyFile // precache enforces it on every image
 
 	g := &pipeline.Graph{Blueprint: bp.Metadata.Name}
 	g.Stages = append(g.Stages,
@@ -128,6 +128,9 @@ func isLoopback(hostport string) bool {
 func ResolveOptions(bp *blueprints.Blueprint, opts Options) resolve.Options {
 	s := bp.Spec
 	o := resolve.Options{Arch: arch, Images: s.ExtraImages, Registry: RegistryConfig(bp), Locked: opts.LockFile}
+	// Resolve opens the release and runs nothing unchecked: render executes the installer
+	// it extracts, so the signature policy applies here as well as in precache.
+	o.Registry.PolicyFile = bp.Resolved.SignaturePolicyFile
 	if osh := s.OpenShift; osh != nil {
 		o.Release = osh.ReleaseImage
 		for _, op := range osh.Operators {
@@ -283,5 +286,5 @@ func Lock(ctx context.Context, bp *blueprints.Blueprint, log *slog.Logger) (*res
 		return nil, err
 	}
 	defer os.RemoveAll(scratch)
-	return resolve.Resolve(ctx, ResolveOptions(bp, Options{}), resolve.Runtime{Secrets: Secrets(bp), OutDir: scratch, Log: log})
+	return resolve.Resolve(ctx, ResolveOptions(bp, Options{}), resolve.Runtime{Secrets: Secrets(bp), OutDir: scratch, Scratch: scratch, Log: log})
 }

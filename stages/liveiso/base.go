@@ -2,29 +2,18 @@ package liveiso
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/pipeline/fetch"
+	"github.com/snofactory/snofactory/stages/internal/lockfile"
 )
 
 // isoStore is the depot-wide store of downloaded base ISOs, shared by every build.
 const isoStore = "isos"
-
-// lockISO is the part of the resolve stage's lock.json this stage reads; the schema belongs
-// to resolve.
-type lockISO struct {
-	ISO *struct {
-		URL    string `json:"url"`
-		Path   string `json:"path"`
-		SHA256 string `json:"sha256"`
-	} `json:"iso"`
-}
 
 // baseISO returns the path of the ISO to customize: a local file, an upstream stage's output,
 // or a download (named by the options or by an upstream lock) into the depot's ISO store.
@@ -45,13 +34,9 @@ func baseISO(ctx context.Context, opts StageOptions, env *pipeline.Env) (string,
 		if !ok {
 			return "", fmt.Errorf("live-iso needs the output of stage %q", opts.ISOLockFrom)
 		}
-		b, err := os.ReadFile(filepath.Join(dir, "lock.json"))
+		l, err := lockfile.ReadLock(filepath.Join(dir, lockfile.File))
 		if err != nil {
-			return "", fmt.Errorf("reading the lock of stage %s: %w", opts.ISOLockFrom, err)
-		}
-		var l lockISO
-		if err := json.Unmarshal(b, &l); err != nil {
-			return "", fmt.Errorf("lock of stage %s: %w", opts.ISOLockFrom, err)
+			return "", fmt.Errorf("the lock of stage %s: %w", opts.ISOLockFrom, err)
 		}
 		if l.ISO == nil || l.ISO.URL == "" {
 			return "", errors.New("the lock pins no live ISO URL: give spec.source in the blueprint")

@@ -1,28 +1,18 @@
 package render
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/snofactory/snofactory/stages/internal/lockfile"
 )
 
 // lockFile is the resolve stage's lock in its output directory.
-const lockFile = "lock.json"
-
-// lockedRelease is the part of the resolve stage's lock.json render reads. It is our own
-// small type so render does not depend on the resolve package for three strings.
-type lockedRelease struct {
-	Release struct {
-		Ref     string `json:"ref"`
-		Digest  string `json:"digest"`
-		Version string `json:"version"`
-	} `json:"release"`
-}
+const lockFile = lockfile.File
 
 var (
 	sha256Digest   = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
@@ -64,7 +54,7 @@ func pinRelease(opts Options, env *runEnv, c *OpenShift) (*OpenShift, *ReleaseRe
 		return &out, rep, nil
 	}
 	path := filepath.Join(dir, lockFile)
-	b, err := os.ReadFile(path)
+	lock, err := lockfile.ReadLock(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		if out.Version == "" {
 			return nil, nil, fmt.Errorf("openshift.version is empty and the %s stage wrote no %s to take it from", stage, lockFile)
@@ -73,10 +63,6 @@ func pinRelease(opts Options, env *runEnv, c *OpenShift) (*OpenShift, *ReleaseRe
 		return &out, rep, nil
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("reading the %s stage's %s: %w", stage, lockFile, err)
-	}
-	var lock lockedRelease
-	if err := json.Unmarshal(b, &lock); err != nil {
 		return nil, nil, fmt.Errorf("the %s stage's %s: %w", stage, lockFile, err)
 	}
 	r := lock.Release
