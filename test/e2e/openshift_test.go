@@ -17,9 +17,6 @@ import (
 	"testing"
 	"time"
 
-	v32 "github.com/coreos/ignition/v2/config/v3_2"
-	v33 "github.com/coreos/ignition/v2/config/v3_3"
-	v34 "github.com/coreos/ignition/v2/config/v3_4"
 	v35 "github.com/coreos/ignition/v2/config/v3_5"
 	"github.com/vincent-petithory/dataurl"
 	"gopkg.in/yaml.v3"
@@ -427,43 +424,13 @@ func parseIgnition(t *testing.T, cfg []byte) map[string][]byte {
 	}
 	type file struct{ path, source string }
 	var found []file
-	var rpt fmt.Stringer
-	var err error
-	switch head.Ignition.Version {
-	case "3.2.0":
-		c, r, e := v32.Parse(cfg)
-		rpt, err = r, e
-		for _, f := range c.Storage.Files {
-			if f.Contents.Source != nil {
-				found = append(found, file{f.Path, *f.Contents.Source})
-			}
+	// ParseCompatibleVersion parses with the package of the version the config declares
+	// (3.0–3.5), validates it there, and translates it up to 3.5 for reading.
+	c, rpt, err := v35.ParseCompatibleVersion(cfg)
+	for _, f := range c.Storage.Files {
+		if f.Contents.Source != nil {
+			found = append(found, file{f.Path, *f.Contents.Source})
 		}
-	case "3.3.0":
-		c, r, e := v33.Parse(cfg)
-		rpt, err = r, e
-		for _, f := range c.Storage.Files {
-			if f.Contents.Source != nil {
-				found = append(found, file{f.Path, *f.Contents.Source})
-			}
-		}
-	case "3.4.0":
-		c, r, e := v34.Parse(cfg)
-		rpt, err = r, e
-		for _, f := range c.Storage.Files {
-			if f.Contents.Source != nil {
-				found = append(found, file{f.Path, *f.Contents.Source})
-			}
-		}
-	case "3.5.0":
-		c, r, e := v35.Parse(cfg)
-		rpt, err = r, e
-		for _, f := range c.Storage.Files {
-			if f.Contents.Source != nil {
-				found = append(found, file{f.Path, *f.Contents.Source})
-			}
-		}
-	default:
-		t.Fatalf("config.ign declares Ignition %q", head.Ignition.Version)
 	}
 	if err != nil {
 		t.Fatalf("config.ign (Ignition %s): %v\n%s", head.Ignition.Version, err, rpt)
