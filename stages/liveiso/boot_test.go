@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/snofactory/snofactory/test/testbin"
 )
 
 const bootKargsSize = 512
@@ -25,8 +27,8 @@ const bootKargsSize = 512
 // prints /proc/cmdline and the sha256 of /config.ign to the serial port.
 func bootableLiveISO(t *testing.T) string {
 	t.Helper()
-	requireTool(t, "xorriso", "xorriso")
-	requireTool(t, "cpio", "cpio")
+	testbin.Require(t, "xorriso", "xorriso")
+	testbin.Require(t, "cpio", "cpio")
 	kernels, _ := filepath.Glob("/boot/vmlinuz-*")
 	if len(kernels) == 0 {
 		t.Fatal("no kernel in /boot: install the Debian package linux-image-amd64 (make deps)")
@@ -116,7 +118,7 @@ echo SNOF-DONE
 // boot is retried with TCG and a warning, with a scaled timeout.
 func bootISO(t *testing.T, iso string) string {
 	t.Helper()
-	qemu := requireTool(t, "qemu-system-x86_64", "qemu-system-x86")
+	qemu := testbin.Require(t, "qemu-system-x86_64", "qemu-system-x86")
 	if _, err := os.Stat("/dev/kvm"); err == nil {
 		log, why := tryBoot(t, qemu, "kvm", iso, 60*time.Second)
 		if why == "" {

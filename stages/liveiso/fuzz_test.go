@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/snofactory/snofactory/test/testbin"
 )
 
 // miniLiveISO builds a small live ISO (Rock Ridge, igninfo/kargs/features
@@ -12,7 +14,7 @@ import (
 // fuzz seed far smaller than the fixtures.
 func miniLiveISO(t testing.TB) []byte {
 	t.Helper()
-	requireTool(t, "xorriso", "xorriso")
+	testbin.Require(t, "xorriso", "xorriso")
 	dir := t.TempDir()
 	root := filepath.Join(dir, "root")
 	kargs := "console=ttyS0 ignition.firstboot"

@@ -85,16 +85,6 @@ func fixture(t testing.TB, name string) string {
 	return dst
 }
 
-// requireTool fails (never skips) when an oracle tool is missing.
-func requireTool(t testing.TB, tool, pkg string) string {
-	t.Helper()
-	p, err := exec.LookPath(tool)
-	if err != nil {
-		t.Fatalf("%s not found: install the Debian package %s (make deps)", tool, pkg)
-	}
-	return p
-}
-
 func run(t testing.TB, dir, name string, args ...string) []byte {
 	t.Helper()
 	cmd := exec.Command(name, args...)

@@ -12,6 +12,8 @@ import (
 
 	"github.com/cavaliergopher/cpio"
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/snofactory/snofactory/test/testbin"
 )
 
 func cpioOf(t testing.TB, files map[string]string) []byte {
@@ -106,9 +108,9 @@ func TestParseInitrdFormats(t *testing.T) {
 
 // Archives written by the real cpio, gzip and zstd tools read back.
 func TestParseInitrdFromTools(t *testing.T) {
-	requireTool(t, "cpio", "cpio")
-	requireTool(t, "zstd", "zstd")
-	requireTool(t, "gzip", "gzip")
+	testbin.Require(t, "cpio", "cpio")
+	testbin.Require(t, "zstd", "zstd")
+	testbin.Require(t, "gzip", "gzip")
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "config.ign"), []byte(`{"ignition":{"version":"3.3.0"}}`), 0o600); err != nil {
 		t.Fatal(err)

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/snofactory/snofactory/test/testbin"
 )
 
 func TestKargsEdit(t *testing.T) {
@@ -49,7 +51,7 @@ func TestKargsEdit(t *testing.T) {
 // For every x86_64 fixture with karg areas: modify, show, check the boot
 // config files as xorriso extracts them, reset back to the pristine bytes.
 func TestKargsModifyShowReset(t *testing.T) {
-	requireTool(t, "xorriso", "xorriso")
+	testbin.Require(t, "xorriso", "xorriso")
 	ctx := context.Background()
 	for _, name := range fixtureNames(t, isX86) {
 		t.Run(name, func(t *testing.T) {

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/snofactory/snofactory/test/testbin"
 )
 
 // Offsets as coreos-installer's own tests and the fixtures' INDEX describe them.
@@ -132,9 +134,9 @@ func testConfig(tag string) []byte {
 // For every x86_64 fixture, in both write modes: embed, show, cross-check
 // with xorriso + xz + cpio, refuse a second embed without force, remove.
 func TestEmbedShowRemove(t *testing.T) {
-	requireTool(t, "xorriso", "xorriso")
-	requireTool(t, "xz", "xz-utils")
-	requireTool(t, "cpio", "cpio")
+	testbin.Require(t, "xorriso", "xorriso")
+	testbin.Require(t, "xz", "xz-utils")
+	testbin.Require(t, "cpio", "cpio")
 	ctx := context.Background()
 	for _, name := range fixtureNames(t, isX86) {
 		for _, inPlace := range []bool{false, true} {

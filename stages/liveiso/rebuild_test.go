@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/snofactory/snofactory/test/testbin"
 )
 
 // bigConfig is a valid Ignition config that xz cannot squeeze into 256 KiB,
@@ -43,9 +45,9 @@ func elToritoEntries(t *testing.T, iso string) string {
 }
 
 func TestOversizedConfigRebuild(t *testing.T) {
-	requireTool(t, "xorriso", "xorriso")
-	requireTool(t, "xz", "xz-utils")
-	requireTool(t, "cpio", "cpio")
+	testbin.Require(t, "xorriso", "xorriso")
+	testbin.Require(t, "xz", "xz-utils")
+	testbin.Require(t, "cpio", "cpio")
 	ctx := context.Background()
 	cfg := bigConfig(400 << 10)
 	for _, tt := range []struct {
@@ -156,7 +158,7 @@ func TestOversizedRefusals(t *testing.T) {
 // way it is written, and that a rebuild reports to the given log, never to
 // the process-wide one (which writes to stderr under a progress display).
 func TestOutputModeAndLog(t *testing.T) {
-	requireTool(t, "xorriso", "xorriso")
+	testbin.Require(t, "xorriso", "xorriso")
 	ctx := context.Background()
 	var global bytes.Buffer
 	prev := slog.Default()

@@ -8,14 +8,16 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/snofactory/snofactory/test/testbin"
 )
 
 // The s390x layouts keep the embed area (and, from 2023-07, a karg area with
 // NUL padding) inside images/cdboot.img.
 func TestS390x(t *testing.T) {
-	requireTool(t, "xorriso", "xorriso")
-	requireTool(t, "xz", "xz-utils")
-	requireTool(t, "cpio", "cpio")
+	testbin.Require(t, "xorriso", "xorriso")
+	testbin.Require(t, "xz", "xz-utils")
+	testbin.Require(t, "cpio", "cpio")
 	ctx := context.Background()
 	for _, name := range fixtureNames(t, isS390x) {
 		t.Run(name, func(t *testing.T) {
@@ -76,9 +78,9 @@ func TestS390x(t *testing.T) {
 }
 
 func TestNetworkKeyfiles(t *testing.T) {
-	requireTool(t, "xorriso", "xorriso")
-	requireTool(t, "xz", "xz-utils")
-	requireTool(t, "cpio", "cpio")
+	testbin.Require(t, "xorriso", "xorriso")
+	testbin.Require(t, "xz", "xz-utils")
+	testbin.Require(t, "cpio", "cpio")
 	ctx := context.Background()
 	keyfile := []byte("[connection]\nid=eth0\ntype=ethernet\ninterface-name=eth0\n\n[ipv4]\nmethod=manual\naddress1=192.0.2.10/24,192.0.2.1\n")
 	in := fixture(t, "embed-areas-2023-07.x86_64.iso")

@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/snofactory/snofactory/pipeline"
+
+	"github.com/snofactory/snofactory/test/testbin"
 )
 
 // A pull secret and SSH key that must never show up in manifests/ or render.json.
@@ -49,20 +51,10 @@ func standIn(t *testing.T) string {
 	return p
 }
 
-// needTool fails (not skips) when a tool the tests use as an oracle is missing.
-func needTool(t *testing.T, tool, aptPackage string) string {
-	t.Helper()
-	p, err := exec.LookPath(tool)
-	if err != nil {
-		t.Fatalf("%s is not on PATH: install the Debian package %s (make deps)", tool, aptPackage)
-	}
-	return p
-}
-
 // ignitionValidate runs Debian's ignition-validate on a config and fails on any output.
 func ignitionValidate(t *testing.T, path string) {
 	t.Helper()
-	tool := needTool(t, "ignition-validate", "ignition")
+	tool := testbin.Require(t, "ignition-validate", "ignition")
 	out, err := exec.Command(tool, path).CombinedOutput()
 	if err != nil || len(bytes.TrimSpace(out)) > 0 {
 		t.Fatalf("ignition-validate %s: %v\n%s", path, err, out)

@@ -21,6 +21,8 @@ import (
 	v35 "github.com/coreos/ignition/v2/config/v3_5"
 	"github.com/vincent-petithory/dataurl"
 	"gopkg.in/yaml.v3"
+
+	"github.com/snofactory/snofactory/test/testbin"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -304,7 +306,7 @@ storage:
 // ignitionValidate for installer output, which carries a known warning of the real installer.
 func ignitionValidateAllowing(t *testing.T, path, allowed string) {
 	t.Helper()
-	out, err := execOutput(needTool(t, "ignition-validate", "ignition"), path)
+	out, err := execOutput(testbin.Require(t, "ignition-validate", "ignition"), path)
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		if line != "" && !strings.Contains(line, allowed) {
 			t.Fatalf("ignition-validate %s: %v\n%s", path, err, out)

@@ -108,19 +108,13 @@ func buildPrecache(t *testing.T, cacheDir, blueprint string, ro resolve.Options,
 	return buildResult{out: out, lock: lock, report: rep, rec: rec, progress: progress}
 }
 
-func needTool(t *testing.T, tool, pkg string) {
-	t.Helper()
-	if _, err := exec.LookPath(tool); err != nil {
-		t.Fatalf("%s is missing: install the Debian package %s (make deps)", tool, pkg)
-	}
-}
 
 // TestPrecachePayload resolves and precaches the default synthetic payload (OCI media types,
 // so Debian's skopeo 1.9 can read the layout; a multi-arch component included), checks every
 // image of the layout with skopeo, then builds a second blueprint of the same release and
 // checks, from the report and from the registry's access log, that no blob is fetched again.
 func TestPrecachePayload(t *testing.T) {
-	needTool(t, "skopeo", "skopeo")
+	testbin.Require(t, "skopeo", "skopeo")
 	reg := registry.StartT(t, registry.Options{})
 	rel := pushPayload(t, reg, payload.Options{Format: payload.OCI, MultiArch: true})
 	cache := t.TempDir()
@@ -453,7 +447,7 @@ func buildProc(t *testing.T) string {
 // disk into containers-storage as the node agent does (vfs driver, temporary root), and
 // checks every image there with skopeo.
 func TestPrecacheImportOnNode(t *testing.T) {
-	needTool(t, "skopeo", "skopeo")
+	testbin.Require(t, "skopeo", "skopeo")
 	reg := registry.StartT(t, registry.Options{})
 	rel := pushPayload(t, reg, payload.Options{Size: payload.Tiny, Components: 12, Format: payload.Mixed})
 	mirrors := mirrorTo(reg.Addr(), rel)

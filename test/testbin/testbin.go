@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"testing"
 )
 
 // Binary builds cmd/snofactory into dir (static, with the project's build tags) and returns
@@ -46,3 +47,15 @@ var RepoRoot = sync.OnceValues(func() (string, error) {
 		dir = parent
 	}
 })
+
+// Require returns the path of tool, failing (never skipping) the test when it is missing:
+// the oracles and components the tests use are installed by `make deps`, and a test that
+// quietly skips proves nothing.
+func Require(t testing.TB, tool, aptPackage string) string {
+	t.Helper()
+	p, err := exec.LookPath(tool)
+	if err != nil {
+		t.Fatalf("%s is not on PATH: install the Debian package %s (make deps)", tool, aptPackage)
+	}
+	return p
+}
