@@ -5,7 +5,9 @@
 // release-metadata and the coreos-bootimages stream from the release image's layers, lists
 // every component image by digest, finds the RHCOS live ISO (URL and sha256 from the stream;
 // failing that, the machine-os-images component) and extracts openshift-install from the
-// installer component for the render stage. Extra images are pinned to digests. The same
+// installer component for the render stage. A release that ships its ISO only inside
+// machine-os-images (/coreos/coreos-<arch>.iso) gets it extracted too, to iso/live.iso,
+// checked against the image's own .sha256 file, its sha256 in the lock for live-iso. Extra images are pinned to digests. The same
 // lock always means the same inputs: Verify lists every difference between a fresh
 // resolution and a lock the user pinned (build --locked).
 //
@@ -21,8 +23,8 @@
 // Registry access goes through containers/image (docker transport), so auth files,
 // registries.conf mirrors and insecure registries behave exactly as in podman and skopeo.
 // A signature policy (Registry.PolicyFile) is checked on every image resolve opens (release,
-// operator bundles and catalogs, the installer image) before any of its content is read,
-// since render runs the openshift-install extracted here.
+// operator bundles and catalogs, the installer and machine-os-images) before any of its
+// content is read, since render runs the openshift-install and boots the ISO extracted here.
 // containers/image does not retry failed requests, so every registry operation is retried
 // here on transient failures (5xx, 429, resets, truncated layers) with backoff.
 package resolve

@@ -244,20 +244,52 @@ func (c *client) readFiles(ctx context.Context, im *image, want func(string) boo
 // holds the file (or deletes it with a whiteout), so a binary in the top layer of a large
 // image costs one layer.
 func (c *client) extractFile(ctx context.Context, im *image, name, dst string) (digest.Digest, error) {
+	sum, _, err := c.extractFileWith(ctx, im, name, dst, "")
+	return sum, err
+}
+
+// extractFileWith is extractFile that also returns the content of the small file sidecar
+// (absolute path; "" for none) when it lies in one of the layers the search reads, the
+// topmost copy winning; nil when it is not there. A sidecar only in a layer below the file's
+// is not seen: reading on would cost the whole image.
+func (c *client) extractFileWith(ctx context.Context, im *image, name, dst, sidecar string) (digest.Digest, []byte, error) {
 	want := strings.TrimPrefix(path.Clean(name), "/")
-	dir, base := path.Split(want)
-	whiteouts := []string{dir + ".wh." + base, dir + ".wh..wh..opq"}
+	whiteouts := whiteoutsOf(want)
+	var side string
+	var sideWhiteouts [2]string
+	if sidecar != "" {
+		side = strings.TrimPrefix(path.Clean(sidecar), "/")
+		sideWhiteouts = whiteoutsOf(side)
+	}
+	var sideData []byte
+	sideDone := side == ""
 	tmp := dst + ".partial"
 	defer os.Remove(tmp)
 	layers := im.manifest.LayerInfos()
 	for i := len(layers) - 1; i >= 0; i-- {
 		var found digest.Digest
-		deleted := false
+		var layerSide []byte
+		deleted, sideDeleted := false, false
 		err := retry(ctx, func() error {
-			found, deleted = "", false
+			found, deleted, layerSide, sideDeleted = "", false, nil, false
 			return c.walkLayer(ctx, im, layers[i].BlobInfo, func(n string, hdr *tar.Header, r io.Reader) error {
 				if n == whiteouts[0] || n == whiteouts[1] {
 					deleted = true
+				}
+				if !sideDone {
+					if n == sideWhiteouts[0] || n == sideWhiteouts[1] {
+						sideDeleted = true
+					}
+					if n == side {
+						if hdr.Size > maxManifestFile {
+							return fmt.Errorf("%s is %d bytes, more than a checksum file can be", sidecar, hdr.Size)
+						}
+						b, err := io.ReadAll(r)
+						if err != nil {
+							return fmt.Errorf("reading %s: %w", sidecar, err)
+						}
+						layerSide = b
+					}
 				}
 				if n != want {
 					return nil
@@ -279,17 +311,27 @@ func (c *client) extractFile(ctx context.Context, im *image, name, dst string) (
 			})
 		})
 		if err != nil {
-			return "", fmt.Errorf("reading layer %s of %s: %w", layers[i].Digest, im.named, err)
+			return "", nil, fmt.Errorf("reading layer %s of %s: %w", layers[i].Digest, im.named, err)
+		}
+		if !sideDone && (layerSide != nil || sideDeleted) {
+			sideData, sideDone = layerSide, true
 		}
 		if found != "" {
 			if err := os.Rename(tmp, dst); err != nil {
-				return "", err
+				return "", nil, err
 			}
-			return found, nil
+			return found, sideData, nil
 		}
 		if deleted {
 			break
 		}
 	}
-	return "", fmt.Errorf("image %s has no %s", im.named, name)
+	return "", nil, fmt.Errorf("image %s has no %s", im.named, name)
+}
+
+// whiteoutsOf returns the entries that delete the file name (relative) in a lower layer: its
+// own whiteout and the opaque marker of its directory.
+func whiteoutsOf(name string) [2]string {
+	dir, base := path.Split(name)
+	return [2]string{dir + ".wh." + base, dir + ".wh..wh..opq"}
 }

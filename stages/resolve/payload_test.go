@@ -1,7 +1,11 @@
 package resolve
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -71,4 +75,80 @@ func TestResolveThroughFaults(t *testing.T) {
 		t.Errorf("lock = %+v installer %+v", lock.Release, lock.Installer)
 	}
 	t.Logf("faults injected: %v", proxy.Stats().Faults)
+}
+
+// TestResolveISOFromMachineOSImages resolves a release without a coreos-bootimages stream:
+// the ISO is extracted from machine-os-images into the output, its sha256 goes into the lock,
+// and a checksum file in the image that disagrees with the ISO fails the resolution.
+func TestResolveISOFromMachineOSImages(t *testing.T) {
+	isoData := bytes.Repeat([]byte("CD001 machine-os-images live iso "), 4000)
+	isoFile := filepath.Join(t.TempDir(), "live.iso")
+	if err := os.WriteFile(isoFile, isoData, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(isoData)
+	isoSum := hex.EncodeToString(sum[:])
+	reg := registry.StartT(t, registry.Options{})
+	tests := []struct {
+		name     string
+		checksum []byte // the image's coreos-x86_64.iso.sha256; nil: the right one
+		wantErr  string
+	}{
+		{"checksum file agrees", nil, ""},
+		{"bare checksum", []byte(strings.ToUpper(isoSum) + "\n"), ""},
+		{"checksum file disagrees", []byte(strings.Repeat("0", 64) + "  coreos-x86_64.iso\n"),
+			"has sha256 " + isoSum + ", but /coreos/coreos-x86_64.iso.sha256 in the image says " + strings.Repeat("0", 64)},
+		{"checksum file garbled", []byte("not-a-digest\n"), `"not-a-digest" is not a sha256 digest`},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rel, err := pl.Generate(context.Background(), reg.Addr(), pl.Options{Size: pl.Tiny, Components: 8, Seed: int64(i),
+				Version: fmt.Sprintf("4.19.%d-mos", i), ISO: pl.ISO{Path: isoFile, NoBootImages: true, ChecksumFile: tc.checksum}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := t.TempDir()
+			lock, err := Resolve(context.Background(), Options{Release: rel.Tag, Registry: Registry{Insecure: []string{reg.Addr()}}}, Runtime{OutDir: out})
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			mos, _ := rel.Component(pl.NameMachineOSImages)
+			want := LockedISO{URL: "image://" + mos.Reference + "#/coreos/coreos-x86_64.iso", Path: ISOPath, SHA256: isoSum, From: machineOSImages}
+			if lock.ISO == nil || *lock.ISO != want {
+				t.Fatalf("lock iso = %+v, want %+v", lock.ISO, want)
+			}
+			got, err := os.ReadFile(filepath.Join(out, ISOPath))
+			if err != nil || !bytes.Equal(got, isoData) {
+				t.Fatalf("extracted ISO differs (%d bytes, want %d): %v", len(got), len(isoData), err)
+			}
+			if fi, _ := os.Stat(filepath.Join(out, ISOPath)); fi.Mode().Perm() != 0o644 {
+				t.Errorf("extracted ISO mode %v, want 0644", fi.Mode())
+			}
+			// The lock round-trips and a resolution without an output (nothing extracted)
+			// still matches it: the image digest in the URL pins the content.
+			if err := WriteLock(LockPath(out), lock); err != nil {
+				t.Fatal(err)
+			}
+			read, err := ReadLock(LockPath(out))
+			if err != nil {
+				t.Fatal(err)
+			}
+			bare, err := Resolve(context.Background(), Options{Release: rel.Tag, Registry: Registry{Insecure: []string{reg.Addr()}}}, Runtime{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if bare.ISO == nil || bare.ISO.SHA256 != "" || bare.ISO.Path != "" {
+				t.Errorf("resolution without an output extracted: %+v", bare.ISO)
+			}
+			if d := Verify(read, bare); len(d) != 0 {
+				t.Errorf("Verify = %q", d)
+			}
+		})
+	}
 }

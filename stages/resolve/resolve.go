@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,12 +14,17 @@ import (
 	"strings"
 
 	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/stages/internal/lockfile"
 	"github.com/snofactory/snofactory/stages/internal/registries"
 	"gopkg.in/yaml.v3"
 )
 
 // InstallerPath is where the stage puts openshift-install, relative to its output.
 const InstallerPath = "bin/openshift-install"
+
+// ISOPath is where the stage puts a live ISO extracted from machine-os-images, relative to
+// its output; the lock records it as iso.path.
+const ISOPath = "iso/live.iso"
 
 // Runtime is what a resolution needs besides its options: secrets, where to extract the
 // installer ("" skips extraction), a private scratch directory and a logger.
@@ -111,6 +117,58 @@ func extractInstaller(ctx context.Context, c *client, t *LockedTool, outDir stri
 	t.Path = InstallerPath
 	t.SHA256 = sum.Encoded()
 	return nil
+}
+
+// extractISO writes the ISO an image:// lock entry names to ISOPath under outDir and
+// records its sha256. The image's own checksum file beside the ISO (<iso>.sha256), when
+// present, must agree with what was extracted.
+func extractISO(ctx context.Context, c *client, iso *LockedISO, outDir string) error {
+	ref, name, ok := lockfile.ParseImageURL(iso.URL)
+	if !ok {
+		return fmt.Errorf("live ISO %s is not an image:// URL", iso.URL)
+	}
+	im, err := c.open(ctx, ref)
+	if err != nil {
+		return fmt.Errorf("live ISO image: %w", err)
+	}
+	defer im.Close()
+	dst := filepath.Join(outDir, filepath.FromSlash(ISOPath))
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	sum, side, err := c.extractFileWith(ctx, im, name, dst, name+".sha256")
+	if err != nil {
+		return fmt.Errorf("extracting the live ISO: %w", err)
+	}
+	if err := os.Chmod(dst, 0o644); err != nil {
+		return err
+	}
+	if side != nil {
+		want, err := parseChecksumFile(side)
+		if err != nil {
+			return fmt.Errorf("live ISO %s: %s.sha256: %w", ref, name, err)
+		}
+		if want != sum.Encoded() {
+			return fmt.Errorf("live ISO %s: %s has sha256 %s, but %s.sha256 in the image says %s", ref, name, sum.Encoded(), name, want)
+		}
+	}
+	iso.Path = ISOPath
+	iso.SHA256 = sum.Encoded()
+	return nil
+}
+
+// parseChecksumFile reads the digest of a sha256sum-style file ("<hex>  <name>", or the bare
+// hex digest).
+func parseChecksumFile(b []byte) (string, error) {
+	fields := strings.Fields(string(b))
+	if len(fields) == 0 {
+		return "", errors.New("empty checksum file")
+	}
+	sum := strings.ToLower(fields[0])
+	if _, err := hex.DecodeString(sum); err != nil || len(sum) != sha256.Size*2 {
+		return "", fmt.Errorf("%q is not a sha256 digest", fields[0])
+	}
+	return sum, nil
 }
 
 // csv is the part of a ClusterServiceVersion we read.
@@ -208,8 +266,16 @@ func (c *client) resolveRelease(ctx context.Context, opts Options, rt Runtime, l
 			return fmt.Errorf("release %s: %w", opts.Release, err)
 		}
 	} else if mos, ok := byName[machineOSImages]; ok {
-		// Newer payloads ship the ISO inside machine-os-images; the live-iso stage extracts it.
-		lock.ISO = &LockedISO{URL: "image://" + mos.Ref + "#/coreos/coreos-" + arch + ".iso", From: machineOSImages}
+		// Newer payloads ship the ISO only inside machine-os-images: pin it by the image
+		// digest and, when there is an output, extract it for the live-iso stage.
+		lock.ISO = &LockedISO{URL: lockfile.ImageURL(mos.Ref, "/coreos/coreos-"+arch+".iso"), From: machineOSImages}
+		if rt.OutDir != "" {
+			log.Info("extracting the live ISO from machine-os-images", "ref", mos.Ref)
+			if err := extractISO(ctx, c, lock.ISO, rt.OutDir); err != nil {
+				return err
+			}
+			log.Info("extracted the live ISO", "sha256", lock.ISO.SHA256)
+		}
 	} else {
 		log.Warn("release carries no coreos-bootimages stream and no machine-os-images component; no live ISO pinned")
 	}

@@ -295,6 +295,55 @@ func TestExtractFileWhiteout(t *testing.T) {
 	}
 }
 
+// TestExtractFileSidecar: the sidecar comes from the layers the search reads, topmost copy
+// first, and a whiteout above hides it.
+func TestExtractFileSidecar(t *testing.T) {
+	reg := registry.StartT(t, registry.Options{})
+	const iso, side = "coreos/coreos-x86_64.iso", "coreos/coreos-x86_64.iso.sha256"
+	tests := []struct {
+		name     string
+		layers   []map[string]string
+		wantSide string // "" for none
+	}{
+		{"same layer", []map[string]string{{iso: "i", side: "s1"}}, "s1"},
+		{"none", []map[string]string{{iso: "i"}}, ""},
+		{"above the file", []map[string]string{{iso: "i", side: "s1"}, {side: "s2"}}, "s2"},
+		{"whited out above", []map[string]string{{iso: "i", side: "s1"}, {"coreos/.wh.coreos-x86_64.iso.sha256": ""}}, ""},
+		{"below the file is not read", []map[string]string{{side: "s0"}, {iso: "i"}}, ""},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var ls []v1.Layer
+			for _, l := range tc.layers {
+				ls = append(ls, layer(t, l))
+			}
+			ref := push(t, reg.Ref(fmt.Sprintf("ocp/mos%d:1", i)), ls...)
+			sys, cleanup, err := registries.SystemContext(context.Background(), t.TempDir(), Registry{Insecure: []string{reg.Addr()}}, nil, "x86_64")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cleanup()
+			c := &client{sys: sys}
+			im, err := c.open(context.Background(), ref)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer im.Close()
+			dst := filepath.Join(t.TempDir(), "live.iso")
+			sum, got, err := c.extractFileWith(context.Background(), im, "/"+iso, dst, "/"+side)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sum.Encoded() != sha256hex("i") {
+				t.Errorf("sha256 %s, want that of %q", sum, "i")
+			}
+			if string(got) != tc.wantSide || (tc.wantSide == "") != (got == nil) {
+				t.Errorf("sidecar %q, want %q", got, tc.wantSide)
+			}
+		})
+	}
+}
+
 func TestStageLocked(t *testing.T) {
 	f := newFixture(t)
 	opts := f.options()

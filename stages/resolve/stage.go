@@ -13,7 +13,7 @@ import (
 const Name = "resolve"
 
 // version changes whenever the stage writes something different for the same inputs.
-const version = "1"
+const version = "2"
 
 // Options is exactly what the stage reads.
 type Options struct {
@@ -45,7 +45,8 @@ type Options struct {
 	Locked string `json:"-"`
 }
 
-// New returns the resolve stage. Its output holds lock.json and bin/openshift-install.
+// New returns the resolve stage. Its output holds lock.json, bin/openshift-install and,
+// for a release that ships its live ISO only in machine-os-images, iso/live.iso.
 //
 // A resolution by tag is only as reproducible as the tag; the stage's key covers the
 // options, so a moved tag is only seen after --force resolve or with build --locked.

@@ -58,7 +58,7 @@ type Release struct {
 	// The release-manifests files, byte for byte as in the release image.
 	ImageReferences []byte
 	ReleaseMetadata []byte
-	BootImages      []byte
+	BootImages      []byte // nil with Options.ISO.NoBootImages
 	// ISO is the boot ISO as the stream metadata names it.
 	ISOLocation string
 	ISOSHA256   string
@@ -478,11 +478,16 @@ func releaseImage(o *Options, rel *Release, cvo *image, iso *isoContent) (*image
 	if rel.BootImages, err = bootImagesYAML(o.Version, stream); err != nil {
 		return nil, err
 	}
-	layer, err := buildLayer([]file{
+	files := []file{
 		{Name: "release-manifests/image-references", Mode: 0o644, Data: rel.ImageReferences},
 		{Name: "release-manifests/release-metadata", Mode: 0o644, Data: rel.ReleaseMetadata},
-		{Name: "release-manifests/" + BootImagesManifest, Mode: 0o644, Data: rel.BootImages},
-	})
+	}
+	if !o.ISO.NoBootImages {
+		files = append(files, file{Name: "release-manifests/" + BootImagesManifest, Mode: 0o644, Data: rel.BootImages})
+	} else {
+		rel.BootImages = nil
+	}
+	layer, err := buildLayer(files)
 	if err != nil {
 		return nil, fmt.Errorf("payload: release layer: %w", err)
 	}

@@ -71,6 +71,13 @@ type ISO struct {
 	Path string
 	// Release is the CoreOS build id in the stream metadata.
 	Release string
+	// NoBootImages leaves the coreos-bootimages ConfigMap out of the
+	// release, so machine-os-images is the only place the ISO is named.
+	NoBootImages bool
+	// ChecksumFile, when set, is the content of
+	// /coreos/coreos-x86_64.iso.sha256 in machine-os-images instead of
+	// "<sha256>  coreos-x86_64.iso\n" (a wrong one tests readers' checks).
+	ChecksumFile []byte
 }
 
 // Options configure Generate. The zero value makes the default payload.

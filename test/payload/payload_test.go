@@ -451,3 +451,35 @@ func checkDiffIDs(t *testing.T, pullSpec string) {
 		}
 	}
 }
+
+// TestMachineOSImagesOnly: NoBootImages drops the ConfigMap from the release, and
+// ChecksumFile replaces the checksum next to the ISO in machine-os-images.
+func TestMachineOSImagesOnly(t *testing.T) {
+	reg := registry.StartT(t, registry.Options{})
+	isoPath, isoSum := fakeISO(t)
+	rel, err := Generate(context.Background(), reg.Addr(), Options{
+		Size: Tiny, Components: 8,
+		ISO: ISO{Path: isoPath, NoBootImages: true, ChecksumFile: []byte("0000  coreos-x86_64.iso\n")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rel.BootImages != nil {
+		t.Errorf("Release.BootImages is set without the ConfigMap")
+	}
+	rfiles := lastLayerFiles(t, rel.PullSpec)
+	if rfiles["release-manifests/"+BootImagesManifest] != nil {
+		t.Errorf("release carries %s", BootImagesManifest)
+	}
+	if rfiles["release-manifests/image-references"] == nil {
+		t.Errorf("release lacks image-references: %v", rfiles)
+	}
+	mos, _ := rel.Component(NameMachineOSImages)
+	mfiles := lastLayerFiles(t, mos.PullSpec)
+	if f := mfiles["coreos/coreos-x86_64.iso"]; f == nil || sha256Hex(f.data) != isoSum {
+		t.Error("machine-os-images lacks the ISO or it differs")
+	}
+	if f := mfiles["coreos/coreos-x86_64.iso.sha256"]; f == nil || string(f.data) != "0000  coreos-x86_64.iso\n" {
+		t.Errorf("coreos-x86_64.iso.sha256 is not the given content: %+v", f)
+	}
+}

@@ -116,9 +116,13 @@ func topFiles(o *Options, name string, sizes layerSizes, iso *isoContent) []file
 		}
 		return append(files, file{Name: "usr/bin/openshift-install", Mode: 0o755, Data: script})
 	case NameMachineOSImages:
+		sum := o.ISO.ChecksumFile
+		if sum == nil {
+			sum = []byte(iso.sha256 + "  coreos-x86_64.iso\n")
+		}
 		files := []file{
 			{Name: "coreos/coreos-stream.json", Mode: 0o644, Data: iso.streamJSON},
-			{Name: "coreos/coreos-x86_64.iso.sha256", Mode: 0o644, Data: []byte(iso.sha256 + "  coreos-x86_64.iso\n")},
+			{Name: "coreos/coreos-x86_64.iso.sha256", Mode: 0o644, Data: sum},
 		}
 		if iso.data != nil {
 			files = append(files, file{Name: "coreos/coreos-x86_64.iso", Mode: 0o644, Data: iso.data})

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/snofactory/snofactory/pipeline"
 )
@@ -56,15 +58,41 @@ type LockedImage struct {
 
 // LockedISO is the live ISO: the release's RHCOS ISO, or the one the blueprint names.
 type LockedISO struct {
+	// URL is where the ISO is fetched from, or for an ISO shipped inside a component image
+	// image://<repo@digest>#<absolute path in the image> (see ImageURL).
 	URL string `json:"url,omitempty"`
 	// Path is a local ISO as the blueprint names it (relative to the blueprint), so a lock
-	// made in one checkout holds in another.
+	// made in one checkout holds in another; for an image:// ISO, the extracted file
+	// relative to the resolve stage's output ("" when not extracted).
 	Path   string `json:"path,omitempty"`
 	SHA256 string `json:"sha256,omitempty"`
 	// From is where the ISO location came from: "coreos-bootimages", "machine-os-images" or
 	// "blueprint".
 	From string `json:"from"`
 }
+
+// imageScheme prefixes the URL of an ISO shipped inside a container image.
+const imageScheme = "image://"
+
+// ImageURL names the file at name (absolute) inside the image ref (repo@digest).
+func ImageURL(ref, name string) string { return imageScheme + ref + "#" + name }
+
+// ParseImageURL splits an ImageURL into its image reference and file path; ok is false for
+// any other URL.
+func ParseImageURL(u string) (ref, name string, ok bool) {
+	rest, found := strings.CutPrefix(u, imageScheme)
+	if !found {
+		return "", "", false
+	}
+	ref, name, found = strings.Cut(rest, "#")
+	if !found || ref == "" || !strings.HasPrefix(name, "/") {
+		return "", "", false
+	}
+	return ref, name, true
+}
+
+// InImage reports whether the ISO ships inside a container image (an image:// URL).
+func (i *LockedISO) InImage() bool { return strings.HasPrefix(i.URL, imageScheme) }
 
 // LockedTool is a binary extracted from a component image.
 type LockedTool struct {
@@ -137,6 +165,18 @@ func ReadLock(path string) (*Lock, error) {
 			return nil, fmt.Errorf("lock %s: images[%d] (%s) has no ref or digest", path, i, im.Name)
 		}
 	}
+	if iso := l.ISO; iso != nil && iso.InImage() {
+		if _, _, ok := ParseImageURL(iso.URL); !ok {
+			return nil, fmt.Errorf("lock %s: iso url %q is not image://<ref>#/<path>", path, iso.URL)
+		}
+		// Readers join Path to the resolve output, so it must stay inside it.
+		if iso.Path != "" && !filepath.IsLocal(filepath.FromSlash(iso.Path)) {
+			return nil, fmt.Errorf("lock %s: iso path %q leaves the stage output", path, iso.Path)
+		}
+		if iso.Path != "" && iso.SHA256 == "" {
+			return nil, fmt.Errorf("lock %s: extracted iso %s has no sha256", path, iso.Path)
+		}
+	}
 	return &l, nil
 }
 
@@ -186,7 +226,7 @@ func Verify(locked, fresh *Lock) []string {
 		add("iso: not in the lock, now %s", fresh.ISO.location())
 	case locked.ISO != nil && fresh.ISO == nil:
 		add("iso: locked %s, no longer found", locked.ISO.location())
-	case locked.ISO != nil && *locked.ISO != *fresh.ISO:
+	case locked.ISO != nil && !sameISO(locked.ISO, fresh.ISO):
 		add("iso: locked %s (sha256 %s), now %s (sha256 %s)", locked.ISO.location(), locked.ISO.SHA256, fresh.ISO.location(), fresh.ISO.SHA256)
 	}
 	switch {
@@ -204,6 +244,22 @@ func Verify(locked, fresh *Lock) []string {
 		}
 	}
 	return diffs
+}
+
+// sameISO compares two pinned ISOs. An image:// URL carries the image digest, so the ISO's
+// content is pinned by the URL alone; a lock made without extraction (no sha256, no path)
+// still matches one made with it.
+func sameISO(a, b *LockedISO) bool {
+	if *a == *b {
+		return true
+	}
+	if !a.InImage() || a.URL != b.URL || a.From != b.From {
+		return false
+	}
+	if a.SHA256 == "" || b.SHA256 == "" {
+		return true
+	}
+	return a.SHA256 == b.SHA256
 }
 
 func (i *LockedISO) location() string {

@@ -38,6 +38,54 @@ func TestVerify(t *testing.T) {
 	}
 }
 
+func TestVerifyImageISO(t *testing.T) {
+	const u = "image://q/mos@sha256:1#/coreos/coreos-x86_64.iso"
+	extracted := LockedISO{URL: u, Path: "iso/live.iso", SHA256: "aa", From: "machine-os-images"}
+	tests := []struct {
+		name          string
+		locked, fresh LockedISO
+		want          []string
+	}{
+		{"same", extracted, extracted, nil},
+		{"lock made without extraction", LockedISO{URL: u, From: "machine-os-images"}, extracted, nil},
+		{"fresh without extraction", extracted, LockedISO{URL: u, From: "machine-os-images"}, nil},
+		{"other content", extracted, LockedISO{URL: u, Path: "iso/live.iso", SHA256: "bb", From: "machine-os-images"},
+			[]string{"iso: locked " + u + " (sha256 aa), now " + u + " (sha256 bb)"}},
+		{"other image", extracted, LockedISO{URL: "image://q/mos@sha256:2#/coreos/coreos-x86_64.iso", Path: "iso/live.iso", SHA256: "aa", From: "machine-os-images"},
+			[]string{"iso: locked " + u + " (sha256 aa), now image://q/mos@sha256:2#/coreos/coreos-x86_64.iso (sha256 aa)"}},
+		// Outside image:// a missing sha256 is a difference: the URL alone pins nothing.
+		{"url without sha", LockedISO{URL: "https://x/a.iso", SHA256: "aa", From: "blueprint"}, LockedISO{URL: "https://x/a.iso", From: "blueprint"},
+			[]string{"iso: locked https://x/a.iso (sha256 aa), now https://x/a.iso (sha256 )"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			locked, fresh := Lock{ISO: &tc.locked}, Lock{ISO: &tc.fresh}
+			if got := Verify(&locked, &fresh); fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("Verify = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseImageURL(t *testing.T) {
+	tests := []struct {
+		url, ref, name string
+		ok             bool
+	}{
+		{ImageURL("q/mos@sha256:1", "/coreos/coreos-x86_64.iso"), "q/mos@sha256:1", "/coreos/coreos-x86_64.iso", true},
+		{"https://x/a.iso", "", "", false},
+		{"image://q/mos@sha256:1", "", "", false},
+		{"image://q/mos@sha256:1#coreos/a.iso", "", "", false},
+		{"image://#/a.iso", "", "", false},
+	}
+	for _, tc := range tests {
+		ref, name, ok := ParseImageURL(tc.url)
+		if ref != tc.ref || name != tc.name || ok != tc.ok {
+			t.Errorf("ParseImageURL(%q) = %q, %q, %v; want %q, %q, %v", tc.url, ref, name, ok, tc.ref, tc.name, tc.ok)
+		}
+	}
+}
+
 func TestReadLock(t *testing.T) {
 	good := &Lock{SchemaVersion: SchemaVersion, Arch: "x86_64", Release: LockedRelease{Ref: "r:1", Digest: "sha256:a"},
 		Images: []LockedImage{
@@ -53,6 +101,9 @@ func TestReadLock(t *testing.T) {
 		{"other schema version", `{"schemaVersion":2,"arch":"x86_64","images":[]}`, "schema version 2"},
 		{"unknown field", `{"schemaVersion":1,"arch":"x86_64","images":[],"extra":1}`, "unknown field"},
 		{"release without digest", `{"schemaVersion":1,"arch":"x86_64","release":{"ref":"r:1","digest":""},"images":[]}`, "release digest is missing"},
+		{"image iso path escapes", `{"schemaVersion":1,"arch":"x86_64","images":[],"iso":{"url":"image://q/m@sha256:1#/coreos/c.iso","path":"../../etc/x","sha256":"aa","from":"machine-os-images"}}`, "leaves the stage output"},
+		{"image iso without sha", `{"schemaVersion":1,"arch":"x86_64","images":[],"iso":{"url":"image://q/m@sha256:1#/coreos/c.iso","path":"iso/live.iso","from":"machine-os-images"}}`, "has no sha256"},
+		{"bad image url", `{"schemaVersion":1,"arch":"x86_64","images":[],"iso":{"url":"image://q/m@sha256:1","from":"machine-os-images"}}`, "is not image://"},
 		{"image without digest", `{"schemaVersion":1,"arch":"x86_64","images":[{"name":"etcd","ref":"e:1","digest":"","source":"release"}]}`, "images[0] (etcd)"},
 	}
 	for _, tc := range tests {
