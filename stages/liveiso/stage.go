@@ -40,7 +40,9 @@ type StageOptions struct {
 	ISOURL    string `json:"isoURL,omitempty"`
 	ISOSHA256 string `json:"isoSHA256,omitempty"`
 	// ISOLockFrom is an upstream stage whose lock.json pins the base ISO (the resolve stage,
-	// for a release's RHCOS ISO); used when nothing else names the ISO.
+	// for a release's RHCOS ISO); used when nothing else names the ISO. An ISO the lock pins
+	// inside an image (image://) is the file the upstream stage extracted (lock iso.path),
+	// checked against the lock's sha256; any other is downloaded.
 	ISOLockFrom string `json:"isoLockFrom,omitempty"`
 	// Kernel-argument edits (see KargsEdit).
 	KargsAppend  []string `json:"kargsAppend,omitempty"`

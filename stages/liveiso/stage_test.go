@@ -3,14 +3,21 @@ package liveiso
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/stages/internal/lockfile"
 )
 
 func TestStage(t *testing.T) {
@@ -59,4 +66,93 @@ func TestStage(t *testing.T) {
 	if err := s.Run(context.Background(), &pipeline.Env{Out: t.TempDir(), Inputs: map[string]string{"render": renderDir}, Log: env.Log}); err == nil {
 		t.Fatal("missing config accepted")
 	}
+}
+
+// TestStageISOFromImageLock: a lock that pins the ISO inside a component image (image://)
+// makes the stage read the file the upstream stage extracted, once its sha256 matches.
+func TestStageISOFromImageLock(t *testing.T) {
+	iso := fixture(t, "embed-areas-2023-07.x86_64.iso")
+	isoSum := fileSum(t, iso)
+	renderDir := t.TempDir()
+	cfg := testConfig("image-lock")
+	if err := os.WriteFile(filepath.Join(renderDir, "config.ign"), cfg, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(renderDir, "render.json"),
+		[]byte(`{"target":"openshift","ignition":{"config":{"path":"config.ign","version":"3.2.0","size":1}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const url = "image://quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef#/coreos/coreos-x86_64.iso"
+	tests := []struct {
+		name    string
+		iso     lockfile.LockedISO
+		place   bool // copy the fixture to <upstream>/iso/live.iso
+		wantErr string
+		wantIs  error
+	}{
+		{"extracted", lockfile.LockedISO{URL: url, Path: "iso/live.iso", SHA256: isoSum, From: "machine-os-images"}, true, "", nil},
+		{"sha256 mismatch", lockfile.LockedISO{URL: url, Path: "iso/live.iso", SHA256: strings.Repeat("0", 64), From: "machine-os-images"}, true,
+			"has sha256 " + isoSum + ", but its lock pins " + strings.Repeat("0", 64), ErrMalformed},
+		{"not extracted", lockfile.LockedISO{URL: url, From: "machine-os-images"}, false, "records no extracted file", nil},
+		{"file missing", lockfile.LockedISO{URL: url, Path: "iso/live.iso", SHA256: isoSum, From: "machine-os-images"}, false, "no such file", fs.ErrNotExist},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			upstream := t.TempDir()
+			l := &lockfile.Lock{SchemaVersion: lockfile.SchemaVersion, Arch: "x86_64", ISO: &tc.iso}
+			if err := lockfile.WriteLock(filepath.Join(upstream, lockfile.File), l); err != nil {
+				t.Fatal(err)
+			}
+			if tc.place {
+				if err := os.MkdirAll(filepath.Join(upstream, "iso"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				b, err := os.ReadFile(iso)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(upstream, "iso", "live.iso"), b, 0o444); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s := New(StageOptions{ISOLockFrom: "resolve"})
+			if fmt.Sprint(s.Deps) != "[render resolve]" || s.Files != nil {
+				t.Fatalf("stage = %+v", s)
+			}
+			out := t.TempDir()
+			env := &pipeline.Env{Out: out, Inputs: map[string]string{"render": renderDir, "resolve": upstream},
+				Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+			err := s.Run(context.Background(), env)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				if tc.wantIs != nil && !errors.Is(err, tc.wantIs) {
+					t.Errorf("err = %v, want errors.Is %v", err, tc.wantIs)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := ShowIgnition(filepath.Join(out, OutputISO))
+			if err != nil || !bytes.Equal(got, cfg) {
+				t.Fatalf("show = %q, %v", got, err)
+			}
+			// The upstream output is read, never changed.
+			if fileSum(t, filepath.Join(upstream, "iso", "live.iso")) != isoSum {
+				t.Error("the upstream ISO changed")
+			}
+		})
+	}
+}
+
+func fileSum(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
 }
