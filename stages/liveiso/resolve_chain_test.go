@@ -1,0 +1,75 @@
+package liveiso
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/stages/internal/lockfile"
+	"github.com/snofactory/snofactory/stages/resolve"
+	pl "github.com/snofactory/snofactory/test/payload"
+	"github.com/snofactory/snofactory/test/registry"
+)
+
+// TestStageISOFromMachineOSImages chains the real resolve stage and this one over a release
+// whose live ISO is only in machine-os-images (no coreos-bootimages stream): resolve extracts
+// it, and live-iso embeds the config into exactly that ISO.
+func TestStageISOFromMachineOSImages(t *testing.T) {
+	iso := fixture(t, "embed-areas-2023-07.x86_64.iso")
+	reg := registry.StartT(t, registry.Options{})
+	rel, err := pl.Generate(context.Background(), reg.Addr(), pl.Options{Size: pl.Tiny, Components: 8,
+		ISO: pl.ISO{Path: iso, NoBootImages: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	resolveOut := t.TempDir()
+	rs := resolve.New(resolve.Options{Release: rel.Tag, Registry: resolve.Registry{Insecure: []string{reg.Addr()}}})
+	if err := rs.Run(context.Background(), &pipeline.Env{Out: resolveOut, Scratch: t.TempDir(), Log: log}); err != nil {
+		t.Fatalf("resolve: %v", err)
+	}
+	l, err := lockfile.ReadLock(filepath.Join(resolveOut, lockfile.File))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.ISO == nil || !l.ISO.InImage() || l.ISO.SHA256 != fileSum(t, iso) || l.ISO.Path != resolve.ISOPath {
+		t.Fatalf("lock iso = %+v, want the machine-os-images ISO extracted with sha256 %s", l.ISO, fileSum(t, iso))
+	}
+
+	renderDir := t.TempDir()
+	cfg := testConfig("machine-os-images")
+	if err := os.WriteFile(filepath.Join(renderDir, "config.ign"), cfg, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(renderDir, "render.json"),
+		[]byte(`{"target":"openshift","ignition":{"config":{"path":"config.ign","version":"3.2.0","size":1}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	s := New(StageOptions{ISOLockFrom: resolve.Name})
+	if err := s.Run(context.Background(), &pipeline.Env{Out: out, Log: log,
+		Inputs: map[string]string{"render": renderDir, resolve.Name: resolveOut}}); err != nil {
+		t.Fatalf("live-iso: %v", err)
+	}
+	got, err := ShowIgnition(filepath.Join(out, OutputISO))
+	if err != nil || !bytes.Equal(got, cfg) {
+		t.Fatalf("show = %q, %v", got, err)
+	}
+	// Patched in place, so the result is the base ISO's size: the base was that ISO.
+	var rep Report
+	raw, _ := os.ReadFile(filepath.Join(out, ReportFile))
+	if err := json.Unmarshal(raw, &rep); err != nil || rep.Strategy != StrategyPatch {
+		t.Fatalf("report %s, %v", raw, err)
+	}
+	base, _ := os.Stat(iso)
+	custom, _ := os.Stat(filepath.Join(out, OutputISO))
+	if base.Size() != custom.Size() {
+		t.Fatalf("customized ISO is %d bytes, the base %d", custom.Size(), base.Size())
+	}
+}
