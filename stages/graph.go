@@ -275,8 +275,9 @@ func (s secretSet) Secret(name string) ([]byte, error) {
 }
 
 // Lock resolves everything the blueprint reads to digests, as the resolve stage does but
-// without the cache, for `snofactory lock`. The installer is extracted into a scratch
-// directory only to record its checksum, so the lock matches what a build pins.
+// without the cache, for `snofactory lock`. It pins the installer and a release's live ISO by
+// their images' digests without extracting them (a gigabyte for the ISO); a build's resolve
+// adds their checksums, and --locked accepts both forms.
 func Lock(ctx context.Context, bp *blueprints.Blueprint, log *slog.Logger) (*resolve.Lock, error) {
 	if err := bp.CheckISO(); err != nil {
 		return nil, err
@@ -286,5 +287,5 @@ func Lock(ctx context.Context, bp *blueprints.Blueprint, log *slog.Logger) (*res
 		return nil, err
 	}
 	defer os.RemoveAll(scratch)
-	return resolve.Resolve(ctx, ResolveOptions(bp, Options{}), resolve.Runtime{Secrets: Secrets(bp), OutDir: scratch, Scratch: scratch, Log: log})
+	return resolve.Resolve(ctx, ResolveOptions(bp, Options{}), resolve.Runtime{Secrets: Secrets(bp), Scratch: scratch, Log: log})
 }

@@ -409,6 +409,15 @@ func TestOpenShiftBuildsThroughPrecache(t *testing.T) {
 		!bytes.Equal(bytes.TrimSpace([]byte(shown.stdout)), bytes.TrimSpace(cfg3)) {
 		t.Errorf("after a new baseDomain the live ISO does not carry the new config (%v)", err)
 	}
+
+	// snofactory lock pins the installer by its image digest without extracting it; a
+	// build's resolve also records its checksum, and --locked accepts both.
+	if r := runCLI(t, "lock", bp); r.code != 0 {
+		t.Fatalf("lock: exit %d: %s", r.code, r.stderr)
+	}
+	if r := runCLI(t, "build", bp, "--locked", "--until", "precache", "--cache-dir", cache, "--output-dir", t.TempDir()); r.code != 0 {
+		t.Fatalf("build --locked with a fresh lock: exit %d: %s", r.code, r.stderr)
+	}
 	assertNoPullSecret(t, pullSecret, cache, out3, tmp)
 }
 
