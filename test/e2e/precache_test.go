@@ -108,7 +108,6 @@ func buildPrecache(t *testing.T, cacheDir, blueprint string, ro resolve.Options,
 	return buildResult{out: out, lock: lock, report: rep, rec: rec, progress: progress}
 }
 
-
 // TestPrecachePayload resolves and precaches the default synthetic payload (OCI media types,
 // so Debian's skopeo 1.9 can read the layout; a multi-arch component included), checks every
 // image of the layout with skopeo, then builds a second blueprint of the same release and
