@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"log/slog"
+	"runtime/debug"
 )
 
 // Stage is one step of a build. Stage packages construct it with typed options and return it;
@@ -68,4 +69,23 @@ func (e *Env) Progress(what string, done, total int64, unit string) {
 	if e.events != nil {
 		e.events.emit(Event{Kind: EventProgress, Stage: e.stage, Message: what, Done: done, Total: total, Unit: unit})
 	}
+}
+
+// ModuleVersion is the version of a Go module compiled into this binary ("unknown" in test
+// binaries and builds without module information), for stages that record the libraries
+// they used (UseTool) beside external tools.
+func ModuleVersion(path string) string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	for _, d := range bi.Deps {
+		if d.Path == path {
+			if d.Replace != nil {
+				return d.Replace.Version
+			}
+			return d.Version
+		}
+	}
+	return "unknown"
 }

@@ -78,6 +78,7 @@ func New(opts Options) pipeline.Stage {
 		Options: opts,
 		Deps:    []string{opts.LockFrom},
 		Run: func(ctx context.Context, env *pipeline.Env) error {
+			env.UseTool("containers/image", pipeline.ModuleVersion("github.com/containers/image/v5"))
 			return run(ctx, opts, env)
 		},
 	}

@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime/debug"
 	"sort"
 	"strings"
 
@@ -111,6 +110,9 @@ func run(ctx context.Context, opts Options, env *runEnv) error {
 		return fmt.Errorf("render options: %w", err)
 	}
 	rep := &Report{Target: opts.Target, StageVersion: stageVersion, Tools: libraryVersions()}
+	for lib, v := range rep.Tools {
+		env.useTool(lib, v)
+	}
 	var err error
 	switch opts.Target {
 	case TargetCoreOS:
@@ -191,20 +193,10 @@ type RelocationReport struct {
 
 // libraryVersions reports the Butane and Ignition modules compiled in.
 func libraryVersions() map[string]string {
-	v := map[string]string{"butane": "unknown", "ignition": "unknown"}
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return v
+	return map[string]string{
+		"butane":   pipeline.ModuleVersion("github.com/coreos/butane"),
+		"ignition": pipeline.ModuleVersion("github.com/coreos/ignition/v2"),
 	}
-	for _, d := range bi.Deps {
-		switch d.Path {
-		case "github.com/coreos/butane":
-			v["butane"] = d.Version
-		case "github.com/coreos/ignition/v2":
-			v["ignition"] = d.Version
-		}
-	}
-	return v
 }
 
 // removePrevious deletes what an earlier render into dir produced, as its render.json lists

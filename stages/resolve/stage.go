@@ -56,6 +56,7 @@ func New(opts Options) pipeline.Stage {
 		Version: version,
 		Options: opts,
 		Run: func(ctx context.Context, env *pipeline.Env) error {
+			env.UseTool("containers/image", pipeline.ModuleVersion("github.com/containers/image/v5"))
 			lock, err := Resolve(ctx, opts, Runtime{Secrets: env.Secrets, OutDir: env.Out, Scratch: env.Scratch, Log: env.Log})
 			if err != nil {
 				return err
