@@ -70,7 +70,11 @@ func New(opts Options) pipeline.Stage {
 			if err := WriteLock(filepath.Join(env.Out, LockFile), lock); err != nil {
 				return err
 			}
-			env.Log.Info("wrote lock", "images", len(lock.Images), "release", lock.Release.Version)
+			if lock.Release.Ref != "" {
+				env.Log.Info("wrote lock", "images", len(lock.Images), "release", lock.Release.Version)
+			} else {
+				env.Log.Info("wrote lock", "images", len(lock.Images))
+			}
 			return nil
 		},
 	}
