@@ -261,24 +261,9 @@ func TestExtractFileWhiteout(t *testing.T) {
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var ls []v1.Layer
-			for _, l := range tc.layers {
-				ls = append(ls, layer(t, l))
-			}
-			ref := push(t, reg.Ref(fmt.Sprintf("ocp/installer%d:1", i)), ls...)
-			sys, cleanup, err := registries.SystemContext(context.Background(), t.TempDir(), Registry{Insecure: []string{reg.Addr()}}, nil, "x86_64")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer cleanup()
-			c := &client{sys: sys}
-			im, err := c.open(context.Background(), ref)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer im.Close()
+			c, im := openLayered(t, reg, fmt.Sprintf("ocp/installer%d:1", i), tc.layers)
 			dst := filepath.Join(t.TempDir(), "openshift-install")
-			_, err = c.extractFile(context.Background(), im, "/usr/bin/openshift-install", dst)
+			_, err := c.extractFile(context.Background(), im, "/usr/bin/openshift-install", dst)
 			if tc.want == "" {
 				if err == nil || !strings.Contains(err.Error(), "has no") {
 					t.Fatalf("err = %v, want not found", err)
@@ -293,6 +278,29 @@ func TestExtractFileWhiteout(t *testing.T) {
 			}
 		})
 	}
+}
+
+// openLayered pushes an image of the given layers (path -> content each) to repo and opens
+// it through a resolve client.
+func openLayered(t *testing.T, reg *registry.Registry, repo string, layers []map[string]string) (*client, *image) {
+	t.Helper()
+	var ls []v1.Layer
+	for _, l := range layers {
+		ls = append(ls, layer(t, l))
+	}
+	ref := push(t, reg.Ref(repo), ls...)
+	sys, cleanup, err := registries.SystemContext(context.Background(), t.TempDir(), Registry{Insecure: []string{reg.Addr()}}, nil, "x86_64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cleanup)
+	c := &client{sys: sys}
+	im, err := c.open(context.Background(), ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { im.Close() })
+	return c, im
 }
 
 // TestExtractFileSidecar: the sidecar comes from the layers the search reads, topmost copy
@@ -313,22 +321,7 @@ func TestExtractFileSidecar(t *testing.T) {
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var ls []v1.Layer
-			for _, l := range tc.layers {
-				ls = append(ls, layer(t, l))
-			}
-			ref := push(t, reg.Ref(fmt.Sprintf("ocp/mos%d:1", i)), ls...)
-			sys, cleanup, err := registries.SystemContext(context.Background(), t.TempDir(), Registry{Insecure: []string{reg.Addr()}}, nil, "x86_64")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer cleanup()
-			c := &client{sys: sys}
-			im, err := c.open(context.Background(), ref)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer im.Close()
+			c, im := openLayered(t, reg, fmt.Sprintf("ocp/mos%d:1", i), tc.layers)
 			dst := filepath.Join(t.TempDir(), "live.iso")
 			sum, got, err := c.extractFileWith(context.Background(), im, "/"+iso, dst, "/"+side)
 			if err != nil {
