@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snofactory/snofactory/seeds/agent"
 	"github.com/snofactory/snofactory/stages/install/vm"
 	"github.com/snofactory/snofactory/test/conformance"
 	"github.com/snofactory/snofactory/test/registry"
@@ -149,13 +148,7 @@ func TestDemoPipelineISOBoots(t *testing.T) {
 	if r := runCLI(t, "build", bp, "--until", "live-iso", "--cache-dir", t.TempDir(), "--output-dir", out); r.code != 0 {
 		t.Fatalf("build: exit %d\n%s", r.code, r.stderr)
 	}
-	m, acc := liveVM(t, ctx, vm.Config{Name: "demo-live", ISO: filepath.Join(out, "live-iso", "live.iso"), NoReboot: true})
-	wctx, wcancel := context.WithTimeout(ctx, acc.Scale(bootTimeout))
-	defer wcancel()
-	msgs, err := m.WaitFinal(wctx, agent.PhaseBootComplete, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	msgs := bootLive(t, ctx, vm.Config{Name: "demo-live", ISO: filepath.Join(out, "live-iso", "live.iso"), NoReboot: true})
 	checkReports(t, msgs, karg, token,
 		ignitionFile{path: "/etc/snofactory/demo-site", content: []byte("factory=demo\n")})
 }

@@ -105,6 +105,23 @@ func liveVM(t *testing.T, ctx context.Context, cfg vm.Config) (*vm.Machine, vm.A
 	return m, acc
 }
 
+// bootLive boots a live ISO and returns the guest's reports up to its final boot-complete,
+// within the boot timeout scaled for the accelerator.
+func bootLive(t *testing.T, ctx context.Context, cfg vm.Config) []agent.Message {
+	t.Helper()
+	m, acc := liveVM(t, ctx, cfg)
+	start := time.Now()
+	wctx, cancel := context.WithTimeout(ctx, acc.Scale(bootTimeout))
+	defer cancel()
+	msgs, err := m.WaitFinal(wctx, agent.PhaseBootComplete, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s: boot-complete %s after qemu start (firmware %s, accelerator %s, guest uptime %.1fs)",
+		cfg.Name, time.Since(start).Round(time.Millisecond), cfg.Firmware, acc.Name, msgs[len(msgs)-1].Uptime)
+	return msgs
+}
+
 func tail(b []byte, n int) []byte {
 	if len(b) > n {
 		return b[len(b)-n:]
@@ -190,16 +207,7 @@ func TestLiveISOBootRunsIgnition(t *testing.T) {
 			if rep.Strategy != liveiso.StrategyPatch {
 				t.Errorf("a small config should be embedded in place, got strategy %s", rep.Strategy)
 			}
-			m, acc := liveVM(t, ctx, vm.Config{Name: "live-boot-" + string(fw), ISO: iso, NoReboot: true, Firmware: fw})
-			start := time.Now()
-			wctx, wcancel := context.WithTimeout(ctx, acc.Scale(bootTimeout))
-			defer wcancel()
-			msgs, err := m.WaitFinal(wctx, agent.PhaseBootComplete, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("boot-complete %s after qemu start (%s, accelerator %s, guest uptime %.1fs)",
-				time.Since(start).Round(time.Millisecond), fw, acc.Name, msgs[len(msgs)-1].Uptime)
+			msgs := bootLive(t, ctx, vm.Config{Name: "live-boot-" + string(fw), ISO: iso, NoReboot: true, Firmware: fw})
 			checkReports(t, msgs, karg, token)
 		})
 	}
@@ -227,16 +235,8 @@ func TestLiveISOBootOversizedConfig(t *testing.T) {
 			if rep.Strategy != liveiso.StrategyRebuild || rep.AreaBytes <= conformance.IgnitionImgSize {
 				t.Fatalf("oversized config: strategy %s, area %d bytes; want a rebuild with a larger area", rep.Strategy, rep.AreaBytes)
 			}
-			m, acc := liveVM(t, ctx, vm.Config{Name: "live-boot-oversized-" + string(fw), ISO: iso, NoReboot: true, Firmware: fw})
-			start := time.Now()
-			wctx, wcancel := context.WithTimeout(ctx, acc.Scale(bootTimeout))
-			defer wcancel()
-			msgs, err := m.WaitFinal(wctx, agent.PhaseBootComplete, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("boot-complete %s after qemu start (%s, accelerator %s, config %d bytes, area %d bytes)",
-				time.Since(start).Round(time.Millisecond), fw, acc.Name, len(config), rep.AreaBytes)
+			msgs := bootLive(t, ctx, vm.Config{Name: "live-boot-oversized-" + string(fw), ISO: iso, NoReboot: true, Firmware: fw})
+			t.Logf("config %d bytes, embed area %d bytes", len(config), rep.AreaBytes)
 			checkReports(t, msgs, karg, token, bigFile)
 		})
 	}
