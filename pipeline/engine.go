@@ -257,14 +257,7 @@ func Plan(ctx context.Context, g *Graph, c *Cache, secrets SecretSource, sel Sel
 			ps.Reasons = pendingReasons(c, g.Blueprint, in, pending)
 		default:
 			ps.Action = "run"
-			if last, ok := c.lastInputs(g.Blueprint, s.Name); ok {
-				ps.Reasons = in.Diff(last)
-				if len(ps.Reasons) == 0 {
-					ps.Reasons = []string{"inputs unchanged since the last build, but its cache entry is gone or was modified"}
-				}
-			} else {
-				ps.Reasons = []string{"never built with this cache"}
-			}
+			ps.Reasons = changes(c, g.Blueprint, in)
 		}
 		plan = append(plan, ps)
 	}
@@ -368,6 +361,19 @@ func build(ctx context.Context, g *Graph, opts BuildOptions, em *emitter, rec *R
 	return nil
 }
 
+// changes says why a stage with these inputs has no cache entry: what differs from the
+// inputs of the blueprint's last build of it.
+func changes(c *Cache, blueprint string, in KeyInputs) []string {
+	last, ok := c.lastInputs(blueprint, in.Stage)
+	if !ok {
+		return []string{"never built with this cache"}
+	}
+	if why := in.Diff(last); len(why) > 0 {
+		return why
+	}
+	return []string{"inputs unchanged since the last build, but its cache entry is gone or was modified"}
+}
+
 // reasonsFor says why a stage is about to run, for the stage-start event.
 func reasonsFor(c *Cache, blueprint string, s Stage, in KeyInputs, forced bool) string {
 	switch {
@@ -376,15 +382,7 @@ func reasonsFor(c *Cache, blueprint string, s Stage, in KeyInputs, forced bool) 
 	case s.Uncached:
 		return "always runs"
 	}
-	last, ok := c.lastInputs(blueprint, s.Name)
-	if !ok {
-		return "never built with this cache"
-	}
-	why := in.Diff(last)
-	if len(why) == 0 {
-		return "inputs unchanged since the last build, but its cache entry is gone or was modified"
-	}
-	return strings.Join(why, "; ")
+	return strings.Join(changes(c, blueprint, in), "; ")
 }
 
 func runStage(ctx context.Context, s Stage, in KeyInputs, outputs map[string]string, opts BuildOptions, em *emitter) (StageRecord, error) {
