@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 )
 
 // Cache is a content-addressed store of stage outputs, safe to share between concurrent builds
@@ -160,9 +159,9 @@ func (c *Cache) commit(staged string, e Entry) (Entry, error) {
 	return e, nil
 }
 
-// lock takes the per-entry lock, blocking until it is free. Locks are flocks, so a killed
-// build releases them with its process.
-func (c *Cache) lock(key string) (unlock func(), err error) {
+// lock takes the per-entry lock, waiting until it is free or ctx ends (Ctrl-C while another
+// build makes the same entry). Locks are flocks, so a killed build releases them.
+func (c *Cache) lock(ctx context.Context, key string) (unlock func(), err error) {
 	d := filepath.Join(c.Dir, "locks")
 	if err := os.MkdirAll(d, 0o755); err != nil {
 		return nil, err
@@ -171,14 +170,11 @@ func (c *Cache) lock(key string) (unlock func(), err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+	if err := LockFile(ctx, f); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("locking cache entry %s: %w", key, err)
+		return nil, fmt.Errorf("cache entry %s: %w", key, err)
 	}
-	return func() {
-		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		f.Close()
-	}, nil
+	return func() { f.Close() }, nil
 }
 
 // shared returns (creating it) a depot-wide directory owned by a stage.

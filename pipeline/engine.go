@@ -392,7 +392,7 @@ func runStage(ctx context.Context, s Stage, in KeyInputs, outputs map[string]str
 	sr := StageRecord{Name: s.Name, Key: key}
 	forced := slices.Contains(opts.Selection.Force, s.Name)
 
-	unlock, err := c.lock(key)
+	unlock, err := c.lock(ctx, key)
 	if err != nil {
 		return sr, err
 	}

@@ -577,3 +577,18 @@ func TestModifiedEntryIsRebuilt(t *testing.T) {
 		t.Fatalf("b's output: %q", b)
 	}
 }
+
+// Ctrl-C while another build holds the entry's lock stops the wait instead of hanging.
+func TestWaitingForAnEntryLockIsCancellable(t *testing.T) {
+	c := &Cache{Dir: t.TempDir()}
+	unlock, err := c.lock(context.Background(), strings.Repeat("a", 64))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if _, err := c.lock(ctx, strings.Repeat("a", 64)); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("got %v", err)
+	}
+}

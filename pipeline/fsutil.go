@@ -1,8 +1,13 @@
 package pipeline
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
+	"time"
 )
 
 // WriteFileAtomic writes data to path through a temporary file in the same directory, synced
@@ -34,4 +39,23 @@ func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
 		return err
 	}
 	return os.Rename(tmp, path)
+}
+
+// LockFile waits for an exclusive flock on f, or until ctx ends. Closing f (or the process
+// dying) releases it, so a killed build never leaves a lock held.
+func LockFile(ctx context.Context, f *os.File) error {
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			return fmt.Errorf("locking %s: %w", f.Name(), err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the lock %s: %w", f.Name(), ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }

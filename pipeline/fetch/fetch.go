@@ -17,8 +17,9 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/snofactory/snofactory/pipeline"
 )
 
 // Options tunes a download.
@@ -64,11 +65,14 @@ func File(ctx context.Context, rawURL, sha, store string, opts Options) (string,
 	if err := os.MkdirAll(filepath.Join(store, "locks"), 0o755); err != nil {
 		return "", err
 	}
-	unlock, err := lockFile(filepath.Join(store, "locks", sha+".lock"))
+	lock, err := os.OpenFile(filepath.Join(store, "locks", sha+".lock"), os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return "", err
 	}
-	defer unlock()
+	defer lock.Close()
+	if err := pipeline.LockFile(ctx, lock); err != nil {
+		return "", err
+	}
 	if _, err := os.Stat(final); err == nil {
 		return final, nil
 	}
@@ -266,20 +270,4 @@ func fileSHA256(p string) (string, error) {
 		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
-// lockFile takes an exclusive flock on path, released with the process if it dies.
-func lockFile(path string) (func(), error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("locking %s: %w", path, err)
-	}
-	return func() {
-		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		f.Close()
-	}, nil
 }

@@ -93,21 +93,9 @@ func (s *Store) acquire(ctx context.Context, d digest.Digest) (p *partial, done 
 	if err != nil {
 		return nil, false, fmt.Errorf("opening partial blob %s: %w", d, err)
 	}
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
-			f.Close()
-			return nil, false, fmt.Errorf("locking partial blob %s: %w", d, err)
-		}
-		select {
-		case <-ctx.Done():
-			f.Close()
-			return nil, false, ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
+	if err := pipeline.LockFile(ctx, f); err != nil {
+		f.Close()
+		return nil, false, fmt.Errorf("partial blob %s: %w", d, err)
 	}
 	if _, err := os.Stat(s.Path(d)); err == nil {
 		// Finished by another writer; our (new, empty) partial file is litter.

@@ -2,15 +2,14 @@ package conformance
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
-	"time"
+
+	"github.com/snofactory/snofactory/pipeline"
 )
 
 // DefaultISOPath is where `make conformance-iso` puts the ISO, relative to the module root.
@@ -48,21 +47,9 @@ func lockOutput(ctx context.Context, out string) (unlock func(), err error) {
 	if err != nil {
 		return nil, fmt.Errorf("conformance ISO lock: %w", err)
 	}
-	for {
-		err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
-			lock.Close()
-			return nil, fmt.Errorf("conformance ISO lock %s: %w", out+".lock", err)
-		}
-		select {
-		case <-ctx.Done():
-			lock.Close()
-			return nil, fmt.Errorf("waiting for the conformance ISO lock %s: %w", out+".lock", ctx.Err())
-		case <-time.After(200 * time.Millisecond):
-		}
+	if err := pipeline.LockFile(ctx, lock); err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("conformance ISO: %w", err)
 	}
 	return func() { lock.Close() }, nil // closing drops the lock
 }
