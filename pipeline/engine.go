@@ -435,22 +435,31 @@ func runStage(ctx context.Context, s Stage, in KeyInputs, outputs map[string]str
 	}
 	defer logFile.Close()
 	env := &Env{
-		Out:     staged,
-		Scratch: scratch,
-		Inputs:  map[string]string{},
-		Shared:  c.shared,
-		Secrets: opts.Secrets,
-		Log:     slog.New(newStageLogHandler(red.writer(logFile), em, s.Name, red)),
-		LogPath: logPath,
-		tools:   map[string]string{},
-		events:  em,
-		stage:   s.Name,
+		Out:         staged,
+		Scratch:     scratch,
+		Inputs:      map[string]string{},
+		Shared:      c.shared,
+		Secrets:     opts.Secrets,
+		Log:         slog.New(newStageLogHandler(red.writer(logFile), em, s.Name, red)),
+		LogPath:     logPath,
+		KeepOnError: opts.KeepOnError,
+		tools:       map[string]string{},
+		events:      em,
+		stage:       s.Name,
 	}
 	for _, d := range s.Deps {
 		env.Inputs[d] = outputs[d]
 	}
 	em.emit(Event{Kind: EventStageStart, Stage: s.Name, Key: key, Message: reasonsFor(c, em.blueprint, s, in, forced)})
 	runErr := safeRun(ctx, s, env)
+	// Resources the stage created (VMs, processes, scratch disks) go before its outputs are
+	// committed, whatever the outcome.
+	if cerr := env.cleanups.Run(); cerr != nil {
+		env.Log.Warn("cleanup failed", "error", cerr.Error())
+		if runErr == nil {
+			runErr = cerr
+		}
+	}
 	sr.Tools = env.tools
 	if runErr == nil {
 		runErr = ctx.Err()

@@ -41,6 +41,7 @@ type Env struct {
 	// crash by the next run): put files holding secrets there, never in the system temp dir.
 	Scratch string
 	// Inputs maps each name in Stage.Deps to that stage's (read-only) output directory.
+	// Stages read an upstream's typed record through ReadOutput rather than naming its files.
 	Inputs map[string]string
 	// Shared returns a depot-wide directory for data that outlives entries and is shared by
 	// every build using this cache (e.g. a blob store). Writers must stage and rename.
@@ -51,10 +52,14 @@ type Env struct {
 	Log *slog.Logger
 	// LogPath is the full log file of this stage, for error messages.
 	LogPath string
+	// KeepOnError is the build's --keep-on-error: a stage that fails keeps what it would
+	// otherwise delete (disks, consoles) for inspection.
+	KeepOnError bool
 	// Tools records the external tools (and versions) the stage used, for run.json.
-	tools  map[string]string
-	events *emitter
-	stage  string
+	tools    map[string]string
+	events   *emitter
+	stage    string
+	cleanups Cleanups
 }
 
 // UseTool records that the stage used an external tool at a version, for the run record.
