@@ -9,11 +9,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/snofactory/snofactory/stages/liveiso"
+	"github.com/snofactory/snofactory/stages/liveiso/coreiso"
 )
 
 // newISOCommand groups the live ISO customization commands (what
-// `coreos-installer iso` does), over stages/liveiso.
+// `coreos-installer iso` does), over stages/liveiso/coreiso.
 func newISOCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "iso",
@@ -34,7 +34,7 @@ func oneISO(_ *cobra.Command, args []string) error {
 // isoErr maps library errors to exit codes: the user's input (missing file,
 // not an ISO, no embed area, refused replacement) exits 2.
 func isoErr(err error) error {
-	if err != nil && liveiso.IsBadInput(err) {
+	if err != nil && coreiso.IsBadInput(err) {
 		return badInput(err)
 	}
 	return err
@@ -70,7 +70,7 @@ around a larger images/ignition.img (needs xorriso) unless --no-rebuild.`,
 			if err != nil {
 				return badInput(fmt.Errorf("reading the Ignition config: %w", err))
 			}
-			c := liveiso.Customization{Ignition: cfg, Force: force, NoRebuild: noRebuild,
+			c := coreiso.Customization{Ignition: cfg, Force: force, NoRebuild: noRebuild,
 				Log: slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelInfo}))}
 			for _, kf := range keyfiles {
 				data, err := os.ReadFile(kf)
@@ -82,7 +82,7 @@ around a larger images/ignition.img (needs xorriso) unless --no-rebuild.`,
 				}
 				c.NetworkKeyfiles[filepath.Base(kf)] = data
 			}
-			rep, err := liveiso.Customize(cmd.Context(), args[0], out, c)
+			rep, err := coreiso.Customize(cmd.Context(), args[0], out, c)
 			if err != nil {
 				return isoErr(err)
 			}
@@ -105,7 +105,7 @@ func newISOShowCommand() *cobra.Command {
 		Short: "Print the embedded Ignition config",
 		Args:  oneISO,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := liveiso.ShowIgnition(args[0])
+			cfg, err := coreiso.ShowIgnition(args[0])
 			if err != nil {
 				return isoErr(err)
 			}
@@ -122,7 +122,7 @@ func newISORemoveCommand() *cobra.Command {
 		Short: "Remove the embedded Ignition config",
 		Args:  oneISO,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, err := liveiso.Customize(cmd.Context(), args[0], out, liveiso.Customization{RemoveIgnition: true})
+			_, err := coreiso.Customize(cmd.Context(), args[0], out, coreiso.Customization{RemoveIgnition: true})
 			return isoErr(err)
 		},
 	}
@@ -141,7 +141,7 @@ func newISOKargsCommand() *cobra.Command {
 		Short: "Print the current (or default) kernel arguments",
 		Args:  oneISO,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			k, err := liveiso.ShowKargs(args[0], defaults)
+			k, err := coreiso.ShowKargs(args[0], defaults)
 			if err != nil {
 				return isoErr(err)
 			}
@@ -163,7 +163,7 @@ func newISOKargsCommand() *cobra.Command {
 			if len(appendArgs)+len(deleteArgs)+len(replaceArgs) == 0 {
 				return badInput(fmt.Errorf("nothing to do: give -a, -d or -r"))
 			}
-			rep, err := liveiso.Customize(cmd.Context(), args[0], modOut, liveiso.Customization{
+			rep, err := coreiso.Customize(cmd.Context(), args[0], modOut, coreiso.Customization{
 				KargsAppend: appendArgs, KargsDelete: deleteArgs, KargsReplace: replaceArgs})
 			if err != nil {
 				return isoErr(err)
@@ -183,7 +183,7 @@ func newISOKargsCommand() *cobra.Command {
 		Short: "Restore the default kernel arguments",
 		Args:  oneISO,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, err := liveiso.Customize(cmd.Context(), args[0], resetOut, liveiso.Customization{ResetKargs: true})
+			_, err := coreiso.Customize(cmd.Context(), args[0], resetOut, coreiso.Customization{ResetKargs: true})
 			return isoErr(err)
 		},
 	}

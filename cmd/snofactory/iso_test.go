@@ -2,54 +2,13 @@ package main
 
 import (
 	"bytes"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/ulikunitz/xz"
+	"github.com/snofactory/snofactory/stages/liveiso/coreiso/coreisotest"
 )
-
-// isoFixture decompresses a coreos-installer fixture ISO into a temp dir,
-// finding shared/reference by walking up from the package directory.
-func isoFixture(t *testing.T, name string) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		cand := filepath.Join(dir, "shared", "reference", "coreos-installer-iso-fixtures", name+".xz")
-		if _, err := os.Stat(cand); err == nil {
-			src, err := os.Open(cand)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer src.Close()
-			zr, err := xz.NewReader(src)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out := filepath.Join(t.TempDir(), name)
-			f, err := os.Create(out)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := io.Copy(f, zr); err != nil {
-				t.Fatal(err)
-			}
-			if err := f.Close(); err != nil {
-				t.Fatal(err)
-			}
-			return out
-		}
-		if filepath.Dir(dir) == dir {
-			t.Fatalf("fixture %s not found above the package directory", name)
-		}
-		dir = filepath.Dir(dir)
-	}
-}
 
 func runCLI(args ...string) (code int, stdout, stderr string) {
 	var o, e bytes.Buffer
@@ -58,7 +17,7 @@ func runCLI(args ...string) (code int, stdout, stderr string) {
 }
 
 func TestISOCommands(t *testing.T) {
-	iso := isoFixture(t, "embed-areas-2023-07.x86_64.iso")
+	iso := coreisotest.Fixture(t, "embed-areas-2023-07.x86_64.iso")
 	dir := t.TempDir()
 	cfgPath := filepath.Join(dir, "config.ign")
 	cfg := `{"ignition":{"version":"3.3.0"}}`
@@ -111,7 +70,7 @@ func TestISOCommands(t *testing.T) {
 }
 
 func TestISONoEmbedArea(t *testing.T) {
-	iso := isoFixture(t, "synthetic.iso")
+	iso := coreisotest.Fixture(t, "synthetic.iso")
 	code, _, stderr := runCLI("iso", "show", iso)
 	if code != 2 || !strings.Contains(stderr, "no Ignition embed area") {
 		t.Fatalf("exit %d, stderr %q", code, stderr)

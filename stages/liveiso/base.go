@@ -14,6 +14,7 @@ import (
 	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/pipeline/fetch"
 	"github.com/snofactory/snofactory/stages/internal/lockfile"
+	"github.com/snofactory/snofactory/stages/liveiso/coreiso"
 )
 
 // isoStore is the depot-wide store of downloaded base ISOs, shared by every build.
@@ -87,7 +88,7 @@ func extractedISO(ctx context.Context, dir, stage string, iso *lockfile.LockedIS
 	}
 	if !strings.EqualFold(got, iso.SHA256) {
 		return "", fmt.Errorf("the live ISO %s extracted by stage %s has sha256 %s, but its lock pins %s (the output was altered; rebuild it with --force %s): %w",
-			p, stage, got, iso.SHA256, stage, ErrMalformed)
+			p, stage, got, iso.SHA256, stage, coreiso.ErrMalformed)
 	}
 	return p, nil
 }

@@ -1,28 +1,8 @@
-// Package liveiso customizes CoreOS-style live ISO images the way
-// `coreos-installer iso` does: it embeds an Ignition config (and optional
-// NetworkManager keyfiles) into the ISO's reserved embed area and edits the
-// kernel arguments held in the boot configuration's reserved karg areas.
-//
-// The embed area is found through /coreos/igninfo.json, else the whole extent
-// of /images/ignition.img, else the legacy "coreiso+" header in the ISO 9660
-// System Area. Karg areas are found through /coreos/kargs.json, else the
-// legacy "coreKarg" header. Edits only ever touch those bytes, so an ISO can be
-// changed in place or streamed to a new file and then patched.
-//
-// A config too large for the embed area (bootstrap-in-place configs often
-// are) is handled by rebuilding the ISO with xorriso around a larger
-// /images/ignition.img and an updated /coreos/igninfo.json, so the result
-// still boots unattended and later tools still find the area. Customize picks
-// the strategy.
-//
-// NetworkManager keyfiles are embedded as given (Customization.NetworkKeyfiles).
-// Converting nmstate YAML to keyfiles is not done here: nmstate's generator is
-// Rust, its Go binding needs cgo and libnmstate (not packaged in Debian 12),
-// and the binary must stay static.
-//
-// The ISO 9660 directory walk is our own small, bounded reader built on
-// github.com/kdomanski/iso9660's record decoder: that library's tree walker
-// follows Rock Ridge continuation areas without limits (a crafted ISO hangs
-// or overflows the stack) and does not expose extent addresses, which are
-// exactly what embedding needs.
+// Package liveiso is the live-iso pipeline stage: it takes the Ignition config
+// the render stage wrote and a base live ISO (a local file, a download into the
+// depot's ISO store, an upstream output, or the ISO an upstream lock pins), and
+// writes live.iso with the config, kernel arguments and network keyfiles
+// embedded, plus a report of how. The byte-level work (ISO 9660, embed area,
+// initrd, kernel-argument areas, rebuilding around an oversized config) is
+// package coreiso; this package only wires it into the pipeline.
 package liveiso

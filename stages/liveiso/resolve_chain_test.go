@@ -12,6 +12,8 @@ import (
 
 	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/stages/internal/lockfile"
+	"github.com/snofactory/snofactory/stages/liveiso/coreiso"
+	"github.com/snofactory/snofactory/stages/liveiso/coreiso/coreisotest"
 	"github.com/snofactory/snofactory/stages/resolve"
 	pl "github.com/snofactory/snofactory/test/payload"
 	"github.com/snofactory/snofactory/test/registry"
@@ -21,7 +23,7 @@ import (
 // whose live ISO is only in machine-os-images (no coreos-bootimages stream): resolve extracts
 // it, and live-iso embeds the config into exactly that ISO.
 func TestStageISOFromMachineOSImages(t *testing.T) {
-	iso := fixture(t, "embed-areas-2023-07.x86_64.iso")
+	iso := coreisotest.Fixture(t, "embed-areas-2023-07.x86_64.iso")
 	reg := registry.StartT(t, registry.Options{})
 	rel, err := pl.Generate(context.Background(), reg.Addr(), pl.Options{Size: pl.Tiny, Components: 8,
 		ISO: pl.ISO{Path: iso, NoBootImages: true}})
@@ -57,14 +59,14 @@ func TestStageISOFromMachineOSImages(t *testing.T) {
 		Inputs: map[string]string{"render": renderDir, resolve.Name: resolveOut}}); err != nil {
 		t.Fatalf("live-iso: %v", err)
 	}
-	got, err := ShowIgnition(filepath.Join(out, OutputISO))
+	got, err := coreiso.ShowIgnition(filepath.Join(out, OutputISO))
 	if err != nil || !bytes.Equal(got, cfg) {
 		t.Fatalf("show = %q, %v", got, err)
 	}
 	// Patched in place, so the result is the base ISO's size: the base was that ISO.
-	var rep Report
+	var rep coreiso.Report
 	raw, _ := os.ReadFile(filepath.Join(out, ReportFile))
-	if err := json.Unmarshal(raw, &rep); err != nil || rep.Strategy != StrategyPatch {
+	if err := json.Unmarshal(raw, &rep); err != nil || rep.Strategy != coreiso.StrategyPatch {
 		t.Fatalf("report %s, %v", raw, err)
 	}
 	base, _ := os.Stat(iso)

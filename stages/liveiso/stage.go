@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/stages/liveiso/coreiso"
 )
 
 // Name is the stage name.
@@ -44,7 +45,7 @@ type StageOptions struct {
 	// inside an image (image://) is the file the upstream stage extracted (lock iso.path),
 	// checked against the lock's sha256; any other is downloaded.
 	ISOLockFrom string `json:"isoLockFrom,omitempty"`
-	// Kernel-argument edits (see KargsEdit).
+	// Kernel-argument edits (see coreiso.KargsEdit).
 	KargsAppend  []string `json:"kargsAppend,omitempty"`
 	KargsDelete  []string `json:"kargsDelete,omitempty"`
 	KargsReplace []string `json:"kargsReplace,omitempty"`
@@ -139,7 +140,7 @@ func runStage(ctx context.Context, opts StageOptions, env *pipeline.Env) error {
 	if err != nil {
 		return err
 	}
-	c := Customization{Ignition: cfg, KargsAppend: opts.KargsAppend, KargsDelete: opts.KargsDelete,
+	c := coreiso.Customization{Ignition: cfg, KargsAppend: opts.KargsAppend, KargsDelete: opts.KargsDelete,
 		KargsReplace: opts.KargsReplace, NoRebuild: opts.NoRebuild, Log: env.Log}
 	if entry.Secret {
 		// the config carries secrets (pull secret): so does the ISO
@@ -156,11 +157,11 @@ func runStage(ctx context.Context, opts StageOptions, env *pipeline.Env) error {
 		c.NetworkKeyfiles[name] = b
 	}
 	out := filepath.Join(env.Out, OutputISO)
-	rep, err := Customize(ctx, base, out, c)
+	rep, err := coreiso.Customize(ctx, base, out, c)
 	if err != nil {
 		return err
 	}
-	if rep.Strategy == StrategyRebuild {
+	if rep.Strategy == coreiso.StrategyRebuild {
 		if v, err := exec.CommandContext(ctx, "xorriso", "-version").Output(); err == nil {
 			env.UseTool("xorriso", strings.TrimSpace(strings.SplitN(string(v), "\n", 2)[0]))
 		}

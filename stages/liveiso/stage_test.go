@@ -18,10 +18,12 @@ import (
 
 	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/stages/internal/lockfile"
+	"github.com/snofactory/snofactory/stages/liveiso/coreiso"
+	"github.com/snofactory/snofactory/stages/liveiso/coreiso/coreisotest"
 )
 
 func TestStage(t *testing.T) {
-	iso := fixture(t, "embed-areas-2023-07.x86_64.iso")
+	iso := coreisotest.Fixture(t, "embed-areas-2023-07.x86_64.iso")
 	renderDir := t.TempDir()
 	cfg := testConfig("stage")
 	if err := os.WriteFile(filepath.Join(renderDir, "config.ign"), cfg, 0o600); err != nil {
@@ -49,16 +51,16 @@ func TestStage(t *testing.T) {
 	if err := s.Run(context.Background(), env); err != nil {
 		t.Fatal(err)
 	}
-	got, err := ShowIgnition(filepath.Join(out, OutputISO))
+	got, err := coreiso.ShowIgnition(filepath.Join(out, OutputISO))
 	if err != nil || !bytes.Equal(got, cfg) {
 		t.Fatalf("show = %q, %v", got, err)
 	}
 	if st, _ := os.Stat(filepath.Join(out, OutputISO)); st.Mode().Perm() != 0o600 {
 		t.Errorf("an ISO holding a secret config has mode %v", st.Mode().Perm())
 	}
-	var rep Report
+	var rep coreiso.Report
 	raw, _ := os.ReadFile(filepath.Join(out, ReportFile))
-	if err := json.Unmarshal(raw, &rep); err != nil || rep.Strategy != StrategyPatch || rep.Output != OutputISO || rep.NetworkFiles != 1 {
+	if err := json.Unmarshal(raw, &rep); err != nil || rep.Strategy != coreiso.StrategyPatch || rep.Output != OutputISO || rep.NetworkFiles != 1 {
 		t.Fatalf("report %s, %v", raw, err)
 	}
 	// a render output without the named config is a clear error
@@ -71,7 +73,7 @@ func TestStage(t *testing.T) {
 // TestStageISOFromImageLock: a lock that pins the ISO inside a component image (image://)
 // makes the stage read the file the upstream stage extracted, once its sha256 matches.
 func TestStageISOFromImageLock(t *testing.T) {
-	iso := fixture(t, "embed-areas-2023-07.x86_64.iso")
+	iso := coreisotest.Fixture(t, "embed-areas-2023-07.x86_64.iso")
 	isoSum := fileSum(t, iso)
 	renderDir := t.TempDir()
 	cfg := testConfig("image-lock")
@@ -92,7 +94,7 @@ func TestStageISOFromImageLock(t *testing.T) {
 	}{
 		{"extracted", lockfile.LockedISO{URL: url, Path: "iso/live.iso", SHA256: isoSum, From: "machine-os-images"}, true, "", nil},
 		{"sha256 mismatch", lockfile.LockedISO{URL: url, Path: "iso/live.iso", SHA256: strings.Repeat("0", 64), From: "machine-os-images"}, true,
-			"has sha256 " + isoSum + ", but its lock pins " + strings.Repeat("0", 64), ErrMalformed},
+			"has sha256 " + isoSum + ", but its lock pins " + strings.Repeat("0", 64), coreiso.ErrMalformed},
 		{"not extracted", lockfile.LockedISO{URL: url, From: "machine-os-images"}, false, "records no extracted file", nil},
 		{"file missing", lockfile.LockedISO{URL: url, Path: "iso/live.iso", SHA256: isoSum, From: "machine-os-images"}, false, "no such file", fs.ErrNotExist},
 	}
@@ -135,7 +137,7 @@ func TestStageISOFromImageLock(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := ShowIgnition(filepath.Join(out, OutputISO))
+			got, err := coreiso.ShowIgnition(filepath.Join(out, OutputISO))
 			if err != nil || !bytes.Equal(got, cfg) {
 				t.Fatalf("show = %q, %v", got, err)
 			}
@@ -145,6 +147,11 @@ func TestStageISOFromImageLock(t *testing.T) {
 			}
 		})
 	}
+}
+
+// testConfig is a small valid Ignition config that tag makes unique.
+func testConfig(tag string) []byte {
+	return []byte(fmt.Sprintf(`{"ignition":{"version":"3.3.0"},"storage":{"files":[{"path":"/etc/tag","contents":{"source":"data:,%s"}}]}}`, tag))
 }
 
 func fileSum(t *testing.T, path string) string {

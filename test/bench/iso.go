@@ -14,7 +14,7 @@ import (
 
 	"github.com/ulikunitz/xz"
 
-	"github.com/snofactory/snofactory/stages/liveiso"
+	"github.com/snofactory/snofactory/stages/liveiso/coreiso"
 )
 
 // isoBenchSize is the size of the ISO the embed figures are measured on:
@@ -57,14 +57,14 @@ func benchISO(ctx context.Context, dir string) ([]Result, error) {
 		return time.Since(start), nil
 	}
 	outPath := filepath.Join(dir, "out.iso")
-	runOurs := func(c liveiso.Customization, want liveiso.Strategy) (time.Duration, error) {
+	runOurs := func(c coreiso.Customization, want coreiso.Strategy) (time.Duration, error) {
 		os.Remove(outPath)
 		os.Remove(copyPath)
 		if err := syncFS(); err != nil {
 			return 0, err
 		}
 		start := time.Now()
-		rep, err := liveiso.Customize(ctx, big, outPath, c)
+		rep, err := coreiso.Customize(ctx, big, outPath, c)
 		if err != nil {
 			return 0, err
 		}
@@ -82,10 +82,10 @@ func benchISO(ctx context.Context, dir string) ([]Result, error) {
 		}{
 			{&cps, runCp},
 			{&outs, func() (time.Duration, error) {
-				return runOurs(liveiso.Customization{Ignition: cfg}, liveiso.StrategyPatch)
+				return runOurs(coreiso.Customization{Ignition: cfg}, coreiso.StrategyPatch)
 			}},
 			{&rebuilds, func() (time.Duration, error) {
-				return runOurs(liveiso.Customization{Ignition: bigCfg}, liveiso.StrategyRebuild)
+				return runOurs(coreiso.Customization{Ignition: bigCfg}, coreiso.StrategyRebuild)
 			}},
 		} {
 			d, err := step.run()
@@ -108,11 +108,11 @@ func benchISO(ctx context.Context, dir string) ([]Result, error) {
 	}
 	inPlace, err := median(5, func() (time.Duration, error) {
 		start := time.Now()
-		rep, err := liveiso.Customize(ctx, copyPath, "", liveiso.Customization{Ignition: cfg, Force: true})
+		rep, err := coreiso.Customize(ctx, copyPath, "", coreiso.Customization{Ignition: cfg, Force: true})
 		if err != nil {
 			return 0, err
 		}
-		if rep.Strategy != liveiso.StrategyPatch {
+		if rep.Strategy != coreiso.StrategyPatch {
 			return 0, fmt.Errorf("unexpected strategy %s", rep.Strategy)
 		}
 		return time.Since(start), nil
@@ -120,7 +120,7 @@ func benchISO(ctx context.Context, dir string) ([]Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	got, err := liveiso.ShowIgnition(copyPath)
+	got, err := coreiso.ShowIgnition(copyPath)
 	if err != nil || string(got) != string(cfg) {
 		return nil, fmt.Errorf("benchmark output does not read back: %v", err)
 	}

@@ -20,7 +20,7 @@ import (
 
 	"github.com/snofactory/snofactory/seeds/agent"
 	"github.com/snofactory/snofactory/stages/install/vm"
-	"github.com/snofactory/snofactory/stages/liveiso"
+	"github.com/snofactory/snofactory/stages/liveiso/coreiso"
 	"github.com/snofactory/snofactory/test/conformance"
 )
 
@@ -130,14 +130,14 @@ func tail(b []byte, n int) []byte {
 }
 
 // customizedISO builds (or reuses) the conformance ISO and embeds config and kargs.
-func customizedISO(t *testing.T, ctx context.Context, config []byte, kargs ...string) (string, liveiso.Report) {
+func customizedISO(t *testing.T, ctx context.Context, config []byte, kargs ...string) (string, coreiso.Report) {
 	t.Helper()
 	base, err := conformance.Cached(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "live.iso")
-	rep, err := liveiso.Customize(ctx, base, out, liveiso.Customization{Ignition: config, KargsAppend: kargs})
+	rep, err := coreiso.Customize(ctx, base, out, coreiso.Customization{Ignition: config, KargsAppend: kargs})
 	if err != nil {
 		t.Fatalf("embedding the config: %v", err)
 	}
@@ -204,7 +204,7 @@ func TestLiveISOBootRunsIgnition(t *testing.T) {
 			token := ignitionFile{path: "/etc/snofactory/token-" + randomHex(t, 4), content: []byte(randomHex(t, 16))}
 			karg := "snofactory.e2e=" + randomHex(t, 6)
 			iso, rep := customizedISO(t, ctx, ignitionConfig(t, token), karg)
-			if rep.Strategy != liveiso.StrategyPatch {
+			if rep.Strategy != coreiso.StrategyPatch {
 				t.Errorf("a small config should be embedded in place, got strategy %s", rep.Strategy)
 			}
 			msgs := bootLive(t, ctx, vm.Config{Name: "live-boot-" + string(fw), ISO: iso, NoReboot: true, Firmware: fw})
@@ -232,7 +232,7 @@ func TestLiveISOBootOversizedConfig(t *testing.T) {
 			}
 			karg := "snofactory.e2e=" + randomHex(t, 6)
 			iso, rep := customizedISO(t, ctx, config, karg)
-			if rep.Strategy != liveiso.StrategyRebuild || rep.AreaBytes <= conformance.IgnitionImgSize {
+			if rep.Strategy != coreiso.StrategyRebuild || rep.AreaBytes <= conformance.IgnitionImgSize {
 				t.Fatalf("oversized config: strategy %s, area %d bytes; want a rebuild with a larger area", rep.Strategy, rep.AreaBytes)
 			}
 			msgs := bootLive(t, ctx, vm.Config{Name: "live-boot-oversized-" + string(fw), ISO: iso, NoReboot: true, Firmware: fw})

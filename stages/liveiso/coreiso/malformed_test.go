@@ -1,4 +1,4 @@
-package liveiso
+package coreiso
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/snofactory/snofactory/stages/liveiso/coreiso/coreisotest"
 )
 
 // patchISOFile overwrites the contents of an ISO file (same length, padded
@@ -73,67 +75,67 @@ func TestMalformedISOs(t *testing.T) {
 		{"directory", func(t *testing.T, dir string) string { return dir }, "", ErrNotISO, "regular file"},
 		{"missing", func(t *testing.T, dir string) string { return filepath.Join(dir, "nope.iso") }, "", os.ErrNotExist, "no such file"},
 		{"truncated", func(t *testing.T, dir string) string {
-			p := fixture(t, modern)
+			p := coreisotest.Fixture(t, modern)
 			os.Truncate(p, 40<<10)
 			return p
 		}, "", ErrMalformed, "outside"},
 		{"wrong magic", func(t *testing.T, dir string) string {
-			p := fixture(t, modern)
+			p := coreisotest.Fixture(t, modern)
 			patchBytes(t, p, 16*2048+1, []byte("XXXXX"))
 			return p
 		}, "", ErrNotISO, "CD001"},
 		{"broken root record", func(t *testing.T, dir string) string {
-			p := fixture(t, modern)
+			p := coreisotest.Fixture(t, modern)
 			patchBytes(t, p, 16*2048+156, []byte{5})
 			return p
 		}, "", ErrMalformed, "root record"},
 		{"root directory extent outside the image", func(t *testing.T, dir string) string {
-			p := fixture(t, modern)
+			p := coreisotest.Fixture(t, modern)
 			patchBytes(t, p, 16*2048+156+2, []byte{0xff, 0xff, 0xff, 0x00, 0x00, 0xff, 0xff, 0xff})
 			return p
 		}, "", ErrMalformed, "outside"},
 		{"bogus igninfo.json", func(t *testing.T, dir string) string {
-			p := fixture(t, modern)
+			p := coreisotest.Fixture(t, modern)
 			patchISOFile(t, p, "coreos/igninfo.json", `{"file": [1,2`)
 			return p
 		}, "", ErrMalformed, "igninfo.json"},
 		{"igninfo names a missing file", func(t *testing.T, dir string) string {
-			p := fixture(t, modern)
+			p := coreisotest.Fixture(t, modern)
 			patchISOFile(t, p, "coreos/igninfo.json", `{"file":"images/nope.img"}`)
 			return p
 		}, "", ErrMalformed, "not in the image"},
 		{"igninfo area outside its file", func(t *testing.T, dir string) string {
-			p := fixture(t, modern)
+			p := coreisotest.Fixture(t, modern)
 			patchISOFile(t, p, "coreos/igninfo.json", `{"file":"zipl.prm","offset":999}`)
 			return p
 		}, "", ErrMalformed, "lies outside"},
 		{"bogus kargs.json", func(t *testing.T, dir string) string {
-			p := fixture(t, modern)
+			p := coreisotest.Fixture(t, modern)
 			patchISOFile(t, p, "coreos/kargs.json", `{"default":"a","files":[],"size":100}`)
 			return p
 		}, "", ErrMalformed, "kargs.json"},
 		{"kargs.json size too big", func(t *testing.T, dir string) string {
-			p := fixture(t, modern)
+			p := coreisotest.Fixture(t, modern)
 			patchISOFile(t, p, "coreos/kargs.json", `{"default":"a","files":[{"path":"zipl.prm","offset":0}],"size":99999}`)
 			return p
 		}, "", ErrMalformed, "size"},
 		{"kargs.json area outside its file", func(t *testing.T, dir string) string {
-			p := fixture(t, modern)
+			p := coreisotest.Fixture(t, modern)
 			patchISOFile(t, p, "coreos/kargs.json", `{"default":"a","files":[{"path":"zipl.prm","offset":0}],"size":1000}`)
 			return p
 		}, "", ErrMalformed, "outside"},
 		{"kargs.json bad pad", func(t *testing.T, dir string) string {
-			p := fixture(t, modern)
+			p := coreisotest.Fixture(t, modern)
 			patchISOFile(t, p, "coreos/kargs.json", `{"default":"a","files":[{"path":"zipl.prm","offset":0,"pad":"##"}],"size":10}`)
 			return p
 		}, "", ErrMalformed, "pad"},
 		{"bogus features.json", func(t *testing.T, dir string) string {
-			p := fixture(t, modern)
+			p := coreisotest.Fixture(t, modern)
 			patchISOFile(t, p, "coreos/features.json", `[`)
 			return p
 		}, "", ErrMalformed, "features.json"},
 		{"coreiso+ header outside the image", func(t *testing.T, dir string) string {
-			p := fixture(t, "embed-areas-2020-09.iso")
+			p := coreisotest.Fixture(t, "embed-areas-2020-09.iso")
 			data, _ := os.ReadFile(p)
 			hideIgnitionImg(t, data)
 			binary.LittleEndian.PutUint64(data[legacyIgnHeaderOffset+8:], 1<<40)
@@ -141,30 +143,30 @@ func TestMalformedISOs(t *testing.T) {
 			return p
 		}, "", ErrMalformed, "coreiso+"},
 		{"coreKarg header area outside the image", func(t *testing.T, dir string) string {
-			p := fixture(t, "embed-areas-2021-01.iso")
+			p := coreisotest.Fixture(t, "embed-areas-2021-01.iso")
 			patchBytes(t, p, legacyKargsHeaderOffset+24, binary.LittleEndian.AppendUint64(nil, 1<<40))
 			return p
 		}, "", ErrMalformed, "coreKarg"},
 		{"no embed area at all", func(t *testing.T, dir string) string {
-			return fixture(t, "synthetic.iso")
+			return coreisotest.Fixture(t, "synthetic.iso")
 		}, "", ErrNoEmbedArea, "coreiso+"},
 		{"garbage in the embed area", func(t *testing.T, dir string) string {
-			p := fixture(t, modern)
+			p := coreisotest.Fixture(t, modern)
 			patchBytes(t, p, 139264, []byte("garbage!"))
 			return p
 		}, "show", ErrMalformed, "unknown format"},
 		{"truncated xz in the embed area", func(t *testing.T, dir string) string {
-			p := fixture(t, modern)
+			p := coreisotest.Fixture(t, modern)
 			patchBytes(t, p, 139264, xzOf(t, map[string]string{"config.ign": "{}"})[:40])
 			return p
 		}, "show", ErrMalformed, "xz"},
 		{"path traversal in the embed area", func(t *testing.T, dir string) string {
-			p := fixture(t, modern)
+			p := coreisotest.Fixture(t, modern)
 			patchBytes(t, p, 139264, cpioOf(t, map[string]string{"../../../etc/shadow": "x"}))
 			return p
 		}, "show", ErrMalformed, "path traversal"},
 		{"karg areas disagree", func(t *testing.T, dir string) string {
-			p := fixture(t, modern)
+			p := coreisotest.Fixture(t, modern)
 			patchBytes(t, p, 137037, []byte("Z"))
 			return p
 		}, "kargs", ErrMalformed, "disagree"},

@@ -1,4 +1,4 @@
-package liveiso
+package coreiso
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/snofactory/snofactory/stages/liveiso/coreiso/coreisotest"
 	"github.com/snofactory/snofactory/test/testbin"
 )
 
@@ -19,9 +20,9 @@ func TestS390x(t *testing.T) {
 	testbin.Require(t, "xz", "xz-utils")
 	testbin.Require(t, "cpio", "cpio")
 	ctx := context.Background()
-	for _, name := range fixtureNames(t, isS390x) {
+	for _, name := range coreisotest.Names(t, isS390x) {
 		t.Run(name, func(t *testing.T) {
-			in := fixture(t, name)
+			in := coreisotest.Fixture(t, name)
 			orig, err := os.ReadFile(in)
 			if err != nil {
 				t.Fatal(err)
@@ -83,7 +84,7 @@ func TestNetworkKeyfiles(t *testing.T) {
 	testbin.Require(t, "cpio", "cpio")
 	ctx := context.Background()
 	keyfile := []byte("[connection]\nid=eth0\ntype=ethernet\ninterface-name=eth0\n\n[ipv4]\nmethod=manual\naddress1=192.0.2.10/24,192.0.2.1\n")
-	in := fixture(t, "embed-areas-2023-07.x86_64.iso")
+	in := coreisotest.Fixture(t, "embed-areas-2023-07.x86_64.iso")
 	cfg := testConfig("net")
 	rep, err := Customize(ctx, in, "", Customization{Ignition: cfg, NetworkKeyfiles: map[string][]byte{"eth0.nmconnection": keyfile}})
 	if err != nil {
@@ -135,7 +136,7 @@ func TestNetworkKeyfiles(t *testing.T) {
 		t.Fatalf("bad keyfile name: %v", err)
 	}
 	// an ISO whose initramfs does not read them says so
-	old := fixture(t, "embed-areas-2021-09.iso")
+	old := coreisotest.Fixture(t, "embed-areas-2021-09.iso")
 	_, err = Customize(ctx, old, "", Customization{NetworkKeyfiles: map[string][]byte{"eth0.nmconnection": keyfile}})
 	if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "live-initrd-network") {
 		t.Fatalf("old ISO: %v", err)

@@ -1,4 +1,4 @@
-package liveiso
+package coreiso
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/snofactory/snofactory/stages/liveiso/coreiso/coreisotest"
 	"github.com/snofactory/snofactory/test/testbin"
 )
 
@@ -53,9 +54,9 @@ func TestKargsEdit(t *testing.T) {
 func TestKargsModifyShowReset(t *testing.T) {
 	testbin.Require(t, "xorriso", "xorriso")
 	ctx := context.Background()
-	for _, name := range fixtureNames(t, isX86) {
+	for _, name := range coreisotest.Names(t, isX86) {
 		t.Run(name, func(t *testing.T) {
-			in := fixture(t, name)
+			in := coreisotest.Fixture(t, name)
 			orig, err := os.ReadFile(in)
 			if err != nil {
 				t.Fatal(err)
@@ -153,7 +154,7 @@ func kargsFiles(t *testing.T, p string) []string {
 
 // All areas must agree; a disagreeing image is reported, not half-edited.
 func TestKargsAreasDisagree(t *testing.T) {
-	p := fixture(t, "embed-areas-2023-07.x86_64.iso")
+	p := coreisotest.Fixture(t, "embed-areas-2023-07.x86_64.iso")
 	iso, err := Open(p)
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package liveiso
+package coreiso
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/snofactory/snofactory/stages/liveiso/coreiso/coreisotest"
 	"github.com/snofactory/snofactory/test/testbin"
 )
 
@@ -36,7 +37,7 @@ func TestFixtureLayouts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			iso, err := Open(fixture(t, tt.name))
+			iso, err := Open(coreisotest.Fixture(t, tt.name))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -79,7 +80,7 @@ func TestFixtureLayouts(t *testing.T) {
 // The legacy coreiso+ header names the same area as images/ignition.img; it
 // is used when the file cannot be found.
 func TestLegacyIgnitionHeader(t *testing.T) {
-	p := fixture(t, "embed-areas-2021-01.iso")
+	p := coreisotest.Fixture(t, "embed-areas-2021-01.iso")
 	data, err := os.ReadFile(p)
 	if err != nil {
 		t.Fatal(err)
@@ -138,10 +139,10 @@ func TestEmbedShowRemove(t *testing.T) {
 	testbin.Require(t, "xz", "xz-utils")
 	testbin.Require(t, "cpio", "cpio")
 	ctx := context.Background()
-	for _, name := range fixtureNames(t, isX86) {
+	for _, name := range coreisotest.Names(t, isX86) {
 		for _, inPlace := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/inplace=%v", name, inPlace), func(t *testing.T) {
-				in := fixture(t, name)
+				in := coreisotest.Fixture(t, name)
 				orig, err := os.ReadFile(in)
 				if err != nil {
 					t.Fatal(err)

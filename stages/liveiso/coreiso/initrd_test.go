@@ -1,4 +1,4 @@
-package liveiso
+package coreiso
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"github.com/cavaliergopher/cpio"
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/snofactory/snofactory/stages/liveiso/coreiso/coreisotest"
 	"github.com/snofactory/snofactory/test/testbin"
 )
 
@@ -181,7 +182,7 @@ func TestParseInitrdMalformed(t *testing.T) {
 }
 
 func BenchmarkEmbedInPlace(b *testing.B) {
-	p := fixture(b, "embed-areas-2023-07.x86_64.iso")
+	p := coreisotest.Fixture(b, "embed-areas-2023-07.x86_64.iso")
 	cfg := testConfig("bench")
 	for b.Loop() {
 		if _, err := Customize(context.Background(), p, "", Customization{Ignition: cfg, Force: true}); err != nil {

@@ -1,4 +1,4 @@
-package liveiso
+package coreiso
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package liveiso
+package coreiso
 
 import (
 	"bytes"
@@ -7,10 +7,12 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/snofactory/snofactory/stages/liveiso/coreiso/coreisotest"
 )
 
 func TestWriteModes(t *testing.T) {
-	in := fixture(t, "embed-areas-2023-07.x86_64.iso")
+	in := coreisotest.Fixture(t, "embed-areas-2023-07.x86_64.iso")
 	orig, _ := os.ReadFile(in)
 	dir := filepath.Dir(in)
 	cfg := testConfig("w")

@@ -1,4 +1,4 @@
-package liveiso
+package coreiso
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/snofactory/snofactory/stages/liveiso/coreiso/coreisotest"
 	"github.com/snofactory/snofactory/test/testbin"
 )
 
@@ -60,7 +61,7 @@ func TestOversizedConfigRebuild(t *testing.T) {
 		{"embed-areas-2021-01.iso", false}, // legacy coreKarg areas become a kargs.json
 	} {
 		t.Run(fmt.Sprintf("%s/inplace=%v", tt.name, tt.inPlace), func(t *testing.T) {
-			in := fixture(t, tt.name)
+			in := coreisotest.Fixture(t, tt.name)
 			wantBoot := elToritoEntries(t, in)
 			def, defErr := ShowKargs(in, true)
 			out, target := filepath.Join(t.TempDir(), "out.iso"), ""
@@ -141,13 +142,13 @@ func TestOversizedRefusals(t *testing.T) {
 	ctx := context.Background()
 	cfg := bigConfig(400 << 10)
 	// s390x: the area is a slice of images/cdboot.img and cannot grow.
-	in := fixture(t, "embed-areas-2023-07.s390x.iso")
+	in := coreisotest.Fixture(t, "embed-areas-2023-07.s390x.iso")
 	_, err := Customize(ctx, in, filepath.Join(t.TempDir(), "o.iso"), Customization{Ignition: cfg})
 	if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "cdboot.img") {
 		t.Fatalf("s390x oversized error = %v", err)
 	}
 	// NoRebuild: a clear error instead
-	in = fixture(t, "embed-areas-2023-07.x86_64.iso")
+	in = coreisotest.Fixture(t, "embed-areas-2023-07.x86_64.iso")
 	_, err = Customize(ctx, in, "", Customization{Ignition: cfg, NoRebuild: true})
 	if !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("NoRebuild error = %v", err)
@@ -178,7 +179,7 @@ func TestOutputModeAndLog(t *testing.T) {
 		{"rebuild/private", bigConfig(400 << 10), 0o600, 0o600, StrategyRebuild},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			in := fixture(t, "embed-areas-2023-07.x86_64.iso")
+			in := coreisotest.Fixture(t, "embed-areas-2023-07.x86_64.iso")
 			out := filepath.Join(t.TempDir(), "out.iso")
 			var stageLog bytes.Buffer
 			c := Customization{Ignition: tt.cfg, Mode: tt.mode,
@@ -206,7 +207,7 @@ func TestOutputModeAndLog(t *testing.T) {
 		})
 	}
 	// a nil Log discards: nothing reaches the process-wide logger either way
-	in := fixture(t, "embed-areas-2023-07.x86_64.iso")
+	in := coreisotest.Fixture(t, "embed-areas-2023-07.x86_64.iso")
 	if _, err := Customize(ctx, in, filepath.Join(t.TempDir(), "o.iso"), Customization{Ignition: bigConfig(400 << 10)}); err != nil {
 		t.Fatal(err)
 	}

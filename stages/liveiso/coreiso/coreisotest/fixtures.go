@@ -1,9 +1,8 @@
-package liveiso
+package coreisotest
 
 import (
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -12,9 +11,9 @@ import (
 	"github.com/ulikunitz/xz"
 )
 
-// fixtureDir finds shared/reference/coreos-installer-iso-fixtures by walking
-// up from the package directory, so tests work from any checkout depth.
-func fixtureDir(t testing.TB) string {
+// Dir finds shared/reference/coreos-installer-iso-fixtures by walking up from
+// the test's working directory, so tests work from any checkout depth.
+func Dir(t testing.TB) string {
 	t.Helper()
 	dir, err := os.Getwd()
 	if err != nil {
@@ -33,10 +32,11 @@ func fixtureDir(t testing.TB) string {
 	}
 }
 
-// fixtureNames lists the fixture ISOs (without .xz), optionally filtered.
-func fixtureNames(t testing.TB, keep func(string) bool) []string {
+// Names lists the fixture ISOs (without .xz), sorted, keeping those keep
+// accepts (all when keep is nil); matching none fails the test.
+func Names(t testing.TB, keep func(string) bool) []string {
 	t.Helper()
-	m, err := filepath.Glob(filepath.Join(fixtureDir(t), "*.iso.xz"))
+	m, err := filepath.Glob(filepath.Join(Dir(t), "*.iso.xz"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,15 +54,11 @@ func fixtureNames(t testing.TB, keep func(string) bool) []string {
 	return out
 }
 
-func isX86(n string) bool {
-	return strings.HasPrefix(n, "embed-areas-") && !strings.Contains(n, "s390x")
-}
-func isS390x(n string) bool { return strings.Contains(n, "s390x") }
-
-// fixture decompresses a fixture ISO into a fresh temporary directory.
-func fixture(t testing.TB, name string) string {
+// Fixture decompresses the fixture ISO name (e.g. "embed-areas-2023-07.x86_64.iso")
+// into a fresh temporary directory and returns its path.
+func Fixture(t testing.TB, name string) string {
 	t.Helper()
-	src, err := os.Open(filepath.Join(fixtureDir(t), name+".xz"))
+	src, err := os.Open(filepath.Join(Dir(t), name+".xz"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,15 +79,4 @@ func fixture(t testing.TB, name string) string {
 		t.Fatal(err)
 	}
 	return dst
-}
-
-func run(t testing.TB, dir, name string, args ...string) []byte {
-	t.Helper()
-	cmd := exec.Command(name, args...)
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
-	}
-	return out
 }
