@@ -2,6 +2,7 @@ package coreiso
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -36,7 +37,8 @@ func SplitKargs(s string) []string {
 type KargsEdit struct {
 	Append []string
 	// Delete removes every argument equal to the given one ("quiet", "console=ttyS0").
-	// Deleting an argument that is not there is not an error, so edits can be re-run.
+	// Deleting an argument that is not there is refused, as coreos-installer
+	// does: a mistyped argument must not pass for a done edit.
 	Delete []string
 	// Replace takes KEY=OLD=NEW (replace the value of KEY=OLD with NEW) or, for
 	// flags without a value, OLD=NEW where OLD has no "=" of its own.
@@ -55,13 +57,10 @@ func (e KargsEdit) Apply(current string) (string, error) {
 		if err := checkKarg(d); err != nil {
 			return "", err
 		}
-		kept := args[:0]
-		for _, a := range args {
-			if a != d {
-				kept = append(kept, a)
-			}
+		n := len(args)
+		if args = slices.DeleteFunc(args, func(a string) bool { return a == d }); len(args) == n {
+			return "", notPresent("delete", d, d, args)
 		}
-		args = kept
 	}
 	for _, r := range e.Replace {
 		oldArg, newArg, err := parseReplace(r)
@@ -76,8 +75,7 @@ func (e KargsEdit) Apply(current string) (string, error) {
 			}
 		}
 		if !found {
-			return "", fmt.Errorf("%w: cannot replace %q: the ISO's kernel arguments have no %q (they are: %s)",
-				ErrInvalidInput, r, oldArg, strings.Join(args, " "))
+			return "", notPresent("replace", r, oldArg, args)
 		}
 	}
 	for _, a := range e.Append {
@@ -87,6 +85,12 @@ func (e KargsEdit) Apply(current string) (string, error) {
 		args = append(args, a)
 	}
 	return strings.Join(args, " "), nil
+}
+
+// notPresent is the error for an edit (verb, as given) that needs arg among args.
+func notPresent(verb, given, arg string, args []string) error {
+	return fmt.Errorf("%w: cannot %s %q: the ISO's kernel arguments have no %q (they are: %s)",
+		ErrInvalidInput, verb, given, arg, strings.Join(args, " "))
 }
 
 func parseReplace(r string) (oldArg, newArg string, err error) {

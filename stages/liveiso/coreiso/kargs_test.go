@@ -23,7 +23,9 @@ func TestKargsEdit(t *testing.T) {
 	}{
 		{"append", "a b=1", KargsEdit{Append: []string{"c", "d=2"}}, "a b=1 c d=2", nil},
 		{"delete all copies", "a b=1 a", KargsEdit{Delete: []string{"a"}}, "b=1", nil},
-		{"delete missing is fine", "a", KargsEdit{Delete: []string{"zz"}}, "a", nil},
+		// coreos-installer refuses it too: a typo must not pass as done
+		{"delete missing", "a", KargsEdit{Delete: []string{"zz"}}, "", ErrInvalidInput},
+		{"delete twice", "a b", KargsEdit{Delete: []string{"a", "a"}}, "", ErrInvalidInput},
 		{"replace value", "console=tty0 b", KargsEdit{Replace: []string{"console=tty0=ttyS0,115200"}}, "console=ttyS0,115200 b", nil},
 		{"replace flag", "quiet b", KargsEdit{Replace: []string{"quiet=debug"}}, "debug b", nil},
 		{"replace missing", "a", KargsEdit{Replace: []string{"x=1=2"}}, "", ErrInvalidInput},
