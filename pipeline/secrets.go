@@ -67,3 +67,21 @@ func secretDigest(key, value []byte) string {
 	m.Write(value)
 	return "hmac-sha256:" + hex.EncodeToString(m.Sum(nil))
 }
+
+// SecretSet serves secrets from files or from values given inline (a blueprint may hold an
+// SSH public key inline and a pull secret as a file).
+type SecretSet struct {
+	Files  SecretFiles
+	Values map[string][]byte
+}
+
+// Secret implements SecretSource: an inline value first, then a file.
+func (s SecretSet) Secret(name string) ([]byte, error) {
+	if v, ok := s.Values[name]; ok {
+		return v, nil
+	}
+	if _, ok := s.Files[name]; ok {
+		return s.Files.Secret(name)
+	}
+	return nil, fmt.Errorf("secret %s is not configured in the blueprint", name)
+}

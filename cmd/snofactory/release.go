@@ -6,7 +6,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/containers/image/v5/docker/reference"
-	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/stages/resolve"
 	"github.com/spf13/cobra"
 )
@@ -39,14 +38,8 @@ func newReleaseInfoCommand() *cobra.Command {
 			if _, err := reference.ParseDockerRef(args[0]); err != nil {
 				return badInput(fmt.Errorf("%q is not an image reference: %w", args[0], err))
 			}
-			opts := resolve.Options{Release: args[0], Arch: arch,
-				Registry: resolve.Registry{Insecure: insecure, RegistriesConf: registriesConf}}
-			var secrets pipeline.SecretSource
-			if authFile != "" {
-				opts.Registry.PullSecret = "pull-secret"
-				secrets = pipeline.SecretFiles{"pull-secret": authFile}
-			}
-			info, err := resolve.ReleaseInfo(cmd.Context(), opts, resolve.Runtime{Secrets: secrets}, jobs)
+			info, err := resolve.Describe(cmd.Context(), resolve.InfoRequest{Ref: args[0], Arch: arch, AuthFile: authFile,
+				RegistriesConf: registriesConf, Insecure: insecure, Jobs: jobs})
 			if err != nil {
 				return err
 			}
@@ -72,7 +65,7 @@ func newReleaseInfoCommand() *cobra.Command {
 		},
 	}
 	c.Flags().StringVarP(&output, "output", "o", "text", "text or json")
-	c.Flags().StringVar(&arch, "arch", "x86_64", "node architecture (x86_64, aarch64, ...)")
+	c.Flags().StringVar(&arch, "arch", "", "node architecture (x86_64, aarch64, ...; default x86_64)")
 	c.Flags().StringSliceVar(&insecure, "insecure-registry", nil, "registry host[:port] reached over plain HTTP or without TLS verification (repeatable)")
 	c.Flags().StringVar(&authFile, "authfile", "", "auth file (pull secret); default: the standard containers/docker auth files")
 	c.Flags().StringVar(&registriesConf, "registries-conf", "", "registries.conf to use instead of the system one (mirrors)")

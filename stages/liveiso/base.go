@@ -8,11 +8,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/pipeline/fetch"
+	"github.com/snofactory/snofactory/stages/internal/handoff"
 	"github.com/snofactory/snofactory/stages/internal/lockfile"
 	"github.com/snofactory/snofactory/stages/liveiso/coreiso"
 )
@@ -28,30 +28,33 @@ func baseISO(ctx context.Context, opts StageOptions, env *pipeline.Env) (string,
 		return opts.ISOPath, nil
 	case opts.ISOURL != "":
 		return download(ctx, opts.ISOURL, opts.ISOSHA256, env)
-	case opts.ISOFrom != "":
-		dir, ok := env.Inputs[opts.ISOFrom]
-		if !ok {
-			return "", fmt.Errorf("live-iso needs the output of stage %q", opts.ISOFrom)
-		}
-		return filepath.Join(dir, OutputISO), nil
-	case opts.ISOLockFrom != "":
-		dir, ok := env.Inputs[opts.ISOLockFrom]
-		if !ok {
-			return "", fmt.Errorf("live-iso needs the output of stage %q", opts.ISOLockFrom)
-		}
-		l, err := lockfile.ReadLock(filepath.Join(dir, lockfile.File))
-		if err != nil {
-			return "", fmt.Errorf("the lock of stage %s: %w", opts.ISOLockFrom, err)
-		}
-		if l.ISO == nil || l.ISO.URL == "" {
-			return "", errors.New("the lock pins no live ISO URL: give spec.source in the blueprint")
-		}
-		if l.ISO.InImage() {
-			return extractedISO(ctx, dir, opts.ISOLockFrom, l.ISO, env)
-		}
-		return download(ctx, l.ISO.URL, l.ISO.SHA256, env)
+	case opts.ISOFromResolve:
+		return lockedISO(ctx, env)
 	}
 	return "", errors.New("live-iso needs a base ISO: a local path, a URL, an upstream output or a lock")
+}
+
+// lockedISO returns the ISO the resolve stage's lock pins: the file resolve extracted from
+// an image, or a download.
+func lockedISO(ctx context.Context, env *pipeline.Env) (string, error) {
+	in, err := handoff.Read[handoff.Resolve](env, handoff.StageResolve)
+	if err != nil {
+		return "", err
+	}
+	l, err := lockfile.ReadLock(in.Path(in.Out.Lock))
+	if err != nil {
+		return "", fmt.Errorf("the lock of stage %s: %w", in.Stage, err)
+	}
+	if l.ISO == nil || l.ISO.URL == "" {
+		return "", errors.New("the lock pins no live ISO URL: give spec.source in the blueprint")
+	}
+	if !l.ISO.InImage() {
+		return download(ctx, l.ISO.URL, l.ISO.SHA256, env)
+	}
+	if in.Out.ISO == "" || l.ISO.SHA256 == "" {
+		return "", fmt.Errorf("the lock of stage %s pins the live ISO inside an image (%s) but records no extracted file: re-run %s with an output directory", in.Stage, l.ISO.URL, in.Stage)
+	}
+	return verifiedISO(ctx, in.Path(in.Out.ISO), in.Stage, l.ISO.SHA256, env)
 }
 
 func download(ctx context.Context, url, sha string, env *pipeline.Env) (string, error) {
@@ -68,27 +71,19 @@ func download(ctx context.Context, url, sha string, env *pipeline.Env) (string, 
 	}})
 }
 
-// extractedISO returns the ISO the upstream stage extracted from a component image, after
+// verifiedISO returns the ISO the resolve stage extracted from a component image, after
 // checking it against the sha256 its lock records. Stage.Files cannot key an upstream
 // output; the upstream output's digest is in this stage's key already, and the check makes
 // sure the file read is the one the lock pins.
-func extractedISO(ctx context.Context, dir, stage string, iso *lockfile.LockedISO, env *pipeline.Env) (string, error) {
-	if iso.Path == "" || iso.SHA256 == "" {
-		return "", fmt.Errorf("the lock of stage %s pins the live ISO inside an image (%s) but records no extracted file: re-run %s with an output directory", stage, iso.URL, stage)
-	}
-	// ReadLock keeps Path inside the output; checked again since a path is about to be opened.
-	if !filepath.IsLocal(filepath.FromSlash(iso.Path)) {
-		return "", fmt.Errorf("the lock of stage %s: iso path %q leaves its output", stage, iso.Path)
-	}
-	p := filepath.Join(dir, filepath.FromSlash(iso.Path))
-	env.Log.Info("verifying the live ISO extracted by "+stage, "image", iso.URL, "sha256", iso.SHA256)
+func verifiedISO(ctx context.Context, p, stage, sha string, env *pipeline.Env) (string, error) {
+	env.Log.Info("verifying the live ISO extracted by "+stage, "sha256", sha)
 	got, err := fileSHA256(ctx, p, func(done, total int64) { env.Progress("verify", done, total, "bytes") })
 	if err != nil {
 		return "", fmt.Errorf("the live ISO extracted by stage %s: %w", stage, err)
 	}
-	if !strings.EqualFold(got, iso.SHA256) {
+	if !strings.EqualFold(got, sha) {
 		return "", fmt.Errorf("the live ISO %s extracted by stage %s has sha256 %s, but its lock pins %s (the output was altered; rebuild it with --force %s): %w",
-			p, stage, got, iso.SHA256, stage, coreiso.ErrMalformed)
+			p, stage, got, sha, stage, coreiso.ErrMalformed)
 	}
 	return p, nil
 }

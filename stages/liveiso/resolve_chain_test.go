@@ -11,7 +11,9 @@ import (
 	"testing"
 
 	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/stages/internal/handoff"
 	"github.com/snofactory/snofactory/stages/internal/lockfile"
+	"github.com/snofactory/snofactory/stages/internal/registries"
 	"github.com/snofactory/snofactory/stages/liveiso/coreiso"
 	"github.com/snofactory/snofactory/stages/liveiso/coreiso/coreisotest"
 	"github.com/snofactory/snofactory/stages/resolve"
@@ -32,7 +34,7 @@ func TestStageISOFromMachineOSImages(t *testing.T) {
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	resolveOut := t.TempDir()
-	rs := resolve.New(resolve.Options{Release: rel.Tag, Registry: resolve.Registry{Insecure: []string{reg.Addr()}}})
+	rs := resolve.New(resolve.Options{Release: rel.Tag, Registry: registries.Config{Insecure: []string{reg.Addr()}}})
 	if err := rs.Run(context.Background(), &pipeline.Env{Out: resolveOut, Scratch: t.TempDir(), Log: log}); err != nil {
 		t.Fatalf("resolve: %v", err)
 	}
@@ -49,14 +51,12 @@ func TestStageISOFromMachineOSImages(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(renderDir, "config.ign"), cfg, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(renderDir, "render.json"),
-		[]byte(`{"target":"openshift","ignition":{"config":{"path":"config.ign","version":"3.2.0","size":1}}}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeRecord(t, renderDir, handoff.Render{Target: "openshift",
+		Configs: map[string]handoff.IgnitionConfig{handoff.ConfigNode: {Path: "config.ign", Version: "3.2.0"}}})
 	out := t.TempDir()
-	s := New(StageOptions{ISOLockFrom: resolve.Name})
+	s := New(StageOptions{ISOFromResolve: true})
 	if err := s.Run(context.Background(), &pipeline.Env{Out: out, Log: log,
-		Inputs: map[string]string{"render": renderDir, resolve.Name: resolveOut}}); err != nil {
+		Inputs: map[string]string{handoff.StageRender: renderDir, handoff.StageResolve: resolveOut}}); err != nil {
 		t.Fatalf("live-iso: %v", err)
 	}
 	got, err := coreiso.ShowIgnition(filepath.Join(out, OutputISO))

@@ -3,6 +3,7 @@ package liveiso
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,13 +12,14 @@ import (
 	"strings"
 
 	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/stages/internal/handoff"
 	"github.com/snofactory/snofactory/stages/liveiso/coreiso"
 )
 
 // Name is the stage name.
-const Name = "live-iso"
+const Name = handoff.StageLiveISO
 
-const stageVersion = "1"
+const stageVersion = "2"
 
 // Outputs of the stage, relative to its output directory.
 const (
@@ -27,24 +29,21 @@ const (
 
 // StageOptions is exactly what the live-iso stage reads.
 type StageOptions struct {
-	// ConfigFrom is the stage whose output holds render.json (default "render").
-	ConfigFrom string `json:"configFrom,omitempty"`
-	// ConfigName is the entry of render.json's "ignition" map to embed (default "config").
-	ConfigName string `json:"configName,omitempty"`
+	// Config is the role of the rendered config to embed (default handoff.ConfigNode).
+	Config string `json:"config,omitempty"`
 	// ISOPath is a local base ISO; its content is keyed through Stage.Files, its path is not.
 	ISOPath string `json:"-"`
-	// ISOFrom is an upstream stage whose output holds the base ISO as live.iso
-	// (used when ISOPath is empty).
-	ISOFrom string `json:"isoFrom,omitempty"`
+	// ISOMissing, when set, says why the local base ISO cannot be read yet (e.g. a make
+	// target builds it): the stage fails with it when it runs, while a plan still shows it.
+	ISOMissing string `json:"isoMissing,omitempty"`
 	// ISOURL and ISOSHA256 name a base ISO to download (http, https or file URL) into the
-	// depot's ISO store, verified and resumable (used when ISOPath and ISOFrom are empty).
+	// depot's ISO store, verified and resumable (used when ISOPath is empty).
 	ISOURL    string `json:"isoURL,omitempty"`
 	ISOSHA256 string `json:"isoSHA256,omitempty"`
-	// ISOLockFrom is an upstream stage whose lock.json pins the base ISO (the resolve stage,
-	// for a release's RHCOS ISO); used when nothing else names the ISO. An ISO the lock pins
-	// inside an image (image://) is the file the upstream stage extracted (lock iso.path),
-	// checked against the lock's sha256; any other is downloaded.
-	ISOLockFrom string `json:"isoLockFrom,omitempty"`
+	// ISOFromResolve takes the base ISO the resolve stage's lock pins (a release's RHCOS
+	// ISO) when nothing else names one. An ISO pinned inside an image (image://) is the file
+	// resolve extracted, checked against the lock's sha256; any other is downloaded.
+	ISOFromResolve bool `json:"isoFromResolve,omitempty"`
 	// Kernel-argument edits (see coreiso.KargsEdit).
 	KargsAppend  []string `json:"kargsAppend,omitempty"`
 	KargsDelete  []string `json:"kargsDelete,omitempty"`
@@ -59,29 +58,23 @@ type StageOptions struct {
 
 // New returns the live-iso stage: it writes live.iso (the base ISO with the
 // rendered config, kernel arguments and keyfiles embedded, by patching or, for
-// an oversized config, by rebuilding) and liveiso-report.json.
+// an oversized config, by rebuilding) and liveiso-report.json; its output record
+// (handoff.LiveISO) names the ISO.
 func New(opts StageOptions) pipeline.Stage {
-	if opts.ConfigFrom == "" {
-		opts.ConfigFrom = "render"
-	}
-	if opts.ConfigName == "" {
-		opts.ConfigName = "config"
+	if opts.Config == "" {
+		opts.Config = handoff.ConfigNode
 	}
 	opts.NetworkNames = nil
 	for name := range opts.NetworkKeyfiles {
 		opts.NetworkNames = append(opts.NetworkNames, name)
 	}
 	sort.Strings(opts.NetworkNames)
-	deps := []string{opts.ConfigFrom}
-	switch {
-	case opts.ISOPath != "" || opts.ISOURL != "":
-	case opts.ISOFrom != "":
-		deps = append(deps, opts.ISOFrom)
-	case opts.ISOLockFrom != "":
-		deps = append(deps, opts.ISOLockFrom)
+	deps := []string{handoff.StageRender}
+	if opts.ISOPath == "" && opts.ISOURL == "" && opts.ISOFromResolve {
+		deps = append(deps, handoff.StageResolve)
 	}
 	files := map[string]string{}
-	if opts.ISOPath != "" {
+	if opts.ISOPath != "" && opts.ISOMissing == "" {
 		files["live.iso"] = opts.ISOPath
 	}
 	for name, p := range opts.NetworkKeyfiles {
@@ -102,36 +95,19 @@ func New(opts StageOptions) pipeline.Stage {
 	return s
 }
 
-// renderReport is the part of the render stage's render.json this stage
-// reads; the schema belongs to render.
-type renderReport struct {
-	Ignition map[string]struct {
-		Path   string `json:"path"`
-		Secret bool   `json:"secret"`
-	} `json:"ignition"`
-}
-
 func runStage(ctx context.Context, opts StageOptions, env *pipeline.Env) error {
-	renderDir, ok := env.Inputs[opts.ConfigFrom]
-	if !ok {
-		return fmt.Errorf("live-iso needs the output of stage %q", opts.ConfigFrom)
+	if opts.ISOMissing != "" {
+		return errors.New(opts.ISOMissing)
 	}
-	raw, err := os.ReadFile(filepath.Join(renderDir, "render.json"))
+	rendered, err := handoff.Read[handoff.Render](env, handoff.StageRender)
 	if err != nil {
-		return fmt.Errorf("reading render.json: %w", err)
+		return err
 	}
-	var rr renderReport
-	if err := json.Unmarshal(raw, &rr); err != nil {
-		return fmt.Errorf("render.json: %w", err)
-	}
-	entry, ok := rr.Ignition[opts.ConfigName]
+	entry, ok := rendered.Out.Configs[opts.Config]
 	if !ok || entry.Path == "" {
-		return fmt.Errorf("render.json has no Ignition config %q", opts.ConfigName)
+		return fmt.Errorf("the render stage produced no %q Ignition config", opts.Config)
 	}
-	if filepath.IsAbs(entry.Path) || strings.HasPrefix(filepath.Clean(filepath.FromSlash(entry.Path)), "..") {
-		return fmt.Errorf("render.json: config path %q leaves the render output", entry.Path)
-	}
-	cfg, err := os.ReadFile(filepath.Join(renderDir, filepath.FromSlash(entry.Path)))
+	cfg, err := os.ReadFile(rendered.Path(entry.Path))
 	if err != nil {
 		return fmt.Errorf("reading the rendered config: %w", err)
 	}
@@ -173,5 +149,8 @@ func runStage(ctx context.Context, opts StageOptions, env *pipeline.Env) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(env.Out, ReportFile), append(b, '\n'), 0o644)
+	if err := os.WriteFile(filepath.Join(env.Out, ReportFile), append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	return handoff.Write(env, handoff.LiveISO{ISO: OutputISO, Secret: entry.Secret})
 }

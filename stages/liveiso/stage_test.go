@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/stages/internal/handoff"
 	"github.com/snofactory/snofactory/stages/internal/lockfile"
 	"github.com/snofactory/snofactory/stages/liveiso/coreiso"
 	"github.com/snofactory/snofactory/stages/liveiso/coreiso/coreisotest"
@@ -29,10 +30,8 @@ func TestStage(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(renderDir, "config.ign"), cfg, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(renderDir, "render.json"),
-		[]byte(`{"target":"coreos","ignition":{"config":{"path":"config.ign","version":"3.3.0","size":1,"secret":true}}}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeRecord(t, renderDir, handoff.Render{Target: "coreos",
+		Configs: map[string]handoff.IgnitionConfig{handoff.ConfigNode: {Path: "config.ign", Version: "3.3.0", Secret: true}}})
 	keyfile := filepath.Join(t.TempDir(), "eth0.nmconnection")
 	if err := os.WriteFile(keyfile, []byte("[connection]\nid=eth0\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -64,7 +63,7 @@ func TestStage(t *testing.T) {
 		t.Fatalf("report %s, %v", raw, err)
 	}
 	// a render output without the named config is a clear error
-	s = New(StageOptions{ISOPath: iso, ConfigName: "worker"})
+	s = New(StageOptions{ISOPath: iso, Config: handoff.ConfigWorker})
 	if err := s.Run(context.Background(), &pipeline.Env{Out: t.TempDir(), Inputs: map[string]string{"render": renderDir}, Log: env.Log}); err == nil {
 		t.Fatal("missing config accepted")
 	}
@@ -80,10 +79,8 @@ func TestStageISOFromImageLock(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(renderDir, "config.ign"), cfg, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(renderDir, "render.json"),
-		[]byte(`{"target":"openshift","ignition":{"config":{"path":"config.ign","version":"3.2.0","size":1}}}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeRecord(t, renderDir, handoff.Render{Target: "openshift",
+		Configs: map[string]handoff.IgnitionConfig{handoff.ConfigNode: {Path: "config.ign", Version: "3.2.0"}}})
 	const url = "image://quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef#/coreos/coreos-x86_64.iso"
 	tests := []struct {
 		name    string
@@ -105,6 +102,7 @@ func TestStageISOFromImageLock(t *testing.T) {
 			if err := lockfile.WriteLock(filepath.Join(upstream, lockfile.File), l); err != nil {
 				t.Fatal(err)
 			}
+			writeRecord(t, upstream, handoff.Resolve{Lock: lockfile.File, ISO: handoff.File(tc.iso.Path)})
 			if tc.place {
 				if err := os.MkdirAll(filepath.Join(upstream, "iso"), 0o755); err != nil {
 					t.Fatal(err)
@@ -117,7 +115,7 @@ func TestStageISOFromImageLock(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			s := New(StageOptions{ISOLockFrom: "resolve"})
+			s := New(StageOptions{ISOFromResolve: true})
 			if fmt.Sprint(s.Deps) != "[render resolve]" || s.Files != nil {
 				t.Fatalf("stage = %+v", s)
 			}
@@ -162,4 +160,16 @@ func fileSum(t *testing.T, path string) string {
 	}
 	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:])
+}
+
+// writeRecord writes an upstream stage's output record into dir, as the engine would.
+func writeRecord(t *testing.T, dir string, rec any) {
+	t.Helper()
+	b, err := json.Marshal(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, pipeline.OutputRecord), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -3,20 +3,21 @@ package precache
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/seeds/precachedisk"
+	"github.com/snofactory/snofactory/stages/internal/handoff"
 	"github.com/snofactory/snofactory/stages/internal/lockfile"
 	"github.com/snofactory/snofactory/stages/internal/registries"
 )
 
 // Name is the stage name.
-const Name = "precache"
+const Name = handoff.StagePrecache
 
-const version = "1"
+const version = "2"
 
 // Outputs of the stage, relative to its output directory.
 const (
@@ -30,13 +31,11 @@ const SharedStore = "blobs"
 
 // Options is exactly what the stage reads.
 type Options struct {
-	// LockFrom is the upstream stage whose output holds lock.json (default "resolve").
-	LockFrom string `json:"lockFrom,omitempty"`
 	// Arch is the node architecture in CoreOS naming (default x86_64); it picks the instance
 	// of multi-arch images.
 	Arch string `json:"arch,omitempty"`
 	// Registry says how registries are reached.
-	Registry Registry `json:"registry"`
+	Registry registries.Config `json:"registry"`
 	// Disk packages the layout as a raw tar data disk for the factory VM (default true).
 	Disk *bool `json:"disk,omitempty"`
 	// Jobs is the number of parallel blob transfers (default 6). It does not change the
@@ -67,16 +66,14 @@ func ReadImages(path string) ([]Image, error) {
 }
 
 // New returns the precache stage. Its output holds the OCI layout (blobs hardlinked from the
-// depot's shared store), the data disk and precache-report.json.
+// depot's shared store), the data disk and precache-report.json; its output record
+// (handoff.Precache) names the layout, the disk and the images.
 func New(opts Options) pipeline.Stage {
-	if opts.LockFrom == "" {
-		opts.LockFrom = "resolve"
-	}
 	s := pipeline.Stage{
 		Name:    Name,
 		Version: version,
 		Options: opts,
-		Deps:    []string{opts.LockFrom},
+		Deps:    []string{handoff.StageResolve},
 		Run: func(ctx context.Context, env *pipeline.Env) error {
 			env.UseTool("containers/image", pipeline.ModuleVersion("github.com/containers/image/v5"))
 			return run(ctx, opts, env)
@@ -106,11 +103,11 @@ type StageReport struct {
 }
 
 func run(ctx context.Context, opts Options, env *pipeline.Env) error {
-	in, ok := env.Inputs[opts.LockFrom]
-	if !ok {
-		return fmt.Errorf("precache needs the output of stage %q", opts.LockFrom)
+	in, err := handoff.Read[handoff.Resolve](env, handoff.StageResolve)
+	if err != nil {
+		return err
 	}
-	images, err := ReadImages(filepath.Join(in, lockfile.File))
+	images, err := ReadImages(in.Path(in.Out.Lock))
 	if err != nil {
 		return err
 	}
@@ -150,7 +147,7 @@ func run(ctx context.Context, opts Options, env *pipeline.Env) error {
 		return err
 	}
 	if opts.Disk == nil || *opts.Disk {
-		rep.DiskBytes, err = WriteDisk(ctx, filepath.Join(env.Out, LayoutDir), filepath.Join(env.Out, DiskFile), func(done, total int64) {
+		rep.DiskBytes, err = precachedisk.Write(ctx, filepath.Join(env.Out, LayoutDir), filepath.Join(env.Out, DiskFile), func(done, total int64) {
 			env.Progress("data disk", done, total, "bytes")
 		})
 		if err != nil {
@@ -164,5 +161,20 @@ func run(ctx context.Context, opts Options, env *pipeline.Env) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(env.Out, ReportFile), append(b, '\n'), 0o644)
+	if err := os.WriteFile(filepath.Join(env.Out, ReportFile), append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	return handoff.Write(env, record(images, opts.Disk == nil || *opts.Disk))
+}
+
+// record is the stage's output record.
+func record(images []Image, disk bool) handoff.Precache {
+	rec := handoff.Precache{Layout: LayoutDir}
+	if disk {
+		rec.DataDisk = DiskFile
+	}
+	for _, im := range images {
+		rec.Images = append(rec.Images, handoff.Image{Name: im.Name, Ref: im.Ref, Digest: im.Digest})
+	}
+	return rec
 }

@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/snofactory/snofactory/stages/internal/lockfile"
+
 	ciimage "github.com/containers/image/v5/image"
 )
 
@@ -36,7 +38,7 @@ const maxListed = 30
 
 // resolveCatalogs pins, for each operator, the head bundle of its channel and the bundle's
 // related images. Each catalog image is read once however many operators name it.
-func (c *client) resolveCatalogs(ctx context.Context, ops []CatalogOperator, log *slog.Logger) ([]LockedImage, error) {
+func (c *client) resolveCatalogs(ctx context.Context, ops []CatalogOperator, log *slog.Logger) ([]lockfile.LockedImage, error) {
 	var order []string
 	byCatalog := map[string][]CatalogOperator{}
 	named := map[string]string{} // package -> catalog
@@ -54,7 +56,7 @@ func (c *client) resolveCatalogs(ctx context.Context, ops []CatalogOperator, log
 		}
 		byCatalog[op.Catalog] = append(byCatalog[op.Catalog], op)
 	}
-	var out []LockedImage
+	var out []lockfile.LockedImage
 	for _, ref := range order {
 		want := map[string]bool{}
 		for _, op := range byCatalog[ref] {
@@ -300,13 +302,13 @@ func (ch *fbcChannel) head() (string, error) {
 }
 
 // pinBundle pins a bundle image and its related images by digest.
-func (c *client) pinBundle(ctx context.Context, op CatalogOperator, b *fbcBundle) ([]LockedImage, error) {
-	source := SourceOperator + ":" + op.Package
+func (c *client) pinBundle(ctx context.Context, op CatalogOperator, b *fbcBundle) ([]lockfile.LockedImage, error) {
+	source := lockfile.SourceOperator + ":" + op.Package
 	pinned, dg, err := c.digestOf(ctx, b.Image)
 	if err != nil {
 		return nil, fmt.Errorf("operator %s: bundle %s: %w", op.Package, b.Name, err)
 	}
-	out := []LockedImage{{Name: "bundle", Ref: pinned, Digest: dg.String(), Source: source}}
+	out := []lockfile.LockedImage{{Name: "bundle", Ref: pinned, Digest: dg.String(), Source: source}}
 	seen := map[string]bool{b.Image: true}
 	names := map[string]bool{"bundle": true}
 	for _, r := range b.RelatedImages {
@@ -324,7 +326,7 @@ func (c *client) pinBundle(ctx context.Context, op CatalogOperator, b *fbcBundle
 			name = r.Image
 		}
 		names[name] = true
-		out = append(out, LockedImage{Name: name, Ref: pinned, Digest: dg.String(), Source: source})
+		out = append(out, lockfile.LockedImage{Name: name, Ref: pinned, Digest: dg.String(), Source: source})
 	}
 	return out, nil
 }

@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snofactory/snofactory/stages/internal/lockfile"
+	"github.com/snofactory/snofactory/stages/internal/registries"
+
 	"github.com/snofactory/snofactory/test/faultproxy"
 	pl "github.com/snofactory/snofactory/test/payload"
 	"github.com/snofactory/snofactory/test/registry"
@@ -15,7 +18,7 @@ import (
 
 // checkOperator asserts the lock pins exactly the bundle and its related images, by digest,
 // under operator:<package>.
-func checkOperator(t *testing.T, lock *Lock, cat *pl.Catalog, pkg, bundle string) {
+func checkOperator(t *testing.T, lock *lockfile.Lock, cat *pl.Catalog, pkg, bundle string) {
 	t.Helper()
 	b, ok := cat.Bundles[bundle]
 	if !ok {
@@ -25,9 +28,9 @@ func checkOperator(t *testing.T, lock *Lock, cat *pl.Catalog, pkg, bundle string
 	for _, r := range b.Related {
 		want[r.Name] = r.Digest
 	}
-	got := map[string]LockedImage{}
+	got := map[string]lockfile.LockedImage{}
 	for _, im := range lock.Images {
-		if im.Source == SourceOperator+":"+pkg {
+		if im.Source == lockfile.SourceOperator+":"+pkg {
 			got[im.Name] = im
 		}
 	}
@@ -57,7 +60,7 @@ func TestResolveCatalog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	regOpts := Registry{Insecure: []string{reg.Addr()}}
+	regOpts := registries.Config{Insecure: []string{reg.Addr()}}
 	tests := []struct {
 		name    string
 		op      CatalogOperator
@@ -137,7 +140,7 @@ func TestResolveCatalogs(t *testing.T) {
 			{Package: "sriov-network-operator", Catalog: moved.Ref},
 		},
 		Operators: []string{direct.Image},
-		Registry:  Registry{Insecure: []string{reg.Addr()}},
+		Registry:  registries.Config{Insecure: []string{reg.Addr()}},
 	}
 	lock, err := Resolve(ctx, opts, Runtime{})
 	if err != nil {
@@ -160,7 +163,7 @@ func TestResolveCatalogs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := Verify(lock, again); len(d) > 0 {
+	if d := lockfile.Verify(lock, again); len(d) > 0 {
 		t.Errorf("second resolution differs: %v", d)
 	}
 	for i := 1; i < len(lock.Images); i++ {
@@ -360,7 +363,7 @@ func TestResolveCatalogLayers(t *testing.T) {
 			"configs/.wh.d":              "",
 		}))
 	lock, err := Resolve(context.Background(), Options{Catalogs: []CatalogOperator{{Package: "a", Catalog: reg.Ref("ops/catalog:v1")}},
-		Registry: Registry{Insecure: []string{reg.Addr()}}}, Runtime{})
+		Registry: registries.Config{Insecure: []string{reg.Addr()}}}, Runtime{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -375,7 +378,7 @@ func TestResolveCatalogLayers(t *testing.T) {
 	}
 	// b and d were deleted by whiteouts, c's old file by an opaque whiteout.
 	_, err = Resolve(context.Background(), Options{Catalogs: []CatalogOperator{{Package: "d", Catalog: reg.Ref("ops/catalog:v1")}},
-		Registry: Registry{Insecure: []string{reg.Addr()}}}, Runtime{})
+		Registry: registries.Config{Insecure: []string{reg.Addr()}}}, Runtime{})
 	if err == nil || !strings.Contains(err.Error(), "it has a, c") {
 		t.Errorf("package d removed by a whiteout: %v, want the remaining packages a, c", err)
 	}
@@ -398,7 +401,7 @@ func TestResolveCatalogThroughFaults(t *testing.T) {
 	t.Cleanup(func() { proxy.Close() })
 	ref := strings.Replace(cat.Ref, reg.Addr(), proxy.Addr(), 1)
 	lock, err := Resolve(ctx, Options{Catalogs: []CatalogOperator{{Package: "ptp-operator", Catalog: ref}, {Package: "lvms-operator", Catalog: ref}},
-		Registry: Registry{Insecure: []string{reg.Addr(), proxy.Addr()}}}, Runtime{})
+		Registry: registries.Config{Insecure: []string{reg.Addr(), proxy.Addr()}}}, Runtime{})
 	if err != nil {
 		t.Fatalf("resolve through faults (%+v): %v", proxy.Stats(), err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/containers/image/v5/pkg/compression"
 	"github.com/containers/image/v5/types"
 	"github.com/opencontainers/go-digest"
+
 	"github.com/snofactory/snofactory/stages/internal/registries"
 )
 

@@ -4,8 +4,12 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/snofactory/snofactory/stages/internal/registries"
+	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/stages/internal/lockfile"
+
 	"golang.org/x/sync/errgroup"
+
+	"github.com/snofactory/snofactory/stages/internal/registries"
 )
 
 // Info summarises a release for `snofactory release info`.
@@ -18,11 +22,41 @@ type Info struct {
 	// UniqueBlobs and UniqueBlobBytes count every distinct config and layer blob of the
 	// release image and its components once (what precache fetches into an empty store);
 	// TotalBlobBytes counts them per image, as a copy without deduplication would.
-	UniqueBlobs     int        `json:"uniqueBlobs"`
-	UniqueBlobBytes int64      `json:"uniqueBlobBytes"`
-	TotalBlobBytes  int64      `json:"totalBlobBytes"`
-	ISO             *LockedISO `json:"iso,omitempty"`
-	Installer       string     `json:"installer,omitempty"`
+	UniqueBlobs     int                 `json:"uniqueBlobs"`
+	UniqueBlobBytes int64               `json:"uniqueBlobBytes"`
+	TotalBlobBytes  int64               `json:"totalBlobBytes"`
+	ISO             *lockfile.LockedISO `json:"iso,omitempty"`
+	Installer       string              `json:"installer,omitempty"`
+}
+
+// InfoRequest is what `snofactory release info` asks about a release.
+type InfoRequest struct {
+	Ref string
+	// Arch is the node architecture in CoreOS naming (default x86_64).
+	Arch string
+	// AuthFile is a pull secret / auth file; "" uses the standard auth files.
+	AuthFile string
+	// RegistriesConf replaces the system registries.conf (mirrors).
+	RegistriesConf string
+	// Insecure lists registries reached over plain HTTP or without TLS verification.
+	Insecure []string
+	// Jobs is how many manifests are read in parallel (default 8).
+	Jobs int
+}
+
+// secretAuthFile names the request's auth file among the secrets it hands to Resolve.
+const secretAuthFile = "authFile"
+
+// Describe resolves and sizes the release a request names (see ReleaseInfo).
+func Describe(ctx context.Context, req InfoRequest) (*Info, error) {
+	opts := Options{Release: req.Ref, Arch: req.Arch,
+		Registry: registries.Config{Insecure: req.Insecure, RegistriesConf: req.RegistriesConf}}
+	var secrets pipeline.SecretSource
+	if req.AuthFile != "" {
+		opts.Registry.PullSecret = secretAuthFile
+		secrets = pipeline.SecretFiles{secretAuthFile: req.AuthFile}
+	}
+	return ReleaseInfo(ctx, opts, Runtime{Secrets: secrets}, req.Jobs)
 }
 
 // ReleaseInfo resolves the release in opts (components, ISO; no extraction) and sizes its
@@ -39,7 +73,7 @@ func ReleaseInfo(ctx context.Context, opts Options, rt Runtime, jobs int) (*Info
 	}
 	var refs []string
 	for _, im := range lock.Images {
-		if im.Source == SourceRelease && im.Name != "release" {
+		if im.Source == lockfile.SourceRelease && im.Name != "release" {
 			info.Components++
 		}
 		refs = append(refs, im.Ref)

@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snofactory/snofactory/stages/internal/lockfile"
+	"github.com/snofactory/snofactory/stages/internal/registries"
+
 	"github.com/snofactory/snofactory/test/faultproxy"
 	pl "github.com/snofactory/snofactory/test/payload"
 	"github.com/snofactory/snofactory/test/registry"
@@ -26,7 +29,7 @@ func TestResolveSyntheticPayload(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := t.TempDir()
-	lock, err := Resolve(context.Background(), Options{Release: rel.Tag, Registry: Registry{Insecure: []string{reg.Addr()}}}, Runtime{OutDir: out})
+	lock, err := Resolve(context.Background(), Options{Release: rel.Tag, Registry: registries.Config{Insecure: []string{reg.Addr()}}}, Runtime{OutDir: out})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +42,7 @@ func TestResolveSyntheticPayload(t *testing.T) {
 	if fi, err := os.Stat(filepath.Join(out, InstallerPath)); err != nil || fi.Mode()&0o111 == 0 {
 		t.Errorf("openshift-install not extracted executable: %v", err)
 	}
-	info, err := ReleaseInfo(context.Background(), Options{Release: rel.Tag, Registry: Registry{Insecure: []string{reg.Addr()}}}, Runtime{}, 4)
+	info, err := ReleaseInfo(context.Background(), Options{Release: rel.Tag, Registry: registries.Config{Insecure: []string{reg.Addr()}}}, Runtime{}, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +66,7 @@ func TestResolveThroughFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	tag := strings.Replace(rel.Tag, reg.Addr(), proxy.Addr(), 1)
-	lock, err := Resolve(context.Background(), Options{Release: tag, Registry: Registry{Insecure: []string{proxy.Addr()}}}, Runtime{OutDir: t.TempDir()})
+	lock, err := Resolve(context.Background(), Options{Release: tag, Registry: registries.Config{Insecure: []string{proxy.Addr()}}}, Runtime{OutDir: t.TempDir()})
 	if err != nil {
 		t.Fatalf("resolve through faults (%+v): %v", proxy.Stats(), err)
 	}
@@ -108,7 +111,7 @@ func TestResolveISOFromMachineOSImages(t *testing.T) {
 				t.Fatal(err)
 			}
 			out := t.TempDir()
-			lock, err := Resolve(context.Background(), Options{Release: rel.Tag, Registry: Registry{Insecure: []string{reg.Addr()}}}, Runtime{OutDir: out})
+			lock, err := Resolve(context.Background(), Options{Release: rel.Tag, Registry: registries.Config{Insecure: []string{reg.Addr()}}}, Runtime{OutDir: out})
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tc.wantErr)
@@ -119,7 +122,7 @@ func TestResolveISOFromMachineOSImages(t *testing.T) {
 				t.Fatal(err)
 			}
 			mos, _ := rel.Component(pl.NameMachineOSImages)
-			want := LockedISO{URL: "image://" + mos.Reference + "#/coreos/coreos-x86_64.iso", Path: ISOPath, SHA256: isoSum, From: machineOSImages}
+			want := lockfile.LockedISO{URL: "image://" + mos.Reference + "#/coreos/coreos-x86_64.iso", Path: ISOPath, SHA256: isoSum, From: machineOSImages}
 			if lock.ISO == nil || *lock.ISO != want {
 				t.Fatalf("lock iso = %+v, want %+v", lock.ISO, want)
 			}
@@ -132,21 +135,21 @@ func TestResolveISOFromMachineOSImages(t *testing.T) {
 			}
 			// The lock round-trips and a resolution without an output (nothing extracted)
 			// still matches it: the image digest in the URL pins the content.
-			if err := WriteLock(LockPath(out), lock); err != nil {
+			if err := WriteLock(filepath.Join(out, lockfile.File), lock); err != nil {
 				t.Fatal(err)
 			}
-			read, err := ReadLock(LockPath(out))
+			read, err := ReadLock(filepath.Join(out, lockfile.File))
 			if err != nil {
 				t.Fatal(err)
 			}
-			bare, err := Resolve(context.Background(), Options{Release: rel.Tag, Registry: Registry{Insecure: []string{reg.Addr()}}}, Runtime{})
+			bare, err := Resolve(context.Background(), Options{Release: rel.Tag, Registry: registries.Config{Insecure: []string{reg.Addr()}}}, Runtime{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if bare.ISO == nil || bare.ISO.SHA256 != "" || bare.ISO.Path != "" {
 				t.Errorf("resolution without an output extracted: %+v", bare.ISO)
 			}
-			if d := Verify(read, bare); len(d) != 0 {
+			if d := lockfile.Verify(read, bare); len(d) != 0 {
 				t.Errorf("Verify = %q", d)
 			}
 		})

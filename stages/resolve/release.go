@@ -7,6 +7,8 @@ import (
 	"path"
 	"strings"
 
+	"github.com/snofactory/snofactory/stages/internal/lockfile"
+
 	"gopkg.in/yaml.v3"
 )
 
@@ -133,7 +135,7 @@ type coreosStream struct {
 }
 
 // liveISO finds the metal live ISO for arch in a CoreOS stream.
-func liveISO(stream []byte, arch string) (*LockedISO, error) {
+func liveISO(stream []byte, arch string) (*lockfile.LockedISO, error) {
 	var s coreosStream
 	if err := json.Unmarshal(stream, &s); err != nil {
 		return nil, fmt.Errorf("parsing CoreOS stream metadata: %w", err)
@@ -146,5 +148,5 @@ func liveISO(stream []byte, arch string) (*LockedISO, error) {
 	if !ok || disk.Location == "" {
 		return nil, fmt.Errorf("CoreOS stream has no %s metal ISO (architectures.%s.artifacts.metal.formats.iso.disk)", arch, arch)
 	}
-	return &LockedISO{URL: disk.Location, SHA256: disk.SHA256, From: "coreos-bootimages"}, nil
+	return &lockfile.LockedISO{URL: disk.Location, SHA256: disk.SHA256, From: "coreos-bootimages"}, nil
 }

@@ -13,10 +13,11 @@ import (
 	"path/filepath"
 	"strings"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/stages/internal/lockfile"
 	"github.com/snofactory/snofactory/stages/internal/registries"
-	"gopkg.in/yaml.v3"
 )
 
 // InstallerPath is where the stage puts openshift-install, relative to its output.
@@ -39,7 +40,7 @@ type Runtime struct {
 }
 
 // Resolve pins everything opts names and returns the lock.
-func Resolve(ctx context.Context, opts Options, rt Runtime) (*Lock, error) {
+func Resolve(ctx context.Context, opts Options, rt Runtime) (*lockfile.Lock, error) {
 	if opts.Release == "" && opts.ISO == nil && opts.ISOPath == "" && len(opts.Images) == 0 && len(opts.Operators) == 0 && len(opts.Catalogs) == 0 {
 		return nil, fmt.Errorf("nothing to resolve: no release image, live ISO or images")
 	}
@@ -61,7 +62,7 @@ func Resolve(ctx context.Context, opts Options, rt Runtime) (*Lock, error) {
 		return nil, err
 	}
 
-	lock := &Lock{SchemaVersion: LockSchemaVersion, Arch: arch}
+	lock := &lockfile.Lock{SchemaVersion: lockfile.SchemaVersion, Arch: arch}
 	if opts.Release != "" {
 		if err := c.resolveRelease(ctx, opts, rt, log, lock); err != nil {
 			return nil, err
@@ -94,13 +95,13 @@ func Resolve(ctx context.Context, opts Options, rt Runtime) (*Lock, error) {
 		if err != nil {
 			return nil, fmt.Errorf("extra image: %w", err)
 		}
-		lock.Images = append(lock.Images, LockedImage{Name: ref, Ref: pinned, Digest: dg.String(), Source: SourceExtra})
+		lock.Images = append(lock.Images, lockfile.LockedImage{Name: ref, Ref: pinned, Digest: dg.String(), Source: lockfile.SourceExtra})
 	}
 	lock.Normalize()
 	return lock, nil
 }
 
-func extractInstaller(ctx context.Context, c *client, t *LockedTool, outDir string) error {
+func extractInstaller(ctx context.Context, c *client, t *lockfile.LockedTool, outDir string) error {
 	im, err := c.open(ctx, t.Ref)
 	if err != nil {
 		return fmt.Errorf("installer image: %w", err)
@@ -122,7 +123,7 @@ func extractInstaller(ctx context.Context, c *client, t *LockedTool, outDir stri
 // extractISO writes the ISO an image:// lock entry names to ISOPath under outDir and
 // records its sha256. The image's own checksum file beside the ISO (<iso>.sha256), when
 // present, must agree with what was extracted.
-func extractISO(ctx context.Context, c *client, iso *LockedISO, outDir string) error {
+func extractISO(ctx context.Context, c *client, iso *lockfile.LockedISO, outDir string) error {
 	ref, name, ok := lockfile.ParseImageURL(iso.URL)
 	if !ok {
 		return fmt.Errorf("live ISO %s is not an image:// URL", iso.URL)
@@ -187,14 +188,14 @@ type csv struct {
 }
 
 // operatorImages pins a bundle and the images its ClusterServiceVersion relates.
-func (c *client) operatorImages(ctx context.Context, bundle string) ([]LockedImage, error) {
+func (c *client) operatorImages(ctx context.Context, bundle string) ([]lockfile.LockedImage, error) {
 	im, err := c.open(ctx, bundle)
 	if err != nil {
 		return nil, fmt.Errorf("operator bundle: %w", err)
 	}
 	defer im.Close()
-	source := SourceOperator + ":" + bundle
-	out := []LockedImage{{Name: "bundle", Ref: im.pinned(), Digest: im.digest.String(), Source: source}}
+	source := lockfile.SourceOperator + ":" + bundle
+	out := []lockfile.LockedImage{{Name: "bundle", Ref: im.pinned(), Digest: im.digest.String(), Source: source}}
 	files, err := c.readFiles(ctx, im, func(n string) bool {
 		return path.Dir(n) == "manifests" && (strings.HasSuffix(n, ".clusterserviceversion.yaml") || strings.HasSuffix(n, ".clusterserviceversion.yml"))
 	})
@@ -228,14 +229,14 @@ func (c *client) operatorImages(ctx context.Context, bundle string) ([]LockedIma
 			if rname == "" {
 				rname = ref
 			}
-			out = append(out, LockedImage{Name: rname, Ref: pinned, Digest: dg.String(), Source: source})
+			out = append(out, lockfile.LockedImage{Name: rname, Ref: pinned, Digest: dg.String(), Source: source})
 		}
 	}
 	return out, nil
 }
 
 // resolveRelease pins the release image, its components, its live ISO and its installer.
-func (c *client) resolveRelease(ctx context.Context, opts Options, rt Runtime, log *slog.Logger, lock *Lock) error {
+func (c *client) resolveRelease(ctx context.Context, opts Options, rt Runtime, log *slog.Logger, lock *lockfile.Lock) error {
 	rel, err := c.open(ctx, opts.Release)
 	if err != nil {
 		return err
@@ -246,16 +247,16 @@ func (c *client) resolveRelease(ctx context.Context, opts Options, rt Runtime, l
 	if err != nil {
 		return err
 	}
-	lock.Release = LockedRelease{Ref: opts.Release, Digest: rel.digest.String(), Version: p.version}
-	lock.Images = append(lock.Images, LockedImage{Name: "release", Ref: rel.pinned(), Digest: rel.digest.String(), Source: SourceRelease})
+	lock.Release = lockfile.LockedRelease{Ref: opts.Release, Digest: rel.digest.String(), Version: p.version}
+	lock.Images = append(lock.Images, lockfile.LockedImage{Name: "release", Ref: rel.pinned(), Digest: rel.digest.String(), Source: lockfile.SourceRelease})
 	arch := lock.Arch
-	byName := map[string]LockedImage{}
+	byName := map[string]lockfile.LockedImage{}
 	for _, comp := range p.components {
 		pinned, dg, err := c.digestOf(ctx, comp.ref)
 		if err != nil {
 			return fmt.Errorf("release component %s: %w", comp.name, err)
 		}
-		im := LockedImage{Name: comp.name, Ref: pinned, Digest: dg.String(), Source: SourceRelease}
+		im := lockfile.LockedImage{Name: comp.name, Ref: pinned, Digest: dg.String(), Source: lockfile.SourceRelease}
 		byName[comp.name] = im
 		lock.Images = append(lock.Images, im)
 	}
@@ -268,7 +269,7 @@ func (c *client) resolveRelease(ctx context.Context, opts Options, rt Runtime, l
 	} else if mos, ok := byName[machineOSImages]; ok {
 		// Newer payloads ship the ISO only inside machine-os-images: pin it by the image
 		// digest and, when there is an output, extract it for the live-iso stage.
-		lock.ISO = &LockedISO{URL: lockfile.ImageURL(mos.Ref, "/coreos/coreos-"+arch+".iso"), From: machineOSImages}
+		lock.ISO = &lockfile.LockedISO{URL: lockfile.ImageURL(mos.Ref, "/coreos/coreos-"+arch+".iso"), From: machineOSImages}
 		if rt.OutDir != "" {
 			log.Info("extracting the live ISO from machine-os-images", "ref", mos.Ref)
 			if err := extractISO(ctx, c, lock.ISO, rt.OutDir); err != nil {
@@ -281,7 +282,7 @@ func (c *client) resolveRelease(ctx context.Context, opts Options, rt Runtime, l
 	}
 
 	if inst, ok := byName[installerComponent]; ok {
-		lock.Installer = &LockedTool{Ref: inst.Ref, Digest: inst.Digest}
+		lock.Installer = &lockfile.LockedTool{Ref: inst.Ref, Digest: inst.Digest}
 		if rt.OutDir != "" {
 			if err := extractInstaller(ctx, c, lock.Installer, rt.OutDir); err != nil {
 				return err
@@ -297,9 +298,9 @@ func (c *client) resolveRelease(ctx context.Context, opts Options, rt Runtime, l
 
 // blueprintISO pins the live ISO the blueprint names itself (a URL with its checksum, or a
 // local file whose checksum is computed here).
-func blueprintISO(opts Options) (*LockedISO, error) {
+func blueprintISO(opts Options) (*lockfile.LockedISO, error) {
 	if opts.ISO != nil {
-		return &LockedISO{URL: opts.ISO.URL, SHA256: opts.ISO.SHA256, From: "blueprint"}, nil
+		return &lockfile.LockedISO{URL: opts.ISO.URL, SHA256: opts.ISO.SHA256, From: "blueprint"}, nil
 	}
 	f, err := os.Open(opts.ISOPath)
 	if err != nil {
@@ -314,5 +315,5 @@ func blueprintISO(opts Options) (*LockedISO, error) {
 	if label == "" {
 		label = opts.ISOPath
 	}
-	return &LockedISO{Path: label, SHA256: hex.EncodeToString(h.Sum(nil)), From: "blueprint"}, nil
+	return &lockfile.LockedISO{Path: label, SHA256: hex.EncodeToString(h.Sum(nil)), From: "blueprint"}, nil
 }

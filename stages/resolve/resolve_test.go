@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/snofactory/snofactory/stages/internal/lockfile"
+
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
@@ -21,6 +23,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
 	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/stages/internal/registries"
 	"github.com/snofactory/snofactory/test/registry"
@@ -134,7 +137,7 @@ func (f *fixture) options() Options {
 		Release:   f.release,
 		Operators: []string{f.bundle},
 		Images:    []string{f.components["etcd"]},
-		Registry:  Registry{Insecure: []string{f.reg.Addr()}},
+		Registry:  registries.Config{Insecure: []string{f.reg.Addr()}},
 	}
 }
 
@@ -149,7 +152,7 @@ func TestResolve(t *testing.T) {
 	if lock.Release.Version != "4.16.3" || !strings.HasPrefix(lock.Release.Digest, "sha256:") {
 		t.Errorf("release = %+v", lock.Release)
 	}
-	got := map[string]LockedImage{}
+	got := map[string]lockfile.LockedImage{}
 	for _, im := range lock.Images {
 		got[im.Source+"/"+im.Name] = im
 		if !strings.HasSuffix(im.Ref, "@"+im.Digest) {
@@ -207,7 +210,7 @@ func TestResolve(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := Verify(read, again); len(d) != 0 {
+	if d := lockfile.Verify(read, again); len(d) != 0 {
 		t.Errorf("Verify of identical locks: %v", d)
 	}
 
@@ -217,7 +220,7 @@ func TestResolve(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := Verify(read, moved)
+	d := lockfile.Verify(read, moved)
 	if len(d) != 1 || !strings.Contains(d[0], "lvms-operator") {
 		t.Errorf("Verify after moving a tag = %v", d)
 	}
@@ -231,10 +234,10 @@ func TestResolveErrors(t *testing.T) {
 		opts Options
 		want string
 	}{
-		{"not a release", Options{Release: f.components["etcd"], Registry: Registry{Insecure: []string{f.reg.Addr()}}}, "not a release image"},
-		{"missing", Options{Release: f.reg.Ref("ocp/nothing:1"), Registry: Registry{Insecure: []string{f.reg.Addr()}}}, "ocp/nothing"},
+		{"not a release", Options{Release: f.components["etcd"], Registry: registries.Config{Insecure: []string{f.reg.Addr()}}}, "not a release image"},
+		{"missing", Options{Release: f.reg.Ref("ocp/nothing:1"), Registry: registries.Config{Insecure: []string{f.reg.Addr()}}}, "ocp/nothing"},
 		{"no release", Options{}, "nothing to resolve"},
-		{"missing pull secret", Options{Release: f.release, Registry: Registry{PullSecret: "pull-secret"}}, "pull secret"},
+		{"missing pull secret", Options{Release: f.release, Registry: registries.Config{PullSecret: "pull-secret"}}, "pull secret"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -289,7 +292,7 @@ func openLayered(t *testing.T, reg *registry.Registry, repo string, layers []map
 		ls = append(ls, layer(t, l))
 	}
 	ref := push(t, reg.Ref(repo), ls...)
-	sys, cleanup, err := registries.SystemContext(context.Background(), t.TempDir(), Registry{Insecure: []string{reg.Addr()}}, nil, "x86_64")
+	sys, cleanup, err := registries.SystemContext(context.Background(), t.TempDir(), registries.Config{Insecure: []string{reg.Addr()}}, nil, "x86_64")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -369,7 +372,7 @@ func TestStageLocked(t *testing.T) {
 					t.Fatal(err)
 				}
 				b1, _ := os.ReadFile(tc.lock)
-				b2, _ := os.ReadFile(filepath.Join(out, Name, LockFile))
+				b2, _ := os.ReadFile(filepath.Join(out, Name, lockfile.File))
 				if !bytes.Equal(b1, b2) {
 					t.Error("the stage's lock differs from the one it was locked to")
 				}
@@ -424,7 +427,7 @@ func TestResolvePolicy(t *testing.T) {
 		})
 	}
 	// The policy's content is part of the stage's key; its host path is not an option.
-	s := New(Options{Release: f.release, Registry: Registry{PolicyFile: "/etc/containers/policy.json", RegistriesConf: "/r.conf"}})
+	s := New(Options{Release: f.release, Registry: registries.Config{PolicyFile: "/etc/containers/policy.json", RegistriesConf: "/r.conf"}})
 	if s.Files["policy.json"] != "/etc/containers/policy.json" || s.Files["registries.conf"] != "/r.conf" {
 		t.Errorf("stage files = %v", s.Files)
 	}
@@ -446,7 +449,7 @@ func TestReleaseInfoFails(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			opts := Options{Release: f.release, Registry: Registry{Insecure: []string{f.reg.Addr()}, PolicyFile: tc.policy}}
+			opts := Options{Release: f.release, Registry: registries.Config{Insecure: []string{f.reg.Addr()}, PolicyFile: tc.policy}}
 			info, err := ReleaseInfo(context.Background(), opts, Runtime{Scratch: t.TempDir()}, 2)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
@@ -483,7 +486,7 @@ func TestStageScratch(t *testing.T) {
 	if _, err := pipeline.Build(context.Background(), g, pipeline.BuildOptions{Cache: cache, OutputDir: out, Secrets: secretFiles{"pull-secret": authFile}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ReadLock(filepath.Join(out, Name, LockFile)); err != nil {
+	if _, err := ReadLock(filepath.Join(out, Name, lockfile.File)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -494,7 +497,7 @@ func TestResolveWithoutRelease(t *testing.T) {
 	iso := filepath.Join(t.TempDir(), "live.iso")
 	os.WriteFile(iso, []byte("not really an ISO"), 0o644)
 	extra := f.reg.Ref("ocp/etcd:latest")
-	lock, err := Resolve(context.Background(), Options{ISOPath: iso, Images: []string{extra}, Registry: Registry{Insecure: []string{f.reg.Addr()}}}, Runtime{OutDir: t.TempDir()})
+	lock, err := Resolve(context.Background(), Options{ISOPath: iso, Images: []string{extra}, Registry: registries.Config{Insecure: []string{f.reg.Addr()}}}, Runtime{OutDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

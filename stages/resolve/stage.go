@@ -2,18 +2,25 @@ package resolve
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/snofactory/snofactory/stages/internal/handoff"
+	"github.com/snofactory/snofactory/stages/internal/lockfile"
+	"github.com/snofactory/snofactory/stages/internal/registries"
 
 	"github.com/snofactory/snofactory/pipeline"
 )
 
 // Name is the stage name.
-const Name = "resolve"
+const Name = handoff.StageResolve
 
 // version changes whenever the stage writes something different for the same inputs.
-const version = "2"
+const version = "3"
 
 // Options is exactly what the stage reads.
 type Options struct {
@@ -29,7 +36,7 @@ type Options struct {
 	// Images are extra images to precache.
 	Images []string `json:"images,omitempty"`
 	// Registry says how registries are reached.
-	Registry Registry `json:"registry"`
+	Registry registries.Config `json:"registry"`
 	// ISO is the live ISO the blueprint names by URL (with its sha256), for targets whose ISO
 	// does not come from a release. It is pinned into the lock as given.
 	ISO *ISOSource `json:"iso,omitempty"`
@@ -39,6 +46,10 @@ type Options struct {
 	// ISOLabel is how the blueprint names ISOPath (relative to the blueprint); it is what the
 	// lock records.
 	ISOLabel string `json:"isoLabel,omitempty"`
+	// ISOMissing, when set, says why the blueprint's local ISO cannot be read yet (e.g. it is
+	// built by a make target): the stage fails with it when it runs, while a plan still
+	// shows the whole graph.
+	ISOMissing string `json:"isoMissing,omitempty"`
 	// Locked is a lock file the build must match (build --locked): the stage fails, listing
 	// every difference, if a fresh resolution differs. Its content is part of the key
 	// through Stage.Files, its host path is not.
@@ -46,7 +57,8 @@ type Options struct {
 }
 
 // New returns the resolve stage. Its output holds lock.json, bin/openshift-install and,
-// for a release that ships its live ISO only in machine-os-images, iso/live.iso.
+// for a release that ships its live ISO only in machine-os-images, iso/live.iso; its output
+// record (handoff.Resolve) names them.
 //
 // A resolution by tag is only as reproducible as the tag; the stage's key covers the
 // options, so a moved tag is only seen after --force resolve or with build --locked.
@@ -56,26 +68,7 @@ func New(opts Options) pipeline.Stage {
 		Version: version,
 		Options: opts,
 		Run: func(ctx context.Context, env *pipeline.Env) error {
-			env.UseTool("containers/image", pipeline.ModuleVersion("github.com/containers/image/v5"))
-			lock, err := Resolve(ctx, opts, Runtime{Secrets: env.Secrets, OutDir: env.Out, Scratch: env.Scratch, Log: env.Log})
-			if err != nil {
-				return err
-			}
-			if opts.Locked != "" {
-				if err := checkLocked(opts.Locked, lock); err != nil {
-					return err
-				}
-				env.Log.Info("resolution matches the lock", "lock", opts.Locked)
-			}
-			if err := WriteLock(filepath.Join(env.Out, LockFile), lock); err != nil {
-				return err
-			}
-			if lock.Release.Ref != "" {
-				env.Log.Info("wrote lock", "images", len(lock.Images), "release", lock.Release.Version)
-			} else {
-				env.Log.Info("wrote lock", "images", len(lock.Images))
-			}
-			return nil
+			return run(ctx, opts, env)
 		},
 	}
 	files := map[string]string{}
@@ -85,7 +78,7 @@ func New(opts Options) pipeline.Stage {
 	if opts.Registry.PolicyFile != "" {
 		files["policy.json"] = opts.Registry.PolicyFile
 	}
-	if opts.ISOPath != "" {
+	if opts.ISOPath != "" && opts.ISOMissing == "" {
 		files["live.iso"] = opts.ISOPath
 	}
 	if opts.Locked != "" {
@@ -100,8 +93,59 @@ func New(opts Options) pipeline.Stage {
 	return s
 }
 
-// LockPath returns the lock file inside a resolve stage output directory.
-func LockPath(outDir string) string { return filepath.Join(outDir, LockFile) }
+func run(ctx context.Context, opts Options, env *pipeline.Env) error {
+	if opts.ISOMissing != "" {
+		return errors.New(opts.ISOMissing)
+	}
+	env.UseTool("containers/image", pipeline.ModuleVersion("github.com/containers/image/v5"))
+	lock, err := Resolve(ctx, opts, Runtime{Secrets: env.Secrets, OutDir: env.Out, Scratch: env.Scratch, Log: env.Log})
+	if err != nil {
+		return err
+	}
+	if opts.Locked != "" {
+		if err := checkLocked(opts.Locked, lock); err != nil {
+			return err
+		}
+		env.Log.Info("resolution matches the lock", "lock", opts.Locked)
+	}
+	if err := lockfile.WriteLock(filepath.Join(env.Out, lockfile.File), lock); err != nil {
+		return err
+	}
+	if lock.Release.Ref != "" {
+		env.Log.Info("wrote lock", "images", len(lock.Images), "release", lock.Release.Version)
+	} else {
+		env.Log.Info("wrote lock", "images", len(lock.Images))
+	}
+	return handoff.Write(env, record(lock))
+}
+
+// record is the stage's output record for the lock it wrote.
+func record(lock *lockfile.Lock) handoff.Resolve {
+	rec := handoff.Resolve{Lock: lockfile.File}
+	if lock.Installer != nil {
+		rec.Installer = handoff.File(lock.Installer.Path)
+	}
+	if lock.ISO != nil && lock.ISO.InImage() {
+		rec.ISO = handoff.File(lock.ISO.Path)
+	}
+	return rec
+}
+
+// Pin resolves everything opts names to digests, as the stage does but without the cache,
+// for `snofactory lock`. It pins the installer and a release's live ISO by their images'
+// digests without extracting them (a gigabyte for the ISO); a build's resolve adds their
+// checksums, and build --locked accepts both forms.
+func Pin(ctx context.Context, opts Options, secrets pipeline.SecretSource, log *slog.Logger) (*lockfile.Lock, error) {
+	if opts.ISOMissing != "" {
+		return nil, errors.New(opts.ISOMissing)
+	}
+	scratch, err := os.MkdirTemp("", "snofactory-lock-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(scratch)
+	return Resolve(ctx, opts, Runtime{Secrets: secrets, Scratch: scratch, Log: log})
+}
 
 // LockMismatchError is a build --locked whose fresh resolution differs from the lock.
 type LockMismatchError struct {
@@ -114,12 +158,12 @@ func (e *LockMismatchError) Error() string {
 		e.Lock, len(e.Diffs), strings.Join(e.Diffs, "\n  - "))
 }
 
-func checkLocked(path string, fresh *Lock) error {
-	locked, err := ReadLock(path)
+func checkLocked(path string, fresh *lockfile.Lock) error {
+	locked, err := lockfile.ReadLock(path)
 	if err != nil {
 		return err
 	}
-	if diffs := Verify(locked, fresh); len(diffs) > 0 {
+	if diffs := lockfile.Verify(locked, fresh); len(diffs) > 0 {
 		return &LockMismatchError{Lock: path, Diffs: diffs}
 	}
 	return nil

@@ -1,0 +1,80 @@
+package handoff
+
+// Resolve is the resolve stage's output: the lock that pins every input, and the files it
+// extracted from the release.
+type Resolve struct {
+	// Lock is the lock file (stages/internal/lockfile's format).
+	Lock File `json:"lock"`
+	// Installer is openshift-install extracted from the release ("" without a release).
+	Installer File `json:"installer,omitempty"`
+	// ISO is the live ISO extracted from the release's machine-os-images ("" when the ISO
+	// is downloaded instead); the lock holds its sha256.
+	ISO File `json:"iso,omitempty"`
+}
+
+func (r Resolve) files() []File { return []File{r.Lock, r.Installer, r.ISO} }
+
+// Render is the render stage's output: the Ignition configs it produced.
+type Render struct {
+	// Target is the blueprint's target type (openshift or coreos).
+	Target string `json:"target"`
+	// Configs maps a config's role to the config: ConfigNode always, ConfigWorker for a
+	// seed that takes day-2 workers.
+	Configs map[string]IgnitionConfig `json:"configs"`
+	// Kubeconfig and KubeadminPassword are the installer's credentials (openshift only).
+	Kubeconfig        File `json:"kubeconfig,omitempty"`
+	KubeadminPassword File `json:"kubeadminPassword,omitempty"`
+}
+
+// Config roles in Render.Configs.
+const (
+	ConfigNode   = "config"
+	ConfigWorker = "worker"
+)
+
+// IgnitionConfig is one rendered Ignition config.
+type IgnitionConfig struct {
+	Path File `json:"path"`
+	// Version is the Ignition spec version it declares.
+	Version string `json:"version"`
+	// Secret marks a config that embeds secrets (a pull secret): whatever carries it is
+	// owner-only and never published.
+	Secret bool `json:"secret,omitempty"`
+}
+
+func (r Render) files() []File {
+	out := []File{r.Kubeconfig, r.KubeadminPassword}
+	for _, c := range r.Configs {
+		out = append(out, c.Path)
+	}
+	return out
+}
+
+// LiveISO is the live-iso stage's output: the live ISO with the node config embedded.
+type LiveISO struct {
+	ISO File `json:"iso"`
+	// Secret is true when the embedded config carries secrets.
+	Secret bool `json:"secret,omitempty"`
+}
+
+func (l LiveISO) files() []File { return []File{l.ISO} }
+
+// Precache is the precache stage's output: the images the node needs, as an OCI layout and
+// as a data disk for the factory VM.
+type Precache struct {
+	// Layout is the OCI image layout directory.
+	Layout File `json:"layout"`
+	// DataDisk is the raw data disk the node imports from ("" when not packaged).
+	DataDisk File `json:"dataDisk,omitempty"`
+	// Images are the precached images, pinned by digest as the lock pins them.
+	Images []Image `json:"images"`
+}
+
+// Image is one precached image.
+type Image struct {
+	Name   string `json:"name"`
+	Ref    string `json:"ref"`
+	Digest string `json:"digest"`
+}
+
+func (p Precache) files() []File { return []File{p.Layout, p.DataDisk} }
