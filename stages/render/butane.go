@@ -51,6 +51,16 @@ type butaneHeader struct {
 	Metadata *struct{} `yaml:"metadata"`
 }
 
+// loadFragment reads the i-th fragment f and its header; name is how errors refer to it.
+func loadFragment(opts Options, f Fragment, i int) (name string, src []byte, h butaneHeader, err error) {
+	name = f.name(i)
+	if src, err = readFragment(opts, f); err != nil {
+		return name, nil, h, err
+	}
+	h, err = readHeader(name, src)
+	return name, src, h, err
+}
+
 func readHeader(name string, src []byte) (butaneHeader, error) {
 	var h butaneHeader
 	if err := yaml.Unmarshal(src, &h); err != nil {

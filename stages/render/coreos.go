@@ -63,12 +63,7 @@ WantedBy=multi-user.target
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		name := f.name(i)
-		src, err := readFragment(opts, f)
-		if err != nil {
-			return err
-		}
-		h, err := readHeader(name, src)
+		name, src, h, err := loadFragment(opts, f, i)
 		if err != nil {
 			return err
 		}

@@ -199,6 +199,9 @@ func TestCoreOSStageInEngine(t *testing.T) {
 	}
 }
 
+// Options the graph filled in inconsistently are refused before anything runs, and a value
+// render cannot use fails the step that needs it. (The values a user writes are validated by
+// the blueprint loader, with positions; see blueprints' TestValidationRules.)
 func TestOptionsValidation(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -206,18 +209,14 @@ func TestOptionsValidation(t *testing.T) {
 		want string
 	}{
 		{"no target", Options{}, `target ""`},
-		{"bad ignition", Options{Target: TargetCoreOS, IgnitionVersion: "3.9.0"}, `ignitionVersion "3.9.0"`},
-		{"relocation on coreos", Options{Target: TargetCoreOS, IgnitionVersion: "3.3.0", Relocation: &Relocation{}}, "relocation"},
+		{"relocation on coreos", Options{Target: TargetCoreOS, IgnitionVersion: "3.3.0", Relocation: &Relocation{}}, "relocation: relocation MachineConfigs need the openshift target"},
+		{"worker on coreos", Options{Target: TargetCoreOS, IgnitionVersion: "3.3.0", WorkerIgnition: true}, "workerIgnition"},
 		{"no cluster", Options{Target: TargetOpenShift}, "openshift: required"},
-		{"bad ip", Options{Target: TargetOpenShift, OpenShift: goodCluster(), Relocation: &Relocation{InternalIP: "192.168.127.0/24"}}, "want a host address"},
-		{"bad window", Options{Target: TargetOpenShift, OpenShift: goodCluster(), Relocation: &Relocation{InternalIP: "192.168.127.10/24", ShipmentWindow: "soon"}}, "shipmentWindow"},
-		{"unknown release", Options{Target: TargetOpenShift, OpenShift: &OpenShift{Version: "4.99", ClusterName: "sno", BaseDomain: "x", InstallationDisk: "/dev/vda"}}, "no openshift 4.99.0 variant"},
-		{"ip outside machine network", Options{Target: TargetOpenShift, OpenShift: &OpenShift{Version: "4.16", ClusterName: "sno", BaseDomain: "x", InstallationDisk: "/dev/vda", MachineNetwork: []string{"10.0.0.0/16"}}, Relocation: &Relocation{InternalIP: "192.168.127.10/24"}}, "is outside openshift.machineNetwork"},
-		{"bad cluster cidr", Options{Target: TargetOpenShift, OpenShift: &OpenShift{Version: "4.16", ClusterName: "sno", BaseDomain: "x", InstallationDisk: "/dev/vda", ClusterNetwork: []ClusterNetwork{{CIDR: "10.128.0.0", HostPrefix: 23}}}}, "openshift.clusterNetwork[0].cidr"},
-		{"v4 host prefix on v6 network", Options{Target: TargetOpenShift, OpenShift: &OpenShift{Version: "4.16", ClusterName: "sno", BaseDomain: "x", InstallationDisk: "/dev/vda", ClusterNetwork: []ClusterNetwork{{CIDR: "10.128.0.0/14", HostPrefix: 23}, {CIDR: "fd01::/48", HostPrefix: 23}}}}, "openshift.clusterNetwork[1].hostPrefix 23: want 49 to 128"},
-		{"v6 host prefix on v4 network", Options{Target: TargetOpenShift, OpenShift: &OpenShift{Version: "4.16", ClusterName: "sno", BaseDomain: "x", InstallationDisk: "/dev/vda", ClusterNetwork: []ClusterNetwork{{CIDR: "10.128.0.0/14", HostPrefix: 64}}}}, "openshift.clusterNetwork[0].hostPrefix 64: want 15 to 32"},
-		{"fragment both", Options{Target: TargetCoreOS, IgnitionVersion: "3.3.0", Fragments: []Fragment{{File: "a", Inline: "b"}}}, "exactly one of file and inline"},
+		{"installerFrom without a path", Options{Target: TargetOpenShift, OpenShift: goodCluster(), InstallerFrom: "resolve"}, `installerFrom "resolve": want STAGE/PATH`},
 		{"fragment no host path", Options{Target: TargetCoreOS, IgnitionVersion: "3.3.0", Fragments: []Fragment{{File: "a.bu"}}}, `file "a.bu" has no host path`},
+		{"unknown ignition spec", Options{Target: TargetCoreOS, IgnitionVersion: "3.9.0"}, `ignition spec "3.9.0": want one of 3.2.0, 3.3.0, 3.4.0, 3.5.0`},
+		{"unknown release", Options{Target: TargetOpenShift, OpenShift: &OpenShift{Version: "4.99", ClusterName: "sno", BaseDomain: "x", InstallationDisk: "/dev/vda"}}, "no openshift 4.99.0 variant"},
+		{"not a release version", Options{Target: TargetOpenShift, OpenShift: &OpenShift{Version: "latest", ClusterName: "sno", BaseDomain: "x", InstallationDisk: "/dev/vda"}}, "want an OpenShift 4 release"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := Render(context.Background(), tc.opts, testSecrets(t), t.TempDir(), nil)

@@ -44,67 +44,116 @@ type extraManifest struct {
 	info ManifestFile
 }
 
+// renderOpenShift renders a single-node bootstrap-in-place install: the install config and
+// render's extra manifests go to manifests/, openshift-install turns them into config.ign,
+// and its credentials are kept beside it.
 func renderOpenShift(ctx context.Context, opts Options, env *runEnv, rep *Report) error {
-	c, release, err := pinRelease(opts, env, effectiveCluster(opts))
+	c, variant, err := releaseToInstall(opts, env, rep)
 	if err != nil {
 		return err
-	}
-	rep.Release = release
-	env.log.Info("release to install", "image", release.Image, "version", release.Version, "from", release.From)
-	variant, err := butaneOpenShiftVersion(c.Version)
-	if err != nil {
-		return fmt.Errorf("openshift.version: %w", err)
 	}
 	installer, err := findInstaller(opts, env)
 	if err != nil {
 		return err
 	}
+	secrets, err := readInstallSecrets(opts, env)
+	if err != nil {
+		return err
+	}
+	icPath := ManifestDir + "/install-config.yaml"
+	if err := writeInstallConfig(env.out, icPath, c, secrets.kept(opts.KeepSecrets), 0o644); err != nil {
+		return err
+	}
+	rep.Manifests = append(rep.Manifests, ManifestFile{Path: icPath, Kind: "InstallConfig", Name: c.ClusterName, Redacted: !opts.KeepSecrets})
+	extras, err := openshiftManifests(ctx, opts, variant, rep)
+	if err != nil {
+		return err
+	}
+	if err := writeManifests(env, extras, rep); err != nil {
+		return err
+	}
+	ign, err := runInstaller(ctx, env, installer, c, secrets, extras, rep)
+	if err != nil {
+		return err
+	}
+	if opts.WorkerIgnition {
+		return writeWorkerPointer(env, c, ign, rep)
+	}
+	return nil
+}
 
+// releaseToInstall is the cluster with the release the installer must install pinned (see
+// pinRelease), and the Butane openshift variant of its version.
+func releaseToInstall(opts Options, env *runEnv, rep *Report) (*OpenShift, string, error) {
+	c, release, err := pinRelease(opts, env, effectiveCluster(opts))
+	if err != nil {
+		return nil, "", err
+	}
+	rep.Release = release
+	env.log.Info("release to install", "image", release.Image, "version", release.Version, "from", release.From)
+	variant, err := butaneOpenShiftVersion(c.Version)
+	if err != nil {
+		return nil, "", fmt.Errorf("openshift.version: %w", err)
+	}
+	return c, variant, nil
+}
+
+// installSecrets are the secrets install-config.yaml carries.
+type installSecrets struct {
+	pullSecret string // compact JSON: one line, as the installer documents it
+	sshKey     string // "" when none is configured
+}
+
+// readInstallSecrets reads the pull secret and, when configured, the SSH key from the
+// secrets channel. Errors never quote a value: they are credentials.
+func readInstallSecrets(opts Options, env *runEnv) (installSecrets, error) {
+	var s installSecrets
 	pull, err := env.secrets.Secret(SecretPullSecret)
 	if err != nil {
-		return fmt.Errorf("render: %w", err)
+		return s, fmt.Errorf("render: %w", err)
 	}
 	var auths struct {
 		Auths map[string]json.RawMessage `json:"auths"`
 	}
 	var compact bytes.Buffer
 	if json.Unmarshal(pull, &auths) != nil || auths.Auths == nil || json.Compact(&compact, pull) != nil {
-		// Never echo the value: it is a credential.
-		return fmt.Errorf("render: secret %s is not a pull secret (want JSON with an \"auths\" object)", SecretPullSecret)
+		return s, fmt.Errorf("render: secret %s is not a pull secret (want JSON with an \"auths\" object)", SecretPullSecret)
 	}
-	// One line, as the installer documents it, whatever the file's layout.
-	pullSecret := compact.String()
-	var sshKey string
+	s.pullSecret = compact.String()
 	if opts.SSHKey {
 		k, err := env.secrets.Secret(SecretSSHKey)
 		if err != nil {
-			return fmt.Errorf("render: %w", err)
+			return s, fmt.Errorf("render: %w", err)
 		}
-		sshKey = strings.TrimSpace(string(k))
+		s.sshKey = strings.TrimSpace(string(k))
 	}
+	return s, nil
+}
 
-	// The copy of install-config.yaml that is kept has its secrets replaced.
-	keptPull, keptSSH := redacted, ""
-	if sshKey != "" {
-		keptSSH = redacted
+// kept is what the copy of install-config.yaml kept in the outputs carries: placeholders
+// (outputs are cached and may be shipped) unless keep asks for the real secrets.
+func (s installSecrets) kept(keep bool) installSecrets {
+	if keep {
+		return s
 	}
-	if opts.KeepSecrets {
-		keptPull, keptSSH = pullSecret, sshKey
+	k := installSecrets{pullSecret: redacted}
+	if s.sshKey != "" {
+		k.sshKey = redacted
 	}
-	kept, err := marshalYAML(installConfig(c, keptPull, keptSSH))
+	return k
+}
+
+// writeInstallConfig writes the install-config.yaml of c carrying s at rel below dir.
+func writeInstallConfig(dir, rel string, c *OpenShift, s installSecrets, perm os.FileMode) error {
+	b, err := marshalYAML(installConfig(c, s.pullSecret, s.sshKey))
 	if err != nil {
 		return err
 	}
-	icPath := ManifestDir + "/install-config.yaml"
-	if err := writeFile(env.out, icPath, kept, 0o644); err != nil {
-		return err
-	}
-	rep.Manifests = append(rep.Manifests, ManifestFile{Path: icPath, Kind: "InstallConfig", Name: c.ClusterName, Redacted: !opts.KeepSecrets})
+	return writeFile(dir, rel, b, perm)
+}
 
-	extras, err := openshiftManifests(ctx, opts, variant, rep)
-	if err != nil {
-		return err
-	}
+// writeManifests writes render's extra manifests into manifests/.
+func writeManifests(env *runEnv, extras []extraManifest, rep *Report) error {
 	seen := map[string]bool{}
 	for _, m := range extras {
 		if seen[m.name] {
@@ -117,69 +166,84 @@ func renderOpenShift(ctx context.Context, opts Options, env *runEnv, rep *Report
 		env.log.Info("wrote manifest", "path", m.info.Path, "kind", m.info.Kind, "concern", m.info.Concern)
 		rep.Manifests = append(rep.Manifests, m.info)
 	}
+	return nil
+}
 
-	work, err := os.MkdirTemp("", "snofactory-render-installer-")
-	if err != nil {
-		return err
-	}
-	// The work directory holds the real pull secret: it must not outlive the stage.
-	defer os.RemoveAll(work)
-	withSecrets, err := marshalYAML(installConfig(c, pullSecret, sshKey))
-	if err != nil {
-		return err
-	}
-	if err := writeFile(work, "install-config.yaml", withSecrets, 0o600); err != nil {
-		return err
-	}
-
+// runInstaller runs openshift-install in a work directory of its own, which holds the real
+// pull secret and is removed on return. Extra manifests go in between: create manifests, add
+// them to openshift/, then create the ignition config from the manifests on disk. It keeps
+// the installer's outputs and returns the bootstrap-in-place config.
+func runInstaller(ctx context.Context, env *runEnv, installer string, c *OpenShift, s installSecrets, extras []extraManifest, rep *Report) ([]byte, error) {
 	version, err := installerVersion(ctx, env, installer)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	env.useTool("openshift-install", version)
 	rep.Tools["openshift-install"] = version
 
-	runInstaller := func(args ...string) error {
-		cmd := exec.Command(installer, append(args, "--dir", work)...)
-		cmd.Env = append(os.Environ(), "OPENSHIFT_INSTALL_INVOKER=snofactory")
-		if c.ReleaseImage != "" {
-			cmd.Env = append(cmd.Env, "OPENSHIFT_INSTALL_RELEASE_IMAGE_OVERRIDE="+c.ReleaseImage)
-		}
-		env.log.Info("running openshift-install", "args", strings.Join(args, " "))
-		if err := env.exec(ctx, cmd); err != nil {
-			return fmt.Errorf("openshift-install %s: %w", strings.Join(args, " "), err)
-		}
-		return nil
+	work, err := os.MkdirTemp("", "snofactory-render-installer-")
+	if err != nil {
+		return nil, fmt.Errorf("creating openshift-install's work directory: %w", err)
 	}
-	// Extra manifests go in between: create manifests, add files to openshift/, then
-	// create the ignition config from the manifests on disk.
+	defer os.RemoveAll(work)
+	if err := writeInstallConfig(work, "install-config.yaml", c, s, 0o600); err != nil {
+		return nil, err
+	}
+	run := installerRun{env: env, path: installer, dir: work, release: c.ReleaseImage}
 	if len(extras) > 0 {
-		if err := runInstaller("create", "manifests"); err != nil {
-			return err
+		if err := run.create(ctx, "manifests"); err != nil {
+			return nil, err
 		}
 		for _, m := range extras {
 			if err := writeFile(work, "openshift/"+m.name, m.data, 0o644); err != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
-	if err := runInstaller("create", "single-node-ignition-config"); err != nil {
-		return err
+	if err := run.create(ctx, "single-node-ignition-config"); err != nil {
+		return nil, err
 	}
+	return keepInstallerOutputs(env, work, rep)
+}
 
+// installerRun runs openshift-install on one work directory.
+type installerRun struct {
+	env     *runEnv
+	path    string
+	dir     string
+	release string // OPENSHIFT_INSTALL_RELEASE_IMAGE_OVERRIDE; "" for the installer's own
+}
+
+// create runs `openshift-install create ASSET --dir DIR`.
+func (r installerRun) create(ctx context.Context, asset string) error {
+	cmd := exec.Command(r.path, "create", asset, "--dir", r.dir)
+	cmd.Env = append(os.Environ(), "OPENSHIFT_INSTALL_INVOKER=snofactory")
+	if r.release != "" {
+		cmd.Env = append(cmd.Env, "OPENSHIFT_INSTALL_RELEASE_IMAGE_OVERRIDE="+r.release)
+	}
+	r.env.log.Info("running openshift-install", "args", "create "+asset)
+	if err := r.env.exec(ctx, cmd); err != nil {
+		return fmt.Errorf("openshift-install create %s: %w", asset, err)
+	}
+	return nil
+}
+
+// keepInstallerOutputs validates the installer's bootstrap-in-place config and copies it,
+// the cluster credentials and metadata.json from work into the stage output.
+func keepInstallerOutputs(env *runEnv, work string, rep *Report) ([]byte, error) {
 	ign, err := os.ReadFile(filepath.Join(work, installerIgnition))
 	if err != nil {
-		return fmt.Errorf("openshift-install did not write %s: %w", installerIgnition, err)
+		return nil, fmt.Errorf("openshift-install did not write %s: %w", installerIgnition, err)
 	}
 	ignVersion, warnings, err := validateIgnition("openshift-install's "+installerIgnition, ign, false)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, w := range warnings {
 		env.log.Warn("openshift-install's Ignition config: "+w, "file", installerIgnition)
 	}
 	if err := writeFile(env.out, ConfigPath, ign, 0o600); err != nil {
-		return err
+		return nil, err
 	}
 	rep.Ignition = map[string]IgnitionFile{"config": {Path: ConfigPath, Version: ignVersion, Size: len(ign), Secret: true}}
 	env.log.Info("wrote the bootstrap-in-place config (holds the pull secret; 0600)", "path", ConfigPath, "ignition", ignVersion, "bytes", len(ign))
@@ -188,30 +252,32 @@ func renderOpenShift(ctx context.Context, opts Options, env *runEnv, rep *Report
 	for _, o := range installerOutputs {
 		b, err := os.ReadFile(filepath.Join(work, filepath.FromSlash(o.rel)))
 		if err != nil {
-			return fmt.Errorf("openshift-install did not write %s: %w", o.rel, err)
+			return nil, fmt.Errorf("openshift-install did not write %s: %w", o.rel, err)
 		}
 		if err := writeFile(env.out, o.rel, b, o.perm); err != nil {
-			return err
+			return nil, err
 		}
 		rep.Installer[filepath.Base(o.rel)] = o.rel
 	}
+	return ign, nil
+}
 
-	if opts.WorkerIgnition {
-		w, err := workerPointer(c, ign)
-		if err != nil {
-			return err
-		}
-		if err := writeFile(env.out, WorkerPath, w, 0o644); err != nil {
-			return err
-		}
-		rep.Ignition["worker"] = IgnitionFile{Path: WorkerPath, Version: "3.2.0", Size: len(w)}
+// writeWorkerPointer writes the day-2 worker config built from the bootstrap config ign.
+func writeWorkerPointer(env *runEnv, c *OpenShift, ign []byte, rep *Report) error {
+	w, err := workerPointer(c, ign)
+	if err != nil {
+		return err
 	}
+	if err := writeFile(env.out, WorkerPath, w, 0o644); err != nil {
+		return err
+	}
+	rep.Ignition["worker"] = IgnitionFile{Path: WorkerPath, Version: "3.2.0", Size: len(w)}
 	return nil
 }
 
 // effectiveCluster is opts.OpenShift with the machine network defaulted to the relocation
 // subnet: the node IP must lie in the machine network, and with relocation the node IP is the
-// internal address (validate refuses an explicit machine network that misses it).
+// internal address (blueprint validation refuses an explicit machine network that misses it).
 func effectiveCluster(opts Options) *OpenShift {
 	c := *opts.OpenShift
 	if r := opts.Relocation; r != nil && len(c.MachineNetwork) == 0 {
@@ -226,109 +292,20 @@ func effectiveCluster(opts Options) *OpenShift {
 // the relocation MachineConfigs, the user's fragments, and the ingress placement.
 func openshiftManifests(ctx context.Context, opts Options, variant string, rep *Report) ([]extraManifest, error) {
 	var out []extraManifest
-	addMC := func(what, concern string, doc []byte) error {
-		name, v, err := checkMachineConfig(what, doc)
-		if err != nil {
-			return err
-		}
-		file := name + ".yaml"
-		out = append(out, extraManifest{name: file, data: doc, info: ManifestFile{
-			Path: ManifestDir + "/" + file, Kind: "MachineConfig", Name: name, IgnitionVersion: v, Concern: concern}})
-		return nil
-	}
-
 	if r := opts.Relocation; r != nil {
-		mcs, err := relocationConfigs(variant, *r)
+		mcs, relocation, err := relocationManifests(variant, *r)
 		if err != nil {
 			return nil, err
 		}
-		for _, mc := range mcs {
-			doc, err := translateOwn(mc.Config.Metadata.Name, mc.Config, false)
-			if err != nil {
-				return nil, err
-			}
-			if err := addMC(mc.Config.Metadata.Name, mc.Concern, doc); err != nil {
-				return nil, err
-			}
-		}
-		w, _ := r.window()
-		p, _ := netipPrefix(r.InternalIP)
-		rep.Relocation = &RelocationReport{
-			InternalIP:                   r.InternalIP,
-			NodeIPHint:                   p.Masked().Addr().String(),
-			ReconfigureUnit:              ReconfigureUnit,
-			ShipmentFile:                 ShipmentFile,
-			KubeletClientCertMinValidity: w.String(),
-		}
+		out = append(out, mcs...)
+		rep.Relocation = relocation
 	}
-
-	// Fragments: with metadata, each is its own MachineConfig; without, they are merged in
-	// order into one.
-	clusterSpec, err := openshiftIgnitionVersion(variant)
+	frags, results, err := fragmentManifests(ctx, opts, variant)
 	if err != nil {
 		return nil, err
 	}
-	const mergedName = "99-master-snofactory-fragments"
-	merged, err := newMerger(clusterSpec)
-	if err != nil {
-		return nil, err
-	}
-	var mergedFrom []int
-	for i, f := range opts.Fragments {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		name := f.name(i)
-		src, err := readFragment(opts, f)
-		if err != nil {
-			return nil, err
-		}
-		h, err := readHeader(name, src)
-		if err != nil {
-			return nil, err
-		}
-		if h.Variant != "openshift" {
-			return nil, &ButaneError{Name: name, Err: fmt.Errorf("variant %s cannot configure an OpenShift node; use variant: openshift, version: %s", h.Variant, variant)}
-		}
-		if fv, err := semver.NewVersion(h.Version); err == nil && semver.New(variant).LessThan(*fv) {
-			return nil, &ButaneError{Name: name, Err: fmt.Errorf("openshift %s is newer than the cluster's %s", h.Version, variant)}
-		}
-		res := FragmentResult{Name: name, Variant: h.Variant, Version: h.Version}
-		if h.Metadata != nil {
-			doc, err := translate(name, src, false)
-			if err != nil {
-				return nil, err
-			}
-			if err := addMC(name, "", doc); err != nil {
-				return nil, err
-			}
-			res.Output = out[len(out)-1].info.Path
-		} else {
-			ign, err := translate(name, withPlaceholderMetadata(src), true)
-			if err != nil {
-				return nil, err
-			}
-			if err := merged.add(name, ign); err != nil {
-				return nil, err
-			}
-			mergedFrom = append(mergedFrom, len(rep.Fragments))
-			res.Output = ManifestDir + "/" + mergedName + ".yaml"
-		}
-		rep.Fragments = append(rep.Fragments, res)
-	}
-	if len(mergedFrom) > 0 {
-		ign, err := merged.bytes(mergedName)
-		if err != nil {
-			return nil, err
-		}
-		doc, err := wrapMachineConfig(mergedName, ign)
-		if err != nil {
-			return nil, err
-		}
-		if err := addMC(mergedName, "", doc); err != nil {
-			return nil, err
-		}
-	}
+	out = append(out, frags...)
+	rep.Fragments = append(rep.Fragments, results...)
 
 	// Day-2 workers on a single-replica control plane: keep the default router on the
 	// master. Upstream's installer asks for the same through the Ingress config's
@@ -344,6 +321,133 @@ func openshiftManifests(ctx context.Context, opts Options, variant string, rep *
 		out = append(out, extraManifest{name: file, data: doc, info: ManifestFile{Path: ManifestDir + "/" + file, Kind: "IngressController", Name: "default"}})
 	}
 	return out, nil
+}
+
+// machineConfigManifest is the extra manifest for a MachineConfig document.
+func machineConfigManifest(what, concern string, doc []byte) (extraManifest, error) {
+	name, v, err := checkMachineConfig(what, doc)
+	if err != nil {
+		return extraManifest{}, err
+	}
+	file := name + ".yaml"
+	return extraManifest{name: file, data: doc, info: ManifestFile{
+		Path: ManifestDir + "/" + file, Kind: "MachineConfig", Name: name, IgnitionVersion: v, Concern: concern}}, nil
+}
+
+// relocationManifests is the relocatable-seed MachineConfigs as manifests, and the settings
+// they carry for render.json.
+func relocationManifests(variant string, r Relocation) ([]extraManifest, *RelocationReport, error) {
+	mcs, rep, err := relocationConfigs(variant, r)
+	if err != nil {
+		return nil, nil, err
+	}
+	var out []extraManifest
+	for _, mc := range mcs {
+		doc, err := translateOwn(mc.Config.Metadata.Name, mc.Config, false)
+		if err != nil {
+			return nil, nil, err
+		}
+		m, err := machineConfigManifest(mc.Config.Metadata.Name, mc.Concern, doc)
+		if err != nil {
+			return nil, nil, err
+		}
+		out = append(out, m)
+	}
+	return out, rep, nil
+}
+
+// mergedFragments names the MachineConfig the fragments without metadata are merged into.
+const mergedFragments = "99-master-snofactory-fragments"
+
+// fragmentManifests turns the user's Butane fragments into MachineConfigs: a fragment with
+// metadata is its own; the others are merged, in order, into one.
+func fragmentManifests(ctx context.Context, opts Options, variant string) ([]extraManifest, []FragmentResult, error) {
+	clusterSpec, err := openshiftIgnitionVersion(variant)
+	if err != nil {
+		return nil, nil, err
+	}
+	merged, err := newMerger(clusterSpec)
+	if err != nil {
+		return nil, nil, err
+	}
+	var out []extraManifest
+	var results []FragmentResult
+	nMerged := 0
+	for i, f := range opts.Fragments {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
+		}
+		name, src, h, err := readOpenShiftFragment(opts, f, i, variant)
+		if err != nil {
+			return nil, nil, err
+		}
+		res := FragmentResult{Name: name, Variant: h.Variant, Version: h.Version}
+		if h.Metadata != nil {
+			m, err := fragmentMachineConfig(name, src)
+			if err != nil {
+				return nil, nil, err
+			}
+			out = append(out, m)
+			res.Output = m.info.Path
+		} else {
+			ign, err := translate(name, withPlaceholderMetadata(src), true)
+			if err != nil {
+				return nil, nil, err
+			}
+			if err := merged.add(name, ign); err != nil {
+				return nil, nil, err
+			}
+			nMerged++
+			res.Output = ManifestDir + "/" + mergedFragments + ".yaml"
+		}
+		results = append(results, res)
+	}
+	if nMerged > 0 {
+		m, err := mergedMachineConfig(merged)
+		if err != nil {
+			return nil, nil, err
+		}
+		out = append(out, m)
+	}
+	return out, results, nil
+}
+
+// readOpenShiftFragment reads the i-th fragment and checks that its Butane variant can
+// configure the cluster's node: openshift, not newer than the cluster's.
+func readOpenShiftFragment(opts Options, f Fragment, i int, variant string) (string, []byte, butaneHeader, error) {
+	name, src, h, err := loadFragment(opts, f, i)
+	if err != nil {
+		return "", nil, h, err
+	}
+	if h.Variant != "openshift" {
+		return "", nil, h, &ButaneError{Name: name, Err: fmt.Errorf("variant %s cannot configure an OpenShift node; use variant: openshift, version: %s", h.Variant, variant)}
+	}
+	if fv, err := semver.NewVersion(h.Version); err == nil && semver.New(variant).LessThan(*fv) {
+		return "", nil, h, &ButaneError{Name: name, Err: fmt.Errorf("openshift %s is newer than the cluster's %s", h.Version, variant)}
+	}
+	return name, src, h, nil
+}
+
+// fragmentMachineConfig is a fragment with metadata: a MachineConfig of its own.
+func fragmentMachineConfig(name string, src []byte) (extraManifest, error) {
+	doc, err := translate(name, src, false)
+	if err != nil {
+		return extraManifest{}, err
+	}
+	return machineConfigManifest(name, "", doc)
+}
+
+// mergedMachineConfig wraps the merged fragments into their MachineConfig.
+func mergedMachineConfig(merged *ignitionMerger) (extraManifest, error) {
+	ign, err := merged.bytes(mergedFragments)
+	if err != nil {
+		return extraManifest{}, err
+	}
+	doc, err := wrapMachineConfig(mergedFragments, ign)
+	if err != nil {
+		return extraManifest{}, err
+	}
+	return machineConfigManifest(mergedFragments, "", doc)
 }
 
 // openshiftIgnitionVersion is the Ignition spec the Butane openshift variant emits.

@@ -92,9 +92,6 @@ func TestInstallConfigClusterNetworks(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := goodCluster()
 			c.ClusterNetwork = tc.in
-			if err := (Options{Target: TargetOpenShift, OpenShift: c}).validate(); err != nil {
-				t.Fatal(err)
-			}
 			raw, err := marshalYAML(installConfig(c, redacted, redacted))
 			if err != nil {
 				t.Fatal(err)
@@ -406,7 +403,7 @@ func TestRelocationMachineConfigs(t *testing.T) {
 			if err != nil || variant != tc.variant {
 				t.Fatalf("variant %q (%v), want %s", variant, err, tc.variant)
 			}
-			mcs, err := relocationConfigs(variant, Relocation{InternalIP: "192.168.127.10/24", ShipmentWindow: "240h"})
+			mcs, _, err := relocationConfigs(variant, Relocation{InternalIP: "192.168.127.10/24", ShipmentWindow: "240h"})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -4,9 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"regexp"
-	"slices"
-	"strings"
 	"time"
 )
 
@@ -140,20 +137,16 @@ func (f Fragment) name(i int) string {
 
 const defaultShipmentWindow = 720 * time.Hour
 
-var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
-
-// validate checks Options before anything runs, naming the field that is wrong.
+// validate checks what only render knows about its Options: that the graph filled them in
+// consistently (a target render has, the settings that target reads, where openshift-install
+// and each fragment come from). The values a user writes (names, networks, disks, addresses,
+// Butane sources) are checked once, by blueprint validation, which reports each problem at
+// its place in the file; the steps that use a value still fail plainly if it is unusable.
 func (o Options) validate() error {
 	var errs []error
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
 	switch o.Target {
 	case TargetCoreOS:
-		if _, ok := specs[o.IgnitionVersion]; !ok {
-			bad("ignitionVersion %q: want one of %s", o.IgnitionVersion, strings.Join(specVersions(), ", "))
-		}
-		if o.OpenShift != nil {
-			bad("openshift: only the %s target takes an OpenShift cluster", TargetOpenShift)
-		}
 		if o.Relocation != nil {
 			bad("relocation: relocation MachineConfigs need the %s target", TargetOpenShift)
 		}
@@ -163,77 +156,15 @@ func (o Options) validate() error {
 	case TargetOpenShift:
 		if o.OpenShift == nil {
 			bad("openshift: required for the %s target", TargetOpenShift)
-			break
 		}
-		c := o.OpenShift
-		// An empty version is taken from the upstream stage's lock.json when the stage runs.
-		_, upstream := upstreamStage(o.InstallerFrom)
-		if c.Version != "" || !upstream {
-			if _, err := butaneOpenShiftVersion(c.Version); err != nil {
-				bad("openshift.version: %w", err)
-			}
-		}
-		if !dnsLabel.MatchString(c.ClusterName) {
-			bad("openshift.clusterName %q: want a lower-case DNS label", c.ClusterName)
-		}
-		if c.BaseDomain == "" {
-			bad("openshift.baseDomain: required")
-		}
-		if !strings.HasPrefix(c.InstallationDisk, "/dev/") {
-			bad("openshift.installationDisk %q: want a device path such as /dev/vda", c.InstallationDisk)
-		}
-		for field, list := range map[string][]string{"machineNetwork": c.MachineNetwork, "serviceNetwork": c.ServiceNetwork} {
-			for i, s := range list {
-				if _, err := netip.ParsePrefix(s); err != nil {
-					bad("openshift.%s[%d]: %w", field, i, err)
-				}
-			}
-		}
-		for i, n := range c.ClusterNetwork {
-			p, err := netip.ParsePrefix(n.CIDR)
-			if err != nil {
-				bad("openshift.clusterNetwork[%d].cidr: %w", i, err)
-				continue
-			}
-			// Each node's subnet must be strictly inside the network and fit the address.
-			if hp := n.hostPrefix(); hp <= p.Bits() || hp > p.Addr().BitLen() {
-				bad("openshift.clusterNetwork[%d].hostPrefix %d: want %d to %d for %s", i, hp, p.Bits()+1, p.Addr().BitLen(), n.CIDR)
-			}
-		}
-		for i, m := range c.Mirrors {
-			if m.Source == "" || len(m.Mirrors) == 0 {
-				bad("openshift.mirrors[%d]: source and at least one mirror are required", i)
-			}
-		}
-		if r := o.Relocation; r != nil {
-			p, err := netip.ParsePrefix(r.InternalIP)
-			switch {
-			case err != nil:
-				bad("relocation.internalIP: %w", err)
-			case p.Addr() == p.Masked().Addr():
-				bad("relocation.internalIP %q: want a host address with its prefix, e.g. 192.168.127.10/24", r.InternalIP)
-			}
-			if err == nil && len(c.MachineNetwork) > 0 && !slices.ContainsFunc(c.MachineNetwork, func(n string) bool {
-				m, err := netip.ParsePrefix(n)
-				return err == nil && m.Contains(p.Addr())
-			}) {
-				bad("relocation.internalIP %s is outside openshift.machineNetwork %v: the node IP must be in the machine network (leave machineNetwork empty to use the internal subnet)", p.Addr(), c.MachineNetwork)
-			}
-			if _, err := r.window(); err != nil {
-				bad("relocation.shipmentWindow: %w", err)
-			}
-		}
-		if o.InstallerFrom != "" && !upstream {
+		if _, ok := upstreamStage(o.InstallerFrom); o.InstallerFrom != "" && !ok {
 			bad("installerFrom %q: want STAGE/PATH", o.InstallerFrom)
 		}
 	default:
 		bad("target %q: want %q or %q", o.Target, TargetOpenShift, TargetCoreOS)
 	}
 	for i, f := range o.Fragments {
-		switch {
-		case (f.File == "") == (f.Inline == ""):
-			bad("fragments[%d]: set exactly one of file and inline", i)
-		case f.File != "" && o.HostFiles[f.File] == "":
+		if f.File != "" && o.HostFiles[f.File] == "" {
 			bad("fragments[%d]: file %q has no host path", i, f.File)
 		}
 	}

@@ -153,7 +153,7 @@ func TestOpenShiftReleaseFromLock(t *testing.T) {
 			wantErr: "pins no release"},
 		{name: "lock without a version", version: "",
 			lock:    `{"schemaVersion":1,"release":{"ref":"` + tagRef + `","digest":"` + digest + `"}}`,
-			wantErr: "has no x.y.z release version"},
+			wantErr: "has no x.y[.z] release version"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := clusterOptions(t)
@@ -196,18 +196,6 @@ func TestOpenShiftReleaseFromLock(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-// An empty version is only valid when an upstream stage's lock can supply it.
-func TestEmptyVersionNeedsUpstream(t *testing.T) {
-	for _, from := range []string{"", "resolve"} {
-		o := clusterOptions(t)
-		o.OpenShift.Version = ""
-		o.InstallerFrom = from
-		if err := o.validate(); err == nil || !strings.Contains(err.Error(), "openshift.version") {
-			t.Errorf("installerFrom %q: error %v, want one about openshift.version", from, err)
-		}
 	}
 }
 
@@ -289,11 +277,16 @@ func TestRenderLogsInstallerOutput(t *testing.T) {
 
 // Without the engine there is no lock: an empty version is an error naming what is missing.
 func TestRenderEmptyVersionWithoutEngine(t *testing.T) {
-	o := clusterOptions(t)
-	o.InstallerFrom = "resolve/bin/openshift-install"
-	o.OpenShift.Version = ""
-	err := Render(context.Background(), o, testSecrets(t), t.TempDir(), nil)
-	if err == nil || !strings.Contains(err.Error(), "no resolve stage output whose lock.json could supply it") {
-		t.Fatalf("error %v, want one saying the version has no source", err)
+	for _, tc := range []struct{ installerFrom, want string }{
+		{"", "openshift.version is empty and installerFrom names no upstream stage whose lock.json could supply it"},
+		{"resolve/bin/openshift-install", "no resolve stage output whose lock.json could supply it"},
+	} {
+		o := clusterOptions(t)
+		o.InstallerFrom = tc.installerFrom
+		o.OpenShift.Version = ""
+		err := Render(context.Background(), o, testSecrets(t), t.TempDir(), nil)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("installerFrom %q: error %v, want one containing %q", tc.installerFrom, err, tc.want)
+		}
 	}
 }
