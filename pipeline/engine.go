@@ -36,7 +36,7 @@ func (g *Graph) Validate() error {
 				errs = append(errs, fmt.Errorf("stage %q depends on %q, which does not come before it", s.Name, d))
 			}
 		}
-		if s.Run == nil {
+		if s.Run == nil && s.Unavailable == "" {
 			errs = append(errs, fmt.Errorf("stage %q has no Run", s.Name))
 		}
 		seen[s.Name] = true
@@ -66,7 +66,7 @@ type Selection struct {
 func (g *Graph) selected(sel Selection) (map[string]bool, error) {
 	for _, f := range sel.Force {
 		if _, ok := g.stage(f); !ok {
-			return nil, &SelectionError{fmt.Sprintf("--force %s: no such stage (stages: %s)", f, g.names())}
+			return nil, inputErrorf("--force %s: no such stage (stages: %s)", f, g.names())
 		}
 	}
 	want := map[string]bool{}
@@ -77,7 +77,7 @@ func (g *Graph) selected(sel Selection) (map[string]bool, error) {
 		return want, nil
 	}
 	if _, ok := g.stage(sel.Until); !ok {
-		return nil, &SelectionError{fmt.Sprintf("--until %s: no such stage (stages: %s)", sel.Until, g.names())}
+		return nil, inputErrorf("--until %s: no such stage (stages: %s)", sel.Until, g.names())
 	}
 	// Every stage up to and including Until in pipeline order: dependencies always come
 	// earlier (Validate), so they are included too.
@@ -106,7 +106,7 @@ type PlannedStage struct {
 	Name    string    `json:"name"`
 	Key     string    `json:"key"`
 	Deps    []string  `json:"deps,omitempty"`
-	Action  string    `json:"action"` // "run", "cached", "skip" (not selected)
+	Action  string    `json:"action"` // "run", "cached", "skip" (not selected), "unavailable" (Stage.Unavailable)
 	Reasons []string  `json:"reasons,omitempty"`
 	Inputs  KeyInputs `json:"inputs"`
 }
@@ -193,12 +193,6 @@ func (k *keyer) pendingDeps(s Stage) []string {
 	return out
 }
 
-// SelectionError is a --until or --force naming a stage the graph does not have: the user's
-// input, not a failed build.
-type SelectionError struct{ msg string }
-
-func (e *SelectionError) Error() string { return e.msg }
-
 // Plan computes every stage's key and says which stages a build with this selection would
 // run and why, without running anything. A stage downstream of one that will run has no key
 // yet (it chains on that stage's outputs): its reason says so.
@@ -210,6 +204,9 @@ func Plan(ctx context.Context, g *Graph, c *Cache, secrets SecretSource, sel Sel
 	if err != nil {
 		return nil, err
 	}
+	if err := checkDir("cache directory", c.Dir, false); err != nil {
+		return nil, err
+	}
 	k, err := newKeyer(ctx, c, secrets)
 	if err != nil {
 		return nil, err
@@ -218,6 +215,10 @@ func Plan(ctx context.Context, g *Graph, c *Cache, secrets SecretSource, sel Sel
 	for _, s := range g.Stages {
 		if err := ctx.Err(); err != nil {
 			return nil, err
+		}
+		if why := unavailable(s, plan); why != "" {
+			plan = append(plan, PlannedStage{Name: s.Name, Deps: s.Deps, Action: "unavailable", Reasons: []string{why}})
+			continue
 		}
 		pending := k.pendingDeps(s)
 		in, err := k.inputs(s)
@@ -264,6 +265,20 @@ func Plan(ctx context.Context, g *Graph, c *Cache, secrets SecretSource, sel Sel
 	return plan, nil
 }
 
+// unavailable says why a build cannot run s: its own Unavailable reason, or an upstream
+// stage already planned as unavailable. "" means it can run.
+func unavailable(s Stage, planned []PlannedStage) string {
+	if s.Unavailable != "" {
+		return s.Unavailable
+	}
+	for _, p := range planned {
+		if p.Action == "unavailable" && slices.Contains(s.Deps, p.Name) {
+			return fmt.Sprintf("needs stage %s, which is unavailable", p.Name)
+		}
+	}
+	return ""
+}
+
 // pendingReasons explains a stage whose upstream runs first: what else changed, and that it
 // is reused if the upstream's outputs come out the same.
 func pendingReasons(c *Cache, blueprint string, in KeyInputs, pending []string) []string {
@@ -292,42 +307,46 @@ type BuildOptions struct {
 	Now func() time.Time
 }
 
-// Build runs the selected stages of g in order, reusing cached entries, and writes run.json to
-// the output directory whatever the outcome. The returned record is also valid on error.
+// Build runs the selected stages of g in order, reusing cached entries. It checks its
+// arguments first: a build refused for them (an *InputError, or an invalid graph) touches
+// nothing on disk. Otherwise run.json in the output directory says "running" from the start,
+// lists each stage as it finishes, and ends succeeded, failed or interrupted. The returned
+// record is also valid on error.
 func Build(ctx context.Context, g *Graph, opts BuildOptions) (*Record, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	em := &emitter{sink: opts.Sink, blueprint: g.Blueprint, now: opts.Now}
-	rec := &Record{Blueprint: g.Blueprint, Started: opts.Now(), CacheDir: opts.Cache.Dir}
-	if err := os.MkdirAll(filepath.Join(opts.OutputDir, "logs"), 0o755); err != nil {
-		return rec, fmt.Errorf("creating output directory: %w", err)
-	}
-	err := build(ctx, g, opts, em, rec)
-	rec.Finished = opts.Now()
-	rec.Status = "succeeded"
+	rec := &Record{Blueprint: g.Blueprint, Status: StatusRunning, Started: opts.Now(), CacheDir: opts.Cache.Dir}
+	want, err := checkBuild(g, opts)
 	if err != nil {
-		rec.Status = "failed"
+		rec.Status, rec.Finished, rec.Error = StatusFailed, opts.Now(), err.Error()
+		return rec, err
+	}
+	if err := startRecord(opts.OutputDir, rec); err != nil {
+		rec.Status, rec.Finished, rec.Error = StatusFailed, opts.Now(), err.Error()
+		return rec, err
+	}
+	em := &emitter{sink: opts.Sink, blueprint: g.Blueprint, now: opts.Now}
+	path := filepath.Join(opts.OutputDir, RecordFile)
+	err = build(ctx, g, want, opts, em, rec)
+	rec.Finished = opts.Now()
+	rec.Status = StatusSucceeded
+	if err != nil {
+		rec.Status = StatusFailed
 		if ctx.Err() != nil {
-			rec.Status = "interrupted"
+			rec.Status = StatusInterrupted
 		}
 		rec.Error = err.Error()
 	}
-	if werr := rec.write(filepath.Join(opts.OutputDir, "run.json")); werr != nil && err == nil {
+	if werr := rec.write(path); werr != nil && err == nil {
 		err = werr
 	}
 	em.emit(Event{Kind: EventBuildDone, Message: rec.Status, Error: rec.Error, Duration: rec.Finished.Sub(rec.Started)})
 	return rec, err
 }
 
-func build(ctx context.Context, g *Graph, opts BuildOptions, em *emitter, rec *Record) error {
-	if err := g.Validate(); err != nil {
-		return err
-	}
-	want, err := g.selected(opts.Selection)
-	if err != nil {
-		return err
-	}
+// build runs the stages in want, rewriting the (running) record after each one finishes.
+func build(ctx context.Context, g *Graph, want map[string]bool, opts BuildOptions, em *emitter, rec *Record) error {
 	k, err := newKeyer(ctx, opts.Cache, opts.Secrets)
 	if err != nil {
 		return err
@@ -348,6 +367,9 @@ func build(ctx context.Context, g *Graph, opts BuildOptions, em *emitter, rec *R
 		sr, err := runStage(ctx, s, in, outputs, opts, em)
 		rec.Stages = append(rec.Stages, sr)
 		if err != nil {
+			return err
+		}
+		if err := rec.write(filepath.Join(opts.OutputDir, RecordFile)); err != nil {
 			return err
 		}
 		k.outs[s.Name] = OutputDigest(sr.Artifacts)

@@ -33,7 +33,9 @@ func killGraph(marker string, hang bool) *Graph {
 
 func TestMain(m *testing.M) {
 	if dir := os.Getenv("PIPELINE_TEST_KILL_CHILD"); dir != "" {
-		_, err := Build(context.Background(), killGraph(filepath.Join(dir, "marker"), true), BuildOptions{Cache: &Cache{Dir: filepath.Join(dir, "cache")}, OutputDir: filepath.Join(dir, "out")})
+		_, err := Build(context.Background(), killGraph(filepath.Join(dir, "marker"), true), BuildOptions{
+			Cache: &Cache{Dir: filepath.Join(dir, "cache")}, OutputDir: filepath.Join(dir, "out"),
+			Selection: Selection{Force: []string{"render"}}})
 		fmt.Fprintln(os.Stderr, "child build returned:", err)
 		os.Exit(3)
 	}
@@ -42,6 +44,12 @@ func TestMain(m *testing.M) {
 
 func TestKill9DuringStageThenResume(t *testing.T) {
 	dir := t.TempDir()
+	// The output directory first holds an earlier successful build's record (made with another
+	// cache, so the killed build's cache starts empty).
+	out := filepath.Join(dir, "out")
+	if _, err := Build(context.Background(), killGraph("", false), BuildOptions{Cache: &Cache{Dir: t.TempDir()}, OutputDir: out}); err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "PIPELINE_TEST_KILL_CHILD="+dir)
 	cmd.Stderr = os.Stderr
@@ -66,7 +74,16 @@ func TestKill9DuringStageThenResume(t *testing.T) {
 	if e, _ := filepath.Glob(filepath.Join(cache.Dir, "entries", "render", "*")); len(e) != 0 {
 		t.Fatalf("killed stage left a cache entry: %v", e)
 	}
-	out := t.TempDir()
+	// The killed build's record says it never finished and how far it got, not the earlier
+	// build's "succeeded".
+	if r := readRecord(t, out); r.Status != StatusRunning || cacheStates(r) != "first=miss" {
+		t.Fatalf("record after kill -9: status %q stages %q, want running with first=miss", r.Status, cacheStates(r))
+	}
+	// A kill during a record write leaves its temporary file; the next build removes it.
+	stale := filepath.Join(out, ".tmp-"+RecordFile+"-4242")
+	if err := os.WriteFile(stale, []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := Build(context.Background(), killGraph("", false), BuildOptions{Cache: cache, OutputDir: out}); err != nil {
 		t.Fatal(err)
 	}
@@ -80,5 +97,11 @@ func TestKill9DuringStageThenResume(t *testing.T) {
 	}
 	if left, _ := filepath.Glob(filepath.Join(cache.Dir, "staging", "*")); len(left) != 0 {
 		t.Fatalf("stale staging dirs not cleaned: %v", left)
+	}
+	if r.Status != StatusSucceeded {
+		t.Fatalf("resume record: %q", r.Status)
+	}
+	if _, err := os.Stat(stale); err == nil {
+		t.Fatal("the resumed build left the killed build's temporary record")
 	}
 }

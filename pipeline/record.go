@@ -2,19 +2,36 @@ package pipeline
 
 import (
 	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 )
 
+// RecordFile is the run record's name in a build's output directory.
+const RecordFile = "run.json"
+
+// The statuses of a run record. A build writes "running" when it starts and rewrites the
+// record as each stage finishes, so a build killed at any point leaves a record that says it
+// never finished and how far it got, never the previous build's outcome.
+const (
+	StatusRunning     = "running"
+	StatusSucceeded   = "succeeded"
+	StatusFailed      = "failed"
+	StatusInterrupted = "interrupted"
+)
+
 // Record is run.json: what a build did, for people, depots and "why did this change?".
 type Record struct {
-	Blueprint string        `json:"blueprint"`
-	Status    string        `json:"status"` // succeeded, failed, interrupted
-	Error     string        `json:"error,omitempty"`
-	Started   time.Time     `json:"started"`
-	Finished  time.Time     `json:"finished"`
-	CacheDir  string        `json:"cacheDir"`
-	Stages    []StageRecord `json:"stages"`
+	Blueprint string    `json:"blueprint"`
+	Status    string    `json:"status"` // running, succeeded, failed, interrupted
+	Error     string    `json:"error,omitempty"`
+	Started   time.Time `json:"started"`
+	// Finished is zero (and absent) while the build runs.
+	Finished time.Time     `json:"finished,omitzero"`
+	CacheDir string        `json:"cacheDir"`
+	Stages   []StageRecord `json:"stages"`
 }
 
 // StageRecord is one stage's line in run.json.
@@ -49,12 +66,36 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// write replaces the record at path atomically (WriteFileAtomic): a reader, or a build killed
+// mid-write, sees the old record or the new one.
 func (r *Record) write(path string) error {
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
 	}
-	return WriteFileAtomic(path, append(b, '\n'), 0o644)
+	if err := WriteFileAtomic(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("writing run record: %w", err)
+	}
+	return nil
+}
+
+// startRecord creates the output directory, removes the temporary files of record writes a
+// killed build left behind, and writes rec (running) as the directory's record.
+func startRecord(outDir string, rec *Record) error {
+	if err := os.MkdirAll(filepath.Join(outDir, "logs"), 0o755); err != nil {
+		return fmt.Errorf("creating output directory: %w", err)
+	}
+	// The pattern of WriteFileAtomic's temporary files for RecordFile.
+	stale, err := filepath.Glob(filepath.Join(outDir, ".tmp-"+RecordFile+"-*"))
+	if err != nil {
+		return err
+	}
+	for _, p := range stale {
+		if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("removing a stale run record: %w", err)
+		}
+	}
+	return rec.write(filepath.Join(outDir, RecordFile))
 }
 
 // ReadRecord loads a run.json.

@@ -29,6 +29,10 @@ type Stage struct {
 	// Uncached stages run every time (e.g. a push whose effect lives outside the cache);
 	// they still get a key so plan can show them.
 	Uncached bool
+	// Unavailable, when set, is why this version cannot run the stage (e.g. "not implemented
+	// in this version"). Plan shows the stage as "unavailable" with this reason, and a build
+	// that selects it is refused before anything runs. Such a stage needs no Run.
+	Unavailable string
 	// Run does the work. It writes outputs only below env.Out.
 	Run func(ctx context.Context, env *Env) error
 }

@@ -70,15 +70,6 @@ func loadGraph(path string, locked bool) (*blueprints.Blueprint, *pipeline.Graph
 	return bp, g, secrets, nil
 }
 
-// selectionError marks --until/--force naming a stage that does not exist as bad input.
-func selectionError(err error) error {
-	var se *pipeline.SelectionError
-	if errors.As(err, &se) {
-		return badInput(err)
-	}
-	return err
-}
-
 func newBuildCommand() *cobra.Command {
 	var f buildFlags
 	var progressMode string
@@ -113,10 +104,6 @@ crash resumes where it stopped when run again.`,
 			})
 			closeSink()
 			if err != nil {
-				var sel *pipeline.SelectionError
-				if errors.As(err, &sel) {
-					return badInput(err)
-				}
 				if errors.Is(err, context.Canceled) {
 					return fmt.Errorf("build interrupted; run the same command again to resume (record: %s)", filepath.Join(out, "run.json"))
 				}

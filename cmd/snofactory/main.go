@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/containers/storage/pkg/reexec"
+	"github.com/snofactory/snofactory/pipeline"
 	"github.com/spf13/cobra"
 )
 
@@ -56,8 +57,26 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		return exitOK
 	}
 	fmt.Fprintln(stderr, "snofactory:", err)
-	var be *badInputError
-	if errors.As(err, &be) || isUsageError(err) {
+	return exitCode(err)
+}
+
+// exitCode is the one place an error becomes an exit code: the user's input (exitBadInput)
+// or a failed command (exitFailed).
+func exitCode(err error) int {
+	var (
+		be *badInputError
+		ie *pipeline.InputError
+		se *pipeline.StageError
+	)
+	switch {
+	case errors.As(err, &be), errors.As(err, &ie), isUsageError(err):
+		return exitBadInput
+	case errors.As(err, &se):
+		// Whatever went wrong inside a stage, the build failed.
+		return exitFailed
+	case errors.Is(err, syscall.EISDIR), errors.Is(err, syscall.ENOTDIR):
+		// A path of the wrong kind outside any stage (a directory given to -o FILE, a file
+		// given as a directory) came from the command line.
 		return exitBadInput
 	}
 	return exitFailed

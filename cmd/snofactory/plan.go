@@ -31,7 +31,7 @@ func newPlanCommand() *cobra.Command {
 			}
 			plan, err := pipeline.Plan(cmd.Context(), g, cache, secrets, pipeline.Selection{Until: f.until, Force: f.force})
 			if err != nil {
-				return selectionError(err)
+				return err
 			}
 			if output == "json" {
 				enc := json.NewEncoder(cmd.OutOrStdout())
