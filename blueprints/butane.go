@@ -35,7 +35,7 @@ var fcosForIgnition = map[string]string{"3.3.0": "1.4.0", "3.4.0": "1.5.0", "3.5
 // validate, at its position, instead of halfway through a build. Inline fragments written
 // as literal blocks (inline: |) get positions inside the blueprint; file fragments name
 // the line in their file.
-func (d *decoder) checkButane(bp *Blueprint, data []byte) {
+func (d *decoder) checkButane(bp *v1alpha1.Blueprint, data []byte) {
 	if len(bp.Spec.Butane) > v1alpha1.MaxButane {
 		return // Validate reported the list as too long
 	}
@@ -98,7 +98,7 @@ func (d *decoder) checkButane(bp *Blueprint, data []byte) {
 	}
 }
 
-func (d *decoder) butaneProblems(bp *Blueprint, path string, src []byte, where func(line, col int64) (position, string)) {
+func (d *decoder) butaneProblems(bp *v1alpha1.Blueprint, path string, src []byte, where func(line, col int64) (position, string)) {
 	report := func(line, col int64, msg, hint string) {
 		pos, prefix := where(line, col)
 		d.problems = append(d.problems, Problem{File: d.file, Line: pos.line, Col: pos.col, Path: path, Message: prefix + msg, Hint: hint})
@@ -190,7 +190,7 @@ func translateButane(src []byte) (out []byte, rep vreport.Report, err error) {
 	return config.TranslateBytes(src, common.TranslateBytesOptions{Raw: true})
 }
 
-func butaneHint(bp *Blueprint) string {
+func butaneHint(bp *v1alpha1.Blueprint) string {
 	if bp.Spec.Target.Type == v1alpha1.TargetCoreOS {
 		if v, ok := fcosForIgnition[bp.Spec.Target.IgnitionVersion]; ok {
 			return fmt.Sprintf("for Ignition %s start the fragment with variant: fcos and version: %s (or older)", bp.Spec.Target.IgnitionVersion, v)

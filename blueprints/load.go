@@ -19,9 +19,6 @@ import (
 	"github.com/snofactory/snofactory/blueprints/v1alpha1"
 )
 
-// Blueprint is the current version of the blueprint schema.
-type Blueprint = v1alpha1.Blueprint
-
 // internalErrorPrefix starts the message of a problem that is a bug in the loader.
 const internalErrorPrefix = "internal error reading the blueprint (a bug in snofactory): "
 
@@ -34,7 +31,7 @@ var APIVersions = []string{v1alpha1.APIVersion}
 // LoadFile reads, decodes, defaults and validates the blueprint at path. Relative paths in
 // it are resolved against its directory. When the input is at fault it returns a
 // *ValidationErrors listing every problem found.
-func LoadFile(path string) (*Blueprint, error) {
+func LoadFile(path string) (*v1alpha1.Blueprint, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fileProblem(path, fmt.Sprintf("cannot read blueprint: %v", unwrapPathError(err)))
@@ -56,7 +53,7 @@ func LoadFile(path string) (*Blueprint, error) {
 
 // Parse decodes, defaults and validates a blueprint held in memory; path names it in
 // messages and its directory anchors relative paths.
-func Parse(data []byte, path string) (bp *Blueprint, err error) {
+func Parse(data []byte, path string) (bp *v1alpha1.Blueprint, err error) {
 	defer func() {
 		// Hostile input must never crash the caller; report the panic as a problem so the
 		// user sees which file triggered it (and the fuzz test sees it too).
@@ -72,7 +69,7 @@ func Parse(data []byte, path string) (bp *Blueprint, err error) {
 		return nil, perr
 	}
 
-	d := newDecoder(path, reflect.TypeOf(Blueprint{}))
+	d := newDecoder(path, reflect.TypeOf(v1alpha1.Blueprint{}))
 	if !d.checkTree(root) {
 		return nil, &ValidationErrors{Problems: d.problems}
 	}
@@ -84,7 +81,7 @@ func Parse(data []byte, path string) (bp *Blueprint, err error) {
 		return nil, &ValidationErrors{Problems: d.problems}
 	}
 
-	bp = &Blueprint{}
+	bp = &v1alpha1.Blueprint{}
 	d.decode(root, reflect.ValueOf(bp).Elem(), "", 0)
 	if d.aborted {
 		return nil, &ValidationErrors{Problems: d.problems}

@@ -13,10 +13,10 @@ import (
 )
 
 // loadWithin runs LoadFile under a deadline: hostile files must fail fast, never hang.
-func loadWithin(t *testing.T, path string, limit time.Duration) (*Blueprint, error) {
+func loadWithin(t *testing.T, path string, limit time.Duration) (*v1alpha1.Blueprint, error) {
 	t.Helper()
 	type result struct {
-		bp  *Blueprint
+		bp  *v1alpha1.Blueprint
 		err error
 	}
 	done := make(chan result, 1)
@@ -73,7 +73,7 @@ func TestDemoBlueprint(t *testing.T) {
 		name      string
 		got, want any
 	}{
-		{"target", s.Target.Type, TargetCoreOS},
+		{"target", s.Target.Type, v1alpha1.TargetCoreOS},
 		{"ignition version", s.Target.IgnitionVersion, "3.3.0"},
 		{"iso", bp.Resolved.ISO, filepath.Join(repo, "build/conformance/conformance.iso")},
 		{"generatedBy", s.Source.GeneratedBy, "make conformance-iso"},

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/snofactory/snofactory/blueprints/v1alpha1"
 )
 
 // Bounds on an extra-manifests directory.
@@ -24,7 +26,7 @@ const (
 // every *.yaml, *.yml and *.json file directly in the directory, each YAML document a
 // Kubernetes object with apiVersion, kind and metadata.name. Other files (except hidden
 // ones such as .gitkeep) are refused so a stray file is not silently left out of the seed.
-func (d *decoder) checkManifests(bp *Blueprint) {
+func (d *decoder) checkManifests(bp *v1alpha1.Blueprint) {
 	o := bp.Spec.OpenShift
 	if o == nil || o.ExtraManifests == "" {
 		return

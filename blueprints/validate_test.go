@@ -81,7 +81,7 @@ spec:
 func coreos(extra string) string    { return coreosBase + extra }
 func openshift(extra string) string { return openshiftBase + extra }
 
-func parseIn(t *testing.T, dir, doc string) (*Blueprint, error) {
+func parseIn(t *testing.T, dir, doc string) (*v1alpha1.Blueprint, error) {
 	t.Helper()
 	return Parse([]byte(doc), filepath.Join(dir, "blueprint.yaml"))
 }

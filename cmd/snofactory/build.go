@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/snofactory/snofactory/blueprints"
+	"github.com/snofactory/snofactory/blueprints/v1alpha1"
 	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/pipeline/progress"
 	"github.com/snofactory/snofactory/stages"
@@ -51,7 +52,7 @@ func (f *buildFlags) cache() (*pipeline.Cache, error) {
 
 // loadGraph reads and validates a blueprint and wires its stage graph. With locked, the
 // build must match the blueprint's lock file.
-func loadGraph(path string, locked bool) (*blueprints.Blueprint, *pipeline.Graph, pipeline.SecretSource, error) {
+func loadGraph(path string, locked bool) (*v1alpha1.Blueprint, *pipeline.Graph, pipeline.SecretSource, error) {
 	bp, err := blueprints.LoadFile(path)
 	if err != nil {
 		return nil, nil, nil, badInput(err)
