@@ -98,34 +98,60 @@ func (d *decoder) checkButane(bp *v1alpha1.Blueprint, data []byte) {
 	}
 }
 
+// butaneReport records one problem of a fragment at a line and column inside it (0 when
+// unknown).
+type butaneReport func(line, col int64, msg, hint string)
+
+// butaneHead is the top of a Butane config, read before translating it.
+type butaneHead struct {
+	Variant string `yaml:"variant"`
+	Version string `yaml:"version"`
+}
+
 func (d *decoder) butaneProblems(bp *v1alpha1.Blueprint, path string, src []byte, where func(line, col int64) (position, string)) {
 	report := func(line, col int64, msg, hint string) {
 		pos, prefix := where(line, col)
 		d.problems = append(d.problems, Problem{File: d.file, Line: pos.line, Col: pos.col, Path: path, Message: prefix + msg, Hint: hint})
 	}
-	var head struct {
-		Variant string `yaml:"variant"`
-		Version string `yaml:"version"`
+	head, ok := checkButaneHead(bp, src, report)
+	if !ok {
+		return
 	}
+	out, rep, err := translateButane(src)
+	reportButane(bp, err, rep, report)
+	if err != nil || len(rep.Entries) > 0 || bp.Spec.Target.Type != v1alpha1.TargetCoreOS {
+		return
+	}
+	checkEmittedSpec(bp, head, out, report)
+}
+
+// checkButaneHead reads the fragment's variant and version and checks that the variant can
+// configure the target; it reports false when translating would only add noise.
+func checkButaneHead(bp *v1alpha1.Blueprint, src []byte, report butaneReport) (butaneHead, bool) {
+	var head butaneHead
 	if err := yaml.Unmarshal(src, &head); err != nil {
 		line, msg := yamlErrorLine(err)
 		report(line, 1, "Butane: invalid YAML: "+msg, "")
-		return
+		return head, false
 	}
 	target := bp.Spec.Target.Type
 	switch {
 	case head.Variant == "" || head.Version == "":
 		report(0, 0, "Butane: variant and version are required at the top", butaneHint(bp))
-		return
+		return head, false
 	case target == v1alpha1.TargetOpenShift && head.Variant != "openshift":
 		report(0, 0, fmt.Sprintf("Butane variant %s cannot configure an OpenShift node", suggest.Clip(head.Variant)), "use variant: openshift with the release's version, e.g. 4.16.0")
-		return
+		return head, false
 	case target == v1alpha1.TargetCoreOS && head.Variant == "openshift":
 		report(0, 0, "Butane variant openshift makes MachineConfigs, not a CoreOS config", butaneHint(bp))
-		return
+		return head, false
 	}
+	return head, true
+}
 
-	out, rep, err := translateButane(src)
+// reportButane reports Butane's error and its findings, in line order and at most
+// maxButaneEntries of them.
+func reportButane(bp *v1alpha1.Blueprint, err error, rep vreport.Report, report butaneReport) {
 	if err != nil {
 		var ue common.ErrUnmarshal
 		switch {
@@ -161,9 +187,11 @@ func (d *decoder) butaneProblems(bp *v1alpha1.Blueprint, path string, src []byte
 		// Butane's warnings fail the render too (as butane --strict): nearly always a typo.
 		report(line, col, "Butane "+e.Kind.String()+": "+msg, hint)
 	}
-	if err != nil || len(rep.Entries) > 0 || target != v1alpha1.TargetCoreOS {
-		return
-	}
+}
+
+// checkEmittedSpec reports a coreos fragment whose Ignition output is newer than the spec
+// the target's Ignition reads.
+func checkEmittedSpec(bp *v1alpha1.Blueprint, head butaneHead, out []byte, report butaneReport) {
 	var ign struct {
 		Ignition struct {
 			Version string `json:"version"`

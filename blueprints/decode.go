@@ -117,33 +117,10 @@ var unmarshalerType = reflect.TypeOf((*yaml.Unmarshaler)(nil)).Elem()
 
 // decode decodes n into v (addressable), recording problems under path.
 func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string, depth int) {
-	if d.aborted {
-		return
-	}
 	at := n
-	for n.Kind == yaml.AliasNode {
-		if n.Alias == nil {
-			d.fail(at, path, "alias to an unknown anchor", "")
-			return
-		}
-		n = n.Alias
-	}
-	d.visits++
-	if d.visits > maxVisits || depth > maxDepth {
-		d.add(at, path, "document expands to too many values (alias expansion)", "write the values out instead of using anchors and aliases")
-		d.aborted = true
+	n, ok := d.enter(at, path, depth)
+	if !ok {
 		return
-	}
-	if _, ok := d.valPos[path]; !ok {
-		d.valPos[path] = position{at.Line, at.Column}
-		d.valNode[path] = n
-	}
-	if n.Tag != "" && !strings.HasPrefix(n.Tag, "!!") {
-		d.fail(at, path, fmt.Sprintf("unsupported YAML tag %s", n.Tag), "remove the tag")
-		return
-	}
-	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
-		return // an empty value leaves the default
 	}
 	if v.CanAddr() && v.Addr().Type().Implements(unmarshalerType) {
 		if err := v.Addr().Interface().(yaml.Unmarshaler).UnmarshalYAML(n); err != nil {
@@ -162,15 +139,60 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string, depth int) 
 	case reflect.Map:
 		d.decodeMap(at, n, v, path, depth)
 	case reflect.Slice:
-		if n.Kind != yaml.SequenceNode {
-			d.fail(at, path, fmt.Sprintf("expected a list, got %s", describe(n)), "write a list: one '- item' per line, or [a, b]")
-			return
+		d.decodeSlice(at, n, v, path, depth)
+	default:
+		d.decodeScalar(at, n, v, path)
+	}
+}
+
+// enter resolves the aliases at at, spends one visit of the expansion budget and records
+// where path's value is. It returns the node to decode, or false when there is nothing to
+// decode: an error (recorded) or an empty value, which leaves the default.
+func (d *decoder) enter(at *yaml.Node, path string, depth int) (*yaml.Node, bool) {
+	if d.aborted {
+		return nil, false
+	}
+	n := at
+	for n.Kind == yaml.AliasNode {
+		if n.Alias == nil {
+			d.fail(at, path, "alias to an unknown anchor", "")
+			return nil, false
 		}
-		s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
-		for i, c := range n.Content {
-			d.decode(c, s.Index(i), fmt.Sprintf("%s[%d]", path, i), depth+1)
-		}
-		v.Set(s)
+		n = n.Alias
+	}
+	d.visits++
+	if d.visits > maxVisits || depth > maxDepth {
+		d.add(at, path, "document expands to too many values (alias expansion)", "write the values out instead of using anchors and aliases")
+		d.aborted = true
+		return nil, false
+	}
+	if _, ok := d.valPos[path]; !ok {
+		d.valPos[path] = position{at.Line, at.Column}
+		d.valNode[path] = n
+	}
+	if n.Tag != "" && !strings.HasPrefix(n.Tag, "!!") {
+		d.fail(at, path, fmt.Sprintf("unsupported YAML tag %s", n.Tag), "remove the tag")
+		return nil, false
+	}
+	return n, !(n.Kind == yaml.ScalarNode && n.Tag == "!!null")
+}
+
+// decodeSlice decodes a sequence into the slice v.
+func (d *decoder) decodeSlice(at, n *yaml.Node, v reflect.Value, path string, depth int) {
+	if n.Kind != yaml.SequenceNode {
+		d.fail(at, path, fmt.Sprintf("expected a list, got %s", describe(n)), "write a list: one '- item' per line, or [a, b]")
+		return
+	}
+	s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
+	for i, c := range n.Content {
+		d.decode(c, s.Index(i), fmt.Sprintf("%s[%d]", path, i), depth+1)
+	}
+	v.Set(s)
+}
+
+// decodeScalar decodes a string, integer or boolean, strictly: no YAML 1.1 guessing.
+func (d *decoder) decodeScalar(at, n *yaml.Node, v reflect.Value, path string) {
+	switch v.Kind() {
 	case reflect.String:
 		if n.Kind != yaml.ScalarNode || n.Tag != "!!str" {
 			hint := ""

@@ -266,6 +266,31 @@ func (b *Blueprint) validateOpenShift(c *checker) {
 	} else {
 		c.image(p+".releaseImage", o.ReleaseImage, true)
 	}
+	b.validateClusterDomain(c)
+	b.validatePullSecret(c)
+	b.validateSSHKey(c)
+	b.validateNetworks(c)
+	if !strings.HasPrefix(o.InstallDisk, "/dev/") {
+		c.add(p+".installDisk", fmt.Sprintf("%q is not a device path", suggest.Clip(o.InstallDisk)), "e.g. /dev/vda or /dev/disk/by-path/...")
+	}
+	if o.ExtraManifests != "" {
+		c.dir(p+".extraManifests", b.Resolved.ExtraManifests)
+	}
+	validateOperators(c, o.Operators)
+	if r := o.ControlPlane.Replicas; r != nil && *r != 1 {
+		c.add(p+".controlPlane.replicas", fmt.Sprintf("must be 1, got %d", *r), "a seed is a single-node cluster")
+	}
+	if o.Compute.Replicas != 0 {
+		c.add(p+".compute.replicas", fmt.Sprintf("must be 0, got %d", o.Compute.Replicas),
+			"a seed is a single-node cluster; add workers at day 2 (set workerIgnition: true to get their Ignition)")
+	}
+}
+
+// validateClusterDomain checks the cluster's name and base domain, which together make its
+// DNS domain.
+func (b *Blueprint) validateClusterDomain(c *checker) {
+	o := b.Spec.OpenShift
+	const p = "spec.openshift"
 	// A cluster name defaulted from an invalid metadata.name is reported there, once.
 	if o.ClusterName != "" && o.ClusterName != b.Metadata.Name && (len(o.ClusterName) > 63 || !dns1123Label.MatchString(o.ClusterName)) {
 		c.add(p+".clusterName", fmt.Sprintf("%q is not a DNS-1123 label", suggest.Clip(o.ClusterName)), labelHint(o.ClusterName))
@@ -278,19 +303,30 @@ func (b *Blueprint) validateOpenShift(c *checker) {
 	case len(o.ClusterName)+1+len(o.BaseDomain) > 253:
 		c.add(p+".baseDomain", "clusterName.baseDomain is longer than 253 characters", "")
 	}
-	switch {
-	case o.PullSecretFile == "":
-		c.add(p+".pullSecretFile", "required", "a file with the JSON pull secret, relative to the blueprint")
-	case strings.ContainsAny(o.PullSecretFile, "{}\"\n") || len(o.PullSecretFile) > 4096:
+}
+
+// validatePullSecret checks the pull secret file; messages never quote its content.
+func (b *Blueprint) validatePullSecret(c *checker) {
+	const p = "spec.openshift.pullSecretFile"
+	switch f := b.Spec.OpenShift.PullSecretFile; {
+	case f == "":
+		c.add(p, "required", "a file with the JSON pull secret, relative to the blueprint")
+	case strings.ContainsAny(f, "{}\"\n") || len(f) > 4096:
 		// That is the secret itself pasted in: say so without echoing it.
-		c.add(p+".pullSecretFile", "must name a file, not hold the pull secret itself", "save the secret to a file (mode 0600) and give its path; remove it from the blueprint")
+		c.add(p, "must name a file, not hold the pull secret itself", "save the secret to a file (mode 0600) and give its path; remove it from the blueprint")
 	default:
-		if data, ok := c.readFile(p+".pullSecretFile", b.Resolved.PullSecretFile, "the pull secret", maxPullSecretSize); ok {
+		if data, ok := c.readFile(p, b.Resolved.PullSecretFile, "the pull secret", maxPullSecretSize); ok {
 			if msg := checkPullSecret(data); msg != "" {
-				c.add(p+".pullSecretFile", msg, "the file must hold {\"auths\": {\"REGISTRY\": {\"auth\": \"...\"}}}")
+				c.add(p, msg, "the file must hold {\"auths\": {\"REGISTRY\": {\"auth\": \"...\"}}}")
 			}
 		}
 	}
+}
+
+// validateSSHKey checks the SSH public key, given inline or as a file (at most one).
+func (b *Blueprint) validateSSHKey(c *checker) {
+	o := b.Spec.OpenShift
+	const p = "spec.openshift"
 	if o.SSHPublicKey != "" && o.SSHPublicKeyFile != "" {
 		c.add(p+".sshPublicKeyFile", "sshPublicKey and sshPublicKeyFile are mutually exclusive", "keep one of them")
 	}
@@ -306,16 +342,13 @@ func (b *Blueprint) validateOpenShift(c *checker) {
 			}
 		}
 	}
-	b.validateNetworks(c)
-	if !strings.HasPrefix(o.InstallDisk, "/dev/") {
-		c.add(p+".installDisk", fmt.Sprintf("%q is not a device path", suggest.Clip(o.InstallDisk)), "e.g. /dev/vda or /dev/disk/by-path/...")
-	}
-	if o.ExtraManifests != "" {
-		c.dir(p+".extraManifests", b.Resolved.ExtraManifests)
-	}
+}
+
+// validateOperators checks the day-2 operators: each named once, from a catalog or a bundle.
+func validateOperators(c *checker, ops []Operator) {
 	names := map[string]int{}
-	for i, op := range o.Operators {
-		q := fmt.Sprintf("%s.operators[%d]", p, i)
+	for i, op := range ops {
+		q := fmt.Sprintf("spec.openshift.operators[%d]", i)
 		switch {
 		case op.Name == "":
 			c.add(q+".name", "required", "the operator's package name, e.g. ptp-operator")
@@ -341,13 +374,6 @@ func (b *Blueprint) validateOpenShift(c *checker) {
 				c.add(q+".channel", "only allowed with catalog", "a bundle is one version of one channel already")
 			}
 		}
-	}
-	if r := o.ControlPlane.Replicas; r != nil && *r != 1 {
-		c.add(p+".controlPlane.replicas", fmt.Sprintf("must be 1, got %d", *r), "a seed is a single-node cluster")
-	}
-	if o.Compute.Replicas != 0 {
-		c.add(p+".compute.replicas", fmt.Sprintf("must be 0, got %d", o.Compute.Replicas),
-			"a seed is a single-node cluster; add workers at day 2 (set workerIgnition: true to get their Ignition)")
 	}
 }
 
