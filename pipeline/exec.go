@@ -45,7 +45,7 @@ func (e *Env) Exec(ctx context.Context, cmd *exec.Cmd) error {
 // RunTool runs cmd in its own process group, killed as a group when ctx ends. Output is copied
 // to w (if not nil) and stderr's last lines are kept for the error.
 func RunTool(ctx context.Context, cmd *exec.Cmd, w io.Writer) error {
-	tail := &tailBuffer{max: 4096}
+	tail := NewTailBuffer(4096)
 	var out io.Writer = tail
 	if w != nil {
 		out = io.MultiWriter(w, tail)
@@ -102,14 +102,18 @@ func toolName(cmd *exec.Cmd) string {
 	return cmd.Path
 }
 
-// tailBuffer keeps the last max bytes written, trimmed to whole lines.
-type tailBuffer struct {
+// TailBuffer is an io.Writer that keeps the last max bytes written, trimmed to whole
+// lines: the end of a tool's stderr, for its error. Safe for concurrent use.
+type TailBuffer struct {
 	mu  sync.Mutex
 	max int
 	buf []byte
 }
 
-func (t *tailBuffer) Write(p []byte) (int, error) {
+// NewTailBuffer returns a TailBuffer keeping about the last max bytes.
+func NewTailBuffer(max int) *TailBuffer { return &TailBuffer{max: max} }
+
+func (t *TailBuffer) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.buf = append(t.buf, p...)
@@ -119,7 +123,8 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (t *tailBuffer) String() string {
+// String returns the kept tail without its final newline.
+func (t *TailBuffer) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	b := t.buf

@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -29,6 +31,8 @@ func TestHelperAbandon(t *testing.T) {
 	os.Exit(0)
 }
 
+// A registry dies with the process that started it (kill -9 included: the helper exits
+// without running any cleanup), and the next Start removes the storage it left behind.
 func TestRegistryDiesWithItsParent(t *testing.T) {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperAbandon$")
 	cmd.Env = append(os.Environ(), "SNOFACTORY_REGISTRY_ABANDON=1")
@@ -55,6 +59,68 @@ func TestRegistryDiesWithItsParent(t *testing.T) {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 		os.RemoveAll(dir)
 	})
+	waitDead(t, pid)
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatalf("the abandoned registry's directory is not there to reap: %v", err)
+	}
+	live := StartT(t, Options{})
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the next Start left %s of a dead owner behind: %v", dir, err)
+	}
+	// A live owner's directory is never reaped.
+	StartT(t, Options{})
+	if _, err := os.Stat(live.dir); err != nil {
+		t.Fatalf("a Start reaped the directory of a running registry: %v", err)
+	}
+}
+
+// The kernel sends the parent-death signal when the thread that started the child ends,
+// and Go ends the thread of a goroutine that locked it and returned. The registry must not
+// die with such a thread while the process that owns it lives.
+func TestRegistryOutlivesTheThreadThatStartedIt(t *testing.T) {
+	var r *Registry
+	var err error
+	onEndingThread(func() { r, err = Start(context.Background(), Options{}) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Stop() })
+	select {
+	case <-r.Done():
+		t.Fatal("the registry died with the thread that started it")
+	case <-time.After(500 * time.Millisecond):
+	}
+	resp, err := http.Get(r.URL() + "/v2/")
+	if err != nil {
+		t.Fatalf("the registry does not answer after its starting thread ended: %v", err)
+	}
+	resp.Body.Close()
+}
+
+// onEndingThread runs f on an OS thread that ends when f returns. A goroutine that locked
+// its thread and returns ends it, unless it is the main thread, which Go never ends: on
+// that one, hold it and try again on another.
+func onEndingThread(f func()) {
+	done := make(chan struct{})
+	var try func()
+	try = func() {
+		runtime.LockOSThread()
+		if syscall.Gettid() == os.Getpid() {
+			go try() // cannot run on this thread while it is held
+			<-done
+			runtime.UnlockOSThread()
+			return
+		}
+		f()
+		close(done) // returning still locked ends the thread
+	}
+	go try()
+	<-done
+}
+
+// waitDead waits until pid has exited.
+func waitDead(t *testing.T, pid int) {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
 		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) || zombie(pid) {
@@ -62,7 +128,7 @@ func TestRegistryDiesWithItsParent(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	t.Fatalf("registry pid %d outlived the process that started it", pid)
+	t.Fatalf("pid %d outlived the process that started it", pid)
 }
 
 // zombie reports a dead process its new parent has not reaped yet.

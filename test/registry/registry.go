@@ -13,10 +13,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/snofactory/snofactory/pipeline"
 )
 
 // AptPackage is the Debian package that provides the registry binary.
@@ -51,9 +54,12 @@ type Options struct {
 
 // Registry is a running registry process.
 type Registry struct {
-	opts    Options
-	addr    string
-	dir     string // everything the registry owns: config, storage, certs
+	opts Options
+	addr string
+	dir  string // everything the registry owns: config, storage, certs
+	// owner holds an flock on ownerLock in dir while this process owns the registry; see
+	// reapStale.
+	owner   *os.File
 	certDir string
 	caPool  *x509.CertPool
 
@@ -61,7 +67,7 @@ type Registry struct {
 	exited chan struct{}
 	// waitErr is written once before exited is closed.
 	waitErr error
-	stderr  *tailBuffer
+	stderr  *pipeline.TailBuffer
 	log     *accessLog
 
 	stopOnce sync.Once
@@ -103,6 +109,7 @@ func Start(ctx context.Context, opts Options) (*Registry, error) {
 	if (opts.Username == "") != (opts.Password == "") {
 		return nil, errors.New("registry: Username and Password must be set together")
 	}
+	reapStale(opts.Logger)
 	// Picking a free port and handing it to another process is racy; a
 	// lost race shows up as "address already in use" and is retried.
 	var lastErr error
@@ -120,13 +127,14 @@ func Start(ctx context.Context, opts Options) (*Registry, error) {
 }
 
 func start(ctx context.Context, bin string, opts Options) (r *Registry, err error) {
-	dir, err := os.MkdirTemp("", "snofactory-registry-")
+	dir, owner, err := ownedDir()
 	if err != nil {
-		return nil, fmt.Errorf("registry: temp dir: %w", err)
+		return nil, err
 	}
 	defer func() {
 		if err != nil {
 			os.RemoveAll(dir)
+			owner.Close()
 		}
 	}()
 	port := opts.Port
@@ -139,8 +147,9 @@ func start(ctx context.Context, bin string, opts Options) (r *Registry, err erro
 		opts:   opts,
 		addr:   fmt.Sprintf("127.0.0.1:%d", port),
 		dir:    dir,
+		owner:  owner,
 		exited: make(chan struct{}),
-		stderr: &tailBuffer{max: 16 << 10},
+		stderr: pipeline.NewTailBuffer(16 << 10),
 		log:    newAccessLog(),
 	}
 	cfg := config{Addr: r.addr, Storage: filepath.Join(dir, "data")}
@@ -171,14 +180,9 @@ func start(ctx context.Context, bin string, opts Options) (r *Registry, err erro
 	cmd.Stdout = r.log // the access log goes to stdout
 	cmd.Stderr = r.stderr
 	cmd.SysProcAttr = sysProcAttr()
-	if err := cmd.Start(); err != nil {
+	if err := r.startProcess(cmd); err != nil {
 		return nil, fmt.Errorf("registry: start %s: %w", bin, err)
 	}
-	r.cmd = cmd
-	go func() {
-		r.waitErr = cmd.Wait()
-		close(r.exited)
-	}()
 	go func() {
 		select {
 		case <-ctx.Done():
@@ -196,6 +200,27 @@ func start(ctx context.Context, bin string, opts Options) (r *Registry, err erro
 	r.Reset()
 	opts.Logger.Info("registry started", "addr", r.addr, "tls", opts.TLS, "auth", opts.Username != "", "pid", cmd.Process.Pid)
 	return r, nil
+}
+
+// startProcess starts cmd and waits for it in the background, both on one locked OS
+// thread that lives as long as the process: the kernel sends the parent-death signal when
+// the thread that started the child exits, not the process, and Go may end a thread (a
+// goroutine that locked it and returned) long before the process ends.
+func (r *Registry) startProcess(cmd *exec.Cmd) error {
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		r.cmd = cmd
+		started <- nil
+		r.waitErr = cmd.Wait()
+		close(r.exited)
+	}()
+	return <-started
 }
 
 func (r *Registry) waitReady(ctx context.Context) error {
@@ -247,6 +272,7 @@ func (r *Registry) Stop() error {
 		if err := os.RemoveAll(r.dir); err != nil && r.stopErr == nil {
 			r.stopErr = fmt.Errorf("registry: remove storage: %w", err)
 		}
+		r.owner.Close() // after the removal, so no other process reaps the directory first
 		r.opts.Logger.Info("registry stopped", "addr", r.addr)
 	})
 	return r.stopErr
@@ -317,27 +343,4 @@ func cleanEnv() []string {
 		}
 	}
 	return env
-}
-
-// tailBuffer keeps the last max bytes written, for error messages.
-type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
-}
-
-func (b *tailBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf = append(b.buf, p...)
-	if over := len(b.buf) - b.max; over > 0 {
-		b.buf = append([]byte(nil), b.buf[over:]...)
-	}
-	return len(p), nil
-}
-
-func (b *tailBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return string(b.buf)
 }

@@ -16,14 +16,12 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/snofactory/snofactory/test/testbin"
 )
 
 func skopeo(t *testing.T, args ...string) string {
 	t.Helper()
-	if _, err := exec.LookPath("skopeo"); err != nil {
-		t.Fatalf("skopeo not found: install the Debian package skopeo (make deps)")
-	}
-	out, err := exec.Command("skopeo", args...).CombinedOutput()
+	out, err := exec.Command(testbin.Require(t, "skopeo", "skopeo"), args...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("skopeo %s: %v\n%s", strings.Join(args, " "), err, out)
 	}

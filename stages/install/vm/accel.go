@@ -67,13 +67,56 @@ const (
 	ProbeTimeout = 1500 * time.Millisecond
 )
 
-// ResolveAccel turns want into the accelerator to use. auto probes KVM by running a
-// small guest under it and falls back to TCG with a warning if that guest does not
-// finish in time; kvm fails if the probe fails; tcg never probes.
-func ResolveAccel(ctx context.Context, qemu string, want Accel, log *slog.Logger) (Accelerator, error) {
-	if log == nil {
-		log = slog.Default()
+// Prober decides whether KVM is usable by running a small guest under it. The zero value
+// probes this host: /dev/kvm and qemu-system-x86_64 on PATH. Its fields are the seam that
+// lets a test force each kind of machine on any host: no device (Device names a missing
+// file), a device qemu aborts on or stalls with (Qemu is a script that does so), and
+// working KVM (Device names any openable file and GuestAccel is tcg, so the probe guest
+// runs for real and its success reads as KVM).
+type Prober struct {
+	// Qemu is the qemu binary; empty means qemu-system-x86_64 on PATH.
+	Qemu string
+	// Device is the KVM device node, opened read-write first; empty means /dev/kvm.
+	Device string
+	// GuestAccel is the qemu accelerator the probe guest runs under; empty means kvm.
+	// Whatever it is, a successful probe means "use KVM".
+	GuestAccel Accel
+	// Timeout bounds the probe guest's run; zero means ProbeTimeout.
+	Timeout time.Duration
+	// Log receives the fall-back warning; nil means slog.Default().
+	Log *slog.Logger
+}
+
+func (p Prober) withDefaults() Prober {
+	if p.Qemu == "" {
+		p.Qemu = "qemu-system-x86_64"
 	}
+	if p.Device == "" {
+		p.Device = "/dev/kvm"
+	}
+	if p.GuestAccel == "" {
+		p.GuestAccel = AccelKVM
+	}
+	if p.Timeout <= 0 {
+		p.Timeout = ProbeTimeout
+	}
+	if p.Log == nil {
+		p.Log = slog.Default()
+	}
+	return p
+}
+
+// ResolveAccel turns want into the accelerator to use on this host; see Prober.Resolve.
+func ResolveAccel(ctx context.Context, qemu string, want Accel, log *slog.Logger) (Accelerator, error) {
+	return Prober{Qemu: qemu, Log: log}.Resolve(ctx, want)
+}
+
+// Resolve turns want into the accelerator to use. auto probes KVM and falls back to TCG
+// with a warning if the probe fails; kvm fails if the probe fails; tcg never probes. A
+// context that ends before the verdict is returned as the error, never as a verdict: a
+// cancelled build says nothing about KVM.
+func (p Prober) Resolve(ctx context.Context, want Accel) (Accelerator, error) {
+	p = p.withDefaults()
 	switch want {
 	case AccelTCG:
 		return TCG("requested"), nil
@@ -81,7 +124,10 @@ func ResolveAccel(ctx context.Context, qemu string, want Accel, log *slog.Logger
 	default:
 		return Accelerator{}, fmt.Errorf("unknown accelerator %q (want auto, kvm or tcg)", want)
 	}
-	err := ProbeKVM(ctx, qemu, ProbeTimeout)
+	if err := ctx.Err(); err != nil {
+		return Accelerator{}, fmt.Errorf("choosing the accelerator: %w", err)
+	}
+	err := p.Probe(ctx)
 	if ctx.Err() != nil {
 		return Accelerator{}, fmt.Errorf("choosing the accelerator: %w", ctx.Err())
 	}
@@ -92,20 +138,21 @@ func ResolveAccel(ctx context.Context, qemu string, want Accel, log *slog.Logger
 		return Accelerator{}, fmt.Errorf("KVM requested but not usable: %w", err)
 	}
 	acc := TCG("KVM not usable: " + err.Error())
-	log.Warn("KVM is not usable; falling back to TCG software emulation: VMs will be much slower and phase timeouts are scaled",
+	p.Log.Warn("KVM is not usable; falling back to TCG software emulation: VMs will be much slower and phase timeouts are scaled",
 		"reason", err.Error(), "timeoutScale", acc.TimeoutScale)
 	return acc, nil
 }
 
-// ProbeKVM runs the probe guest under KVM and returns nil only if it completes within
-// timeout.
-func ProbeKVM(ctx context.Context, qemu string, timeout time.Duration) error {
-	f, err := os.OpenFile("/dev/kvm", os.O_RDWR, 0)
+// Probe opens the KVM device and runs the probe guest; it returns nil only if the guest
+// completes within the timeout.
+func (p Prober) Probe(ctx context.Context) error {
+	p = p.withDefaults()
+	f, err := os.OpenFile(p.Device, os.O_RDWR, 0)
 	if err != nil {
-		return fmt.Errorf("open /dev/kvm: %w", err)
+		return fmt.Errorf("kvm probe: %w", err)
 	}
 	f.Close()
-	return runProbe(ctx, qemu, AccelKVM, timeout)
+	return runProbe(ctx, p.Qemu, p.GuestAccel, p.Timeout)
 }
 
 // runProbe runs the probe guest with accelerator acc. If ctx itself ends, that is
@@ -148,7 +195,7 @@ func runProbe(ctx context.Context, qemu string, acc Accel, timeout time.Duration
 		return nil
 	case err != nil:
 		if te != nil {
-			return fmt.Errorf("qemu -accel %s failed: %w: %s", acc, te.Err, lastLine(te.StderrTail))
+			return fmt.Errorf("qemu -accel %s failed: %w: %s", acc, te.Err, lastLines(te.StderrTail, stderrLines))
 		}
 		return fmt.Errorf("qemu -accel %s failed: %w", acc, err)
 	default:
@@ -167,10 +214,20 @@ func progress(s string) string {
 	return "probe step " + strings.TrimSpace(s[i+len(booting):])
 }
 
-func lastLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		return s[i+1:]
+// stderrLines is how much of qemu's stderr an error carries: an abort prints its cause a
+// line or two before the assertion that ends it.
+const stderrLines = 3
+
+// lastLines returns the last n non-empty lines of s, joined by " | " to fit in one message.
+func lastLines(s string, n int) string {
+	var keep []string
+	for _, l := range strings.Split(strings.TrimSpace(s), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			keep = append(keep, l)
+		}
 	}
-	return s
+	if len(keep) > n {
+		keep = keep[len(keep)-n:]
+	}
+	return strings.Join(keep, " | ")
 }

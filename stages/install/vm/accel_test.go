@@ -1,100 +1,218 @@
 package vm
 
 import (
+	"bytes"
 	"context"
 	"errors"
-	"fmt"
-	"os/exec"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/snofactory/snofactory/test/testbin"
 )
 
 func requireQemu(t *testing.T) string {
 	t.Helper()
-	q, err := exec.LookPath("qemu-system-x86_64")
-	if err != nil {
-		t.Fatalf("qemu-system-x86_64 not found: install the Debian package qemu-system-x86 (make deps): %v", err)
-	}
-	return q
+	return testbin.Require(t, "qemu-system-x86_64", "qemu-system-x86")
 }
 
-// The probe guest itself must be sound: under TCG (always available) it reaches long
-// mode and exits with the agreed status. Otherwise a KVM verdict would mean nothing.
-func TestProbeGuestRunsUnderTCG(t *testing.T) {
-	q := requireQemu(t)
-	if err := runProbe(context.Background(), q, AccelTCG, 10*time.Second); err != nil {
-		t.Fatalf("probe guest under TCG: %v", err)
-	}
-}
+// What qemu prints before aborting on a /dev/kvm it cannot use (seen on hosts whose KVM
+// rejects the MSRs qemu sets).
+const (
+	qemuAbortCause  = "qemu-system-x86_64: error: failed to set MSR 0x48f to 0x7fefff00036dfb"
+	qemuAbortAssert = "qemu-system-x86_64: ../target/i386/kvm/kvm.c:2953: kvm_buf_set_msrs: Assertion `ret == cpu->kvm_msr_buf->nmsrs' failed."
+)
 
-func TestResolveAccel(t *testing.T) {
-	q := requireQemu(t)
-	ctx := context.Background()
-
-	acc, err := ResolveAccel(ctx, q, AccelTCG, nil)
-	if err != nil || acc.Name != AccelTCG || acc.TimeoutScale != tcgTimeoutScale {
-		t.Fatalf("tcg: got %+v, %v", acc, err)
-	}
-	if _, err := ResolveAccel(ctx, q, "hvf", nil); err == nil {
-		t.Fatal("unknown accelerator accepted")
-	}
-
-	start := time.Now()
-	probeErr := ProbeKVM(ctx, q, ProbeTimeout)
-	if took := time.Since(start); took > ProbeTimeout+3*time.Second {
-		t.Fatalf("probe took %s; it must give up quickly", took)
-	}
-	acc, err = ResolveAccel(ctx, q, AccelAuto, nil)
-	if err != nil {
+// script writes an executable shell script standing in for qemu.
+func script(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "qemu-system-x86_64")
+	if err := os.WriteFile(p, []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("KVM probe: %v; auto chose %+v", probeErr, acc)
-	if (probeErr == nil) != (acc.Name == AccelKVM) {
-		t.Fatalf("auto chose %s but the probe said %v", acc.Name, probeErr)
+	return p
+}
+
+// device is an openable file standing in for a /dev/kvm node.
+func device(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "kvm")
+	if err := os.WriteFile(p, nil, 0o600); err != nil {
+		t.Fatal(err)
 	}
-	if acc.Name == AccelTCG && acc.Scale(time.Minute) != tcgTimeoutScale*time.Minute {
-		t.Fatalf("TCG fallback does not scale timeouts: %+v", acc)
-	}
-	_, err = ResolveAccel(ctx, q, AccelKVM, nil)
-	if (err == nil) != (probeErr == nil) {
-		t.Fatalf("explicit kvm: %v, probe: %v", err, probeErr)
+	return p
+}
+
+// machineKind is one kind of host the probe meets, forced through the Prober seam so
+// every kind runs on every machine.
+type machineKind struct {
+	name   string
+	prober func(t *testing.T) Prober
+	// works is the verdict: KVM, or TCG with a reason holding every one of reason.
+	works  bool
+	reason []string
+	// lasts says the probe runs well over 20 ms (qemu, or the script standing in for it,
+	// is still running then), so a cancellation can land while it does.
+	lasts bool
+}
+
+func machineKinds() []machineKind {
+	return []machineKind{
+		{
+			name: "no device",
+			prober: func(t *testing.T) Prober {
+				return Prober{Qemu: requireQemu(t), Device: filepath.Join(t.TempDir(), "kvm")}
+			},
+			reason: []string{"kvm probe: open ", "no such file or directory"},
+		},
+		{
+			// qemu takes a moment to start before it aborts, as the real one does.
+			name: "qemu aborts",
+			prober: func(t *testing.T) Prober {
+				q := script(t, "sleep 0.3\ncat >&2 <<'EOF'\n"+qemuAbortCause+"\n"+qemuAbortAssert+"\nEOF\nkill -ABRT $$")
+				return Prober{Qemu: q, Device: device(t)}
+			},
+			reason: []string{"qemu -accel kvm failed", "signal: aborted", qemuAbortCause, "kvm_buf_set_msrs"},
+			lasts:  true,
+		},
+		{
+			// The real qemu, refusing the accelerator outright.
+			name: "qemu rejects the accelerator",
+			prober: func(t *testing.T) Prober {
+				return Prober{Qemu: requireQemu(t), Device: device(t), GuestAccel: "nosuchaccel"}
+			},
+			// qemu may refuse it within milliseconds: too soon to cancel "during".
+			reason: []string{"qemu -accel nosuchaccel failed", "exit status 1", "invalid accelerator nosuchaccel"},
+		},
+		{
+			// A guest that never finishes: nested virtualisation at its worst.
+			name: "too slow",
+			prober: func(t *testing.T) Prober {
+				return Prober{Qemu: script(t, "exec sleep 60"), Device: device(t), Timeout: 100 * time.Millisecond}
+			},
+			reason: []string{"did not finish within 1.1s", "too slow or stalled", "the probe never started"},
+			lasts:  true,
+		},
+		{
+			// The probe guest runs for real under TCG, with time to spare, and its success
+			// takes the KVM path.
+			name: "working KVM",
+			prober: func(t *testing.T) Prober {
+				return Prober{Qemu: requireQemu(t), Device: device(t), GuestAccel: AccelTCG, Timeout: 20 * time.Second}
+			},
+			works: true,
+			lasts: true,
+		},
 	}
 }
 
-// A build cancelled while the probe runs must come back as cancelled, not as a
-// verdict on KVM and a silent fall-back to TCG.
-func TestProbeHonoursParentCancel(t *testing.T) {
-	q := requireQemu(t)
-	for _, tt := range []struct {
-		name string
-		run  func(ctx context.Context) error
-	}{
-		{"probe", func(ctx context.Context) error { return runProbe(ctx, q, AccelTCG, 10*time.Second) }},
-		{"resolve", func(ctx context.Context) error {
-			acc, err := ResolveAccel(ctx, q, AccelAuto, nil)
-			if err == nil {
-				return fmt.Errorf("chose %+v", acc)
+func TestResolveOnEachKindOfMachine(t *testing.T) {
+	for _, k := range machineKinds() {
+		t.Run(k.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			p := k.prober(t)
+			p.Log = slog.New(slog.NewTextHandler(&logs, nil))
+
+			acc, err := p.Resolve(context.Background(), AccelAuto)
+			if err != nil {
+				t.Fatalf("auto: %v", err)
 			}
-			return err
-		}},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			// qemu alone takes longer than this to start
-			time.AfterFunc(20*time.Millisecond, cancel)
-			start := time.Now()
-			err := tt.run(ctx)
-			if !errors.Is(err, context.Canceled) {
-				t.Fatalf("got %v, want context.Canceled", err)
+			if k.works {
+				if acc.Name != AccelKVM || acc.Scale(time.Minute) != time.Minute {
+					t.Fatalf("auto on working KVM: got %+v, want KVM with timeouts unscaled", acc)
+				}
+				if logs.Len() > 0 {
+					t.Errorf("working KVM logged: %s", logs.String())
+				}
+			} else {
+				if acc.Name != AccelTCG || acc.Scale(time.Minute) != tcgTimeoutScale*time.Minute {
+					t.Fatalf("auto: got %+v, want TCG with timeouts scaled by %d", acc, tcgTimeoutScale)
+				}
+				for _, want := range k.reason {
+					if !strings.Contains(acc.Reason, want) {
+						t.Errorf("reason %q does not say %q", acc.Reason, want)
+					}
+				}
+				if got := logs.String(); !strings.Contains(got, "level=WARN") || !strings.Contains(got, "falling back to TCG") || !strings.Contains(got, k.reason[0]) {
+					t.Errorf("the fall-back is not a visible warning with its reason: %q", got)
+				}
 			}
-			if strings.Contains(err.Error(), "too slow") {
-				t.Fatalf("cancellation reported as a slow accelerator: %v", err)
-			}
-			if took := time.Since(start); took > 6*time.Second {
-				t.Fatalf("took %s to notice the cancellation", took)
+
+			acc, err = p.Resolve(context.Background(), AccelKVM)
+			switch {
+			case k.works && (err != nil || acc.Name != AccelKVM):
+				t.Fatalf("kvm on working KVM: got %+v, %v", acc, err)
+			case !k.works && err == nil:
+				t.Fatalf("kvm requested where it does not work: got %+v, want an error", acc)
+			case !k.works && (!strings.Contains(err.Error(), "KVM requested but not usable") || !strings.Contains(err.Error(), k.reason[0])):
+				t.Fatalf("kvm requested: the error does not say why: %v", err)
 			}
 		})
+	}
+}
+
+// A build cancelled before or while the probe runs must come back as cancelled, never
+// as a verdict on KVM and a silent fall-back to TCG, whatever kind of machine it is.
+func TestProbeHonoursParentCancel(t *testing.T) {
+	for _, k := range machineKinds() {
+		for _, when := range []string{"before", "during"} {
+			if when == "during" && !k.lasts {
+				continue // the probe is over before a timer could land inside it
+			}
+			t.Run(k.name+"/"+when, func(t *testing.T) {
+				p := k.prober(t)
+				p.Log = slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil))
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				if when == "before" {
+					cancel()
+				} else {
+					// qemu (or the script standing in for it) runs longer than this
+					time.AfterFunc(20*time.Millisecond, cancel)
+				}
+				start := time.Now()
+				acc, err := p.Resolve(ctx, AccelAuto)
+				if !errors.Is(err, context.Canceled) {
+					t.Fatalf("got %+v, %v; want context.Canceled", acc, err)
+				}
+				if strings.Contains(err.Error(), "too slow") {
+					t.Fatalf("cancellation reported as a slow accelerator: %v", err)
+				}
+				if took := time.Since(start); took > 6*time.Second {
+					t.Fatalf("took %s to notice the cancellation", took)
+				}
+			})
+		}
+	}
+}
+
+func TestResolveRequests(t *testing.T) {
+	// tcg never probes: a qemu that does not exist is never run.
+	p := Prober{Qemu: filepath.Join(t.TempDir(), "no-qemu"), Device: filepath.Join(t.TempDir(), "no-kvm")}
+	acc, err := p.Resolve(context.Background(), AccelTCG)
+	if err != nil || acc.Name != AccelTCG || acc.Reason != "requested" || acc.Scale(time.Second) != tcgTimeoutScale*time.Second {
+		t.Fatalf("tcg: got %+v, %v", acc, err)
+	}
+	if _, err := p.Resolve(context.Background(), "hvf"); err == nil || !strings.Contains(err.Error(), `unknown accelerator "hvf"`) {
+		t.Fatalf("unknown accelerator: %v", err)
+	}
+	if d := (Prober{}).withDefaults(); d.Device != "/dev/kvm" || d.Qemu != "qemu-system-x86_64" || d.GuestAccel != AccelKVM || d.Timeout != ProbeTimeout {
+		t.Fatalf("the zero Prober does not probe this host's KVM: %+v", d)
+	}
+}
+
+func TestLastLines(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"", ""},
+		{"one\n", "one"},
+		{"a\nb\n\nc\nd\n", "b | c | d"},
+		{"  x  \r\n", "x"},
+	} {
+		if got := lastLines(tt.in, 3); got != tt.want {
+			t.Errorf("lastLines(%q) = %q, want %q", tt.in, got, tt.want)
+		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/seeds/agent"
 )
 
@@ -46,7 +47,7 @@ type Machine struct {
 	qmpPath  string
 	qmpMu    sync.Mutex
 	stopOnce sync.Once
-	stderr   bytes.Buffer
+	stderr   *pipeline.TailBuffer // qemu's stdout and stderr, for its exit error
 }
 
 // Start boots a VM with cfg and accelerator acc (see ResolveAccel). The VM is killed
@@ -68,7 +69,7 @@ func Start(ctx context.Context, cfg Config, acc Accelerator, log *slog.Logger) (
 	if err != nil {
 		return nil, fmt.Errorf("vm %s: %w", cfg.Name, err)
 	}
-	m := &Machine{cfg: cfg, accel: acc, events: make(chan Event, 256), done: make(chan struct{}), closed: make(chan struct{}), tmp: tmp, log: log}
+	m := &Machine{cfg: cfg, accel: acc, events: make(chan Event, 256), done: make(chan struct{}), closed: make(chan struct{}), tmp: tmp, log: log, stderr: pipeline.NewTailBuffer(4096)}
 	ok := false
 	defer func() {
 		if !ok {
@@ -95,8 +96,8 @@ func Start(ctx context.Context, cfg Config, acc Accelerator, log *slog.Logger) (
 	}
 	args := cfg.args(acc, rp)
 	m.cmd = exec.Command(qemu, args...)
-	m.cmd.Stdout = &m.stderr
-	m.cmd.Stderr = &m.stderr
+	m.cmd.Stdout = m.stderr
+	m.cmd.Stderr = m.stderr
 	// Own process group so Stop kills everything qemu started; Pdeathsig so qemu cannot
 	// outlive us even if we are killed without running cleanups.
 	m.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -116,8 +117,8 @@ func Start(ctx context.Context, cfg Config, acc Accelerator, log *slog.Logger) (
 	}()
 	go func() {
 		err := m.cmd.Wait()
-		if err != nil && m.stderr.Len() > 0 {
-			err = fmt.Errorf("%w: %s", err, lastLine(m.stderr.String()))
+		if tail := lastLines(m.stderr.String(), stderrLines); err != nil && tail != "" {
+			err = fmt.Errorf("%w: %s", err, tail)
 		}
 		m.exit = err
 		close(m.done)
