@@ -2,12 +2,12 @@
 // images of the precache data disk into the node's containers-storage (what CRI-O reads), so
 // the install never pulls them over the network.
 //
-// The precache stage packages an OCI image layout as a raw tar on a data disk (see
-// stages/precache WriteDisk). ExtractDisk unpacks it from the block device into a scratch
-// directory, verifying every blob's sha256 on the way; ImportLayout copies each image named
-// in the layout's index.json (org.opencontainers.image.ref.name = the pinned pull spec,
-// repo@sha256:...) into containers-storage with containers/image, under that same name, so a
-// pull of the pinned reference finds it locally. ImportDisk does both and removes the scratch
-// copy. The caller's main must have run reexec.Init() (containers/storage re-executes the
-// binary for some drivers).
+// The disk's format belongs to seeds/precachedisk, which the precache stage writes with.
+// ImportDisk unpacks a disk from its block device into a scratch directory through
+// precachedisk.Extract (every blob checked against its sha256), imports it and removes the
+// scratch copy. ImportLayout copies each image the layout's index names (its pinned pull
+// spec, repo@sha256:...) into containers-storage with containers/image, under that same
+// name, so a pull of the pinned reference finds it locally; images already there are kept,
+// so a restarted import resumes. The caller's main must have run reexec.Init()
+// (containers/storage re-executes the binary for some drivers).
 package imports

@@ -99,8 +99,6 @@ type manifestDoc struct {
 type pinnedImage struct {
 	Image
 	named     reference.Named
-	mediaType string        // of the top manifest
-	size      int64         // of the top manifest
 	manifests []descriptor  // top manifest, then the chosen instance if it is a list
 	blobs     []descriptor  // config and layers
 	instance  digest.Digest // "" for single images
@@ -116,41 +114,65 @@ type Result struct {
 func Precache(ctx context.Context, cfg Config) (*Result, error) {
 	start := time.Now()
 	cfg.defaults()
-	r := newRemote(cfg.Sys, cfg.Jobs, retryPolicy{attempts: cfg.Attempts, base: cfg.RetryBase, max: cfg.RetryMax, stall: cfg.Stall})
-	defer r.close()
-	res := &Result{}
-	rep := &res.Report
-	rep.Images = len(cfg.Images)
-
-	if cfg.Sys != nil && cfg.Sys.SignaturePolicyPath != "" {
+	if cfg.Sys.SignaturePolicyPath != "" {
 		if err := checkPolicy(ctx, cfg); err != nil {
 			return nil, err
 		}
 	}
-
-	// Manifests first: they name the blobs. A stored manifest costs no request.
-	images := make([]*pinnedImage, len(cfg.Images))
-	var manifestsGot atomic.Int64
-	err := parallel(ctx, cfg.Jobs, len(cfg.Images), func(ctx context.Context, i int) error {
-		pi, got, err := pinManifests(ctx, r, cfg, cfg.Images[i])
-		images[i] = pi
-		manifestsGot.Add(int64(got))
-		return err
-	})
+	r := newRemote(cfg.Sys, cfg.Jobs, retryPolicy{attempts: cfg.Attempts, base: cfg.RetryBase, max: cfg.RetryMax, stall: cfg.Stall})
+	defer r.close()
+	// Manifests first: they name the blobs.
+	images, manifestsGot, err := pinAll(ctx, r, cfg)
 	if err != nil {
 		return nil, err
 	}
-	res.images = images
-	rep.ManifestsGot = int(manifestsGot.Load())
+	res := &Result{images: images}
+	rep := &res.Report
+	rep.Images, rep.ManifestsGot = len(images), manifestsGot
+	plan := planBlobs(images, cfg.Store, rep)
+	cfg.Log.Info("precache plan", "images", rep.Images, "blobs", rep.Blobs, "to_fetch", len(plan.todo),
+		"bytes_total", rep.BytesTotal, "bytes_reused", rep.BytesReused)
+	err = plan.fetch(ctx, r, cfg, rep)
+	rep.Retries = r.retries.Load()
+	rep.Seconds = time.Since(start).Seconds()
+	return res, err
+}
 
-	// Unique blobs across images; each is fetched once, from the first image naming it.
-	type blob struct {
-		desc  descriptor
-		ref   reference.Named
-		users []int
-	}
-	byDigest := map[digest.Digest]*blob{}
-	var order []*blob
+// pinAll pins every image's manifests in parallel and returns them with the number of
+// manifests fetched from a registry (a stored manifest costs no request).
+func pinAll(ctx context.Context, r *remote, cfg Config) ([]*pinnedImage, int, error) {
+	images := make([]*pinnedImage, len(cfg.Images))
+	var got atomic.Int64
+	err := parallel(ctx, cfg.Jobs, len(cfg.Images), func(ctx context.Context, i int) error {
+		pi, n, err := pinManifests(ctx, r, cfg, cfg.Images[i])
+		images[i] = pi
+		got.Add(int64(n))
+		return err
+	})
+	return images, int(got.Load()), err
+}
+
+// plannedBlob is one unique blob of a run, fetched from the first image naming it.
+type plannedBlob struct {
+	desc  descriptor
+	ref   reference.Named
+	users []int // indexes of the images naming it
+}
+
+// blobPlan is the blobs a run must fetch, and how many blobs each image still waits for
+// (an image is done, for progress, when its last blob is).
+type blobPlan struct {
+	todo       []*plannedBlob
+	remaining  []atomic.Int64
+	imagesDone atomic.Int64
+}
+
+// planBlobs lists the unique blobs of images, counts them and the stored ones in rep with the
+// per-image report, and returns those still to fetch, largest first so the long transfers
+// overlap with the many small ones.
+func planBlobs(images []*pinnedImage, st *Store, rep *Report) *blobPlan {
+	byDigest := map[digest.Digest]*plannedBlob{}
+	var order []*plannedBlob
 	for i, im := range images {
 		rep.Manifests += len(im.manifests)
 		ir := ImageReport{Name: im.Name, Ref: im.Ref, Digest: im.Digest, Instance: im.instance.String(), Blobs: len(im.blobs)}
@@ -158,7 +180,7 @@ func Precache(ctx context.Context, cfg Config) (*Result, error) {
 			ir.Bytes += d.Size
 			b, ok := byDigest[d.Digest]
 			if !ok {
-				b = &blob{desc: d, ref: im.named}
+				b = &plannedBlob{desc: d, ref: im.named}
 				byDigest[d.Digest] = b
 				order = append(order, b)
 			}
@@ -166,73 +188,60 @@ func Precache(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		rep.List = append(rep.List, ir)
 	}
-	remaining := make([]atomic.Int64, len(images))
+	p := &blobPlan{remaining: make([]atomic.Int64, len(images))}
 	for _, b := range order {
 		for _, u := range b.users {
-			remaining[u].Add(1)
+			p.remaining[u].Add(1)
 		}
 	}
-	var todo []*blob
-	var imagesDone atomic.Int64
 	for i := range images {
-		if remaining[i].Load() == 0 {
-			imagesDone.Add(1)
-		}
-	}
-	finish := func(b *blob) {
-		for _, u := range b.users {
-			if remaining[u].Add(-1) == 0 {
-				imagesDone.Add(1)
-			}
+		if p.remaining[i].Load() == 0 {
+			p.imagesDone.Add(1)
 		}
 	}
 	for _, b := range order {
 		rep.Blobs++
 		rep.BytesTotal += b.desc.Size
-		if cfg.Store.Has(b.desc.Digest, b.desc.Size) {
+		if st.Has(b.desc.Digest, b.desc.Size) {
 			rep.BlobsReused++
 			rep.BytesReused += b.desc.Size
-			finish(b)
+			p.finish(b)
 			continue
 		}
-		todo = append(todo, b)
+		p.todo = append(p.todo, b)
 	}
-	// Largest first, so the long transfers overlap with the many small ones.
-	sort.SliceStable(todo, func(i, j int) bool { return todo[i].desc.Size > todo[j].desc.Size })
-	cfg.Log.Info("precache plan", "images", rep.Images, "blobs", rep.Blobs, "to_fetch", len(todo),
-		"bytes_total", rep.BytesTotal, "bytes_reused", rep.BytesReused)
+	sort.SliceStable(p.todo, func(i, j int) bool { return p.todo[i].desc.Size > p.todo[j].desc.Size })
+	return p
+}
 
-	var done, fetched atomic.Int64
-	var fetchedBlobs, fetchedBlobBytes atomic.Int64
+// finish counts blob b as in the store for every image naming it.
+func (p *blobPlan) finish(b *plannedBlob) {
+	for _, u := range b.users {
+		if p.remaining[u].Add(-1) == 0 {
+			p.imagesDone.Add(1)
+		}
+	}
+}
+
+// fetch downloads the planned blobs in parallel, reporting progress every half second, and
+// completes rep's byte and blob counts.
+func (p *blobPlan) fetch(ctx context.Context, r *remote, cfg Config, rep *Report) error {
+	var done, received, fetchedBlobs, fetchedBytes atomic.Int64
 	done.Store(rep.BytesReused)
-	report := func() {
-		cfg.Progress("images", imagesDone.Load(), int64(rep.Images), "images")
+	progress := func() {
+		cfg.Progress("images", p.imagesDone.Load(), int64(rep.Images), "images")
 		cfg.Progress("bytes", min(done.Load(), rep.BytesTotal), rep.BytesTotal, "bytes")
 	}
-	report()
-	tick := time.NewTicker(500 * time.Millisecond)
-	stopTick := make(chan struct{})
-	var tickWG sync.WaitGroup
-	tickWG.Add(1)
-	go func() {
-		defer tickWG.Done()
-		for {
-			select {
-			case <-tick.C:
-				report()
-			case <-stopTick:
-				return
-			}
-		}
-	}()
-	err = parallel(ctx, cfg.Jobs, len(todo), func(ctx context.Context, i int) error {
-		b := todo[i]
+	progress()
+	stop := every(500*time.Millisecond, progress)
+	err := parallel(ctx, cfg.Jobs, len(p.todo), func(ctx context.Context, i int) error {
+		b := p.todo[i]
 		var counted int64
 		n, err := r.fetchBlob(ctx, cfg.Store, b.ref, b.desc.Digest, b.desc.Size, func(k int64) {
 			counted += k
 			done.Add(k)
 		})
-		fetched.Add(n)
+		received.Add(n)
 		if err != nil {
 			return err
 		}
@@ -240,26 +249,46 @@ func Precache(ctx context.Context, cfg Config) (*Result, error) {
 		done.Add(b.desc.Size - counted)
 		if n > 0 {
 			fetchedBlobs.Add(1)
-			fetchedBlobBytes.Add(b.desc.Size)
+			fetchedBytes.Add(b.desc.Size)
 		}
-		finish(b)
+		p.finish(b)
 		return nil
 	})
-	tick.Stop()
-	close(stopTick)
-	tickWG.Wait()
-	rep.BytesFetched = fetched.Load()
-	rep.Retries = r.retries.Load()
-	rep.Seconds = time.Since(start).Seconds()
+	stop()
+	rep.BytesFetched = received.Load()
 	if err != nil {
-		return res, err
+		return err
 	}
 	// Blobs another build finished while we waited for its lock count as reused.
 	rep.BlobsFetched = int(fetchedBlobs.Load())
 	rep.BlobsReused = rep.Blobs - rep.BlobsFetched
-	rep.BytesReused = rep.BytesTotal - fetchedBlobBytes.Load()
-	report()
-	return res, nil
+	rep.BytesReused = rep.BytesTotal - fetchedBytes.Load()
+	progress()
+	return nil
+}
+
+// every calls fn every d until the returned stop is called; stop waits for a running call.
+func every(d time.Duration, fn func()) (stop func()) {
+	tick := time.NewTicker(d)
+	quit := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-tick.C:
+				fn()
+			case <-quit:
+				return
+			}
+		}
+	}()
+	return func() {
+		tick.Stop()
+		close(quit)
+		wg.Wait()
+	}
 }
 
 func (cfg *Config) defaults() {
@@ -308,52 +337,29 @@ func pinManifests(ctx context.Context, r *remote, cfg Config, img Image) (*pinne
 	}
 	pi := &pinnedImage{Image: img, named: named}
 	got := 0
-	// The media type comes from the manifest itself, never from a response header, so a
-	// layout made from the store is the same as one made from the registry.
-	load := func(d digest.Digest) (*manifestDoc, []byte, string, error) {
-		b, err := cfg.Store.Read(d)
-		if err != nil {
-			if b, _, err = r.fetchManifest(ctx, named, d); err != nil {
-				return nil, nil, "", err
-			}
-			if err := cfg.Store.Put(d, b); err != nil {
-				return nil, nil, "", err
-			}
+	load := func(d digest.Digest) (*manifestDoc, error) {
+		m, desc, fetched, err := loadManifest(ctx, r, cfg.Store, img, named, d)
+		if fetched {
 			got++
-		} else if d.Algorithm().FromBytes(b) != d {
-			return nil, nil, "", fmt.Errorf("stored manifest %s is corrupt: remove %s", d, cfg.Store.Path(d))
 		}
-		var m manifestDoc
-		if err := json.Unmarshal(b, &m); err != nil {
-			return nil, nil, "", fmt.Errorf("manifest %s of %s: %w", d, img.Ref, err)
+		if err == nil {
+			pi.manifests = append(pi.manifests, desc)
 		}
-		if m.SchemaVersion != 2 {
-			return nil, nil, "", fmt.Errorf("manifest %s of %s: schema version %d is not supported", d, img.Ref, m.SchemaVersion)
-		}
-		mt := m.MediaType
-		if mt == "" {
-			mt = guessMediaType(&m)
-		}
-		return &m, b, mt, nil
+		return m, err
 	}
-	m, b, mt, err := load(d)
+	m, err := load(d)
 	if err != nil {
 		return nil, got, err
 	}
-	pi.mediaType, pi.size = mt, int64(len(b))
-	pi.manifests = append(pi.manifests, descriptor{MediaType: mt, Digest: d, Size: int64(len(b))})
 	if len(m.Manifests) > 0 {
 		inst, err := choose(m.Manifests, cfg.Arch, cfg.OS)
 		if err != nil {
 			return nil, got, fmt.Errorf("image %s: %w", img.Ref, err)
 		}
-		im, ib, imt, err := load(inst.Digest)
-		if err != nil {
+		if m, err = load(inst.Digest); err != nil {
 			return nil, got, err
 		}
 		pi.instance = inst.Digest
-		pi.manifests = append(pi.manifests, descriptor{MediaType: imt, Digest: inst.Digest, Size: int64(len(ib))})
-		m = im
 	}
 	if m.Config == nil {
 		return nil, got, fmt.Errorf("image %s: manifest has no config", img.Ref)
@@ -366,6 +372,37 @@ func pinManifests(ctx context.Context, r *remote, cfg Config, img Image) (*pinne
 		}
 	}
 	return pi, got, nil
+}
+
+// loadManifest reads manifest d of img from the store, fetching and storing it first if the
+// store lacks it (fetched says so), and returns it with its descriptor. The media type comes
+// from the manifest itself, never from a response header, so a layout made from the store is
+// the same as one made from the registry.
+func loadManifest(ctx context.Context, r *remote, st *Store, img Image, named reference.Named, d digest.Digest) (m *manifestDoc, desc descriptor, fetched bool, err error) {
+	b, err := st.Read(d)
+	if err != nil {
+		if b, _, err = r.fetchManifest(ctx, named, d); err != nil {
+			return nil, desc, false, err
+		}
+		if err := st.Put(d, b); err != nil {
+			return nil, desc, false, err
+		}
+		fetched = true
+	} else if d.Algorithm().FromBytes(b) != d {
+		return nil, desc, false, fmt.Errorf("stored manifest %s is corrupt: remove %s", d, st.Path(d))
+	}
+	m = &manifestDoc{}
+	if err := json.Unmarshal(b, m); err != nil {
+		return nil, desc, fetched, fmt.Errorf("manifest %s of %s: %w", d, img.Ref, err)
+	}
+	if m.SchemaVersion != 2 {
+		return nil, desc, fetched, fmt.Errorf("manifest %s of %s: schema version %d is not supported", d, img.Ref, m.SchemaVersion)
+	}
+	mt := m.MediaType
+	if mt == "" {
+		mt = guessMediaType(m)
+	}
+	return m, descriptor{MediaType: mt, Digest: d, Size: int64(len(b))}, fetched, nil
 }
 
 func guessMediaType(m *manifestDoc) string {

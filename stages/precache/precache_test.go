@@ -28,6 +28,7 @@ import (
 	ggcrremote "github.com/google/go-containerregistry/pkg/v1/remote"
 	ggcrtypes "github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/opencontainers/go-digest"
+	"github.com/snofactory/snofactory/seeds/precachedisk"
 	"github.com/snofactory/snofactory/stages/internal/registries"
 	"github.com/snofactory/snofactory/test/registry"
 )
@@ -44,6 +45,22 @@ func pushImage(t *testing.T, ref string, img v1.Image) Image {
 	}
 	d, _ := img.Digest()
 	return Image{Name: ref, Ref: r.Context().String() + "@" + d.String(), Digest: d.String()}
+}
+
+// wantError checks err against want, a part of the expected message ("" for none), and
+// reports whether the case ends there because the error came as expected.
+func wantError(t *testing.T, err error, want string) bool {
+	t.Helper()
+	if want == "" {
+		if err != nil {
+			t.Fatal(err)
+		}
+		return false
+	}
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("err = %v, want %q", err, want)
+	}
+	return true
 }
 
 // testImages pushes n images sharing a base layer.
@@ -86,7 +103,7 @@ func skopeo(t *testing.T, args ...string) []byte {
 	return out
 }
 
-func sysFor(t *testing.T, reg Registry) *types.SystemContext {
+func sysFor(t *testing.T, reg registries.Config) *types.SystemContext {
 	t.Helper()
 	sys, cleanup, err := registries.SystemContext(context.Background(), t.TempDir(), reg, nil, "x86_64")
 	if err != nil {
@@ -103,7 +120,7 @@ func TestPrecacheLayoutAndReuse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sys := sysFor(t, Registry{Insecure: []string{reg.Addr()}})
+	sys := sysFor(t, registries.Config{Insecure: []string{reg.Addr()}})
 	ctx := context.Background()
 	var progressed bool
 	res, err := Precache(ctx, Config{Images: images, Store: st, Sys: sys, Jobs: 3,
@@ -154,29 +171,27 @@ func TestPrecacheLayoutAndReuse(t *testing.T) {
 		t.Errorf("warm run hit the registry: %+v", s)
 	}
 
-	// The data disk is a tar of the layout, padded to a MiB.
+	// The layout packs into a data disk the node's reader accepts, naming every image.
 	disk := filepath.Join(t.TempDir(), "precache.tar")
-	n, err := WriteDisk(ctx, dir, disk, nil)
+	if _, err := precachedisk.Write(ctx, dir, disk, nil); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(disk)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n%diskAlign != 0 {
-		t.Errorf("disk size %d is not MiB aligned", n)
-	}
-	list, err := exec.Command("tar", "-tf", disk).Output()
+	defer f.Close()
+	onDisk, err := precachedisk.Extract(ctx, f, t.TempDir())
 	if err != nil {
-		t.Fatalf("tar -tf: %v", err)
+		t.Fatal(err)
 	}
-	names := strings.Fields(string(list))
-	if len(names) != stats.Blobs+2 || names[0] != "oci-layout" || names[1] != "index.json" {
-		t.Errorf("disk entries = %v", names)
+	if len(onDisk) != len(images) {
+		t.Fatalf("disk names %d images, want %d", len(onDisk), len(images))
 	}
-	disk2 := filepath.Join(t.TempDir(), "again.tar")
-	WriteDisk(ctx, dir, disk2, nil)
-	a, _ := os.ReadFile(disk)
-	b, _ := os.ReadFile(disk2)
-	if string(a) != string(b) {
-		t.Error("the same layout gave two different disks")
+	for i, im := range onDisk {
+		if im.Ref != images[i].Ref || im.Digest.String() != images[i].Digest {
+			t.Errorf("disk image %d = %s (%s), want %s (%s)", i, im.Ref, im.Digest, images[i].Ref, images[i].Digest)
+		}
 	}
 }
 
@@ -210,7 +225,7 @@ func TestPrecacheResume(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(st.Dir(), "partial", ld.Hex), tc.partial, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			res, err := Precache(context.Background(), Config{Images: []Image{im}, Store: st, Sys: sysFor(t, Registry{Insecure: []string{reg.Addr()}}), RetryBase: 1})
+			res, err := Precache(context.Background(), Config{Images: []Image{im}, Store: st, Sys: sysFor(t, registries.Config{Insecure: []string{reg.Addr()}}), RetryBase: 1})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -252,17 +267,11 @@ func TestPrecacheMirrorAndPolicy(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			st, _ := OpenStore(filepath.Join(t.TempDir(), "blobs"))
-			sys := sysFor(t, Registry{Insecure: []string{mirror.Addr(), "127.0.0.1:1"}, PolicyFile: tc.policy,
-				Mirrors: []Mirror{{Source: src, Mirrors: []string{mirror.Addr() + "/ocp"}}}})
+			sys := sysFor(t, registries.Config{Insecure: []string{mirror.Addr(), "127.0.0.1:1"}, PolicyFile: tc.policy,
+				Mirrors: []registries.Mirror{{Source: src, Mirrors: []string{mirror.Addr() + "/ocp"}}}})
 			res, err := Precache(context.Background(), Config{Images: images, Store: st, Sys: sys, Attempts: 2, RetryBase: 1})
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("err = %v, want %q", err, tc.wantErr)
-				}
+			if wantError(t, err, tc.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if res.Report.BlobsFetched != res.Report.Blobs {
 				t.Errorf("report = %+v", res.Report)
@@ -301,7 +310,7 @@ func TestPrecacheAuth(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			sys, cleanup, err := registries.SystemContext(context.Background(), t.TempDir(), Registry{Insecure: []string{reg.Addr()}, PullSecret: tc.secret}, secretFiles{"pull-secret": authFile}, "x86_64")
+			sys, cleanup, err := registries.SystemContext(context.Background(), t.TempDir(), registries.Config{Insecure: []string{reg.Addr()}, PullSecret: tc.secret}, secretFiles{"pull-secret": authFile}, "x86_64")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -312,14 +321,8 @@ func TestPrecacheAuth(t *testing.T) {
 			}
 			st, _ := OpenStore(filepath.Join(t.TempDir(), "blobs"))
 			res, err := Precache(context.Background(), Config{Images: images, Store: st, Sys: sys, Attempts: 1})
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("err = %v, want %q", err, tc.wantErr)
-				}
+			if wantError(t, err, tc.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if res.Report.BlobsFetched != 3 {
 				t.Errorf("report = %+v", res.Report)
@@ -333,7 +336,7 @@ func TestPrecacheConcurrentBuilds(t *testing.T) {
 	reg := registry.StartT(t, registry.Options{})
 	images := testImages(t, reg, 4)
 	st, _ := OpenStore(filepath.Join(t.TempDir(), "blobs"))
-	sys := sysFor(t, Registry{Insecure: []string{reg.Addr()}})
+	sys := sysFor(t, registries.Config{Insecure: []string{reg.Addr()}})
 	var wg sync.WaitGroup
 	reps := make([]Report, 2)
 	errs := make([]error, 2)
@@ -403,7 +406,7 @@ func TestPrecacheFollowsBlobRedirects(t *testing.T) {
 	rc.Close()
 	st, _ := OpenStore(filepath.Join(t.TempDir(), "blobs"))
 	os.WriteFile(filepath.Join(st.Dir(), "partial", ld.Hex), head, 0o644)
-	if _, err := Precache(context.Background(), Config{Images: []Image{im}, Store: st, Sys: sysFor(t, Registry{Insecure: []string{frontAddr}})}); err != nil {
+	if _, err := Precache(context.Background(), Config{Images: []Image{im}, Store: st, Sys: sysFor(t, registries.Config{Insecure: []string{frontAddr}})}); err != nil {
 		t.Fatal(err)
 	}
 	if !st.Has(digest.Digest(ld.String()), -1) {
@@ -418,7 +421,7 @@ func TestStorePrune(t *testing.T) {
 	reg := registry.StartT(t, registry.Options{})
 	images := testImages(t, reg, 2)
 	st, _ := OpenStore(filepath.Join(t.TempDir(), "blobs"))
-	sys := sysFor(t, Registry{Insecure: []string{reg.Addr()}})
+	sys := sysFor(t, registries.Config{Insecure: []string{reg.Addr()}})
 	// Image 0's layout survives; image 1's layout was evicted with its cache entry.
 	res0, err := Precache(context.Background(), Config{Images: images[:1], Store: st, Sys: sys})
 	if err != nil {
@@ -459,8 +462,8 @@ func TestPrecacheDeadMirror(t *testing.T) {
 	reg := registry.StartT(t, registry.Options{})
 	images := testImages(t, reg, 3)
 	st, _ := OpenStore(filepath.Join(t.TempDir(), "blobs"))
-	sys := sysFor(t, Registry{Insecure: []string{reg.Addr(), "127.0.0.1:1"},
-		Mirrors: []Mirror{{Source: reg.Addr() + "/ocp", Mirrors: []string{"127.0.0.1:1/ocp"}}}})
+	sys := sysFor(t, registries.Config{Insecure: []string{reg.Addr(), "127.0.0.1:1"},
+		Mirrors: []registries.Mirror{{Source: reg.Addr() + "/ocp", Mirrors: []string{"127.0.0.1:1/ocp"}}}})
 	start := time.Now()
 	res, err := Precache(context.Background(), Config{Images: images, Store: st, Sys: sys, RetryBase: time.Second})
 	if err != nil {

@@ -10,21 +10,26 @@ import (
 	"testing"
 
 	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/stages/internal/handoff"
 	"github.com/snofactory/snofactory/stages/internal/lockfile"
+	"github.com/snofactory/snofactory/stages/internal/registries"
 	"github.com/snofactory/snofactory/test/registry"
 )
 
-// lockStage stands in for resolve: it writes a lock.json naming images.
+// lockStage stands in for resolve: it writes a lock.json naming images and its record.
 func lockStage(images []Image) pipeline.Stage {
-	return pipeline.Stage{Name: "resolve", Version: "test", Options: images, Run: func(ctx context.Context, env *pipeline.Env) error {
+	return pipeline.Stage{Name: handoff.StageResolve, Version: "test", Options: images, Run: func(ctx context.Context, env *pipeline.Env) error {
 		b, _ := json.Marshal(map[string]any{"schemaVersion": 1, "images": images})
-		return os.WriteFile(filepath.Join(env.Out, "lock.json"), b, 0o644)
+		if err := os.WriteFile(filepath.Join(env.Out, lockfile.File), b, 0o644); err != nil {
+			return err
+		}
+		return handoff.Write(env, handoff.Resolve{Lock: lockfile.File})
 	}}
 }
 
 func TestStageKey(t *testing.T) {
 	no := false
-	base := Options{Registry: Registry{Insecure: []string{"127.0.0.1:5000"}}}
+	base := Options{Registry: registries.Config{Insecure: []string{"127.0.0.1:5000"}}}
 	tests := []struct {
 		name    string
 		change  func(o *Options)
@@ -32,7 +37,9 @@ func TestStageKey(t *testing.T) {
 	}{
 		{"jobs and retries are not part of the key", func(o *Options) { o.Jobs, o.Attempts, o.RetryBase = 32, 3, 1 }, true},
 		{"no data disk", func(o *Options) { o.Disk = &no }, false},
-		{"mirrors", func(o *Options) { o.Registry.Mirrors = []Mirror{{Source: "quay.io", Mirrors: []string{"m"}}} }, false},
+		{"mirrors", func(o *Options) {
+			o.Registry.Mirrors = []registries.Mirror{{Source: "quay.io", Mirrors: []string{"m"}}}
+		}, false},
 		{"arch", func(o *Options) { o.Arch = "aarch64" }, false},
 	}
 	cache := &pipeline.Cache{Dir: t.TempDir()}
@@ -56,7 +63,7 @@ func TestStageKey(t *testing.T) {
 			}
 		})
 	}
-	s := New(Options{Registry: Registry{RegistriesConf: "/etc/containers/registries.conf", PolicyFile: "/p.json", PullSecret: "pull-secret"}})
+	s := New(Options{Registry: registries.Config{RegistriesConf: "/etc/containers/registries.conf", PolicyFile: "/p.json", PullSecret: "pull-secret"}})
 	if s.Deps[0] != "resolve" || s.Files["registries.conf"] == "" || s.Files["policy.json"] == "" || s.Secrets[0] != "pull-secret" {
 		t.Errorf("stage = deps %v files %v secrets %v", s.Deps, s.Files, s.Secrets)
 	}
@@ -72,7 +79,7 @@ func TestStageBuild(t *testing.T) {
 	// The pull secret goes to the run's scratch directory: with no usable system temp
 	// directory the stage still runs.
 	t.Setenv("TMPDIR", filepath.Join(t.TempDir(), "missing"))
-	g := &pipeline.Graph{Blueprint: "b", Stages: []pipeline.Stage{lockStage(images), New(Options{Registry: Registry{Insecure: []string{reg.Addr()}, PullSecret: "pull-secret"}})}}
+	g := &pipeline.Graph{Blueprint: "b", Stages: []pipeline.Stage{lockStage(images), New(Options{Registry: registries.Config{Insecure: []string{reg.Addr()}, PullSecret: "pull-secret"}})}}
 	rec, err := pipeline.Build(context.Background(), g, pipeline.BuildOptions{Cache: cache, OutputDir: out, Secrets: secretFiles{"pull-secret": authFile}})
 	if err != nil {
 		t.Fatal(err)
@@ -133,14 +140,8 @@ func TestReadImages(t *testing.T) {
 				t.Fatal(err)
 			}
 			got, err := ReadImages(path)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("err = %v, want %q", err, tc.wantErr)
-				}
+			if wantError(t, err, tc.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("images = %+v, want %+v", got, tc.want)
