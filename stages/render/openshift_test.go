@@ -206,10 +206,10 @@ storage:
 
 	// The merged fragment MachineConfig: later wins, the rest accumulates.
 	mergedCfg := mcConfig(t, files["manifests/99-master-snofactory-fragments.yaml"])
-	if got := embedded32(t, mergedCfg, "/etc/motd"); got != "second\n" {
+	if got := embeddedFile(t, mergedCfg, "/etc/motd"); got != "second\n" {
 		t.Errorf("merged /etc/motd = %q, want the later fragment's", got)
 	}
-	if got := embedded32(t, mergedCfg, "/etc/snofactory-site"); got != "depot-7\n" {
+	if got := embeddedFile(t, mergedCfg, "/etc/snofactory-site"); got != "depot-7\n" {
 		t.Errorf("merged /etc/snofactory-site = %q", got)
 	}
 
@@ -314,27 +314,34 @@ func ignitionValidateAllowing(t *testing.T, path, allowed string) {
 	}
 }
 
+// embedded is the content of the file at path in a parsed 3.2 config, "" when absent.
 func embedded(t *testing.T, cfg v32types.Config, path string) string {
 	t.Helper()
-	for _, f := range cfg.Storage.Files {
-		if f.Path == path && f.Contents.Source != nil {
-			d, err := dataurl.DecodeString(*f.Contents.Source)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return string(d.Data)
-		}
-	}
-	return ""
-}
-
-func embedded32(t *testing.T, raw []byte, path string) string {
-	t.Helper()
-	c, _, err := v34.Parse(raw)
+	raw, err := json.Marshal(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range c.Storage.Files {
+	return embeddedFile(t, raw, path)
+}
+
+// embeddedFile is the content of the file at path in an Ignition config of any 3.x spec
+// (they all spell storage.files alike), "" when absent.
+func embeddedFile(t *testing.T, raw []byte, path string) string {
+	t.Helper()
+	var cfg struct {
+		Storage struct {
+			Files []struct {
+				Path     string `json:"path"`
+				Contents struct {
+					Source *string `json:"source"`
+				} `json:"contents"`
+			} `json:"files"`
+		} `json:"storage"`
+	}
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range cfg.Storage.Files {
 		if f.Path == path && f.Contents.Source != nil {
 			d, err := dataurl.DecodeString(*f.Contents.Source)
 			if err != nil {
