@@ -163,8 +163,8 @@ func TestValidationRules(t *testing.T) {
 		{"label key", strings.Replace(coreos(""), "  name: test\n", "  name: test\n  labels:\n    \"bad key!\": x\n", 1), "metadata.labels.bad key!", "invalid label key"},
 		{"label prefix", strings.Replace(coreos(""), "  name: test\n", "  name: test\n  labels:\n    Bad_Prefix/key: x\n", 1), "metadata.labels.Bad_Prefix/key", "prefix"},
 		{"target type enum", strings.Replace(coreos(""), "type: coreos", "type: rhel", 1), "spec.target.type", "not one of"},
-		{"ignition version enum", coreos("") + "", "", ""}, // placeholder replaced below
-		{"source url not http", coreos("") + "", "", ""},
+		{"ignition version enum", strings.Replace(coreos(""), "type: coreos", "type: coreos\n    ignitionVersion: 3.6.0", 1), "spec.target.ignitionVersion", "not one of 3.3.0, 3.4.0, 3.5.0"},
+		{"source url not http", strings.Replace(coreos("    sha256: "+strings.Repeat("a", 64)+"\n"), "path: live.iso", "url: file:///tmp/x.iso", 1), "spec.source.url", "not an http(s) URL"},
 		{"sha256 uppercase", coreos("    sha256: " + strings.Repeat("A", 64) + "\n"), "spec.source.sha256", "lowercase"},
 		{"sha256 prefixed", coreos("    sha256: sha256:" + strings.Repeat("a", 64) + "\n"), "spec.source.sha256", "hexadecimal"},
 		{"generatedBy without path", strings.Replace(coreos("    sha256: "+strings.Repeat("a", 64)+"\n    generatedBy: make iso\n"), "path: live.iso", "url: https://example.com/x.iso", 1), "spec.source.generatedBy", "only allowed with path"},
@@ -234,8 +234,6 @@ func TestValidationRules(t *testing.T) {
 		{"push without tag", coreos("  outputs:\n    push: registry.example:5000/seeds/x\n"), "spec.outputs.push", "needs a tag"},
 		{"replicas not an integer", openshift("    compute:\n      replicas: none\n"), "spec.openshift.compute.replicas", "expected an integer"},
 	}
-	tests[8] = struct{ name, doc, path, msg string }{"ignition version enum", strings.Replace(coreos(""), "type: coreos", "type: coreos\n    ignitionVersion: 3.6.0", 1), "spec.target.ignitionVersion", "not one of 3.3.0, 3.4.0, 3.5.0"}
-	tests[9] = struct{ name, doc, path, msg string }{"source url not http", strings.Replace(coreos("    sha256: "+strings.Repeat("a", 64)+"\n"), "path: live.iso", "url: file:///tmp/x.iso", 1), "spec.source.url", "not an http(s) URL"}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := parseIn(t, dir, tc.doc)
