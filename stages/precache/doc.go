@@ -24,8 +24,9 @@
 //
 // Outputs: layout/ (OCI layout; index.json has one manifest per pinned reference, annotated
 // org.opencontainers.image.ref.name; its blobs are hardlinks into the store, so a build copies
-// no blob bytes), precache.tar (the data disk, see WriteDisk) and precache-report.json
-// (images, blobs and bytes fetched and reused, retries).
+// no blob bytes), precache.tar (the data disk the node imports from; its format, writer and
+// reader are seeds/precachedisk) and precache-report.json (images, blobs and bytes fetched
+// and reused, retries).
 //
 // Manifest lists are kept byte for byte (so digests match the registry); only the instance
 // for the node's platform and its blobs are stored. Docker schema 2 manifests are stored as
