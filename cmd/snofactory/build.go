@@ -106,11 +106,11 @@ crash resumes where it stopped when run again.`,
 			closeSink()
 			if err != nil {
 				if errors.Is(err, context.Canceled) {
-					return fmt.Errorf("build interrupted; run the same command again to resume (record: %s)", filepath.Join(out, "run.json"))
+					return fmt.Errorf("build interrupted; run the same command again to resume (record: %s)", filepath.Join(out, pipeline.RecordFile))
 				}
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "build %s %s: %s\n", bp.Metadata.Name, rec.Status, filepath.Join(out, "run.json"))
+			fmt.Fprintf(cmd.OutOrStdout(), "build %s %s: %s\n", bp.Metadata.Name, rec.Status, filepath.Join(out, pipeline.RecordFile))
 			return nil
 		},
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -49,5 +50,99 @@ func TestExitCodes(t *testing.T) {
 				t.Fatalf("panic trace reached the user: %s", stderr)
 			}
 		})
+	}
+}
+
+// tinyBlueprint writes a valid blueprint whose live ISO is not built yet, so no stage can get
+// far: what these tests check happens before any stage runs.
+func tinyBlueprint(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "tiny.yaml")
+	bp := `apiVersion: snofactory.io/v1alpha1
+kind: Blueprint
+metadata:
+  name: tiny
+spec:
+  target:
+    type: coreos
+    ignitionVersion: 3.3.0
+  source:
+    path: not-built-yet.iso
+    generatedBy: make conformance-iso
+  butane:
+    - inline: |
+        variant: fcos
+        version: 1.4.0
+`
+	if err := os.WriteFile(p, []byte(bp), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestPathAndSelectionErrorsAreBadInput: an output path of the wrong kind or a selection the
+// graph cannot build is the user's input (exit 2), and a refused build leaves nothing on disk.
+func TestPathAndSelectionErrorsAreBadInput(t *testing.T) {
+	bp := tinyBlueprint(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "a-file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, cache := filepath.Join(dir, "out"), filepath.Join(dir, "cache")
+	tests := []struct {
+		name string
+		args []string
+		msg  string
+	}{
+		{"until no such stage", []string{"build", bp, "--until", "bogus", "--cache-dir", cache, "--output-dir", out}, "--until bogus: no such stage"},
+		{"force no such stage", []string{"build", bp, "--force", "bogus", "--cache-dir", cache, "--output-dir", out}, "--force bogus"},
+		{"output dir is a file", []string{"build", bp, "--until", "render", "--cache-dir", cache, "--output-dir", file}, "is a file, not a directory"},
+		{"cache dir is a file", []string{"build", bp, "--until", "render", "--cache-dir", file, "--output-dir", out}, "is a file, not a directory"},
+		{"plan cache dir is a file", []string{"plan", bp, "--cache-dir", file}, "is a file, not a directory"},
+		{"plan until no such stage", []string{"plan", bp, "--until", "bogus", "--cache-dir", cache}, "--until bogus"},
+		{"render into a file", []string{"render", bp, "-o", file}, "not a directory"},
+		{"build until a stage not implemented yet", []string{"build", bp, "--until", "seal", "--cache-dir", cache, "--output-dir", out},
+			"stage install is unavailable: not implemented in this version; build with --until precache"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, stderr := runMain(t, tt.args...)
+			if code != exitBadInput || !strings.Contains(stderr, tt.msg) {
+				t.Fatalf("exit %d, stderr %q; want exit %d and %q", code, stderr, exitBadInput, tt.msg)
+			}
+			for _, p := range []string{out, cache} {
+				if _, err := os.Stat(p); !os.IsNotExist(err) {
+					t.Errorf("%s exists after a refused command (%v)", p, err)
+				}
+			}
+		})
+	}
+}
+
+// TestPlanShowsStagesNotImplementedYet: plan --until seal shows the stages this version does
+// not have as unavailable, never as "run".
+func TestPlanShowsStagesNotImplementedYet(t *testing.T) {
+	code, stdout, stderr := runMain(t, "plan", tinyBlueprint(t), "--until", "seal", "--cache-dir", t.TempDir(), "--output", "json")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var plan struct {
+		Stages []struct{ Name, Action string }
+	}
+	if err := json.Unmarshal([]byte(stdout), &plan); err != nil {
+		t.Fatalf("%v: %s", err, stdout)
+	}
+	got := map[string]string{}
+	for _, s := range plan.Stages {
+		got[s.Name] = s.Action
+	}
+	for _, name := range []string{"install", "validate", "seal", "publish"} {
+		if got[name] != "unavailable" {
+			t.Errorf("stage %s plans as %q, want unavailable", name, got[name])
+		}
+	}
+	if got["render"] != "run" {
+		t.Errorf("render plans as %q, want run", got["render"])
 	}
 }
