@@ -1,6 +1,7 @@
 package stages
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -8,11 +9,13 @@ import (
 	"testing"
 
 	"github.com/snofactory/snofactory/blueprints"
+	"github.com/snofactory/snofactory/blueprints/v1alpha1"
+	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/stages/liveiso"
 	"github.com/snofactory/snofactory/stages/precache"
 )
 
-func loadBlueprint(t *testing.T, spec string) *blueprints.Blueprint {
+func loadBlueprint(t *testing.T, spec string) *v1alpha1.Blueprint {
 	t.Helper()
 	dir := t.TempDir()
 	for name, content := range map[string]string{
@@ -74,38 +77,6 @@ func TestGraphMapsBlueprint(t *testing.T) {
 	}
 }
 
-func TestRegistryHosts(t *testing.T) {
-	for ref, want := range map[string]bool{
-		"127.0.0.1:5000/a:1":  true,
-		"localhost/a:1":       true,
-		"localhost:5000/a:1":  true,
-		"[::1]:5000/a:1":      true,
-		"quay.io/a:1":         false,
-		"10.0.0.1:5000/a:1":   false,
-		"busybox:latest":      false,
-		"library/busybox:1.0": false,
-	} {
-		got := isLoopback(registryHost(ref))
-		if got != want {
-			t.Errorf("%s: loopback=%v, want %v", ref, got, want)
-		}
-	}
-}
-
-func TestReleaseVersion(t *testing.T) {
-	for ref, want := range map[string]string{
-		"quay.io/openshift-release-dev/ocp-release:4.16.12-x86_64": "4.16.12",
-		"registry.example:5000/ocp/release:4.18":                   "4.18",
-		"quay.io/ocp/release@sha256:" + strings.Repeat("a", 64):    "",
-		"quay.io/ocp/release:latest":                               "",
-	} {
-		got, err := releaseVersion(ref)
-		if got != want || (want == "") != (err != nil) {
-			t.Errorf("%s: %q, %v; want %q", ref, got, err, want)
-		}
-	}
-}
-
 // A release pinned by digest builds: render takes the version from the lock. Each cluster
 // network keeps its own host prefix (dual stack).
 func TestRenderOptionsOpenShift(t *testing.T) {
@@ -122,12 +93,9 @@ func TestRenderOptionsOpenShift(t *testing.T) {
         hostPrefix: 64
     serviceNetwork: [172.30.0.0/16, fd02::/112]
 `)
-	o, err := RenderOptions(bp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o.OpenShift.Version != "" || o.InstallerFrom != "resolve/bin/openshift-install" {
-		t.Errorf("version %q, installer from %q", o.OpenShift.Version, o.InstallerFrom)
+	o := renderOptions(bp)
+	if o.OpenShift.Version != "" || !o.FromResolve {
+		t.Errorf("version %q, from resolve %v", o.OpenShift.Version, o.FromResolve)
 	}
 	cn := o.OpenShift.ClusterNetwork
 	if len(cn) != 2 || cn[0].HostPrefix != 23 || cn[1].HostPrefix != 64 || cn[1].CIDR != "fd01::/48" {
@@ -135,5 +103,50 @@ func TestRenderOptionsOpenShift(t *testing.T) {
 	}
 	if _, _, err := Graph(bp, Options{}); err != nil {
 		t.Fatalf("graph: %v", err)
+	}
+}
+
+// A local ISO a make target builds is allowed to be missing when the graph is made: plan
+// shows every stage, and the stages that read the ISO fail with the command that builds it.
+func TestMissingISOFailsOnlyTheStagesThatReadIt(t *testing.T) {
+	bp := loadBlueprint(t, `  target:
+    type: coreos
+  source:
+    path: not-built.iso
+    generatedBy: make conformance-iso
+`)
+	g, _, err := Graph(bp, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []int{0, 2} {
+		s := g.Stages[i]
+		if s.Files["live.iso"] != "" {
+			t.Errorf("%s keys the missing ISO: %v", s.Name, s.Files)
+		}
+		err := s.Run(context.Background(), &pipeline.Env{})
+		if err == nil || !strings.Contains(err.Error(), "make conformance-iso") {
+			t.Errorf("%s: %v, want the command that builds the ISO", s.Name, err)
+		}
+	}
+}
+
+// Stages this version does not have are in the graph (plan shows the whole pipeline) but
+// marked unavailable, so a build refuses them before running anything.
+func TestLaterStagesAreUnavailable(t *testing.T) {
+	bp := loadBlueprint(t, "  target:\n    type: coreos\n  source:\n    path: live.iso\n")
+	g, _, err := Graph(bp, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range g.Stages[4:] {
+		if s.Unavailable == "" || s.Run != nil {
+			t.Errorf("%s: unavailable %q", s.Name, s.Unavailable)
+		}
+	}
+	for _, s := range g.Stages[:4] {
+		if s.Unavailable != "" {
+			t.Errorf("%s is implemented but marked unavailable", s.Name)
+		}
 	}
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/snofactory/snofactory/blueprints"
 	"github.com/snofactory/snofactory/stages"
-	"github.com/snofactory/snofactory/stages/resolve"
 	"github.com/spf13/cobra"
 )
 
@@ -37,14 +36,11 @@ resolve differently.`,
 				out = defaultLockPath(args[0])
 			}
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-			lock, err := stages.Lock(cmd.Context(), bp, log)
+			n, err := stages.Lock(cmd.Context(), bp, out, log)
 			if err != nil {
 				return fmt.Errorf("resolving %s: %w", bp.Metadata.Name, err)
 			}
-			if err := resolve.WriteLock(out, lock); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "locked %d images of %s in %s\n", len(lock.Images), bp.Metadata.Name, out)
+			fmt.Fprintf(cmd.OutOrStdout(), "locked %d images of %s in %s\n", n, bp.Metadata.Name, out)
 			return nil
 		},
 	}

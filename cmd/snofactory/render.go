@@ -8,7 +8,6 @@ import (
 
 	"github.com/snofactory/snofactory/blueprints"
 	"github.com/snofactory/snofactory/stages"
-	"github.com/snofactory/snofactory/stages/render"
 	"github.com/spf13/cobra"
 )
 
@@ -26,17 +25,11 @@ func newRenderCommand() *cobra.Command {
 			if err != nil {
 				return badInput(err)
 			}
-			opts, err := stages.RenderOptions(bp)
-			if err != nil {
-				return badInput(err)
-			}
-			// Outside a build there is no resolve output to take openshift-install from.
-			opts.InstallerFrom = ""
 			if err := os.MkdirAll(out, 0o755); err != nil {
 				return fmt.Errorf("creating %s: %w", out, err)
 			}
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-			if err := render.Render(cmd.Context(), opts, stages.Secrets(bp), out, log); err != nil {
+			if err := stages.Render(cmd.Context(), bp, out, log); err != nil {
 				return err
 			}
 			abs, _ := filepath.Abs(out)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/snofactory/snofactory/seeds/agent"
+	"github.com/snofactory/snofactory/stages/internal/handoff"
 )
 
 // Output paths other stages read by convention (see doc.go).
@@ -87,7 +88,7 @@ WantedBy=multi-user.target
 	if err := writeFile(env.out, ConfigPath, cfg, configPerm(opts.SSHKey)); err != nil {
 		return fmt.Errorf("writing %s: %w", ConfigPath, err)
 	}
-	rep.Ignition = map[string]IgnitionFile{"config": {Path: ConfigPath, Version: m.spec.version, Size: len(cfg), Secret: opts.SSHKey}}
+	rep.Ignition = map[string]IgnitionFile{handoff.ConfigNode: {Path: ConfigPath, Version: m.spec.version, Size: len(cfg), Secret: opts.SSHKey}}
 	env.log.Info("wrote Ignition config", "path", ConfigPath, "ignition", m.spec.version, "bytes", len(cfg), "fragments", len(opts.Fragments))
 	return nil
 }

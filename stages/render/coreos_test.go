@@ -212,7 +212,6 @@ func TestOptionsValidation(t *testing.T) {
 		{"relocation on coreos", Options{Target: TargetCoreOS, IgnitionVersion: "3.3.0", Relocation: &Relocation{}}, "relocation: relocation MachineConfigs need the openshift target"},
 		{"worker on coreos", Options{Target: TargetCoreOS, IgnitionVersion: "3.3.0", WorkerIgnition: true}, "workerIgnition"},
 		{"no cluster", Options{Target: TargetOpenShift}, "openshift: required"},
-		{"installerFrom without a path", Options{Target: TargetOpenShift, OpenShift: goodCluster(), InstallerFrom: "resolve"}, `installerFrom "resolve": want STAGE/PATH`},
 		{"fragment no host path", Options{Target: TargetCoreOS, IgnitionVersion: "3.3.0", Fragments: []Fragment{{File: "a.bu"}}}, `file "a.bu" has no host path`},
 		{"unknown ignition spec", Options{Target: TargetCoreOS, IgnitionVersion: "3.9.0"}, `ignition spec "3.9.0": want one of 3.2.0, 3.3.0, 3.4.0, 3.5.0`},
 		{"unknown release", Options{Target: TargetOpenShift, OpenShift: &OpenShift{Version: "4.99", ClusterName: "sno", BaseDomain: "x", InstallationDisk: "/dev/vda"}}, "no openshift 4.99.0 variant"},

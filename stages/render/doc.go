@@ -12,9 +12,10 @@
 // and, with a worker config, an IngressController that keeps the router on the master.
 //
 // The release the installer installs (OPENSHIFT_INSTALL_RELEASE_IMAGE_OVERRIDE) comes from
-// the lock.json of the stage Options.InstallerFrom names (resolve): its release repository
-// pinned by digest, so a tag that moved after resolve cannot change the cluster; an empty
-// OpenShift.Version is the lock's release version. Without a lock the Options' values stand.
+// the resolve stage's lock (Options.FromResolve, read through its handoff record): its
+// release repository pinned by digest, so a tag that moved after resolve cannot change the
+// cluster; an empty OpenShift.Version is the lock's release version. Outside a build
+// (snofactory render) the Options' values stand.
 //
 // For the coreos target it translates snofactory's own units (snofactory-agent.service,
 // which reports install phases) and then the user's fragments with Butane's fcos variant,

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/coreos/go-semver/semver"
+	"github.com/snofactory/snofactory/stages/internal/handoff"
 	"github.com/vincent-petithory/dataurl"
 )
 
@@ -23,14 +24,20 @@ const (
 	installerRootCA   = "/opt/openshift/tls/root-ca.crt"
 )
 
+// The installer's credentials, as Report.Installer names them.
+const (
+	installerKubeconfig = "kubeconfig"
+	installerPassword   = "kubeadmin-password"
+)
+
 // installerOutputs are copied from the installer's directory into the stage output (0600:
 // the kubeconfig and password are cluster-admin credentials).
 var installerOutputs = []struct {
 	rel  string
 	perm os.FileMode
 }{
-	{"auth/kubeconfig", 0o600},
-	{"auth/kubeadmin-password", 0o600},
+	{"auth/" + installerKubeconfig, 0o600},
+	{"auth/" + installerPassword, 0o600},
 	{"metadata.json", 0o644},
 }
 
@@ -85,7 +92,7 @@ func renderOpenShift(ctx context.Context, opts Options, env *runEnv, rep *Report
 // releaseToInstall is the cluster with the release the installer must install pinned (see
 // pinRelease), and the Butane openshift variant of its version.
 func releaseToInstall(opts Options, env *runEnv, rep *Report) (*OpenShift, string, error) {
-	c, release, err := pinRelease(opts, env, effectiveCluster(opts))
+	c, release, err := pinRelease(env, effectiveCluster(opts))
 	if err != nil {
 		return nil, "", err
 	}
@@ -245,7 +252,7 @@ func keepInstallerOutputs(env *runEnv, work string, rep *Report) ([]byte, error)
 	if err := writeFile(env.out, ConfigPath, ign, 0o600); err != nil {
 		return nil, err
 	}
-	rep.Ignition = map[string]IgnitionFile{"config": {Path: ConfigPath, Version: ignVersion, Size: len(ign), Secret: true}}
+	rep.Ignition = map[string]IgnitionFile{handoff.ConfigNode: {Path: ConfigPath, Version: ignVersion, Size: len(ign), Secret: true}}
 	env.log.Info("wrote the bootstrap-in-place config (holds the pull secret; 0600)", "path", ConfigPath, "ignition", ignVersion, "bytes", len(ign))
 
 	rep.Installer = map[string]string{}
@@ -271,7 +278,7 @@ func writeWorkerPointer(env *runEnv, c *OpenShift, ign []byte, rep *Report) erro
 	if err := writeFile(env.out, WorkerPath, w, 0o644); err != nil {
 		return err
 	}
-	rep.Ignition["worker"] = IgnitionFile{Path: WorkerPath, Version: "3.2.0", Size: len(w)}
+	rep.Ignition[handoff.ConfigWorker] = IgnitionFile{Path: WorkerPath, Version: "3.2.0", Size: len(w)}
 	return nil
 }
 
@@ -497,17 +504,16 @@ func ingressController() IngressController {
 	return ic
 }
 
-// findInstaller locates openshift-install: an upstream stage's output, a given path, PATH.
+// findInstaller locates openshift-install: the resolve stage's output, a given path, PATH.
 func findInstaller(opts Options, env *runEnv) (string, error) {
 	var p, from string
 	switch {
-	case opts.InstallerFrom != "":
-		stage, rel, _ := strings.Cut(opts.InstallerFrom, "/")
-		dir, ok := env.inputs[stage]
-		if !ok {
-			return "", fmt.Errorf("%w: installerFrom %s names stage %q, whose output this run does not have (snofactory render without the pipeline cannot use it; put openshift-install on PATH)", ErrNoInstaller, opts.InstallerFrom, stage)
+	case env.resolved != nil:
+		in := env.resolved
+		if in.Out.Installer == "" {
+			return "", fmt.Errorf("%w: the %s stage extracted none from the release (its lock pins no installer image)", ErrNoInstaller, in.Stage)
 		}
-		p, from = filepath.Join(dir, filepath.FromSlash(rel)), "the "+stage+" stage's output"
+		p, from = in.Path(in.Out.Installer), "the "+in.Stage+" stage's output"
 	case opts.InstallerPath != "":
 		p, from = opts.InstallerPath, "the configured installer path"
 	default:

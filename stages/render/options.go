@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"net/netip"
 	"time"
+
+	"github.com/snofactory/snofactory/stages/internal/handoff"
 )
 
 // Name is the stage's name in a build graph.
-const Name = "render"
+const Name = handoff.StageRender
 
 // Targets render knows.
 const (
@@ -43,10 +45,11 @@ type Options struct {
 	// KeepSecrets writes the real pull secret and SSH key into manifests/install-config.yaml
 	// instead of redacted ones. Off by default: outputs are cached and may be shipped.
 	KeepSecrets bool `json:"keepSecrets,omitempty"`
-	// InstallerFrom names where openshift-install comes from when it is not on PATH:
-	// "STAGE/REL/PATH" is a file in an upstream stage's output (e.g. "resolve/bin/openshift-install"),
-	// which makes STAGE a dependency. Empty means InstallerPath, else PATH.
-	InstallerFrom string `json:"installerFrom,omitempty"`
+	// FromResolve makes the resolve stage a dependency: openshift-install is the one it
+	// extracted from the release, and the release is pinned by the digest its lock holds.
+	// Outside the engine (snofactory render) there is no resolve output: InstallerPath,
+	// else PATH, and the options' version.
+	FromResolve bool `json:"fromResolve,omitempty"`
 
 	// InstallerPath is a host path of openshift-install. Not serialized: its content digest
 	// is keyed through Stage.Files under the label "tools/openshift-install".
@@ -60,7 +63,7 @@ type Options struct {
 type OpenShift struct {
 	// Version is the release's x.y or x.y.z (e.g. "4.16" or "4.16.3"); it picks the Butane
 	// openshift variant (x.y.0) and so the MachineConfigs' Ignition spec. Empty means the
-	// release.version of the lock.json in the stage InstallerFrom names (allowed only then).
+	// release.version of the resolve stage's lock (allowed only with FromResolve).
 	Version string `json:"version"`
 	// ClusterName and BaseDomain make the cluster domain <ClusterName>.<BaseDomain>.
 	ClusterName string `json:"clusterName"`
@@ -78,7 +81,7 @@ type OpenShift struct {
 	// AdditionalTrustBundle is PEM text (e.g. the mirror registry's CA).
 	AdditionalTrustBundle string `json:"additionalTrustBundle,omitempty"`
 	// ReleaseImage, when set, is the release the installer installs; it is passed as
-	// OPENSHIFT_INSTALL_RELEASE_IMAGE_OVERRIDE. When the stage InstallerFrom names has a
+	// OPENSHIFT_INSTALL_RELEASE_IMAGE_OVERRIDE. When the resolve stage (FromResolve) has a
 	// lock.json, its release (repository@digest) is passed instead, so render installs
 	// exactly what was resolved even if the tag has moved since.
 	ReleaseImage string `json:"releaseImage,omitempty"`
@@ -156,9 +159,6 @@ func (o Options) validate() error {
 	case TargetOpenShift:
 		if o.OpenShift == nil {
 			bad("openshift: required for the %s target", TargetOpenShift)
-		}
-		if _, ok := upstreamStage(o.InstallerFrom); o.InstallerFrom != "" && !ok {
-			bad("installerFrom %q: want STAGE/PATH", o.InstallerFrom)
 		}
 	default:
 		bad("target %q: want %q or %q", o.Target, TargetOpenShift, TargetCoreOS)

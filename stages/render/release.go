@@ -3,8 +3,6 @@ package render
 import (
 	"errors"
 	"fmt"
-	"io/fs"
-	"path/filepath"
 	"regexp"
 	"strings"
 
@@ -52,39 +50,25 @@ type ReleaseReport struct {
 	From string `json:"from"`
 }
 
-// upstreamStage is the stage InstallerFrom names ("resolve" in "resolve/bin/openshift-install").
-func upstreamStage(installerFrom string) (string, bool) {
-	stage, rel, ok := strings.Cut(installerFrom, "/")
-	return stage, ok && stage != "" && rel != ""
-}
-
 // pinRelease returns the cluster with the release the installer must install: with the
-// upstream stage's lock.json, the release image pinned by digest (the blueprint's reference
-// is usually a tag, which can move between resolve and render) and, when Options leave it
+// resolve stage's lock, the release image pinned by digest (the blueprint's reference is
+// usually a tag, which can move between resolve and render) and, when Options leave it
 // empty, the version from the lock. Without a lock the Options' values stand.
-func pinRelease(opts Options, env *runEnv, c *OpenShift) (*OpenShift, *ReleaseReport, error) {
+func pinRelease(env *runEnv, c *OpenShift) (*OpenShift, *ReleaseReport, error) {
 	out := *c
 	rep := &ReleaseReport{Image: c.ReleaseImage, Version: c.Version, From: "options"}
-	stage, ok := upstreamStage(opts.InstallerFrom)
-	dir, have := env.inputs[stage]
-	if !ok || !have {
-		switch {
-		case out.Version == "" && !ok:
-			return nil, nil, fmt.Errorf("openshift.version is empty and installerFrom names no upstream stage whose %s could supply it", lockFile)
-		case out.Version == "":
-			return nil, nil, fmt.Errorf("openshift.version is empty and this run has no %s stage output whose %s could supply it (snofactory render without the pipeline needs the version)", stage, lockFile)
-		}
-		return &out, rep, nil
-	}
-	path := filepath.Join(dir, lockFile)
-	lock, err := lockfile.ReadLock(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	if env.resolved == nil {
 		if out.Version == "" {
-			return nil, nil, fmt.Errorf("openshift.version is empty and the %s stage wrote no %s to take it from", stage, lockFile)
+			return nil, nil, errors.New("openshift.version is empty and there is no resolve stage output whose lock could supply it (snofactory render without the pipeline needs the version)")
 		}
-		env.log.Warn("the upstream stage has no lock; the release image is not pinned by digest", "stage", stage, "releaseImage", out.ReleaseImage)
 		return &out, rep, nil
 	}
+	in := env.resolved
+	stage := in.Stage
+	if in.Out.Lock == "" {
+		return nil, nil, fmt.Errorf("the %s stage recorded no lock: an openshift render pins its release from it", stage)
+	}
+	lock, err := lockfile.ReadLock(in.Path(in.Out.Lock))
 	if err != nil {
 		return nil, nil, fmt.Errorf("the %s stage's %s: %w", stage, lockFile, err)
 	}

@@ -12,13 +12,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
-	"strings"
 
 	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/stages/internal/handoff"
 )
 
 // stageVersion changes whenever render's outputs change for the same Options.
-const stageVersion = "2"
+const stageVersion = "3"
 
 // Secret names render reads.
 const (
@@ -44,32 +44,42 @@ func New(opts Options) pipeline.Stage {
 	}
 	if opts.Target == TargetOpenShift {
 		s.Secrets = append(s.Secrets, SecretPullSecret)
-		if opts.InstallerPath != "" && opts.InstallerFrom == "" {
+		if opts.FromResolve {
+			s.Deps = append(s.Deps, handoff.StageResolve)
+		} else if opts.InstallerPath != "" {
 			s.Files[installerLabel] = opts.InstallerPath
-		}
-		if dep, _, ok := strings.Cut(opts.InstallerFrom, "/"); ok {
-			s.Deps = append(s.Deps, dep)
 		}
 	}
 	if opts.SSHKey {
 		s.Secrets = append(s.Secrets, SecretSSHKey)
 	}
 	s.Run = func(ctx context.Context, env *pipeline.Env) error {
-		return run(ctx, opts, &runEnv{
+		renv := &runEnv{
 			out:     env.Out,
-			inputs:  env.Inputs,
 			secrets: env.Secrets,
 			log:     env.Log,
 			exec:    env.Exec,
 			useTool: env.UseTool,
-		})
+		}
+		if opts.FromResolve && opts.Target == TargetOpenShift {
+			in, err := handoff.Read[handoff.Resolve](env, handoff.StageResolve)
+			if err != nil {
+				return err
+			}
+			renv.resolved = &in
+		}
+		rep, err := run(ctx, opts, renv)
+		if err != nil {
+			return err
+		}
+		return handoff.Write(env, record(rep))
 	}
 	return s
 }
 
 // Render does the stage's work without the engine (for `snofactory render FILE -o DIR`):
-// outputs go straight to outDir. An openshift-install given by InstallerFrom is not
-// available here; use InstallerPath or PATH.
+// outputs go straight to outDir. There is no resolve output here (FromResolve is ignored):
+// openshift-install comes from InstallerPath or PATH.
 func Render(ctx context.Context, opts Options, secrets pipeline.SecretSource, outDir string, log *slog.Logger) error {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -80,7 +90,7 @@ func Render(ctx context.Context, opts Options, secrets pipeline.SecretSource, ou
 	if err := removePrevious(outDir); err != nil {
 		return err
 	}
-	return run(ctx, opts, &runEnv{
+	_, err := run(ctx, opts, &runEnv{
 		out:     outDir,
 		secrets: secrets,
 		log:     log,
@@ -93,21 +103,23 @@ func Render(ctx context.Context, opts Options, secrets pipeline.SecretSource, ou
 		},
 		useTool: func(string, string) {},
 	})
+	return err
 }
 
 // runEnv is what run needs from its caller, engine or not.
 type runEnv struct {
-	out     string
-	inputs  map[string]string
-	secrets pipeline.SecretSource
-	log     *slog.Logger
-	exec    func(context.Context, *exec.Cmd) error
-	useTool func(name, version string)
+	out string
+	// resolved is the resolve stage's output (nil outside the engine, or without FromResolve).
+	resolved *handoff.Input[handoff.Resolve]
+	secrets  pipeline.SecretSource
+	log      *slog.Logger
+	exec     func(context.Context, *exec.Cmd) error
+	useTool  func(name, version string)
 }
 
-func run(ctx context.Context, opts Options, env *runEnv) error {
+func run(ctx context.Context, opts Options, env *runEnv) (*Report, error) {
 	if err := opts.validate(); err != nil {
-		return fmt.Errorf("render options: %w", err)
+		return nil, fmt.Errorf("render options: %w", err)
 	}
 	rep := &Report{Target: opts.Target, StageVersion: stageVersion, Tools: libraryVersions()}
 	for lib, v := range rep.Tools {
@@ -121,14 +133,26 @@ func run(ctx context.Context, opts Options, env *runEnv) error {
 		err = renderOpenShift(ctx, opts, env, rep)
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	sort.Slice(rep.Manifests, func(i, j int) bool { return rep.Manifests[i].Path < rep.Manifests[j].Path })
 	b, err := stableJSON(rep)
 	if err != nil {
-		return fmt.Errorf("encoding render.json: %w", err)
+		return nil, fmt.Errorf("encoding render.json: %w", err)
 	}
-	return writeFile(env.out, "render.json", b, 0o644)
+	return rep, writeFile(env.out, "render.json", b, 0o644)
+}
+
+// record is the stage's output record: the configs, and the installer's credentials for the
+// stages that reach the cluster.
+func record(rep *Report) handoff.Render {
+	rec := handoff.Render{Target: rep.Target, Configs: map[string]handoff.IgnitionConfig{}}
+	for role, f := range rep.Ignition {
+		rec.Configs[role] = handoff.IgnitionConfig{Path: handoff.File(f.Path), Version: f.Version, Secret: f.Secret}
+	}
+	rec.Kubeconfig = handoff.File(rep.Installer[installerKubeconfig])
+	rec.KubeadminPassword = handoff.File(rep.Installer[installerPassword])
+	return rec
 }
 
 // Report is render.json: what render produced, so later stages need not guess.

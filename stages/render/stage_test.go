@@ -15,6 +15,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/stages/internal/handoff"
 )
 
 // The openshift stage under the real engine, taking openshift-install from an upstream
@@ -26,14 +27,22 @@ func TestOpenShiftStageInEngine(t *testing.T) {
 		Version: "test",
 		Options: map[string]string{"installer": "recorded stand-in"},
 		Run: func(ctx context.Context, env *pipeline.Env) error {
-			// Stands in for the resolve stage extracting openshift-install from the release.
-			return exec.CommandContext(ctx, "cp", "-a", standInDir, filepath.Join(env.Out, "bin")).Run()
+			// Stands in for the resolve stage extracting openshift-install from the release
+			// and pinning the release in its lock.
+			if err := exec.CommandContext(ctx, "cp", "-a", standInDir, filepath.Join(env.Out, "bin")).Run(); err != nil {
+				return err
+			}
+			lock := `{"schemaVersion":1,"arch":"x86_64","release":{"ref":"127.0.0.1:5000/ocp/release:4.16.0","digest":"sha256:` + strings.Repeat("5e", 32) + `","version":"4.16.0"},"images":[]}`
+			if err := os.WriteFile(filepath.Join(env.Out, "lock.json"), []byte(lock), 0o644); err != nil {
+				return err
+			}
+			return handoff.Write(env, handoff.Resolve{Lock: "lock.json", Installer: "bin/openshift-install"})
 		},
 	}
 	frags, host := writeFragments(t, "variant: openshift\nversion: 4.16.0\nstorage:\n  files:\n    - path: /etc/a\n      mode: 0644\n      contents: {inline: a}\n")
 	o := clusterOptions(t)
 	o.InstallerPath = ""
-	o.InstallerFrom = "resolve/bin/openshift-install"
+	o.FromResolve = true
 	o.Fragments, o.HostFiles = frags, host
 	s := New(o)
 
@@ -142,9 +151,7 @@ func TestOpenShiftReleaseFromLock(t *testing.T) {
 		{name: "locked by digest already", version: "", release: pinned,
 			lock:  `{"schemaVersion":1,"release":{"ref":"` + pinned + `","digest":"` + digest + `","version":"4.16.3"}}`,
 			image: pinned, variant: "3.4.0", from: "lock", wantVer: "4.16.3"},
-		{name: "no lock keeps the options", version: "4.16.3", release: tagRef,
-			image: tagRef, variant: "3.4.0", from: "options", wantVer: "4.16.3"},
-		{name: "no lock and no version", version: "", wantErr: "openshift.version is empty and the resolve stage wrote no lock.json"},
+		{name: "resolve recorded no lock", version: "4.16.3", release: tagRef, wantErr: "the resolve stage recorded no lock"},
 		{name: "version disagrees with the lock", version: "4.15", release: tagRef,
 			lock:    `{"schemaVersion":1,"release":{"ref":"` + tagRef + `","digest":"` + digest + `","version":"4.16.3"}}`,
 			wantErr: "openshift.version 4.15 does not match the locked release"},
@@ -158,7 +165,7 @@ func TestOpenShiftReleaseFromLock(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			o := clusterOptions(t)
 			o.InstallerPath = ""
-			o.InstallerFrom = "resolve/bin/openshift-install"
+			o.FromResolve = true
 			o.OpenShift.Version = tc.version
 			o.OpenShift.ReleaseImage = tc.release
 			if err := o.validate(); err != nil {
@@ -212,10 +219,14 @@ func buildWithResolve(t *testing.T, o Options, lock string) (string, error) {
 			if err := exec.CommandContext(ctx, "cp", "-a", standInDir, filepath.Join(env.Out, "bin")).Run(); err != nil {
 				return err
 			}
-			if lock == "" {
-				return nil
+			rec := handoff.Resolve{Installer: "bin/openshift-install"}
+			if lock != "" {
+				rec.Lock = "lock.json"
+				if err := os.WriteFile(filepath.Join(env.Out, "lock.json"), []byte(lock), 0o644); err != nil {
+					return err
+				}
 			}
-			return os.WriteFile(filepath.Join(env.Out, "lock.json"), []byte(lock), 0o644)
+			return handoff.Write(env, rec)
 		},
 	}
 	g := &pipeline.Graph{Blueprint: "sno", Stages: []pipeline.Stage{resolve, New(o)}}
@@ -277,16 +288,14 @@ func TestRenderLogsInstallerOutput(t *testing.T) {
 
 // Without the engine there is no lock: an empty version is an error naming what is missing.
 func TestRenderEmptyVersionWithoutEngine(t *testing.T) {
-	for _, tc := range []struct{ installerFrom, want string }{
-		{"", "openshift.version is empty and installerFrom names no upstream stage whose lock.json could supply it"},
-		{"resolve/bin/openshift-install", "no resolve stage output whose lock.json could supply it"},
-	} {
+	for _, fromResolve := range []bool{false, true} {
 		o := clusterOptions(t)
-		o.InstallerFrom = tc.installerFrom
+		o.FromResolve = fromResolve
 		o.OpenShift.Version = ""
 		err := Render(context.Background(), o, testSecrets(t), t.TempDir(), nil)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("installerFrom %q: error %v, want one containing %q", tc.installerFrom, err, tc.want)
+		const want = "openshift.version is empty and there is no resolve stage output whose lock could supply it"
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("fromResolve %v: error %v, want one containing %q", fromResolve, err, want)
 		}
 	}
 }

@@ -52,22 +52,34 @@ func pushPayload(t *testing.T, reg *registry.Registry, opts payload.Options) *pa
 	return rel
 }
 
-// mirrorTo sends pulls of the payload's reference registry to addr.
-func mirrorTo(addr string, rel *payload.Release) []resolve.Mirror {
-	return []resolve.Mirror{{Source: rel.ReferenceRegistry, Mirrors: []string{addr}}}
+// mirror is one ICSP/IDMS entry of the registry settings resolve and precache take.
+type mirror struct {
+	Source  string   `json:"source"`
+	Mirrors []string `json:"mirrors"`
 }
 
-func precacheMirrors(ms []resolve.Mirror) []precache.Mirror {
-	var out []precache.Mirror
-	for _, m := range ms {
-		out = append(out, precache.Mirror{Source: m.Source, Mirrors: m.Mirrors})
+// mirrorTo sends pulls of the payload's reference registry to addr.
+func mirrorTo(addr string, rel *payload.Release) []mirror {
+	return []mirror{{Source: rel.ReferenceRegistry, Mirrors: []string{addr}}}
+}
+
+// setRegistry fills a stage's registry settings (dst points at its Options.Registry). Their
+// Go type is internal to the stages, so the test writes them in their JSON form, as a
+// depot's tooling would.
+func setRegistry(t *testing.T, dst any, insecure []string, mirrors []mirror) {
+	t.Helper()
+	b, err := json.Marshal(map[string]any{"insecure": insecure, "mirrors": mirrors})
+	if err != nil {
+		t.Fatal(err)
 	}
-	return out
+	if err := json.Unmarshal(b, dst); err != nil {
+		t.Fatal(err)
+	}
 }
 
 type buildResult struct {
 	out    string
-	lock   *resolve.Lock
+	lock   *lockFile
 	report precache.StageReport
 	rec    *pipeline.Record
 	// last progress event of the precache stage, by what it counts
@@ -93,8 +105,10 @@ func buildPrecache(t *testing.T, cacheDir, blueprint string, ro resolve.Options,
 		logs, _ := os.ReadFile(filepath.Join(out, "logs", "precache.log"))
 		t.Fatalf("build %s: %v\n%s", blueprint, err, logs)
 	}
-	lock, err := resolve.ReadLock(filepath.Join(out, resolve.Name, resolve.LockFile))
-	if err != nil {
+	var lock lockFile
+	if b, err := os.ReadFile(filepath.Join(out, resolve.Name, "lock.json")); err != nil {
+		t.Fatal(err)
+	} else if err := json.Unmarshal(b, &lock); err != nil {
 		t.Fatal(err)
 	}
 	var rep precache.StageReport
@@ -105,7 +119,7 @@ func buildPrecache(t *testing.T, cacheDir, blueprint string, ro resolve.Options,
 	if err := json.Unmarshal(b, &rep); err != nil {
 		t.Fatal(err)
 	}
-	return buildResult{out: out, lock: lock, report: rep, rec: rec, progress: progress}
+	return buildResult{out: out, lock: &lock, report: rep, rec: rec, progress: progress}
 }
 
 // TestPrecachePayload resolves and precaches the default synthetic payload (OCI media types,
@@ -118,8 +132,10 @@ func TestPrecachePayload(t *testing.T) {
 	rel := pushPayload(t, reg, payload.Options{Format: payload.OCI, MultiArch: true})
 	cache := t.TempDir()
 	mirrors := mirrorTo(reg.Addr(), rel)
-	ro := resolve.Options{Release: rel.Tag, Registry: resolve.Registry{Insecure: []string{reg.Addr()}, Mirrors: mirrors}}
-	po := precache.Options{Registry: precache.Registry{Insecure: []string{reg.Addr()}, Mirrors: precacheMirrors(mirrors)}}
+	ro := resolve.Options{Release: rel.Tag}
+	setRegistry(t, &ro.Registry, []string{reg.Addr()}, mirrors)
+	var po precache.Options
+	setRegistry(t, &po.Registry, []string{reg.Addr()}, mirrors)
 	reg.Reset()
 	first := buildPrecache(t, cache, "site-a", ro, po)
 
@@ -238,9 +254,10 @@ func TestPrecacheThroughFaults(t *testing.T) {
 	t.Cleanup(func() { proxy.Close() })
 	cache := t.TempDir()
 	// resolve reads through the registry; precache only through the faulty proxy.
-	ro := resolve.Options{Release: rel.Tag, Registry: resolve.Registry{Insecure: []string{reg.Addr()}, Mirrors: mirrorTo(reg.Addr(), rel)}}
-	po := precache.Options{RetryBase: 20 * time.Millisecond, Attempts: 10,
-		Registry: precache.Registry{Insecure: []string{proxy.Addr()}, Mirrors: precacheMirrors(mirrorTo(proxy.Addr(), rel))}}
+	ro := resolve.Options{Release: rel.Tag}
+	setRegistry(t, &ro.Registry, []string{reg.Addr()}, mirrorTo(reg.Addr(), rel))
+	po := precache.Options{RetryBase: 20 * time.Millisecond, Attempts: 10}
+	setRegistry(t, &po.Registry, []string{proxy.Addr()}, mirrorTo(proxy.Addr(), rel))
 	res := buildPrecache(t, cache, "faulty", ro, po)
 	st := proxy.Stats()
 	rep := res.report
@@ -287,7 +304,7 @@ func TestPrecacheKill9Resume(t *testing.T) {
 	}
 	t.Cleanup(func() { proxy.Close() })
 	out := buildResolveOnly(t, reg, rel)
-	lockPath := filepath.Join(out, resolve.Name, resolve.LockFile)
+	lockPath := filepath.Join(out, resolve.Name, "lock.json")
 	bin := buildProc(t)
 	store := filepath.Join(t.TempDir(), "blobs")
 	slowConf := registriesD(t, proxy.Addr(), rel)
@@ -404,8 +421,9 @@ func TestPrecacheKill9Resume(t *testing.T) {
 // buildResolveOnly runs the resolve stage for rel and returns the build output directory.
 func buildResolveOnly(t *testing.T, reg *registry.Registry, rel *payload.Release) string {
 	t.Helper()
-	g := &pipeline.Graph{Blueprint: "lock", Stages: []pipeline.Stage{resolve.New(resolve.Options{Release: rel.Tag,
-		Registry: resolve.Registry{Insecure: []string{reg.Addr()}, Mirrors: mirrorTo(reg.Addr(), rel)}})}}
+	ro := resolve.Options{Release: rel.Tag}
+	setRegistry(t, &ro.Registry, []string{reg.Addr()}, mirrorTo(reg.Addr(), rel))
+	g := &pipeline.Graph{Blueprint: "lock", Stages: []pipeline.Stage{resolve.New(ro)}}
 	out := filepath.Join(t.TempDir(), "out")
 	if _, err := pipeline.Build(context.Background(), g, pipeline.BuildOptions{Cache: &pipeline.Cache{Dir: t.TempDir()}, OutputDir: out}); err != nil {
 		t.Fatal(err)
@@ -450,8 +468,11 @@ func TestPrecacheImportOnNode(t *testing.T) {
 	reg := registry.StartT(t, registry.Options{})
 	rel := pushPayload(t, reg, payload.Options{Size: payload.Tiny, Components: 12, Format: payload.Mixed})
 	mirrors := mirrorTo(reg.Addr(), rel)
-	res := buildPrecache(t, t.TempDir(), "node", resolve.Options{Release: rel.Tag, Registry: resolve.Registry{Insecure: []string{reg.Addr()}, Mirrors: mirrors}},
-		precache.Options{Registry: precache.Registry{Insecure: []string{reg.Addr()}, Mirrors: precacheMirrors(mirrors)}})
+	ro := resolve.Options{Release: rel.Tag}
+	setRegistry(t, &ro.Registry, []string{reg.Addr()}, mirrors)
+	var po precache.Options
+	setRegistry(t, &po.Registry, []string{reg.Addr()}, mirrors)
+	res := buildPrecache(t, t.TempDir(), "node", ro, po)
 	root := t.TempDir()
 	opts := imports.Options{GraphRoot: filepath.Join(root, "graph"), RunRoot: filepath.Join(root, "run"), Driver: "vfs"}
 	got, err := imports.ImportDisk(context.Background(), filepath.Join(res.out, precache.Name, precache.DiskFile), t.TempDir(), opts)

@@ -1,0 +1,175 @@
+package stages
+
+import (
+	"path/filepath"
+
+	"github.com/snofactory/snofactory/blueprints/v1alpha1"
+	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/stages/internal/registries"
+	"github.com/snofactory/snofactory/stages/liveiso"
+	"github.com/snofactory/snofactory/stages/precache"
+	"github.com/snofactory/snofactory/stages/render"
+	"github.com/snofactory/snofactory/stages/resolve"
+)
+
+// arch is the node architecture, in CoreOS naming. Seeds are x86_64 for now.
+const arch = "x86_64"
+
+// stageOptions is a blueprint mapped onto the options of each stage.
+type stageOptions struct {
+	resolve  resolve.Options
+	render   render.Options
+	liveISO  liveiso.StageOptions
+	precache precache.Options
+}
+
+// mapBlueprint maps the blueprint onto every stage's options, reading each blueprint
+// setting once.
+func mapBlueprint(bp *v1alpha1.Blueprint) stageOptions {
+	reg := registryConfig(bp)
+	var isoMissing string
+	if err := bp.CheckISO(); err != nil {
+		isoMissing = err.Error()
+	}
+	return stageOptions{
+		resolve:  resolveOptions(bp, reg, isoMissing),
+		render:   renderOptions(bp),
+		liveISO:  liveISOOptions(bp, isoMissing),
+		precache: precache.Options{Registry: reg, Arch: arch},
+	}
+}
+
+// Secrets are the secrets a blueprint's stages may read, by the names the stages use
+// (render.SecretPullSecret, render.SecretSSHKey).
+func Secrets(bp *v1alpha1.Blueprint) pipeline.SecretSource {
+	var s pipeline.SecretSet
+	if osh := bp.Spec.OpenShift; osh != nil {
+		s.Files = pipeline.SecretFiles{render.SecretPullSecret: bp.Resolved.PullSecretFile}
+		if bp.Resolved.SSHPublicKeyFile != "" {
+			s.Files[render.SecretSSHKey] = bp.Resolved.SSHPublicKeyFile
+		} else if osh.SSHPublicKey != "" {
+			s.Values = map[string][]byte{render.SecretSSHKey: []byte(osh.SSHPublicKey)}
+		}
+	}
+	return s
+}
+
+// registryConfig is how resolve and precache reach the blueprint's registries; both enforce
+// its signature policy (resolve on the release whose installer render executes, precache on
+// every image).
+func registryConfig(bp *v1alpha1.Blueprint) registries.Config {
+	s := bp.Spec
+	refs := append([]string{}, s.ExtraImages...)
+	var mirrors []registries.Mirror
+	for _, m := range s.RegistryMirrors {
+		mirrors = append(mirrors, registries.Mirror{Source: m.Source, Mirrors: m.Mirrors})
+	}
+	if s.OpenShift != nil {
+		refs = append(refs, openshiftImages(s.OpenShift)...)
+	}
+	c := registries.ForImages(refs, mirrors)
+	if s.OpenShift != nil {
+		c.PullSecret = render.SecretPullSecret
+	}
+	c.PolicyFile = bp.Resolved.SignaturePolicyFile
+	return c
+}
+
+// openshiftImages are the images an OpenShift blueprint names besides its extra images.
+func openshiftImages(osh *v1alpha1.OpenShift) []string {
+	refs := []string{osh.ReleaseImage}
+	for _, op := range osh.Operators {
+		refs = append(refs, op.Bundle, op.Catalog)
+	}
+	return refs
+}
+
+func resolveOptions(bp *v1alpha1.Blueprint, reg registries.Config, isoMissing string) resolve.Options {
+	s := bp.Spec
+	o := resolve.Options{Arch: arch, Images: s.ExtraImages, Registry: reg}
+	if osh := s.OpenShift; osh != nil {
+		o.Release = osh.ReleaseImage
+		for _, op := range osh.Operators {
+			if op.Bundle != "" {
+				o.Operators = append(o.Operators, op.Bundle)
+			} else {
+				o.Catalogs = append(o.Catalogs, resolve.CatalogOperator{Package: op.Name, Channel: op.Channel, Catalog: op.Catalog})
+			}
+		}
+	}
+	if src := s.Source; src != nil {
+		if src.URL != "" {
+			o.ISO = &resolve.ISOSource{URL: src.URL, SHA256: src.SHA256}
+		} else {
+			o.ISOPath, o.ISOLabel, o.ISOMissing = bp.Resolved.ISO, src.Path, isoMissing
+		}
+	}
+	return o
+}
+
+// liveISOOptions embeds render's config into the blueprint's ISO (a local file or a URL)
+// or, for OpenShift without a source, the release's RHCOS ISO pinned by resolve.
+func liveISOOptions(bp *v1alpha1.Blueprint, isoMissing string) liveiso.StageOptions {
+	l := bp.Spec.LiveISO
+	o := liveiso.StageOptions{KargsAppend: l.KernelArguments.Append, KargsDelete: l.KernelArguments.Delete}
+	for i, f := range l.NetworkKeyfiles {
+		if o.NetworkKeyfiles == nil {
+			o.NetworkKeyfiles = map[string]string{}
+		}
+		o.NetworkKeyfiles[filepath.Base(f)] = bp.Resolved.NetworkKeyfiles[i]
+	}
+	switch src := bp.Spec.Source; {
+	case src != nil && src.URL != "":
+		o.ISOURL, o.ISOSHA256 = src.URL, src.SHA256
+	case src != nil:
+		o.ISOPath, o.ISOMissing = bp.Resolved.ISO, isoMissing
+	default:
+		o.ISOFromResolve = true
+	}
+	return o
+}
+
+// renderOptions maps the blueprint onto the render stage's options.
+func renderOptions(bp *v1alpha1.Blueprint) render.Options {
+	s := bp.Spec
+	o := render.Options{Target: s.Target.Type, IgnitionVersion: s.Target.IgnitionVersion, HostFiles: map[string]string{}}
+	for i, f := range s.Butane {
+		if f.File != "" {
+			label := filepath.ToSlash(f.File)
+			o.Fragments = append(o.Fragments, render.Fragment{File: label})
+			o.HostFiles[label] = bp.Resolved.Butane[i]
+		} else {
+			o.Fragments = append(o.Fragments, render.Fragment{Inline: f.Inline})
+		}
+	}
+	if s.Target.Type != v1alpha1.TargetOpenShift || s.OpenShift == nil {
+		return o
+	}
+	osh := s.OpenShift
+	// A tag that starts with the version names it; otherwise (a release pinned by digest)
+	// render takes it from the release resolve locked.
+	version, _ := render.ReleaseVersion(osh.ReleaseImage)
+	c := &render.OpenShift{
+		Version:          version,
+		ClusterName:      osh.ClusterName,
+		BaseDomain:       osh.BaseDomain,
+		InstallationDisk: osh.InstallDisk,
+		ServiceNetwork:   osh.ServiceNetwork,
+		ReleaseImage:     osh.ReleaseImage,
+	}
+	for _, n := range osh.MachineNetwork {
+		c.MachineNetwork = append(c.MachineNetwork, n.CIDR)
+	}
+	for _, n := range osh.ClusterNetwork {
+		c.ClusterNetwork = append(c.ClusterNetwork, render.ClusterNetwork{CIDR: n.CIDR, HostPrefix: n.HostPrefix})
+	}
+	for _, m := range s.RegistryMirrors {
+		c.Mirrors = append(c.Mirrors, render.Mirror{Source: m.Source, Mirrors: m.Mirrors})
+	}
+	o.OpenShift = c
+	o.Relocation = &render.Relocation{InternalIP: s.Relocation.NodeIP, ShipmentWindow: s.Relocation.KubeletCertValidity.String()}
+	o.WorkerIgnition = osh.WorkerIgnition
+	o.SSHKey = osh.SSHPublicKey != "" || osh.SSHPublicKeyFile != ""
+	o.FromResolve = true
+	return o
+}
