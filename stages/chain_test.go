@@ -1,8 +1,10 @@
-package liveiso
+package stages
 
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -14,6 +16,7 @@ import (
 	"github.com/snofactory/snofactory/stages/internal/handoff"
 	"github.com/snofactory/snofactory/stages/internal/lockfile"
 	"github.com/snofactory/snofactory/stages/internal/registries"
+	"github.com/snofactory/snofactory/stages/liveiso"
 	"github.com/snofactory/snofactory/stages/liveiso/coreiso"
 	"github.com/snofactory/snofactory/stages/liveiso/coreiso/coreisotest"
 	"github.com/snofactory/snofactory/stages/resolve"
@@ -21,7 +24,7 @@ import (
 	"github.com/snofactory/snofactory/test/registry"
 )
 
-// TestStageISOFromMachineOSImages chains the real resolve stage and this one over a release
+// TestStageISOFromMachineOSImages chains the real resolve and live-iso stages over a release
 // whose live ISO is only in machine-os-images (no coreos-bootimages stream): resolve extracts
 // it, and live-iso embeds the config into exactly that ISO.
 func TestStageISOFromMachineOSImages(t *testing.T) {
@@ -42,36 +45,62 @@ func TestStageISOFromMachineOSImages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.ISO == nil || !l.ISO.InImage() || l.ISO.SHA256 != fileSum(t, iso) || l.ISO.Path != resolve.ISOPath {
-		t.Fatalf("lock iso = %+v, want the machine-os-images ISO extracted with sha256 %s", l.ISO, fileSum(t, iso))
+	if l.ISO == nil || !l.ISO.InImage() || l.ISO.SHA256 != chainFileSum(t, iso) || l.ISO.Path != resolve.ISOPath {
+		t.Fatalf("lock iso = %+v, want the machine-os-images ISO extracted with sha256 %s", l.ISO, chainFileSum(t, iso))
 	}
 
 	renderDir := t.TempDir()
-	cfg := testConfig("machine-os-images")
+	cfg := chainConfig("machine-os-images")
 	if err := os.WriteFile(filepath.Join(renderDir, "config.ign"), cfg, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	writeRecord(t, renderDir, handoff.Render{Target: "openshift",
+	chainRecord(t, renderDir, handoff.Render{Target: "openshift",
 		Configs: map[string]handoff.IgnitionConfig{handoff.ConfigNode: {Path: "config.ign", Version: "3.2.0"}}})
 	out := t.TempDir()
-	s := New(StageOptions{ISOFromResolve: true})
+	s := liveiso.New(liveiso.StageOptions{ISOFromResolve: true})
 	if err := s.Run(context.Background(), &pipeline.Env{Out: out, Log: log,
 		Inputs: map[string]string{handoff.StageRender: renderDir, handoff.StageResolve: resolveOut}}); err != nil {
 		t.Fatalf("live-iso: %v", err)
 	}
-	got, err := coreiso.ShowIgnition(filepath.Join(out, OutputISO))
+	got, err := coreiso.ShowIgnition(filepath.Join(out, liveiso.OutputISO))
 	if err != nil || !bytes.Equal(got, cfg) {
 		t.Fatalf("show = %q, %v", got, err)
 	}
 	// Patched in place, so the result is the base ISO's size: the base was that ISO.
 	var rep coreiso.Report
-	raw, _ := os.ReadFile(filepath.Join(out, ReportFile))
+	raw, _ := os.ReadFile(filepath.Join(out, liveiso.ReportFile))
 	if err := json.Unmarshal(raw, &rep); err != nil || rep.Strategy != coreiso.StrategyPatch {
 		t.Fatalf("report %s, %v", raw, err)
 	}
 	base, _ := os.Stat(iso)
-	custom, _ := os.Stat(filepath.Join(out, OutputISO))
+	custom, _ := os.Stat(filepath.Join(out, liveiso.OutputISO))
 	if base.Size() != custom.Size() {
 		t.Fatalf("customized ISO is %d bytes, the base %d", custom.Size(), base.Size())
+	}
+}
+
+func chainConfig(tag string) []byte {
+	return []byte(`{"ignition":{"version":"3.3.0"},"storage":{"files":[{"path":"/etc/tag","contents":{"source":"data:,` + tag + `"}}]}}`)
+}
+
+func chainFileSum(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// chainRecord writes a stage's output record into dir, as the engine would.
+func chainRecord(t *testing.T, dir string, rec any) {
+	t.Helper()
+	b, err := json.Marshal(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, pipeline.OutputRecord), b, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -1,0 +1,131 @@
+package layout
+
+import (
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/snofactory/snofactory/"
+
+// goFile is one Go file of the module, with its directory relative to the root and
+// the module packages it imports (relative too).
+type goFile struct {
+	path, dir string
+	imports   []string
+}
+
+func moduleFiles(t *testing.T, withTests bool) []goFile {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []goFile
+	fset := token.NewFileSet()
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "build" || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(p, ".go") || !withTests && strings.HasSuffix(p, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, p, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		gf := goFile{path: filepath.ToSlash(rel), dir: filepath.ToSlash(filepath.Dir(rel))}
+		for _, im := range f.Imports {
+			path, _ := strconv.Unquote(im.Path.Value)
+			if after, ok := strings.CutPrefix(path, module); ok {
+				gf.imports = append(gf.imports, after)
+			}
+		}
+		out = append(out, gf)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) < 50 {
+		t.Fatalf("found only %d Go files under %s", len(out), root)
+	}
+	return out
+}
+
+// stageOf is the stage a directory belongs to (stages/<name>/...), "" for anything else,
+// including the shared stages/internal packages and the graph in stages itself.
+func stageOf(dir string) string {
+	rest, ok := strings.CutPrefix(dir, "stages/")
+	if !ok {
+		return ""
+	}
+	name, _, _ := strings.Cut(rest, "/")
+	if name == "internal" {
+		return ""
+	}
+	return name
+}
+
+func TestEngineImportsNoStage(t *testing.T) {
+	for _, f := range moduleFiles(t, false) {
+		if f.dir != "pipeline" && !strings.HasPrefix(f.dir, "pipeline/") {
+			continue
+		}
+		for _, im := range f.imports {
+			if !strings.HasPrefix(im, "pipeline") {
+				t.Errorf("%s imports %s: the engine knows nothing of stages, seeds or blueprints", f.path, im)
+			}
+		}
+	}
+}
+
+func TestNoStageImportsAnother(t *testing.T) {
+	checked := 0
+	// tests included: a test that chains two stages belongs with the graph in stages/
+	for _, f := range moduleFiles(t, true) {
+		own := stageOf(f.dir)
+		if own == "" {
+			continue
+		}
+		checked++
+		for _, im := range f.imports {
+			if other := stageOf(im); other != "" && other != own {
+				t.Errorf("%s (stage %s) imports %s: stages share code through stages/internal or seeds/", f.path, own, im)
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no stage files found")
+	}
+}
+
+// The CLI parses flags and prints: OpenShift formats, tools and defaults belong to the
+// stages and seeds.
+func TestCLIHasNoOpenShiftKnowledge(t *testing.T) {
+	knowledge := regexp.MustCompile(`openshift-install|release-manifests|pull-secret|kubeconfig|MachineConfig|coreos-bootimages|"x86_64"`)
+	for _, f := range moduleFiles(t, false) {
+		if !strings.HasPrefix(f.dir, "cmd/") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("../..", f.path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			if m := knowledge.FindString(line); m != "" {
+				t.Errorf("%s:%d: %q belongs in a stage, not the CLI", f.path, i+1, m)
+			}
+		}
+	}
+}
