@@ -165,19 +165,25 @@ func firstFragmentFile(t *testing.T, bp string) string {
 	return matches[0]
 }
 
-// TestKilledBuildsLeaveNoCorruptEntry kills builds with SIGKILL at many points, then checks
-// every committed cache entry is whole (its record's digests match its files) and that a
-// re-run completes.
+// TestKilledBuildsLeaveNoCorruptEntry kills --force rebuilds with SIGKILL at many points, all
+// into one output directory that starts with a successful build's record, then checks every
+// committed cache entry is whole (its record's digests match its files), that the record a
+// killed build leaves says "running" (never the earlier build's "succeeded"), and that a
+// re-run completes and leaves no temporary record files.
 func TestKilledBuildsLeaveNoCorruptEntry(t *testing.T) {
 	bp := demoBlueprint(t)
-	cache := t.TempDir()
+	cache, out := t.TempDir(), t.TempDir()
+	if r := runCLI(t, "build", bp, "--until", "render", "--cache-dir", cache, "--output-dir", out); r.code != 0 {
+		t.Fatalf("first build: exit %d: %s", r.code, r.stderr)
+	}
 	frag := firstFragmentFile(t, bp)
 	orig, _ := os.ReadFile(frag)
-	killed := 0
+	killed, running := 0, 0
 	for i, delay := range []time.Duration{5, 20, 40, 60, 80, 120, 160, 250} {
 		// A different fragment each round so render really runs every time.
 		os.WriteFile(frag, append(append([]byte{}, orig...), []byte("\n# round "+string(rune('a'+i))+"\n")...), 0o644)
-		cmd := exec.Command(snofactoryBin, "build", bp, "--until", "render", "--cache-dir", cache, "--output-dir", t.TempDir(), "--progress", "plain")
+		started := time.Now()
+		cmd := exec.Command(snofactoryBin, "build", bp, "--until", "render", "--force", "render", "--cache-dir", cache, "--output-dir", out, "--progress", "plain")
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -186,22 +192,52 @@ func TestKilledBuildsLeaveNoCorruptEntry(t *testing.T) {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		if err := cmd.Wait(); err != nil {
 			killed++
+			if killedRecordIsRunning(t, out, started) {
+				running++
+			}
 		}
 		checkCacheWhole(t, cache)
 	}
-	// The test means nothing if every build finished before its kill.
-	if killed < 3 {
-		t.Fatalf("only %d of 8 builds were killed while running", killed)
+	t.Logf("%d of 8 builds killed while running, %d after writing their record", killed, running)
+	// The test means nothing if every build finished before its kill, or none was killed
+	// after it wrote its record.
+	if killed < 3 || running < 1 {
+		t.Fatalf("%d of 8 builds were killed while running, %d of them after writing their record", killed, running)
 	}
-	out := t.TempDir()
 	r := runCLI(t, "build", bp, "--until", "render", "--cache-dir", cache, "--output-dir", out)
 	if r.code != 0 {
 		t.Fatalf("re-run after kills: exit %d: %s", r.code, r.stderr)
 	}
-	if loadRecord(t, out).Status != "succeeded" {
+	if loadRecord(t, out).Status != pipeline.StatusSucceeded {
 		t.Fatal("re-run did not succeed")
 	}
+	if left, _ := filepath.Glob(filepath.Join(out, ".tmp-"+pipeline.RecordFile+"-*")); len(left) != 0 {
+		t.Fatalf("temporary record files left after the re-run: %v", left)
+	}
 	checkCacheWhole(t, cache)
+}
+
+// killedRecordIsRunning checks the record a SIGKILLed build left in out: one it wrote (it
+// started after started) says running and lists only stages that finished, in order, or, if
+// the kill came after the end, succeeded. An older record means the build was killed before it
+// began. It reports whether the record is the killed build's and says running.
+func killedRecordIsRunning(t *testing.T, out string, started time.Time) bool {
+	t.Helper()
+	rec := loadRecord(t, out)
+	if rec.Started.Before(started) {
+		return false
+	}
+	switch rec.Status {
+	case pipeline.StatusSucceeded:
+		return false
+	case pipeline.StatusRunning:
+		if !rec.Finished.IsZero() || len(rec.Stages) > 2 || (len(rec.Stages) > 0 && rec.Stages[0].Name != "resolve") {
+			t.Errorf("a killed build's running record: finished %v, stages %v", rec.Finished, stageCache(rec))
+		}
+		return true
+	}
+	t.Errorf("a killed build's record says %q", rec.Status)
+	return false
 }
 
 // checkCacheWhole verifies every committed entry against its record.
