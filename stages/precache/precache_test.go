@@ -150,7 +150,6 @@ func TestPrecacheLayoutAndReuse(t *testing.T) {
 	}
 	for _, im := range images {
 		var got struct{ Digest string }
-		json.Unmarshal(skopeo(t, "inspect", "--raw", "oci:"+dir+":"+im.Ref), &got)
 		out := skopeo(t, "inspect", "oci:"+dir+":"+im.Ref)
 		json.Unmarshal(out, &got)
 		if got.Digest != im.Digest {
