@@ -99,16 +99,21 @@ type Report struct {
 	Duration     time.Duration `json:"duration"`
 }
 
-// patch is bytes to write at an absolute offset.
-type patch struct {
-	off  int64
-	data []byte
+// edits is what a customization writes: patches for the embed and karg
+// areas, or a payload too large for the embed area that needs a rebuild.
+type edits struct {
+	patches   []patch
+	oversized []byte
+	// kargs are the new kernel arguments, nil when they are not touched.
+	kargs *string
 }
 
 // Customize applies c to the live ISO inISO, writing to outISO, or changing
 // inISO in place when outISO is "". A config whose compressed initrd does not
 // fit the embed area is embedded by rebuilding the ISO around a larger
 // images/ignition.img (unless c.NoRebuild); the Report says which happened.
+// In place means the file inISO names on both paths: through a symlink, in
+// the same inode, refused if it is not writable, keeping its mode and owner.
 func Customize(ctx context.Context, inISO, outISO string, c Customization) (Report, error) {
 	start := time.Now()
 	if err := ctx.Err(); err != nil {
@@ -122,81 +127,93 @@ func Customize(ctx context.Context, inISO, outISO string, c Customization) (Repo
 	rep := Report{Strategy: StrategyPatch, Output: outISO, InPlace: outISO == "",
 		OriginalAreaBytes: iso.Layout.Ignition.Length, AreaBytes: iso.Layout.Ignition.Length,
 		AreaSource: iso.Layout.Ignition.Source, ConfigBytes: len(c.Ignition)}
+	var dst *os.File
 	if rep.InPlace {
 		rep.Output = inISO
-	}
-
-	var patches []patch
-	var oversized []byte
-	if c.touchesInitrd() {
-		payload, nfiles, err := buildPayload(iso, c)
-		if err != nil {
+		if dst, err = openInPlace(inISO); err != nil {
 			return rep, err
 		}
-		rep.PayloadBytes, rep.NetworkFiles = len(payload), nfiles
-		if int64(len(payload)) > iso.Layout.Ignition.Length {
-			oversized = payload
-		} else {
-			area := make([]byte, iso.Layout.Ignition.Length)
-			copy(area, payload)
-			patches = append(patches, patch{iso.Layout.Ignition.Offset, area})
-		}
+		defer dst.Close()
+	} else if err := checkNotInput(inISO, outISO); err != nil {
+		return rep, err
 	}
-
-	var newKargs string
-	if c.touchesKargs() {
-		if iso.Layout.Kargs == nil {
-			return rep, fmt.Errorf("%s: %w; kernel arguments cannot be changed", inISO, ErrNoKargsArea)
-		}
-		cur, err := iso.Kargs()
-		if err != nil {
-			return rep, err
-		}
-		base := cur
-		if c.ResetKargs {
-			base = iso.Layout.Kargs.Default
-		}
-		if newKargs, err = c.kargsEdit().Apply(base); err != nil {
-			return rep, err
-		}
-		rep.KargsChanged = newKargs != cur
-		kp, err := kargsPatches(iso.Layout.Kargs, newKargs)
-		if err != nil {
-			return rep, fmt.Errorf("%s: %w", inISO, err)
-		}
-		patches = append(patches, kp...)
-		rep.Kargs = newKargs
-	} else if iso.Layout.Kargs != nil {
-		rep.Kargs, _ = iso.Kargs()
-	}
-
-	if oversized != nil {
-		if c.NoRebuild {
-			return rep, fmt.Errorf("%s: %w: compressed initrd is %d bytes, the area holds %d (rebuilding was disabled)",
-				inISO, ErrTooLarge, len(oversized), iso.Layout.Ignition.Length)
-		}
-		rep.Strategy = StrategyRebuild
-		var kargs *string
-		if c.touchesKargs() {
-			kargs = &newKargs
-		}
-		newArea, err := rebuild(ctx, iso, rep.Output, oversized, kargs, c)
-		if err != nil {
-			return rep, err
-		}
-		rep.AreaBytes = newArea
-		rep.PatchedBytes = newArea
-		rep.Duration = time.Since(start)
-		return rep, nil
-	}
-
-	n, err := writePatches(ctx, iso, outISO, patches, c.outMode())
+	e, err := planEdits(iso, c, &rep)
 	if err != nil {
 		return rep, err
 	}
-	rep.PatchedBytes = n
+	if e.oversized != nil {
+		rep.Strategy = StrategyRebuild
+		var area int64
+		if area, err = rebuild(ctx, iso, dst, outISO, e, c); err == nil {
+			rep.AreaBytes, rep.PatchedBytes = area, area
+		}
+	} else if rep.InPlace {
+		rep.PatchedBytes, err = applyPatches(dst, e.patches)
+	} else {
+		rep.PatchedBytes, err = patchCopy(ctx, iso, outISO, e.patches, c.outMode())
+	}
+	if err == nil && dst != nil {
+		err = dst.Close()
+	}
 	rep.Duration = time.Since(start)
-	return rep, nil
+	return rep, err
+}
+
+// planEdits works out what c writes into iso, filling in rep's payload and
+// kernel-argument fields.
+func planEdits(iso *ISO, c Customization, rep *Report) (edits, error) {
+	var e edits
+	if c.touchesInitrd() {
+		payload, nfiles, err := buildPayload(iso, c)
+		if err != nil {
+			return e, err
+		}
+		rep.PayloadBytes, rep.NetworkFiles = len(payload), nfiles
+		if int64(len(payload)) > iso.Layout.Ignition.Length {
+			if c.NoRebuild {
+				return e, fmt.Errorf("%s: %w: compressed initrd is %d bytes, the area holds %d (rebuilding was disabled)",
+					iso.Path, ErrTooLarge, len(payload), iso.Layout.Ignition.Length)
+			}
+			e.oversized = payload
+		} else {
+			area := make([]byte, iso.Layout.Ignition.Length)
+			copy(area, payload)
+			e.patches = append(e.patches, patch{iso.Layout.Ignition.Offset, area})
+		}
+	}
+	if !c.touchesKargs() {
+		if iso.Layout.Kargs != nil {
+			rep.Kargs, _ = iso.Kargs()
+		}
+		return e, checkPatches(iso, e.patches)
+	}
+	cur, next, err := editKargs(iso, c)
+	if err != nil {
+		return e, err
+	}
+	kp, err := kargsPatches(iso.Layout.Kargs, next)
+	if err != nil {
+		return e, fmt.Errorf("%s: %w", iso.Path, err)
+	}
+	e.patches, e.kargs = append(e.patches, kp...), &next
+	rep.Kargs, rep.KargsChanged = next, next != cur
+	return e, checkPatches(iso, e.patches)
+}
+
+// editKargs returns the ISO's current kernel arguments and those c makes of them.
+func editKargs(iso *ISO, c Customization) (cur, next string, err error) {
+	if iso.Layout.Kargs == nil {
+		return "", "", fmt.Errorf("%s: %w; kernel arguments cannot be changed", iso.Path, ErrNoKargsArea)
+	}
+	if cur, err = iso.Kargs(); err != nil {
+		return "", "", err
+	}
+	base := cur
+	if c.ResetKargs {
+		base = iso.Layout.Kargs.Default
+	}
+	next, err = c.kargsEdit().Apply(base)
+	return cur, next, err
 }
 
 // buildPayload computes the new compressed initrd for the embed area.
@@ -253,7 +270,7 @@ func kargsPatches(kl *KargsLayout, args string) ([]patch, error) {
 }
 
 // setKargs writes args into every karg area of the ISO at p, in place.
-func setKargs(ctx context.Context, p, args string) error {
+func setKargs(p, args string) error {
 	iso, err := Open(p)
 	if err != nil {
 		return err
@@ -266,6 +283,16 @@ func setKargs(ctx context.Context, p, args string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", p, err)
 	}
-	_, err = writePatches(ctx, iso, "", kp, 0)
-	return err
+	if err := checkPatches(iso, kp); err != nil {
+		return err
+	}
+	f, err := openInPlace(p)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if _, err := applyPatches(f, kp); err != nil {
+		return err
+	}
+	return f.Close()
 }

@@ -27,12 +27,13 @@ var (
 	ErrInvalidInput = errors.New("invalid input")
 )
 
-// IsBadInput reports whether err is the caller's input being wrong (a missing
-// or malformed file, an ISO without the needed areas, a refused replacement),
-// as opposed to a failure of the machine (disk full, xorriso crashing).
+// IsBadInput reports whether err is the caller's input being wrong (a missing,
+// malformed or read-only file, an ISO without the needed areas, a refused
+// replacement), as opposed to a failure of the machine (disk full, xorriso
+// crashing).
 func IsBadInput(err error) bool {
 	for _, e := range []error{ErrNotISO, ErrMalformed, ErrNoEmbedArea, ErrNoKargsArea,
-		ErrAlreadyEmbedded, ErrNoConfig, ErrTooLarge, ErrUnsupported, ErrInvalidInput, fs.ErrNotExist} {
+		ErrAlreadyEmbedded, ErrNoConfig, ErrTooLarge, ErrUnsupported, ErrInvalidInput, fs.ErrNotExist, fs.ErrPermission} {
 		if errors.Is(err, e) {
 			return true
 		}

@@ -10,46 +10,97 @@ import (
 	"sort"
 )
 
-// writePatches applies patches to iso: in place when out is "", else by
-// copying the ISO to out (kernel-side copy where possible) and patching the
-// copy. The output appears atomically under its final name, already with
-// mode perm (unused in place).
-func writePatches(ctx context.Context, iso *ISO, out string, patches []patch, perm os.FileMode) (int64, error) {
+// patch is bytes to write at an absolute offset.
+type patch struct {
+	off  int64
+	data []byte
+}
+
+// checkPatches sorts patches and checks that they lie inside the image and
+// do not overlap.
+func checkPatches(iso *ISO, patches []patch) error {
 	sort.Slice(patches, func(i, j int) bool { return patches[i].off < patches[j].off })
 	for i, p := range patches {
 		if p.off < 0 || p.off+int64(len(p.data)) > iso.size {
-			return 0, fmt.Errorf("%s: %w: write of %d bytes at %d falls outside the image", iso.Path, ErrMalformed, len(p.data), p.off)
+			return fmt.Errorf("%s: %w: write of %d bytes at %d falls outside the image", iso.Path, ErrMalformed, len(p.data), p.off)
 		}
 		if i > 0 && patches[i-1].off+int64(len(patches[i-1].data)) > p.off {
-			return 0, fmt.Errorf("%s: %w: embed areas overlap at byte %d", iso.Path, ErrMalformed, p.off)
+			return fmt.Errorf("%s: %w: embed areas overlap at byte %d", iso.Path, ErrMalformed, p.off)
 		}
 	}
-	if out == "" {
-		f, err := os.OpenFile(iso.Path, os.O_RDWR, 0)
-		if err != nil {
-			return 0, fmt.Errorf("opening ISO for writing: %w", err)
-		}
-		// No fsync: it would flush every dirty page of the file (say, a
-		// download that just finished), turning a few-KiB patch into a
-		// gigabyte write; cp and the -o mode do not sync either.
-		n, err := applyPatches(f, patches)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return n, fmt.Errorf("%s: %w", iso.Path, err)
-		}
-		return n, nil
-	}
+	return nil
+}
 
-	if same, err := sameFile(iso.Path, out); err != nil {
-		return 0, err
-	} else if same {
-		return 0, fmt.Errorf("%w: output %s is the input ISO; omit the output to change it in place", ErrInvalidInput, out)
+// openInPlace opens the ISO at p for changing it in place. Opening the path
+// follows a symlink to its target, and a hard link is the same inode, so
+// whichever strategy then writes through this file changes the file the user
+// named, keeps its mode, owner and links, and is refused by its permissions
+// alike, before any work is done.
+func openInPlace(p string) (*os.File, error) {
+	f, err := os.OpenFile(p, os.O_RDWR, 0)
+	if err != nil {
+		return nil, fmt.Errorf("opening ISO for writing: %w", err)
 	}
+	return f, nil
+}
+
+// checkNotInput refuses an output path that names the input ISO (through a
+// link or not): writing a new file over it would not be in place.
+func checkNotInput(in, out string) error {
+	si, err := os.Stat(in)
+	if err != nil {
+		return err
+	}
+	so, err := os.Stat(out)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if os.SameFile(si, so) {
+		return fmt.Errorf("%w: output %s is the input ISO; omit the output to change it in place", ErrInvalidInput, out)
+	}
+	return nil
+}
+
+// applyPatches writes patches into f. No fsync: it would flush every dirty
+// page of the file (say, a download that just finished), turning a few-KiB
+// patch into a gigabyte write; cp and coreos-installer do not sync either.
+func applyPatches(f *os.File, patches []patch) (int64, error) {
+	var n int64
+	for _, p := range patches {
+		if _, err := f.WriteAt(p.data, p.off); err != nil {
+			return n, fmt.Errorf("%s: writing %d bytes at %d: %w", f.Name(), len(p.data), p.off, err)
+		}
+		n += int64(len(p.data))
+	}
+	return n, nil
+}
+
+// patchCopy writes a copy of iso with patches applied to out. The output
+// appears atomically under its final name, already with mode perm.
+func patchCopy(ctx context.Context, iso *ISO, out string, patches []patch, perm os.FileMode) (int64, error) {
+	var n int64
+	err := writeNew(out, perm, func(tmp *os.File) error {
+		if err := copyRange(ctx, tmp, iso.f, iso.size); err != nil {
+			return fmt.Errorf("copying %s to %s: %w", iso.Path, out, err)
+		}
+		var err error
+		n, err = applyPatches(tmp, patches)
+		return err
+	})
+	return n, err
+}
+
+// writeNew creates out through a temporary file beside it that fill writes,
+// renamed into place only when complete. The final mode is set before any
+// byte lands, so the output is never more open than asked, not even between
+// the copy and the rename.
+func writeNew(out string, perm os.FileMode, fill func(*os.File) error) error {
 	tmp, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".tmp-*")
 	if err != nil {
-		return 0, fmt.Errorf("creating output: %w", err)
+		return fmt.Errorf("creating output: %w", err)
 	}
 	committed := false
 	defer func() {
@@ -58,57 +109,69 @@ func writePatches(ctx context.Context, iso *ISO, out string, patches []patch, pe
 			os.Remove(tmp.Name())
 		}
 	}()
-	// The final mode is set before any byte lands, so the output is never
-	// more open than asked, not even between the copy and the rename.
 	if err := tmp.Chmod(perm); err != nil {
-		return 0, fmt.Errorf("%s: %w", out, err)
+		return fmt.Errorf("%s: %w", out, err)
 	}
-	if err := copyFile(ctx, tmp, iso); err != nil {
-		return 0, fmt.Errorf("copying %s to %s: %w", iso.Path, out, err)
-	}
-	n, err := applyPatches(tmp, patches)
-	if err != nil {
-		return n, fmt.Errorf("%s: %w", out, err)
+	if err := fill(tmp); err != nil {
+		return err
 	}
 	if err := tmp.Close(); err != nil {
-		return n, fmt.Errorf("%s: %w", out, err)
+		return fmt.Errorf("%s: %w", out, err)
 	}
 	if err := os.Rename(tmp.Name(), out); err != nil {
-		return n, fmt.Errorf("moving output into place: %w", err)
+		return fmt.Errorf("moving output into place: %w", err)
 	}
 	committed = true
-	return n, nil
+	return nil
 }
 
-func applyPatches(f *os.File, patches []patch) (int64, error) {
-	var n int64
-	for _, p := range patches {
-		if _, err := f.WriteAt(p.data, p.off); err != nil {
-			return n, fmt.Errorf("writing %d bytes at %d: %w", len(p.data), p.off, err)
-		}
-		n += int64(len(p.data))
+// overwrite replaces the contents of dst (an ISO opened in place) with the
+// file at src, keeping dst's inode and so its links, mode and owner. The copy
+// is not interrupted by ctx once it has started: a half-written ISO is worse
+// than the seconds the rest of the copy takes.
+func overwrite(ctx context.Context, dst *os.File, src string) error {
+	f, err := os.Open(src)
+	if err != nil {
+		return err
 	}
-	return n, nil
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := copyRange(context.WithoutCancel(ctx), dst, f, st.Size()); err != nil {
+		return fmt.Errorf("writing the rebuilt ISO into %s: %w", dst.Name(), err)
+	}
+	if err := dst.Truncate(st.Size()); err != nil {
+		return fmt.Errorf("%s: %w", dst.Name(), err)
+	}
+	return nil
 }
 
 // copyChunk is large so the fallback copy moves data in few syscalls; on
 // Linux io.Copy between files uses copy_file_range and never touches it.
 const copyChunk = 64 << 20
 
-// copyFile copies the whole ISO into dst, checking ctx between chunks.
-func copyFile(ctx context.Context, dst *os.File, iso *ISO) error {
-	var off int64
-	for off < iso.size {
+// copyRange copies the first size bytes of src to the start of dst, checking
+// ctx between chunks.
+func copyRange(ctx context.Context, dst, src *os.File, size int64) error {
+	for off := int64(0); off < size; {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		n := min(int64(copyChunk), iso.size-off)
-		// a SectionReader hides the *os.File, so hand io.Copy the file
-		// itself (positioned) to keep the copy_file_range fast path.
-		if _, err := iso.f.Seek(off, io.SeekStart); err != nil {
+		n := min(int64(copyChunk), size-off)
+		// a SectionReader hides the *os.File, so hand io.Copy the files
+		// themselves (positioned) to keep the copy_file_range fast path.
+		if _, err := src.Seek(off, io.SeekStart); err != nil {
 			return err
 		}
-		w, err := io.Copy(dst, io.LimitReader(iso.f, n))
+		if _, err := dst.Seek(off, io.SeekStart); err != nil {
+			return err
+		}
+		w, err := io.Copy(dst, io.LimitReader(src, n))
 		if err != nil {
 			return err
 		}
@@ -118,19 +181,4 @@ func copyFile(ctx context.Context, dst *os.File, iso *ISO) error {
 		off += n
 	}
 	return nil
-}
-
-func sameFile(a, b string) (bool, error) {
-	sa, err := os.Stat(a)
-	if err != nil {
-		return false, err
-	}
-	sb, err := os.Stat(b)
-	if errors.Is(err, os.ErrNotExist) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	return os.SameFile(sa, sb), nil
 }
