@@ -92,7 +92,7 @@ around a larger images/ignition.img (needs xorriso) unless --no-rebuild.`,
 		},
 	}
 	cmd.Flags().StringVarP(&config, "ignition-file", "i", "", "Ignition config to embed (- for stdin)")
-	cmd.Flags().StringVarP(&out, "output", "o", "", "write the result to this file instead of changing ISO in place")
+	outputFlag(cmd, &out)
 	cmd.Flags().BoolVarP(&force, "force", "f", false, "replace an already embedded config")
 	cmd.Flags().StringArrayVar(&keyfiles, "network-keyfile", nil, "NetworkManager keyfile to embed (repeatable)")
 	cmd.Flags().BoolVar(&noRebuild, "no-rebuild", false, "fail instead of rebuilding the ISO when the config does not fit")
@@ -116,18 +116,30 @@ func newISOShowCommand() *cobra.Command {
 }
 
 func newISORemoveCommand() *cobra.Command {
+	return newISOChangeCommand("remove [-o OUT] ISO", "Remove the embedded Ignition config",
+		coreiso.Customization{RemoveIgnition: true})
+}
+
+// newISOChangeCommand is a command that applies the fixed customization c to
+// an ISO, in place or into a new file with -o.
+func newISOChangeCommand(use, short string, c coreiso.Customization) *cobra.Command {
 	var out string
 	cmd := &cobra.Command{
-		Use:   "remove [-o OUT] ISO",
-		Short: "Remove the embedded Ignition config",
+		Use:   use,
+		Short: short,
 		Args:  oneISO,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, err := coreiso.Customize(cmd.Context(), args[0], out, coreiso.Customization{RemoveIgnition: true})
+			_, err := coreiso.Customize(cmd.Context(), args[0], out, c)
 			return isoErr(err)
 		},
 	}
-	cmd.Flags().StringVarP(&out, "output", "o", "", "write the result to this file instead of changing ISO in place")
+	outputFlag(cmd, &out)
 	return cmd
+}
+
+// outputFlag adds -o/--output: a new file to write instead of changing the ISO in place.
+func outputFlag(cmd *cobra.Command, out *string) {
+	cmd.Flags().StringVarP(out, "output", "o", "", "write the result to this file instead of changing ISO in place")
 }
 
 func newISOKargsCommand() *cobra.Command {
@@ -175,19 +187,10 @@ func newISOKargsCommand() *cobra.Command {
 	modify.Flags().StringArrayVarP(&appendArgs, "append", "a", nil, "kernel argument to append (repeatable)")
 	modify.Flags().StringArrayVarP(&deleteArgs, "delete", "d", nil, "kernel argument to delete (repeatable)")
 	modify.Flags().StringArrayVarP(&replaceArgs, "replace", "r", nil, "KEY=OLD=NEW (or FLAG=NEWFLAG) replacement (repeatable)")
-	modify.Flags().StringVarP(&modOut, "output", "o", "", "write the result to this file instead of changing ISO in place")
+	outputFlag(modify, &modOut)
 
-	var resetOut string
-	reset := &cobra.Command{
-		Use:   "reset [-o OUT] ISO",
-		Short: "Restore the default kernel arguments",
-		Args:  oneISO,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			_, err := coreiso.Customize(cmd.Context(), args[0], resetOut, coreiso.Customization{ResetKargs: true})
-			return isoErr(err)
-		},
-	}
-	reset.Flags().StringVarP(&resetOut, "output", "o", "", "write the result to this file instead of changing ISO in place")
+	reset := newISOChangeCommand("reset [-o OUT] ISO", "Restore the default kernel arguments",
+		coreiso.Customization{ResetKargs: true})
 
 	cmd.AddCommand(show, modify, reset)
 	return cmd

@@ -27,6 +27,33 @@ const bootKargsSize = 512
 // prints /proc/cmdline and the sha256 of /config.ign to the serial port.
 func bootableLiveISO(t *testing.T) string {
 	t.Helper()
+	kernel := requireBootTools(t)
+	dir := t.TempDir()
+	root := filepath.Join(dir, "root")
+	for _, d := range []string{"isolinux", "images", "coreos"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	copyFileT(t, kernel, filepath.Join(root, "images", "vmlinuz"), 0o644)
+	copyFileT(t, "/usr/lib/ISOLINUX/isolinux.bin", filepath.Join(root, "isolinux", "isolinux.bin"), 0o644)
+	copyFileT(t, "/usr/lib/syslinux/modules/bios/ldlinux.c32", filepath.Join(root, "isolinux", "ldlinux.c32"), 0o644)
+	writeBootInitrd(t, filepath.Join(dir, "initrd"), filepath.Join(root, "images", "initrd.img"))
+	if err := os.WriteFile(filepath.Join(root, "images", "ignition.img"), make([]byte, 256<<10), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	writeBootConfig(t, root)
+	out := filepath.Join(dir, "live.iso")
+	run(t, dir, "xorriso", "-as", "mkisofs", "-quiet", "-R", "-V", "SNOFLIVE",
+		"-b", "isolinux/isolinux.bin", "-c", "isolinux/boot.cat", "-no-emul-boot", "-boot-load-size", "4", "-boot-info-table",
+		"-o", out, root)
+	return out
+}
+
+// requireBootTools checks for what bootableLiveISO builds from and returns
+// the newest kernel in /boot.
+func requireBootTools(t *testing.T) string {
+	t.Helper()
 	testbin.Require(t, "xorriso", "xorriso")
 	testbin.Require(t, "cpio", "cpio")
 	kernels, _ := filepath.Glob("/boot/vmlinuz-*")
@@ -42,32 +69,29 @@ func bootableLiveISO(t *testing.T) string {
 			t.Fatalf("%s missing: install the Debian package %s (make deps)", f.path, f.pkg)
 		}
 	}
-	dir := t.TempDir()
-	root := filepath.Join(dir, "root")
-	initrd := filepath.Join(dir, "initrd")
-	for _, d := range []string{"isolinux", "images", "coreos", "initrd/bin"} {
-		if d == "initrd/bin" {
-			d = filepath.Join(initrd, "bin")
-		} else {
-			d = filepath.Join(root, d)
-		}
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
+	return kernels[len(kernels)-1]
+}
+
+func copyFileT(t *testing.T, src, dst string, mode os.FileMode) {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
 	}
-	copyTo := func(src, dst string, mode os.FileMode) {
-		b, err := os.ReadFile(src)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(dst, b, mode); err != nil {
-			t.Fatal(err)
-		}
+	if err := os.WriteFile(dst, b, mode); err != nil {
+		t.Fatal(err)
 	}
-	copyTo(kernels[len(kernels)-1], filepath.Join(root, "images", "vmlinuz"), 0o644)
-	copyTo("/usr/lib/ISOLINUX/isolinux.bin", filepath.Join(root, "isolinux", "isolinux.bin"), 0o644)
-	copyTo("/usr/lib/syslinux/modules/bios/ldlinux.c32", filepath.Join(root, "isolinux", "ldlinux.c32"), 0o644)
-	copyTo("/bin/busybox", filepath.Join(initrd, "bin", "busybox"), 0o755)
+}
+
+// writeBootInitrd writes to img a gzip newc initramfs (built in dir) whose
+// busybox init reports the command line, the config's sha256 and the
+// embedded keyfiles on the serial port, then powers off.
+func writeBootInitrd(t *testing.T, dir, img string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Join(dir, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	copyFileT(t, "/bin/busybox", filepath.Join(dir, "bin", "busybox"), 0o755)
 	initScript := `#!/bin/busybox sh
 /bin/busybox mkdir -p /dev /proc
 /bin/busybox mount -t devtmpfs dev /dev
@@ -79,37 +103,31 @@ for f in /etc/coreos-firstboot-network/*; do [ -e "$f" ] && echo "SNOF-NET: $f";
 echo SNOF-DONE
 /bin/busybox poweroff -f
 `
-	if err := os.WriteFile(filepath.Join(initrd, "init"), []byte(initScript), 0o755); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "init"), []byte(initScript), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	run(t, initrd, "sh", "-c", "find . | cpio -o -H newc --quiet | gzip -1 > "+filepath.Join(root, "images", "initrd.img"))
-	if err := os.WriteFile(filepath.Join(root, "images", "ignition.img"), make([]byte, 256<<10), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	run(t, dir, "sh", "-c", "find . | cpio -o -H newc --quiet | gzip -1 > "+img)
+}
 
+// writeBootConfig writes isolinux.cfg with a karg area on its append line,
+// and the coreos/ files that describe the areas.
+func writeBootConfig(t *testing.T, root string) {
+	t.Helper()
 	def := "console=ttyS0 snofactory.default=1"
 	prefix := "default live\nprompt 0\ntimeout 1\nlabel live\n  kernel /images/vmlinuz\n  append initrd=/images/initrd.img,/images/ignition.img "
 	area := def + "\n" + strings.Repeat("#", bootKargsSize-len(def)-1)
-	cfg := prefix + area + "\n"
-	if err := os.WriteFile(filepath.Join(root, "isolinux", "isolinux.cfg"), []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	kj, _ := json.Marshal(map[string]any{"default": def, "size": bootKargsSize,
 		"files": []map[string]any{{"path": "isolinux/isolinux.cfg", "offset": len(prefix), "pad": "#", "end": "\n"}}})
-	if err := os.WriteFile(filepath.Join(root, "coreos", "kargs.json"), kj, 0o644); err != nil {
-		t.Fatal(err)
+	for name, body := range map[string]string{
+		"isolinux/isolinux.cfg": prefix + area + "\n",
+		"coreos/kargs.json":     string(kj),
+		"coreos/igninfo.json":   `{"file": "images/ignition.img"}`,
+		"coreos/features.json":  `{"live-initrd-network": true}`,
+	} {
+		if err := os.WriteFile(filepath.Join(root, filepath.FromSlash(name)), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := os.WriteFile(filepath.Join(root, "coreos", "igninfo.json"), []byte(`{"file": "images/ignition.img"}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(root, "coreos", "features.json"), []byte(`{"live-initrd-network": true}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(dir, "live.iso")
-	run(t, dir, "xorriso", "-as", "mkisofs", "-quiet", "-R", "-V", "SNOFLIVE",
-		"-b", "isolinux/isolinux.bin", "-c", "isolinux/boot.cat", "-no-emul-boot", "-boot-load-size", "4", "-boot-info-table",
-		"-o", out, root)
-	return out
 }
 
 // bootISO boots the ISO under qemu and returns the serial console output

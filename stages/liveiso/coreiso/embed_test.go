@@ -88,24 +88,7 @@ func TestLegacyIgnitionHeader(t *testing.T) {
 	if !bytes.HasPrefix(data[legacyIgnHeaderOffset:], []byte("coreiso+")) {
 		t.Fatal("fixture lacks the coreiso+ header")
 	}
-	// Hide the file from the directory: rename IGNITION.IMG to IGNITIOX.IMG.
-	// and the Rock Ridge NM entry to ignitiox.img.
-	i := bytes.Index(data, []byte("IGNITION.IMG;1"))
-	if i < 0 {
-		t.Fatal("directory record for IGNITION.IMG not found")
-	}
-	data[i+7] = 'X'
-	for j := 0; ; {
-		k := bytes.Index(data[j:], []byte("ignition.img"))
-		if k < 0 {
-			break
-		}
-		j += k
-		if j >= 5 && string(data[j-5:j-3]) == "NM" {
-			data[j+7] = 'x'
-		}
-		j++
-	}
+	hideIgnitionImg(t, data)
 	if err := os.WriteFile(p, data, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -51,10 +51,32 @@ func patchBytes(t *testing.T, p string, off int64, b []byte) {
 	}
 }
 
+// modern is the fixture the broken ISOs are made from, unless they say otherwise.
+const modern = "embed-areas-2023-07.x86_64.iso"
+
+// modernWithBytes makes a broken ISO: the modern fixture with b written at off.
+func modernWithBytes(off int64, b []byte) func(t *testing.T, dir string) string {
+	return func(t *testing.T, dir string) string {
+		p := coreisotest.Fixture(t, modern)
+		patchBytes(t, p, off, b)
+		return p
+	}
+}
+
+// modernWithFile makes a broken ISO: the modern fixture with file's contents replaced.
+func modernWithFile(file, content string) func(t *testing.T, dir string) string {
+	return func(t *testing.T, dir string) string {
+		p := coreisotest.Fixture(t, modern)
+		patchISOFile(t, p, file, content)
+		return p
+	}
+}
+
 // A table of broken ISOs: each gives a clear error that names the file and
 // the problem, never a panic.
 func TestMalformedISOs(t *testing.T) {
-	const modern = "embed-areas-2023-07.x86_64.iso"
+	truncatedXZ := xzOf(t, map[string]string{"config.ign": "{}"})[:40]
+	traversal := cpioOf(t, map[string]string{"../../../etc/shadow": "x"})
 	tests := []struct {
 		name   string
 		make   func(t *testing.T, dir string) string
@@ -79,61 +101,17 @@ func TestMalformedISOs(t *testing.T) {
 			os.Truncate(p, 40<<10)
 			return p
 		}, "", ErrMalformed, "outside"},
-		{"wrong magic", func(t *testing.T, dir string) string {
-			p := coreisotest.Fixture(t, modern)
-			patchBytes(t, p, 16*2048+1, []byte("XXXXX"))
-			return p
-		}, "", ErrNotISO, "CD001"},
-		{"broken root record", func(t *testing.T, dir string) string {
-			p := coreisotest.Fixture(t, modern)
-			patchBytes(t, p, 16*2048+156, []byte{5})
-			return p
-		}, "", ErrMalformed, "root record"},
-		{"root directory extent outside the image", func(t *testing.T, dir string) string {
-			p := coreisotest.Fixture(t, modern)
-			patchBytes(t, p, 16*2048+156+2, []byte{0xff, 0xff, 0xff, 0x00, 0x00, 0xff, 0xff, 0xff})
-			return p
-		}, "", ErrMalformed, "outside"},
-		{"bogus igninfo.json", func(t *testing.T, dir string) string {
-			p := coreisotest.Fixture(t, modern)
-			patchISOFile(t, p, "coreos/igninfo.json", `{"file": [1,2`)
-			return p
-		}, "", ErrMalformed, "igninfo.json"},
-		{"igninfo names a missing file", func(t *testing.T, dir string) string {
-			p := coreisotest.Fixture(t, modern)
-			patchISOFile(t, p, "coreos/igninfo.json", `{"file":"images/nope.img"}`)
-			return p
-		}, "", ErrMalformed, "not in the image"},
-		{"igninfo area outside its file", func(t *testing.T, dir string) string {
-			p := coreisotest.Fixture(t, modern)
-			patchISOFile(t, p, "coreos/igninfo.json", `{"file":"zipl.prm","offset":999}`)
-			return p
-		}, "", ErrMalformed, "lies outside"},
-		{"bogus kargs.json", func(t *testing.T, dir string) string {
-			p := coreisotest.Fixture(t, modern)
-			patchISOFile(t, p, "coreos/kargs.json", `{"default":"a","files":[],"size":100}`)
-			return p
-		}, "", ErrMalformed, "kargs.json"},
-		{"kargs.json size too big", func(t *testing.T, dir string) string {
-			p := coreisotest.Fixture(t, modern)
-			patchISOFile(t, p, "coreos/kargs.json", `{"default":"a","files":[{"path":"zipl.prm","offset":0}],"size":99999}`)
-			return p
-		}, "", ErrMalformed, "size"},
-		{"kargs.json area outside its file", func(t *testing.T, dir string) string {
-			p := coreisotest.Fixture(t, modern)
-			patchISOFile(t, p, "coreos/kargs.json", `{"default":"a","files":[{"path":"zipl.prm","offset":0}],"size":1000}`)
-			return p
-		}, "", ErrMalformed, "outside"},
-		{"kargs.json bad pad", func(t *testing.T, dir string) string {
-			p := coreisotest.Fixture(t, modern)
-			patchISOFile(t, p, "coreos/kargs.json", `{"default":"a","files":[{"path":"zipl.prm","offset":0,"pad":"##"}],"size":10}`)
-			return p
-		}, "", ErrMalformed, "pad"},
-		{"bogus features.json", func(t *testing.T, dir string) string {
-			p := coreisotest.Fixture(t, modern)
-			patchISOFile(t, p, "coreos/features.json", `[`)
-			return p
-		}, "", ErrMalformed, "features.json"},
+		{"wrong magic", modernWithBytes(16*2048+1, []byte("XXXXX")), "", ErrNotISO, "CD001"},
+		{"broken root record", modernWithBytes(16*2048+156, []byte{5}), "", ErrMalformed, "root record"},
+		{"root directory extent outside the image", modernWithBytes(16*2048+156+2, []byte{0xff, 0xff, 0xff, 0x00, 0x00, 0xff, 0xff, 0xff}), "", ErrMalformed, "outside"},
+		{"bogus igninfo.json", modernWithFile("coreos/igninfo.json", `{"file": [1,2`), "", ErrMalformed, "igninfo.json"},
+		{"igninfo names a missing file", modernWithFile("coreos/igninfo.json", `{"file":"images/nope.img"}`), "", ErrMalformed, "not in the image"},
+		{"igninfo area outside its file", modernWithFile("coreos/igninfo.json", `{"file":"zipl.prm","offset":999}`), "", ErrMalformed, "lies outside"},
+		{"bogus kargs.json", modernWithFile("coreos/kargs.json", `{"default":"a","files":[],"size":100}`), "", ErrMalformed, "kargs.json"},
+		{"kargs.json size too big", modernWithFile("coreos/kargs.json", `{"default":"a","files":[{"path":"zipl.prm","offset":0}],"size":99999}`), "", ErrMalformed, "size"},
+		{"kargs.json area outside its file", modernWithFile("coreos/kargs.json", `{"default":"a","files":[{"path":"zipl.prm","offset":0}],"size":1000}`), "", ErrMalformed, "outside"},
+		{"kargs.json bad pad", modernWithFile("coreos/kargs.json", `{"default":"a","files":[{"path":"zipl.prm","offset":0,"pad":"##"}],"size":10}`), "", ErrMalformed, "pad"},
+		{"bogus features.json", modernWithFile("coreos/features.json", `[`), "", ErrMalformed, "features.json"},
 		{"coreiso+ header outside the image", func(t *testing.T, dir string) string {
 			p := coreisotest.Fixture(t, "embed-areas-2020-09.iso")
 			data, _ := os.ReadFile(p)
@@ -150,46 +128,15 @@ func TestMalformedISOs(t *testing.T) {
 		{"no embed area at all", func(t *testing.T, dir string) string {
 			return coreisotest.Fixture(t, "synthetic.iso")
 		}, "", ErrNoEmbedArea, "coreiso+"},
-		{"garbage in the embed area", func(t *testing.T, dir string) string {
-			p := coreisotest.Fixture(t, modern)
-			patchBytes(t, p, 139264, []byte("garbage!"))
-			return p
-		}, "show", ErrMalformed, "unknown format"},
-		{"truncated xz in the embed area", func(t *testing.T, dir string) string {
-			p := coreisotest.Fixture(t, modern)
-			patchBytes(t, p, 139264, xzOf(t, map[string]string{"config.ign": "{}"})[:40])
-			return p
-		}, "show", ErrMalformed, "xz"},
-		{"path traversal in the embed area", func(t *testing.T, dir string) string {
-			p := coreisotest.Fixture(t, modern)
-			patchBytes(t, p, 139264, cpioOf(t, map[string]string{"../../../etc/shadow": "x"}))
-			return p
-		}, "show", ErrMalformed, "path traversal"},
-		{"karg areas disagree", func(t *testing.T, dir string) string {
-			p := coreisotest.Fixture(t, modern)
-			patchBytes(t, p, 137037, []byte("Z"))
-			return p
-		}, "kargs", ErrMalformed, "disagree"},
+		{"garbage in the embed area", modernWithBytes(139264, []byte("garbage!")), "show", ErrMalformed, "unknown format"},
+		{"truncated xz in the embed area", modernWithBytes(139264, truncatedXZ), "show", ErrMalformed, "xz"},
+		{"path traversal in the embed area", modernWithBytes(139264, traversal), "show", ErrMalformed, "path traversal"},
+		{"karg areas disagree", modernWithBytes(137037, []byte("Z")), "kargs", ErrMalformed, "disagree"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := tt.make(t, t.TempDir())
-			var err error
-			switch tt.op {
-			case "show":
-				_, err = ShowIgnition(p)
-				if err == nil {
-					_, err = Customize(context.Background(), p, "", Customization{Ignition: []byte("{}"), Force: true})
-				}
-			case "kargs":
-				_, err = ShowKargs(p, false)
-			default:
-				var iso *ISO
-				iso, err = Open(p)
-				if err == nil {
-					iso.Close()
-				}
-			}
+			err := readBroken(tt.op, p)
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -204,6 +151,28 @@ func TestMalformedISOs(t *testing.T) {
 	}
 }
 
+// readBroken does op ("open", "show", "kargs") on the broken ISO at p.
+func readBroken(op, p string) error {
+	switch op {
+	case "show":
+		if _, err := ShowIgnition(p); err != nil {
+			return err
+		}
+		_, err := Customize(context.Background(), p, "", Customization{Ignition: []byte("{}"), Force: true})
+		return err
+	case "kargs":
+		_, err := ShowKargs(p, false)
+		return err
+	}
+	iso, err := Open(p)
+	if err == nil {
+		iso.Close()
+	}
+	return err
+}
+
+// hideIgnitionImg hides images/ignition.img from the directory of the image
+// in data: IGNITION.IMG becomes IGNITIOX.IMG, its Rock Ridge name ignitiox.img.
 func hideIgnitionImg(t *testing.T, data []byte) {
 	t.Helper()
 	i := bytes.Index(data, []byte("IGNITION.IMG;1"))

@@ -100,41 +100,54 @@ func TestOversizedConfigRebuild(t *testing.T) {
 				t.Errorf("El Torito boot entries changed:\n%s\nwant:\n%s", gotBoot, wantBoot)
 			}
 			if defErr == nil {
-				k, err := ShowKargs(target, false)
-				if err != nil || k != def+" snofactory.big=1" {
-					t.Errorf("kargs after rebuild = %q, %v", k, err)
-				}
-				for _, f := range kargsFiles(t, target) {
-					dir := t.TempDir()
-					run(t, dir, "xorriso", "-osirrox", "on", "-indev", target, "-extract", "/"+f, filepath.Join(dir, "cfg"))
-					body, _ := os.ReadFile(filepath.Join(dir, "cfg"))
-					if !bytes.Contains(body, []byte(def+" snofactory.big=1\n")) {
-						t.Errorf("%s lacks the appended karg", f)
-					}
-				}
+				assertKargsInBootConfigs(t, target, def+" snofactory.big=1")
 			}
-			// a still larger config rebuilds the rebuilt image again
-			bigger := bigConfig(1 << 20)
-			rep, err = Customize(ctx, target, "", Customization{Ignition: bigger, Force: true})
-			if err != nil || rep.Strategy != StrategyRebuild {
-				t.Fatalf("second rebuild: %+v, %v", rep, err)
-			}
-			if got, _ := ShowIgnition(target); !bytes.Equal(got, bigger) {
-				t.Fatal("second rebuild does not read back")
-			}
-			if gotBoot := elToritoEntries(t, target); gotBoot != wantBoot {
-				t.Errorf("El Torito boot entries changed after the second rebuild:\n%s", gotBoot)
-			}
-			// the grown area takes a smaller config by plain patching
-			small := testConfig("after-rebuild")
-			rep, err = Customize(ctx, target, "", Customization{Ignition: small, Force: true})
-			if err != nil || rep.Strategy != StrategyPatch {
-				t.Fatalf("re-embed: %+v, %v", rep, err)
-			}
-			if got, _ := ShowIgnition(target); !bytes.Equal(got, small) {
-				t.Fatalf("re-embed shows %q", got)
-			}
+			assertReembeds(t, target, wantBoot)
 		})
+	}
+}
+
+// assertKargsInBootConfigs checks that the ISO reports want as its kernel
+// arguments and that every boot config holding a karg area carries them.
+func assertKargsInBootConfigs(t *testing.T, iso, want string) {
+	t.Helper()
+	k, err := ShowKargs(iso, false)
+	if err != nil || k != want {
+		t.Errorf("kargs after rebuild = %q, %v", k, err)
+	}
+	for _, f := range kargsFiles(t, iso) {
+		dir := t.TempDir()
+		run(t, dir, "xorriso", "-osirrox", "on", "-indev", iso, "-extract", "/"+f, filepath.Join(dir, "cfg"))
+		body, _ := os.ReadFile(filepath.Join(dir, "cfg"))
+		if !bytes.Contains(body, []byte(want+"\n")) {
+			t.Errorf("%s lacks the appended karg", f)
+		}
+	}
+}
+
+// assertReembeds checks that a rebuilt ISO takes a still larger config by
+// rebuilding again (keeping its boot entries) and then a small one by patching.
+func assertReembeds(t *testing.T, iso, wantBoot string) {
+	t.Helper()
+	ctx := context.Background()
+	bigger := bigConfig(1 << 20)
+	rep, err := Customize(ctx, iso, "", Customization{Ignition: bigger, Force: true})
+	if err != nil || rep.Strategy != StrategyRebuild {
+		t.Fatalf("second rebuild: %+v, %v", rep, err)
+	}
+	if got, _ := ShowIgnition(iso); !bytes.Equal(got, bigger) {
+		t.Fatal("second rebuild does not read back")
+	}
+	if gotBoot := elToritoEntries(t, iso); gotBoot != wantBoot {
+		t.Errorf("El Torito boot entries changed after the second rebuild:\n%s", gotBoot)
+	}
+	small := testConfig("after-rebuild")
+	rep, err = Customize(ctx, iso, "", Customization{Ignition: small, Force: true})
+	if err != nil || rep.Strategy != StrategyPatch {
+		t.Fatalf("re-embed: %+v, %v", rep, err)
+	}
+	if got, _ := ShowIgnition(iso); !bytes.Equal(got, small) {
+		t.Fatalf("re-embed shows %q", got)
 	}
 }
 
