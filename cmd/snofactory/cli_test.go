@@ -146,3 +146,24 @@ func TestPlanShowsStagesNotImplementedYet(t *testing.T) {
 		t.Errorf("render plans as %q, want run", got["render"])
 	}
 }
+
+// TestOutputFile: -o FILE naming a directory is bad input; a file or a new name is fine.
+func TestOutputFile(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "f")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		path string
+		code int
+	}{{dir, exitBadInput}, {file, exitOK}, {filepath.Join(dir, "new"), exitOK}} {
+		code := exitOK
+		if err := outputFile("-o", tt.path); err != nil {
+			code = exitCode(err)
+		}
+		if code != tt.code {
+			t.Errorf("-o %s: exit %d, want %d", tt.path, code, tt.code)
+		}
+	}
+}

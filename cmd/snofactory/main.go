@@ -118,6 +118,15 @@ func isUsageError(err error) bool {
 	return false
 }
 
+// outputFile refuses an output file argument (-o FILE) that names a directory, before the
+// command does any work: the user's input, not a failed command.
+func outputFile(flag, path string) error {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return badInput(fmt.Errorf("%s %s is a directory; give the name of a file to write", flag, path))
+	}
+	return nil
+}
+
 // badInputError marks errors caused by the user's input (exit code 2).
 type badInputError struct{ err error }
 
