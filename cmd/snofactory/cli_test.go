@@ -102,6 +102,8 @@ func TestPathAndSelectionErrorsAreBadInput(t *testing.T) {
 		{"plan cache dir is a file", []string{"plan", bp, "--cache-dir", file}, []string{"is a file, not a directory"}},
 		{"plan until no such stage", []string{"plan", bp, "--until", "bogus", "--cache-dir", cache}, []string{"--until bogus"}},
 		{"render into a file", []string{"render", bp, "-o", file}, []string{"not a directory"}},
+		{"lock into a directory", []string{"lock", bp, "-o", dir}, []string{"-o " + dir + " is a directory"}},
+		{"iso embed into a directory", []string{"iso", "embed", file, "-i", file, "-o", dir}, []string{"-o " + dir + " is a directory"}},
 		{"build until a stage not implemented yet", []string{"build", bp, "--until", "seal", "--cache-dir", cache, "--output-dir", out},
 			[]string{"stage install is unavailable: not implemented in this version", "build with --until precache to stop before it"}},
 	}

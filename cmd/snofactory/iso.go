@@ -82,6 +82,9 @@ around a larger images/ignition.img (needs xorriso) unless --no-rebuild.`,
 				}
 				c.NetworkKeyfiles[filepath.Base(kf)] = data
 			}
+			if err := outputFile("-o", out); err != nil {
+				return err
+			}
 			rep, err := coreiso.Customize(cmd.Context(), args[0], out, c)
 			if err != nil {
 				return isoErr(err)
@@ -129,6 +132,9 @@ func newISOChangeCommand(use, short string, c coreiso.Customization) *cobra.Comm
 		Short: short,
 		Args:  oneISO,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := outputFile("-o", out); err != nil {
+				return err
+			}
 			_, err := coreiso.Customize(cmd.Context(), args[0], out, c)
 			return isoErr(err)
 		},

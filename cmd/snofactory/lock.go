@@ -35,6 +35,9 @@ resolve differently.`,
 			if out == "" {
 				out = defaultLockPath(args[0])
 			}
+			if err := outputFile("-o", out); err != nil {
+				return err
+			}
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 			n, err := stages.Lock(cmd.Context(), bp, out, log)
 			if err != nil {

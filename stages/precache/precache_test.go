@@ -28,6 +28,7 @@ import (
 	ggcrremote "github.com/google/go-containerregistry/pkg/v1/remote"
 	ggcrtypes "github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/opencontainers/go-digest"
+	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/seeds/precachedisk"
 	"github.com/snofactory/snofactory/stages/internal/registries"
 	"github.com/snofactory/snofactory/test/registry"
@@ -105,11 +106,12 @@ func skopeo(t *testing.T, args ...string) []byte {
 
 func sysFor(t *testing.T, reg registries.Config) *types.SystemContext {
 	t.Helper()
-	sys, cleanup, err := registries.SystemContext(context.Background(), t.TempDir(), reg, nil, "x86_64")
+	var cl pipeline.Cleanups
+	t.Cleanup(func() { cl.Run() })
+	sys, err := registries.SystemContext(context.Background(), t.TempDir(), reg, nil, "x86_64", &cl)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(cleanup)
 	return sys
 }
 
@@ -309,11 +311,12 @@ func TestPrecacheAuth(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			sys, cleanup, err := registries.SystemContext(context.Background(), t.TempDir(), registries.Config{Insecure: []string{reg.Addr()}, PullSecret: tc.secret}, secretFiles{"pull-secret": authFile}, "x86_64")
+			var cl pipeline.Cleanups
+			defer cl.Run()
+			sys, err := registries.SystemContext(context.Background(), t.TempDir(), registries.Config{Insecure: []string{reg.Addr()}, PullSecret: tc.secret}, secretFiles{"pull-secret": authFile}, "x86_64", &cl)
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer cleanup()
 			// Keep the user's own auth files out of the test.
 			if sys.AuthFilePath == "" {
 				sys.AuthFilePath = filepath.Join(t.TempDir(), "none.json")

@@ -123,11 +123,10 @@ func run(ctx context.Context, opts Options, env *pipeline.Env) error {
 	if arch == "" {
 		arch = "x86_64"
 	}
-	sys, cleanup, err := registries.SystemContext(ctx, env.Scratch, opts.Registry, env.Secrets, arch)
+	sys, err := registries.SystemContext(ctx, env.Scratch, opts.Registry, env.Secrets, arch, env)
 	if err != nil {
 		return err
 	}
-	defer cleanup()
 	res, err := Precache(ctx, Config{
 		Images:    images,
 		Store:     st,

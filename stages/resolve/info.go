@@ -78,11 +78,12 @@ func ReleaseInfo(ctx context.Context, opts Options, rt Runtime, jobs int) (*Info
 		}
 		refs = append(refs, im.Ref)
 	}
-	sys, cleanup, err := registries.SystemContext(ctx, rt.Scratch, opts.Registry, rt.Secrets, lock.Arch)
+	var cl pipeline.Cleanups
+	defer cl.Run()
+	sys, err := registries.SystemContext(ctx, rt.Scratch, opts.Registry, rt.Secrets, lock.Arch, &cl)
 	if err != nil {
 		return nil, err
 	}
-	defer cleanup()
 	c, err := newClient(sys)
 	if err != nil {
 		return nil, err

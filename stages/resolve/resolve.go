@@ -52,11 +52,13 @@ func Resolve(ctx context.Context, opts Options, rt Runtime) (*lockfile.Lock, err
 	if arch == "" {
 		arch = "x86_64"
 	}
-	sys, cleanup, err := registries.SystemContext(ctx, rt.Scratch, opts.Registry, rt.Secrets, arch)
+	// The registry configuration lives for this call only.
+	var cl pipeline.Cleanups
+	defer cl.Run()
+	sys, err := registries.SystemContext(ctx, rt.Scratch, opts.Registry, rt.Secrets, arch, &cl)
 	if err != nil {
 		return nil, err
 	}
-	defer cleanup()
 	c, err := newClient(sys)
 	if err != nil {
 		return nil, err

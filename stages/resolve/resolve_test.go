@@ -292,11 +292,12 @@ func openLayered(t *testing.T, reg *registry.Registry, repo string, layers []map
 		ls = append(ls, layer(t, l))
 	}
 	ref := push(t, reg.Ref(repo), ls...)
-	sys, cleanup, err := registries.SystemContext(context.Background(), t.TempDir(), registries.Config{Insecure: []string{reg.Addr()}}, nil, "x86_64")
+	var cl pipeline.Cleanups
+	t.Cleanup(func() { cl.Run() })
+	sys, err := registries.SystemContext(context.Background(), t.TempDir(), registries.Config{Insecure: []string{reg.Addr()}}, nil, "x86_64", &cl)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(cleanup)
 	c := &client{sys: sys}
 	im, err := c.open(context.Background(), ref)
 	if err != nil {

@@ -46,16 +46,17 @@ type Mirror struct {
 }
 
 // SystemContext builds the containers/image configuration for reg (registries.conf drop-in,
-// auth file holding the pull secret) in a new private directory below scratch; cleanup
-// removes it. A stage passes its env.Scratch, which the engine removes after the run and,
-// after a crash, on the next one, so the pull secret never outlives the build in a place
-// nobody cleans. scratch "" (callers outside a stage run) means the system temp directory.
-func SystemContext(ctx context.Context, scratch string, reg Config, secrets pipeline.SecretSource, arch string) (*types.SystemContext, func(), error) {
+// auth file holding the pull secret) in a new private directory below scratch, whose
+// removal it registers with cl as it creates it. A stage passes its env.Scratch and env,
+// so the pull secret never outlives the run (and after a crash the engine removes the
+// scratch directory on the next one). scratch "" (callers outside a stage run) means the
+// system temp directory.
+func SystemContext(ctx context.Context, scratch string, reg Config, secrets pipeline.SecretSource, arch string, cl pipeline.Cleaner) (*types.SystemContext, error) {
 	dir, err := os.MkdirTemp(scratch, "snofactory-registries-")
 	if err != nil {
-		return nil, nil, fmt.Errorf("creating registry configuration directory: %w", err)
+		return nil, fmt.Errorf("creating registry configuration directory: %w", err)
 	}
-	cleanup := func() { os.RemoveAll(dir) }
+	cl.Cleanup("registry configuration "+dir, func(context.Context) error { return os.RemoveAll(dir) })
 	sys := &types.SystemContext{
 		ArchitectureChoice:          GoArch(arch),
 		OSChoice:                    "linux",
@@ -66,33 +67,28 @@ func SystemContext(ctx context.Context, scratch string, reg Config, secrets pipe
 		DockerRegistryUserAgent:     "snofactory",
 	}
 	if err := os.MkdirAll(sys.SystemRegistriesConfDirPath, 0o700); err != nil {
-		cleanup()
-		return nil, nil, fmt.Errorf("creating registry configuration directory: %w", err)
+		return nil, fmt.Errorf("creating registry configuration directory: %w", err)
 	}
 	if conf := registriesDropIn(reg); conf != "" {
 		if err := os.WriteFile(filepath.Join(sys.SystemRegistriesConfDirPath, "50-snofactory.conf"), []byte(conf), 0o600); err != nil {
-			cleanup()
-			return nil, nil, fmt.Errorf("writing registries.conf drop-in: %w", err)
+				return nil, fmt.Errorf("writing registries.conf drop-in: %w", err)
 		}
 	}
 	if reg.PullSecret != "" {
 		if secrets == nil {
-			cleanup()
-			return nil, nil, fmt.Errorf("pull secret %q is configured but no secrets were given", reg.PullSecret)
+				return nil, fmt.Errorf("pull secret %q is configured but no secrets were given", reg.PullSecret)
 		}
 		b, err := secrets.Secret(reg.PullSecret)
 		if err != nil {
-			cleanup()
-			return nil, nil, err
+				return nil, err
 		}
 		p := filepath.Join(dir, "auth.json")
 		if err := os.WriteFile(p, b, 0o600); err != nil {
-			cleanup()
-			return nil, nil, fmt.Errorf("writing pull secret for registry access: %w", err)
+				return nil, fmt.Errorf("writing pull secret for registry access: %w", err)
 		}
 		sys.AuthFilePath = p
 	}
-	return sys, cleanup, nil
+	return sys, nil
 }
 
 // registriesDropIn renders mirrors and insecure registries as a registries.conf (v2) drop-in.

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/snofactory/snofactory/pipeline"
 )
 
 // secretMap serves pipeline secrets from memory.
@@ -32,8 +34,9 @@ func TestSystemContextScratch(t *testing.T) {
 			}
 			tmp := t.TempDir()
 			t.Setenv("TMPDIR", tmp)
-			sys, cleanup, err := SystemContext(context.Background(), scratch, Config{PullSecret: "pull-secret", Insecure: []string{"127.0.0.1:5000"}},
-				secretMap{"pull-secret": auth}, "x86_64")
+			var cl pipeline.Cleanups
+			sys, err := SystemContext(context.Background(), scratch, Config{PullSecret: "pull-secret", Insecure: []string{"127.0.0.1:5000"}},
+				secretMap{"pull-secret": auth}, "x86_64", &cl)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -64,7 +67,9 @@ func TestSystemContextScratch(t *testing.T) {
 					t.Errorf("system temp directory holds %v", ents)
 				}
 			}
-			cleanup()
+			if err := cl.Run(); err != nil {
+				t.Fatal(err)
+			}
 			for _, d := range []string{tmp, scratch} {
 				if ents, _ := os.ReadDir(d); d != "" && len(ents) != 0 {
 					t.Errorf("after cleanup %s still holds %v", d, ents)
