@@ -47,6 +47,9 @@ type Entry struct {
 	// Stamps are the artifacts' modification times (ns) at commit: a hit whose files no
 	// longer match (someone edited a file through an output directory's link) is rebuilt.
 	Stamps map[string]int64 `json:"stamps,omitempty"`
+	// Summary is what the stage chose to show in run.json (Env.Summarize), kept so a cache
+	// hit shows it too.
+	Summary json.RawMessage `json:"summary,omitempty"`
 	// Dir is where the outputs live; not stored.
 	Dir string `json:"-"`
 }

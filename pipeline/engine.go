@@ -423,7 +423,7 @@ func runStage(ctx context.Context, s Stage, in KeyInputs, outputs map[string]str
 	if e, hit, err := c.Lookup(s.Name, key); err != nil {
 		return sr, err
 	} else if hit && !forced && !s.Uncached {
-		sr.Cache, sr.dir, sr.Artifacts, sr.Tools = "hit", e.Dir, e.Artifacts, e.Tools
+		sr.Cache, sr.dir, sr.Artifacts, sr.Tools, sr.Summary = "hit", e.Dir, e.Artifacts, e.Tools, e.Summary
 		sr.Duration = Duration(opts.Now().Sub(start))
 		em.emit(Event{Kind: EventStageHit, Stage: s.Name, Key: key, Cache: "hit", Duration: time.Duration(sr.Duration)})
 		c.recordInputs(em.blueprint, s.Name, in)
@@ -450,7 +450,8 @@ func runStage(ctx context.Context, s Stage, in KeyInputs, outputs map[string]str
 	if err != nil {
 		return sr, fmt.Errorf("stage %s: %w", s.Name, err)
 	}
-	logPath, _ := filepath.Abs(filepath.Join(opts.OutputDir, "logs", s.Name+".log"))
+	runDir, _ := filepath.Abs(opts.OutputDir)
+	logPath := filepath.Join(runDir, "logs", s.Name+".log")
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	if err != nil {
 		return sr, fmt.Errorf("stage %s: opening log: %w", s.Name, err)
@@ -465,6 +466,7 @@ func runStage(ctx context.Context, s Stage, in KeyInputs, outputs map[string]str
 		Log:         slog.New(newStageLogHandler(red.writer(logFile), em, s.Name, red)),
 		LogPath:     logPath,
 		KeepOnError: opts.KeepOnError,
+		RunDir:      runDir,
 		tools:       map[string]string{},
 		events:      em,
 		stage:       s.Name,
@@ -482,7 +484,7 @@ func runStage(ctx context.Context, s Stage, in KeyInputs, outputs map[string]str
 			runErr = cerr
 		}
 	}
-	sr.Tools = env.tools
+	sr.Tools, sr.Summary = env.tools, env.summary
 	if runErr == nil {
 		runErr = ctx.Err()
 	}
@@ -502,7 +504,7 @@ func runStage(ctx context.Context, s Stage, in KeyInputs, outputs map[string]str
 	if err != nil {
 		return sr, fmt.Errorf("stage %s: listing outputs: %w", s.Name, err)
 	}
-	e, err := c.commit(staged, Entry{Stage: s.Name, Key: key, Inputs: in, Artifacts: arts, Tools: env.tools, Stamps: stamps})
+	e, err := c.commit(staged, Entry{Stage: s.Name, Key: key, Inputs: in, Artifacts: arts, Tools: env.tools, Stamps: stamps, Summary: env.summary})
 	if err != nil {
 		return sr, err
 	}

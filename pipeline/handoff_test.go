@@ -1,7 +1,9 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -159,5 +161,27 @@ func TestCleanupsOutsideAStage(t *testing.T) {
 	}
 	if err := c.Run(); err != nil || len(order) != 3 {
 		t.Fatalf("second Run re-ran cleanups: %v %v", err, order)
+	}
+}
+
+// A stage's summary reaches run.json on the run that made it and on every cache hit after.
+func TestSummaryInRecordAndOnHits(t *testing.T) {
+	g := &Graph{Blueprint: "t", Stages: []Stage{{Name: "s", Version: "1", Run: func(_ context.Context, env *Env) error {
+		return env.Summarize(map[string]int{"passed": 3, "failed": 0})
+	}}}}
+	cache := t.TempDir()
+	for _, want := range []string{"miss", "hit"} {
+		opts := buildOpts(t, cache)
+		if _, err := Build(context.Background(), g, opts); err != nil {
+			t.Fatal(err)
+		}
+		r := readRecord(t, opts.OutputDir)
+		var got bytes.Buffer
+		if err := json.Compact(&got, r.Stages[0].Summary); err != nil {
+			t.Fatalf("%s: summary %q: %v", want, r.Stages[0].Summary, err)
+		}
+		if r.Stages[0].Cache != want || got.String() != `{"failed":0,"passed":3}` {
+			t.Fatalf("%s: cache %s summary %s", want, r.Stages[0].Cache, got.String())
+		}
 	}
 }

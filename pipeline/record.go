@@ -42,10 +42,12 @@ type StageRecord struct {
 	Duration  Duration          `json:"duration"`
 	Artifacts []Artifact        `json:"artifacts,omitempty"`
 	Tools     map[string]string `json:"tools,omitempty"`
-	Error     string            `json:"error,omitempty"`
-	LogPath   string            `json:"log,omitempty"`
-	KeptDir   string            `json:"keptDir,omitempty"`
-	dir       string
+	// Summary is the stage's own account of its result (e.g. validation's check counts).
+	Summary json.RawMessage `json:"summary,omitempty"`
+	Error   string          `json:"error,omitempty"`
+	LogPath string          `json:"log,omitempty"`
+	KeptDir string          `json:"keptDir,omitempty"`
+	dir     string
 }
 
 // Duration marshals as seconds with millisecond precision, which reads well in JSON.

@@ -2,6 +2,8 @@ package pipeline
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"log/slog"
 	"runtime/debug"
 )
@@ -56,11 +58,15 @@ type Env struct {
 	Log *slog.Logger
 	// LogPath is the full log file of this stage, for error messages.
 	LogPath string
+	// RunDir is the build's output directory, for what belongs to this run rather than to
+	// the cache entry: VM consoles, gather bundles of a failed stage.
+	RunDir string
 	// KeepOnError is the build's --keep-on-error: a stage that fails keeps what it would
 	// otherwise delete (disks, consoles) for inspection.
 	KeepOnError bool
 	// Tools records the external tools (and versions) the stage used, for run.json.
 	tools    map[string]string
+	summary  json.RawMessage
 	events   *emitter
 	stage    string
 	cleanups Cleanups
@@ -71,6 +77,17 @@ func (e *Env) UseTool(name, version string) {
 	if e.tools != nil {
 		e.tools[name] = version
 	}
+}
+
+// Summarize records v (encoded as JSON) as the stage's summary in run.json; a cache hit
+// shows the summary of the run that made the entry. The last call wins.
+func (e *Env) Summarize(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("stage %s: encoding its summary: %w", e.stage, err)
+	}
+	e.summary = b
+	return nil
 }
 
 // Progress reports byte- or item-counted progress of the stage; total may be 0 if unknown.
