@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
+	"fmt"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -135,8 +137,9 @@ func (l *accessLog) parse(line string) {
 
 // sync makes a marker request and waits until the registry has logged it.
 // Log lines are written after each response, so a client that has finished
-// reading could otherwise look at the log before its own line arrives.
-func (r *Registry) sync() {
+// reading could otherwise look at the log before its own line arrives. An error
+// means this registry did not log it: it exited, or another process answered.
+func (r *Registry) sync() error {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
 	nonce := hex.EncodeToString(b)
@@ -150,21 +153,24 @@ func (r *Registry) sync() {
 		resp.Body.Close()
 		select {
 		case <-ch:
-			return
+			return nil
 		case <-r.exited:
+			err = fmt.Errorf("the registry exited (%v)", r.waitErr)
 		case <-time.After(5 * time.Second):
+			err = errors.New("the registry did not log the request")
 		}
 	}
 	r.log.mu.Lock()
 	delete(r.log.seen, nonce)
 	r.log.mu.Unlock()
 	r.opts.Logger.Warn("registry access log did not catch up", "addr", r.addr, "err", err)
+	return err
 }
 
 // Requests returns every request logged since start (or the last Reset),
 // after making sure requests already answered are in the log.
 func (r *Registry) Requests() []Request {
-	r.sync()
+	_ = r.sync() // it logs why it failed; the requests logged so far are still the answer
 	r.log.mu.Lock()
 	defer r.log.mu.Unlock()
 	return append([]Request(nil), r.log.reqs...)
@@ -176,7 +182,7 @@ func (r *Registry) Stats() Stats { return Summarize(r.Requests()) }
 // Reset forgets the requests logged so far, so a test can count only what
 // a later step fetched.
 func (r *Registry) Reset() {
-	r.sync()
+	_ = r.sync() // it logs why it failed; forgetting what was logged is still right
 	r.log.mu.Lock()
 	r.log.reqs = nil
 	r.log.mu.Unlock()

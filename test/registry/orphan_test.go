@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/snofactory/snofactory/test/testbin"
 )
 
 // TestHelperAbandon is not a test: run as a child by
@@ -59,7 +61,7 @@ func TestRegistryDiesWithItsParent(t *testing.T) {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 		os.RemoveAll(dir)
 	})
-	waitDead(t, pid)
+	testbin.WaitExited(t, pid, 10*time.Second)
 	if _, err := os.Stat(dir); err != nil {
 		t.Fatalf("the abandoned registry's directory is not there to reap: %v", err)
 	}
@@ -118,26 +120,20 @@ func onEndingThread(f func()) {
 	<-done
 }
 
-// waitDead waits until pid has exited.
-func waitDead(t *testing.T, pid int) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) || zombie(pid) {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
+// A registry that cannot bind its port must not come up as "ready" because the process
+// already on that port answers /v2/: two demo environments on one fixed port both
+// "started" that way, the second serving nothing.
+func TestStartOnATakenPortFails(t *testing.T) {
+	taken := StartT(t, Options{})
+	_, port, _ := strings.Cut(taken.Addr(), ":")
+	var n int
+	fmt.Sscan(port, &n)
+	r, err := Start(context.Background(), Options{Port: n})
+	if err == nil {
+		r.Stop()
+		t.Fatalf("a second registry on %s started", taken.Addr())
 	}
-	t.Fatalf("pid %d outlived the process that started it", pid)
-}
-
-// zombie reports a dead process its new parent has not reaped yet.
-func zombie(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
+	if !strings.Contains(err.Error(), "address already in use") {
+		t.Fatalf("the error does not say the port is taken: %v", err)
 	}
-	// Field 3, after the parenthesised command name.
-	i := strings.LastIndexByte(string(b), ')')
-	return i > 0 && strings.HasPrefix(string(b[i:]), ") Z")
 }

@@ -196,6 +196,14 @@ func start(ctx context.Context, bin string, opts Options) (r *Registry, err erro
 		<-r.exited
 		return nil, err
 	}
+	// Whoever holds the port answers /v2/: when another process took it first (a fixed
+	// Port in use, or the race between freePort and the bind), that was not us. Only a
+	// request in our own access log proves it was.
+	if err := r.sync(); err != nil {
+		r.kill()
+		<-r.exited
+		return nil, fmt.Errorf("registry: %s answers, but not the registry started here (%w): %s", r.addr, err, strings.TrimSpace(r.stderr.String()))
+	}
 	// Readiness probes are not what tests want to count.
 	r.Reset()
 	opts.Logger.Info("registry started", "addr", r.addr, "tls", opts.TLS, "auth", opts.Username != "", "pid", cmd.Process.Pid)
@@ -320,6 +328,11 @@ func (r *Registry) Transport() *http.Transport {
 	}
 	return t
 }
+
+// Dir is the registry's private directory, removed with it: by Stop, or by a later Start
+// once its owner has died. Files that mean something only while this registry runs (a
+// blueprint naming its address) belong here.
+func (r *Registry) Dir() string { return r.dir }
 
 // StorageDir is the registry's filesystem storage root.
 func (r *Registry) StorageDir() string { return filepath.Join(r.dir, "data") }

@@ -3,13 +3,17 @@
 package testbin
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // Binary builds cmd/snofactory into dir (static, with the project's build tags) and returns
@@ -58,4 +62,31 @@ func Require(t testing.TB, tool, aptPackage string) string {
 		t.Fatalf("%s is not on PATH: install the Debian package %s (make deps)", tool, aptPackage)
 	}
 	return p
+}
+
+// WaitExited waits up to within for process pid to be gone (or a zombie its new parent has
+// not reaped yet) and fails the test if it is still running then.
+func WaitExited(t testing.TB, pid int, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) || zombie(pid) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d is still running after %s", pid, within)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// zombie reports a dead process whose parent has not reaped it yet.
+func zombie(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The state is the field after the parenthesised command name.
+	i := strings.LastIndexByte(string(b), ')')
+	return i > 0 && strings.HasPrefix(string(b[i:]), ") Z")
 }

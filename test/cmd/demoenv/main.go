@@ -1,8 +1,3 @@
-// Command demoenv runs a command with the demo's offline environment around it: a real
-// registry (Debian's docker-registry) on 127.0.0.1 holding the demo's extra image. The demo
-// blueprint names that image, so `make demo` needs no network.
-//
-//	demoenv [--port 5055] -- snofactory build blueprints/demo.yaml
 package main
 
 import (
@@ -16,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"syscall"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -41,29 +37,64 @@ func main() {
 
 func run(ctx context.Context, args []string) (int, error) {
 	fs := flag.NewFlagSet("demoenv", flag.ContinueOnError)
-	port := fs.Int("port", 5055, "registry port on 127.0.0.1 (the demo blueprint names it)")
+	blueprint := fs.String("blueprint", "", "the demo blueprint, naming its registry as "+DemoRegistry)
 	if err := fs.Parse(args); err != nil {
 		return 2, err
 	}
-	if fs.NArg() == 0 {
-		return 2, errors.New("usage: demoenv [--port N] -- COMMAND [ARGS...]")
+	if fs.NArg() == 0 || *blueprint == "" {
+		return 2, errors.New("usage: demoenv --blueprint FILE -- COMMAND [ARGS...] (ARGS name FILE)")
 	}
-	reg, err := registry.Start(ctx, registry.Options{Port: *port})
+	command, ok := replaceArg(fs.Args(), *blueprint, "")
+	if !ok {
+		return 2, fmt.Errorf("the command does not name the blueprint %s", *blueprint)
+	}
+	reg, err := registry.Start(ctx, registry.Options{})
 	if err != nil {
-		return 1, fmt.Errorf("starting the demo registry on 127.0.0.1:%d (is another one running?): %w", *port, err)
+		return 1, fmt.Errorf("starting the demo registry: %w", err)
 	}
 	defer reg.Stop()
 	ref := reg.Ref(DemoImage)
 	if err := pushDemoImage(ctx, ref); err != nil {
 		return 1, err
 	}
-	fmt.Fprintf(os.Stderr, "demoenv: registry on %s serving %s\n", reg.Addr(), ref)
+	derived, err := deriveBlueprint(*blueprint, reg.Addr(), reg.Dir())
+	if err != nil {
+		return 1, err
+	}
+	command, _ = replaceArg(fs.Args(), *blueprint, derived)
+	fmt.Fprintf(os.Stderr, "demoenv: registry on %s serving %s; blueprint %s\n", reg.Addr(), ref, derived)
+	return runCommand(ctx, command)
+}
 
-	cmd := exec.CommandContext(ctx, fs.Arg(0), fs.Args()[1:]...)
+// replaceArg returns args with every element equal to old replaced by repl, and whether
+// there was one.
+func replaceArg(args []string, old, repl string) ([]string, bool) {
+	out := append([]string(nil), args...)
+	found := false
+	for i, a := range out {
+		if a == old {
+			out[i], found = repl, true
+		}
+	}
+	return out, found
+}
+
+// runCommand runs the command and returns its exit code. It dies with demoenv, even with
+// a SIGKILL that runs no cleanup: the kernel sends it the parent-death signal when the
+// thread that started it ends, so it is started and waited for on one locked thread.
+func runCommand(ctx context.Context, args []string) (int, error) {
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	// Ctrl-C reaches the child through the terminal's process group; on SIGTERM we pass it on.
+	// Ctrl-C reaches the command through the terminal's process group; on SIGTERM we pass it on.
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	err = cmd.Run()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	done := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		done <- cmd.Run()
+	}()
+	err := <-done
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		return ee.ExitCode(), nil
