@@ -52,8 +52,29 @@ type Config struct {
 	ConsoleLog string
 	// AgentPort is the virtio-serial port name; empty means agent.DefaultPortName.
 	AgentPort string
+	// Network, when set, gives the guest one virtio NIC on qemu's user-mode network.
+	Network *UserNetwork
 	// ExtraArgs are appended to the qemu command line.
 	ExtraArgs []string
+}
+
+// UserNetwork is qemu's user-mode (slirp) network: the guest reaches out through the host,
+// and the host reaches the guest only through the forwarded ports, on 127.0.0.1.
+type UserNetwork struct {
+	Forwards []Forward
+}
+
+// Forward sends connections to 127.0.0.1:HostPort on the host to GuestPort in the guest.
+type Forward struct {
+	HostPort, GuestPort int
+}
+
+func (n *UserNetwork) args() []string {
+	netdev := "user,id=net0"
+	for _, f := range n.Forwards {
+		netdev += fmt.Sprintf(",hostfwd=tcp:127.0.0.1:%d-:%d", f.HostPort, f.GuestPort)
+	}
+	return []string{"-netdev", netdev, "-device", "virtio-net-pci,netdev=net0"}
 }
 
 func (c Config) qemu() string {
@@ -190,6 +211,9 @@ func (c Config) args(acc Accelerator, rp runtimePaths) []string {
 	}
 	if c.NoReboot {
 		a = append(a, "-no-reboot")
+	}
+	if c.Network != nil {
+		a = append(a, c.Network.args()...)
 	}
 	return append(a, c.ExtraArgs...)
 }

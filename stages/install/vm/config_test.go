@@ -51,6 +51,16 @@ func TestArgs(t *testing.T) {
 				"-device virtserialport,bus=vser0.0,chardev=agent0,name=p1",
 			},
 		},
+		{
+			name: "user network forwards the API port on loopback only",
+			cfg:  Config{ISO: "/x/live.iso", ConsoleLog: "/c", Network: &UserNetwork{Forwards: []Forward{{HostPort: 46443, GuestPort: 6443}, {HostPort: 42222, GuestPort: 22}}}},
+			acc:  TCG("test"),
+			want: []string{
+				"-netdev user,id=net0,hostfwd=tcp:127.0.0.1:46443-:6443,hostfwd=tcp:127.0.0.1:42222-:22",
+				"-device virtio-net-pci,netdev=net0",
+			},
+		},
+		{name: "no network by default", cfg: Config{ISO: "/x/live.iso", ConsoleLog: "/c"}, acc: TCG("test"), wantNot: []string{"-netdev", "virtio-net-pci"}},
 		{name: "nothing to boot", cfg: Config{ConsoleLog: "/c"}, validErr: "nothing to boot"},
 		{
 			// a comma ends an option value unless doubled: unescaped, these

@@ -3,6 +3,7 @@ package vm
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -103,7 +105,8 @@ func Start(ctx context.Context, cfg Config, acc Accelerator, log *slog.Logger) (
 	m.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	log.Info("starting VM", "name", cfg.Name, "accel", acc.Name, "console", cfg.ConsoleLog)
 	log.Debug("qemu command", "args", args)
-	if err := m.cmd.Start(); err != nil {
+	started, exited := m.startQemu()
+	if err := <-started; err != nil {
 		m.ln.Close()
 		return nil, fmt.Errorf("vm %s: starting qemu: %w", cfg.Name, err)
 	}
@@ -116,7 +119,7 @@ func Start(ctx context.Context, cfg Config, acc Accelerator, log *slog.Logger) (
 		m.readAgent()
 	}()
 	go func() {
-		err := m.cmd.Wait()
+		err := <-exited
 		if tail := lastLines(m.stderr.String(), stderrLines); err != nil && tail != "" {
 			err = fmt.Errorf("%w: %s", err, tail)
 		}
@@ -137,6 +140,25 @@ func Start(ctx context.Context, cfg Config, acc Accelerator, log *slog.Logger) (
 		}
 	}()
 	return m, nil
+}
+
+// startQemu starts qemu and waits for it on one locked OS thread that lives as long as
+// qemu: the kernel sends the parent-death signal when the starting thread ends, not the
+// process, and Go ends the thread of a goroutine that returns while locked. started gets
+// Start's error; exited then gets Wait's.
+func (m *Machine) startQemu() (started, exited <-chan error) {
+	s, e := make(chan error, 1), make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := m.cmd.Start(); err != nil {
+			s <- err
+			return
+		}
+		s <- nil
+		e <- m.cmd.Wait()
+	}()
+	return s, e
 }
 
 // readAgent accepts qemu's connection(s) to the agent socket and decodes messages. A
@@ -209,32 +231,43 @@ func (m *Machine) kill() {
 
 // Reset hard-resets the VM (the reset button): the guest reboots without shutting down.
 // With NoReboot set, qemu exits instead.
-func (m *Machine) Reset(ctx context.Context) error { return m.machineCommand(ctx, "system_reset") }
+func (m *Machine) Reset(ctx context.Context) error {
+	_, err := m.machineCommand(ctx, "system_reset")
+	return err
+}
 
 // Powerdown presses the ACPI power button; the guest decides what to do with it.
 func (m *Machine) Powerdown(ctx context.Context) error {
-	return m.machineCommand(ctx, "system_powerdown")
+	_, err := m.machineCommand(ctx, "system_powerdown")
+	return err
 }
 
-func (m *Machine) machineCommand(ctx context.Context, cmd string) error {
+// Status is QMP's query-status reply (e.g. {"running":true,"status":"running"}), for a
+// gather bundle.
+func (m *Machine) Status(ctx context.Context) (json.RawMessage, error) {
+	return m.machineCommand(ctx, "query-status")
+}
+
+func (m *Machine) machineCommand(ctx context.Context, cmd string) (json.RawMessage, error) {
 	m.qmpMu.Lock()
 	defer m.qmpMu.Unlock()
 	select {
 	case <-m.done:
-		return fmt.Errorf("vm %s: %s: %w", m.cfg.Name, cmd, ErrExited)
+		return nil, fmt.Errorf("vm %s: %s: %w", m.cfg.Name, cmd, ErrExited)
 	default:
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	q, err := dialQMP(ctx, m.qmpPath)
 	if err != nil {
-		return fmt.Errorf("vm %s: %s: %w", m.cfg.Name, cmd, err)
+		return nil, fmt.Errorf("vm %s: %s: %w", m.cfg.Name, cmd, err)
 	}
 	defer q.close()
-	if err := q.execute(cmd); err != nil {
-		return fmt.Errorf("vm %s: %w", m.cfg.Name, err)
+	ret, err := q.execute(cmd)
+	if err != nil {
+		return nil, fmt.Errorf("vm %s: %w", m.cfg.Name, err)
 	}
-	return nil
+	return ret, nil
 }
 
 // ExitErr is how qemu exited; valid after Done is closed.
@@ -308,4 +341,18 @@ func CreateDisk(ctx context.Context, path, format string, sizeMiB int) error {
 		return fmt.Errorf("create disk %s: %w: %s", path, err, bytes.TrimSpace(out))
 	}
 	return nil
+}
+
+// StartManaged starts a VM like Start and registers its Stop with cl at once, so a stage's
+// VM is stopped when the stage ends, whatever the outcome.
+func StartManaged(ctx context.Context, cfg Config, acc Accelerator, log *slog.Logger, cl pipeline.Cleaner) (*Machine, error) {
+	m, err := Start(ctx, cfg, acc, log)
+	if err != nil {
+		return nil, err
+	}
+	cl.Cleanup("VM "+cfg.Name, func(context.Context) error {
+		m.Stop()
+		return nil
+	})
+	return m, nil
 }

@@ -41,7 +41,7 @@ func dialQMP(ctx context.Context, path string) (*qmp, error) {
 		conn.Close()
 		return nil, fmt.Errorf("qmp greeting: %w", err)
 	}
-	if err := q.execute("qmp_capabilities"); err != nil {
+	if _, err := q.execute("qmp_capabilities"); err != nil {
 		conn.Close()
 		return nil, err
 	}
@@ -70,23 +70,24 @@ func (q *qmp) read() (qmpReply, error) {
 	return r, nil
 }
 
-func (q *qmp) execute(cmd string) error {
+// execute runs cmd and returns its "return" value.
+func (q *qmp) execute(cmd string) (json.RawMessage, error) {
 	b, _ := json.Marshal(map[string]string{"execute": cmd})
 	if _, err := q.conn.Write(append(b, '\n')); err != nil {
-		return fmt.Errorf("qmp %s: %w", cmd, err)
+		return nil, fmt.Errorf("qmp %s: %w", cmd, err)
 	}
 	for {
 		r, err := q.read()
 		if err != nil {
-			return fmt.Errorf("qmp %s: %w", cmd, err)
+			return nil, fmt.Errorf("qmp %s: %w", cmd, err)
 		}
 		switch {
 		case r.Event != "":
 			continue
 		case r.Error != nil:
-			return fmt.Errorf("qmp %s: %s: %s", cmd, r.Error.Class, r.Error.Desc)
+			return nil, fmt.Errorf("qmp %s: %s: %s", cmd, r.Error.Class, r.Error.Desc)
 		case r.Return != nil:
-			return nil
+			return r.Return, nil
 		}
 	}
 }
