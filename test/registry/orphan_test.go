@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -82,7 +81,7 @@ func TestRegistryDiesWithItsParent(t *testing.T) {
 func TestRegistryOutlivesTheThreadThatStartedIt(t *testing.T) {
 	var r *Registry
 	var err error
-	onEndingThread(func() { r, err = Start(context.Background(), Options{}) })
+	testbin.OnEndingThread(func() { r, err = Start(context.Background(), Options{}) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,27 +96,6 @@ func TestRegistryOutlivesTheThreadThatStartedIt(t *testing.T) {
 		t.Fatalf("the registry does not answer after its starting thread ended: %v", err)
 	}
 	resp.Body.Close()
-}
-
-// onEndingThread runs f on an OS thread that ends when f returns. A goroutine that locked
-// its thread and returns ends it, unless it is the main thread, which Go never ends: on
-// that one, hold it and try again on another.
-func onEndingThread(f func()) {
-	done := make(chan struct{})
-	var try func()
-	try = func() {
-		runtime.LockOSThread()
-		if syscall.Gettid() == os.Getpid() {
-			go try() // cannot run on this thread while it is held
-			<-done
-			runtime.UnlockOSThread()
-			return
-		}
-		f()
-		close(done) // returning still locked ends the thread
-	}
-	go try()
-	<-done
 }
 
 // A registry that cannot bind its port must not come up as "ready" because the process

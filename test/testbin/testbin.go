@@ -90,3 +90,25 @@ func zombie(pid int) bool {
 	i := strings.LastIndexByte(string(b), ')')
 	return i > 0 && strings.HasPrefix(string(b[i:]), ") Z")
 }
+
+// OnEndingThread runs f on an OS thread that ends when f returns, for tests of children
+// started with a parent-death signal, which the kernel sends when the starting thread ends.
+// A goroutine that locked its thread and returns ends it, unless it is the main thread,
+// which Go never ends: on that one, hold it and try again on another.
+func OnEndingThread(f func()) {
+	done := make(chan struct{})
+	var try func()
+	try = func() {
+		runtime.LockOSThread()
+		if syscall.Gettid() == os.Getpid() {
+			go try() // cannot run on this thread while it is held
+			<-done
+			runtime.UnlockOSThread()
+			return
+		}
+		f()
+		close(done) // returning still locked ends the thread
+	}
+	go try()
+	<-done
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/snofactory/snofactory/seeds/agent"
 	"github.com/snofactory/snofactory/test/conformance"
+	"github.com/snofactory/snofactory/test/testbin"
 )
 
 // TestBootConformanceISO boots the pristine conformance ISO (no Ignition config) with
@@ -123,5 +124,30 @@ func TestContextCancelKillsVM(t *testing.T) {
 	}
 	if _, err := m.WaitFinal(context.Background(), agent.PhaseBootComplete, nil); !errors.Is(err, ErrExited) {
 		t.Fatalf("WaitFinal after exit: %v", err)
+	}
+}
+
+// qemu dies with the process that started it (Pdeathsig), but not with the thread that
+// did: the kernel sends that signal when the starting thread ends, and Go ends threads.
+func TestVMOutlivesTheThreadThatStartedIt(t *testing.T) {
+	requireQemu(t)
+	dir := t.TempDir()
+	disk := filepath.Join(dir, "empty.qcow2")
+	if err := CreateDisk(context.Background(), disk, "qcow2", 16); err != nil {
+		t.Fatal(err)
+	}
+	var m *Machine
+	var err error
+	testbin.OnEndingThread(func() {
+		m, err = Start(context.Background(), Config{Name: "thread-test", Disks: []Disk{{Path: disk}}, MemoryMiB: 64, ConsoleLog: filepath.Join(dir, "c.log")}, TCG("test"), nil)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Stop)
+	select {
+	case <-m.Done():
+		t.Fatalf("qemu died with the thread that started it: %v", m.ExitErr())
+	case <-time.After(500 * time.Millisecond):
 	}
 }
