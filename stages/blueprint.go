@@ -2,9 +2,12 @@ package stages
 
 import (
 	"path/filepath"
+	"time"
 
 	"github.com/snofactory/snofactory/blueprints/v1alpha1"
 	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/seeds/agent"
+	"github.com/snofactory/snofactory/stages/install"
 	"github.com/snofactory/snofactory/stages/internal/registries"
 	"github.com/snofactory/snofactory/stages/liveiso"
 	"github.com/snofactory/snofactory/stages/precache"
@@ -21,6 +24,7 @@ type stageOptions struct {
 	render   render.Options
 	liveISO  liveiso.StageOptions
 	precache precache.Options
+	install  install.Options
 }
 
 // mapBlueprint maps the blueprint onto every stage's options, reading each blueprint
@@ -36,7 +40,32 @@ func mapBlueprint(bp *v1alpha1.Blueprint) stageOptions {
 		render:   renderOptions(bp),
 		liveISO:  liveISOOptions(bp, isoMissing),
 		precache: precache.Options{Registry: reg, Arch: arch},
+		install:  installOptions(bp),
 	}
+}
+
+// installOptions maps the blueprint's VM onto the install stage. Each phase is bounded by
+// the blueprint timeout of the part of the install it belongs to: the live boot, the
+// install proper, or (OpenShift) the cluster settling after the reboot.
+func installOptions(bp *v1alpha1.Blueprint) install.Options {
+	v := bp.Spec.VM
+	t := v.Timeouts
+	o := install.Options{
+		Target:         bp.Spec.Target.Type,
+		CPUs:           v.CPUs,
+		MemoryMiB:      int(v.Memory.MiB()),
+		DiskSizeMiB:    int(v.DiskSize.MiB()),
+		Firmware:       v.Firmware,
+		Accelerator:    v.Accelerator,
+		DefaultTimeout: t.Install.D(),
+		Timeouts:       map[string]time.Duration{agent.PhaseLiveBooted: t.Boot.D()},
+	}
+	if o.Target == v1alpha1.TargetOpenShift {
+		for _, p := range []string{install.PhaseAPIUp, install.PhaseBootstrapComplete, agent.PhaseInstallComplete} {
+			o.Timeouts[p] = t.Cluster.D()
+		}
+	}
+	return o
 }
 
 // Secrets are the secrets a blueprint's stages may read, by the names the stages use

@@ -5,6 +5,7 @@ import (
 
 	"github.com/snofactory/snofactory/blueprints/v1alpha1"
 	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/stages/install"
 	"github.com/snofactory/snofactory/stages/internal/handoff"
 	"github.com/snofactory/snofactory/stages/liveiso"
 	"github.com/snofactory/snofactory/stages/precache"
@@ -28,7 +29,7 @@ func Graph(bp *v1alpha1.Blueprint, opts Options) (*pipeline.Graph, pipeline.Secr
 		render.New(in.render),
 		liveiso.New(in.liveISO),
 		precache.New(in.precache),
-		unavailable(handoff.StageInstall, "installs the node in the factory VM", handoff.StageLiveISO, handoff.StagePrecache),
+		installStage(bp, in.install),
 		unavailable(handoff.StageValidate, "checks the installed node before it ships", handoff.StageInstall),
 		unavailable(handoff.StageSeal, "prepares the node for relocation and writes the seed disk", handoff.StageValidate),
 		unavailable(handoff.StagePublish, "pushes the seed as an OCI artifact", handoff.StageSeal),
@@ -37,6 +38,16 @@ func Graph(bp *v1alpha1.Blueprint, opts Options) (*pipeline.Graph, pipeline.Secr
 		return nil, nil, fmt.Errorf("wiring blueprint %s: %w", bp.Metadata.Name, err)
 	}
 	return g, Secrets(bp), nil
+}
+
+// installStage installs the node. An OpenShift node reports its bootstrap-in-place phases
+// through units render does not add yet, so for OpenShift the stage is not available: it
+// would wait for reports that never come.
+func installStage(bp *v1alpha1.Blueprint, o install.Options) pipeline.Stage {
+	if bp.Spec.Target.Type == v1alpha1.TargetOpenShift {
+		return unavailable(handoff.StageInstall, "installs the node in the factory VM; OpenShift phase reporting is not in this version", handoff.StageLiveISO, handoff.StagePrecache)
+	}
+	return install.New(o)
 }
 
 // unavailable is a stage this version of snofactory does not have yet: plan shows the whole

@@ -111,7 +111,13 @@ func Start(ctx context.Context, cfg Config, acc Accelerator, log *slog.Logger) (
 		return nil, fmt.Errorf("vm %s: starting qemu: %w", cfg.Name, err)
 	}
 	ok = true
+	m.watch(ctx, exited)
+	return m, nil
+}
 
+// watch reads the agent socket, ends the event stream when qemu exits (exited delivers
+// how) and kills qemu when ctx ends.
+func (m *Machine) watch(ctx context.Context, exited <-chan error) {
 	var readers sync.WaitGroup
 	readers.Add(1)
 	go func() {
@@ -139,7 +145,6 @@ func Start(ctx context.Context, cfg Config, acc Accelerator, log *slog.Logger) (
 		case <-m.done:
 		}
 	}()
-	return m, nil
 }
 
 // startQemu starts qemu and waits for it on one locked OS thread that lives as long as

@@ -78,3 +78,16 @@ type Image struct {
 }
 
 func (p Precache) files() []File { return []File{p.Layout, p.DataDisk} }
+
+// Install is the install stage's output: the installed disk.
+type Install struct {
+	Disk File `json:"disk"`
+	// Format is the disk image format (qcow2).
+	Format string `json:"format"`
+	// Firmware is what the disk boots with (bios or uefi).
+	Firmware string `json:"firmware"`
+	// Target is the blueprint's target type (coreos or openshift).
+	Target string `json:"target"`
+}
+
+func (i Install) files() []File { return []File{i.Disk} }

@@ -20,8 +20,9 @@ import (
 var readers = map[string][]string{
 	"Resolve":  {"stages/resolve", "stages/render", "stages/liveiso", "stages/precache"},
 	"Render":   {"stages/render", "stages/liveiso"},
-	"LiveISO":  {"stages/liveiso"},
-	"Precache": {"stages/precache"},
+	"LiveISO":  {"stages/liveiso", "stages/install"},
+	"Precache": {"stages/precache", "stages/install"},
+	"Install":  {"stages/install"},
 }
 
 // TestRenamingARecordFieldBreaksEveryReader compiles the stages with every field of one

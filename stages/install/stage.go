@@ -1,0 +1,192 @@
+package install
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
+	"time"
+
+	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/seeds/agent"
+	"github.com/snofactory/snofactory/stages/install/vm"
+	"github.com/snofactory/snofactory/stages/internal/handoff"
+)
+
+// Name is the stage name.
+const Name = handoff.StageInstall
+
+const version = "1"
+
+// DiskFile is the installed disk inside the stage's output.
+const DiskFile = "disk.qcow2"
+
+const (
+	targetOpenShift = "openshift"
+	// apiPort is the OpenShift API in the guest, forwarded to a free port on the host.
+	apiPort = 6443
+)
+
+// Options is exactly what the stage reads. What shapes the installed disk is part of the
+// key; how fast the VM runs (accelerator, timeouts) is not.
+type Options struct {
+	// Target is the blueprint's target type (coreos or openshift): it picks the phases.
+	Target    string `json:"target"`
+	CPUs      int    `json:"cpus"`
+	MemoryMiB int    `json:"memoryMiB"`
+	// DiskSizeMiB is the target disk's size.
+	DiskSizeMiB int `json:"diskSizeMiB"`
+	// Firmware is bios or uefi.
+	Firmware string `json:"firmware"`
+	// Accelerator is auto, kvm or tcg (see vm.ResolveAccel).
+	Accelerator string `json:"-"`
+	// Timeouts bound each phase at KVM speed, by phase name; DefaultTimeout bounds the
+	// phases not named. Both are scaled under TCG.
+	Timeouts       map[string]time.Duration `json:"-"`
+	DefaultTimeout time.Duration            `json:"-"`
+	// Prober picks the accelerator; the zero value probes the host for real. Tests force
+	// each kind of host through it.
+	Prober vm.Prober `json:"-"`
+}
+
+// New returns the install stage.
+func New(opts Options) pipeline.Stage {
+	return pipeline.Stage{
+		Name:    Name,
+		Version: version,
+		Options: opts,
+		Deps:    []string{handoff.StageLiveISO, handoff.StagePrecache},
+		Run: func(ctx context.Context, env *pipeline.Env) error {
+			return run(ctx, opts, env)
+		},
+	}
+}
+
+// inputs are the upstream outputs the install boots.
+type inputs struct {
+	iso, dataDisk string
+}
+
+func readInputs(env *pipeline.Env) (inputs, error) {
+	live, err := handoff.Read[handoff.LiveISO](env, handoff.StageLiveISO)
+	if err != nil {
+		return inputs{}, err
+	}
+	pc, err := handoff.Read[handoff.Precache](env, handoff.StagePrecache)
+	if err != nil {
+		return inputs{}, err
+	}
+	in := inputs{iso: live.Path(live.Out.ISO)}
+	if pc.Out.DataDisk != "" {
+		in.dataDisk = pc.Path(pc.Out.DataDisk)
+	}
+	return in, nil
+}
+
+func run(ctx context.Context, opts Options, env *pipeline.Env) error {
+	in, err := readInputs(env)
+	if err != nil {
+		return err
+	}
+	acc, err := chooseAccel(ctx, opts, env)
+	if err != nil {
+		return err
+	}
+	disk := filepath.Join(env.Out, DiskFile)
+	if err := vm.CreateDisk(ctx, disk, "qcow2", opts.DiskSizeMiB); err != nil {
+		return err
+	}
+	cfg, err := machineConfig(opts, in, disk, env)
+	if err != nil {
+		return err
+	}
+	m, err := vm.StartManaged(ctx, cfg, acc, env.Log, env)
+	if err != nil {
+		return err
+	}
+	f := follower{opts: opts, env: env, m: m, acc: acc, console: cfg.ConsoleLog, tracker: newTracker(planFor(opts.Target))}
+	if err := f.follow(ctx); err != nil {
+		return f.fail(err)
+	}
+	if err := shutdown(ctx, m, acc, env); err != nil {
+		return err
+	}
+	return finish(env, opts, acc, f.tracker.done)
+}
+
+// chooseAccel probes KVM for real (through opts.Prober) and falls back to TCG with a
+// visible warning; the UseTool entry puts the choice in run.json.
+func chooseAccel(ctx context.Context, opts Options, env *pipeline.Env) (vm.Accelerator, error) {
+	p := opts.Prober
+	p.Log = env.Log
+	acc, err := p.Resolve(ctx, vm.Accel(opts.Accelerator))
+	if err != nil {
+		return acc, err
+	}
+	env.UseTool("accelerator", fmt.Sprintf("%s (%s)", acc.Name, acc.Reason))
+	return acc, nil
+}
+
+// machineConfig is the factory VM: the live ISO, the empty target disk and the read-only
+// precache disk found by their serials, the console in the run's logs, and for OpenShift
+// the API port forwarded to the host.
+func machineConfig(opts Options, in inputs, disk string, env *pipeline.Env) (vm.Config, error) {
+	cfg := vm.Config{
+		Name:       "install",
+		ISO:        in.iso,
+		Disks:      []vm.Disk{{Path: disk, Format: "qcow2", Serial: agent.TargetDiskSerial}},
+		CPUs:       opts.CPUs,
+		MemoryMiB:  opts.MemoryMiB,
+		Firmware:   vm.Firmware(opts.Firmware),
+		BootOrder:  "cd",
+		ConsoleLog: filepath.Join(env.RunDir, "logs", Name+"-console.log"),
+	}
+	if in.dataDisk != "" {
+		cfg.Disks = append(cfg.Disks, vm.Disk{Path: in.dataDisk, Format: "raw", ReadOnly: true, Serial: agent.PrecacheDiskSerial})
+	}
+	if opts.Target == targetOpenShift {
+		port, err := freePort()
+		if err != nil {
+			return cfg, err
+		}
+		cfg.Network = &vm.UserNetwork{Forwards: []vm.Forward{{HostPort: port, GuestPort: apiPort}}}
+		env.Log.Info("OpenShift API forwarded", "host", fmt.Sprintf("127.0.0.1:%d", port))
+	}
+	return cfg, nil
+}
+
+// freePort is a TCP port on 127.0.0.1 nothing listens on right now.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("finding a free port for the API forward: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// shutdown asks the installed guest to power off and waits for qemu to exit; a guest that
+// ignores the power button is stopped (it has synced its disk before install-complete).
+func shutdown(ctx context.Context, m *vm.Machine, acc vm.Accelerator, env *pipeline.Env) error {
+	if err := m.Powerdown(ctx); err != nil && !errors.Is(err, vm.ErrExited) {
+		env.Log.Warn("the VM did not take the power button; stopping it", "error", err.Error())
+	}
+	select {
+	case <-m.Done():
+	case <-time.After(acc.Scale(10 * time.Second)):
+		env.Log.Info("the guest did not power off; stopping the VM")
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	m.Stop()
+	return nil
+}
+
+// finish writes the output record: the installed disk and how the install went.
+func finish(env *pipeline.Env, opts Options, acc vm.Accelerator, phases []PhaseTime) error {
+	if err := env.Summarize(map[string]any{"accelerator": acc.Name, "phases": phases}); err != nil {
+		return err
+	}
+	return handoff.Write(env, handoff.Install{Disk: DiskFile, Format: "qcow2", Firmware: opts.Firmware, Target: opts.Target})
+}
