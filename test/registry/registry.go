@@ -152,26 +152,9 @@ func start(ctx context.Context, bin string, opts Options) (r *Registry, err erro
 		stderr: pipeline.NewTailBuffer(16 << 10),
 		log:    newAccessLog(),
 	}
-	cfg := config{Addr: r.addr, Storage: filepath.Join(dir, "data")}
-	if opts.Username != "" {
-		cfg.Htpasswd = filepath.Join(dir, "htpasswd")
-		if err := writeHtpasswd(cfg.Htpasswd, opts.Username, opts.Password); err != nil {
-			return nil, err
-		}
-	}
-	if opts.TLS {
-		r.certDir = filepath.Join(dir, "certs")
-		cfg.Cert = filepath.Join(dir, "server.crt")
-		cfg.Key = filepath.Join(dir, "server.key")
-		pool, err := writeSelfSigned(cfg.Cert, cfg.Key, r.certDir)
-		if err != nil {
-			return nil, err
-		}
-		r.caPool = pool
-	}
-	cfgPath := filepath.Join(dir, "config.yml")
-	if err := os.WriteFile(cfgPath, cfg.render(), 0o600); err != nil {
-		return nil, fmt.Errorf("registry: write config: %w", err)
+	cfgPath, err := r.writeConfig()
+	if err != nil {
+		return nil, err
 	}
 
 	cmd := exec.Command(bin, "serve", cfgPath)
@@ -208,6 +191,33 @@ func start(ctx context.Context, bin string, opts Options) (r *Registry, err erro
 	r.Reset()
 	opts.Logger.Info("registry started", "addr", r.addr, "tls", opts.TLS, "auth", opts.Username != "", "pid", cmd.Process.Pid)
 	return r, nil
+}
+
+// writeConfig writes the registry's configuration (and its htpasswd file and certificate
+// when asked for) into its directory and returns the configuration's path.
+func (r *Registry) writeConfig() (string, error) {
+	cfg := config{Addr: r.addr, Storage: filepath.Join(r.dir, "data")}
+	if r.opts.Username != "" {
+		cfg.Htpasswd = filepath.Join(r.dir, "htpasswd")
+		if err := writeHtpasswd(cfg.Htpasswd, r.opts.Username, r.opts.Password); err != nil {
+			return "", err
+		}
+	}
+	if r.opts.TLS {
+		r.certDir = filepath.Join(r.dir, "certs")
+		cfg.Cert = filepath.Join(r.dir, "server.crt")
+		cfg.Key = filepath.Join(r.dir, "server.key")
+		pool, err := writeSelfSigned(cfg.Cert, cfg.Key, r.certDir)
+		if err != nil {
+			return "", err
+		}
+		r.caPool = pool
+	}
+	p := filepath.Join(r.dir, "config.yml")
+	if err := os.WriteFile(p, cfg.render(), 0o600); err != nil {
+		return "", fmt.Errorf("registry: write config: %w", err)
+	}
+	return p, nil
 }
 
 // startProcess starts cmd and waits for it in the background, both on one locked OS
