@@ -413,6 +413,7 @@ func runStage(ctx context.Context, s Stage, in KeyInputs, outputs map[string]str
 	start := opts.Now()
 	sr := StageRecord{Name: s.Name, Key: key}
 	forced := slices.Contains(opts.Selection.Force, s.Name)
+	since := func() Duration { return Duration(opts.Now().Sub(start)) }
 
 	unlock, err := c.lock(ctx, key)
 	if err != nil {
@@ -424,46 +425,82 @@ func runStage(ctx context.Context, s Stage, in KeyInputs, outputs map[string]str
 		return sr, err
 	} else if hit && !forced && !s.Uncached {
 		sr.Cache, sr.dir, sr.Artifacts, sr.Tools, sr.Summary = "hit", e.Dir, e.Artifacts, e.Tools, e.Summary
-		sr.Duration = Duration(opts.Now().Sub(start))
+		sr.Duration = since()
 		em.emit(Event{Kind: EventStageHit, Stage: s.Name, Key: key, Cache: "hit", Duration: time.Duration(sr.Duration)})
 		c.recordInputs(em.blueprint, s.Name, in)
 		return sr, nil
 	}
 	sr.Cache = "miss"
 	c.removeStale(s.Name, key)
-	staged, err := c.stage(s.Name, key)
+	w, err := openWorkspace(c, s, key, opts, em)
 	if err != nil {
-		return sr, fmt.Errorf("stage %s: creating staging directory: %w", s.Name, err)
+		return sr, err
 	}
-	keep := false
-	defer func() {
-		if !keep {
-			os.RemoveAll(staged)
-		}
-	}()
-	scratch, err := c.scratch(s.Name, key)
-	if err != nil {
-		return sr, fmt.Errorf("stage %s: creating scratch directory: %w", s.Name, err)
+	defer w.close()
+	for _, d := range s.Deps {
+		w.env.Inputs[d] = outputs[d]
 	}
-	defer os.RemoveAll(scratch)
-	red, err := newRedactor(opts.Secrets, s.Secrets)
+	em.emit(Event{Kind: EventStageStart, Stage: s.Name, Key: key, Message: reasonsFor(c, em.blueprint, s, in, forced)})
+	runErr := w.run(ctx, s)
+	sr.Tools, sr.Summary = w.env.tools, w.env.summary
+	if runErr != nil {
+		sr.Duration = since()
+		return sr, w.failed(ctx, runErr, &sr, opts.KeepOnError)
+	}
+	arts, stamps, err := artifacts(ctx, w.staged)
 	if err != nil {
-		return sr, fmt.Errorf("stage %s: %w", s.Name, err)
+		return sr, fmt.Errorf("stage %s: listing outputs: %w", s.Name, err)
+	}
+	e, err := c.commit(w.staged, Entry{Stage: s.Name, Key: key, Inputs: in, Artifacts: arts, Tools: w.env.tools, Stamps: stamps, Summary: w.env.summary})
+	if err != nil {
+		return sr, err
+	}
+	c.recordInputs(em.blueprint, s.Name, in)
+	sr.dir, sr.Artifacts = e.Dir, arts
+	sr.Duration = since()
+	em.emit(Event{Kind: EventStageDone, Stage: s.Name, Key: key, Cache: "miss", Duration: time.Duration(sr.Duration)})
+	return sr, nil
+}
+
+// workspace is one run of a stage: its staging and scratch directories, its log and the
+// Env it runs with.
+type workspace struct {
+	stage, key, staged, scratch string
+	log                         *os.File
+	red                         redactor
+	env                         *Env
+	em                          *emitter
+	// keep leaves the staging directory in place (--keep-on-error).
+	keep bool
+}
+
+func openWorkspace(c *Cache, s Stage, key string, opts BuildOptions, em *emitter) (*workspace, error) {
+	w := &workspace{stage: s.Name, key: key, em: em}
+	var err error
+	if w.staged, err = c.stage(s.Name, key); err != nil {
+		return nil, fmt.Errorf("stage %s: creating staging directory: %w", s.Name, err)
+	}
+	if w.scratch, err = c.scratch(s.Name, key); err != nil {
+		w.close()
+		return nil, fmt.Errorf("stage %s: creating scratch directory: %w", s.Name, err)
+	}
+	if w.red, err = newRedactor(opts.Secrets, s.Secrets); err != nil {
+		w.close()
+		return nil, fmt.Errorf("stage %s: %w", s.Name, err)
 	}
 	runDir, _ := filepath.Abs(opts.OutputDir)
 	logPath := filepath.Join(runDir, "logs", s.Name+".log")
-	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
-	if err != nil {
-		return sr, fmt.Errorf("stage %s: opening log: %w", s.Name, err)
+	if w.log, err = os.OpenFile(logPath, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644); err != nil {
+		w.close()
+		return nil, fmt.Errorf("stage %s: opening log: %w", s.Name, err)
 	}
-	defer logFile.Close()
-	env := &Env{
-		Out:         staged,
-		Scratch:     scratch,
+	w.env = &Env{
+		Out:         w.staged,
+		Scratch:     w.scratch,
 		Inputs:      map[string]string{},
 		Shared:      c.shared,
 		Secrets:     opts.Secrets,
-		Log:         slog.New(newStageLogHandler(red.writer(logFile), em, s.Name, red)),
+		Log:         slog.New(newStageLogHandler(w.red.writer(w.log), em, s.Name, w.red)),
 		LogPath:     logPath,
 		KeepOnError: opts.KeepOnError,
 		RunDir:      runDir,
@@ -471,48 +508,50 @@ func runStage(ctx context.Context, s Stage, in KeyInputs, outputs map[string]str
 		events:      em,
 		stage:       s.Name,
 	}
-	for _, d := range s.Deps {
-		env.Inputs[d] = outputs[d]
-	}
-	em.emit(Event{Kind: EventStageStart, Stage: s.Name, Key: key, Message: reasonsFor(c, em.blueprint, s, in, forced)})
-	runErr := safeRun(ctx, s, env)
-	// Resources the stage created (VMs, processes, scratch disks) go before its outputs are
-	// committed, whatever the outcome.
-	if cerr := env.cleanups.Run(); cerr != nil {
-		env.Log.Warn("cleanup failed", "error", cerr.Error())
+	return w, nil
+}
+
+// run runs the stage, then the cleanups of what it created (VMs, processes, scratch
+// disks), whatever the outcome, before its outputs can be committed.
+func (w *workspace) run(ctx context.Context, s Stage) error {
+	runErr := safeRun(ctx, s, w.env)
+	if cerr := w.env.cleanups.Run(); cerr != nil {
+		w.env.Log.Warn("cleanup failed", "error", cerr.Error())
 		if runErr == nil {
 			runErr = cerr
 		}
 	}
-	sr.Tools, sr.Summary = env.tools, env.summary
 	if runErr == nil {
 		runErr = ctx.Err()
 	}
-	if runErr != nil {
-		msg := red.string(runErr.Error())
-		sr.Duration = Duration(opts.Now().Sub(start))
-		sr.Error = msg
-		sr.LogPath = logPath
-		if opts.KeepOnError && ctx.Err() == nil {
-			keep = true
-			sr.KeptDir = staged
-		}
-		em.emit(Event{Kind: EventStageFail, Stage: s.Name, Key: key, Error: msg, Duration: time.Duration(sr.Duration)})
-		return sr, &StageError{Stage: s.Name, LogPath: logPath, KeptDir: sr.KeptDir, Err: runErr, msg: msg}
+	return runErr
+}
+
+// failed records a failed run: its redacted error, its log, and with keepOnError (unless
+// the build was cancelled) the partial outputs.
+func (w *workspace) failed(ctx context.Context, runErr error, sr *StageRecord, keepOnError bool) error {
+	msg := w.red.string(runErr.Error())
+	sr.Error, sr.LogPath = msg, w.env.LogPath
+	if keepOnError && ctx.Err() == nil {
+		w.keep = true
+		sr.KeptDir = w.staged
 	}
-	arts, stamps, err := artifacts(ctx, staged)
-	if err != nil {
-		return sr, fmt.Errorf("stage %s: listing outputs: %w", s.Name, err)
+	w.em.emit(Event{Kind: EventStageFail, Stage: w.stage, Key: w.key, Error: msg, Duration: time.Duration(sr.Duration)})
+	return &StageError{Stage: w.stage, LogPath: w.env.LogPath, KeptDir: sr.KeptDir, Err: runErr, msg: msg}
+}
+
+// close removes what the run leaves behind: the scratch directory always, the staging
+// directory unless it was committed (then it is gone already) or kept.
+func (w *workspace) close() {
+	if w.log != nil {
+		w.log.Close()
 	}
-	e, err := c.commit(staged, Entry{Stage: s.Name, Key: key, Inputs: in, Artifacts: arts, Tools: env.tools, Stamps: stamps, Summary: env.summary})
-	if err != nil {
-		return sr, err
+	if w.scratch != "" {
+		os.RemoveAll(w.scratch)
 	}
-	c.recordInputs(em.blueprint, s.Name, in)
-	sr.dir, sr.Artifacts = e.Dir, arts
-	sr.Duration = Duration(opts.Now().Sub(start))
-	em.emit(Event{Kind: EventStageDone, Stage: s.Name, Key: key, Cache: "miss", Duration: time.Duration(sr.Duration)})
-	return sr, nil
+	if !w.keep {
+		os.RemoveAll(w.staged)
+	}
 }
 
 // safeRun turns a stage panic into an error naming the stage, so no panic reaches the user.
