@@ -1,0 +1,336 @@
+package validate
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/snofactory/snofactory/seeds/agent"
+)
+
+// The OpenShift checks run against a real HTTPS API server: httptest serves the JSON
+// files under testdata/api, written in the shapes OpenShift 4.16 returns them
+// (ClusterVersion, ClusterOperatorList, NodeList, CertificateSigningRequestList,
+// Infrastructure, MachineConfigPool, MachineConfigList, IngressController), to client-go
+// as a real cluster would, over TLS with a certificate for the kubeconfig's host name and
+// a bearer token. Certificates in CSRs are minted per test (placeholders {{CERT name}}).
+
+// Certificates start an hour before the checks' clock; the clock is the real one (to the
+// hour), since client-go verifies the API server's certificate against it.
+var (
+	testFrom = time.Now().UTC().Truncate(time.Hour).Add(-time.Hour)
+	testNow  = testFrom.Add(time.Hour)
+)
+
+func rfc(d time.Duration) string { return testFrom.Add(d).Format(time.RFC3339) }
+
+const (
+	testToken   = "sha256~test-token"
+	testAPIHost = "api.sno.edge.example.com"
+	year        = 365 * 24 * time.Hour
+)
+
+// relocationMCs are the names render gives its relocation MachineConfigs.
+func relocationMCs() []string {
+	return []string{"90-master-snofactory-internal-ip", "90-master-snofactory-node-ip", "90-master-snofactory-reconfigure", "90-master-snofactory-shipment"}
+}
+
+type testCA struct {
+	key  *ecdsa.PrivateKey
+	cert *x509.Certificate
+	pem  []byte
+}
+
+func newCA(t *testing.T) *testCA {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kube-apiserver-lb-signer", OrganizationalUnit: []string{"openshift"}},
+		NotBefore: testFrom, NotAfter: testFrom.Add(10 * year), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, _ := x509.ParseCertificate(der)
+	return &testCA{key: key, cert: cert, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
+}
+
+// issue signs a leaf for cn valid for life from testFrom.
+func (ca *testCA) issue(t *testing.T, cn string, life time.Duration, dns ...string) (certPEM []byte, key *ecdsa.PrivateKey) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
+	tmpl := &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: cn, Organization: []string{"system:nodes"}}, DNSNames: dns,
+		NotBefore: testFrom, NotAfter: testFrom.Add(life), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), key
+}
+
+// apiServer is one variant of the recorded cluster.
+type apiServer struct {
+	files map[string]string // API path -> testdata/api file
+	// lifetimes of the certificates minted for the {{CERT name}} placeholders and the
+	// API server's serving certificate ("api")
+	lifetimes map[string]time.Duration
+}
+
+func healthyCluster() apiServer {
+	return apiServer{
+		files: map[string]string{
+			"/apis/config.openshift.io/v1/clusterversions/version": "clusterversion.json",
+			"/apis/config.openshift.io/v1/clusteroperators":        "clusteroperators.json",
+			"/api/v1/nodes": "nodes.json",
+			"/apis/certificates.k8s.io/v1/certificatesigningrequests":                                         "csrs.json",
+			"/apis/config.openshift.io/v1/infrastructures/cluster":                                            "infrastructure.json",
+			"/apis/machineconfiguration.openshift.io/v1/machineconfigpools/master":                            "mcp-master.json",
+			"/apis/machineconfiguration.openshift.io/v1/machineconfigs":                                       "machineconfigs.json",
+			"/apis/operator.openshift.io/v1/namespaces/openshift-ingress-operator/ingresscontrollers/default": "ingresscontroller-default.json",
+		},
+		lifetimes: map[string]time.Duration{"api": year, "kubelet-bootstrap": 24 * time.Hour, "kubelet-client": year, "kubelet-serving": year},
+	}
+}
+
+// start serves the variant over TLS and returns a kubeconfig naming the API by its host
+// name, and the server's URL to override it with (as the install stage's port forward).
+func (a apiServer) start(t *testing.T) (kubeconfig, server string) {
+	t.Helper()
+	ca := newCA(t)
+	certs := map[string]string{}
+	for name, life := range a.lifetimes {
+		if name == "api" {
+			continue
+		}
+		p, _ := ca.issue(t, "system:node:sno", life)
+		if name == "kubelet-bootstrap" {
+			p, _ = ca.issue(t, "system:node:bootstrap", life)
+		}
+		certs[name] = base64.StdEncoding.EncodeToString(p)
+	}
+	srvPEM, srvKey := ca.issue(t, testAPIHost, a.lifetimes["api"], testAPIHost)
+	keyDER, _ := x509.MarshalECPrivateKey(srvKey)
+	pair, err := tls.X509KeyPair(srvPEM, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+testToken {
+			http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Unauthorized","code":401}`, http.StatusUnauthorized)
+			return
+		}
+		file, ok := a.files[r.URL.Path]
+		if !ok {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusNotFound)
+			fmt.Fprintf(w, `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"the server could not find the requested resource","reason":"NotFound","code":404}`)
+			return
+		}
+		b, err := os.ReadFile(filepath.Join("testdata", "api", file))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		body := string(b)
+		for name, c := range certs {
+			body = strings.ReplaceAll(body, "{{CERT "+name+"}}", c)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, body)
+	}))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{pair}}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+
+	kubeconfig = filepath.Join(t.TempDir(), "kubeconfig")
+	kc := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- cluster:
+    certificate-authority-data: %s
+    server: https://%s:6443
+  name: sno
+contexts:
+- context:
+    cluster: sno
+    user: admin
+  name: admin
+current-context: admin
+users:
+- name: admin
+  user:
+    token: %s
+`, base64.StdEncoding.EncodeToString(ca.pem), testAPIHost, testToken)
+	if err := os.WriteFile(kubeconfig, []byte(kc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return kubeconfig, srv.URL
+}
+
+func (a apiServer) with(path, file string) apiServer {
+	files := map[string]string{}
+	for k, v := range a.files {
+		files[k] = v
+	}
+	files[path] = file
+	a.files = files
+	return a
+}
+
+func (a apiServer) lifetime(name string, d time.Duration) apiServer {
+	l := map[string]time.Duration{}
+	for k, v := range a.lifetimes {
+		l[k] = v
+	}
+	l[name] = d
+	a.lifetimes = l
+	return a
+}
+
+func openshiftIDs() []string {
+	var out []string
+	for _, c := range KnownChecks() {
+		if c.Scope == ScopeOpenShift {
+			out = append(out, c.ID)
+		}
+	}
+	return out
+}
+
+func TestOpenShiftChecks(t *testing.T) {
+	healthy := healthyCluster()
+	tests := []struct {
+		name    string
+		api     apiServer
+		mutate  func(*Inputs)
+		failing map[string]string // id -> piece of its message; every other OpenShift check passes
+	}{
+		{name: "healthy", api: healthy},
+		{name: "degraded operator", api: healthy.with("/apis/config.openshift.io/v1/clusteroperators", "clusteroperators-degraded.json"),
+			failing: map[string]string{CheckClusterOperators: "clusteroperator/kube-apiserver Degraded=True (NodeInstaller_InstallerPodFailed"}},
+		{name: "pending csr", api: healthy.with("/apis/certificates.k8s.io/v1/certificatesigningrequests", "csrs-pending.json"),
+			failing: map[string]string{CheckCSRNonePending: "CSR csr-m4hd9 pending (signer kubernetes.io/kubelet-serving"}},
+		{name: "progressing clusterversion", api: healthy.with("/apis/config.openshift.io/v1/clusterversions/version", "clusterversion-progressing.json"),
+			failing: map[string]string{CheckClusterVersion: "ClusterVersion Available=False"}},
+		{name: "pool not updated", api: healthy.with("/apis/machineconfiguration.openshift.io/v1/machineconfigpools/master", "mcp-master-updating.json"),
+			failing: map[string]string{CheckPoolUpdated: "machineconfigpool/master Updated=False"}},
+		{name: "ingress not pinned", api: healthy.with("/apis/operator.openshift.io/v1/namespaces/openshift-ingress-operator/ingresscontrollers/default", "ingresscontroller-default-unpinned.json"),
+			failing: map[string]string{CheckIngressPinned: "not pinned to the master pool"}},
+		{name: "short kubelet client certificate", api: healthy.lifetime("kubelet-client", 24*time.Hour),
+			failing: map[string]string{CheckKubeletClientCert: "the kubelet client certificate expires " + rfc(24*time.Hour) + ", 23h0m0s from now, inside the 720h0m0s shipment window"}},
+		{name: "short kubelet serving certificate", api: healthy.lifetime("kubelet-serving", 10*24*time.Hour),
+			failing: map[string]string{CheckKubeletServeCert: "the kubelet serving certificate expires"}},
+		{name: "short api certificate", api: healthy.lifetime("api", 30*24*time.Hour),
+			failing: map[string]string{CheckAPIServingCert: "the API serving certificate expires " + rfc(30*24*time.Hour)}},
+		{name: "other locked version", api: healthy, mutate: func(in *Inputs) { in.OpenShift.Version = "4.16.13" },
+			failing: map[string]string{CheckClusterVersion: "ClusterVersion is at 4.16.12, want the locked 4.16.13"}},
+		{name: "relocation config missing", api: healthy, mutate: func(in *Inputs) {
+			in.OpenShift.RelocationMachineConfigs = append(in.OpenShift.RelocationMachineConfigs, "90-master-snofactory-extra")
+		}, failing: map[string]string{CheckRelocationConfigs: "MachineConfig 90-master-snofactory-extra missing"}},
+		{name: "kubelet client certificate from facts", api: healthy, mutate: func(in *Inputs) {
+			in.Facts = &agent.Facts{Certs: []agent.CertFact{{Name: agent.CertKubeletClient, Path: "/var/lib/kubelet/pki/kubelet-client-current.pem",
+				Subject: "CN=system:node:sno", NotBefore: testFrom, NotAfter: testFrom.Add(30 * 24 * time.Hour)}}}
+		}, failing: map[string]string{CheckKubeletClientCert: "expires " + rfc(30*24*time.Hour)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			kubeconfig, server := tt.api.start(t)
+			in := Inputs{
+				Options: Options{ShipmentWindow: 720 * time.Hour, Now: func() time.Time { return testNow }},
+				OpenShift: &OpenShift{Kubeconfig: kubeconfig, Server: server, Version: "4.16.12",
+					RelocationMachineConfigs: relocationMCs(), DayTwoWorkers: true},
+			}
+			if tt.mutate != nil {
+				tt.mutate(&in)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			rep, err := Evaluate(ctx, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			byID := map[string]Result{}
+			for _, r := range rep.Results {
+				byID[r.ID] = r
+			}
+			for _, id := range openshiftIDs() {
+				r := byID[id]
+				if want, ok := tt.failing[id]; ok {
+					if r.Status != StatusFail || !strings.Contains(r.Message, want) {
+						t.Errorf("%s: %s %q, want fail with %q", id, r.Status, r.Message, want)
+					}
+					continue
+				}
+				if r.Status != StatusPass {
+					t.Errorf("%s: %s %q %v, want pass", id, r.Status, r.Message, r.Evidence)
+				}
+			}
+			if rep.Failed() != (len(tt.failing) > 0) {
+				t.Errorf("Failed() = %v with %v", rep.Failed(), rep.FailureLines())
+			}
+		})
+	}
+}
+
+// Without day-2 workers the ingress check does not apply; a cluster that is not reachable
+// is an error for every OpenShift check, which fails the gate.
+func TestOpenShiftNotApplicableAndUnreachable(t *testing.T) {
+	kubeconfig, server := healthyCluster().start(t)
+	in := Inputs{Options: Options{Now: func() time.Time { return testNow }},
+		OpenShift: &OpenShift{Kubeconfig: kubeconfig, Server: server, RelocationMachineConfigs: relocationMCs()}}
+	rep, err := Evaluate(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep.Results {
+		if r.ID == CheckIngressPinned && (r.Status != StatusSkip || !strings.Contains(r.Message, "no day-2 workers")) {
+			t.Errorf("ingress: %s %q, want skipped", r.Status, r.Message)
+		}
+	}
+
+	in.OpenShift.Server = "https://127.0.0.1:1" // nothing listens there
+	rep, err = Evaluate(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep.Results {
+		if r.Scope == ScopeOpenShift && r.ID != CheckIngressPinned && r.Status != StatusError {
+			t.Errorf("%s: %s, want error with the API unreachable", r.ID, r.Status)
+		}
+	}
+	if !rep.Failed() {
+		t.Error("an unreachable cluster passed the gate")
+	}
+}
+
+func TestRESTConfigKeepsServerName(t *testing.T) {
+	kubeconfig, _ := healthyCluster().start(t)
+	cfg, err := RESTConfig(kubeconfig, "https://127.0.0.1:16443")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Host != "https://127.0.0.1:16443" || cfg.TLSClientConfig.ServerName != testAPIHost {
+		t.Errorf("host %s, server name %q", cfg.Host, cfg.TLSClientConfig.ServerName)
+	}
+}
