@@ -262,6 +262,9 @@ type Validation struct {
 	// Ids of checks to skip (lowercase letters, digits, '.', '-'). Skipped checks are recorded
 	// in the report as skipped. Example: [certs.kubelet-client].
 	Skip []string `json:"skip,omitempty" yaml:"skip,omitempty" jsonschema:"uniqueItems=true,pattern=^[a-z0-9][a-z0-9.-]*$"`
+	// Why each skipped check is skipped, by check id; the report shows the reason beside the
+	// skipped check. Every key must be listed in skip. Example: {certs.kubelet-client: renewed at seal}.
+	SkipReasons map[string]string `json:"skipReasons,omitempty" yaml:"skipReasons,omitempty"`
 }
 
 // Relocation prepares the node to be moved to its site and reconfigured there.

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/containers/image/v5/docker/reference"
@@ -114,6 +116,12 @@ func (b *Blueprint) Validate() []FieldError {
 			c.add(p, fmt.Sprintf("check %q listed twice", suggest.Clip(id)), "")
 		}
 		ids[id] = true
+		c.knownCheck(p, id)
+	}
+	for _, id := range slices.Sorted(maps.Keys(s.Validation.SkipReasons)) {
+		if !ids[id] {
+			c.add("spec.validation.skipReasons."+id, fmt.Sprintf("reason for check %q, which skip does not list", suggest.Clip(id)), "add it to spec.validation.skip, or drop the reason")
+		}
 	}
 	b.validateRelocation(c)
 	b.validateOutputs(c)
@@ -759,3 +767,16 @@ func (b *Blueprint) withinLimits(c *checker) bool {
 
 // Suggest returns the allowed value closest to v, for did-you-mean hints, or "".
 func Suggest(v string, allowed []string) string { return suggest.Closest(v, allowed) }
+
+// knownCheck reports a skip id that names no check of the validation gate, with the
+// closest known id as a hint.
+func (c *checker) knownCheck(path, id string) {
+	if !checkID.MatchString(id) || slices.Contains(KnownCheckIDs(), id) {
+		return
+	}
+	hint := "known checks: " + strings.Join(KnownCheckIDs(), ", ")
+	if near := suggest.Closest(id, KnownCheckIDs()); near != "" {
+		hint = fmt.Sprintf("did you mean %q?", near)
+	}
+	c.add(path, fmt.Sprintf("unknown check %q", suggest.Clip(id)), hint)
+}

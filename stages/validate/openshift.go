@@ -54,6 +54,9 @@ func RESTConfig(kubeconfig, server string) (*rest.Config, error) {
 		cfg.Host = server
 	}
 	cfg.Timeout = requestTimeout
+	// The checks make a score of requests in a burst; client-go's default limit (5/s)
+	// would only slow them down.
+	cfg.QPS, cfg.Burst = 50, 100
 	return cfg, nil
 }
 
