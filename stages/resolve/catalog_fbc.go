@@ -184,93 +184,122 @@ func (cat *catalog) owner(o fbcObject, pkg, name string) (*fbcPackage, error) {
 // nothing but the decoded fields stays in memory.
 func decodeObjects(file string, r io.Reader, want func(pkg string) bool) ([]fbcObject, error) {
 	br := bufio.NewReader(r)
-	var first byte
-	for {
-		c, err := br.ReadByte()
-		if errors.Is(err, io.EOF) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", file, err)
-		}
-		if c != ' ' && c != '\t' && c != '\r' && c != '\n' {
-			first = c
-			br.UnreadByte()
-			break
-		}
+	first, err := firstNonSpace(br)
+	if errors.Is(err, io.EOF) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
 	}
 	var out []fbcObject
 	add := func(i int, raw []byte) error {
-		o := fbcObject{file: file}
-		if err := json.Unmarshal(raw, &o.meta); err != nil {
-			return fmt.Errorf("%s: object %d: %w", file, i, err)
+		o, keep, err := decodeObject(file, i, raw, want)
+		if keep {
+			out = append(out, o)
 		}
-		var dst any
-		switch o.meta.Schema {
-		case "":
-			return fmt.Errorf("%s: object %d has no schema field", file, i)
-		case schemaPackage:
-			o.pkg = &fbcPackageDoc{}
-			dst = o.pkg
-		case schemaChannel:
-			if want != nil && !want(o.meta.Package) {
-				return nil
-			}
-			o.channel = &fbcChannel{}
-			dst = o.channel
-		case schemaBundle:
-			if want != nil && !want(o.meta.Package) {
-				return nil
-			}
-			o.bundle = &fbcBundle{}
-			dst = o.bundle
-		default:
-			return nil // olm.deprecations and other schemas say nothing about what to pin
-		}
-		if err := json.Unmarshal(raw, dst); err != nil {
-			return fmt.Errorf("%s: %s %s: %w", file, o.meta.Schema, o.meta.Name, err)
-		}
-		out = append(out, o)
-		return nil
+		return err
 	}
 	if first == '{' {
-		dec := json.NewDecoder(br)
-		for i := 1; ; i++ {
-			var raw json.RawMessage
-			if err := dec.Decode(&raw); errors.Is(err, io.EOF) {
-				break
-			} else if err != nil {
-				return nil, fmt.Errorf("%s: object %d: %w", file, i, err)
-			}
-			if err := add(i, raw); err != nil {
-				return nil, err
-			}
-		}
-		return out, nil
+		err = eachJSONObject(file, br, add)
+	} else {
+		err = eachYAMLDocument(file, br, add)
 	}
-	dec := yaml.NewDecoder(br)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// firstNonSpace returns the first byte that is not white space and leaves it unread.
+func firstNonSpace(br *bufio.Reader) (byte, error) {
+	for {
+		c, err := br.ReadByte()
+		if err != nil {
+			return 0, err
+		}
+		if c != ' ' && c != '\t' && c != '\r' && c != '\n' {
+			return c, br.UnreadByte()
+		}
+	}
+}
+
+// decodeObject decodes the i-th object of file by its schema. keep is false for objects
+// the stage does not read: other schemas, and channels and bundles of packages want refuses.
+func decodeObject(file string, i int, raw []byte, want func(pkg string) bool) (o fbcObject, keep bool, err error) {
+	o = fbcObject{file: file}
+	if err := json.Unmarshal(raw, &o.meta); err != nil {
+		return o, false, fmt.Errorf("%s: object %d: %w", file, i, err)
+	}
+	var dst any
+	switch o.meta.Schema {
+	case "":
+		return o, false, fmt.Errorf("%s: object %d has no schema field", file, i)
+	case schemaPackage:
+		o.pkg = &fbcPackageDoc{}
+		dst = o.pkg
+	case schemaChannel:
+		if want != nil && !want(o.meta.Package) {
+			return o, false, nil
+		}
+		o.channel = &fbcChannel{}
+		dst = o.channel
+	case schemaBundle:
+		if want != nil && !want(o.meta.Package) {
+			return o, false, nil
+		}
+		o.bundle = &fbcBundle{}
+		dst = o.bundle
+	default:
+		return o, false, nil // olm.deprecations and other schemas say nothing about what to pin
+	}
+	if err := json.Unmarshal(raw, dst); err != nil {
+		return o, false, fmt.Errorf("%s: %s %s: %w", file, o.meta.Schema, o.meta.Name, err)
+	}
+	return o, true, nil
+}
+
+// eachJSONObject calls add with every JSON object of a stream of concatenated objects,
+// numbered from 1.
+func eachJSONObject(file string, r io.Reader, add func(i int, raw []byte) error) error {
+	dec := json.NewDecoder(r)
+	for i := 1; ; i++ {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); errors.Is(err, io.EOF) {
+			return nil
+		} else if err != nil {
+			return fmt.Errorf("%s: object %d: %w", file, i, err)
+		}
+		if err := add(i, raw); err != nil {
+			return err
+		}
+	}
+}
+
+// eachYAMLDocument calls add with every non-empty YAML document of a stream, as JSON,
+// numbered from 1 (empty documents count).
+func eachYAMLDocument(file string, r io.Reader, add func(doc int, raw []byte) error) error {
+	dec := yaml.NewDecoder(r)
 	for doc := 1; ; doc++ {
 		var v any
 		if err := dec.Decode(&v); errors.Is(err, io.EOF) {
-			break
+			return nil
 		} else if err != nil {
-			return nil, fmt.Errorf("%s: document %d: %w", file, doc, err)
+			return fmt.Errorf("%s: document %d: %w", file, doc, err)
 		}
 		if v == nil {
 			continue // an empty document, as between two "---"
 		}
 		if _, ok := v.(map[string]any); !ok {
-			return nil, fmt.Errorf("%s: document %d is a %T, not a catalog object", file, doc, v)
+			return fmt.Errorf("%s: document %d is a %T, not a catalog object", file, doc, v)
 		}
 		raw, err := json.Marshal(v)
 		if err != nil {
-			return nil, fmt.Errorf("%s: document %d: %w", file, doc, err)
+			return fmt.Errorf("%s: document %d: %w", file, doc, err)
 		}
 		if err := add(doc, raw); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return out, nil
 }
 
 // ignoreRules are the patterns of every .indexignore, each applying below its directory.

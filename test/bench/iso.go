@@ -21,117 +21,155 @@ import (
 // real live ISOs are about 1 GiB, and copying one is the cost users know.
 const isoBenchSize = 1 << 30
 
+// benchConfig is the small config the embed figures are measured with: it
+// fits the embed area, so the ISO is patched, not rebuilt.
+const benchConfig = `{"ignition":{"version":"3.3.0"},"storage":{"files":[{"path":"/etc/bench","contents":{"source":"data:,bench"}}]}}`
+
 // benchISO measures embedding a config into a 1 GiB live ISO, in place and
 // into a new file, against `cp` of the same ISO.
 func benchISO(ctx context.Context, dir string) ([]Result, error) {
-	for _, tool := range []string{"xorriso", "cp"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			return nil, fmt.Errorf("%s is needed (Debian package %s): %w", tool, map[string]string{"xorriso": "xorriso", "cp": "coreutils"}[tool], err)
-		}
+	if err := needISOTools(); err != nil {
+		return nil, err
 	}
 	big, err := buildBigISO(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
-	cfg := []byte(`{"ignition":{"version":"3.3.0"},"storage":{"files":[{"path":"/etc/bench","contents":{"source":"data:,bench"}}]}}`)
-	copyPath := filepath.Join(dir, "copy.iso")
-
-	syncFS := func() error {
-		if out, err := exec.CommandContext(ctx, "sync").CombinedOutput(); err != nil {
-			return fmt.Errorf("sync: %w: %s", err, out)
-		}
-		return nil
-	}
-	// Writing a gigabyte is dominated by page-cache writeback, so every timed
-	// run starts from a synced disk, and cp and ours alternate.
-	runCp := func() (time.Duration, error) {
-		os.Remove(copyPath)
-		if err := syncFS(); err != nil {
-			return 0, err
-		}
-		start := time.Now()
-		out, err := exec.CommandContext(ctx, "cp", big, copyPath).CombinedOutput()
-		if err != nil {
-			return 0, fmt.Errorf("cp: %w: %s", err, out)
-		}
-		return time.Since(start), nil
-	}
-	outPath := filepath.Join(dir, "out.iso")
-	runOurs := func(c coreiso.Customization, want coreiso.Strategy) (time.Duration, error) {
-		os.Remove(outPath)
-		os.Remove(copyPath)
-		if err := syncFS(); err != nil {
-			return 0, err
-		}
-		start := time.Now()
-		rep, err := coreiso.Customize(ctx, big, outPath, c)
-		if err != nil {
-			return 0, err
-		}
-		if rep.Strategy != want {
-			return 0, fmt.Errorf("strategy %s, want %s", rep.Strategy, want)
-		}
-		return time.Since(start), nil
-	}
-	var cps, outs, rebuilds []time.Duration
-	bigCfg := oversizedConfig()
-	for i := 0; i < 3; i++ {
-		for _, step := range []struct {
-			into *[]time.Duration
-			run  func() (time.Duration, error)
-		}{
-			{&cps, runCp},
-			{&outs, func() (time.Duration, error) {
-				return runOurs(coreiso.Customization{Ignition: cfg}, coreiso.StrategyPatch)
-			}},
-			{&rebuilds, func() (time.Duration, error) {
-				return runOurs(coreiso.Customization{Ignition: bigCfg}, coreiso.StrategyRebuild)
-			}},
-		} {
-			d, err := step.run()
-			if err != nil {
-				return nil, err
-			}
-			*step.into = append(*step.into, d)
-		}
-	}
-	os.Remove(outPath)
-	cpTime, toFile, rebuild := medianOf(cps), medianOf(outs), medianOf(rebuilds)
-
-	// in place: a copy of the ISO patched repeatedly (forced); cp's writes are
-	// flushed first so they are not billed to the embed.
-	if _, err := runCp(); err != nil {
-		return nil, err
-	}
-	if err := syncFS(); err != nil {
-		return nil, err
-	}
-	inPlace, err := median(5, func() (time.Duration, error) {
-		start := time.Now()
-		rep, err := coreiso.Customize(ctx, copyPath, "", coreiso.Customization{Ignition: cfg, Force: true})
-		if err != nil {
-			return 0, err
-		}
-		if rep.Strategy != coreiso.StrategyPatch {
-			return 0, fmt.Errorf("unexpected strategy %s", rep.Strategy)
-		}
-		return time.Since(start), nil
-	})
+	r := &isoRun{ctx: ctx, big: big, copyPath: filepath.Join(dir, "copy.iso"), outPath: filepath.Join(dir, "out.iso")}
+	cfg := []byte(benchConfig)
+	cpTime, toFile, rebuild, err := r.alternate(cfg)
 	if err != nil {
 		return nil, err
 	}
-	got, err := coreiso.ShowIgnition(copyPath)
-	if err != nil || string(got) != string(cfg) {
-		return nil, fmt.Errorf("benchmark output does not read back: %v", err)
+	inPlace, err := r.inPlace(cfg)
+	if err != nil {
+		return nil, err
 	}
-	os.Remove(copyPath)
-
 	return []Result{
 		{Name: "iso-embed-inplace-1GiB", Unit: "s", Ours: inPlace.Seconds(), Baseline: cpTime.Seconds(), Target: "ratio < 0.01"},
 		{Name: "iso-embed-output-1GiB", Unit: "s", Ours: toFile.Seconds(), Baseline: cpTime.Seconds(), Target: "ratio <= 1.2"},
 		// the rebuild rewrites the image through xorriso: informational, no target
 		{Name: "iso-embed-rebuild-1GiB", Unit: "s", Ours: rebuild.Seconds(), Baseline: cpTime.Seconds()},
 	}, nil
+}
+
+// needISOTools says which Debian package to install for a missing tool.
+func needISOTools() error {
+	for _, tool := range []struct{ name, pkg string }{{"xorriso", "xorriso"}, {"cp", "coreutils"}} {
+		if _, err := exec.LookPath(tool.name); err != nil {
+			return fmt.Errorf("%s is needed (Debian package %s): %w", tool.name, tool.pkg, err)
+		}
+	}
+	return nil
+}
+
+// isoRun is one ISO benchmark: the 1 GiB ISO and where its copies go.
+type isoRun struct {
+	ctx      context.Context
+	big      string // the 1 GiB source ISO
+	copyPath string // cp's copy, and the ISO embedded in place
+	outPath  string // the ISO an embed into a new file writes
+}
+
+// alternate times cp, an embed into a new file and a rebuild, three rounds
+// of each in turn, and returns each one's median. Writing a gigabyte is
+// dominated by page-cache writeback, so every timed run starts from a synced
+// disk, and cp and ours alternate.
+func (r *isoRun) alternate(cfg []byte) (cp, toFile, rebuild time.Duration, err error) {
+	var cps, outs, rebuilds []time.Duration
+	bigCfg := oversizedConfig()
+	steps := []struct {
+		into *[]time.Duration
+		run  func() (time.Duration, error)
+	}{
+		{&cps, r.copyISO},
+		{&outs, func() (time.Duration, error) {
+			return r.embedToFile(coreiso.Customization{Ignition: cfg}, coreiso.StrategyPatch)
+		}},
+		{&rebuilds, func() (time.Duration, error) {
+			return r.embedToFile(coreiso.Customization{Ignition: bigCfg}, coreiso.StrategyRebuild)
+		}},
+	}
+	for i := 0; i < 3; i++ {
+		for _, step := range steps {
+			d, err := step.run()
+			if err != nil {
+				return 0, 0, 0, err
+			}
+			*step.into = append(*step.into, d)
+		}
+	}
+	os.Remove(r.outPath)
+	return medianOf(cps), medianOf(outs), medianOf(rebuilds), nil
+}
+
+// inPlace times patching a copy of the ISO repeatedly (forced) and checks the
+// config reads back. cp's writes are flushed first so they are not billed to
+// the embed.
+func (r *isoRun) inPlace(cfg []byte) (time.Duration, error) {
+	if _, err := r.copyISO(); err != nil {
+		return 0, err
+	}
+	if err := r.sync(); err != nil {
+		return 0, err
+	}
+	d, err := median(5, func() (time.Duration, error) {
+		return timeCustomize(r.ctx, r.copyPath, "", coreiso.Customization{Ignition: cfg, Force: true}, coreiso.StrategyPatch)
+	})
+	if err != nil {
+		return 0, err
+	}
+	got, err := coreiso.ShowIgnition(r.copyPath)
+	if err != nil || string(got) != string(cfg) {
+		return 0, fmt.Errorf("benchmark output does not read back: %v", err)
+	}
+	os.Remove(r.copyPath)
+	return d, nil
+}
+
+func (r *isoRun) sync() error {
+	if out, err := exec.CommandContext(r.ctx, "sync").CombinedOutput(); err != nil {
+		return fmt.Errorf("sync: %w: %s", err, out)
+	}
+	return nil
+}
+
+// copyISO times `cp` of the ISO to copyPath from a synced disk.
+func (r *isoRun) copyISO() (time.Duration, error) {
+	os.Remove(r.copyPath)
+	if err := r.sync(); err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	out, err := exec.CommandContext(r.ctx, "cp", r.big, r.copyPath).CombinedOutput()
+	if err != nil {
+		return 0, fmt.Errorf("cp: %w: %s", err, out)
+	}
+	return time.Since(start), nil
+}
+
+// embedToFile times embedding c into a new file from a synced disk.
+func (r *isoRun) embedToFile(c coreiso.Customization, want coreiso.Strategy) (time.Duration, error) {
+	os.Remove(r.outPath)
+	os.Remove(r.copyPath)
+	if err := r.sync(); err != nil {
+		return 0, err
+	}
+	return timeCustomize(r.ctx, r.big, r.outPath, c, want)
+}
+
+// timeCustomize times one coreiso.Customize and checks it took the strategy
+// the figure is about.
+func timeCustomize(ctx context.Context, src, dst string, c coreiso.Customization, want coreiso.Strategy) (time.Duration, error) {
+	start := time.Now()
+	rep, err := coreiso.Customize(ctx, src, dst, c)
+	if err != nil {
+		return 0, err
+	}
+	if rep.Strategy != want {
+		return 0, fmt.Errorf("strategy %s, want %s", rep.Strategy, want)
+	}
+	return time.Since(start), nil
 }
 
 // oversizedConfig is a valid config whose compressed initrd exceeds the
@@ -225,6 +263,7 @@ func unxzFile(src, dst string) error {
 	return out.Close()
 }
 
+// medianOf sorts ds and returns its middle value.
 func medianOf(ds []time.Duration) time.Duration {
 	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
 	return ds[len(ds)/2]
@@ -240,6 +279,5 @@ func median(n int, f func() (time.Duration, error)) (time.Duration, error) {
 		}
 		ds = append(ds, d)
 	}
-	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
-	return ds[n/2], nil
+	return medianOf(ds), nil
 }

@@ -233,13 +233,7 @@ func GenerateCatalog(ctx context.Context, registryAddr string, opts CatalogOptio
 	if err := o.defaults(); err != nil {
 		return nil, err
 	}
-	ropts := []remote.Option{remote.WithContext(ctx)}
-	if o.Transport != nil {
-		ropts = append(ropts, remote.WithTransport(o.Transport))
-	}
-	if o.Auth != nil {
-		ropts = append(ropts, remote.WithAuth(o.Auth))
-	}
+	ropts := remoteOptions(ctx, o.Transport, o.Auth)
 	cat := &Catalog{ConfigsDir: o.ConfigsDir, Files: map[string][]byte{}, Bundles: map[string]CatalogBundle{}}
 	configs := strings.Trim(path.Clean(o.ConfigsDir), "/")
 

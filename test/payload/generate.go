@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -15,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -230,41 +232,99 @@ func buildIndex(oci bool, imgs []*image, archs []string) (*index, error) {
 // release image to ReleaseRepo under the tag VERSION-x86_64.
 func Generate(ctx context.Context, registryAddr string, opts Options) (*Release, error) {
 	start := time.Now()
-	o := opts
+	g, err := newGeneration(ctx, registryAddr, opts)
+	if err != nil {
+		return nil, err
+	}
+	plans := plan(&g.o)
+	byKey, err := g.buildLayers(ctx, plans)
+	if err != nil {
+		return nil, err
+	}
+	g.log.Info("payload layers built", "layers", len(byKey), "elapsed", time.Since(start).Round(time.Millisecond))
+
+	rel := &Release{Version: g.o.Version, Registry: registryAddr, ReferenceRegistry: g.refReg, ComponentRepo: g.o.ComponentRepo}
+	set, err := g.buildComponents(rel, plans, byKey)
+	if err != nil {
+		return nil, err
+	}
+	// The release image is the CVO image plus the release-manifests layer.
+	relImg, err := releaseImage(&g.o, rel, set.cvo, g.iso)
+	if err != nil {
+		return nil, err
+	}
+	if err := g.push(ctx, rel, set, relImg); err != nil {
+		return nil, err
+	}
+
+	rel.Digest = relImg.digest.String()
+	rel.PullSpec = fmt.Sprintf("%s/%s@%s", registryAddr, g.o.ReleaseRepo, rel.Digest)
+	rel.Tag = g.relTag.String()
+	rel.ISOLocation, rel.ISOSHA256 = g.iso.location, g.iso.sha256
+	countBlobs(rel, append(set.images, relImg))
+	rel.Elapsed = time.Since(start)
+	g.log.Info("payload pushed", "release", rel.PullSpec, "components", len(rel.Components),
+		"unique_blob_bytes", rel.UniqueBlobBytes, "elapsed", rel.Elapsed.Round(time.Millisecond))
+	return rel, nil
+}
+
+// generation is one Generate call: its options with defaults applied, and
+// where and how it pushes.
+type generation struct {
+	o        Options
+	log      *slog.Logger
+	sizes    layerSizes
+	iso      *isoContent
+	registry string // where the payload is pushed
+	refReg   string // the registry host image-references names
+	compRepo name.Repository
+	relTag   name.Tag
+	ropts    []remote.Option
+}
+
+func newGeneration(ctx context.Context, registryAddr string, opts Options) (*generation, error) {
+	g := &generation{o: opts, registry: registryAddr, refReg: opts.ReferenceRegistry, log: opts.Logger}
+	o := &g.o
 	if err := o.defaults(); err != nil {
 		return nil, err
 	}
-	log := o.Logger
-	if log == nil {
-		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	if g.log == nil {
+		g.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	sizes, _ := o.Size.layers()
-	iso, err := resolveISO(&o)
-	if err != nil {
+	g.sizes, _ = o.Size.layers() // defaults checked the size
+	var err error
+	if g.iso, err = resolveISO(o); err != nil {
 		return nil, err
 	}
-	refReg := o.ReferenceRegistry
-	if refReg == "" {
-		refReg = registryAddr
+	if g.refReg == "" {
+		g.refReg = registryAddr
 	}
-	compRepo, err := name.NewRepository(registryAddr + "/" + o.ComponentRepo)
-	if err != nil {
+	if g.compRepo, err = name.NewRepository(registryAddr + "/" + o.ComponentRepo); err != nil {
 		return nil, fmt.Errorf("payload: component repository: %w", err)
 	}
-	relTag, err := name.NewTag(fmt.Sprintf("%s/%s:%s-x86_64", registryAddr, o.ReleaseRepo, o.Version))
-	if err != nil {
+	if g.relTag, err = name.NewTag(fmt.Sprintf("%s/%s:%s-x86_64", registryAddr, o.ReleaseRepo, o.Version)); err != nil {
 		return nil, fmt.Errorf("payload: release tag: %w", err)
 	}
-	ropts := []remote.Option{remote.WithContext(ctx), remote.WithJobs(1)}
-	if o.Transport != nil {
-		ropts = append(ropts, remote.WithTransport(o.Transport))
-	}
-	if o.Auth != nil {
-		ropts = append(ropts, remote.WithAuth(o.Auth))
-	}
+	g.ropts = remoteOptions(ctx, o.Transport, o.Auth, remote.WithJobs(1))
+	return g, nil
+}
 
-	// Build every distinct layer once, in parallel (gzip is the cost).
-	plans := plan(&o)
+// remoteOptions are the options every push uses: ctx, and the transport and
+// credentials when set.
+func remoteOptions(ctx context.Context, t http.RoundTripper, auth authn.Authenticator, more ...remote.Option) []remote.Option {
+	ropts := append([]remote.Option{remote.WithContext(ctx)}, more...)
+	if t != nil {
+		ropts = append(ropts, remote.WithTransport(t))
+	}
+	if auth != nil {
+		ropts = append(ropts, remote.WithAuth(auth))
+	}
+	return ropts
+}
+
+// buildLayers builds every distinct layer the plans name once, in parallel
+// (gzip is the cost), and returns them by key.
+func (g *generation) buildLayers(ctx context.Context, plans []componentPlan) (map[string]*blob, error) {
 	var keys []string
 	seen := map[string]bool{}
 	for _, p := range plans {
@@ -276,8 +336,8 @@ func Generate(ctx context.Context, registryAddr string, opts Options) (*Release,
 		}
 	}
 	layers := make([]*blob, len(keys))
-	err = parallel(ctx, o.Jobs, len(keys), func(i int) error {
-		files, err := layerFiles(&o, keys[i], sizes, iso)
+	err := parallel(ctx, g.o.Jobs, len(keys), func(i int) error {
+		files, err := layerFiles(&g.o, keys[i], g.sizes, g.iso)
 		if err != nil {
 			return err
 		}
@@ -295,16 +355,23 @@ func Generate(ctx context.Context, registryAddr string, opts Options) (*Release,
 	for i, k := range keys {
 		byKey[k] = layers[i]
 	}
-	log.Info("payload layers built", "layers", len(keys), "elapsed", time.Since(start).Round(time.Millisecond))
+	return byKey, nil
+}
 
-	// Component images.
-	rel := &Release{Version: o.Version, Registry: registryAddr, ReferenceRegistry: refReg, ComponentRepo: o.ComponentRepo}
-	var pushImgs []*image
-	var pushIdx []*index
-	var cvo *image
-	tops := map[string]remote.Taggable{} // what each component's digest names
+// componentSet is what building the component images made.
+type componentSet struct {
+	images  []*image                   // every image manifest, arm64 ones included
+	indexes []*index                   // the multi-arch indexes, pushed after the images they list
+	tops    map[string]remote.Taggable // what each component's digest names
+	cvo     *image
+}
+
+// buildComponents builds every planned component image (an index over two
+// platforms for multi-arch ones) and adds each to rel.Components.
+func (g *generation) buildComponents(rel *Release, plans []componentPlan, byKey map[string]*blob) (*componentSet, error) {
+	set := &componentSet{tops: map[string]remote.Taggable{}}
 	for _, p := range plans {
-		img, err := componentImage(&o, p, p.Layers, "amd64", byKey)
+		img, err := componentImage(&g.o, p, p.Layers, "amd64", byKey)
 		if err != nil {
 			return nil, err
 		}
@@ -312,10 +379,10 @@ func Generate(ctx context.Context, registryAddr string, opts Options) (*Release,
 		for _, l := range img.layers {
 			c.Layers = append(c.Layers, l.digest.String())
 		}
-		pushImgs = append(pushImgs, img)
-		tops[p.Name] = img
+		set.images = append(set.images, img)
+		set.tops[p.Name] = img
 		if p.MultiArch {
-			arm, err := componentImage(&o, p, p.ARMLayers, "arm64", byKey)
+			arm, err := componentImage(&g.o, p, p.ARMLayers, "arm64", byKey)
 			if err != nil {
 				return nil, err
 			}
@@ -323,63 +390,59 @@ func Generate(ctx context.Context, registryAddr string, opts Options) (*Release,
 			if err != nil {
 				return nil, err
 			}
-			pushImgs = append(pushImgs, arm)
-			pushIdx = append(pushIdx, idx)
-			tops[p.Name] = idx
+			set.images = append(set.images, arm)
+			set.indexes = append(set.indexes, idx)
+			set.tops[p.Name] = idx
 			c.Digest, c.MediaType, c.Platforms = idx.digest.String(), idx.mediaType, idx.platforms
 		}
-		c.Reference = fmt.Sprintf("%s/%s@%s", refReg, o.ComponentRepo, c.Digest)
-		c.PullSpec = fmt.Sprintf("%s/%s@%s", registryAddr, o.ComponentRepo, c.Digest)
+		c.Reference = fmt.Sprintf("%s/%s@%s", g.refReg, g.o.ComponentRepo, c.Digest)
+		c.PullSpec = fmt.Sprintf("%s/%s@%s", g.registry, g.o.ComponentRepo, c.Digest)
 		rel.Components = append(rel.Components, c)
 		if p.Name == NameCVO {
-			cvo = img
+			set.cvo = img
 		}
 	}
+	return set, nil
+}
 
-	// The release image is the CVO image plus the release-manifests layer.
-	relImg, err := releaseImage(&o, rel, cvo, iso)
-	if err != nil {
-		return nil, err
+// push pushes component blobs, component manifests (indexes last, after the
+// images they list), the component tags, then the release.
+func (g *generation) push(ctx context.Context, rel *Release, set *componentSet, relImg *image) error {
+	jobs, repo, ropts := g.o.Jobs, g.compRepo, g.ropts
+	if err := pushBlobs(ctx, jobs, repo, set.images, ropts); err != nil {
+		return err
 	}
-
-	// Push: component blobs, component manifests (indexes last, after
-	// the images they list), then the release.
-	if err := pushBlobs(ctx, o.Jobs, compRepo, pushImgs, ropts); err != nil {
-		return nil, err
-	}
-	err = parallel(ctx, o.Jobs, len(pushImgs), func(i int) error {
-		return putManifest(compRepo.Digest(pushImgs[i].digest.String()), pushImgs[i], ropts)
+	err := parallel(ctx, jobs, len(set.images), func(i int) error {
+		return putManifest(repo.Digest(set.images[i].digest.String()), set.images[i], ropts)
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	for _, idx := range pushIdx {
-		if err := putManifest(compRepo.Digest(idx.digest.String()), idx, ropts); err != nil {
-			return nil, err
+	for _, idx := range set.indexes {
+		if err := putManifest(repo.Digest(idx.digest.String()), idx, ropts); err != nil {
+			return err
 		}
 	}
 	// Tag each component VERSION-NAME, as `oc adm release mirror` does, so
 	// the repository has a tag list like a mirrored one.
-	err = parallel(ctx, o.Jobs, len(rel.Components), func(i int) error {
+	err = parallel(ctx, jobs, len(rel.Components), func(i int) error {
 		c := rel.Components[i]
-		return putManifest(compRepo.Tag(o.Version+"-"+c.Name), tops[c.Name], ropts)
+		return putManifest(repo.Tag(g.o.Version+"-"+c.Name), set.tops[c.Name], ropts)
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if err := pushBlobs(ctx, o.Jobs, relTag.Repository, []*image{relImg}, ropts); err != nil {
-		return nil, err
+	if err := pushBlobs(ctx, jobs, g.relTag.Repository, []*image{relImg}, ropts); err != nil {
+		return err
 	}
-	if err := putManifest(relTag, relImg, ropts); err != nil {
-		return nil, err
-	}
+	return putManifest(g.relTag, relImg, ropts)
+}
 
-	rel.Digest = relImg.digest.String()
-	rel.PullSpec = fmt.Sprintf("%s/%s@%s", registryAddr, o.ReleaseRepo, rel.Digest)
-	rel.Tag = relTag.String()
-	rel.ISOLocation, rel.ISOSHA256 = iso.location, iso.sha256
+// countBlobs sets rel's blob totals over imgs: each distinct blob once, and
+// each blob once per image that holds it.
+func countBlobs(rel *Release, imgs []*image) {
 	unique := map[v1.Hash]int64{}
-	for _, img := range append(pushImgs, relImg) {
+	for _, img := range imgs {
 		for _, b := range append([]*blob{img.config}, img.layers...) {
 			unique[b.digest] = int64(len(b.data))
 			rel.TotalBlobBytes += int64(len(b.data))
@@ -389,10 +452,6 @@ func Generate(ctx context.Context, registryAddr string, opts Options) (*Release,
 		rel.UniqueBlobBytes += n
 	}
 	rel.UniqueBlobs = len(unique)
-	rel.Elapsed = time.Since(start)
-	log.Info("payload pushed", "release", rel.PullSpec, "components", len(rel.Components),
-		"unique_blob_bytes", rel.UniqueBlobBytes, "elapsed", rel.Elapsed.Round(time.Millisecond))
-	return rel, nil
 }
 
 func componentImage(o *Options, p componentPlan, keys []string, arch string, byKey map[string]*blob) (*image, error) {
