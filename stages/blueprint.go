@@ -13,6 +13,7 @@ import (
 	"github.com/snofactory/snofactory/stages/precache"
 	"github.com/snofactory/snofactory/stages/render"
 	"github.com/snofactory/snofactory/stages/resolve"
+	"github.com/snofactory/snofactory/stages/validate"
 )
 
 // arch is the node architecture, in CoreOS naming. Seeds are x86_64 for now.
@@ -25,6 +26,7 @@ type stageOptions struct {
 	liveISO  liveiso.StageOptions
 	precache precache.Options
 	install  install.Options
+	validate validate.StageOptions
 }
 
 // mapBlueprint maps the blueprint onto every stage's options, reading each blueprint
@@ -41,7 +43,23 @@ func mapBlueprint(bp *v1alpha1.Blueprint) stageOptions {
 		liveISO:  liveISOOptions(bp, isoMissing),
 		precache: precache.Options{Registry: reg, Arch: arch},
 		install:  installOptions(bp),
+		validate: validateOptions(bp),
 	}
+}
+
+// validateOptions maps spec.validation (skips with their reasons) and the shipment window
+// the certificates must cover.
+func validateOptions(bp *v1alpha1.Blueprint) validate.StageOptions {
+	v := bp.Spec.VM
+	o := validate.StageOptions{CPUs: v.CPUs, MemoryMiB: int(v.Memory.MiB()), Accelerator: v.Accelerator,
+		BootTimeout: v.Timeouts.Boot.D(), ShipmentWindow: bp.Spec.Relocation.KubeletCertValidity.D()}
+	for _, id := range bp.Spec.Validation.Skip {
+		if o.Skip == nil {
+			o.Skip = map[string]string{}
+		}
+		o.Skip[id] = bp.Spec.Validation.SkipReasons[id]
+	}
+	return o
 }
 
 // installOptions maps the blueprint's VM onto the install stage. Each phase is bounded by

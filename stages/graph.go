@@ -11,6 +11,7 @@ import (
 	"github.com/snofactory/snofactory/stages/precache"
 	"github.com/snofactory/snofactory/stages/render"
 	"github.com/snofactory/snofactory/stages/resolve"
+	"github.com/snofactory/snofactory/stages/validate"
 )
 
 // Options are build-time choices that are not part of the blueprint.
@@ -30,7 +31,7 @@ func Graph(bp *v1alpha1.Blueprint, opts Options) (*pipeline.Graph, pipeline.Secr
 		liveiso.New(in.liveISO),
 		precache.New(in.precache),
 		installStage(bp, in.install),
-		unavailable(handoff.StageValidate, "checks the installed node before it ships", handoff.StageInstall),
+		validateStage(bp, in.validate),
 		unavailable(handoff.StageSeal, "prepares the node for relocation and writes the seed disk", handoff.StageValidate),
 		unavailable(handoff.StagePublish, "pushes the seed as an OCI artifact", handoff.StageSeal),
 	}}
@@ -48,6 +49,14 @@ func installStage(bp *v1alpha1.Blueprint, o install.Options) pipeline.Stage {
 		return unavailable(handoff.StageInstall, "installs the node in the factory VM; OpenShift phase reporting is not in this version", handoff.StageLiveISO, handoff.StagePrecache)
 	}
 	return install.New(o)
+}
+
+// validateStage checks the installed node; like install, it waits for OpenShift support.
+func validateStage(bp *v1alpha1.Blueprint, o validate.StageOptions) pipeline.Stage {
+	if bp.Spec.Target.Type == v1alpha1.TargetOpenShift {
+		return unavailable(handoff.StageValidate, "checks the installed node before it ships; it needs the OpenShift install", handoff.StageInstall)
+	}
+	return validate.New(o)
 }
 
 // unavailable is a stage this version of snofactory does not have yet: plan shows the whole

@@ -139,12 +139,12 @@ func TestLaterStagesAreUnavailable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range g.Stages[5:] {
+	for _, s := range g.Stages[6:] {
 		if s.Unavailable == "" || s.Run != nil {
 			t.Errorf("%s: unavailable %q", s.Name, s.Unavailable)
 		}
 	}
-	for _, s := range g.Stages[:5] {
+	for _, s := range g.Stages[:6] {
 		if s.Unavailable != "" {
 			t.Errorf("%s is implemented but marked unavailable", s.Name)
 		}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/seeds/agent"
-	"github.com/snofactory/snofactory/stages/install/vm"
+	"github.com/snofactory/snofactory/stages/vm"
 	"github.com/snofactory/snofactory/stages/internal/handoff"
 )
 

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/snofactory/snofactory/blueprints/v1alpha1"
 	"github.com/snofactory/snofactory/seeds/agent"
 	"github.com/snofactory/snofactory/stages/internal/handoff"
 )
@@ -185,14 +184,4 @@ func distance(a, b string) int {
 		prev = cur
 	}
 	return prev[len(b)]
-}
-
-// Skips turns a blueprint's spec.validation into Inputs.Skip: each skipped id with its
-// reason from skipReasons ("" when none is given).
-func Skips(v v1alpha1.Validation) map[string]string {
-	out := make(map[string]string, len(v.Skip))
-	for _, id := range v.Skip {
-		out[id] = v.SkipReasons[id]
-	}
-	return out
 }

@@ -172,37 +172,6 @@ func TestHostChecksNotApplicable(t *testing.T) {
 	}
 }
 
-func TestSkips(t *testing.T) {
-	in := hostInputs()
-	in.Images = append(in.Images, handoff.Image{Ref: "quay.io/x/y:1", Digest: "sha256:2222222222222222222222222222222222222222222222222222222222222222"})
-	in.Skip = Skips(v1alpha1.Validation{Skip: []string{CheckImagesPresent, CheckTimeSync},
-		SkipReasons: map[string]string{CheckImagesPresent: "lab seed: images are pulled at the site"}})
-	rep, err := Evaluate(context.Background(), in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]Result{}
-	for _, r := range rep.Results {
-		got[r.ID] = r
-	}
-	if r := got[CheckImagesPresent]; r.Status != StatusSkip || r.Message != "skipped by the blueprint: lab seed: images are pulled at the site" {
-		t.Errorf("images: %s %q", r.Status, r.Message)
-	}
-	if r := got[CheckTimeSync]; r.Status != StatusSkip || !strings.Contains(r.Message, "no reason given") {
-		t.Errorf("time: %s %q", r.Status, r.Message)
-	}
-	if rep.Failed() {
-		t.Errorf("skipped failure failed the gate: %v", rep.FailureLines())
-	}
-
-	in.Skip = map[string]string{"host.image.present": "typo"}
-	_, err = Evaluate(context.Background(), in)
-	var unknown *UnknownSkipError
-	if !errors.As(err, &unknown) || unknown.Suggestion != CheckImagesPresent {
-		t.Errorf("err = %v, want an unknown skip suggesting %s", err, CheckImagesPresent)
-	}
-}
-
 // TestWriteReports reads the JUnit file back with encoding/xml in the usual schema's shape
 // (testsuites > testsuite > testcase with skipped/failure/error children) and the JSON
 // report as a Report.
@@ -307,5 +276,35 @@ func TestKnownChecksMatchBlueprint(t *testing.T) {
 		if !regexp.MustCompile(`^[a-z0-9][a-z0-9.-]*$`).MatchString(c.ID) || c.Description == "" || (c.Severity != SeverityError && c.Severity != SeverityWarning) {
 			t.Errorf("bad check %+v", c)
 		}
+	}
+}
+
+func TestSkips(t *testing.T) {
+	in := hostInputs()
+	in.Images = append(in.Images, handoff.Image{Ref: "quay.io/x/y:1", Digest: "sha256:2222222222222222222222222222222222222222222222222222222222222222"})
+	in.Skip = map[string]string{CheckImagesPresent: "lab seed: images are pulled at the site", CheckTimeSync: ""}
+	rep, err := Evaluate(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]Result{}
+	for _, r := range rep.Results {
+		got[r.ID] = r
+	}
+	if r := got[CheckImagesPresent]; r.Status != StatusSkip || r.Message != "skipped by the blueprint: lab seed: images are pulled at the site" {
+		t.Errorf("images: %s %q", r.Status, r.Message)
+	}
+	if r := got[CheckTimeSync]; r.Status != StatusSkip || !strings.Contains(r.Message, "no reason given") {
+		t.Errorf("time: %s %q", r.Status, r.Message)
+	}
+	if rep.Failed() {
+		t.Errorf("skipped failure failed the gate: %v", rep.FailureLines())
+	}
+
+	in.Skip = map[string]string{"host.image.present": "typo"}
+	_, err = Evaluate(context.Background(), in)
+	var unknown *UnknownSkipError
+	if !errors.As(err, &unknown) || unknown.Suggestion != CheckImagesPresent {
+		t.Errorf("err = %v, want an unknown skip suggesting %s", err, CheckImagesPresent)
 	}
 }

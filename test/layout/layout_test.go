@@ -63,15 +63,20 @@ func moduleFiles(t *testing.T, withTests bool) []goFile {
 	return out
 }
 
+// sharedLibraries are the packages under stages/ that are not stages but code several
+// stages share: stages/internal (the handoff records, the lock, registries) and the
+// factory-VM runner.
+var sharedLibraries = map[string]bool{"internal": true, "vm": true}
+
 // stageOf is the stage a directory belongs to (stages/<name>/...), "" for anything else,
-// including the shared stages/internal packages and the graph in stages itself.
+// including the shared libraries and the graph in stages itself.
 func stageOf(dir string) string {
 	rest, ok := strings.CutPrefix(dir, "stages/")
 	if !ok {
 		return ""
 	}
 	name, _, _ := strings.Cut(rest, "/")
-	if name == "internal" {
+	if sharedLibraries[name] {
 		return ""
 	}
 	return name

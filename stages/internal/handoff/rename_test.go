@@ -19,10 +19,10 @@ import (
 // by a string the compiler cannot check.
 var readers = map[string][]string{
 	"Resolve":  {"stages/resolve", "stages/render", "stages/liveiso", "stages/precache"},
-	"Render":   {"stages/render", "stages/liveiso"},
+	"Render":   {"stages/render", "stages/liveiso", "stages/validate"},
 	"LiveISO":  {"stages/liveiso", "stages/install"},
-	"Precache": {"stages/precache", "stages/install"},
-	"Install":  {"stages/install"},
+	"Precache": {"stages/precache", "stages/install", "stages/validate"},
+	"Install":  {"stages/install", "stages/validate"},
 }
 
 // TestRenamingARecordFieldBreaksEveryReader compiles the stages with every field of one

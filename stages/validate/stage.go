@@ -1,0 +1,191 @@
+package validate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/seeds/agent"
+	"github.com/snofactory/snofactory/stages/internal/handoff"
+	"github.com/snofactory/snofactory/stages/vm"
+)
+
+// Name is the stage name.
+const Name = handoff.StageValidate
+
+const version = "1"
+
+// StageOptions is exactly what the validate stage reads.
+type StageOptions struct {
+	// Skip maps the ids of skipped checks to the blueprint's reason ("" when none).
+	Skip map[string]string `json:"skip,omitempty"`
+	// CPUs and MemoryMiB size the VM that boots the installed disk.
+	CPUs      int `json:"cpus"`
+	MemoryMiB int `json:"memoryMiB"`
+	// ShipmentWindow is how long certificates must stay valid (relocation).
+	ShipmentWindow time.Duration `json:"shipmentWindow"`
+	// Accelerator, BootTimeout and Prober are how the VM runs, not what it checks.
+	Accelerator string        `json:"-"`
+	BootTimeout time.Duration `json:"-"`
+	Prober      vm.Prober     `json:"-"`
+}
+
+// New returns the validate stage: it boots the installed disk (a copy-on-write overlay, so
+// the installed disk stays as install made it), collects the node's facts through the
+// agent and runs every check; any failed check stops the build before seal.
+func New(opts StageOptions) pipeline.Stage {
+	return pipeline.Stage{
+		Name:    Name,
+		Version: version,
+		Options: opts,
+		Deps:    []string{handoff.StageRender, handoff.StagePrecache, handoff.StageInstall},
+		Run: func(ctx context.Context, env *pipeline.Env) error {
+			return runStage(ctx, opts, env)
+		},
+	}
+}
+
+func runStage(ctx context.Context, opts StageOptions, env *pipeline.Env) error {
+	in, err := readInputs(env)
+	if err != nil {
+		return err
+	}
+	facts, received, err := bootFacts(ctx, opts, in.install, env)
+	if err != nil {
+		return err
+	}
+	in.eval.Facts, in.eval.ReceivedAt = facts, received
+	in.eval.Skip = opts.Skip
+	in.eval.Options.ShipmentWindow = opts.ShipmentWindow
+	rep, err := Evaluate(ctx, in.eval)
+	if err != nil {
+		return err
+	}
+	if err := publish(env, rep); err != nil {
+		return err
+	}
+	if rep.Failed() {
+		return fmt.Errorf("%w\nreports: %s, %s", rep.Err(), filepath.Join(env.RunDir, ReportJSON), filepath.Join(env.RunDir, ReportJUnit))
+	}
+	env.Log.Info("validation passed", "passed", rep.Summary.Passed, "skipped", rep.Summary.Skipped, "warnings", rep.Summary.Warnings)
+	return nil
+}
+
+// stageInputs are the upstream outputs validation checks against.
+type stageInputs struct {
+	install handoff.Input[handoff.Install]
+	eval    Inputs
+}
+
+func readInputs(env *pipeline.Env) (stageInputs, error) {
+	var in stageInputs
+	var err error
+	if in.install, err = handoff.Read[handoff.Install](env, handoff.StageInstall); err != nil {
+		return in, err
+	}
+	pc, err := handoff.Read[handoff.Precache](env, handoff.StagePrecache)
+	if err != nil {
+		return in, err
+	}
+	in.eval.Images = pc.Out.Images
+	rd, err := handoff.Read[handoff.Render](env, handoff.StageRender)
+	if err != nil {
+		return in, err
+	}
+	// An OpenShift node's bootstrap config ran on the live system; its own config is
+	// checked through the MachineConfigs instead.
+	if cfg, ok := rd.Out.Configs[handoff.ConfigNode]; ok && rd.Out.Target != "openshift" {
+		if in.eval.Ignition, err = os.ReadFile(rd.Path(cfg.Path)); err != nil {
+			return in, fmt.Errorf("reading the rendered config: %w", err)
+		}
+	}
+	return in, nil
+}
+
+// bootFacts boots the installed disk through a private overlay and returns the facts the
+// node's agent reports, and when they arrived (for the clock check).
+func bootFacts(ctx context.Context, opts StageOptions, inst handoff.Input[handoff.Install], env *pipeline.Env) (*agent.Facts, time.Time, error) {
+	p := opts.Prober
+	p.Log = env.Log
+	acc, err := p.Resolve(ctx, vm.Accel(opts.Accelerator))
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	overlay := filepath.Join(env.Scratch, "validate.qcow2")
+	if err := createOverlay(ctx, inst.Path(inst.Out.Disk), inst.Out.Format, overlay); err != nil {
+		return nil, time.Time{}, err
+	}
+	cfg := vm.Config{
+		Name:       "validate",
+		Disks:      []vm.Disk{{Path: overlay, Format: "qcow2", Serial: agent.TargetDiskSerial}},
+		CPUs:       opts.CPUs,
+		MemoryMiB:  opts.MemoryMiB,
+		Firmware:   vm.Firmware(inst.Out.Firmware),
+		ConsoleLog: filepath.Join(env.RunDir, "logs", Name+"-console.log"),
+	}
+	m, err := vm.StartManaged(ctx, cfg, acc, env.Log, env)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	bootTimeout := opts.BootTimeout
+	if bootTimeout <= 0 {
+		bootTimeout = 10 * time.Minute
+	}
+	wctx, cancel := context.WithTimeout(ctx, acc.Scale(bootTimeout))
+	defer cancel()
+	var received time.Time
+	msgs, err := m.WaitFinal(wctx, agent.PhaseBootComplete, func(msg agent.Message) {
+		if msg.Phase == agent.PhaseFacts {
+			received = time.Now()
+		}
+	})
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("booting the installed disk: %w", err)
+	}
+	return factsFrom(msgs, received)
+}
+
+// factsFrom picks the facts report out of a boot's messages.
+func factsFrom(msgs []agent.Message, received time.Time) (*agent.Facts, time.Time, error) {
+	for _, msg := range msgs {
+		if msg.Phase == agent.PhaseFacts {
+			f, err := agent.DecodeFacts(msg)
+			return f, received, err
+		}
+	}
+	return nil, time.Time{}, errors.New("the installed node booted but its agent reported no facts (is the agent in the installed image?)")
+}
+
+// createOverlay makes a qcow2 overlay backed by the installed disk.
+func createOverlay(ctx context.Context, base, format, overlay string) error {
+	abs, err := filepath.Abs(base)
+	if err != nil {
+		return err
+	}
+	out, err := exec.CommandContext(ctx, "qemu-img", "create", "-q", "-f", "qcow2", "-b", abs, "-F", format, overlay).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("qemu-img create overlay of %s: %w: %s", base, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// publish writes the reports into the stage output and the build's output directory (where
+// they stay when validation fails and the stage output is discarded), and the summary into
+// run.json.
+func publish(env *pipeline.Env, rep *Report) error {
+	for _, dir := range []string{env.Out, env.RunDir} {
+		if _, _, err := WriteReports(dir, rep); err != nil {
+			return err
+		}
+	}
+	return env.Summarize(struct {
+		Summary
+		Failures []string `json:"failures,omitempty"`
+	}{rep.Summary, rep.FailureLines()})
+}
