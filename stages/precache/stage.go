@@ -79,19 +79,11 @@ func New(opts Options) pipeline.Stage {
 			return run(ctx, opts, env)
 		},
 	}
-	files := map[string]string{}
-	if opts.Registry.RegistriesConf != "" {
-		files["registries.conf"] = opts.Registry.RegistriesConf
-	}
-	if opts.Registry.PolicyFile != "" {
-		files["policy.json"] = opts.Registry.PolicyFile
-	}
+	files := opts.Registry.Files()
 	if len(files) > 0 {
 		s.Files = files
 	}
-	if opts.Registry.PullSecret != "" {
-		s.Secrets = []string{opts.Registry.PullSecret}
-	}
+	s.Secrets = opts.Registry.Secrets()
 	return s
 }
 

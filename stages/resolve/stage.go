@@ -71,13 +71,7 @@ func New(opts Options) pipeline.Stage {
 			return run(ctx, opts, env)
 		},
 	}
-	files := map[string]string{}
-	if opts.Registry.RegistriesConf != "" {
-		files["registries.conf"] = opts.Registry.RegistriesConf
-	}
-	if opts.Registry.PolicyFile != "" {
-		files["policy.json"] = opts.Registry.PolicyFile
-	}
+	files := opts.Registry.Files()
 	if opts.ISOPath != "" && opts.ISOMissing == "" {
 		files["live.iso"] = opts.ISOPath
 	}
@@ -87,9 +81,7 @@ func New(opts Options) pipeline.Stage {
 	if len(files) > 0 {
 		s.Files = files
 	}
-	if opts.Registry.PullSecret != "" {
-		s.Secrets = []string{opts.Registry.PullSecret}
-	}
+	s.Secrets = opts.Registry.Secrets()
 	return s
 }
 

@@ -39,6 +39,28 @@ type Config struct {
 	PullSecret string `json:"pullSecret,omitempty"`
 }
 
+// Files are the host files c names, by the name a stage keys their content under
+// (pipeline.Stage.Files): "registries.conf" and "policy.json", each only when set.
+func (c Config) Files() map[string]string {
+	files := map[string]string{}
+	if c.RegistriesConf != "" {
+		files["registries.conf"] = c.RegistriesConf
+	}
+	if c.PolicyFile != "" {
+		files["policy.json"] = c.PolicyFile
+	}
+	return files
+}
+
+// Secrets are the pipeline secrets c reads (pipeline.Stage.Secrets): the pull secret when
+// one is named, else none.
+func (c Config) Secrets() []string {
+	if c.PullSecret == "" {
+		return nil
+	}
+	return []string{c.PullSecret}
+}
+
 // Mirror is one ICSP/IDMS mirror list.
 type Mirror struct {
 	Source  string   `json:"source"`
@@ -71,20 +93,20 @@ func SystemContext(ctx context.Context, scratch string, reg Config, secrets pipe
 	}
 	if conf := registriesDropIn(reg); conf != "" {
 		if err := os.WriteFile(filepath.Join(sys.SystemRegistriesConfDirPath, "50-snofactory.conf"), []byte(conf), 0o600); err != nil {
-				return nil, fmt.Errorf("writing registries.conf drop-in: %w", err)
+			return nil, fmt.Errorf("writing registries.conf drop-in: %w", err)
 		}
 	}
 	if reg.PullSecret != "" {
 		if secrets == nil {
-				return nil, fmt.Errorf("pull secret %q is configured but no secrets were given", reg.PullSecret)
+			return nil, fmt.Errorf("pull secret %q is configured but no secrets were given", reg.PullSecret)
 		}
 		b, err := secrets.Secret(reg.PullSecret)
 		if err != nil {
-				return nil, err
+			return nil, err
 		}
 		p := filepath.Join(dir, "auth.json")
 		if err := os.WriteFile(p, b, 0o600); err != nil {
-				return nil, fmt.Errorf("writing pull secret for registry access: %w", err)
+			return nil, fmt.Errorf("writing pull secret for registry access: %w", err)
 		}
 		sys.AuthFilePath = p
 	}

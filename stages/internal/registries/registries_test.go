@@ -2,8 +2,10 @@ package registries
 
 import (
 	"context"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -97,5 +99,30 @@ insecure = true
 `
 	if got != want {
 		t.Errorf("drop-in:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// The files and secrets a stage declares for its key are exactly those the config names.
+func TestConfigFilesAndSecrets(t *testing.T) {
+	tests := []struct {
+		name        string
+		cfg         Config
+		wantFiles   map[string]string
+		wantSecrets []string
+	}{
+		{"none", Config{Insecure: []string{"localhost:5000"}}, map[string]string{}, nil},
+		{"all", Config{RegistriesConf: "/etc/r.conf", PolicyFile: "/etc/p.json", PullSecret: "ps"},
+			map[string]string{"registries.conf": "/etc/r.conf", "policy.json": "/etc/p.json"}, []string{"ps"}},
+		{"policy only", Config{PolicyFile: "/p.json"}, map[string]string{"policy.json": "/p.json"}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.cfg.Files(); !maps.Equal(got, tc.wantFiles) {
+				t.Errorf("Files() = %v, want %v", got, tc.wantFiles)
+			}
+			if got := tc.cfg.Secrets(); !slices.Equal(got, tc.wantSecrets) {
+				t.Errorf("Secrets() = %v, want %v", got, tc.wantSecrets)
+			}
+		})
 	}
 }
