@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -53,7 +54,7 @@ func (k KeyInputs) Diff(old KeyInputs) []string {
 
 func mapDiff(what string, old, cur map[string]string) []string {
 	var why []string
-	for _, name := range sortedKeys(cur) {
+	for _, name := range slices.Sorted(maps.Keys(cur)) {
 		o, ok := old[name]
 		switch {
 		case !ok:
@@ -62,7 +63,7 @@ func mapDiff(what string, old, cur map[string]string) []string {
 			why = append(why, fmt.Sprintf("%s %s changed", what, name))
 		}
 	}
-	for _, name := range sortedKeys(old) {
+	for _, name := range slices.Sorted(maps.Keys(old)) {
 		if _, ok := cur[name]; !ok {
 			why = append(why, fmt.Sprintf("%s %s removed", what, name))
 		}
@@ -101,7 +102,7 @@ func walkDiff(path string, o, c any, out *[]string) {
 	om, ok1 := o.(map[string]any)
 	cm, ok2 := c.(map[string]any)
 	if ok1 && ok2 {
-		keys := sortedKeys(om)
+		keys := slices.Sorted(maps.Keys(om))
 		for k := range cm {
 			if _, ok := om[k]; !ok {
 				keys = append(keys, k)
@@ -121,15 +122,6 @@ func walkDiff(path string, o, c any, out *[]string) {
 		}
 		*out = append(*out, path)
 	}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // canonicalJSON marshals v and re-encodes it so that equal values give equal bytes whatever

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/snofactory/snofactory/blueprints/internal/suggest"
+	"github.com/snofactory/snofactory/internal/suggest"
 	"gopkg.in/yaml.v3"
 )
 

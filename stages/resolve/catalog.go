@@ -9,9 +9,11 @@ import (
 	"log/slog"
 	"maps"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
+	"github.com/snofactory/snofactory/internal/suggest"
 	"github.com/snofactory/snofactory/stages/internal/lockfile"
 
 	ciimage "github.com/containers/image/v5/image"
@@ -233,11 +235,11 @@ func (c *client) labels(ctx context.Context, im *image) (map[string]string, erro
 func (cat *catalog) head(op CatalogOperator) (*fbcBundle, string, error) {
 	pkg, ok := cat.packages[op.Package]
 	if !ok {
-		names := sortedNames(cat.packages)
+		names := slices.Sorted(maps.Keys(cat.packages))
 		return nil, "", fmt.Errorf("operator %s: catalog %s has no package %q%s; it has %s",
 			op.Package, op.Catalog, op.Package, didYouMean(op.Package, names), listNames(names))
 	}
-	channels := sortedNames(pkg.channels)
+	channels := slices.Sorted(maps.Keys(pkg.channels))
 	name := op.Channel
 	if name == "" {
 		name = pkg.defaultChannel
@@ -331,15 +333,6 @@ func (c *client) pinBundle(ctx context.Context, op CatalogOperator, b *fbcBundle
 	return out, nil
 }
 
-func sortedNames[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
 // listNames joins names for an error message, shortening long lists.
 func listNames(names []string) string {
 	if len(names) == 0 {
@@ -354,44 +347,8 @@ func listNames(names []string) string {
 // didYouMean returns ` (did you mean "x"?)` for the candidate closest to word, or "" when
 // none is a plausible slip.
 func didYouMean(word string, candidates []string) string {
-	best, bestD := "", -1
-	for _, c := range candidates {
-		if d := editDistance(word, c); bestD < 0 || d < bestD {
-			best, bestD = c, d
-		}
-	}
-	limit := min(max(len(word)/3, 1), 3)
-	if bestD >= 0 && bestD <= limit {
-		return fmt.Sprintf(" (did you mean %q?)", best)
-	}
-	for _, c := range candidates {
-		if len(word) >= 4 && strings.HasPrefix(c, word) {
-			return fmt.Sprintf(" (did you mean %q?)", c)
-		}
+	if s := suggest.Closest(word, candidates); s != "" {
+		return fmt.Sprintf(" (did you mean %q?)", s)
 	}
 	return ""
-}
-
-// editDistance is the Levenshtein distance between short names.
-func editDistance(a, b string) int {
-	if len(a) > 256 || len(b) > 256 {
-		return 1 << 30
-	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

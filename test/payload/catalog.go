@@ -5,9 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"path"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -261,7 +262,7 @@ func GenerateCatalog(ctx context.Context, registryAddr string, opts CatalogOptio
 			return nil, err
 		}
 		var fs []file
-		for _, n := range sortedFileNames(files) {
+		for _, n := range slices.Sorted(maps.Keys(files)) {
 			cat.Files[n] = files[n]
 			fs = append(fs, file{Name: configs + "/" + n, Mode: 0o644, Data: files[n]})
 		}
@@ -523,13 +524,4 @@ func pushImage(ctx context.Context, ref name.Reference, img *image, ropts []remo
 		return err
 	}
 	return putManifest(ref, img, ropts)
-}
-
-func sortedFileNames(m map[string][]byte) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

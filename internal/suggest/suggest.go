@@ -1,5 +1,3 @@
-// Package suggest helps blueprint messages talk about a user's values: the closest known word
-// to a misspelt one, for did-you-mean hints, and a value clipped for quoting.
 package suggest
 
 import (
