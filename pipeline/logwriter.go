@@ -6,23 +6,22 @@ import (
 	"sync"
 )
 
-// LineLogger is an io.Writer that turns a tool's output into one debug record per line of
-// the given logger (the stage log). Call Flush when the tool has exited, so a last line
-// without a newline (often the error) is not lost.
-type LineLogger struct {
+// LineWriter is an io.Writer that hands each complete line written to it, without its
+// newline, to a function, in order and one at a time. Call Flush when the writer is done, so
+// a last line without a newline is not lost.
+type LineWriter struct {
 	mu   sync.Mutex
-	log  *slog.Logger
-	tool string
+	line func(string)
 	buf  []byte
 }
 
-// NewLineLogger returns a LineLogger writing to log, tagging each line with the tool's name.
-func NewLineLogger(log *slog.Logger, tool string) *LineLogger {
-	return &LineLogger{log: log, tool: tool}
+// NewLineWriter returns a LineWriter calling line with each line.
+func NewLineWriter(line func(string)) *LineWriter {
+	return &LineWriter{line: line}
 }
 
 // Write implements io.Writer.
-func (w *LineLogger) Write(p []byte) (int, error) {
+func (w *LineWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.buf = append(w.buf, p...)
@@ -31,18 +30,30 @@ func (w *LineLogger) Write(p []byte) (int, error) {
 		if i < 0 {
 			break
 		}
-		w.log.Debug(string(w.buf[:i]), "tool", w.tool)
+		w.line(string(w.buf[:i]))
 		w.buf = w.buf[i+1:]
 	}
 	return len(p), nil
 }
 
-// Flush logs what is left of an unfinished last line.
-func (w *LineLogger) Flush() {
+// Flush passes on what is left of an unfinished last line.
+func (w *LineWriter) Flush() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if len(w.buf) > 0 {
-		w.log.Debug(string(w.buf), "tool", w.tool)
+		w.line(string(w.buf))
 		w.buf = nil
 	}
+}
+
+// LineLogger is a LineWriter that turns a tool's output into one debug record per line of
+// the given logger (the stage log). Call Flush when the tool has exited, so a last line
+// without a newline (often the error) is not lost.
+type LineLogger struct {
+	LineWriter
+}
+
+// NewLineLogger returns a LineLogger writing to log, tagging each line with the tool's name.
+func NewLineLogger(log *slog.Logger, tool string) *LineLogger {
+	return &LineLogger{LineWriter{line: func(s string) { log.Debug(s, "tool", tool) }}}
 }

@@ -1,7 +1,6 @@
 package registry
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/snofactory/snofactory/pipeline"
 )
 
 // Request is one line of the registry's access log.
@@ -87,30 +88,21 @@ const syncPrefix = "/snofactory-sync/"
 
 // accessLog is the registry's stdout, split into lines and parsed.
 type accessLog struct {
-	mu      sync.Mutex
-	partial []byte
-	reqs    []Request
-	seen    map[string]chan struct{} // sync nonce -> closed when logged
+	*pipeline.LineWriter
+	mu   sync.Mutex
+	reqs []Request
+	seen map[string]chan struct{} // sync nonce -> closed when logged
 }
 
-func newAccessLog() *accessLog { return &accessLog{seen: map[string]chan struct{}{}} }
-
-func (l *accessLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.partial = append(l.partial, p...)
-	for {
-		i := bytes.IndexByte(l.partial, '\n')
-		if i < 0 {
-			break
-		}
-		l.parse(string(l.partial[:i]))
-		l.partial = l.partial[i+1:]
-	}
-	return len(p), nil
+func newAccessLog() *accessLog {
+	l := &accessLog{seen: map[string]chan struct{}{}}
+	l.LineWriter = pipeline.NewLineWriter(l.parse)
+	return l
 }
 
 func (l *accessLog) parse(line string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	m := combined.FindStringSubmatch(line)
 	if m == nil {
 		return
