@@ -3,8 +3,6 @@ package stages
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -45,8 +43,8 @@ func TestStageISOFromMachineOSImages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.ISO == nil || !l.ISO.InImage() || l.ISO.SHA256 != chainFileSum(t, iso) || l.ISO.Path != resolve.ISOPath {
-		t.Fatalf("lock iso = %+v, want the machine-os-images ISO extracted with sha256 %s", l.ISO, chainFileSum(t, iso))
+	if l.ISO == nil || !l.ISO.InImage() || l.ISO.SHA256 != coreisotest.SHA256(t, iso) || l.ISO.Path != resolve.ISOPath {
+		t.Fatalf("lock iso = %+v, want the machine-os-images ISO extracted with sha256 %s", l.ISO, coreisotest.SHA256(t, iso))
 	}
 
 	renderDir := t.TempDir()
@@ -83,24 +81,10 @@ func chainConfig(tag string) []byte {
 	return []byte(`{"ignition":{"version":"3.3.0"},"storage":{"files":[{"path":"/etc/tag","contents":{"source":"data:,` + tag + `"}}]}}`)
 }
 
-func chainFileSum(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := sha256.Sum256(b)
-	return hex.EncodeToString(s[:])
-}
-
 // chainRecord writes a stage's output record into dir, as the engine would.
 func chainRecord(t *testing.T, dir string, rec any) {
 	t.Helper()
-	b, err := json.Marshal(rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, pipeline.OutputRecord), b, 0o644); err != nil {
+	if err := (&pipeline.Env{Out: dir}).WriteOutput(rec); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -3,8 +3,6 @@ package liveiso
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -73,7 +71,7 @@ func TestStage(t *testing.T) {
 // makes the stage read the file the upstream stage extracted, once its sha256 matches.
 func TestStageISOFromImageLock(t *testing.T) {
 	iso := coreisotest.Fixture(t, "embed-areas-2023-07.x86_64.iso")
-	isoSum := fileSum(t, iso)
+	isoSum := coreisotest.SHA256(t, iso)
 	renderDir := t.TempDir()
 	cfg := testConfig("image-lock")
 	if err := os.WriteFile(filepath.Join(renderDir, "config.ign"), cfg, 0o644); err != nil {
@@ -140,7 +138,7 @@ func TestStageISOFromImageLock(t *testing.T) {
 				t.Fatalf("show = %q, %v", got, err)
 			}
 			// The upstream output is read, never changed.
-			if fileSum(t, filepath.Join(upstream, "iso", "live.iso")) != isoSum {
+			if coreisotest.SHA256(t, filepath.Join(upstream, "iso", "live.iso")) != isoSum {
 				t.Error("the upstream ISO changed")
 			}
 		})
@@ -152,24 +150,10 @@ func testConfig(tag string) []byte {
 	return []byte(fmt.Sprintf(`{"ignition":{"version":"3.3.0"},"storage":{"files":[{"path":"/etc/tag","contents":{"source":"data:,%s"}}]}}`, tag))
 }
 
-func fileSum(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := sha256.Sum256(b)
-	return hex.EncodeToString(s[:])
-}
-
 // writeRecord writes an upstream stage's output record into dir, as the engine would.
 func writeRecord(t *testing.T, dir string, rec any) {
 	t.Helper()
-	b, err := json.Marshal(rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, pipeline.OutputRecord), b, 0o644); err != nil {
+	if err := (&pipeline.Env{Out: dir}).WriteOutput(rec); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -20,7 +20,6 @@ import (
 
 	"github.com/containers/image/v5/types"
 	"github.com/google/go-containerregistry/pkg/authn"
-	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
@@ -37,15 +36,9 @@ import (
 // pushImage pushes img to ref and returns the pinned Image.
 func pushImage(t *testing.T, ref string, img v1.Image) Image {
 	t.Helper()
-	r, err := name.ParseReference(ref, name.Insecure)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ggcrremote.Write(r, img); err != nil {
-		t.Fatalf("pushing %s: %v", ref, err)
-	}
-	d, _ := img.Digest()
-	return Image{Name: ref, Ref: r.Context().String() + "@" + d.String(), Digest: d.String()}
+	pinned := registry.PushT(t, ref, img)
+	_, d, _ := strings.Cut(pinned, "@")
+	return Image{Name: ref, Ref: pinned, Digest: d}
 }
 
 // wantError checks err against want, a part of the expected message ("" for none), and
@@ -292,12 +285,9 @@ func TestPrecacheAuth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, _ := name.ParseReference(reg.Ref("ocp/private:1"), name.Insecure)
-	if err := ggcrremote.Write(r, img, ggcrremote.WithAuth(&authn.Basic{Username: "depot", Password: "s3cret"})); err != nil {
-		t.Fatal(err)
-	}
-	d, _ := img.Digest()
-	images := []Image{{Name: "private", Ref: r.Context().String() + "@" + d.String(), Digest: d.String()}}
+	pinned := registry.PushT(t, reg.Ref("ocp/private:1"), img, ggcrremote.WithAuth(&authn.Basic{Username: "depot", Password: "s3cret"}))
+	_, d, _ := strings.Cut(pinned, "@")
+	images := []Image{{Name: "private", Ref: pinned, Digest: d}}
 	authFile := filepath.Join(t.TempDir(), "auth.json")
 	auth := base64.StdEncoding.EncodeToString([]byte("depot:s3cret"))
 	os.WriteFile(authFile, []byte(`{"auths":{"`+reg.Addr()+`":{"auth":"`+auth+`"}}}`), 0o600)

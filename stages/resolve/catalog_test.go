@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -253,7 +255,7 @@ func TestParseCatalog(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := strings.Join(sortedNames(cat.packages), ","); got != strings.Join(tt.packages, ",") {
+			if got := strings.Join(slices.Sorted(maps.Keys(cat.packages)), ","); got != strings.Join(tt.packages, ",") {
 				t.Errorf("packages %s, want %s", got, strings.Join(tt.packages, ","))
 			}
 			for p, n := range tt.channels {

@@ -9,18 +9,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/snofactory/snofactory/stages/internal/lockfile"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
@@ -34,7 +34,7 @@ func layer(t *testing.T, files map[string]string) v1.Layer {
 	t.Helper()
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	for _, p := range sortedKeys(files) {
+	for _, p := range slices.Sorted(maps.Keys(files)) {
 		if err := tw.WriteHeader(&tar.Header{Name: p, Mode: 0o755, Size: int64(len(files[p])), Typeflag: tar.TypeReg}); err != nil {
 			t.Fatal(err)
 		}
@@ -44,21 +44,6 @@ func layer(t *testing.T, files map[string]string) v1.Layer {
 	return static.NewLayer(buf.Bytes(), types.DockerLayer)
 }
 
-func sortedKeys(m map[string]string) []string {
-	var ks []string
-	for k := range m {
-		ks = append(ks, k)
-	}
-	for i := range ks {
-		for j := i + 1; j < len(ks); j++ {
-			if ks[j] < ks[i] {
-				ks[i], ks[j] = ks[j], ks[i]
-			}
-		}
-	}
-	return ks
-}
-
 // push writes an image made of the given layers and returns repo@digest.
 func push(t *testing.T, ref string, layers ...v1.Layer) string {
 	t.Helper()
@@ -66,15 +51,7 @@ func push(t *testing.T, ref string, layers ...v1.Layer) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := name.ParseReference(ref, name.Insecure)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := remote.Write(r, img); err != nil {
-		t.Fatalf("pushing %s: %v", ref, err)
-	}
-	d, _ := img.Digest()
-	return r.Context().String() + "@" + d.String()
+	return registry.PushT(t, ref, img)
 }
 
 // fixture is a tiny release payload in a real registry.
@@ -103,7 +80,7 @@ func newFixture(t *testing.T) *fixture {
 	var is imageStream
 	is.Kind = "ImageStream"
 	is.Metadata.Name = "4.16.3"
-	for _, n := range sortedKeys(f.components) {
+	for _, n := range slices.Sorted(maps.Keys(f.components)) {
 		tag := struct {
 			Name string `json:"name"`
 			From struct {

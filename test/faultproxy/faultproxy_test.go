@@ -39,10 +39,7 @@ func newFixture(t *testing.T, layerSize int64) fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref, _ := name.ParseReference(reg.Ref("fp/img:v1"))
-	if err := remote.Write(ref, img); err != nil {
-		t.Fatal(err)
-	}
+	registry.PushT(t, reg.Ref("fp/img:v1"), img)
 	layers, _ := img.Layers()
 	d, _ := layers[0].Digest()
 	n, _ := layers[0].Size()
@@ -248,10 +245,7 @@ func TestClientSurvivesFaults(t *testing.T) {
 		// Fixed content, so the paths and therefore the schedule are the
 		// same on every run.
 		img := seededImage(t, int64(i), 4, 8<<10)
-		ref, _ := name.ParseReference(reg.Ref(fmt.Sprintf("fp/img%d:v1", i)))
-		if err := remote.Write(ref, img); err != nil {
-			t.Fatal(err)
-		}
+		registry.PushT(t, reg.Ref(fmt.Sprintf("fp/img%d:v1", i)), img)
 		imgs = append(imgs, img)
 	}
 	run := func() Stats {
@@ -328,10 +322,7 @@ func TestPushThroughProxy(t *testing.T) {
 	reg := registry.StartT(t, registry.Options{})
 	p := startProxy(t, reg.Addr(), Options{})
 	img := seededImage(t, 99, 2, 4<<10)
-	ref, _ := name.ParseReference(p.Addr() + "/fp/pushed:v1")
-	if err := remote.Write(ref, img); err != nil {
-		t.Fatal(err)
-	}
+	registry.PushT(t, p.Addr()+"/fp/pushed:v1", img)
 	reqs := reg.Requests()
 	uploads := 0
 	for _, q := range reqs {

@@ -3,6 +3,10 @@ package registry
 import (
 	"context"
 	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
 
 // StartT starts a registry for one test and stops it in t.Cleanup. A missing
@@ -20,4 +24,23 @@ func StartT(t testing.TB, opts Options) *Registry {
 		}
 	})
 	return r
+}
+
+// PushT pushes img to ref (a test registry's host:port/repo:tag) and returns the image
+// pinned, as repository@digest. opts go to remote.Write, e.g. remote.WithAuth for a
+// registry with Username set.
+func PushT(t testing.TB, ref string, img v1.Image, opts ...remote.Option) string {
+	t.Helper()
+	r, err := name.ParseReference(ref, name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(r, img, opts...); err != nil {
+		t.Fatalf("pushing %s: %v", ref, err)
+	}
+	d, err := img.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.Context().String() + "@" + d.String()
 }

@@ -5,8 +5,10 @@ import (
 	"compress/gzip"
 	"context"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -21,7 +23,7 @@ func cpioOf(t testing.TB, files map[string]string) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	w := cpio.NewWriter(&b)
-	for _, name := range sortedKeys(files) {
+	for _, name := range slices.Sorted(maps.Keys(files)) {
 		if err := w.WriteHeader(&cpio.Header{Name: name, Mode: cpio.TypeReg | 0o644, Size: int64(len(files[name]))}); err != nil {
 			t.Fatal(err)
 		}
@@ -33,21 +35,6 @@ func cpioOf(t testing.TB, files map[string]string) []byte {
 		t.Fatal(err)
 	}
 	return b.Bytes()
-}
-
-func sortedKeys(m map[string]string) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	for i := range out {
-		for j := i + 1; j < len(out); j++ {
-			if out[j] < out[i] {
-				out[i], out[j] = out[j], out[i]
-			}
-		}
-	}
-	return out
 }
 
 func gz(t testing.TB, b []byte) []byte {

@@ -1,6 +1,8 @@
 package coreisotest
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"io"
 	"os"
 	"path/filepath"
@@ -79,4 +81,15 @@ func Fixture(t testing.TB, name string) string {
 		t.Fatal(err)
 	}
 	return dst
+}
+
+// SHA256 is the hex sha256 of the file at path, as a lock records an ISO's.
+func SHA256(t testing.TB, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
 }
