@@ -550,21 +550,25 @@ func installerVersion(ctx context.Context, env *runEnv, installer string) (strin
 	return strings.TrimPrefix(v, "openshift-install "), nil
 }
 
+// ignitionFiles is the file list of an Ignition config of any 3.x spec (they all spell
+// storage.files alike), the part render reads of a config the installer wrote.
+type ignitionFiles struct {
+	Storage struct {
+		Files []struct {
+			Path     string `json:"path"`
+			Contents struct {
+				Source      *string `json:"source"`
+				Compression *string `json:"compression"`
+			} `json:"contents"`
+		} `json:"files"`
+	} `json:"storage"`
+}
+
 // workerPointer builds the day-2 worker config as the installer's pointer configs are: merge
 // the worker config served by the machine-config server on api-int:22623, trusting the
 // cluster's root CA, taken from the bootstrap-in-place config.
 func workerPointer(c *OpenShift, bootstrap []byte) ([]byte, error) {
-	var cfg struct {
-		Storage struct {
-			Files []struct {
-				Path     string `json:"path"`
-				Contents struct {
-					Source      *string `json:"source"`
-					Compression *string `json:"compression"`
-				} `json:"contents"`
-			} `json:"files"`
-		} `json:"storage"`
-	}
+	var cfg ignitionFiles
 	if err := json.Unmarshal(bootstrap, &cfg); err != nil {
 		return nil, fmt.Errorf("reading %s: %w", installerIgnition, err)
 	}

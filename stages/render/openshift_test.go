@@ -328,16 +328,7 @@ func embedded(t *testing.T, cfg v32types.Config, path string) string {
 // (they all spell storage.files alike), "" when absent.
 func embeddedFile(t *testing.T, raw []byte, path string) string {
 	t.Helper()
-	var cfg struct {
-		Storage struct {
-			Files []struct {
-				Path     string `json:"path"`
-				Contents struct {
-					Source *string `json:"source"`
-				} `json:"contents"`
-			} `json:"files"`
-		} `json:"storage"`
-	}
+	var cfg ignitionFiles
 	if err := json.Unmarshal(raw, &cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -454,26 +445,24 @@ func decodedText(t *testing.T, raw []byte) string {
 	t.Helper()
 	var b strings.Builder
 	b.Write(raw)
-	var v struct {
-		Storage struct {
-			Files []struct {
-				Contents struct {
-					Source      string `json:"source"`
-					Compression string `json:"compression"`
-				} `json:"contents"`
-			} `json:"files"`
-		} `json:"storage"`
-	}
+	var v ignitionFiles
 	if err := json.Unmarshal(raw, &v); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range v.Storage.Files {
-		d, err := dataurl.DecodeString(f.Contents.Source)
+		var src, compression string
+		if f.Contents.Source != nil {
+			src = *f.Contents.Source
+		}
+		if f.Contents.Compression != nil {
+			compression = *f.Contents.Compression
+		}
+		d, err := dataurl.DecodeString(src)
 		if err != nil {
 			t.Fatal(err)
 		}
 		data := d.Data
-		switch f.Contents.Compression {
+		switch compression {
 		case "":
 		case "gzip": // Butane compresses larger inline contents
 			zr, err := gzip.NewReader(bytes.NewReader(data))
@@ -484,7 +473,7 @@ func decodedText(t *testing.T, raw []byte) string {
 				t.Fatal(err)
 			}
 		default:
-			t.Fatalf("unexpected %s compression", f.Contents.Compression)
+			t.Fatalf("unexpected %s compression", compression)
 		}
 		b.WriteString("\n")
 		b.Write(data)
