@@ -30,6 +30,7 @@ import (
 	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/seeds/precachedisk"
 	"github.com/snofactory/snofactory/stages/internal/registries"
+	"github.com/snofactory/snofactory/test/check"
 	"github.com/snofactory/snofactory/test/registry"
 )
 
@@ -39,22 +40,6 @@ func pushImage(t *testing.T, ref string, img v1.Image) Image {
 	pinned := registry.PushT(t, ref, img)
 	_, d, _ := strings.Cut(pinned, "@")
 	return Image{Name: ref, Ref: pinned, Digest: d}
-}
-
-// wantError checks err against want, a part of the expected message ("" for none), and
-// reports whether the case ends there because the error came as expected.
-func wantError(t *testing.T, err error, want string) bool {
-	t.Helper()
-	if want == "" {
-		if err != nil {
-			t.Fatal(err)
-		}
-		return false
-	}
-	if err == nil || !strings.Contains(err.Error(), want) {
-		t.Fatalf("err = %v, want %q", err, want)
-	}
-	return true
 }
 
 // testImages pushes n images sharing a base layer.
@@ -264,7 +249,7 @@ func TestPrecacheMirrorAndPolicy(t *testing.T) {
 			sys := sysFor(t, registries.Config{Insecure: []string{mirror.Addr(), "127.0.0.1:1"}, PolicyFile: tc.policy,
 				Mirrors: []registries.Mirror{{Source: src, Mirrors: []string{mirror.Addr() + "/ocp"}}}})
 			res, err := Precache(context.Background(), Config{Images: images, Store: st, Sys: sys, Attempts: 2, RetryBase: 1})
-			if wantError(t, err, tc.wantErr) {
+			if check.Error(t, err, tc.wantErr) {
 				return
 			}
 			if res.Report.BlobsFetched != res.Report.Blobs {
@@ -313,7 +298,7 @@ func TestPrecacheAuth(t *testing.T) {
 			}
 			st, _ := OpenStore(filepath.Join(t.TempDir(), "blobs"))
 			res, err := Precache(context.Background(), Config{Images: images, Store: st, Sys: sys, Attempts: 1})
-			if wantError(t, err, tc.wantErr) {
+			if check.Error(t, err, tc.wantErr) {
 				return
 			}
 			if res.Report.BlobsFetched != 3 {

@@ -13,6 +13,7 @@ import (
 	"github.com/snofactory/snofactory/stages/internal/handoff"
 	"github.com/snofactory/snofactory/stages/internal/lockfile"
 	"github.com/snofactory/snofactory/stages/internal/registries"
+	"github.com/snofactory/snofactory/test/check"
 	"github.com/snofactory/snofactory/test/registry"
 )
 
@@ -140,7 +141,7 @@ func TestReadImages(t *testing.T) {
 				t.Fatal(err)
 			}
 			got, err := ReadImages(path)
-			if wantError(t, err, tc.wantErr) {
+			if check.Error(t, err, tc.wantErr) {
 				return
 			}
 			if !slices.Equal(got, tc.want) {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/stages/internal/handoff"
+	"github.com/snofactory/snofactory/test/check"
 )
 
 // The openshift stage under the real engine, taking openshift-install from an upstream
@@ -172,14 +173,8 @@ func TestOpenShiftReleaseFromLock(t *testing.T) {
 				t.Fatalf("validate: %v", err)
 			}
 			out, err := buildWithResolve(t, o, tc.lock)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
-				}
+			if check.Error(t, err, tc.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			// What the installer got, as it wrote it into the bootstrap config.
 			cfg, r, err := v32.Parse(mustRead(t, filepath.Join(out, ConfigPath)))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/snofactory/snofactory/stages/internal/lockfile"
 	"github.com/snofactory/snofactory/stages/internal/registries"
+	"github.com/snofactory/snofactory/test/check"
 
 	"github.com/snofactory/snofactory/test/faultproxy"
 	pl "github.com/snofactory/snofactory/test/payload"
@@ -246,14 +247,8 @@ func TestParseCatalog(t *testing.T) {
 				files[n] = []byte(s)
 			}
 			cat, err := parseCatalog(files)
-			if tt.errHave != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.errHave) {
-					t.Fatalf("error %v, want one containing %q", err, tt.errHave)
-				}
+			if check.Error(t, err, tt.errHave) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if got := strings.Join(slices.Sorted(maps.Keys(cat.packages)), ","); got != strings.Join(tt.packages, ",") {
 				t.Errorf("packages %s, want %s", got, strings.Join(tt.packages, ","))

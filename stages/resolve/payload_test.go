@@ -14,6 +14,7 @@ import (
 
 	"github.com/snofactory/snofactory/stages/internal/lockfile"
 	"github.com/snofactory/snofactory/stages/internal/registries"
+	"github.com/snofactory/snofactory/test/check"
 
 	"github.com/snofactory/snofactory/test/faultproxy"
 	pl "github.com/snofactory/snofactory/test/payload"
@@ -112,14 +113,8 @@ func TestResolveISOFromMachineOSImages(t *testing.T) {
 			}
 			out := t.TempDir()
 			lock, err := Resolve(context.Background(), Options{Release: rel.Tag, Registry: registries.Config{Insecure: []string{reg.Addr()}}}, Runtime{OutDir: out})
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("err = %v, want %q", err, tc.wantErr)
-				}
+			if check.Error(t, err, tc.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			mos, _ := rel.Component(pl.NameMachineOSImages)
 			want := lockfile.LockedISO{URL: "image://" + mos.Reference + "#/coreos/coreos-x86_64.iso", Path: ISOPath, SHA256: isoSum, From: machineOSImages}

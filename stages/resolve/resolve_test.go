@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/snofactory/snofactory/stages/internal/lockfile"
+	"github.com/snofactory/snofactory/test/check"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
@@ -429,14 +430,8 @@ func TestReleaseInfoFails(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := Options{Release: f.release, Registry: registries.Config{Insecure: []string{f.reg.Addr()}, PolicyFile: tc.policy}}
 			info, err := ReleaseInfo(context.Background(), opts, Runtime{Scratch: t.TempDir()}, 2)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("err = %v, want %q", err, tc.wantErr)
-				}
+			if check.Error(t, err, tc.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if info.Components != len(f.components) || info.UniqueBlobs == 0 || info.TotalBlobBytes <= info.UniqueBlobBytes {
 				t.Errorf("info = %+v", info)
