@@ -13,7 +13,7 @@ import (
 	"github.com/coreos/butane/config/common"
 	"github.com/coreos/go-semver/semver"
 	vreport "github.com/coreos/vcontext/report"
-	"github.com/snofactory/snofactory/internal/suggest"
+	"github.com/snofactory/snofactory/blueprints/suggest"
 	"gopkg.in/yaml.v3"
 
 	"github.com/snofactory/snofactory/blueprints/v1alpha1"

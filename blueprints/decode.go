@@ -9,7 +9,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/snofactory/snofactory/internal/suggest"
+	"github.com/snofactory/snofactory/blueprints/suggest"
 )
 
 // Bounds on what the decoder walks, so hostile files fail fast instead of hanging or

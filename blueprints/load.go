@@ -16,7 +16,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/snofactory/snofactory/blueprints/v1alpha1"
-	"github.com/snofactory/snofactory/internal/suggest"
+	"github.com/snofactory/snofactory/blueprints/suggest"
 )
 
 // internalErrorPrefix starts the message of a problem that is a bug in the loader.

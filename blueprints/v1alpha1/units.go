@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/snofactory/snofactory/internal/suggest"
+	"github.com/snofactory/snofactory/blueprints/suggest"
 	"gopkg.in/yaml.v3"
 )
 

@@ -15,7 +15,7 @@ import (
 	"strings"
 
 	"github.com/containers/image/v5/docker/reference"
-	"github.com/snofactory/snofactory/internal/suggest"
+	"github.com/snofactory/snofactory/blueprints/suggest"
 	"golang.org/x/crypto/ssh"
 )
 

@@ -3,10 +3,11 @@ package validate
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
-	"strings"
 	"time"
 
+	"github.com/snofactory/snofactory/blueprints/suggest"
 	"github.com/snofactory/snofactory/seeds/agent"
 	"github.com/snofactory/snofactory/stages/internal/handoff"
 )
@@ -109,13 +110,13 @@ func Evaluate(ctx context.Context, in Inputs) (*Report, error) {
 	}
 	var unknown []string
 	for id := range in.Skip {
-		if !contains(ids, id) {
+		if !slices.Contains(ids, id) {
 			unknown = append(unknown, id)
 		}
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
-		return nil, &UnknownSkipError{ID: unknown[0], Suggestion: closest(unknown[0], ids)}
+		return nil, &UnknownSkipError{ID: unknown[0], Suggestion: suggest.Closest(unknown[0], ids)}
 	}
 	in.Options = in.Options.withDefaults()
 	host := hostChecks(in)
@@ -136,52 +137,4 @@ func Evaluate(ctx context.Context, in Inputs) (*Report, error) {
 		results = append(results, Result{CheckInfo: c, Status: o.status, Message: o.message, Evidence: o.evidence})
 	}
 	return newReport(results), nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-// closest is the known id nearest to id by edit distance, if plausibly a typo.
-func closest(id string, ids []string) string {
-	best, bestD := "", len(id)/3+2
-	for _, c := range ids {
-		if d := distance(id, c); d < bestD {
-			best, bestD = c, d
-		}
-	}
-	if best == "" {
-		for _, c := range ids {
-			if strings.HasPrefix(c, id) || strings.HasSuffix(c, "."+id) {
-				return c
-			}
-		}
-	}
-	return best
-}
-
-// distance is the Levenshtein distance.
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }

@@ -3,6 +3,7 @@ package validate
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -93,7 +94,7 @@ func checkImages(f *agent.Facts, want []handoff.Image) outcome {
 	var problems []string
 	for _, w := range want {
 		held := byRepo[repository(w.Ref)]
-		if contains(held, w.Digest) {
+		if slices.Contains(held, w.Digest) {
 			continue
 		}
 		p := fmt.Sprintf("%s@%s missing from container storage", repository(w.Ref), w.Digest)

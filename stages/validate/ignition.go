@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	v35 "github.com/coreos/ignition/v2/config/v3_5"
@@ -242,7 +243,7 @@ func checkUsers(f *agent.Facts, e *expected) outcome {
 			problems = append(problems, fmt.Sprintf("user %s missing from /etc/passwd", u.Name))
 		}
 		for _, k := range u.SSHAuthorizedKeys {
-			if h := agent.SSHKeyHash(string(k)); h != "" && !contains(uf.AuthorizedKeys, h) {
+			if h := agent.SSHKeyHash(string(k)); h != "" && !slices.Contains(uf.AuthorizedKeys, h) {
 				problems = append(problems, fmt.Sprintf("user %s lacks SSH key %s", u.Name, clip(string(k), 40)))
 			}
 		}

@@ -134,3 +134,14 @@ func TestCLIHasNoOpenShiftKnowledge(t *testing.T) {
 		}
 	}
 }
+
+// The top of the tree is fixed: Go code lives only in these directories.
+func TestGoCodeOnlyInTheFixedTopLevel(t *testing.T) {
+	allowed := map[string]bool{"cmd": true, "pipeline": true, "stages": true, "blueprints": true, "seeds": true, "test": true}
+	for _, f := range moduleFiles(t, true) {
+		top, _, _ := strings.Cut(f.dir, "/")
+		if !allowed[top] {
+			t.Errorf("%s: Go code outside cmd/, pipeline/, stages/, blueprints/, seeds/ and test/", f.path)
+		}
+	}
+}
