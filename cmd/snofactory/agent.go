@@ -16,10 +16,12 @@ import (
 func newAgentCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "agent",
-		Short: "Commands run on the node itself: phase reporting to the factory host, image import",
+		Short: "Commands run on the node itself: phase reporting to the factory host, image import, unit start-up",
 	}
 	cmd.AddCommand(newAgentReportCommand())
 	cmd.AddCommand(newAgentImportCommand())
+	cmd.AddCommand(newAgentFactsCommand())
+	cmd.AddCommand(newAgentRunUnitsCommand())
 	return cmd
 }
 
@@ -27,6 +29,7 @@ func newAgentReportCommand() *cobra.Command {
 	var (
 		phase, status, port, stateDir string
 		filesRoot, ignitionConfig     string
+		logFile                       string
 		details, detailFiles          []string
 		timeout                       time.Duration
 	)
@@ -55,6 +58,14 @@ func newAgentReportCommand() *cobra.Command {
 				for k, v := range fd {
 					d[k] = v
 				}
+			}
+			if logFile != "" {
+				// A missing log still sends the report: the failure matters more than its log.
+				tail, err := agent.TailLines(logFile, agent.LogDetailLines, agent.MaxLogDetailBytes)
+				if err != nil {
+					tail = err.Error()
+				}
+				d[agent.DetailLog] = tail
 			}
 			if ignitionConfig != "" {
 				fd, err := agent.IgnitionFileDetails(ignitionConfig, filesRoot)
@@ -89,6 +100,7 @@ func newAgentReportCommand() *cobra.Command {
 	f.StringArrayVar(&details, "detail", nil, "key=value detail (repeatable)")
 	f.StringArrayVar(&detailFiles, "detail-file", nil, "key=path: send the file's sha256, size and (if short text) content (repeatable)")
 	f.StringVar(&ignitionConfig, "ignition-config", "", "describe every file this Ignition config writes (sha256, size, and the content of short files others may read; private files are withheld)")
+	f.StringVar(&logFile, "log", "", "send the last lines of this log file as the "+agent.DetailLog+" detail (for a failure)")
 	f.StringVar(&filesRoot, "files-root", "/", "root the --ignition-config files were written under")
 	f.StringVar(&port, "port", "/dev/virtio-ports/"+agent.DefaultPortName, "virtio-serial port device or name")
 	f.StringVar(&stateDir, "state-dir", agent.DefaultStateDir, "where the sequence counter lives (must be a tmpfs)")

@@ -40,10 +40,67 @@ func (s Status) Valid() bool {
 
 // Final phases: the guest sends one of these (status ok or failed) to say it is done.
 const (
-	// PhaseInstallComplete: the OS is on the target disk and the node is about to reboot.
+	// PhaseInstallComplete ends an install: the OS is on the target disk, the node has
+	// rebooted from it, run its first-boot Ignition and its enabled units. A failure in
+	// any install phase is followed by PhaseInstallComplete failed with the same details.
 	PhaseInstallComplete = "install-complete"
-	// PhaseBootComplete: the node has booted, Ignition has run and the node is ready.
+	// PhaseBootComplete ends a boot that is not an install (a live boot with no target
+	// disk, a later boot from disk): the node has booted and is ready.
 	PhaseBootComplete = "boot-complete"
+)
+
+// Install phases of the conformance OS, reported in this order, each with status ok
+// (a start before it is optional). The host follows an install by these; see
+// InstallPhases.
+const (
+	// PhaseLiveBooted: the live ISO's init is up and reporting.
+	PhaseLiveBooted = "live-booted"
+	// PhaseIgnitionApplied: Ignition's fetch-offline and files stages ran on the embedded
+	// config. Its details describe the files written (see IgnitionFileDetails).
+	PhaseIgnitionApplied = "ignition-applied"
+	// PhaseImagesImported: the precache data disk's images are in containers-storage on
+	// the target root. Details: images=N; with no data disk, images=0 and reason=.
+	PhaseImagesImported = "images-imported"
+	// PhaseWrittenToDisk: the OS is on the target disk and bootable; the guest reboots.
+	PhaseWrittenToDisk = "written-to-disk"
+	// PhaseRebootedFromDisk: the first boot from the target disk (details: root device,
+	// firmware, boot loader, the disk's serial).
+	PhaseRebootedFromDisk = "rebooted-from-disk"
+	// PhaseUnits: the enabled units of the installed root ran on its first boot.
+	PhaseUnits = "units"
+)
+
+// InstallPhases returns the phases a successful conformance OS install reports with
+// status ok, in order, the last one final. Other phases (init, ignition-*, units) may
+// come in between as detail.
+func InstallPhases() []string {
+	return []string{PhaseLiveBooted, PhaseIgnitionApplied, PhaseImagesImported,
+		PhaseWrittenToDisk, PhaseRebootedFromDisk, PhaseInstallComplete}
+}
+
+// Serial numbers of the virtio-blk disks the host attaches to a factory VM; the guest
+// finds its disks by them (/sys/block/*/serial), with no udev needed.
+const (
+	// TargetDiskSerial is the empty disk the node installs itself to.
+	TargetDiskSerial = "snofactory-target"
+	// PrecacheDiskSerial is the read-only precache data disk (seeds/precachedisk).
+	PrecacheDiskSerial = "snofactory-precache"
+)
+
+// Details every failure report carries.
+const (
+	// DetailError is the one-line reason of a failure.
+	DetailError = "error"
+	// DetailLog is the tail of the failing step's log (Ignition's, the unit's output,
+	// the import's), at most MaxLogDetailBytes.
+	DetailLog = "log"
+)
+
+// MaxLogDetailBytes bounds a DetailLog value so a failure report stays well under
+// MaxLineBytes; LogDetailLines is how many lines of the log's end it carries.
+const (
+	MaxLogDetailBytes = 16 << 10
+	LogDetailLines    = 40
 )
 
 // Message is one line of the guest->host protocol.

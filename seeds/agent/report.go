@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -185,4 +186,26 @@ func fileDetails(key, path string, withContent bool) (map[string]string, error) 
 		d[key] = string(b)
 	}
 	return d, nil
+}
+
+// TailLines returns at most the last n lines of the file at p, and at most max bytes
+// of them (the end), for a failure report's DetailLog.
+func TailLines(p string, n, max int) (string, error) {
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return "", fmt.Errorf("log tail: %w", err)
+	}
+	b = bytes.TrimRight(b, "\n")
+	for i, cut := len(b)-1, 0; i >= 0; i-- {
+		if b[i] == '\n' {
+			if cut++; cut == n {
+				b = b[i+1:]
+				break
+			}
+		}
+	}
+	if len(b) > max {
+		b = b[len(b)-max:]
+	}
+	return string(b), nil
 }

@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -23,7 +24,7 @@ import (
 
 // builderVersion changes whenever the layout this package produces changes, so cached
 // ISOs from an older builder are rebuilt.
-const builderVersion = "conformance-iso/6"
+const builderVersion = "conformance-iso/7"
 
 //go:embed init.sh
 var initScript []byte
@@ -182,6 +183,9 @@ func Build(ctx context.Context, o Options) (Result, error) {
 			return res, err
 		}
 	}
+	if err := hashGrubModules(h); err != nil {
+		return res, err
+	}
 	res.InputHash = hex.EncodeToString(h.Sum(nil))
 	stamp := o.Out + ".inputs"
 	if !o.Force {
@@ -195,6 +199,13 @@ func Build(ctx context.Context, o Options) (Result, error) {
 		}
 	}
 
+	// The installed disk's ESP is made here, after hashing: FAT directory entries carry
+	// the time they were made, so its bytes differ between builds of equal inputs.
+	esp, err := espImage(ctx, work)
+	if err != nil {
+		return res, err
+	}
+	root.addData(ESPImagePath, esp, 0o644)
 	stage := filepath.Join(work, "iso")
 	if err := writeISOTree(stage, kernel, root); err != nil {
 		return res, err
@@ -385,21 +396,99 @@ func writeEFIBoot(ctx context.Context, work, out string) error {
 		return err
 	}
 	efi := filepath.Join(work, "BOOTX64.EFI")
-	steps := [][]string{
-		{"grub-mkimage", "-O", "x86_64-efi", "-p", "/EFI/BOOT", "-c", early, "-o", efi,
-			"normal", "configfile", "search", "search_label", "iso9660", "fat", "part_msdos", "part_gpt",
-			"linux", "serial", "terminal", "echo", "test"},
-		{"mkfs.vfat", "-n", "EFIBOOT", "-i", "534e4f46", "-C", out, "2048"},
-		{"mmd", "-i", out, "::/EFI", "::/EFI/BOOT"},
-		{"mcopy", "-i", out, efi, "::/EFI/BOOT/BOOTX64.EFI"},
+	mkimage := append([]string{"grub-mkimage", "-O", "x86_64-efi", "-p", "/EFI/BOOT", "-c", early, "-o", efi}, isoGrubModules()...)
+	if err := runSteps(ctx, mkimage); err != nil {
+		return fmt.Errorf("EFI boot image: %w", err)
 	}
+	if err := fatImage(ctx, out, "EFIBOOT", 2048, efi); err != nil {
+		return fmt.Errorf("EFI boot image: %w", err)
+	}
+	return nil
+}
+
+// GRUB modules of the ISO's EFI loader and of the installed disk's.
+func isoGrubModules() []string {
+	return []string{"normal", "configfile", "search", "search_label", "iso9660", "fat", "part_msdos", "part_gpt",
+		"linux", "serial", "terminal", "echo", "test"}
+}
+
+func diskGrubModules() []string {
+	return []string{"normal", "configfile", "search", "search_label", "ext2", "part_msdos",
+		"linux", "serial", "terminal", "echo", "test"}
+}
+
+// hashGrubModules adds the GRUB modules both loaders are made of to the input hash.
+func hashGrubModules(h io.Writer) error {
+	mods := map[string]bool{}
+	for _, m := range append(isoGrubModules(), diskGrubModules()...) {
+		mods[m] = true
+	}
+	names := make([]string, 0, len(mods))
+	for m := range mods {
+		names = append(names, m)
+	}
+	sort.Strings(names)
+	dir := filepath.Dir(grubEFIDir.src)
+	files := []string{"kernel.img"}
+	for _, m := range names {
+		files = append(files, m+".mod")
+	}
+	for _, f := range files {
+		fmt.Fprintf(h, "grub %s\n", f)
+		if err := hashFile(h, filepath.Join(dir, f)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ESPImagePath is where the initramfs carries the installed disk's EFI System
+// Partition image, which the installer writes to the disk's first partition.
+const ESPImagePath = "/usr/share/conformance/esp.img"
+
+// espImage makes the installed disk's EFI System Partition (ESPMiB of FAT): the
+// removable-media loader path EFI/BOOT/BOOTX64.EFI, a GRUB whose built-in config finds
+// the root partition by its label and reads the menu the installer wrote there
+// (/boot/grub/grub.cfg), so the kernel arguments of a UEFI disk boot live on the root
+// like extlinux's. No boot entry is needed: firmware with fresh variables (OVMF) tries
+// that path on every disk.
+func espImage(ctx context.Context, work string) ([]byte, error) {
+	early := filepath.Join(work, "grub-disk.cfg")
+	cfg := "search --no-floppy --set=root --label " + RootLabel + "\nset prefix=($root)/boot/grub\nconfigfile ($root)/boot/grub/grub.cfg\n"
+	if err := os.WriteFile(early, []byte(cfg), 0o644); err != nil {
+		return nil, err
+	}
+	efi := filepath.Join(work, "disk-BOOTX64.EFI")
+	mkimage := append([]string{"grub-mkimage", "-O", "x86_64-efi", "-p", "/boot/grub", "-c", early, "-o", efi}, diskGrubModules()...)
+	if err := runSteps(ctx, mkimage); err != nil {
+		return nil, fmt.Errorf("installed disk's EFI loader: %w", err)
+	}
+	out := filepath.Join(work, "esp.img")
+	if err := fatImage(ctx, out, "SFESP", ESPMiB<<10, efi); err != nil {
+		return nil, fmt.Errorf("installed disk's ESP: %w", err)
+	}
+	return os.ReadFile(out)
+}
+
+// fatImage makes a FAT file system image of sizeKiB at out holding efi as
+// EFI/BOOT/BOOTX64.EFI.
+func fatImage(ctx context.Context, out, label string, sizeKiB int, efi string) error {
+	return runSteps(ctx,
+		[]string{"mkfs.vfat", "-n", label, "-i", "534e4f46", "-C", out, strconv.Itoa(sizeKiB)},
+		[]string{"mmd", "-i", out, "::/EFI", "::/EFI/BOOT"},
+		[]string{"mcopy", "-i", out, efi, "::/EFI/BOOT/BOOTX64.EFI"},
+	)
+}
+
+// runSteps runs host tools one after the other, each a command line.
+func runSteps(ctx context.Context, steps ...[]string) error {
 	for _, st := range steps {
 		tool, err := lookTool(st[0])
 		if err != nil {
-			return fmt.Errorf("EFI boot image: %w", err)
+			return err
 		}
 		if err := pipeline.RunTool(ctx, exec.Command(tool, st[1:]...), nil); err != nil {
-			return fmt.Errorf("EFI boot image: %w", err)
+			return err
 		}
 	}
 	return nil

@@ -132,7 +132,7 @@ func TestInitramfsContents(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range []string{"/init", "/bin/busybox", "/bin/sh", "/bin/ignition", "/bin/extlinux", "/bin/snofactory",
-		"/bin/setfiles", "/lib64/ld-linux-x86-64.so.2", "/usr/share/conformance/mbr.img", "/etc/modules.load"} {
+		"/bin/setfiles", "/bin/systemctl", "/lib64/ld-linux-x86-64.so.2", MBRImagePath, "/etc/modules.load"} {
 		if _, ok := tr.files[p]; !ok {
 			t.Errorf("initramfs lacks %s", p)
 		}
@@ -148,9 +148,25 @@ func TestInitramfsContents(t *testing.T) {
 			t.Errorf("%s (at %d) must load before %s (at %d): %v", pair[0], dep, pair[1], mod, order)
 		}
 	}
-	mbr := tr.files["/usr/share/conformance/mbr.img"].data
-	if len(mbr) != 512 || mbr[510] != 0x55 || mbr[511] != 0xaa || mbr[446] != 0x80 || mbr[450] != 0x83 {
-		t.Errorf("MBR template malformed")
+	// The installed disk's table: an ESP (0xef, not active) from 1 MiB, then the active
+	// Linux root right after it.
+	mbr := tr.files[MBRImagePath].data
+	le := func(b []byte) int { return int(b[0]) | int(b[1])<<8 | int(b[2])<<16 | int(b[3])<<24 }
+	if len(mbr) != 512 || mbr[510] != 0x55 || mbr[511] != 0xaa || string(mbr[440:444]) != DiskSignature {
+		t.Fatalf("MBR template malformed")
+	}
+	esp, rootp := mbr[446:462], mbr[462:478]
+	if esp[0] != 0 || esp[4] != 0xef || le(esp[8:]) != 2048 || le(esp[12:]) != ESPMiB<<11 {
+		t.Errorf("ESP entry %x", esp)
+	}
+	if rootp[0] != 0x80 || rootp[4] != 0x83 || le(rootp[8:]) != 2048+ESPMiB<<11 || le(rootp[12:]) != PartitionMiB<<11 {
+		t.Errorf("root entry %x", rootp)
+	}
+	if (2048+ESPMiB<<11+PartitionMiB<<11)*512 > MinDiskMiB<<20 {
+		t.Errorf("partitions end beyond MinDiskMiB")
+	}
+	if link := tr.files["/usr/local/bin/snofactory"].symlink; link != "/bin/snofactory" {
+		t.Errorf("the agent is not at render's AgentBinary path: %q", link)
 	}
 }
 

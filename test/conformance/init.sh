@@ -1,11 +1,20 @@
 #!/bin/sh
 # init of the snofactory conformance OS (busybox ash).
 #
-# Live boot:  load modules, run Ignition (fetch-offline, files) on /config.ign against
-#             /sysroot, report every phase over virtio-serial, then either install to
-#             coreos.inst.install_dev and reboot, or report boot-complete and idle.
-# Disk boot:  (snofactory.root=LABEL on the command line) mount the root, run Ignition
-#             with /boot/ignition/config.ign if this is the first boot, report, idle.
+# Live boot:  load modules, report live-booted, run Ignition (fetch-offline, files) on
+#             /config.ign against /sysroot (ignition-applied). With a target disk
+#             (coreos.inst.install_dev=DEV, else the virtio disk with serial
+#             snofactory-target), install: partition and format it, import the precache
+#             data disk's images (serial snofactory-precache) into the target root's
+#             containers-storage (images-imported), write the OS and both boot loaders
+#             (written-to-disk) and reboot. With no target disk, report boot-complete and
+#             stay live.
+# Disk boot:  (snofactory.root=LABEL=... on the command line) mount the root. First boot:
+#             report rebooted-from-disk, run Ignition on /boot/ignition/config.ign, run the
+#             root's enabled units (units), report install-complete. Later boots: report
+#             the persisted files, run the facts hook, report boot-complete.
+# Any failure reports its phase failed, then the final phase failed with the same error=
+# and log= details, so the host never waits for a timeout.
 export PATH=/bin
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
@@ -13,14 +22,21 @@ mount -t devtmpfs devtmpfs /dev
 mount -t tmpfs -o mode=0755 tmpfs /run
 mount -t tmpfs tmpfs /tmp
 exec </dev/console >/dev/console 2>&1
+mkdir -p /run/snofactory
+
+TARGET_SERIAL=snofactory-target
+PRECACHE_SERIAL=snofactory-precache
+ROOT_LABEL_DEFAULT=sfroot
 
 log() { echo "conformance: $*"; }
 
+# die MESSAGE [LOGFILE]: report the current phase and the final phase failed, then idle.
 die() {
-	log "FATAL: $*"
-	report "${PHASE:-init}" failed --detail "error=$*"
-	# The final signal is explicit even on failure, so the host never waits for a timeout.
-	report "$FINAL" failed --detail "error=$*"
+	log "FATAL: $1"
+	[ -n "$2" ] && tail -n 40 "$2"
+	set -- "$1" "${2:-/dev/null}"
+	report "${PHASE:-init}" failed --detail "error=$1" --log "$2"
+	report "$FINAL" failed --detail "error=$1" --log "$2"
 	idle
 }
 
@@ -43,11 +59,13 @@ done
 # Kernel command line.
 INSTALL_DEV=
 ROOT_LABEL=
+LOADER=
 AGENT_PORT=org.snofactory.agent.0
 for arg in $(cat /proc/cmdline); do
 	case "$arg" in
 	coreos.inst.install_dev=*) INSTALL_DEV=${arg#*=} ;;
 	snofactory.root=LABEL=*) ROOT_LABEL=${arg#snofactory.root=LABEL=} ;;
+	snofactory.loader=*) LOADER=${arg#*=} ;;
 	snofactory.agent_port=*) AGENT_PORT=${arg#*=} ;;
 	esac
 done
@@ -55,12 +73,29 @@ case "$INSTALL_DEV" in
 /dev/*) ;;
 ?*) INSTALL_DEV=/dev/$INSTALL_DEV ;;
 esac
+FIRMWARE=bios
+[ -d /sys/firmware/efi ] && FIRMWARE=uefi
+
+# disk_by_serial SERIAL: the virtio-blk disk the host gave that serial (no udev here, so
+# no /dev/disk/by-id: the kernel shows the serial in sysfs).
+disk_by_serial() {
+	for b in /sys/block/*; do
+		if [ "$(cat "$b/serial" 2>/dev/null)" = "$1" ]; then
+			echo "/dev/${b##*/}"
+			return 0
+		fi
+	done
+	return 1
+}
+
 MODE=live
 FINAL=boot-complete
 if [ -n "$ROOT_LABEL" ]; then
 	MODE=disk
-elif [ -n "$INSTALL_DEV" ]; then
-	FINAL=install-complete
+else
+	# The karg wins; else the disk the host marked as the target.
+	[ -n "$INSTALL_DEV" ] || INSTALL_DEV=$(disk_by_serial "$TARGET_SERIAL")
+	[ -n "$INSTALL_DEV" ] && FINAL=install-complete
 fi
 
 # The port appears once virtio_console has probed the device.
@@ -69,7 +104,6 @@ while [ -z "$(cat /sys/class/virtio-ports/*/name 2>/dev/null)" ] && [ $i -lt 50 
 	sleep 0.1
 	i=$((i + 1))
 done
-report init ok --detail "mode=$MODE" --detail "kernel=$(uname -r)" --detail-file cmdline=/proc/cmdline
 
 # wait_for PATH: block devices appear asynchronously after their modules load.
 wait_for() {
@@ -81,49 +115,99 @@ wait_for() {
 	[ -e "$1" ]
 }
 
-# run_ignition CONFIG ROOT: Ignition's offline stages, as CoreOS runs them in the initramfs.
+# partition DEV N: the Nth partition's device node.
+partition() {
+	case "$1" in
+	*[0-9]) echo "${1}p$2" ;;
+	*) echo "$1$2" ;;
+	esac
+}
+
+# run_ignition CONFIG ROOT RESULT-PHASE: Ignition's offline stages, as CoreOS runs them in
+# the initramfs; the per-stage reports are detail, RESULT-PHASE says it all ran.
 run_ignition() {
 	cfg=$1
 	root=$2
+	PHASE=$3
 	mkdir -p "$root/etc/selinux" /run/ignition
 	# The files stage relabels through setfiles and reads the SELinux config.
 	[ -f "$root/etc/selinux/config" ] || printf 'SELINUX=disabled\nSELINUXTYPE=targeted\n' >"$root/etc/selinux/config"
 	for stage in fetch-offline files; do
-		PHASE=ignition-$stage
-		report "$PHASE" start
+		report "ignition-$stage" start
 		if ! IGNITION_CONFIG_FILE=$cfg /bin/ignition -platform file -stage "$stage" -root "$root" \
 			-log-to-stdout -config-cache /run/ignition/config.json -state-file /run/ignition/state \
 			-neednet /run/ignition/neednet >/run/ignition/$stage.log 2>&1; then
-			tail -n 20 /run/ignition/$stage.log
-			die "ignition $stage failed"
+			die "ignition $stage failed" /run/ignition/$stage.log
 		fi
-		report "$PHASE" ok
+		report "ignition-$stage" ok
 	done
-	PHASE=ignition-result
 	report "$PHASE" ok --files-root "$root" --ignition-config /run/ignition/config.json
 }
 
-install_to_disk() {
-	PHASE=install
-	dev=$INSTALL_DEV
-	report install start --detail "device=$dev"
+# prepare_target DEV: the partition table, the ESP and an empty root file system,
+# mounted on /mnt/target. An installed disk is refused: a live boot that finds one means
+# the firmware booted the ISO again after an install, and installing again would loop.
+prepare_target() {
+	dev=$1
 	wait_for "$dev" || die "install device $dev not found"
-	mkdir -p /run/media/iso /mnt/target
+	if [ "$(dd if="$dev" bs=1 skip=440 count=4 2>/dev/null)" = SNOF ]; then
+		die "$dev already holds an installed system: the firmware booted the live ISO again after the install (boot order must prefer the target disk)"
+	fi
+	dd if=/usr/share/conformance/mbr.img of="$dev" bs=512 count=1 conv=fsync 2>/dev/null || die "writing the MBR of $dev"
+	blockdev --rereadpt "$dev" || die "re-reading the partition table of $dev"
+	ESP=$(partition "$dev" 1)
+	ROOTPART=$(partition "$dev" 2)
+	wait_for "$ESP" && wait_for "$ROOTPART" || die "partitions of $dev did not appear"
+	dd if=/usr/share/conformance/esp.img of="$ESP" bs=1M conv=fsync 2>/dev/null || die "writing the ESP $ESP"
+	mke2fs -q -L "$ROOT_LABEL_DEFAULT" "$ROOTPART" >/dev/null || die "mke2fs $ROOTPART"
+	mkdir -p /mnt/target
+	mount -t ext4 "$ROOTPART" /mnt/target || die "mounting $ROOTPART"
+	mkdir -p /mnt/target/boot/extlinux /mnt/target/boot/grub /mnt/target/boot/ignition /mnt/target/root/var/tmp
+}
+
+# import_images ROOT: the precache data disk's images into ROOT's containers-storage.
+import_images() {
+	PHASE=images-imported
+	root=$1
+	pdev=$(disk_by_serial "$PRECACHE_SERIAL")
+	if [ -z "$pdev" ]; then
+		report "$PHASE" ok --detail images=0 --detail "reason=no precache data disk (no virtio disk with serial $PRECACHE_SERIAL)"
+		return
+	fi
+	report "$PHASE" start --detail "device=$pdev"
+	# containers/image stages big files in /var/tmp, which this initramfs lacks: use the
+	# target's own, on disk rather than in RAM.
+	mkdir -p /var && ln -sfn "$root/var/tmp" /var/tmp
+	if ! /bin/snofactory agent import-images --disk "$pdev" --driver vfs \
+		--graph-root "$root/var/lib/containers/storage" --run-root /run/containers/storage \
+		--scratch-dir "$root/var/tmp" >/run/snofactory/import.json 2>/run/snofactory/import.log; then
+		die "importing the images of $pdev failed" /run/snofactory/import.log
+	fi
+	report "$PHASE" ok --detail "images=$(grep -c '"ref":' /run/snofactory/import.json)" --detail "device=$pdev" \
+		--detail "storage=${root#/mnt/target/root}/var/lib/containers/storage" --detail driver=vfs
+}
+
+# write_os DEV: the installed OS on the mounted target: the live kernel and initramfs,
+# a userland for the root (busybox, the agent) so the units' commands and scripts find
+# /bin/sh, the config for the first boot, and both boot loaders' menus.
+write_os() {
+	PHASE=written-to-disk
+	dev=$1
+	mkdir -p /run/media/iso
 	for cd in /dev/sr0 /dev/sr1; do
 		wait_for "$cd" && mount -t iso9660 -o ro "$cd" /run/media/iso 2>/dev/null && break
 	done
 	[ -f /run/media/iso/images/pxeboot/vmlinuz ] || die "live ISO not found"
-	# One bootable partition from 1 MiB (the MBR template carries the partition table and
-	# syslinux's boot code), ext2 on it, extlinux as the boot loader.
-	dd if=/usr/share/conformance/mbr.img of="$dev" bs=512 count=1 conv=fsync 2>/dev/null || die "writing the MBR"
-	blockdev --rereadpt "$dev" || die "re-reading the partition table of $dev"
-	part=${dev}1
-	case "$dev" in *[0-9]) part=${dev}p1 ;; esac
-	wait_for "$part" || die "partition $part did not appear"
-	mke2fs -q -L sfroot "$part" >/dev/null || die "mke2fs $part"
-	mount -t ext4 "$part" /mnt/target || die "mounting $part"
-	mkdir -p /mnt/target/boot/extlinux /mnt/target/boot/ignition /mnt/target/root
 	cp /run/media/iso/images/pxeboot/vmlinuz /run/media/iso/images/pxeboot/initrd.img /mnt/target/boot/ || die "copying the kernel"
+	root=/mnt/target/root
+	mkdir -p "$root/usr/bin" "$root/usr/local/bin" "$root/etc" "$root/var/log"
+	cp /bin/busybox "$root/usr/bin/busybox" || die "copying busybox"
+	for a in $(/bin/busybox --list); do
+		[ "$a" = busybox ] || ln -sf busybox "$root/usr/bin/$a"
+	done
+	ln -s usr/bin "$root/bin" && ln -s usr/bin "$root/sbin" && ln -s bin "$root/usr/sbin" || die "linking the root's bin directories"
+	cp /bin/snofactory "$root/usr/local/bin/snofactory" || die "copying the agent"
+	cp /etc/os-release "$root/etc/os-release"
 	# Like coreos-installer -i: the first boot from disk runs Ignition on this config.
 	[ -f /config.ign ] && cp /config.ign /mnt/target/boot/ignition/config.ign
 	touch /mnt/target/boot/ignition.firstboot
@@ -142,20 +226,73 @@ timeout 0
 label disk
   kernel /boot/vmlinuz
   initrd /boot/initrd.img
-  append snofactory.root=LABEL=sfroot$kargs
+  append snofactory.root=LABEL=$ROOT_LABEL_DEFAULT snofactory.loader=extlinux$kargs
 CFG
-	extlinux --install /mnt/target/boot/extlinux >/dev/null 2>&1 || die "extlinux --install"
+	cat >/mnt/target/boot/grub/grub.cfg <<CFG
+serial --unit=0 --speed=115200
+terminal_input serial console
+terminal_output serial console
+set timeout=0
+menuentry 'snofactory conformance OS' {
+  linux /boot/vmlinuz snofactory.root=LABEL=$ROOT_LABEL_DEFAULT snofactory.loader=grub-efi$kargs
+  initrd /boot/initrd.img
+}
+CFG
+	extlinux --install /mnt/target/boot/extlinux >/run/snofactory/extlinux.log 2>&1 || die "extlinux --install" /run/snofactory/extlinux.log
 	sync
 	umount /mnt/target
 	umount /run/media/iso
-	report install ok --detail "device=$dev" --detail "partition=$part"
-	report install-complete ok --detail "device=$dev"
+	report "$PHASE" ok --detail "device=$dev" --detail "root=$ROOTPART" --detail "esp=$ESP" \
+		--detail "loaders=extlinux(bios),grub(uefi)" --detail "firmware=$FIRMWARE"
+}
+
+install_to_disk() {
+	dev=$INSTALL_DEV
+	PHASE=written-to-disk
+	prepare_target "$dev"
+	import_images /mnt/target/root
+	write_os "$dev"
 	log "installed to $dev; rebooting"
 	sync
 	reboot -f
 }
 
-if [ "$MODE" = disk ]; then
+# run_units ROOT: the root's enabled units, chrooted into it (the installer gave it a
+# busybox userland) with the live /proc, /sys, /dev and /run, so a unit can report to
+# the host with the agent too.
+run_units() {
+	PHASE=units
+	root=$1
+	for d in proc sys dev run; do
+		mkdir -p "$root/$d"
+		mount --bind "/$d" "$root/$d" || die "mounting /$d into $root"
+	done
+	mkdir -p "$root/tmp" && mount -t tmpfs tmpfs "$root/tmp"
+	report "$PHASE" start
+	if ! /bin/snofactory agent run-units --root "$root" --log-dir "$root/var/log/snofactory/units" \
+		--failure-log /run/snofactory/unit-failure.log >/run/snofactory/units.out 2>/run/snofactory/units.err; then
+		cat /run/snofactory/units.out /run/snofactory/units.err
+		err=$(grep -v '^$' /run/snofactory/units.err | tail -n 1)
+		[ -f /run/snofactory/unit-failure.log ] || cp /run/snofactory/units.err /run/snofactory/unit-failure.log
+		die "${err:-run-units failed}" /run/snofactory/unit-failure.log
+	fi
+	cat /run/snofactory/units.out
+	report "$PHASE" ok --detail "units=$(awk '{printf "%s%s:%s", (NR > 1 ? "," : ""), $1, $2}' /run/snofactory/units.out)" \
+		--detail "logs=/var/log/snofactory/units"
+}
+
+# facts_hook: what a later boot tells the host about the installed node.
+facts_hook() {
+	# ---- facts hook: every non-first boot from disk, before boot-complete ----
+	if /bin/snofactory agent facts --help >/dev/null 2>&1; then
+		/bin/snofactory agent facts --port "$AGENT_PORT" --root /mnt/disk/root \
+			--ignition-config /mnt/disk/boot/ignition/config.ign \
+			--storage /mnt/disk/root/var/lib/containers/storage || log "agent facts failed"
+	fi
+	# ---- end of facts hook ----
+}
+
+disk_boot() {
 	PHASE=mount-root
 	part=$(findfs "LABEL=$ROOT_LABEL" 2>/dev/null)
 	i=0
@@ -167,27 +304,45 @@ if [ "$MODE" = disk ]; then
 	[ -n "$part" ] || die "root LABEL=$ROOT_LABEL not found"
 	mkdir -p /mnt/disk
 	mount -t ext4 "$part" /mnt/disk || die "mounting $part"
-	report mount-root ok --detail "device=$part"
-	firstboot=false
-	if [ -f /mnt/disk/boot/ignition.firstboot ]; then
-		firstboot=true
+	disk=/dev/$(basename "$(dirname "$(readlink -f "/sys/class/block/${part#/dev/}")")")
+	serial=$(cat "/sys/block/${disk#/dev/}/serial" 2>/dev/null)
+	if [ ! -f /mnt/disk/boot/ignition.firstboot ]; then
+		report mount-root ok --detail "device=$part" --detail "kernel=$(uname -r)" --detail-file cmdline=/proc/cmdline
 		if [ -f /mnt/disk/boot/ignition/config.ign ]; then
-			run_ignition /mnt/disk/boot/ignition/config.ign /mnt/disk/root
+			# Show the host that what Ignition wrote on the first boot persisted.
+			report persisted-files ok --files-root /mnt/disk/root --ignition-config /mnt/disk/boot/ignition/config.ign
 		fi
-		rm -f /mnt/disk/boot/ignition.firstboot
-		sync
-	elif [ -f /mnt/disk/boot/ignition/config.ign ]; then
-		# Later boots: show the host that what Ignition wrote on the first boot persisted.
-		report persisted-files ok --files-root /mnt/disk/root --ignition-config /mnt/disk/boot/ignition/config.ign
+		facts_hook
+		report boot-complete ok --detail mode=disk --detail firstboot=false --detail "root=$part" --detail "firmware=$FIRMWARE"
+		idle
 	fi
-	report boot-complete ok --detail mode=disk --detail "firstboot=$firstboot"
+	FINAL=install-complete
+	# The proof this is the disk, not the ISO: the ISO's loaders pass no snofactory.root,
+	# and the root is a partition of the disk the host gave the target serial.
+	report rebooted-from-disk ok --detail "root=$part" --detail "disk=$disk" --detail "disk_serial=$serial" \
+		--detail "loader=$LOADER" --detail "firmware=$FIRMWARE" --detail "kernel=$(uname -r)" --detail-file cmdline=/proc/cmdline
+	if [ -f /mnt/disk/boot/ignition/config.ign ]; then
+		run_ignition /mnt/disk/boot/ignition/config.ign /mnt/disk/root ignition-firstboot
+	fi
+	rm -f /mnt/disk/boot/ignition.firstboot
+	sync
+	run_units /mnt/disk/root
+	sync
+	report install-complete ok --detail mode=disk --detail firstboot=true --detail "root=$part" --detail "firmware=$FIRMWARE"
 	idle
+}
+
+if [ "$MODE" = disk ]; then
+	disk_boot
 fi
 
+PHASE=live-booted
+report live-booted ok --detail mode=live --detail "install_dev=${INSTALL_DEV:-none}" --detail "firmware=$FIRMWARE" \
+	--detail "kernel=$(uname -r)" --detail-file cmdline=/proc/cmdline
 if [ -f /config.ign ]; then
-	run_ignition /config.ign /sysroot
+	run_ignition /config.ign /sysroot ignition-applied
 else
-	report ignition info --detail "config=none"
+	report ignition-applied ok --detail "config=none"
 fi
 if [ -n "$INSTALL_DEV" ]; then
 	install_to_disk

@@ -154,6 +154,9 @@ func populate(ctx context.Context, t *tree, kver, agentBin string) error {
 	// Ignition relabels after the files stage; this OS has no SELinux, so relabelling is
 	// a no-op that succeeds.
 	t.addData("/bin/setfiles", []byte("#!/bin/sh\n# No SELinux in the conformance OS: nothing to relabel.\nexit 0\n"), 0o755)
+	// Ignition disables a unit with `systemctl --root=ROOT disable UNIT` (it enables through
+	// presets); this OS has no systemd, so this stand-in does what that means on disk.
+	t.addData("/bin/systemctl", []byte(systemctlShim), 0o755)
 	t.addHost("/bin/snofactory", agentBin, 0o755)
 	for dst, src := range map[string]string{"/bin/ignition": ignitionBin.src, "/bin/extlinux": extlinuxBin.src} {
 		t.addHost(dst, src, 0o755)
@@ -169,7 +172,10 @@ func populate(ctx context.Context, t *tree, kver, agentBin string) error {
 	if err != nil {
 		return err
 	}
-	t.addData("/usr/share/conformance/mbr.img", mbr, 0o644)
+	t.addData(MBRImagePath, mbr, 0o644)
+	// Where the render stage's units expect the agent (render.AgentBinary); the
+	// installer copies it into the installed root there too.
+	t.addLink("/usr/local/bin/snofactory", "/bin/snofactory")
 	order, err := moduleOrder(kver, Modules)
 	if err != nil {
 		return err
@@ -194,6 +200,36 @@ func populate(ctx context.Context, t *tree, kver, agentBin string) error {
 	t.addData("/etc/os-release", []byte("NAME=\"snofactory conformance OS\"\nID=snofactory-conformance\nVERSION_ID="+builderVersion+"\n"), 0o644)
 	return nil
 }
+
+// systemctlShim is the conformance OS's systemctl: "disable" removes a unit's links from
+// the .wants and .requires directories under --root; every other command (Ignition only
+// disables) is refused, so a new use shows up as an error instead of silently passing.
+const systemctlShim = `#!/bin/sh
+# systemctl of the snofactory conformance OS: no systemd here, only what Ignition needs.
+root=
+cmd=
+units=
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--root=*) root=${1#--root=} ;;
+	--root) shift; root=$1 ;;
+	-*) ;;
+	*) if [ -z "$cmd" ]; then cmd=$1; else units="$units $1"; fi ;;
+	esac
+	shift
+done
+case "$cmd" in
+disable)
+	for u in $units; do
+		rm -f "$root"/etc/systemd/system/*.wants/"$u" "$root"/etc/systemd/system/*.requires/"$u"
+	done
+	;;
+*)
+	echo "systemctl: $cmd is not supported in the conformance OS" >&2
+	exit 1
+	;;
+esac
+`
 
 var lddLine = regexp.MustCompile(`(?:=>\s*)?(/\S+)\s+\(0x`)
 
@@ -310,17 +346,30 @@ func modName(rel string) string {
 	return strings.ReplaceAll(b, "-", "_")
 }
 
-// Installed disk layout: one bootable Linux partition from 1 MiB, PartitionMiB long.
+// MBRImagePath is where the initramfs carries the installed disk's sector 0.
+const MBRImagePath = "/usr/share/conformance/mbr.img"
+
+// Installed disk layout, an MBR partition table (see mbrImage).
 const (
-	partitionStartSector = 2048
-	PartitionMiB         = 192
+	// ESPMiB is the EFI System Partition, the disk's first partition, from 1 MiB.
+	ESPMiB = 8
+	// PartitionMiB is the root partition (ext2, label RootLabel), right after the ESP.
+	PartitionMiB = 192
 	// MinDiskMiB is the smallest target disk the installer accepts.
-	MinDiskMiB = PartitionMiB + 1
+	MinDiskMiB = 1 + ESPMiB + PartitionMiB
+	// RootLabel is the root file system's label; boot loaders and the init find it by it.
+	RootLabel = "sfroot"
+
+	partitionStartSector = 2048
 )
 
-// mbrImage is sector 0 of an installed disk: syslinux's MBR boot code (it chain-loads
-// the active partition's boot sector, which extlinux writes) and a partition table with
-// one active Linux partition.
+// mbrImage is sector 0 of an installed disk: syslinux's MBR boot code (for BIOS: it
+// chain-loads the active partition's boot sector, which extlinux writes) and a table
+// with two partitions: an EFI System Partition (type 0xef) and the active Linux root
+// (0x83). An MBR rather than GPT because both firmwares boot it: SeaBIOS runs the boot
+// code, and UEFI (OVMF) takes an MBR partition of type 0xef as an ESP and starts its
+// EFI/BOOT/BOOTX64.EFI. So one layout boots either way, and the busybox installer
+// writes it with a single sector, no GPT tool needed.
 func mbrImage() ([]byte, error) {
 	code, err := os.ReadFile(mbrBin.src)
 	if err != nil {
@@ -331,14 +380,27 @@ func mbrImage() ([]byte, error) {
 	}
 	sector := make([]byte, 512)
 	copy(sector, code)
-	copy(sector[440:444], []byte{0x53, 0x4e, 0x4f, 0x46}) // disk signature
-	e := sector[446:462]
-	e[0] = 0x80                            // active
-	copy(e[1:4], []byte{0xfe, 0xff, 0xff}) // CHS unused: LBA only
-	e[4] = 0x83
-	copy(e[5:8], []byte{0xfe, 0xff, 0xff})
-	binary.LittleEndian.PutUint32(e[8:12], partitionStartSector)
-	binary.LittleEndian.PutUint32(e[12:16], PartitionMiB<<11)
+	copy(sector[440:444], []byte(DiskSignature))
+	espStart := uint32(partitionStartSector)
+	rootStart := espStart + ESPMiB<<11
+	partitionEntry(sector[446:462], false, 0xef, espStart, ESPMiB<<11)
+	partitionEntry(sector[462:478], true, 0x83, rootStart, PartitionMiB<<11)
 	sector[510], sector[511] = 0x55, 0xaa
 	return sector, nil
+}
+
+// DiskSignature is the MBR disk signature of an installed disk, as 4 bytes at offset
+// 440; the installer refuses to install over a disk that carries it (see init.sh).
+const DiskSignature = "SNOF"
+
+// partitionEntry fills one 16-byte MBR partition entry, LBA only (CHS unused).
+func partitionEntry(e []byte, active bool, typ byte, start, sectors uint32) {
+	if active {
+		e[0] = 0x80
+	}
+	copy(e[1:4], []byte{0xfe, 0xff, 0xff})
+	e[4] = typ
+	copy(e[5:8], []byte{0xfe, 0xff, 0xff})
+	binary.LittleEndian.PutUint32(e[8:12], start)
+	binary.LittleEndian.PutUint32(e[12:16], sectors)
 }

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snofactory/snofactory/stages/install/vm"
+	"github.com/snofactory/snofactory/stages/vm"
 	"github.com/snofactory/snofactory/test/conformance"
 	"github.com/snofactory/snofactory/test/registry"
 )
@@ -149,6 +149,6 @@ func TestDemoPipelineISOBoots(t *testing.T) {
 		t.Fatalf("build: exit %d\n%s", r.code, r.stderr)
 	}
 	msgs := bootLive(t, ctx, vm.Config{Name: "demo-live", ISO: filepath.Join(out, "live-iso", "live.iso"), NoReboot: true})
-	checkReports(t, msgs, karg, token,
+	checkReports(t, msgs, "ignition-applied", karg, token,
 		ignitionFile{path: "/etc/snofactory/demo-site", content: []byte("factory=demo\n")})
 }

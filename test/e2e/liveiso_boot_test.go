@@ -8,18 +8,28 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/coreos/ignition/v2/config/util"
 	ign "github.com/coreos/ignition/v2/config/v3_3/types"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/opencontainers/go-digest"
 
 	"github.com/snofactory/snofactory/seeds/agent"
-	"github.com/snofactory/snofactory/stages/install/vm"
+	"github.com/snofactory/snofactory/seeds/precachedisk"
+	"github.com/snofactory/snofactory/stages/vm"
 	"github.com/snofactory/snofactory/stages/liveiso/coreiso"
 	"github.com/snofactory/snofactory/test/conformance"
 )
@@ -45,11 +55,26 @@ type ignitionFile struct {
 	content []byte
 }
 
+// ignitionUnit is one systemd unit for the test's Ignition config.
+type ignitionUnit struct {
+	name, contents string
+	enabled        bool
+}
+
 // ignitionConfig renders a spec 3.3.0 config (the newest Debian's ignition 2.14 takes)
 // writing files, and checks it with the real ignition-validate.
 func ignitionConfig(t *testing.T, files ...ignitionFile) []byte {
 	t.Helper()
+	return ignitionConfigUnits(t, nil, files...)
+}
+
+// ignitionConfigUnits is ignitionConfig with systemd units too.
+func ignitionConfigUnits(t *testing.T, units []ignitionUnit, files ...ignitionFile) []byte {
+	t.Helper()
 	cfg := ign.Config{Ignition: ign.Ignition{Version: "3.3.0"}}
+	for _, u := range units {
+		cfg.Systemd.Units = append(cfg.Systemd.Units, ign.Unit{Name: u.name, Enabled: util.BoolToPtr(u.enabled), Contents: util.StrToPtr(u.contents)})
+	}
 	for _, f := range files {
 		src := "data:;base64," + base64.StdEncoding.EncodeToString(f.content)
 		cfg.Storage.Files = append(cfg.Storage.Files, ign.File{
@@ -144,30 +169,32 @@ func customizedISO(t *testing.T, ctx context.Context, config []byte, kargs ...st
 	return out, rep
 }
 
+// findPhase returns the first report of phase that is not a start: its result.
 func findPhase(msgs []agent.Message, phase string) (agent.Message, bool) {
 	for _, m := range msgs {
-		if m.Phase == phase {
+		if m.Phase == phase && m.Status != agent.StatusStart {
 			return m, true
 		}
 	}
 	return agent.Message{}, false
 }
 
-// checkReports asserts the guest's reports: ordered, the karg on /proc/cmdline, and every
-// file written by Ignition with the expected content.
-func checkReports(t *testing.T, msgs []agent.Message, karg string, files ...ignitionFile) {
+// checkReports asserts the guest's reports: ordered, the karg on /proc/cmdline (reported
+// with the first phase of a boot: live-booted, rebooted-from-disk or mount-root), and every
+// file written by Ignition with the expected content, as the result phase (ignition-applied
+// on a live boot, ignition-firstboot on the first boot from disk) describes it.
+func checkReports(t *testing.T, msgs []agent.Message, resultPhase, karg string, files ...ignitionFile) {
 	t.Helper()
 	for i, m := range msgs {
 		if i > 0 && m.Boot == msgs[i-1].Boot && m.Seq != msgs[i-1].Seq+1 {
 			t.Errorf("message %d (%s) has seq %d after %d", i, m.Phase, m.Seq, msgs[i-1].Seq)
 		}
 	}
-	init, ok := findPhase(msgs, "init")
-	if !ok {
-		t.Fatalf("no init report in %v", msgs)
+	if len(msgs) == 0 {
+		t.Fatal("no reports")
 	}
-	if karg != "" && !strings.Contains(" "+strings.TrimSpace(init.Details["cmdline"])+" ", " "+karg+" ") {
-		t.Errorf("kernel argument %q not in the guest's /proc/cmdline %q", karg, init.Details["cmdline"])
+	if first := msgs[0]; karg != "" && !strings.Contains(" "+strings.TrimSpace(first.Details["cmdline"])+" ", " "+karg+" ") {
+		t.Errorf("kernel argument %q not in the guest's /proc/cmdline %q (reported by %s)", karg, first.Details["cmdline"], first.Phase)
 	}
 	for _, phase := range []string{"ignition-fetch-offline", "ignition-files"} {
 		var ok bool
@@ -178,9 +205,9 @@ func checkReports(t *testing.T, msgs []agent.Message, karg string, files ...igni
 			t.Errorf("no successful %s report", phase)
 		}
 	}
-	res, ok := findPhase(msgs, "ignition-result")
+	res, ok := findPhase(msgs, resultPhase)
 	if !ok {
-		t.Fatalf("no ignition-result report")
+		t.Fatalf("no %s report", resultPhase)
 	}
 	for _, f := range files {
 		key := "file:" + f.path
@@ -208,7 +235,7 @@ func TestLiveISOBootRunsIgnition(t *testing.T) {
 				t.Errorf("a small config should be embedded in place, got strategy %s", rep.Strategy)
 			}
 			msgs := bootLive(t, ctx, vm.Config{Name: "live-boot-" + string(fw), ISO: iso, NoReboot: true, Firmware: fw})
-			checkReports(t, msgs, karg, token)
+			checkReports(t, msgs, agent.PhaseIgnitionApplied, karg, token)
 		})
 	}
 }
@@ -237,13 +264,269 @@ func TestLiveISOBootOversizedConfig(t *testing.T) {
 			}
 			msgs := bootLive(t, ctx, vm.Config{Name: "live-boot-oversized-" + string(fw), ISO: iso, NoReboot: true, Firmware: fw})
 			t.Logf("config %d bytes, embed area %d bytes", len(config), rep.AreaBytes)
-			checkReports(t, msgs, karg, token, bigFile)
+			checkReports(t, msgs, agent.PhaseIgnitionApplied, karg, token, bigFile)
 		})
 	}
 }
 
-// coreos.inst.install_dev: the live system installs itself to the disk, says so, reboots,
-// and the first boot from disk runs Ignition again, as CoreOS does.
+// precacheDataDisk writes a precache data disk (seeds/precachedisk) holding n tiny
+// images and returns its path and the images' pinned references.
+func precacheDataDisk(t *testing.T, ctx context.Context, n int) (string, []string) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "layout")
+	if err := precachedisk.CreateLayout(dir); err != nil {
+		t.Fatal(err)
+	}
+	put := func(b []byte) digest.Digest {
+		d := digest.FromBytes(b)
+		if err := os.WriteFile(precachedisk.BlobPath(dir, d), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	var images []precachedisk.Image
+	var refs []string
+	for i := range n {
+		layer, err := random.Layer(4<<10, types.OCILayer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, err := mutate.AppendLayers(mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON), layer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc, err := layer.Compressed()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		put(b)
+		cfg, _ := img.RawConfigFile()
+		put(cfg)
+		raw, _ := img.RawManifest()
+		d := put(raw)
+		ref := fmt.Sprintf("registry.example.com/e2e/img%d@%s", i, d)
+		refs = append(refs, ref)
+		images = append(images, precachedisk.Image{Ref: ref, MediaType: string(types.OCIManifestSchema1), Digest: d, Size: int64(len(raw))})
+	}
+	if err := precachedisk.WriteIndex(dir, images); err != nil {
+		t.Fatal(err)
+	}
+	disk := filepath.Join(t.TempDir(), "precache.raw")
+	if _, err := precachedisk.Write(ctx, dir, disk, nil); err != nil {
+		t.Fatal(err)
+	}
+	return disk, refs
+}
+
+// installVM boots iso with an empty target disk (serial agent.TargetDiskSerial) and, if
+// dataDisk is set, the precache data disk (serial agent.PrecacheDiskSerial, read-only),
+// firmware fw. The target disk is first in the boot order, as on a factory server: empty
+// (not bootable) until the install, the firmware falls through to the ISO; after it, the
+// disk boots. SeaBIOS follows -boot order, but OVMF only the devices' bootindex (and
+// tries no device left out), which vm.Config cannot set, so the target disk is attached
+// here by hand with bootindex=1 (after the data disk: the guest must find its disks by
+// serial, not by name) and the CD-ROM gets bootindex=2 through a -global default.
+func installVM(t *testing.T, ctx context.Context, name string, fw vm.Firmware, iso, dataDisk string) (*vm.Machine, vm.Accelerator) {
+	t.Helper()
+	target := filepath.Join(t.TempDir(), "target.qcow2")
+	if err := vm.CreateDisk(ctx, target, "qcow2", conformance.MinDiskMiB+16); err != nil {
+		t.Fatal(err)
+	}
+	var disks []vm.Disk
+	if dataDisk != "" {
+		disks = append(disks, vm.Disk{Path: dataDisk, Format: "raw", ReadOnly: true, Serial: agent.PrecacheDiskSerial})
+	}
+	extra := []string{"-drive", "file=" + target + ",format=qcow2,if=none,id=target0",
+		"-device", "virtio-blk-pci,drive=target0,serial=" + agent.TargetDiskSerial + ",bootindex=1",
+		"-global", "ide-cd.bootindex=2"}
+	return liveVM(t, ctx, vm.Config{Name: name, ISO: iso, Disks: disks, BootOrder: "cd", Firmware: fw, ExtraArgs: extra})
+}
+
+// milestones returns the phases of msgs that are install milestones (agent.InstallPhases),
+// as phase:status, in order.
+func milestones(msgs []agent.Message) []string {
+	var out []string
+	for _, m := range msgs {
+		if slices.Contains(agent.InstallPhases(), m.Phase) && m.Status != agent.StatusStart {
+			out = append(out, m.Phase+":"+string(m.Status))
+		}
+	}
+	return out
+}
+
+func phaseList(msgs []agent.Message) string {
+	var buf bytes.Buffer
+	for _, msg := range msgs {
+		buf.WriteString(msg.Phase + ":" + string(msg.Status) + " ")
+	}
+	return buf.String()
+}
+
+// The conformance OS installs itself to the disk the host marks as the target, with no
+// karg, under BIOS and UEFI: it reports every install phase once and in order, imports
+// the data disk's images into the target root, reboots from the disk (the boot loader
+// of that firmware), runs the enabled units (and not the disabled one), and ends with
+// install-complete. A later boot of the installed disk ends with boot-complete and
+// keeps what the first boot wrote.
+func TestConformanceInstall(t *testing.T) {
+	for _, fw := range []vm.Firmware{vm.FirmwareBIOS, vm.FirmwareUEFI} {
+		t.Run(string(fw), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+			defer cancel()
+			token := ignitionFile{path: "/etc/snofactory/token", content: []byte(randomHex(t, 16))}
+			marker := "unit-ran-" + randomHex(t, 4)
+			units := []ignitionUnit{
+				{name: "e2e-ok.service", enabled: true, contents: "[Service]\nType=oneshot\nExecStart=/bin/sh -c 'echo " + marker + " > /var/lib/e2e-unit'\n[Install]\nWantedBy=multi-user.target\n"},
+				{name: "e2e-off.service", enabled: false, contents: "[Service]\nType=oneshot\nExecStart=/bin/false\n"},
+			}
+			iso, _ := customizedISO(t, ctx, ignitionConfigUnits(t, units, token))
+			data, refs := precacheDataDisk(t, ctx, 2)
+			m, acc := installVM(t, ctx, "install-"+string(fw), fw, iso, data)
+			start := time.Now()
+			wctx, wcancel := context.WithTimeout(ctx, acc.Scale(2*installTimeout))
+			defer wcancel()
+			msgs, err := m.WaitFinal(wctx, agent.PhaseInstallComplete, nil)
+			t.Logf("phases: %s", phaseList(msgs))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("install-complete after %s (firmware %s, accelerator %s)", time.Since(start).Round(time.Millisecond), fw, acc.Name)
+			want := []string{}
+			for _, p := range agent.InstallPhases() {
+				want = append(want, p+":ok")
+			}
+			if got := milestones(msgs); !slices.Equal(got, want) {
+				t.Errorf("install milestones %v, want %v", got, want)
+			}
+			for _, msg := range msgs {
+				if msg.Status == agent.StatusFailed {
+					t.Errorf("%s failed: %v", msg.Phase, msg.Details)
+				}
+			}
+			checkInstallDetails(t, msgs, fw, len(refs))
+			checkReports(t, msgs, agent.PhaseIgnitionApplied, "", token)
+			first, _ := findPhase(msgs, agent.PhaseRebootedFromDisk)
+			i := slices.IndexFunc(msgs, func(m agent.Message) bool { return m.Phase == agent.PhaseRebootedFromDisk })
+			checkReports(t, msgs[i:], "ignition-firstboot", "", token)
+			if first.Boot == msgs[0].Boot {
+				t.Error("rebooted-from-disk carries the live boot's boot id: no reboot happened")
+			}
+			unitsMsg, _ := findPhase(msgs, agent.PhaseUnits)
+			if got := unitsMsg.Details["units"]; got != "e2e-ok.service:ok" {
+				t.Errorf("units ran: %q, want only e2e-ok.service, ok", got)
+			}
+
+			// A later boot from the disk: boot-complete, no Ignition, the files kept.
+			if err := m.Reset(ctx); err != nil {
+				t.Fatal(err)
+			}
+			wctx2, wcancel2 := context.WithTimeout(ctx, acc.Scale(bootTimeout))
+			defer wcancel2()
+			again, err := m.WaitFinal(wctx2, agent.PhaseBootComplete, nil)
+			t.Logf("second boot: %s", phaseList(again))
+			if err != nil {
+				t.Fatal(err)
+			}
+			final := again[len(again)-1]
+			if final.Details["mode"] != "disk" || final.Details["firstboot"] != "false" || final.Details["firmware"] != string(fw) {
+				t.Errorf("second disk boot reports %v: want mode=disk firstboot=false firmware=%s", final.Details, fw)
+			}
+			for _, p := range []string{"ignition-files", agent.PhaseUnits, agent.PhaseInstallComplete, agent.PhaseLiveBooted} {
+				if _, ran := findPhase(again, p); ran {
+					t.Errorf("the second boot from disk reported %s", p)
+				}
+			}
+			persisted, _ := findPhase(again, "persisted-files")
+			if got := persisted.Details["file:"+token.path]; got != string(token.content) {
+				t.Errorf("after a reboot %s holds %q, want %q", token.path, got, token.content)
+			}
+		})
+	}
+}
+
+// checkInstallDetails asserts what the milestones say about the install: the images
+// imported, the disk written, and a boot from that disk with the firmware's own loader.
+func checkInstallDetails(t *testing.T, msgs []agent.Message, fw vm.Firmware, images int) {
+	t.Helper()
+	// The data disk, when there is one, is attached first (see installVM).
+	dev := "/dev/vda"
+	if images > 0 {
+		dev = "/dev/vdb"
+	}
+	imp, _ := findPhase(msgs, agent.PhaseImagesImported)
+	if imp.Details["images"] != strconv.Itoa(images) {
+		t.Errorf("images-imported %v, want images=%d", imp.Details, images)
+	}
+	if images == 0 && imp.Details["reason"] == "" {
+		t.Errorf("images-imported %v: no reason for importing nothing", imp.Details)
+	}
+	written, _ := findPhase(msgs, agent.PhaseWrittenToDisk)
+	if written.Details["device"] != dev || written.Details["root"] != dev+"2" || written.Details["esp"] != dev+"1" {
+		t.Errorf("written-to-disk %v: want device %s, ESP partition 1, root partition 2", written.Details, dev)
+	}
+	rb, _ := findPhase(msgs, agent.PhaseRebootedFromDisk)
+	loader := map[vm.Firmware]string{vm.FirmwareBIOS: "extlinux", vm.FirmwareUEFI: "grub-efi"}[fw]
+	if rb.Details["root"] != dev+"2" || rb.Details["disk_serial"] != agent.TargetDiskSerial ||
+		rb.Details["firmware"] != string(fw) || rb.Details["loader"] != loader ||
+		!strings.Contains(rb.Details["cmdline"], "snofactory.root=LABEL="+conformance.RootLabel) {
+		t.Errorf("rebooted-from-disk %v: want root %s2 on the disk with serial %s, firmware %s, loader %s", rb.Details, dev, agent.TargetDiskSerial, fw, loader)
+	}
+}
+
+// An enabled unit that fails on the first boot from disk fails the install: the guest
+// reports the units phase failed and then install-complete failed, both carrying the
+// unit's output in log= and naming it in error=, so the host has the reason at once.
+func TestConformanceInstallFailingUnit(t *testing.T) {
+	for _, fw := range []vm.Firmware{vm.FirmwareBIOS, vm.FirmwareUEFI} {
+		t.Run(string(fw), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+			defer cancel()
+			marker := "e2e-unit-output-" + randomHex(t, 6)
+			units := []ignitionUnit{{name: "e2e-fail.service", enabled: true,
+				contents: "[Service]\nType=oneshot\nExecStart=/bin/sh -c 'echo " + marker + "; echo on-stderr >&2; exit 3'\n[Install]\nWantedBy=multi-user.target\n"}}
+			iso, _ := customizedISO(t, ctx, ignitionConfigUnits(t, units))
+			m, acc := installVM(t, ctx, "install-failing-unit-"+string(fw), fw, iso, "")
+			wctx, wcancel := context.WithTimeout(ctx, acc.Scale(2*installTimeout))
+			defer wcancel()
+			msgs, err := m.WaitFinal(wctx, agent.PhaseInstallComplete, nil)
+			t.Logf("phases: %s", phaseList(msgs))
+			if err == nil {
+				t.Fatal("the install succeeded although an enabled unit failed")
+			}
+			if !strings.Contains(err.Error(), "e2e-fail.service") {
+				t.Errorf("the host's error does not name the unit: %v", err)
+			}
+			want := []string{agent.PhaseLiveBooted + ":ok", agent.PhaseIgnitionApplied + ":ok", agent.PhaseImagesImported + ":ok",
+				agent.PhaseWrittenToDisk + ":ok", agent.PhaseRebootedFromDisk + ":ok", agent.PhaseInstallComplete + ":failed"}
+			if got := milestones(msgs); !slices.Equal(got, want) {
+				t.Errorf("milestones %v, want %v", got, want)
+			}
+			checkInstallDetails(t, msgs, fw, 0)
+			final := msgs[len(msgs)-1]
+			failed := msgs[len(msgs)-2]
+			if failed.Phase != agent.PhaseUnits || failed.Status != agent.StatusFailed {
+				t.Fatalf("the report before the final one is %s %s, want %s failed", failed.Phase, failed.Status, agent.PhaseUnits)
+			}
+			for _, m := range []agent.Message{failed, final} {
+				if !strings.Contains(m.Details[agent.DetailLog], marker) || !strings.Contains(m.Details[agent.DetailLog], "on-stderr") {
+					t.Errorf("%s %s: log= %q lacks the unit's output", m.Phase, m.Status, m.Details[agent.DetailLog])
+				}
+				if !strings.Contains(m.Details[agent.DetailError], "e2e-fail.service") || !strings.Contains(m.Details[agent.DetailError], "exit status 3") {
+					t.Errorf("%s %s: error= %q does not name the unit and its exit status", m.Phase, m.Status, m.Details[agent.DetailError])
+				}
+			}
+		})
+	}
+}
+
+// coreos.inst.install_dev still works (and wins over the serial): with no data disk the
+// install imports nothing and says why, reboots, and the first boot from disk runs
+// Ignition again, as CoreOS does.
 func TestLiveISOInstallToDiskAndReboot(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
@@ -254,65 +537,39 @@ func TestLiveISOInstallToDiskAndReboot(t *testing.T) {
 	if err := vm.CreateDisk(ctx, disk, "qcow2", conformance.MinDiskMiB+16); err != nil {
 		t.Fatal(err)
 	}
-	// Disk first: it is empty (not bootable) until the install, then it is what boots.
+	// No serial: only the karg names the target.
 	m, acc := liveVM(t, ctx, vm.Config{Name: "install", ISO: iso, Disks: []vm.Disk{{Path: disk}}, BootOrder: "cd"})
 	start := time.Now()
 	wctx, wcancel := context.WithTimeout(ctx, acc.Scale(installTimeout))
 	defer wcancel()
-	live, err := m.WaitFinal(wctx, agent.PhaseInstallComplete, nil)
+	msgs, err := m.WaitFinal(wctx, agent.PhaseInstallComplete, nil)
+	t.Logf("phases: %s", phaseList(msgs))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("install-complete after %s", time.Since(start).Round(time.Millisecond))
-	checkReports(t, live, karg, token)
+	t.Logf("install-complete after %s (accelerator %s)", time.Since(start).Round(time.Millisecond), acc.Name)
+	i := slices.IndexFunc(msgs, func(m agent.Message) bool { return m.Phase == agent.PhaseRebootedFromDisk })
+	if i < 0 {
+		t.Fatal("no rebooted-from-disk report")
+	}
+	live, installed := msgs[:i], msgs[i:]
+	checkReports(t, live, agent.PhaseIgnitionApplied, karg, token)
 	if _, ok := findPhase(live, agent.PhaseBootComplete); ok {
 		t.Error("the live system reported boot-complete although it was installing")
 	}
-
-	wctx2, wcancel2 := context.WithTimeout(ctx, acc.Scale(bootTimeout))
-	defer wcancel2()
-	installed, err := m.WaitFinal(wctx2, agent.PhaseBootComplete, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("boot-complete from disk after %s in all (accelerator %s)", time.Since(start).Round(time.Millisecond), acc.Name)
 	if installed[0].Boot == live[0].Boot {
 		t.Error("the disk boot reports the live boot's boot id: no reboot happened")
 	}
-	final := installed[len(installed)-1]
-	if final.Details["mode"] != "disk" || final.Details["firstboot"] != "true" {
-		t.Errorf("final report %v: want mode=disk firstboot=true", final.Details)
+	imp, _ := findPhase(live, agent.PhaseImagesImported)
+	if imp.Details["images"] != "0" || !strings.Contains(imp.Details["reason"], agent.PrecacheDiskSerial) {
+		t.Errorf("images-imported without a data disk: %v", imp.Details)
 	}
 	// The installed system keeps the appended karg but drops the installer's own.
-	init, _ := findPhase(installed, "init")
-	if strings.Contains(init.Details["cmdline"], "coreos.inst.install_dev") {
-		t.Errorf("installed system still has the installer karg: %q", init.Details["cmdline"])
+	if strings.Contains(installed[0].Details["cmdline"], "coreos.inst.install_dev") {
+		t.Errorf("installed system still has the installer karg: %q", installed[0].Details["cmdline"])
 	}
-	checkReports(t, installed, karg, token)
-
-	// A second boot from disk: Ignition does not run again, as on CoreOS.
-	if err := m.Reset(ctx); err != nil {
-		t.Fatal(err)
+	checkReports(t, installed, "ignition-firstboot", karg, token)
+	if d := msgs[len(msgs)-1].Details; d["mode"] != "disk" || d["firstboot"] != "true" {
+		t.Errorf("final report %v: want mode=disk firstboot=true", d)
 	}
-	wctx3, wcancel3 := context.WithTimeout(ctx, acc.Scale(bootTimeout))
-	defer wcancel3()
-	again, err := m.WaitFinal(wctx3, agent.PhaseBootComplete, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d := again[len(again)-1].Details; d["mode"] != "disk" || d["firstboot"] != "false" {
-		t.Errorf("second disk boot reports %v: want mode=disk firstboot=false", d)
-	}
-	if _, ran := findPhase(again, "ignition-files"); ran {
-		t.Error("Ignition ran again on the second boot from disk")
-	}
-	persisted, _ := findPhase(again, "persisted-files")
-	if got := persisted.Details["file:"+token.path]; got != string(token.content) {
-		t.Errorf("after a reboot %s holds %q, want %q", token.path, got, token.content)
-	}
-	var buf bytes.Buffer
-	for _, msg := range append(append(live, installed...), again...) {
-		buf.WriteString(msg.Phase + ":" + string(msg.Status) + " ")
-	}
-	t.Logf("phases: %s", buf.String())
 }
