@@ -15,6 +15,9 @@
 // explicit final message (PhaseInstallComplete, PhaseBootComplete; status ok or failed),
 // never because the VM stopped.
 //
-// Later work (image import, site reconfiguration) adds commands next to Reporter; the
+// An install reports the phases of InstallPhases in order; a failure reports its phase
+// failed and then the final phase failed, both with DetailError and DetailLog. On a node
+// without systemd (the conformance OS), EnabledUnits and UnitRunner start the services
+// Ignition enabled. Later work (site reconfiguration) adds commands next to Reporter; the
 // message format stays the same and new phases are just new names.
 package agent

@@ -1,16 +1,20 @@
 // Package conformance builds the conformance OS: a minimal live ISO made from Debian
-// packages (kernel, busybox, the real ignition binary, extlinux) plus the static
-// snofactory binary in agent mode, laid out like a CoreOS live ISO.
+// packages (kernel, busybox, the real ignition binary, extlinux, GRUB) plus the static
+// snofactory binary in agent mode, laid out like a CoreOS live ISO, that installs itself
+// to disk the way the factory VM expects (see init.sh for the whole sequence).
 //
 // It exists so every stage can be exercised end to end on machines that have no RHCOS
 // image: the ISO boots with BIOS (isolinux, also as a hybrid disk) and UEFI (GRUB), and
 // has the /images/ignition.img embed area, /coreos/igninfo.json, /coreos/kargs.json
 // pointing at real karg areas in isolinux/isolinux.cfg and EFI/BOOT/grub.cfg, and
 // /coreos/features.json. At boot its init runs Ignition's fetch-offline and files stages
-// on /config.ign, reports every phase to the host over virtio-serial, and, when
-// coreos.inst.install_dev=DEV is on the kernel command line, installs itself to DEV
-// (ext2 + extlinux, BIOS boot, with the config as /boot/ignition/config.ign) and reboots
-// into it, where Ignition runs once more on the first boot from disk.
+// on /config.ign and reports every phase to the host over virtio-serial. Given a target
+// disk (the virtio disk with serial agent.TargetDiskSerial, or coreos.inst.install_dev)
+// it imports the precache data disk's images (serial agent.PrecacheDiskSerial) into the
+// target root's containers-storage, writes an MBR disk with an EFI System Partition
+// (GRUB) and an ext2 root (extlinux), so the same disk boots under UEFI and BIOS, and
+// reboots into it; the first boot from disk runs Ignition again and the root's enabled
+// units, then reports install-complete (phases: agent.InstallPhases).
 //
 // Build is cached: the output is rebuilt only when one of its inputs changes.
 package conformance

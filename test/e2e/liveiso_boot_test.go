@@ -29,8 +29,8 @@ import (
 
 	"github.com/snofactory/snofactory/seeds/agent"
 	"github.com/snofactory/snofactory/seeds/precachedisk"
-	"github.com/snofactory/snofactory/stages/vm"
 	"github.com/snofactory/snofactory/stages/liveiso/coreiso"
+	"github.com/snofactory/snofactory/stages/vm"
 	"github.com/snofactory/snofactory/test/conformance"
 )
 
