@@ -38,43 +38,9 @@ func newAgentReportCommand() *cobra.Command {
 		Short: "Send one phase report to the factory host over virtio-serial",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			d := map[string]string{}
-			for _, kv := range details {
-				k, v, ok := strings.Cut(kv, "=")
-				if !ok || k == "" {
-					return badInput(fmt.Errorf("--detail %q: want key=value", kv))
-				}
-				d[k] = v
-			}
-			for _, kp := range detailFiles {
-				k, p, ok := strings.Cut(kp, "=")
-				if !ok || k == "" || p == "" {
-					return badInput(fmt.Errorf("--detail-file %q: want key=path", kp))
-				}
-				fd, err := agent.FileDetails(k, p)
-				if err != nil {
-					return err
-				}
-				for k, v := range fd {
-					d[k] = v
-				}
-			}
-			if logFile != "" {
-				// A missing log still sends the report: the failure matters more than its log.
-				tail, err := agent.TailLines(logFile, agent.LogDetailLines, agent.MaxLogDetailBytes)
-				if err != nil {
-					tail = err.Error()
-				}
-				d[agent.DetailLog] = tail
-			}
-			if ignitionConfig != "" {
-				fd, err := agent.IgnitionFileDetails(ignitionConfig, filesRoot)
-				if err != nil {
-					return err
-				}
-				for k, v := range fd {
-					d[k] = v
-				}
+			d, err := reportDetails(details, detailFiles, logFile, ignitionConfig, filesRoot)
+			if err != nil {
+				return err
 			}
 			if len(d) == 0 {
 				d = nil
@@ -107,4 +73,48 @@ func newAgentReportCommand() *cobra.Command {
 	f.DurationVar(&timeout, "timeout", 30*time.Second, "give up writing after this long")
 	_ = cmd.MarkFlagRequired("phase")
 	return cmd
+}
+
+// reportDetails gathers a report's details from its flags: key=value pairs, files, the
+// tail of a log, and the files an Ignition config wrote.
+func reportDetails(details, detailFiles []string, logFile, ignitionConfig, filesRoot string) (map[string]string, error) {
+	d := map[string]string{}
+	for _, kv := range details {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, badInput(fmt.Errorf("--detail %q: want key=value", kv))
+		}
+		d[k] = v
+	}
+	for _, kp := range detailFiles {
+		k, p, ok := strings.Cut(kp, "=")
+		if !ok || k == "" || p == "" {
+			return nil, badInput(fmt.Errorf("--detail-file %q: want key=path", kp))
+		}
+		fd, err := agent.FileDetails(k, p)
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range fd {
+			d[k] = v
+		}
+	}
+	if logFile != "" {
+		// A missing log still sends the report: the failure matters more than its log.
+		tail, err := agent.TailLines(logFile, agent.LogDetailLines, agent.MaxLogDetailBytes)
+		if err != nil {
+			tail = err.Error()
+		}
+		d[agent.DetailLog] = tail
+	}
+	if ignitionConfig != "" {
+		fd, err := agent.IgnitionFileDetails(ignitionConfig, filesRoot)
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range fd {
+			d[k] = v
+		}
+	}
+	return d, nil
 }

@@ -167,26 +167,9 @@ func Build(ctx context.Context, o Options) (Result, error) {
 	if err := populate(ctx, root, kver, agentBin); err != nil {
 		return res, err
 	}
-	// The input hash covers every byte that goes into the ISO, so equal hashes mean an
-	// equal ISO and the expensive part (compressing, xorriso) can be skipped.
-	h := sha256.New()
-	fmt.Fprintf(h, "%s\n", builderVersion)
-	fmt.Fprintf(h, "kernel %s\n", kver)
-	if err := hashFile(h, kernel); err != nil {
+	if res.InputHash, err = inputHash(kernel, kver, root); err != nil {
 		return res, err
 	}
-	if err := root.hash(h); err != nil {
-		return res, err
-	}
-	for _, f := range []hostFile{isolinuxBin, isohdpfx, ldlinuxC32, grubEFIDir} {
-		if err := hashFile(h, f.src); err != nil {
-			return res, err
-		}
-	}
-	if err := hashGrubModules(h); err != nil {
-		return res, err
-	}
-	res.InputHash = hex.EncodeToString(h.Sum(nil))
 	stamp := o.Out + ".inputs"
 	if !o.Force {
 		if b, err := os.ReadFile(stamp); err == nil && strings.TrimSpace(string(b)) == res.InputHash {
@@ -199,19 +182,56 @@ func Build(ctx context.Context, o Options) (Result, error) {
 		}
 	}
 
+	if err := assemble(ctx, work, kernel, root, o.Out); err != nil {
+		return res, err
+	}
+	if err := pipeline.WriteFileAtomic(stamp, []byte(res.InputHash+"\n"), 0o644); err != nil {
+		return res, fmt.Errorf("conformance ISO stamp: %w", err)
+	}
+	res.Duration = time.Since(start)
+	log.Info("built conformance ISO", "iso", o.Out, "kernel", kver, "duration", res.Duration.Round(time.Millisecond))
+	return res, nil
+}
+
+// inputHash covers every byte that goes into the ISO, so equal hashes mean an equal ISO
+// and the expensive part (compressing, xorriso) can be skipped.
+func inputHash(kernel, kver string, root *tree) (string, error) {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\n", builderVersion)
+	fmt.Fprintf(h, "kernel %s\n", kver)
+	if err := hashFile(h, kernel); err != nil {
+		return "", err
+	}
+	if err := root.hash(h); err != nil {
+		return "", err
+	}
+	for _, f := range []hostFile{isolinuxBin, isohdpfx, ldlinuxC32, grubEFIDir} {
+		if err := hashFile(h, f.src); err != nil {
+			return "", err
+		}
+	}
+	if err := hashGrubModules(h); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// assemble builds the ISO from the initramfs tree and the kernel in work and moves it
+// to out.
+func assemble(ctx context.Context, work, kernel string, root *tree, out string) error {
 	// The installed disk's ESP is made here, after hashing: FAT directory entries carry
 	// the time they were made, so its bytes differ between builds of equal inputs.
 	esp, err := espImage(ctx, work)
 	if err != nil {
-		return res, err
+		return err
 	}
 	root.addData(ESPImagePath, esp, 0o644)
 	stage := filepath.Join(work, "iso")
 	if err := writeISOTree(stage, kernel, root); err != nil {
-		return res, err
+		return err
 	}
 	if err := writeEFIBoot(ctx, work, filepath.Join(stage, efiBootImg)); err != nil {
-		return res, err
+		return err
 	}
 	tmpISO := filepath.Join(work, "out.iso")
 	// BIOS: isolinux through El Torito and a hybrid MBR; UEFI: a FAT El Torito image with
@@ -224,17 +244,12 @@ func Build(ctx context.Context, o Options) (Result, error) {
 		stage}
 	xorriso, _ := lookTool("xorriso")
 	if err := pipeline.RunTool(ctx, exec.Command(xorriso, args...), nil); err != nil {
-		return res, fmt.Errorf("building the conformance ISO: %w", err)
+		return fmt.Errorf("building the conformance ISO: %w", err)
 	}
-	if err := os.Rename(tmpISO, o.Out); err != nil {
-		return res, fmt.Errorf("conformance ISO: %w", err)
+	if err := os.Rename(tmpISO, out); err != nil {
+		return fmt.Errorf("conformance ISO: %w", err)
 	}
-	if err := pipeline.WriteFileAtomic(stamp, []byte(res.InputHash+"\n"), 0o644); err != nil {
-		return res, fmt.Errorf("conformance ISO stamp: %w", err)
-	}
-	res.Duration = time.Since(start)
-	log.Info("built conformance ISO", "iso", o.Out, "kernel", kver, "duration", res.Duration.Round(time.Millisecond))
-	return res, nil
+	return nil
 }
 
 func absOrSelf(p string) string {
