@@ -154,6 +154,7 @@ prepare_target() {
 		die "$dev already holds an installed system: the firmware booted the live ISO again after the install (boot order must prefer the target disk)"
 	fi
 	dd if=/usr/share/conformance/mbr.img of="$dev" bs=512 count=1 conv=fsync 2>/dev/null || die "writing the MBR of $dev"
+	grow_root "$dev"
 	blockdev --rereadpt "$dev" || die "re-reading the partition table of $dev"
 	ESP=$(partition "$dev" 1)
 	ROOTPART=$(partition "$dev" 2)
@@ -163,6 +164,18 @@ prepare_target() {
 	mkdir -p /mnt/target
 	mount -t ext4 "$ROOTPART" /mnt/target || die "mounting $ROOTPART"
 	mkdir -p /mnt/target/boot/extlinux /mnt/target/boot/grub /mnt/target/boot/ignition /mnt/target/root/var/tmp
+}
+
+# grow_root DEV: the root partition, the MBR's second entry, takes the rest of the disk, as
+# CoreOS grows its root on first boot: the template's size is only the minimum.
+grow_root() {
+	start=$(od -An -tu4 -j470 -N4 /usr/share/conformance/mbr.img | tr -d ' ')
+	disk=$(cat "/sys/block/${1#/dev/}/size")
+	size=$((disk - start))
+	[ "$size" -gt 4294967295 ] && size=4294967295
+	[ "$size" -gt 0 ] || die "$1 is too small for the root partition"
+	printf "$(printf '\\%03o\\%03o\\%03o\\%03o' $((size & 255)) $((size >> 8 & 255)) $((size >> 16 & 255)) $((size >> 24 & 255)))" |
+		dd of="$1" bs=1 seek=474 count=4 conv=notrunc,fsync 2>/dev/null || die "growing the root partition of $1"
 }
 
 # import_images ROOT: the precache data disk's images into ROOT's containers-storage.
@@ -285,9 +298,9 @@ run_units() {
 facts_hook() {
 	# ---- facts hook: every non-first boot from disk, before boot-complete ----
 	if /bin/snofactory agent facts --help >/dev/null 2>&1; then
-		/bin/snofactory agent facts --port "$AGENT_PORT" --root /mnt/disk/root \
+		/bin/snofactory agent facts --port "$AGENT_PORT" --root /mnt/disk/root --boot-dir /mnt/disk/boot \
 			--ignition-config /mnt/disk/boot/ignition/config.ign \
-			--storage /mnt/disk/root/var/lib/containers/storage || log "agent facts failed"
+			--storage /mnt/disk/root/var/lib/containers/storage --driver vfs || log "agent facts failed"
 	fi
 	# ---- end of facts hook ----
 }
@@ -329,7 +342,20 @@ disk_boot() {
 	run_units /mnt/disk/root
 	sync
 	report install-complete ok --detail mode=disk --detail firstboot=true --detail "root=$part" --detail "firmware=$FIRMWARE"
-	idle
+	# The install is over (the host had the report first): the node powers off with its
+	# disk unmounted, so the host copies a clean disk without killing a running system.
+	# As a shutdown does: services the units left running end first, then their bind
+	# mounts; a root that stays busy is remounted read-only.
+	kill -TERM -1 2>/dev/null
+	sleep 0.2
+	kill -KILL -1 2>/dev/null
+	for d in tmp run dev sys proc; do
+		umount -l "/mnt/disk/root/$d" 2>/dev/null
+	done
+	sync
+	umount /mnt/disk 2>/dev/null || mount -o remount,ro /mnt/disk
+	sync
+	poweroff -f
 }
 
 if [ "$MODE" = disk ]; then

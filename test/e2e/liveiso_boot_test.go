@@ -331,7 +331,7 @@ func precacheDataDisk(t *testing.T, ctx context.Context, n int) (string, []strin
 // tries no device left out), which vm.Config cannot set, so the target disk is attached
 // here by hand with bootindex=1 (after the data disk: the guest must find its disks by
 // serial, not by name) and the CD-ROM gets bootindex=2 through a -global default.
-func installVM(t *testing.T, ctx context.Context, name string, fw vm.Firmware, iso, dataDisk string) (*vm.Machine, vm.Accelerator) {
+func installVM(t *testing.T, ctx context.Context, name string, fw vm.Firmware, iso, dataDisk string) (*vm.Machine, vm.Accelerator, string) {
 	t.Helper()
 	target := filepath.Join(t.TempDir(), "target.qcow2")
 	if err := vm.CreateDisk(ctx, target, "qcow2", conformance.MinDiskMiB+16); err != nil {
@@ -344,7 +344,8 @@ func installVM(t *testing.T, ctx context.Context, name string, fw vm.Firmware, i
 	extra := []string{"-drive", "file=" + target + ",format=qcow2,if=none,id=target0",
 		"-device", "virtio-blk-pci,drive=target0,serial=" + agent.TargetDiskSerial + ",bootindex=1",
 		"-global", "ide-cd.bootindex=2"}
-	return liveVM(t, ctx, vm.Config{Name: name, ISO: iso, Disks: disks, BootOrder: "cd", Firmware: fw, ExtraArgs: extra})
+	m, acc := liveVM(t, ctx, vm.Config{Name: name, ISO: iso, Disks: disks, BootOrder: "cd", Firmware: fw, ExtraArgs: extra})
+	return m, acc, target
 }
 
 // milestones returns the phases of msgs that are install milestones (agent.InstallPhases),
@@ -386,7 +387,7 @@ func TestConformanceInstall(t *testing.T) {
 			}
 			iso, _ := customizedISO(t, ctx, ignitionConfigUnits(t, units, token))
 			data, refs := precacheDataDisk(t, ctx, 2)
-			m, acc := installVM(t, ctx, "install-"+string(fw), fw, iso, data)
+			m, acc, target := installVM(t, ctx, "install-"+string(fw), fw, iso, data)
 			start := time.Now()
 			wctx, wcancel := context.WithTimeout(ctx, acc.Scale(2*installTimeout))
 			defer wcancel()
@@ -421,10 +422,11 @@ func TestConformanceInstall(t *testing.T) {
 				t.Errorf("units ran: %q, want only e2e-ok.service, ok", got)
 			}
 
-			// A later boot from the disk: boot-complete, no Ignition, the files kept.
-			if err := m.Reset(ctx); err != nil {
-				t.Fatal(err)
-			}
+			// A later boot of the installed disk alone, in a new VM (the guest may power off
+			// after install-complete): boot-complete, no Ignition, the files kept.
+			m.Stop()
+			m, _ = liveVM(t, ctx, vm.Config{Name: "installed-" + string(fw), Firmware: fw,
+				Disks: []vm.Disk{{Path: target, Serial: agent.TargetDiskSerial}}})
 			wctx2, wcancel2 := context.WithTimeout(ctx, acc.Scale(bootTimeout))
 			defer wcancel2()
 			again, err := m.WaitFinal(wctx2, agent.PhaseBootComplete, nil)
@@ -490,7 +492,7 @@ func TestConformanceInstallFailingUnit(t *testing.T) {
 			units := []ignitionUnit{{name: "e2e-fail.service", enabled: true,
 				contents: "[Service]\nType=oneshot\nExecStart=/bin/sh -c 'echo " + marker + "; echo on-stderr >&2; exit 3'\n[Install]\nWantedBy=multi-user.target\n"}}
 			iso, _ := customizedISO(t, ctx, ignitionConfigUnits(t, units))
-			m, acc := installVM(t, ctx, "install-failing-unit-"+string(fw), fw, iso, "")
+			m, acc, _ := installVM(t, ctx, "install-failing-unit-"+string(fw), fw, iso, "")
 			wctx, wcancel := context.WithTimeout(ctx, acc.Scale(2*installTimeout))
 			defer wcancel()
 			msgs, err := m.WaitFinal(wctx, agent.PhaseInstallComplete, nil)
