@@ -10,8 +10,8 @@ import (
 
 	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/seeds/agent"
-	"github.com/snofactory/snofactory/stages/vm"
 	"github.com/snofactory/snofactory/stages/internal/handoff"
+	"github.com/snofactory/snofactory/stages/vm"
 )
 
 // Name is the stage name.
@@ -133,14 +133,16 @@ func chooseAccel(ctx context.Context, opts Options, env *pipeline.Env) (vm.Accel
 // the API port forwarded to the host.
 func machineConfig(opts Options, in inputs, disk string, env *pipeline.Env) (vm.Config, error) {
 	cfg := vm.Config{
-		Name:       "install",
-		ISO:        in.iso,
-		Disks:      []vm.Disk{{Path: disk, Format: "qcow2", Serial: agent.TargetDiskSerial}},
-		CPUs:       opts.CPUs,
-		MemoryMiB:  opts.MemoryMiB,
-		Firmware:   vm.Firmware(opts.Firmware),
-		BootOrder:  "cd",
-		ConsoleLog: filepath.Join(env.RunDir, "logs", Name+"-console.log"),
+		Name:      "install",
+		ISO:       in.iso,
+		Disks:     []vm.Disk{{Path: disk, Format: "qcow2", Serial: agent.TargetDiskSerial, BootIndex: 1}},
+		CPUs:      opts.CPUs,
+		MemoryMiB: opts.MemoryMiB,
+		Firmware:  vm.Firmware(opts.Firmware),
+		// The target disk first: empty, the firmware falls through to the ISO; installed,
+		// it boots the new OS. Boot indexes, because UEFI ignores -boot order.
+		ISOBootIndex: 2,
+		ConsoleLog:   filepath.Join(env.RunDir, "logs", Name+"-console.log"),
 	}
 	if in.dataDisk != "" {
 		cfg.Disks = append(cfg.Disks, vm.Disk{Path: in.dataDisk, Format: "raw", ReadOnly: true, Serial: agent.PrecacheDiskSerial})

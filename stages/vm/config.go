@@ -26,6 +26,8 @@ type Disk struct {
 	ReadOnly bool
 	// Serial is shown to the guest (/dev/disk/by-id/virtio-SERIAL).
 	Serial string
+	// BootIndex orders the boot devices (1 first); 0 leaves the disk out of the order.
+	BootIndex int
 }
 
 // Config describes one VM.
@@ -44,8 +46,11 @@ type Config struct {
 	OVMFCode, OVMFVars string
 	// BootOrder is qemu's -boot order, e.g. "cd": the first disk, then the CD-ROM. An
 	// empty target disk is skipped by the BIOS, so "cd" boots the ISO until the OS is
-	// installed and the disk afterwards, as a factory server would.
+	// installed and the disk afterwards, as a factory server would. UEFI firmware ignores
+	// it: give the devices boot indexes instead (Disk.BootIndex, ISOBootIndex).
 	BootOrder string
+	// ISOBootIndex places the CD-ROM in the boot order (0: not in it).
+	ISOBootIndex int
 	// NoReboot makes a guest reboot end qemu instead of restarting the VM.
 	NoReboot bool
 	// ConsoleLog receives the serial console (ttyS0).
@@ -182,6 +187,9 @@ func (c Config) args(acc Accelerator, rp runtimePaths) []string {
 	}
 	if c.ISO != "" {
 		a = append(a, "-drive", "file="+optValue(c.ISO)+",media=cdrom,if=ide,readonly=on")
+		if c.ISOBootIndex > 0 {
+			a = append(a, "-global", fmt.Sprintf("ide-cd.bootindex=%d", c.ISOBootIndex))
+		}
 	}
 	for i, d := range c.Disks {
 		format := d.Format
@@ -195,6 +203,9 @@ func (c Config) args(acc Accelerator, rp runtimePaths) []string {
 		dev := fmt.Sprintf("virtio-blk-pci,drive=disk%d", i)
 		if d.Serial != "" {
 			dev += ",serial=" + optValue(d.Serial)
+		}
+		if d.BootIndex > 0 {
+			dev += fmt.Sprintf(",bootindex=%d", d.BootIndex)
 		}
 		a = append(a, "-drive", drive, "-device", dev)
 	}

@@ -60,6 +60,14 @@ func TestArgs(t *testing.T) {
 				"-device virtio-net-pci,netdev=net0",
 			},
 		},
+		{
+			name: "boot indexes: the target disk first, then the ISO (UEFI ignores -boot)",
+			cfg: Config{ISO: "/x/live.iso", ConsoleLog: "/c", Firmware: FirmwareUEFI, ISOBootIndex: 2,
+				Disks: []Disk{{Path: "/d/t.qcow2", Serial: "t", BootIndex: 1}, {Path: "/d/data.img", Format: "raw", ReadOnly: true}}},
+			acc: TCG("test"),
+			want: []string{"-device virtio-blk-pci,drive=disk0,serial=t,bootindex=1", "-global ide-cd.bootindex=2",
+				"-device virtio-blk-pci,drive=disk1"},
+		},
 		{name: "no network by default", cfg: Config{ISO: "/x/live.iso", ConsoleLog: "/c"}, acc: TCG("test"), wantNot: []string{"-netdev", "virtio-net-pci"}},
 		{name: "nothing to boot", cfg: Config{ConsoleLog: "/c"}, validErr: "nothing to boot"},
 		{

@@ -1,0 +1,298 @@
+package e2e
+
+import (
+	"bufio"
+	"encoding/xml"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/snofactory/snofactory/stages/validate"
+)
+
+// editBlueprint applies replacements to a blueprint file; each old text must be there.
+func editBlueprint(t *testing.T, bp string, edits ...string) {
+	t.Helper()
+	b, err := os.ReadFile(bp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	for i := 0; i+1 < len(edits); i += 2 {
+		if !strings.Contains(s, edits[i]) {
+			t.Fatalf("%s no longer contains %q", bp, edits[i])
+		}
+		s = strings.Replace(s, edits[i], edits[i+1], 1)
+	}
+	if err := os.WriteFile(bp, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// withFirmware sets the demo's VM firmware.
+func withFirmware(t *testing.T, bp, fw string) {
+	editBlueprint(t, bp, "    accelerator: auto\n", "    accelerator: auto\n    firmware: "+fw+"\n")
+}
+
+// withFragment adds an inline Butane fragment to the demo.
+func withFragment(t *testing.T, bp, butane string) {
+	var b strings.Builder
+	b.WriteString("  butane:\n    - inline: |\n")
+	for _, line := range strings.Split(strings.TrimRight(butane, "\n"), "\n") {
+		b.WriteString("        " + line + "\n")
+	}
+	editBlueprint(t, bp, "  butane:\n", b.String())
+}
+
+// junitCases reads a JUnit report: every test case's name and whether it was skipped
+// (with the message) or failed.
+type junitCase struct {
+	Name    string `xml:"name,attr"`
+	Skipped *struct {
+		Message string `xml:"message,attr"`
+	} `xml:"skipped"`
+	Failure *struct {
+		Message string `xml:"message,attr"`
+	} `xml:"failure"`
+}
+
+func junitCases(t *testing.T, path string) map[string]junitCase {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Suites []struct {
+			Cases []junitCase `xml:"testcase"`
+		} `xml:"testsuite"`
+		Cases []junitCase `xml:"testcase"`
+	}
+	if err := xml.Unmarshal(b, &doc); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	out := map[string]junitCase{}
+	cases := doc.Cases
+	for _, s := range doc.Suites {
+		cases = append(cases, s.Cases...)
+	}
+	for _, c := range cases {
+		out[c.Name] = c
+	}
+	return out
+}
+
+// TestDemoInstallsAndValidates runs the demo through install and validate on the
+// conformance OS in a real qemu VM (TCG here, KVM where it works), with BIOS and UEFI: the
+// install reports every phase in order, the installed disk boots and passes every check
+// (one skipped by the blueprint, with its reason), the JUnit file lists every check, and a
+// second build is all cache hits and boots nothing.
+func TestDemoInstallsAndValidates(t *testing.T) {
+	for _, fw := range []string{"bios", "uefi"} {
+		t.Run(fw, func(t *testing.T) {
+			bp := demoBlueprint(t)
+			withFirmware(t, bp, fw)
+			editBlueprint(t, bp, "  relocation:\n", "  validation:\n    skip: [host.time.sync]\n    skipReasons:\n      host.time.sync: the conformance OS keeps no NTP client\n  relocation:\n")
+			cache, out := t.TempDir(), t.TempDir()
+			r := runCLI(t, "build", bp, "--until", "validate", "--cache-dir", cache, "--output-dir", out, "--progress", "plain")
+			if r.code != 0 {
+				t.Fatalf("build: exit %d\n%s", r.code, r.stderr)
+			}
+			rec := loadRecord(t, out)
+			if got := stageCache(rec); len(got) != 6 || got["install"] != "miss" || got["validate"] != "miss" {
+				t.Fatalf("stages %v", got)
+			}
+			cases := junitCases(t, filepath.Join(out, "validation.junit.xml"))
+			for _, c := range validate.KnownChecks() {
+				if _, ok := cases[c.ID]; !ok {
+					t.Errorf("JUnit report lacks check %s", c.ID)
+				}
+			}
+			for id, c := range cases {
+				if c.Failure != nil {
+					t.Errorf("check %s failed: %s", id, c.Failure.Message)
+				}
+			}
+			if c := cases["host.time.sync"]; c.Skipped == nil || !strings.Contains(c.Skipped.Message, "keeps no NTP client") {
+				t.Errorf("skipped check: %+v", c)
+			}
+			for _, id := range []string{"host.boot.from-disk", "host.ignition.files", "host.images.present", "host.bootstrap.cleaned"} {
+				if c := cases[id]; c.Skipped != nil || c.Failure != nil {
+					t.Errorf("%s did not pass: %+v", id, c)
+				}
+			}
+			if _, err := os.Stat(filepath.Join(out, "install", "disk.qcow2")); err != nil {
+				t.Errorf("installed disk: %v", err)
+			}
+
+			out2 := t.TempDir()
+			if r := runCLI(t, "build", bp, "--until", "validate", "--cache-dir", cache, "--output-dir", out2); r.code != 0 {
+				t.Fatalf("second build: exit %d\n%s", r.code, r.stderr)
+			}
+			for name, c := range stageCache(loadRecord(t, out2)) {
+				if c != "hit" {
+					t.Errorf("second build: %s was %s", name, c)
+				}
+			}
+			for _, console := range []string{"install-console.log", "validate-console.log"} {
+				if _, err := os.Stat(filepath.Join(out2, "logs", console)); err == nil {
+					t.Errorf("the second build booted a VM (%s exists)", console)
+				}
+			}
+		})
+	}
+}
+
+// A unit that fails in the guest fails the install with the guest's own report and log,
+// and leaves a gather bundle.
+func TestInstallFailsWithTheGuestReport(t *testing.T) {
+	bp := demoBlueprint(t)
+	withFragment(t, bp, `variant: fcos
+version: 1.4.0
+systemd:
+  units:
+    - name: broken.service
+      enabled: true
+      contents: |
+        [Service]
+        Type=oneshot
+        ExecStart=/bin/sh -c 'echo the widget is missing >&2; exit 3'
+        [Install]
+        WantedBy=multi-user.target`)
+	out := t.TempDir()
+	r := runCLI(t, "build", bp, "--until", "validate", "--cache-dir", t.TempDir(), "--output-dir", out)
+	if r.code != 1 {
+		t.Fatalf("build: exit %d, want 1\n%s", r.code, r.stderr)
+	}
+	for _, want := range []string{"stage install failed", "broken.service", "the widget is missing", "gather bundle: "} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	for _, f := range []string{"console.log", "agent.jsonl", "qmp-status.json", "error.txt"} {
+		if _, err := os.Stat(filepath.Join(out, "gather", "install", f)); err != nil {
+			t.Errorf("gather bundle: %v", err)
+		}
+	}
+}
+
+// An installed node that lacks a precached image fails validate naming the image and its
+// digest. A unit on the first boot empties the image store's index, as a broken import or a
+// stray cleanup would.
+func TestValidateNamesAMissingImage(t *testing.T) {
+	bp := demoBlueprint(t)
+	withFragment(t, bp, `variant: fcos
+version: 1.4.0
+systemd:
+  units:
+    - name: lose-images.service
+      enabled: true
+      contents: |
+        [Service]
+        Type=oneshot
+        ExecStart=/bin/sh -c 'echo [] > /var/lib/containers/storage/vfs-images/images.json'
+        [Install]
+        WantedBy=multi-user.target`)
+	out := t.TempDir()
+	r := runCLI(t, "build", bp, "--until", "validate", "--cache-dir", t.TempDir(), "--output-dir", out)
+	if r.code != 1 {
+		t.Fatalf("build: exit %d, want 1\n%s", r.code, r.stderr)
+	}
+	lock, err := os.ReadFile(filepath.Join(out, "resolve", "lock.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var digest string
+	if i := strings.Index(string(lock), `"digest": "sha256:`); i >= 0 {
+		digest = string(lock)[i+11 : i+11+71]
+	}
+	for _, want := range []string{"stage validate failed", "FAIL host.images.present", "demo/hello", digest} {
+		if want == "" || !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	if c := junitCases(t, filepath.Join(out, "validation.junit.xml"))["host.images.present"]; c.Failure == nil {
+		t.Errorf("the JUnit report does not fail host.images.present")
+	}
+}
+
+// qemuFor lists the qemu processes whose command line mentions dir (the run's console log
+// lives below it).
+func qemuFor(dir string) []string {
+	var found []string
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		cmd := strings.ReplaceAll(string(b), "\x00", " ")
+		if strings.Contains(cmd, "qemu-system") && strings.Contains(cmd, dir) {
+			found = append(found, filepath.Base(filepath.Dir(p))+": "+cmd)
+		}
+	}
+	return found
+}
+
+// kill -9 of snofactory while the factory VM runs leaves no qemu behind, and the re-run
+// resumes: the stages before install are cache hits.
+func TestKill9MidInstallLeavesNoQemu(t *testing.T) {
+	bp := demoBlueprint(t)
+	cache, out := t.TempDir(), t.TempDir()
+	cmd := exec.Command(snofactoryBin, "build", bp, "--until", "install", "--cache-dir", cache, "--output-dir", out, "--progress", "json")
+	events, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Wait for the guest's first phase: qemu runs and the guest is mid-install.
+	sc := bufio.NewScanner(events)
+	inVM := false
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), `"stage":"install"`) && strings.Contains(sc.Text(), `"kind":"progress"`) {
+			inVM = true
+			break
+		}
+	}
+	if !inVM {
+		cmd.Wait()
+		t.Fatalf("the build ended before the VM reported a phase")
+	}
+	if len(qemuFor(out)) == 0 {
+		t.Fatal("no qemu running for this build mid-install")
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(qemuFor(out)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if left := qemuFor(out); len(left) > 0 {
+		for _, l := range left {
+			pid, _ := strconv.Atoi(strings.SplitN(l, ":", 2)[0])
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+		t.Fatalf("qemu outlived the killed build: %v", left)
+	}
+	out2 := t.TempDir()
+	r := runCLI(t, "build", bp, "--until", "install", "--cache-dir", cache, "--output-dir", out2)
+	if r.code != 0 {
+		t.Fatalf("re-run: exit %d\n%s", r.code, r.stderr)
+	}
+	got := stageCache(loadRecord(t, out2))
+	for _, s := range []string{"resolve", "render", "live-iso", "precache"} {
+		if got[s] != "hit" {
+			t.Errorf("re-run: %s was %s, want a cache hit\n%s", s, got[s], r.stderr)
+		}
+	}
+	if got["install"] != "miss" {
+		t.Errorf("re-run: install was %s", got["install"])
+	}
+}
