@@ -15,8 +15,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/snofactory/snofactory/blueprints/v1alpha1"
 	"github.com/snofactory/snofactory/blueprints/suggest"
+	"github.com/snofactory/snofactory/blueprints/v1alpha1"
 )
 
 // internalErrorPrefix starts the message of a problem that is a bug in the loader.
