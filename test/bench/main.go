@@ -30,6 +30,7 @@ func main() {
 		// --- benchmarks ---
 		{"iso", benchISO},
 		{"precache", benchPrecache},
+		{"install", benchInstall},
 		// --- end benchmarks ---
 	}
 	failed := false

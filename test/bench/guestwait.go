@@ -1,0 +1,123 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/seeds/agent"
+)
+
+// parseEvents reads a `--progress json` stream: RFC 7464 records, each RS, JSON, LF.
+func parseEvents(stream []byte) ([]pipeline.Event, error) {
+	var events []pipeline.Event
+	for i, rec := range bytes.Split(stream, []byte{0x1e}) {
+		rec = bytes.TrimSpace(rec)
+		if len(rec) == 0 {
+			continue
+		}
+		var e pipeline.Event
+		if err := json.Unmarshal(rec, &e); err != nil {
+			return nil, fmt.Errorf("progress record %d %q: %w", i, rec, err)
+		}
+		events = append(events, e)
+	}
+	return events, nil
+}
+
+// stagesTime sums the run record's durations of stages, each of which must have run (a
+// cache hit measures nothing).
+func stagesTime(rec *pipeline.Record, stages ...string) (time.Duration, error) {
+	var total time.Duration
+	for _, name := range stages {
+		found := false
+		for _, s := range rec.Stages {
+			if s.Name != name {
+				continue
+			}
+			if s.Cache != "miss" {
+				return 0, fmt.Errorf("stage %s was a cache %s, not a run", name, s.Cache)
+			}
+			total += time.Duration(s.Duration)
+			found = true
+		}
+		if !found {
+			return 0, fmt.Errorf("%s has no stage %s", pipeline.RecordFile, name)
+		}
+	}
+	return total, nil
+}
+
+// guestWaitShare is the share of the stages' run-record time spent waiting on the guest,
+// and that time: see guestWait.
+func guestWaitShare(events []pipeline.Event, rec *pipeline.Record, stages ...string) (float64, time.Duration, error) {
+	total, err := stagesTime(rec, stages...)
+	if err != nil {
+		return 0, 0, err
+	}
+	if total <= 0 {
+		return 0, 0, fmt.Errorf("stages %v took no time", stages)
+	}
+	var wait time.Duration
+	for _, s := range stages {
+		w, err := guestWait(events, s)
+		if err != nil {
+			return 0, 0, err
+		}
+		wait += w
+	}
+	return wait.Seconds() / total.Seconds(), wait, nil
+}
+
+// guestWait is the time a stage's VMs ran from their start (vm.Start's "starting VM" log
+// line) to the guest's final message (install-complete or boot-complete, ok or failed),
+// summed over the stage's VMs, from the log events' timestamps.
+func guestWait(events []pipeline.Event, stage string) (time.Duration, error) {
+	var total time.Duration
+	var started time.Time
+	vms := 0
+	for _, e := range events {
+		if e.Stage != stage || e.Kind != pipeline.EventLog {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(e.Message, "starting VM "):
+			if !started.IsZero() {
+				return 0, fmt.Errorf("stage %s started a VM before the previous one sent its final message", stage)
+			}
+			started = e.Time
+			vms++
+		case !started.IsZero() && finalGuestMessage(e.Message):
+			total += e.Time.Sub(started)
+			started = time.Time{}
+		}
+	}
+	switch {
+	case vms == 0:
+		return 0, fmt.Errorf("stage %s logged no VM start", stage)
+	case !started.IsZero():
+		return 0, fmt.Errorf("a VM of stage %s logged no final guest message", stage)
+	}
+	return total, nil
+}
+
+// finalGuestMessage reports whether a log line relays the guest's final message: the
+// install's "guest phase=… status=…" and vm's "guest phase vm=… phase=… status=…".
+func finalGuestMessage(line string) bool {
+	if !strings.HasPrefix(line, "guest ") {
+		return false
+	}
+	var m agent.Message
+	for _, f := range strings.Fields(line) {
+		switch k, v, _ := strings.Cut(f, "="); k {
+		case "phase":
+			m.Phase = v
+		case "status":
+			m.Status = agent.Status(v)
+		}
+	}
+	return m.Final()
+}

@@ -1,0 +1,252 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/snofactory/snofactory/blueprints"
+	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/stages/vm"
+	"github.com/snofactory/snofactory/test/conformance"
+	"github.com/snofactory/snofactory/test/registry"
+	"github.com/snofactory/snofactory/test/testbin"
+)
+
+// The demo blueprint's texts the benchmark's copy replaces: its registry (nothing listens
+// there) and its conformance ISO path, relative to the checkout.
+const (
+	demoRegistry = "127.0.0.1:5055"
+	demoImageRef = demoRegistry + "/demo/hello:1.0"
+	demoISOLine  = "path: ../build/conformance/conformance.iso"
+)
+
+// bareBoots is how many bare boots the baseline is the median of.
+const bareBoots = 3
+
+// benchInstall runs the demo build through validate with the real snofactory binary on the
+// conformance OS, and measures its install and validate stages against a bare qemu boot of
+// the same live ISO to the guest's first phase report, under the accelerator the build used;
+// and the share of those stages' time spent waiting on the guest.
+func benchInstall(ctx context.Context, dir string) ([]Result, error) {
+	bin, err := testbin.Binary(dir)
+	if err != nil {
+		return nil, err
+	}
+	b, err := runDemoBuild(ctx, bin, dir)
+	if err != nil {
+		return nil, err
+	}
+	vmStages := []string{"install", "validate"} // the stages the figures are about
+	ours, err := stagesTime(b.rec, vmStages...)
+	if err != nil {
+		return nil, err
+	}
+	share, wait, err := guestWaitShare(b.events, b.rec, vmStages...)
+	if err != nil {
+		return nil, err
+	}
+	bare, acc, err := bareBootMedian(ctx, b, dir)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(os.Stderr, "install: accelerator %s; install+validate %.1fs, of which %.1fs waiting on the guest; bare boot to the first phase report %.2fs (median of %d)\n",
+		acc.Name, ours.Seconds(), wait.Seconds(), bare.Seconds(), bareBoots)
+	return []Result{
+		{Name: "install-validate-vs-bare-boot", Unit: "s", Ours: ours.Seconds(), Baseline: bare.Seconds()},
+		{Name: "install-guest-wait-share", Ours: share, Baseline: 1},
+	}, nil
+}
+
+// demoBuild is what one build left: its blueprint, run record and event stream.
+type demoBuild struct {
+	blueprint string
+	out       string // the output directory
+	rec       *pipeline.Record
+	events    []pipeline.Event
+}
+
+// runDemoBuild serves an extra image from a fresh registry (stopped when the build ends: only
+// resolve and precache read it) and runs `snofactory build --until validate` on a copy of the
+// demo blueprint naming it, with a fresh cache and JSON progress.
+func runDemoBuild(ctx context.Context, bin, dir string) (*demoBuild, error) {
+	reg, err := registry.Start(ctx, registry.Options{})
+	if err != nil {
+		return nil, err
+	}
+	defer reg.Stop()
+	image := reg.Ref(strings.TrimPrefix(demoImageRef, demoRegistry+"/"))
+	if err := pushRandom(ctx, image); err != nil {
+		return nil, err
+	}
+	b := &demoBuild{out: filepath.Join(dir, "out")}
+	if b.blueprint, err = benchBlueprint(ctx, dir, image); err != nil {
+		return nil, err
+	}
+	stderr, err := runBuild(ctx, bin, "build", b.blueprint, "--until", "validate",
+		"--cache-dir", filepath.Join(dir, "cache"), "--output-dir", b.out, "--progress", "json")
+	if err != nil {
+		return nil, err
+	}
+	if b.events, err = parseEvents(stderr); err != nil {
+		return nil, err
+	}
+	raw, err := os.ReadFile(filepath.Join(b.out, pipeline.RecordFile))
+	if err != nil {
+		return nil, err
+	}
+	if b.rec, err = pipeline.ReadRecord(raw); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", pipeline.RecordFile, err)
+	}
+	return b, nil
+}
+
+// benchBlueprint copies the demo blueprint and its fragments into dir, pointed at the
+// conformance ISO and at image instead of the demo's registry, and returns its path.
+func benchBlueprint(ctx context.Context, dir, image string) (string, error) {
+	iso, err := conformance.Cached(ctx, nil)
+	if err != nil {
+		return "", err
+	}
+	root, err := testbin.RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	dst := filepath.Join(dir, "blueprints")
+	if err := os.CopyFS(filepath.Join(dst, "demo"), os.DirFS(filepath.Join(root, "blueprints", "demo"))); err != nil {
+		return "", fmt.Errorf("copying the demo's fragments: %w", err)
+	}
+	b, err := os.ReadFile(filepath.Join(root, "blueprints", "demo.yaml"))
+	if err != nil {
+		return "", err
+	}
+	s := string(b)
+	for old, repl := range map[string]string{demoImageRef: image, demoISOLine: "path: " + iso} {
+		if !strings.Contains(s, old) {
+			return "", fmt.Errorf("blueprints/demo.yaml no longer contains %q", old)
+		}
+		s = strings.Replace(s, old, repl, 1)
+	}
+	bp := filepath.Join(dst, "demo.yaml")
+	return bp, os.WriteFile(bp, []byte(s), 0o644)
+}
+
+// runBuild runs snofactory and returns its stderr. An interrupt reaches it as SIGINT, so it
+// stops its VMs itself; it dies with this process if that is killed outright.
+func runBuild(ctx context.Context, bin string, args ...string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = 30 * time.Second
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Run(); err != nil {
+		tail := stderr.Bytes()
+		if len(tail) > 4000 {
+			tail = tail[len(tail)-4000:]
+		}
+		return nil, fmt.Errorf("snofactory %s: %w\n%s", strings.Join(args, " "), err, tail)
+	}
+	return stderr.Bytes(), nil
+}
+
+// pushRandom pushes a small random image to ref on a plain-HTTP registry.
+func pushRandom(ctx context.Context, ref string) error {
+	img, err := random.Image(256, 1)
+	if err != nil {
+		return err
+	}
+	r, err := name.ParseReference(ref, name.Insecure)
+	if err != nil {
+		return err
+	}
+	if err := remote.Write(r, img, remote.WithContext(ctx)); err != nil {
+		return fmt.Errorf("pushing %s: %w", ref, err)
+	}
+	return nil
+}
+
+// bareBootMedian boots the build's live ISO with plain qemu (the VM the build's install
+// starts, without its disks) to the guest's first phase report, bareBoots times, under the
+// accelerator the build recorded, and returns the median time.
+func bareBootMedian(ctx context.Context, b *demoBuild, dir string) (time.Duration, vm.Accelerator, error) {
+	acc, err := buildAccel(ctx, b.rec)
+	if err != nil {
+		return 0, acc, err
+	}
+	spec, err := blueprints.LoadFile(b.blueprint)
+	if err != nil {
+		return 0, acc, err
+	}
+	cfg := vm.Config{
+		ISO:       filepath.Join(b.out, "live-iso", "live.iso"),
+		CPUs:      spec.Spec.VM.CPUs,
+		MemoryMiB: int(spec.Spec.VM.Memory.MiB()),
+		Firmware:  vm.Firmware(spec.Spec.VM.Firmware),
+	}
+	var ds []time.Duration
+	for i := range bareBoots {
+		cfg.Name = fmt.Sprintf("bare-%d", i)
+		cfg.ConsoleLog = filepath.Join(dir, cfg.Name+"-console.log")
+		d, err := bareBoot(ctx, cfg, acc)
+		if err != nil {
+			return 0, acc, err
+		}
+		ds = append(ds, d)
+	}
+	return medianOf(ds), acc, nil
+}
+
+// buildAccel is the accelerator the build's install ran with (its run record's tool entry,
+// "tcg (why)"), resolved again: kvm is probed, tcg is taken as is.
+func buildAccel(ctx context.Context, rec *pipeline.Record) (vm.Accelerator, error) {
+	i := slices.IndexFunc(rec.Stages, func(s pipeline.StageRecord) bool { return s.Name == "install" })
+	if i < 0 {
+		return vm.Accelerator{}, fmt.Errorf("%s has no install stage", pipeline.RecordFile)
+	}
+	name, _, _ := strings.Cut(rec.Stages[i].Tools["accelerator"], " ")
+	if name == "" {
+		return vm.Accelerator{}, fmt.Errorf("%s: install recorded no accelerator", pipeline.RecordFile)
+	}
+	return vm.ResolveAccel(ctx, "", vm.Accel(name), nil)
+}
+
+// bareBoot starts qemu with cfg and returns the time from the start to the guest's first
+// agent message. The VM is stopped before it returns.
+func bareBoot(ctx context.Context, cfg vm.Config, acc vm.Accelerator) (time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, acc.Scale(2*time.Minute))
+	defer cancel()
+	start := time.Now()
+	m, err := vm.Start(ctx, cfg, acc, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return 0, err
+	}
+	defer m.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("vm %s: no phase report: %w (console: %s)", cfg.Name, ctx.Err(), cfg.ConsoleLog)
+		case ev, ok := <-m.Events():
+			if !ok || ev.Exited {
+				return 0, fmt.Errorf("vm %s exited before its first phase report: %v (console: %s)", cfg.Name, ev.ExitErr, cfg.ConsoleLog)
+			}
+			if ev.Message != nil {
+				return time.Since(start), nil
+			}
+		}
+	}
+}
