@@ -74,6 +74,26 @@ type Forward struct {
 	HostPort, GuestPort int
 }
 
+// args attaches the disk as virtio-blk device number i.
+func (d Disk) args(i int) []string {
+	format := d.Format
+	if format == "" {
+		format = "qcow2"
+	}
+	drive := fmt.Sprintf("file=%s,format=%s,if=none,id=disk%d", optValue(d.Path), optValue(format), i)
+	if d.ReadOnly {
+		drive += ",readonly=on"
+	}
+	dev := fmt.Sprintf("virtio-blk-pci,drive=disk%d", i)
+	if d.Serial != "" {
+		dev += ",serial=" + optValue(d.Serial)
+	}
+	if d.BootIndex > 0 {
+		dev += fmt.Sprintf(",bootindex=%d", d.BootIndex)
+	}
+	return []string{"-drive", drive, "-device", dev}
+}
+
 func (n *UserNetwork) args() []string {
 	netdev := "user,id=net0"
 	for _, f := range n.Forwards {
@@ -192,22 +212,7 @@ func (c Config) args(acc Accelerator, rp runtimePaths) []string {
 		}
 	}
 	for i, d := range c.Disks {
-		format := d.Format
-		if format == "" {
-			format = "qcow2"
-		}
-		drive := fmt.Sprintf("file=%s,format=%s,if=none,id=disk%d", optValue(d.Path), optValue(format), i)
-		if d.ReadOnly {
-			drive += ",readonly=on"
-		}
-		dev := fmt.Sprintf("virtio-blk-pci,drive=disk%d", i)
-		if d.Serial != "" {
-			dev += ",serial=" + optValue(d.Serial)
-		}
-		if d.BootIndex > 0 {
-			dev += fmt.Sprintf(",bootindex=%d", d.BootIndex)
-		}
-		a = append(a, "-drive", drive, "-device", dev)
+		a = append(a, d.args(i)...)
 	}
 	if c.BootOrder != "" {
 		a = append(a, "-boot", "order="+optValue(c.BootOrder))
