@@ -148,11 +148,24 @@ func TestDemoInstallsAndValidates(t *testing.T) {
 	}
 }
 
+// buildFailing builds the demo with one more Butane fragment through validate, expecting the
+// build to fail (exit 1), and returns the output directory and the result.
+func buildFailing(t *testing.T, butane string) (string, cliResult) {
+	t.Helper()
+	bp := demoBlueprint(t)
+	withFragment(t, bp, butane)
+	out := t.TempDir()
+	r := runCLI(t, "build", bp, "--until", "validate", "--cache-dir", t.TempDir(), "--output-dir", out)
+	if r.code != 1 {
+		t.Fatalf("build: exit %d, want 1\n%s", r.code, r.stderr)
+	}
+	return out, r
+}
+
 // A unit that fails in the guest fails the install with the guest's own report and log,
 // and leaves a gather bundle.
 func TestInstallFailsWithTheGuestReport(t *testing.T) {
-	bp := demoBlueprint(t)
-	withFragment(t, bp, `variant: fcos
+	out, r := buildFailing(t, `variant: fcos
 version: 1.4.0
 systemd:
   units:
@@ -164,11 +177,6 @@ systemd:
         ExecStart=/bin/sh -c 'echo the widget is missing >&2; exit 3'
         [Install]
         WantedBy=multi-user.target`)
-	out := t.TempDir()
-	r := runCLI(t, "build", bp, "--until", "validate", "--cache-dir", t.TempDir(), "--output-dir", out)
-	if r.code != 1 {
-		t.Fatalf("build: exit %d, want 1\n%s", r.code, r.stderr)
-	}
 	for _, want := range []string{"stage install failed", "broken.service", "the widget is missing", "gather bundle: "} {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
@@ -185,8 +193,7 @@ systemd:
 // digest. A unit on the first boot empties the image store's index, as a broken import or a
 // stray cleanup would.
 func TestValidateNamesAMissingImage(t *testing.T) {
-	bp := demoBlueprint(t)
-	withFragment(t, bp, `variant: fcos
+	out, r := buildFailing(t, `variant: fcos
 version: 1.4.0
 systemd:
   units:
@@ -198,11 +205,6 @@ systemd:
         ExecStart=/bin/sh -c 'echo [] > /var/lib/containers/storage/vfs-images/images.json'
         [Install]
         WantedBy=multi-user.target`)
-	out := t.TempDir()
-	r := runCLI(t, "build", bp, "--until", "validate", "--cache-dir", t.TempDir(), "--output-dir", out)
-	if r.code != 1 {
-		t.Fatalf("build: exit %d, want 1\n%s", r.code, r.stderr)
-	}
 	lock, err := os.ReadFile(filepath.Join(out, "resolve", "lock.json"))
 	if err != nil {
 		t.Fatal(err)
