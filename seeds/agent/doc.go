@@ -15,7 +15,8 @@
 // explicit final message (PhaseInstallComplete, PhaseBootComplete; status ok or failed),
 // never because the VM stopped.
 //
-// An install reports the phases of InstallPhases in order; a failure reports its phase
+// An install reports the phases of InstallPhases (OpenShiftInstallPhases for an OpenShift
+// bootstrap-in-place install) in order; a failure reports its phase
 // failed and then the final phase failed, both with DetailError and DetailLog. On a node
 // without systemd (the conformance OS), EnabledUnits and UnitRunner start the services
 // Ignition enabled. Later work (site reconfiguration) adds commands next to Reporter; the

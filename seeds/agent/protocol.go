@@ -78,6 +78,27 @@ func InstallPhases() []string {
 		PhaseWrittenToDisk, PhaseRebootedFromDisk, PhaseInstallComplete}
 }
 
+// Install phases of an OpenShift bootstrap-in-place install (seed 003) that the
+// conformance OS does not have. With PhaseLiveBooted, PhaseWrittenToDisk,
+// PhaseRebootedFromDisk and PhaseInstallComplete they make OpenShiftInstallPhases.
+const (
+	// PhaseBootkubeDone: the live system's bootkube.service finished the bootstrap
+	// (/opt/openshift/.bootkube.done exists) and the master Ignition is ready to install.
+	PhaseBootkubeDone = "bootkube-done"
+	// PhaseAPIUp: on the installed system, the local kube-apiserver answers /readyz.
+	PhaseAPIUp = "api-up"
+	// PhaseBootstrapComplete: the installed system's post-reboot service approved the
+	// node's CSRs, waited for the cluster version and removed the bootstrap leftovers.
+	PhaseBootstrapComplete = "bootstrap-complete"
+)
+
+// OpenShiftInstallPhases returns the phases a successful OpenShift bootstrap-in-place
+// install reports with status ok, in order, the last one final.
+func OpenShiftInstallPhases() []string {
+	return []string{PhaseLiveBooted, PhaseBootkubeDone, PhaseWrittenToDisk,
+		PhaseRebootedFromDisk, PhaseAPIUp, PhaseBootstrapComplete, PhaseInstallComplete}
+}
+
 // Serial numbers of the virtio-blk disks the host attaches to a factory VM; the guest
 // finds its disks by them (/sys/block/*/serial), with no udev needed.
 const (

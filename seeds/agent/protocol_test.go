@@ -87,3 +87,24 @@ func TestEncodeRejectsInvalid(t *testing.T) {
 		t.Fatal("seq 0 accepted")
 	}
 }
+
+// Every install plan is a valid, duplicate-free list of phase names that ends in the
+// final phase, so a host following it can tell the end of an install.
+func TestInstallPlans(t *testing.T) {
+	for name, plan := range map[string][]string{"conformance": InstallPhases(), "openshift": OpenShiftInstallPhases()} {
+		seen := map[string]bool{}
+		for i, p := range plan {
+			if seen[p] {
+				t.Errorf("%s: phase %s twice", name, p)
+			}
+			seen[p] = true
+			m := msg("b", uint64(i+1), p, StatusOK)
+			if err := m.Validate(); err != nil {
+				t.Errorf("%s: phase %q: %v", name, p, err)
+			}
+			if last := i == len(plan)-1; m.Final() != last {
+				t.Errorf("%s: phase %s at %d of %d: Final() = %v", name, p, i+1, len(plan), m.Final())
+			}
+		}
+	}
+}

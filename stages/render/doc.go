@@ -11,6 +11,17 @@
 // MachineConfig; fragments without are merged in order into 99-master-snofactory-fragments)
 // and, with a worker config, an IngressController that keeps the router on the master.
 //
+// The OpenShift install phases the install stage follows (agent.OpenShiftInstallPhases) are
+// reported by units render adds: live-booted, bootkube-done and written-to-disk by units it
+// appends to the installer's bootstrap-in-place config (the live system), rebooted-from-disk,
+// api-up, bootstrap-complete and install-complete by units in the MachineConfig
+// 90-master-snofactory-install-phases (the installed system). Each runs
+// /usr/local/bin/snofactory-phase (node/snofactory-phase.sh), which takes the agent binary
+// from the precache data disk (a tar; entry agent/snofactory) so it never travels in
+// Ignition, waits for its phase, and reports it once; a failure carries the journal of the
+// installer unit doing the work. Without the agent's virtio-serial port (any machine but a
+// factory VM) the units do nothing.
+//
 // The release the installer installs (OPENSHIFT_INSTALL_RELEASE_IMAGE_OVERRIDE) comes from
 // the resolve stage's lock (Options.FromResolve, read through its handoff record): its
 // release repository pinned by digest, so a tag that moved after resolve cannot change the

@@ -235,12 +235,16 @@ func (r installerRun) create(ctx context.Context, asset string) error {
 	return nil
 }
 
-// keepInstallerOutputs validates the installer's bootstrap-in-place config and copies it,
+// keepInstallerOutputs adds the live system's install phase units to the installer's
+// bootstrap-in-place config, validates it and copies it,
 // the cluster credentials and metadata.json from work into the stage output.
 func keepInstallerOutputs(env *runEnv, work string, rep *Report) ([]byte, error) {
 	ign, err := os.ReadFile(filepath.Join(work, installerIgnition))
 	if err != nil {
 		return nil, fmt.Errorf("openshift-install did not write %s: %w", installerIgnition, err)
+	}
+	if ign, err = withLivePhases(ign); err != nil {
+		return nil, err
 	}
 	ignVersion, warnings, err := validateIgnition("openshift-install's "+installerIgnition, ign, false)
 	if err != nil {
@@ -296,9 +300,13 @@ func effectiveCluster(opts Options) *OpenShift {
 }
 
 // openshiftManifests builds everything render adds to the installer's openshift/ directory:
-// the relocation MachineConfigs, the user's fragments, and the ingress placement.
+// the install phase units, the relocation MachineConfigs, the user's fragments, and the ingress placement.
 func openshiftManifests(ctx context.Context, opts Options, variant string, rep *Report) ([]extraManifest, error) {
-	var out []extraManifest
+	phases, err := phasesManifest(variant)
+	if err != nil {
+		return nil, err
+	}
+	out := []extraManifest{phases}
 	if r := opts.Relocation; r != nil {
 		mcs, relocation, err := relocationManifests(variant, *r)
 		if err != nil {

@@ -114,7 +114,7 @@ func TestRenderReplacesPreviousOutputs(t *testing.T) {
 		got = append(got, k)
 	}
 	slices.Sort(got)
-	want := []string{"auth/kubeadmin-password", "auth/kubeconfig", ConfigPath, "manifests/install-config.yaml", "manifests/mine.yaml", "metadata.json", "render.json"}
+	want := []string{"auth/kubeadmin-password", "auth/kubeconfig", ConfigPath, "manifests/" + PhasesMachineConfig + ".yaml", "manifests/install-config.yaml", "manifests/mine.yaml", "metadata.json", "render.json"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("after the second render: %v, want %v", got, want)
 	}

@@ -1,0 +1,193 @@
+package render
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/snofactory/snofactory/seeds/agent"
+)
+
+// The OpenShift install phases reach the factory host from units render adds: some to the
+// installer's bootstrap-in-place config (the live system), the others in a master
+// MachineConfig (the installed system, which the installer writes to disk from the master
+// Ignition the MCO renders with render's manifests). Every unit runs PhaseScript, which takes
+// the agent from the precache data disk: the binary never travels in Ignition.
+const (
+	// PhaseScript reports one phase; see node/snofactory-phase.sh.
+	PhaseScript = "/usr/local/bin/snofactory-phase"
+	// PhasesMachineConfig is the MachineConfig carrying the installed system's phase units.
+	PhasesMachineConfig = "90-master-snofactory-install-phases"
+	// liveStamps records the phases reported in this boot of the live system.
+	liveStamps = "/run/snofactory/phases"
+	// diskStamps records the phases the installed system reported, across its reboots,
+	// so a later boot (validation, a MachineConfig reboot) reports none of them again.
+	diskStamps = "/var/lib/snofactory/phases"
+)
+
+//go:embed node/snofactory-phase.sh
+var phaseScript string
+
+// phaseUnit is a service that reports one install phase.
+type phaseUnit struct {
+	Phase string
+	// After are the installer's units this one starts after (ordering only: it pulls none in).
+	After []string
+	// Watch is the installer unit doing the phase's work: its failure (or restart loop) is
+	// the phase's failure, its journal the failure's log. "" for none.
+	Watch string
+	// Check names the script's test that the phase is done.
+	Check string
+	// Prev is the phase that must be reported first, in the same system; "" for none.
+	Prev string
+}
+
+// unitName is the service reporting p.
+func (p phaseUnit) unitName() string { return "snofactory-phase-" + p.Phase + ".service" }
+
+// livePhases are reported by the live system, in order. bootkube.service and
+// install-to-disk.service are the installer's (Restart=on-failure services, so the script
+// watches their marker files, which they write when their work is done).
+func livePhases() []phaseUnit {
+	return []phaseUnit{
+		{Phase: agent.PhaseLiveBooted, Check: "always"},
+		{Phase: agent.PhaseBootkubeDone, After: []string{"bootkube.service"}, Watch: "bootkube.service",
+			Check: "bootkube-done", Prev: agent.PhaseLiveBooted},
+		{Phase: agent.PhaseWrittenToDisk, After: []string{"install-to-disk.service"}, Watch: "install-to-disk.service",
+			Check: "install-to-disk-done", Prev: agent.PhaseBootkubeDone},
+	}
+}
+
+// diskPhases are reported by the installed system, in order. There bootkube.service is the
+// installer's post-reboot service (a oneshot that approves the CSRs, waits for the cluster
+// version and removes the bootstrap leftovers last).
+func diskPhases() []phaseUnit {
+	return []phaseUnit{
+		{Phase: agent.PhaseRebootedFromDisk, Check: "from-disk"},
+		{Phase: agent.PhaseAPIUp, After: []string{"kubelet.service"}, Check: "api-readyz", Prev: agent.PhaseRebootedFromDisk},
+		{Phase: agent.PhaseBootstrapComplete, After: []string{"bootkube.service"}, Watch: "bootkube.service",
+			Check: "bootstrap-cleaned", Prev: agent.PhaseAPIUp},
+		{Phase: agent.PhaseInstallComplete, After: []string{"bootkube.service", "kubelet.service"},
+			Check: "install-complete", Prev: agent.PhaseBootstrapComplete},
+	}
+}
+
+// unitText is p's systemd unit. It is a simple service: a oneshot would hold up
+// multi-user.target for the whole bootstrap.
+func (p phaseUnit) unitText(stamps string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "[Unit]\nDescription=snofactory: report the install phase %s to the factory\n", p.Phase)
+	if len(p.After) > 0 {
+		fmt.Fprintf(&b, "After=%s\n", strings.Join(p.After, " "))
+	}
+	fmt.Fprintf(&b, "ConditionPathExists=!%s/%s\n\n[Service]\nType=simple\nExecStart=%s --stamps %s", stamps, p.Phase, PhaseScript, stamps)
+	if p.Prev != "" {
+		fmt.Fprintf(&b, " --prev %s", p.Prev)
+	}
+	if p.Watch != "" {
+		fmt.Fprintf(&b, " --watch %s", p.Watch)
+	}
+	fmt.Fprintf(&b, " %s %s\n\n[Install]\nWantedBy=multi-user.target\n", p.Phase, p.Check)
+	return b.String()
+}
+
+// phaseButane adds the script and the units of phases to b.
+func phaseButane(b butane, phases []phaseUnit, stamps string) butane {
+	t := true
+	b.Storage = &butaneStorage{Files: []butaneFile{{Path: PhaseScript, Mode: 0o755, Overwrite: true, Contents: butaneContents{Inline: phaseScript}}}}
+	b.Systemd = &butaneSystemd{}
+	for _, p := range phases {
+		b.Systemd.Units = append(b.Systemd.Units, butaneUnit{Name: p.unitName(), Enabled: &t, Contents: p.unitText(stamps)})
+	}
+	return b
+}
+
+// phasesManifest is the MachineConfig with the installed system's phase units.
+func phasesManifest(variant string) (extraManifest, error) {
+	mc := phaseButane(masterMC(variant, PhasesMachineConfig), diskPhases(), diskStamps)
+	doc, err := translateOwn(PhasesMachineConfig, mc, false)
+	if err != nil {
+		return extraManifest{}, err
+	}
+	return machineConfigManifest(PhasesMachineConfig, "install-phases", doc)
+}
+
+// withLivePhases returns the installer's bootstrap-in-place config ign with the live
+// system's phase units and the script added. The installer's own entries are kept as they
+// are; one of ours at a path or unit name the installer already uses is an error.
+func withLivePhases(ign []byte) ([]byte, error) {
+	version, err := configVersion(ign)
+	if err != nil {
+		return nil, &ReportError{What: installerIgnition, Err: err}
+	}
+	s, ok := specs[version]
+	if !ok {
+		return nil, &ReportError{What: installerIgnition, Err: fmt.Errorf("ignition spec %s is not one render can add to (%s)", version, strings.Join(specVersions(), ", "))}
+	}
+	own, err := translateOwn("install phase units", phaseButane(butane{Variant: "fcos", Version: s.fcos}, livePhases(), liveStamps), false)
+	if err != nil {
+		return nil, err
+	}
+	return appendEntries(ign, own)
+}
+
+// appendEntries appends extra's storage.files and systemd.units (the same shape in every
+// 3.x spec) to base's, refusing a path or unit name base already has. Numbers keep their
+// spelling; keys come out sorted.
+func appendEntries(base, extra []byte) ([]byte, error) {
+	var b, e map[string]any
+	if err := decodeJSON(base, &b); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", installerIgnition, err)
+	}
+	if err := decodeJSON(extra, &e); err != nil {
+		return nil, fmt.Errorf("reading the install phase units: %w", err)
+	}
+	for _, sec := range []struct{ section, list, key string }{{"storage", "files", "path"}, {"systemd", "units", "name"}} {
+		add := listAt(e, sec.section, sec.list)
+		if len(add) == 0 {
+			continue
+		}
+		have := listAt(b, sec.section, sec.list)
+		for _, a := range add {
+			for _, h := range have {
+				if k := field(a, sec.key); field(h, sec.key) == k {
+					return nil, fmt.Errorf("%s already has %s.%s entry %v; render would add its own", installerIgnition, sec.section, sec.list, k)
+				}
+			}
+		}
+		parent, _ := b[sec.section].(map[string]any)
+		if parent == nil {
+			parent = map[string]any{}
+			b[sec.section] = parent
+		}
+		parent[sec.list] = append(have, add...)
+	}
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(b); err != nil {
+		return nil, fmt.Errorf("encoding %s: %w", installerIgnition, err)
+	}
+	return bytes.TrimSuffix(out.Bytes(), []byte("\n")), nil
+}
+
+func decodeJSON(raw []byte, v any) error {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	return d.Decode(v)
+}
+
+// listAt is cfg[section][list] as a list; nil when absent.
+func listAt(cfg map[string]any, section, list string) []any {
+	s, _ := cfg[section].(map[string]any)
+	l, _ := s[list].([]any)
+	return l
+}
+
+// field is v[key] when v is an object.
+func field(v any, key string) any {
+	m, _ := v.(map[string]any)
+	return m[key]
+}

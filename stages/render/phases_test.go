@@ -1,0 +1,468 @@
+package render
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	v32 "github.com/coreos/ignition/v2/config/v3_2"
+	"github.com/vincent-petithory/dataurl"
+
+	"github.com/snofactory/snofactory/seeds/agent"
+	"github.com/snofactory/snofactory/test/testbin"
+)
+
+// No cluster and no RHCOS node can run here. These tests check the units render adds
+// against recorded formats: the recorded installer's bootstrap-in-place config (its unit
+// names, from the stand-in's recording of the real installer), the Ignition spec packages
+// and ignition-validate, and they run the phase script itself on this machine with the
+// real snofactory agent, a real tar disk, and a file standing in for the virtio port.
+
+// wantPhase is one phase the install stage follows, and where render must report it from.
+type wantPhase struct {
+	phase  string
+	live   bool   // in the bootstrap-in-place config, else in the phases MachineConfig
+	after  string // the installer unit the reporting unit starts after; "" for none
+	watch  string // the installer unit whose failure fails the phase; "" for none
+	prevOK string // the phase reported before it in the same system; "" for none
+}
+
+// The install stage's OpenShift plan, spelled out: renaming a phase must fail here.
+var wantPhases = []wantPhase{
+	{phase: "live-booted", live: true},
+	{phase: "bootkube-done", live: true, after: "bootkube.service", watch: "bootkube.service", prevOK: "live-booted"},
+	{phase: "written-to-disk", live: true, after: "install-to-disk.service", watch: "install-to-disk.service", prevOK: "bootkube-done"},
+	{phase: "rebooted-from-disk"},
+	{phase: "api-up", after: "kubelet.service", prevOK: "rebooted-from-disk"},
+	{phase: "bootstrap-complete", after: "bootkube.service", watch: "bootkube.service", prevOK: "api-up"},
+	{phase: "install-complete", after: "bootkube.service", prevOK: "bootstrap-complete"},
+}
+
+func TestPhasePlanMatchesProtocol(t *testing.T) {
+	var names []string
+	for _, w := range wantPhases {
+		names = append(names, w.phase)
+	}
+	if got := agent.OpenShiftInstallPhases(); !slices.Equal(got, names) {
+		t.Fatalf("agent.OpenShiftInstallPhases() = %v, want %v", got, names)
+	}
+	var rendered []string
+	for _, p := range append(livePhases(), diskPhases()...) {
+		rendered = append(rendered, p.Phase)
+	}
+	if !slices.Equal(rendered, names) {
+		t.Fatalf("render reports %v, want %v", rendered, names)
+	}
+}
+
+// execStart is a unit's ExecStart split into the script's options and arguments.
+type execStart struct {
+	script, stamps, prev, watch, phase, check string
+}
+
+func parseExecStart(t *testing.T, unit string) execStart {
+	t.Helper()
+	var line string
+	for _, l := range strings.Split(unit, "\n") {
+		if v, ok := strings.CutPrefix(l, "ExecStart="); ok {
+			line = v
+		}
+	}
+	f := strings.Fields(line)
+	if len(f) < 3 {
+		t.Fatalf("ExecStart %q", line)
+	}
+	e := execStart{script: f[0], phase: f[len(f)-2], check: f[len(f)-1]}
+	for i := 1; i+1 < len(f)-2; i += 2 {
+		switch f[i] {
+		case "--stamps":
+			e.stamps = f[i+1]
+		case "--prev":
+			e.prev = f[i+1]
+		case "--watch":
+			e.watch = f[i+1]
+		default:
+			t.Fatalf("ExecStart %q: unknown option %s", line, f[i])
+		}
+	}
+	return e
+}
+
+// ignUnit is a systemd unit of an Ignition config of any 3.x spec (they all spell
+// systemd.units alike); the configs were validated with their spec's package before.
+type ignUnit struct {
+	Name     string  `json:"name"`
+	Enabled  *bool   `json:"enabled"`
+	Contents *string `json:"contents"`
+}
+
+// unitsOf is a config's units by name.
+func unitsOf(t *testing.T, raw []byte) map[string]ignUnit {
+	t.Helper()
+	var cfg struct {
+		Systemd struct {
+			Units []ignUnit `json:"units"`
+		} `json:"systemd"`
+	}
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]ignUnit{}
+	for _, u := range cfg.Systemd.Units {
+		m[u.Name] = u
+	}
+	return m
+}
+
+// fileEntry is the mode and content of the file at path in an Ignition config of any 3.x
+// spec, gunzipped as Butane may have compressed it.
+func fileEntry(t *testing.T, raw []byte, path string) (int, string) {
+	t.Helper()
+	var cfg struct {
+		Storage struct {
+			Files []struct {
+				Path     string `json:"path"`
+				Mode     int    `json:"mode"`
+				Contents struct {
+					Source      string `json:"source"`
+					Compression string `json:"compression"`
+				} `json:"contents"`
+			} `json:"files"`
+		} `json:"storage"`
+	}
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range cfg.Storage.Files {
+		if f.Path != path {
+			continue
+		}
+		d, err := dataurl.DecodeString(f.Contents.Source)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data := d.Data
+		if f.Contents.Compression == "gzip" {
+			zr, err := gzip.NewReader(bytes.NewReader(data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if data, err = io.ReadAll(zr); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return f.Mode, string(data)
+	}
+	return 0, ""
+}
+
+func unitAfter(contents string) []string {
+	var after []string
+	for _, l := range strings.Split(contents, "\n") {
+		if v, ok := strings.CutPrefix(l, "After="); ok {
+			after = append(after, strings.Fields(v)...)
+		}
+	}
+	return after
+}
+
+// Each phase's unit is in the right config, enabled, starts after the installer unit doing
+// the phase's work, and calls the script with the install stage's exact phase name.
+func TestOpenShiftPhaseUnits(t *testing.T) {
+	out := renderTo(t, clusterOptions(t))
+	files := readTree(t, out)
+	ign := files[ConfigPath]
+	if _, r, err := v32.Parse(ign); err != nil {
+		t.Fatalf("config.ign: %v\n%s", err, r)
+	}
+	ignitionValidateAllowing(t, filepath.Join(out, ConfigPath), "has no install section")
+	mcRel := "manifests/" + PhasesMachineConfig + ".yaml"
+	mcIgn := assertMachineConfig(t, mcRel, files[mcRel], "3.4.0")
+	live, disk := unitsOf(t, ign), unitsOf(t, mcIgn)
+
+	// The live units follow units the installer's own config has.
+	for _, installer := range []string{"bootkube.service", "install-to-disk.service"} {
+		if _, ok := live[installer]; !ok {
+			t.Fatalf("the recorded installer config has no %s to follow", installer)
+		}
+	}
+	for name, raw := range map[string][]byte{"config.ign": ign, mcRel: mcIgn} {
+		mode, got := fileEntry(t, raw, PhaseScript)
+		if got != phaseScript || mode != 0o755 {
+			t.Errorf("%s: %s (mode %o) is not the phase script", name, PhaseScript, mode)
+		}
+	}
+	for _, w := range wantPhases {
+		units, other, stamps := disk, live, diskStamps
+		if w.live {
+			units, other, stamps = live, disk, liveStamps
+		}
+		name := "snofactory-phase-" + w.phase + ".service"
+		u, ok := units[name]
+		if !ok {
+			t.Errorf("%s: no unit %s", w.phase, name)
+			continue
+		}
+		if _, dup := other[name]; dup {
+			t.Errorf("%s: %s is in both systems", w.phase, name)
+		}
+		if u.Enabled == nil || !*u.Enabled || u.Contents == nil || !strings.Contains(*u.Contents, "WantedBy=multi-user.target") {
+			t.Errorf("%s: %s is not enabled", w.phase, name)
+			continue
+		}
+		if w.after != "" && !slices.Contains(unitAfter(*u.Contents), w.after) {
+			t.Errorf("%s: %s does not start after %s:\n%s", w.phase, name, w.after, *u.Contents)
+		}
+		e := parseExecStart(t, *u.Contents)
+		want := execStart{script: PhaseScript, stamps: stamps, prev: w.prevOK, watch: w.watch, phase: w.phase, check: e.check}
+		if e != want {
+			t.Errorf("%s: ExecStart %+v, want %+v", w.phase, e, want)
+		}
+		if !strings.Contains(phaseScript, "\ncheck_"+strings.ReplaceAll(e.check, "-", "_")+"() {") {
+			t.Errorf("%s: the script has no check %s", w.phase, e.check)
+		}
+		if !strings.Contains(*u.Contents, "ConditionPathExists=!"+stamps+"/"+w.phase+"\n") {
+			t.Errorf("%s: %s runs again after its phase was reported", w.phase, name)
+		}
+	}
+}
+
+// The phases MachineConfig is valid for every release's Butane variant; ignition-validate
+// checks it too where its spec is one ignition-validate knows (up to 3.3.0).
+func TestPhasesMachineConfigVersions(t *testing.T) {
+	for _, tc := range []struct{ variant, ign string }{
+		{"4.12.0", "3.2.0"}, {"4.14.0", "3.4.0"}, {"4.16.0", "3.4.0"}, {"4.19.0", "3.5.0"},
+	} {
+		t.Run(tc.variant, func(t *testing.T) {
+			m, err := phasesManifest(tc.variant)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.info.Name != PhasesMachineConfig || m.info.IgnitionVersion != tc.ign {
+				t.Errorf("manifest %+v, want %s at Ignition %s", m.info, PhasesMachineConfig, tc.ign)
+			}
+			raw := assertMachineConfig(t, m.name, m.data, tc.ign)
+			if len(unitsOf(t, raw)) != len(diskPhases()) {
+				t.Errorf("%d units, want %d", len(unitsOf(t, raw)), len(diskPhases()))
+			}
+			if tc.ign <= "3.3.0" {
+				p := filepath.Join(t.TempDir(), "spec-config.ign")
+				if err := os.WriteFile(p, raw, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				ignitionValidate(t, p)
+			}
+		})
+	}
+}
+
+func TestPhaseScriptSyntax(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "snofactory-phase")
+	if err := os.WriteFile(p, []byte(phaseScript), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("bash", "-n", p).CombinedOutput(); err != nil {
+		t.Fatalf("bash -n: %v\n%s", err, out)
+	}
+}
+
+// A config whose installer already has one of render's paths is refused, not overwritten.
+func TestLivePhasesRefuseCollision(t *testing.T) {
+	base := []byte(`{"ignition":{"version":"3.2.0"},"storage":{"files":[{"path":"` + PhaseScript + `","mode":493}]}}`)
+	if _, err := withLivePhases(base); err == nil || !strings.Contains(err.Error(), PhaseScript) {
+		t.Fatalf("withLivePhases over a config that has %s: %v", PhaseScript, err)
+	}
+	got, err := withLivePhases([]byte(`{"ignition":{"version":"3.2.0"},"passwd":{"users":[{"name":"core"}]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := unitsOf(t, got); len(u) != len(livePhases()) {
+		t.Errorf("%d units added to an empty config, want %d", len(u), len(livePhases()))
+	}
+	if !strings.Contains(string(got), `"users":[{"name":"core"}]`) {
+		t.Errorf("the config's own entries were lost: %s", got)
+	}
+}
+
+// precacheDisk writes a tar disk as seeds/precachedisk lays it out, with the agent among
+// its entries (first, or after a blob), and garbage after the agent when cut is set: the
+// script must stop reading at the agent.
+func precacheDisk(t *testing.T, agentBin string, agentFirst, cut bool) string {
+	t.Helper()
+	bin, err := os.ReadFile(agentBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	add := func(name string, data []byte, mode int64) {
+		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: mode, Size: int64(len(data)), Typeflag: tar.TypeReg}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write(data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add("oci-layout", []byte(`{"imageLayoutVersion":"1.0.0"}`), 0o644)
+	blob := "blobs/sha256/" + strings.Repeat("ab", 32)
+	if !agentFirst {
+		add(blob, bytes.Repeat([]byte("layer"), 1000), 0o644)
+	}
+	add("agent/snofactory", bin, 0o755)
+	if cut {
+		if err := tw.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		buf.Write(bytes.Repeat([]byte("not a tar header "), 300))
+	} else {
+		add(blob+"0", []byte("more"), 0o644)
+		if err := tw.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	buf.Write(make([]byte, 1<<20-buf.Len()%(1<<20)))
+	p := filepath.Join(t.TempDir(), "precache.img")
+	if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// The script, run here with the real agent: it takes the agent from the disk, reports once,
+// stamps the phase, fails with the final phase and a log, and is silent without the port.
+func TestPhaseScriptReports(t *testing.T) {
+	bin, err := testbin.Binary(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(t.TempDir(), "snofactory-phase")
+	if err := os.WriteFile(script, []byte(phaseScript), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	type want struct {
+		phase  string
+		status agent.Status
+		detail string // a detail key the message must carry
+	}
+	cases := []struct {
+		name       string
+		args       []string
+		agentFirst bool
+		cut        bool
+		live       bool // /run/ostree-live exists
+		noPort     bool
+		preStamps  []string
+		rc         int
+		msgs       []want
+		stamp      string
+	}{
+		{name: "live-booted", args: []string{"live-booted", "always"}, agentFirst: true, cut: true,
+			msgs: []want{{"live-booted", agent.StatusOK, ""}}, stamp: "live-booted"},
+		{name: "agent after a blob", args: []string{"live-booted", "always"},
+			msgs: []want{{"live-booted", agent.StatusOK, ""}}, stamp: "live-booted"},
+		{name: "already reported", args: []string{"live-booted", "always"}, preStamps: []string{"live-booted"}},
+		{name: "rebooted-from-disk", args: []string{"--prev", "x", "rebooted-from-disk", "from-disk"}, preStamps: []string{"x"},
+			msgs: []want{{"rebooted-from-disk", agent.StatusOK, "firmware"}}, stamp: "rebooted-from-disk"},
+		{name: "booted the live system again", args: []string{"rebooted-from-disk", "from-disk"}, live: true, rc: 1,
+			msgs: []want{{"rebooted-from-disk", agent.StatusFailed, agent.DetailLog}, {"install-complete", agent.StatusFailed, agent.DetailLog}}, stamp: "failed"},
+		{name: "an earlier phase failed", args: []string{"--prev", "bootkube-done", "written-to-disk", "always"}, preStamps: []string{"failed"}},
+		{name: "no agent port", args: []string{"live-booted", "always"}, noPort: true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			stamps, root, run := filepath.Join(dir, "stamps"), filepath.Join(dir, "root"), filepath.Join(dir, "run")
+			port := filepath.Join(dir, "port")
+			for _, d := range []string{stamps, filepath.Join(root, "run"), filepath.Join(dir, "sys")} {
+				if err := os.MkdirAll(d, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			touch(t, port)
+			for _, s := range c.preStamps {
+				touch(t, filepath.Join(stamps, s))
+			}
+			if c.live {
+				touch(t, filepath.Join(root, "run", "ostree-live"))
+			}
+			cmd := exec.Command(script, append([]string{"--stamps", stamps}, c.args...)...)
+			cmd.Env = append(os.Environ(), "SNOFACTORY_ROOT="+root, "SNOFACTORY_RUN="+run, "SNOFACTORY_SYS="+filepath.Join(dir, "sys"),
+				"SNOFACTORY_AGENT_STATE="+filepath.Join(dir, "state"), "SNOFACTORY_POLL=0.1",
+				"SNOFACTORY_PRECACHE_DISK="+precacheDisk(t, bin, c.agentFirst, c.cut))
+			if !c.noPort {
+				cmd.Env = append(cmd.Env, "SNOFACTORY_PORT="+port)
+			}
+			out, err := cmd.CombinedOutput()
+			rc := 0
+			if err != nil {
+				var ee *exec.ExitError
+				if !errors.As(err, &ee) {
+					t.Fatal(err)
+				}
+				rc = ee.ExitCode()
+			}
+			if rc != c.rc {
+				t.Fatalf("exit status %d, want %d\n%s", rc, c.rc, out)
+			}
+			got := readMessages(t, port)
+			if len(got) != len(c.msgs) {
+				t.Fatalf("%d messages, want %d: %+v\n%s", len(got), len(c.msgs), got, out)
+			}
+			for i, w := range c.msgs {
+				m := got[i]
+				if m.Phase != w.phase || m.Status != w.status || (w.detail != "" && m.Details[w.detail] == "") {
+					t.Errorf("message %d: %s %s %v, want %s %s with %q", i, m.Phase, m.Status, m.Details, w.phase, w.status, w.detail)
+				}
+				if w.status == agent.StatusFailed && m.Details[agent.DetailError] == "" {
+					t.Errorf("message %d: a failure without %s", i, agent.DetailError)
+				}
+			}
+			if c.stamp != "" {
+				if _, err := os.Stat(filepath.Join(stamps, c.stamp)); err != nil {
+					t.Errorf("no stamp %s: %v", c.stamp, err)
+				}
+			}
+			_, err = os.Stat(filepath.Join(run, "bin", "snofactory"))
+			if extracted := err == nil; extracted != (len(c.msgs) > 0) {
+				t.Errorf("agent extracted: %v, want %v", extracted, len(c.msgs) > 0)
+			}
+		})
+	}
+}
+
+func touch(t *testing.T, p string) {
+	t.Helper()
+	if err := os.WriteFile(p, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// readMessages decodes what the agent wrote to the port file.
+func readMessages(t *testing.T, port string) []agent.Message {
+	t.Helper()
+	b, err := os.ReadFile(port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msgs []agent.Message
+	d := agent.NewDecoder(bytes.NewReader(b))
+	for {
+		m, err := d.Next()
+		if errors.Is(err, io.EOF) {
+			return msgs
+		}
+		if err != nil {
+			t.Fatalf("port: %v\n%s", err, b)
+		}
+		msgs = append(msgs, m)
+	}
+}
