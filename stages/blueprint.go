@@ -79,7 +79,7 @@ func installOptions(bp *v1alpha1.Blueprint) install.Options {
 		Timeouts:       map[string]time.Duration{agent.PhaseLiveBooted: t.Boot.D()},
 	}
 	if o.Target == v1alpha1.TargetOpenShift {
-		for _, p := range []string{install.PhaseAPIUp, install.PhaseBootstrapComplete, agent.PhaseInstallComplete} {
+		for _, p := range []string{agent.PhaseAPIUp, agent.PhaseBootstrapComplete, agent.PhaseInstallComplete} {
 			o.Timeouts[p] = t.Cluster.D()
 		}
 	}

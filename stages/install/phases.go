@@ -9,19 +9,10 @@ import (
 	"github.com/snofactory/snofactory/seeds/agent"
 )
 
-// OpenShift bootstrap-in-place phases (seed 003), reported by the units render adds to the
-// node's config.
-const (
-	PhaseBootkubeDone      = "bootkube-done"
-	PhaseAPIUp             = "api-up"
-	PhaseBootstrapComplete = "bootstrap-complete"
-)
-
-// Plans are the ordered phases an install reports, by target type.
+// planFor is the ordered phases an install reports, by target type.
 func planFor(target string) []string {
 	if target == targetOpenShift {
-		return []string{agent.PhaseLiveBooted, PhaseBootkubeDone, agent.PhaseWrittenToDisk,
-			agent.PhaseRebootedFromDisk, PhaseAPIUp, PhaseBootstrapComplete, agent.PhaseInstallComplete}
+		return agent.OpenShiftInstallPhases()
 	}
 	return agent.InstallPhases()
 }
