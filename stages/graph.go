@@ -42,11 +42,12 @@ func Graph(bp *v1alpha1.Blueprint, opts Options) (*pipeline.Graph, pipeline.Secr
 }
 
 // installStage installs the node. An OpenShift node reports its bootstrap-in-place phases
-// through units render does not add yet, so for OpenShift the stage is not available: it
-// would wait for reports that never come.
+// through units render adds, with the agent taken from the precache data disk, which does
+// not carry it yet: for OpenShift the stage would wait for reports that never come, so it is
+// not available.
 func installStage(bp *v1alpha1.Blueprint, o install.Options) pipeline.Stage {
 	if bp.Spec.Target.Type == v1alpha1.TargetOpenShift {
-		return unavailable(handoff.StageInstall, "installs the node in the factory VM; OpenShift phase reporting is not in this version", handoff.StageLiveISO, handoff.StagePrecache)
+		return unavailable(handoff.StageInstall, "installs the node in the factory VM; for OpenShift the precache data disk does not carry the agent yet", handoff.StageLiveISO, handoff.StagePrecache)
 	}
 	return install.New(o)
 }
