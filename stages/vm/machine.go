@@ -43,8 +43,10 @@ type Machine struct {
 	closed chan struct{} // closed when the events channel is closed and files removed
 	exit   error
 	tmp    string
-	ln     net.Listener
-	log    *slog.Logger
+	// owner holds tmp's lock (pipeline.OwnedTempDir) while the VM runs.
+	owner *os.File
+	ln    net.Listener
+	log   *slog.Logger
 
 	qmpPath  string
 	qmpMu    sync.Mutex
@@ -66,16 +68,18 @@ func Start(ctx context.Context, cfg Config, acc Accelerator, log *slog.Logger) (
 	if err != nil {
 		return nil, fmt.Errorf("vm %s: %s not found (install the Debian package qemu-system-x86): %w", cfg.Name, cfg.qemu(), err)
 	}
-	// A short private directory: unix socket paths are limited to 108 bytes.
-	tmp, err := os.MkdirTemp("", "sfvm-")
+	// A short private directory: unix socket paths are limited to 108 bytes. It is locked by
+	// this process, so if it is killed (qemu dies with it) the next VM's start removes it.
+	tmp, owner, err := pipeline.OwnedTempDir("sfvm-", log)
 	if err != nil {
 		return nil, fmt.Errorf("vm %s: %w", cfg.Name, err)
 	}
-	m := &Machine{cfg: cfg, accel: acc, events: make(chan Event, 256), done: make(chan struct{}), closed: make(chan struct{}), tmp: tmp, log: log, stderr: pipeline.NewTailBuffer(4096)}
+	m := &Machine{cfg: cfg, accel: acc, events: make(chan Event, 256), done: make(chan struct{}), closed: make(chan struct{}), tmp: tmp, owner: owner, log: log, stderr: pipeline.NewTailBuffer(4096)}
 	ok := false
 	defer func() {
 		if !ok {
 			os.RemoveAll(tmp)
+			owner.Close()
 		}
 	}()
 	rp := runtimePaths{AgentSocket: filepath.Join(tmp, "agent.sock"), QMPSocket: filepath.Join(tmp, "qmp.sock")}
@@ -136,6 +140,7 @@ func (m *Machine) watch(ctx context.Context, exited <-chan error) {
 		m.events <- Event{Time: time.Now(), Exited: true, ExitErr: err}
 		close(m.events)
 		os.RemoveAll(m.tmp)
+		m.owner.Close() // after the removal, so no other process reaps the directory first
 		close(m.closed)
 	}()
 	go func() {

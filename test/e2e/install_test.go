@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -267,8 +268,15 @@ func TestKill9MidInstallLeavesNoQemu(t *testing.T) {
 		cmd.Wait()
 		t.Fatalf("the build ended before the VM reported a phase")
 	}
-	if len(qemuFor(out)) == 0 {
+	running := qemuFor(out)
+	if len(running) == 0 {
 		t.Fatal("no qemu running for this build mid-install")
+	}
+	// The VM's private directory (its agent and QMP sockets) outlives a killed build; the
+	// next VM start reaps it.
+	vmDir := regexp.MustCompile(`path=(\S*/sfvm-[^/]+)/agent\.sock`).FindStringSubmatch(running[0])
+	if vmDir == nil {
+		t.Fatalf("no VM directory in %s", running[0])
 	}
 	cmd.Process.Kill()
 	cmd.Wait()
@@ -296,5 +304,8 @@ func TestKill9MidInstallLeavesNoQemu(t *testing.T) {
 	}
 	if got["install"] != "miss" {
 		t.Errorf("re-run: install was %s", got["install"])
+	}
+	if _, err := os.Stat(vmDir[1]); err == nil {
+		t.Errorf("the killed build's VM directory %s is still there after the re-run", vmDir[1])
 	}
 }

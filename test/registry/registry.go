@@ -57,8 +57,8 @@ type Registry struct {
 	opts Options
 	addr string
 	dir  string // everything the registry owns: config, storage, certs
-	// owner holds an flock on ownerLock in dir while this process owns the registry; see
-	// reapStale.
+	// owner holds the lock of dir (pipeline.OwnedTempDir) while this process owns the
+	// registry, so a later start reaps dir only once this process is gone.
 	owner   *os.File
 	certDir string
 	caPool  *x509.CertPool
@@ -109,7 +109,6 @@ func Start(ctx context.Context, opts Options) (*Registry, error) {
 	if (opts.Username == "") != (opts.Password == "") {
 		return nil, errors.New("registry: Username and Password must be set together")
 	}
-	reapStale(opts.Logger)
 	// Picking a free port and handing it to another process is racy; a
 	// lost race shows up as "address already in use" and is retried.
 	var lastErr error
@@ -127,9 +126,11 @@ func Start(ctx context.Context, opts Options) (*Registry, error) {
 }
 
 func start(ctx context.Context, bin string, opts Options) (r *Registry, err error) {
-	dir, owner, err := ownedDir()
+	// The directory is locked by this process: after a kill -9 the next registry's start
+	// removes it (the registry itself dies with its owner, see sysProcAttr).
+	dir, owner, err := pipeline.OwnedTempDir(dirPattern, opts.Logger)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("registry: %w", err)
 	}
 	defer func() {
 		if err != nil {

@@ -1,0 +1,89 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// ownerLock is the file in an owned temp directory that its owner holds an flock on. The
+// kernel drops the lock when the owner dies, however it dies (kill -9 included), so an
+// unlocked ownerLock marks a directory nobody will clean.
+const ownerLock = "owner.lock"
+
+// OwnedTempDir creates a private directory in the system temp directory whose name starts
+// with prefix, locked by this process until owner is closed. Before that it removes the
+// directories with the same prefix whose owners died without cleaning up (see
+// ReapOrphanedTempDirs), so a killed run's leftovers go with the next run.
+func OwnedTempDir(prefix string, log *slog.Logger) (dir string, owner *os.File, err error) {
+	ReapOrphanedTempDirs(prefix, log)
+	dir, err = os.MkdirTemp("", prefix)
+	if err != nil {
+		return "", nil, fmt.Errorf("creating a temp directory: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(dir)
+		}
+	}()
+	// Locked under a temporary name and renamed into place, so a reaper never sees an
+	// ownerLock that is not locked yet.
+	owner, err = os.CreateTemp(dir, ".owner-*")
+	if err != nil {
+		return "", nil, fmt.Errorf("creating the owner lock of %s: %w", dir, err)
+	}
+	if err := syscall.Flock(int(owner.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		owner.Close()
+		return "", nil, fmt.Errorf("locking %s: %w", owner.Name(), err)
+	}
+	if err := os.Rename(owner.Name(), filepath.Join(dir, ownerLock)); err != nil {
+		owner.Close()
+		return "", nil, fmt.Errorf("creating the owner lock of %s: %w", dir, err)
+	}
+	return dir, owner, nil
+}
+
+// ReapOrphanedTempDirs removes the temp directories made by OwnedTempDir with prefix whose
+// owner is gone. Directories without an ownerLock are left alone: they are being created.
+func ReapOrphanedTempDirs(prefix string, log *slog.Logger) {
+	if log == nil {
+		log = slog.Default()
+	}
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), prefix+"*"))
+	for _, dir := range dirs {
+		removed, err := reapIfOrphaned(dir)
+		switch {
+		case err != nil:
+			log.Warn("could not remove a stale temp directory", "dir", dir, "err", err)
+		case removed:
+			log.Info("removed the temp directory of a process that died", "dir", dir)
+		}
+	}
+}
+
+// reapIfOrphaned removes dir if its ownerLock exists and nobody holds it.
+func reapIfOrphaned(dir string) (removed bool, err error) {
+	f, err := os.Open(filepath.Join(dir, ownerLock))
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		return false, nil // its owner is alive
+	}
+	if err != nil {
+		return false, err
+	}
+	// Holding the lock: its owner is gone and no other reaper removes it at the same time.
+	if err := os.RemoveAll(dir); err != nil {
+		return false, err
+	}
+	return true, nil
+}
