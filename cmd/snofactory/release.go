@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"text/tabwriter"
 
+	units "github.com/docker/go-units"
+
 	"github.com/containers/image/v5/docker/reference"
 	"github.com/snofactory/snofactory/stages/resolve"
 	"github.com/spf13/cobra"
@@ -73,16 +75,7 @@ func newReleaseInfoCommand() *cobra.Command {
 	return c
 }
 
-// releaseBytes prints a byte count in binary units.
+// releaseBytes prints a byte count in binary units, and exactly.
 func releaseBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB (%d bytes)", float64(n)/float64(div), "KMGTPE"[exp], n)
+	return fmt.Sprintf("%s (%d bytes)", units.BytesSize(float64(n)), n)
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	units "github.com/docker/go-units"
+
 	"github.com/containers/image/v5/docker/reference"
 
 	"github.com/snofactory/snofactory/seeds/agent"
@@ -135,21 +137,21 @@ func checkLeftovers(f *agent.Facts) outcome {
 
 func checkFreeSpace(f *agent.Facts, min uint64) outcome {
 	d := f.Disk
-	ev := []string{fmt.Sprintf("root filesystem: %s free of %s", bytesIEC(d.FreeBytes), bytesIEC(d.TotalBytes))}
+	ev := []string{fmt.Sprintf("root filesystem: %s free of %s", units.BytesSize(float64(d.FreeBytes)), units.BytesSize(float64(d.TotalBytes)))}
 	if d.Disk != "" {
 		parts := make([]string, 0, len(d.Partitions))
 		for _, p := range d.Partitions {
-			parts = append(parts, fmt.Sprintf("%s %s", p.Name, bytesIEC(uint64(p.Bytes))))
+			parts = append(parts, fmt.Sprintf("%s %s", p.Name, units.BytesSize(float64(p.Bytes))))
 		}
-		ev = append(ev, fmt.Sprintf("disk %s %s: %s", d.Disk, bytesIEC(uint64(d.DiskBytes)), strings.Join(parts, ", ")))
+		ev = append(ev, fmt.Sprintf("disk %s %s: %s", d.Disk, units.BytesSize(float64(d.DiskBytes)), strings.Join(parts, ", ")))
 	}
 	if d.TotalBytes == 0 {
 		return errored(errors.New("the guest reported no filesystem size for the root"))
 	}
 	if d.FreeBytes < min {
-		return fail(fmt.Sprintf("%s free on the root filesystem, need %s", bytesIEC(d.FreeBytes), bytesIEC(min)), ev...)
+		return fail(fmt.Sprintf("%s free on the root filesystem, need %s", units.BytesSize(float64(d.FreeBytes)), units.BytesSize(float64(min))), ev...)
 	}
-	return pass(fmt.Sprintf("%s free (need %s)", bytesIEC(d.FreeBytes), bytesIEC(min)), ev...)
+	return pass(fmt.Sprintf("%s free (need %s)", units.BytesSize(float64(d.FreeBytes)), units.BytesSize(float64(min))), ev...)
 }
 
 func checkClock(f *agent.Facts, received time.Time, max time.Duration) outcome {
@@ -167,19 +169,6 @@ func checkClock(f *agent.Facts, received time.Time, max time.Duration) outcome {
 		return fail(fmt.Sprintf("guest clock is %s off the host's (bound %s)", skew.Round(time.Second), max), ev...)
 	}
 	return pass(fmt.Sprintf("guest clock within %s of the host's", max), ev...)
-}
-
-func bytesIEC(n uint64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := uint64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
 func clip(s string, n int) string {

@@ -83,7 +83,7 @@ func TestHostChecks(t *testing.T) {
 		{name: "leftovers", mutate: func(in *Inputs) { in.Facts.Leftovers[0].Exists = true },
 			failing: map[string]string{CheckBootstrapCleaned: "/etc/kubernetes/bootstrap-secrets left on the installed root"}},
 		{name: "little free space", mutate: func(in *Inputs) { in.Facts.Disk.FreeBytes = 100 << 20 },
-			failing: map[string]string{CheckDiskFreeSpace: "100.0 MiB free on the root filesystem, need 1.0 GiB"}},
+			failing: map[string]string{CheckDiskFreeSpace: "100MiB free on the root filesystem, need 1GiB"}},
 		{name: "clock skew", mutate: func(in *Inputs) { in.Facts.Time = received.Add(-time.Hour) },
 			failing: map[string]string{CheckTimeSync: "guest clock is -1h0m0s off the host's"}},
 		{name: "file mode and content", mutate: func(in *Inputs) {
