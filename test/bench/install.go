@@ -13,24 +13,12 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/random"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
-
 	"github.com/snofactory/snofactory/blueprints"
 	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/stages/vm"
 	"github.com/snofactory/snofactory/test/conformance"
 	"github.com/snofactory/snofactory/test/registry"
 	"github.com/snofactory/snofactory/test/testbin"
-)
-
-// The demo blueprint's texts the benchmark's copy replaces: its registry (nothing listens
-// there) and its conformance ISO path, relative to the checkout.
-const (
-	demoRegistry = "127.0.0.1:5055"
-	demoImageRef = demoRegistry + "/demo/hello:1.0"
-	demoISOLine  = "path: ../build/conformance/conformance.iso"
 )
 
 // bareBoots is how many bare boots the baseline is the median of.
@@ -87,8 +75,8 @@ func runDemoBuild(ctx context.Context, bin, dir string) (*demoBuild, error) {
 		return nil, err
 	}
 	defer reg.Stop()
-	image := reg.Ref(strings.TrimPrefix(demoImageRef, demoRegistry+"/"))
-	if err := pushRandom(ctx, image); err != nil {
+	image := reg.Ref(strings.TrimPrefix(testbin.DemoImage, testbin.DemoRegistry+"/"))
+	if _, err := registry.PushRandom(ctx, image); err != nil {
 		return nil, err
 	}
 	b := &demoBuild{out: filepath.Join(dir, "out")}
@@ -120,27 +108,7 @@ func benchBlueprint(ctx context.Context, dir, image string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	root, err := testbin.RepoRoot()
-	if err != nil {
-		return "", err
-	}
-	dst := filepath.Join(dir, "blueprints")
-	if err := os.CopyFS(filepath.Join(dst, "demo"), os.DirFS(filepath.Join(root, "blueprints", "demo"))); err != nil {
-		return "", fmt.Errorf("copying the demo's fragments: %w", err)
-	}
-	b, err := os.ReadFile(filepath.Join(root, "blueprints", "demo.yaml"))
-	if err != nil {
-		return "", err
-	}
-	s := string(b)
-	for old, repl := range map[string]string{demoImageRef: image, demoISOLine: "path: " + iso} {
-		if !strings.Contains(s, old) {
-			return "", fmt.Errorf("blueprints/demo.yaml no longer contains %q", old)
-		}
-		s = strings.Replace(s, old, repl, 1)
-	}
-	bp := filepath.Join(dst, "demo.yaml")
-	return bp, os.WriteFile(bp, []byte(s), 0o644)
+	return testbin.CopyDemo(dir, map[string]string{testbin.DemoImage: image, testbin.DemoISOLine: "path: " + iso})
 }
 
 // runBuild runs snofactory and returns its stderr. An interrupt reaches it as SIGINT, so it
@@ -162,22 +130,6 @@ func runBuild(ctx context.Context, bin string, args ...string) ([]byte, error) {
 		return nil, fmt.Errorf("snofactory %s: %w\n%s", strings.Join(args, " "), err, tail)
 	}
 	return stderr.Bytes(), nil
-}
-
-// pushRandom pushes a small random image to ref on a plain-HTTP registry.
-func pushRandom(ctx context.Context, ref string) error {
-	img, err := random.Image(256, 1)
-	if err != nil {
-		return err
-	}
-	r, err := name.ParseReference(ref, name.Insecure)
-	if err != nil {
-		return err
-	}
-	if err := remote.Write(r, img, remote.WithContext(ctx)); err != nil {
-		return fmt.Errorf("pushing %s: %w", ref, err)
-	}
-	return nil
 }
 
 // bareBootMedian boots the build's live ISO with plain qemu (the VM the build's install

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,36 +25,11 @@ import (
 // edit them, and returns the copied blueprint's path.
 func copyDemo(t *testing.T) string {
 	t.Helper()
-	root, err := testbin.RepoRoot()
+	bp, err := testbin.CopyDemo(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dst := filepath.Join(t.TempDir(), "blueprints")
-	src := filepath.Join(root, "blueprints")
-	if err := os.MkdirAll(dst, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for _, rel := range []string{"demo.yaml", "demo"} {
-		err := filepath.WalkDir(filepath.Join(src, rel), func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			r, _ := filepath.Rel(src, p)
-			if d.IsDir() {
-				return os.MkdirAll(filepath.Join(dst, r), 0o755)
-			}
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			info, _ := d.Info()
-			return os.WriteFile(filepath.Join(dst, r), b, info.Mode().Perm())
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	return filepath.Join(dst, "demo.yaml")
+	return bp
 }
 
 type cliResult struct {

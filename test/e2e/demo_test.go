@@ -15,6 +15,7 @@ import (
 	"github.com/snofactory/snofactory/stages/vm"
 	"github.com/snofactory/snofactory/test/conformance"
 	"github.com/snofactory/snofactory/test/registry"
+	"github.com/snofactory/snofactory/test/testbin"
 )
 
 // demoBlueprint copies the demo blueprint, points it at the conformance ISO and at an
@@ -28,22 +29,8 @@ func demoBlueprint(t *testing.T) string {
 	reg := registry.StartT(t, registry.Options{})
 	image := reg.Ref("demo/hello:1.0")
 	pushRandom(t, image)
-	bp := copyDemo(t)
-	b, err := os.ReadFile(bp)
+	bp, err := testbin.CopyDemo(t.TempDir(), map[string]string{testbin.DemoImage: image, testbin.DemoISOLine: "path: " + iso})
 	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(b)
-	for old, repl := range map[string]string{
-		"127.0.0.1:5055/demo/hello:1.0":              image,
-		"path: ../build/conformance/conformance.iso": "path: " + iso,
-	} {
-		if !strings.Contains(s, old) {
-			t.Fatalf("demo.yaml no longer contains %q", old)
-		}
-		s = strings.Replace(s, old, repl, 1)
-	}
-	if err := os.WriteFile(bp, []byte(s), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return bp

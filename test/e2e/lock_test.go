@@ -7,24 +7,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/random"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/snofactory/snofactory/test/registry"
 )
 
 // pushRandom pushes a small random image to ref (only its digest matters to these tests).
 func pushRandom(t *testing.T, ref string) {
 	t.Helper()
-	img, err := random.Image(256, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := name.ParseReference(ref, name.Insecure)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := remote.Write(r, img, remote.WithContext(context.Background())); err != nil {
+	if _, err := registry.PushRandom(context.Background(), ref); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
@@ -31,16 +30,9 @@ func StartT(t testing.TB, opts Options) *Registry {
 // registry with Username set.
 func PushT(t testing.TB, ref string, img v1.Image, opts ...remote.Option) string {
 	t.Helper()
-	r, err := name.ParseReference(ref, name.Insecure)
+	pinned, err := Push(context.Background(), ref, img, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := remote.Write(r, img, opts...); err != nil {
-		t.Fatalf("pushing %s: %v", ref, err)
-	}
-	d, err := img.Digest()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r.Context().String() + "@" + d.String()
+	return pinned
 }

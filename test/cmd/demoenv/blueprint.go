@@ -11,11 +11,12 @@ import (
 
 	"github.com/snofactory/snofactory/blueprints"
 	"github.com/snofactory/snofactory/blueprints/v1alpha1"
+	"github.com/snofactory/snofactory/test/testbin"
 )
 
 // DemoRegistry is the registry the demo blueprint names. Nothing listens there: demoenv
 // serves the image on a free port and hands the command a copy of the blueprint naming it.
-const DemoRegistry = "127.0.0.1:5055"
+const DemoRegistry = testbin.DemoRegistry
 
 // deriveBlueprint writes into dir a copy of the blueprint at path whose extra images on
 // DemoRegistry are on addr instead, and returns the copy's path. The copy lives elsewhere,
