@@ -1,0 +1,81 @@
+package seed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+
+	"github.com/opencontainers/go-digest"
+)
+
+// MismatchError says that a file's content does not match the manifest.
+type MismatchError struct {
+	File string        // name inside the seed directory
+	What string        // "digest" or "raw digest"
+	Want digest.Digest // what the manifest says
+	Got  digest.Digest // what the bytes hash to
+	// WantSize and GotSize differ when the length is what is wrong.
+	WantSize, GotSize int64
+}
+
+func (e *MismatchError) Error() string {
+	return fmt.Sprintf("%s: %s mismatch: the manifest says %s (%d bytes), the content is %s (%d bytes)",
+		e.File, e.What, e.Want, e.WantSize, e.Got, e.GotSize)
+}
+
+// Verify checks the seed directory dir against its manifest: the digest and size of every
+// file as stored, and the digest and size of every disk's raw bytes. It reports every
+// mismatch (as *MismatchError) at once.
+func Verify(ctx context.Context, dir string) error {
+	m, err := ReadManifest(dir)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	check := func(file, what string, wantSize int64, want digest.Digest, gotSize int64, got digest.Digest) {
+		if got != want || gotSize != wantSize {
+			errs = append(errs, &MismatchError{File: file, What: what, Want: want, Got: got, WantSize: wantSize, GotSize: gotSize})
+		}
+	}
+	for _, d := range m.Disks {
+		slog.DebugContext(ctx, "verifying seed disk", "file", d.File, "format", d.Format)
+		n, dg, err := FileDigest(ctx, filepath.Join(dir, d.File))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		check(d.File, "digest", d.Size, d.Digest, n, dg)
+		if n, dg, err = rawDigest(ctx, dir, d); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		check(d.File, "raw digest", d.VirtualSize, d.RawDigest, n, dg)
+	}
+	if c := m.Credentials; c != nil {
+		n, dg, err := FileDigest(ctx, filepath.Join(dir, c.File))
+		if err != nil {
+			errs = append(errs, err)
+		} else {
+			check(c.File, "digest", c.Size, c.Digest, n, dg)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return errors.Join(errs...)
+}
+
+func rawDigest(ctx context.Context, dir string, d Disk) (int64, digest.Digest, error) {
+	rc, err := RawReader(ctx, dir, d)
+	if err != nil {
+		return 0, "", err
+	}
+	defer rc.Close()
+	n, dg, err := readerDigest(ctx, rc)
+	if err != nil {
+		return 0, "", fmt.Errorf("hashing the raw bytes of %s: %w", d.File, err)
+	}
+	return n, dg, nil
+}
