@@ -16,6 +16,7 @@ import (
 	"github.com/snofactory/snofactory/blueprints/suggest"
 	"gopkg.in/yaml.v3"
 
+	"github.com/snofactory/snofactory/blueprints/strictyaml"
 	"github.com/snofactory/snofactory/blueprints/v1alpha1"
 )
 
@@ -42,26 +43,25 @@ func (d *decoder) checkButane(bp *v1alpha1.Blueprint, data []byte) {
 	for i, f := range bp.Spec.Butane {
 		path := fmt.Sprintf("spec.butane[%d]", i)
 		var src []byte
-		var where func(line, col int64) (position, string)
+		var where func(line, col int64) (strictyaml.Position, string)
 		switch {
 		case f.File != "" && f.Inline == "":
 			path += ".file"
-			if d.failed[path] {
+			if d.Failed(path) {
 				continue
 			}
 			b, err := readSmall(bp.Resolved.Butane[i], maxButaneFile)
 			if errors.Is(err, errTooLarge) {
-				pos := d.locate(path)
-				d.problems = append(d.problems, Problem{File: d.file, Line: pos.line, Col: pos.col, Path: path,
-					Message: fmt.Sprintf("the Butane file is larger than %d bytes", maxButaneFile), Hint: "Butane embeds small files; ship large content as images or manifests"})
+				d.AddAt(d.Locate(path), path, fmt.Sprintf("the Butane file is larger than %d bytes", maxButaneFile),
+					"Butane embeds small files; ship large content as images or manifests")
 				continue
 			}
 			if err != nil {
 				continue // Validate has reported a missing or unreadable file
 			}
 			src = b
-			pos := d.locate(path)
-			where = func(line, col int64) (position, string) {
+			pos := d.Locate(path)
+			where = func(line, col int64) (strictyaml.Position, string) {
 				if line > 0 {
 					return pos, fmt.Sprintf("%s:%d:%d: ", f.File, line, col)
 				}
@@ -69,22 +69,22 @@ func (d *decoder) checkButane(bp *v1alpha1.Blueprint, data []byte) {
 			}
 		case f.Inline != "" && f.File == "":
 			path += ".inline"
-			if d.failed[path] {
+			if d.Failed(path) {
 				continue
 			}
 			src = []byte(f.Inline)
-			node := d.valNode[path]
-			pos := d.locate(path)
+			node := d.ValueNode(path)
+			pos := d.Locate(path)
 			literal := node != nil && node.Style == yaml.LiteralStyle
 			indent := 0
 			if literal {
 				indent = blockIndent(data, node.Line)
 			}
-			where = func(line, col int64) (position, string) {
+			where = func(line, col int64) (strictyaml.Position, string) {
 				if literal && line > 0 {
 					// A literal block's content starts on the line after the indicator,
 					// indented; map the fragment's line and column into the blueprint.
-					return position{node.Line + int(line), indent + int(col)}, ""
+					return strictyaml.Position{Line: node.Line + int(line), Col: indent + int(col)}, ""
 				}
 				if line > 0 {
 					return pos, fmt.Sprintf("inline fragment line %d col %d: ", line, col)
@@ -108,10 +108,10 @@ type butaneHead struct {
 	Version string `yaml:"version"`
 }
 
-func (d *decoder) butaneProblems(bp *v1alpha1.Blueprint, path string, src []byte, where func(line, col int64) (position, string)) {
+func (d *decoder) butaneProblems(bp *v1alpha1.Blueprint, path string, src []byte, where func(line, col int64) (strictyaml.Position, string)) {
 	report := func(line, col int64, msg, hint string) {
 		pos, prefix := where(line, col)
-		d.problems = append(d.problems, Problem{File: d.file, Line: pos.line, Col: pos.col, Path: path, Message: prefix + msg, Hint: hint})
+		d.AddAt(pos, path, prefix+msg, hint)
 	}
 	head, ok := checkButaneHead(bp, src, report)
 	if !ok {

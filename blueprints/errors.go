@@ -1,55 +1,28 @@
 package blueprints
 
 import (
-	"fmt"
-	"strings"
+	"reflect"
+
+	"github.com/snofactory/snofactory/blueprints/strictyaml"
 )
 
-// Problem is one thing wrong with a blueprint, located in its file.
-type Problem struct {
-	File    string `json:"file"`           // the blueprint file as the user named it
-	Line    int    `json:"line,omitempty"` // 1-based; 0 when the problem concerns the whole file
-	Col     int    `json:"col,omitempty"`  // 1-based; 0 when unknown
-	Path    string `json:"path,omitempty"` // the field, e.g. spec.openshift.clusterNetwork[0].cidr; empty for file-level problems
-	Message string `json:"message"`
-	Hint    string `json:"hint,omitempty"` // a suggestion, e.g. did you mean "type"?; may be empty
-}
-
-// String formats the problem as FILE:LINE:COL: PATH: MESSAGE; hint: HINT.
-func (p Problem) String() string {
-	var b strings.Builder
-	b.WriteString(p.File)
-	if p.Line > 0 {
-		col := p.Col
-		if col < 1 {
-			col = 1
-		}
-		fmt.Fprintf(&b, ":%d:%d", p.Line, col)
-	}
-	b.WriteString(": ")
-	if p.Path != "" {
-		b.WriteString(p.Path)
-		b.WriteString(": ")
-	}
-	b.WriteString(p.Message)
-	if p.Hint != "" {
-		b.WriteString("; hint: ")
-		b.WriteString(p.Hint)
-	}
-	return b.String()
-}
+// Problem is one thing wrong with a blueprint, located in its file. Blueprints share the
+// strict YAML decoder, and so its problem type, with the other documents users write.
+type Problem = strictyaml.Problem
 
 // ValidationErrors is every problem found in one blueprint. LoadFile returns it (as
 // *ValidationErrors) whenever the input is at fault.
-type ValidationErrors struct {
-	Problems []Problem
+type ValidationErrors = strictyaml.ValidationErrors
+
+// maxProblems bounds a report: past it, more lines help nobody and cost time.
+const maxProblems = strictyaml.MaxProblems
+
+// decoder is the strict decoder of one blueprint file, with the blueprint-specific checks
+// (Butane fragments, extra manifests) as its methods.
+type decoder struct {
+	*strictyaml.Decoder
 }
 
-// Error prints one problem per line.
-func (e *ValidationErrors) Error() string {
-	lines := make([]string, len(e.Problems))
-	for i, p := range e.Problems {
-		lines[i] = p.String()
-	}
-	return strings.Join(lines, "\n")
-}
+// fieldName is the YAML name of a struct field, or "" when the field is not part of the
+// document.
+func fieldName(f reflect.StructField) string { return strictyaml.FieldName(f) }

@@ -12,6 +12,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/snofactory/snofactory/blueprints/strictyaml"
 	"github.com/snofactory/snofactory/blueprints/v1alpha1"
 )
 
@@ -36,10 +37,8 @@ func (d *decoder) checkManifests(bp *v1alpha1.Blueprint) {
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		return // Validate reported it
 	}
-	pos := d.locate(path)
-	report := func(msg, hint string) {
-		d.problems = append(d.problems, Problem{File: d.file, Line: pos.line, Col: pos.col, Path: path, Message: msg, Hint: hint})
-	}
+	pos := d.Locate(path)
+	report := func(msg, hint string) { d.AddAt(pos, path, msg, hint) }
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		report(fmt.Sprintf("cannot read the directory: %v", err), "")
@@ -105,7 +104,7 @@ func (d *decoder) checkManifest(rel string, data []byte, report func(msg, hint s
 		root := doc.Content[0]
 		at := fmt.Sprintf("%s:%d:%d", rel, root.Line, root.Column)
 		if root.Kind != yaml.MappingNode {
-			report(fmt.Sprintf("%s: a manifest is a mapping, got %s", at, describe(root)), "")
+			report(fmt.Sprintf("%s: a manifest is a mapping, got %s", at, strictyaml.Describe(root)), "")
 			continue
 		}
 		n++

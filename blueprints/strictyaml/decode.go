@@ -1,4 +1,4 @@
-package blueprints
+package strictyaml
 
 import (
 	"fmt"
@@ -21,47 +21,55 @@ const (
 	maxVisits  = 100000    // nodes visited while decoding, counting alias expansions
 	maxKeyLen  = 256       // bytes in a mapping key
 	maxString  = 256 << 10 // bytes in a string value; larger content belongs in a referenced file
-	// maxProblems bounds a report: past it, more lines help nobody and cost time.
-	maxProblems = 100
 )
 
-type position struct{ line, col int }
+// MaxProblems bounds a report: past it, more lines help nobody and cost time.
+const MaxProblems = 100
 
-// decoder decodes a yaml.Node tree into Go values strictly: unknown keys, duplicate keys,
-// wrong scalar types and unsupported YAML features are problems, all collected, each with
-// its position. It records the position of every path it decodes so later validation
-// errors can be located.
-type decoder struct {
+// Decoder decodes one document, a yaml.Node tree, into Go values strictly: unknown keys,
+// duplicate keys, wrong scalar types and unsupported YAML features are problems, all
+// collected, each with its position. It records the position of every path it decodes so
+// later validation errors can be located. A Decoder is used for one file, by one goroutine.
+type Decoder struct {
 	file     string
+	noun     string   // what the document is, for messages: "blueprint", "site config"
+	versions []string // apiVersions the caller reads; the last is the current one
 	problems []Problem
-	valPos   map[string]position   // path -> position of its value
+	valPos   map[string]Position   // path -> position of its value
 	valNode  map[string]*yaml.Node // path -> its value node
-	keyPos   map[string]position   // path -> position of its key
+	keyPos   map[string]Position   // path -> position of its key
 	failed   map[string]bool       // paths whose value could not be decoded
 	visits   int
 	aborted  bool
 	fields   map[string][]string // field name -> schema paths where it is valid, for hints
 }
 
-func newDecoder(file string, root reflect.Type) *decoder {
-	d := &decoder{
-		file:    file,
-		valPos:  map[string]position{},
-		valNode: map[string]*yaml.Node{},
-		keyPos:  map[string]position{},
-		failed:  map[string]bool{},
-		fields:  map[string][]string{},
+// NewDecoder returns a decoder for file (named as the user named it), a document called
+// noun in messages (e.g. "blueprint"), whose apiVersion must be one of versions (the last
+// is the current one) and whose Go type is root, a struct type.
+func NewDecoder(file, noun string, versions []string, root reflect.Type) *Decoder {
+	d := &Decoder{
+		file:     file,
+		noun:     noun,
+		versions: versions,
+		valPos:   map[string]Position{},
+		valNode:  map[string]*yaml.Node{},
+		keyPos:   map[string]Position{},
+		failed:   map[string]bool{},
+		fields:   map[string][]string{},
 	}
 	d.indexFields(root, "", 0)
 	return d
 }
 
-func (d *decoder) add(n *yaml.Node, path, msg, hint string) {
+// Add records a problem at n's position (the whole file when n is nil). Past MaxProblems it
+// records a last "stopping here" problem and aborts decoding.
+func (d *Decoder) Add(n *yaml.Node, path, msg, hint string) {
 	if d.aborted {
 		return
 	}
-	if len(d.problems) >= maxProblems {
-		p := Problem{File: d.file, Message: fmt.Sprintf("more than %d problems; stopping here", maxProblems)}
+	if len(d.problems) >= MaxProblems {
+		p := Problem{File: d.file, Message: fmt.Sprintf("more than %d problems; stopping here", MaxProblems)}
 		if n != nil {
 			p.Line, p.Col = n.Line, n.Column
 		}
@@ -76,29 +84,31 @@ func (d *decoder) add(n *yaml.Node, path, msg, hint string) {
 	d.problems = append(d.problems, p)
 }
 
-func (d *decoder) fail(n *yaml.Node, path, msg, hint string) {
+// Fail is Add, and marks path as undecodable so validation errors under it are not
+// reported twice (see Suppressed).
+func (d *Decoder) Fail(n *yaml.Node, path, msg, hint string) {
 	d.failed[path] = true
-	d.add(n, path, msg, hint)
+	d.Add(n, path, msg, hint)
 }
 
-// checkTree bounds the raw document before any decoding: depth, node and alias counts.
-func (d *decoder) checkTree(doc *yaml.Node) bool {
+// CheckTree bounds the raw document before any decoding: depth, node and alias counts.
+func (d *Decoder) CheckTree(doc *yaml.Node) bool {
 	nodes, aliases := 0, 0
 	var walk func(n *yaml.Node, depth int) bool
 	walk = func(n *yaml.Node, depth int) bool {
 		nodes++
 		if nodes > maxNodes {
-			d.add(n, "", fmt.Sprintf("document has more than %d nodes", maxNodes), "a blueprint is small; split data into referenced files")
+			d.Add(n, "", fmt.Sprintf("document has more than %d nodes", maxNodes), "a "+d.noun+" is small; split data into referenced files")
 			return false
 		}
 		if depth > maxDepth {
-			d.add(n, "", fmt.Sprintf("document is nested deeper than %d levels", maxDepth), "")
+			d.Add(n, "", fmt.Sprintf("document is nested deeper than %d levels", maxDepth), "")
 			return false
 		}
 		if n.Kind == yaml.AliasNode {
 			aliases++
 			if aliases > maxAliases {
-				d.add(n, "", fmt.Sprintf("document has more than %d aliases", maxAliases), "write the values out instead of using anchors and aliases")
+				d.Add(n, "", fmt.Sprintf("document has more than %d aliases", maxAliases), "write the values out instead of using anchors and aliases")
 				return false
 			}
 			return true // the anchor itself is walked where it is defined
@@ -115,8 +125,13 @@ func (d *decoder) checkTree(doc *yaml.Node) bool {
 
 var unmarshalerType = reflect.TypeOf((*yaml.Unmarshaler)(nil)).Elem()
 
+// Decode decodes the document's root n into v, a non-nil pointer.
+func (d *Decoder) Decode(n *yaml.Node, v any) {
+	d.decode(n, reflect.ValueOf(v).Elem(), "", 0)
+}
+
 // decode decodes n into v (addressable), recording problems under path.
-func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string, depth int) {
+func (d *Decoder) decode(n *yaml.Node, v reflect.Value, path string, depth int) {
 	at := n
 	n, ok := d.enter(at, path, depth)
 	if !ok {
@@ -124,7 +139,7 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string, depth int) 
 	}
 	if v.CanAddr() && v.Addr().Type().Implements(unmarshalerType) {
 		if err := v.Addr().Interface().(yaml.Unmarshaler).UnmarshalYAML(n); err != nil {
-			d.fail(at, path, err.Error(), "")
+			d.Fail(at, path, err.Error(), "")
 		}
 		return
 	}
@@ -148,39 +163,39 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string, depth int) 
 // enter resolves the aliases at at, spends one visit of the expansion budget and records
 // where path's value is. It returns the node to decode, or false when there is nothing to
 // decode: an error (recorded) or an empty value, which leaves the default.
-func (d *decoder) enter(at *yaml.Node, path string, depth int) (*yaml.Node, bool) {
+func (d *Decoder) enter(at *yaml.Node, path string, depth int) (*yaml.Node, bool) {
 	if d.aborted {
 		return nil, false
 	}
 	n := at
 	for n.Kind == yaml.AliasNode {
 		if n.Alias == nil {
-			d.fail(at, path, "alias to an unknown anchor", "")
+			d.Fail(at, path, "alias to an unknown anchor", "")
 			return nil, false
 		}
 		n = n.Alias
 	}
 	d.visits++
 	if d.visits > maxVisits || depth > maxDepth {
-		d.add(at, path, "document expands to too many values (alias expansion)", "write the values out instead of using anchors and aliases")
+		d.Add(at, path, "document expands to too many values (alias expansion)", "write the values out instead of using anchors and aliases")
 		d.aborted = true
 		return nil, false
 	}
 	if _, ok := d.valPos[path]; !ok {
-		d.valPos[path] = position{at.Line, at.Column}
+		d.valPos[path] = Position{at.Line, at.Column}
 		d.valNode[path] = n
 	}
 	if n.Tag != "" && !strings.HasPrefix(n.Tag, "!!") {
-		d.fail(at, path, fmt.Sprintf("unsupported YAML tag %s", n.Tag), "remove the tag")
+		d.Fail(at, path, fmt.Sprintf("unsupported YAML tag %s", n.Tag), "remove the tag")
 		return nil, false
 	}
 	return n, !(n.Kind == yaml.ScalarNode && n.Tag == "!!null")
 }
 
 // decodeSlice decodes a sequence into the slice v.
-func (d *decoder) decodeSlice(at, n *yaml.Node, v reflect.Value, path string, depth int) {
+func (d *Decoder) decodeSlice(at, n *yaml.Node, v reflect.Value, path string, depth int) {
 	if n.Kind != yaml.SequenceNode {
-		d.fail(at, path, fmt.Sprintf("expected a list, got %s", describe(n)), "write a list: one '- item' per line, or [a, b]")
+		d.Fail(at, path, fmt.Sprintf("expected a list, got %s", Describe(n)), "write a list: one '- item' per line, or [a, b]")
 		return
 	}
 	s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
@@ -191,7 +206,7 @@ func (d *decoder) decodeSlice(at, n *yaml.Node, v reflect.Value, path string, de
 }
 
 // decodeScalar decodes a string, integer or boolean, strictly: no YAML 1.1 guessing.
-func (d *decoder) decodeScalar(at, n *yaml.Node, v reflect.Value, path string) {
+func (d *Decoder) decodeScalar(at, n *yaml.Node, v reflect.Value, path string) {
 	switch v.Kind() {
 	case reflect.String:
 		if n.Kind != yaml.ScalarNode || n.Tag != "!!str" {
@@ -199,56 +214,56 @@ func (d *decoder) decodeScalar(at, n *yaml.Node, v reflect.Value, path string) {
 			if n.Kind == yaml.ScalarNode {
 				hint = fmt.Sprintf("quote it to make it a string: %q", suggest.Clip(n.Value))
 			}
-			d.fail(at, path, fmt.Sprintf("expected a string, got %s", describe(n)), hint)
+			d.Fail(at, path, fmt.Sprintf("expected a string, got %s", Describe(n)), hint)
 			return
 		}
 		if len(n.Value) > maxString {
-			d.fail(at, path, fmt.Sprintf("value is %d bytes long, more than %d", len(n.Value), maxString), "put large content in a file and reference it")
+			d.Fail(at, path, fmt.Sprintf("value is %d bytes long, more than %d", len(n.Value), maxString), "put large content in a file and reference it")
 			return
 		}
 		v.SetString(n.Value)
 	case reflect.Int, reflect.Int64, reflect.Int32:
 		var i int64
 		if n.Kind != yaml.ScalarNode || n.Tag != "!!int" || n.Decode(&i) != nil {
-			d.fail(at, path, fmt.Sprintf("expected an integer, got %s", describe(n)), "")
+			d.Fail(at, path, fmt.Sprintf("expected an integer, got %s", Describe(n)), "")
 			return
 		}
 		if v.OverflowInt(i) || i > math.MaxInt32 || i < math.MinInt32 {
-			d.fail(at, path, fmt.Sprintf("integer %s is out of range", n.Value), "")
+			d.Fail(at, path, fmt.Sprintf("integer %s is out of range", n.Value), "")
 			return
 		}
 		v.SetInt(i)
 	case reflect.Bool:
 		var b bool
 		if n.Kind != yaml.ScalarNode || n.Tag != "!!bool" || n.Decode(&b) != nil {
-			d.fail(at, path, fmt.Sprintf("expected true or false, got %s", describe(n)), "")
+			d.Fail(at, path, fmt.Sprintf("expected true or false, got %s", Describe(n)), "")
 			return
 		}
 		v.SetBool(b)
 	default:
-		d.fail(at, path, fmt.Sprintf("cannot decode into %s", v.Type()), "")
+		d.Fail(at, path, fmt.Sprintf("cannot decode into %s", v.Type()), "")
 	}
 }
 
 // keys walks a mapping's keys, reporting non-string, merge, oversized and duplicate keys,
 // and calls fn for each good pair.
-func (d *decoder) keys(n *yaml.Node, path string, fn func(k, v *yaml.Node)) {
+func (d *Decoder) keys(n *yaml.Node, path string, fn func(k, v *yaml.Node)) {
 	seen := map[string]*yaml.Node{}
 	for i := 0; i+1 < len(n.Content) && !d.aborted; i += 2 {
 		k, val := n.Content[i], n.Content[i+1]
 		switch {
 		case k.Kind != yaml.ScalarNode || (k.Tag != "!!str" && k.Tag != "!!merge"):
-			d.add(k, path, fmt.Sprintf("keys must be strings, got %s", describe(k)), "")
+			d.Add(k, path, fmt.Sprintf("keys must be strings, got %s", Describe(k)), "")
 			continue
 		case k.Tag == "!!merge":
-			d.add(k, path, "merge keys (<<) are not supported", "write the keys out")
+			d.Add(k, path, "merge keys (<<) are not supported", "write the keys out")
 			continue
 		case len(k.Value) > maxKeyLen:
-			d.add(k, path, fmt.Sprintf("key longer than %d bytes", maxKeyLen), "")
+			d.Add(k, path, fmt.Sprintf("key longer than %d bytes", maxKeyLen), "")
 			continue
 		}
 		if first, dup := seen[k.Value]; dup {
-			d.add(k, join(path, k.Value), fmt.Sprintf("duplicate key %q (first at line %d)", k.Value, first.Line), "remove one of them")
+			d.Add(k, Join(path, k.Value), fmt.Sprintf("duplicate key %q (first at line %d)", k.Value, first.Line), "remove one of them")
 			continue
 		}
 		seen[k.Value] = k
@@ -256,16 +271,16 @@ func (d *decoder) keys(n *yaml.Node, path string, fn func(k, v *yaml.Node)) {
 	}
 }
 
-func (d *decoder) decodeStruct(at, n *yaml.Node, v reflect.Value, path string, depth int) {
+func (d *Decoder) decodeStruct(at, n *yaml.Node, v reflect.Value, path string, depth int) {
 	if n.Kind != yaml.MappingNode {
-		d.fail(at, path, fmt.Sprintf("expected a mapping, got %s", describe(n)), "")
+		d.Fail(at, path, fmt.Sprintf("expected a mapping, got %s", Describe(n)), "")
 		return
 	}
 	t := v.Type()
 	byName := map[string]int{}
 	var names []string
 	for i := 0; i < t.NumField(); i++ {
-		name := fieldName(t.Field(i))
+		name := FieldName(t.Field(i))
 		if name == "" {
 			continue
 		}
@@ -273,18 +288,18 @@ func (d *decoder) decodeStruct(at, n *yaml.Node, v reflect.Value, path string, d
 		names = append(names, name)
 	}
 	d.keys(n, path, func(k, val *yaml.Node) {
-		p := join(path, k.Value)
+		p := Join(path, k.Value)
 		i, ok := byName[k.Value]
 		if !ok {
 			hint := d.unknownHint(k.Value, path, names)
 			if s := suggest.Closest(k.Value, names); s != "" {
 				// The misspelt key is the user's value for s: one mistake, one report.
-				d.failed[join(path, s)] = true
+				d.failed[Join(path, s)] = true
 			}
-			d.add(k, p, "unknown field", hint)
+			d.Add(k, p, "unknown field", hint)
 			return
 		}
-		d.keyPos[p] = position{k.Line, k.Column}
+		d.keyPos[p] = Position{k.Line, k.Column}
 		d.decode(val, v.Field(i), p, depth+1)
 		if !d.failed[p] {
 			d.checkBounds(val, t.Field(i), v.Field(i), p)
@@ -295,7 +310,7 @@ func (d *decoder) decodeStruct(at, n *yaml.Node, v reflect.Value, path string, d
 // checkBounds applies an integer field's schema minimum and maximum (its jsonschema tag)
 // to the value as written, before defaults: an explicit cpus: 0 is an error, not a request
 // for the default.
-func (d *decoder) checkBounds(n *yaml.Node, f reflect.StructField, v reflect.Value, path string) {
+func (d *Decoder) checkBounds(n *yaml.Node, f reflect.StructField, v reflect.Value, path string) {
 	for v.Kind() == reflect.Pointer {
 		if v.IsNil() {
 			return
@@ -316,28 +331,28 @@ func (d *decoder) checkBounds(n *yaml.Node, f reflect.StructField, v reflect.Val
 		}
 		switch {
 		case name == "minimum" && v.Int() < bound:
-			d.fail(n, path, fmt.Sprintf("must be at least %d, got %d", bound, v.Int()), "")
+			d.Fail(n, path, fmt.Sprintf("must be at least %d, got %d", bound, v.Int()), "")
 		case name == "maximum" && v.Int() > bound:
-			d.fail(n, path, fmt.Sprintf("must be at most %d, got %d", bound, v.Int()), "")
+			d.Fail(n, path, fmt.Sprintf("must be at most %d, got %d", bound, v.Int()), "")
 		}
 	}
 }
 
-func (d *decoder) decodeMap(at, n *yaml.Node, v reflect.Value, path string, depth int) {
+func (d *Decoder) decodeMap(at, n *yaml.Node, v reflect.Value, path string, depth int) {
 	if n.Kind != yaml.MappingNode {
-		d.fail(at, path, fmt.Sprintf("expected a mapping, got %s", describe(n)), "")
+		d.Fail(at, path, fmt.Sprintf("expected a mapping, got %s", Describe(n)), "")
 		return
 	}
 	if v.Type().Key().Kind() != reflect.String {
-		d.fail(at, path, "unsupported map key type", "")
+		d.Fail(at, path, "unsupported map key type", "")
 		return
 	}
 	if v.IsNil() {
 		v.Set(reflect.MakeMap(v.Type()))
 	}
 	d.keys(n, path, func(k, val *yaml.Node) {
-		p := join(path, k.Value)
-		d.keyPos[p] = position{k.Line, k.Column}
+		p := Join(path, k.Value)
+		d.keyPos[p] = Position{k.Line, k.Column}
 		e := reflect.New(v.Type().Elem()).Elem()
 		d.decode(val, e, p, depth+1)
 		v.SetMapIndex(reflect.ValueOf(k.Value).Convert(v.Type().Key()), e)
@@ -345,7 +360,7 @@ func (d *decoder) decodeMap(at, n *yaml.Node, v reflect.Value, path string, dept
 }
 
 // unknownHint suggests a near spelling of the key here, or where else the key belongs.
-func (d *decoder) unknownHint(key, path string, names []string) string {
+func (d *Decoder) unknownHint(key, path string, names []string) string {
 	if s := suggest.Closest(key, names); s != "" {
 		return fmt.Sprintf("did you mean %q?", s)
 	}
@@ -359,7 +374,7 @@ func (d *decoder) unknownHint(key, path string, names []string) string {
 }
 
 // indexFields records, for each field name, the schema paths of the mappings holding it.
-func (d *decoder) indexFields(t reflect.Type, path string, depth int) {
+func (d *Decoder) indexFields(t reflect.Type, path string, depth int) {
 	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
 		if t.Kind() == reflect.Slice {
 			path += "[]"
@@ -370,7 +385,7 @@ func (d *decoder) indexFields(t reflect.Type, path string, depth int) {
 		return
 	}
 	for i := 0; i < t.NumField(); i++ {
-		name := fieldName(t.Field(i))
+		name := FieldName(t.Field(i))
 		if name == "" {
 			continue
 		}
@@ -379,13 +394,13 @@ func (d *decoder) indexFields(t reflect.Type, path string, depth int) {
 			where = "the top level"
 		}
 		d.fields[name] = append(d.fields[name], where)
-		d.indexFields(t.Field(i).Type, join(path, name), depth+1)
+		d.indexFields(t.Field(i).Type, Join(path, name), depth+1)
 	}
 }
 
-// fieldName is the YAML name of a struct field, or "" when the field is not part of the
+// FieldName is the YAML name of a struct field, or "" when the field is not part of the
 // document.
-func fieldName(f reflect.StructField) string {
+func FieldName(f reflect.StructField) string {
 	if !f.IsExported() {
 		return ""
 	}
@@ -396,15 +411,16 @@ func fieldName(f reflect.StructField) string {
 	return name
 }
 
-func join(path, key string) string {
+// Join appends a key to a path: Join("spec", "vm") is spec.vm.
+func Join(path, key string) string {
 	if path == "" {
 		return key
 	}
 	return path + "." + key
 }
 
-// describe names a node's kind for messages, never quoting long values.
-func describe(n *yaml.Node) string {
+// Describe names a node's kind for messages, never quoting long values.
+func Describe(n *yaml.Node) string {
 	switch n.Kind {
 	case yaml.MappingNode:
 		return "a mapping"
