@@ -52,7 +52,7 @@ func mapBlueprint(bp *v1alpha1.Blueprint) stageOptions {
 func validateOptions(bp *v1alpha1.Blueprint) validate.StageOptions {
 	v := bp.Spec.VM
 	o := validate.StageOptions{CPUs: v.CPUs, MemoryMiB: int(v.Memory.MiB()), Accelerator: v.Accelerator,
-		BootTimeout: v.Timeouts.Boot.D(), ShipmentWindow: bp.Spec.Relocation.KubeletCertValidity.D()}
+		BootTimeout: v.Timeouts.Boot.D(), ClusterTimeout: v.Timeouts.Cluster.D(), ShipmentWindow: bp.Spec.Relocation.KubeletCertValidity.D()}
 	for _, id := range bp.Spec.Validation.Skip {
 		if o.Skip == nil {
 			o.Skip = map[string]string{}

@@ -19,19 +19,25 @@ type Options struct {
 	// LockFile, when set, makes the build refuse to run if anything resolves differently
 	// from this lock (build --locked).
 	LockFile string
+	// Agent is the snofactory binary the node runs as its agent when its OS does not carry
+	// one (OpenShift); the precache data disk takes it there. Usually os.Executable().
+	Agent string
 }
 
 // Graph maps a loaded blueprint onto the stage graph and the secrets its stages may read.
 func Graph(bp *v1alpha1.Blueprint, opts Options) (*pipeline.Graph, pipeline.SecretSource, error) {
 	in := mapBlueprint(bp)
 	in.resolve.Locked = opts.LockFile
+	if bp.Spec.Target.Type == v1alpha1.TargetOpenShift {
+		in.precache.Agent = opts.Agent
+	}
 	g := &pipeline.Graph{Blueprint: bp.Metadata.Name, Stages: []pipeline.Stage{
 		resolve.New(in.resolve),
 		render.New(in.render),
 		liveiso.New(in.liveISO),
 		precache.New(in.precache),
-		installStage(bp, in.install),
-		validateStage(bp, in.validate),
+		install.New(in.install),
+		validate.New(in.validate),
 		unavailable(handoff.StageSeal, "prepares the node for relocation and writes the seed disk", handoff.StageValidate),
 		unavailable(handoff.StagePublish, "pushes the seed as an OCI artifact", handoff.StageSeal),
 	}}
@@ -39,25 +45,6 @@ func Graph(bp *v1alpha1.Blueprint, opts Options) (*pipeline.Graph, pipeline.Secr
 		return nil, nil, fmt.Errorf("wiring blueprint %s: %w", bp.Metadata.Name, err)
 	}
 	return g, Secrets(bp), nil
-}
-
-// installStage installs the node. An OpenShift node reports its bootstrap-in-place phases
-// through units render adds, with the agent taken from the precache data disk, which does
-// not carry it yet: for OpenShift the stage would wait for reports that never come, so it is
-// not available.
-func installStage(bp *v1alpha1.Blueprint, o install.Options) pipeline.Stage {
-	if bp.Spec.Target.Type == v1alpha1.TargetOpenShift {
-		return unavailable(handoff.StageInstall, "installs the node in the factory VM; for OpenShift the precache data disk does not carry the agent yet", handoff.StageLiveISO, handoff.StagePrecache)
-	}
-	return install.New(o)
-}
-
-// validateStage checks the installed node; like install, it waits for OpenShift support.
-func validateStage(bp *v1alpha1.Blueprint, o validate.StageOptions) pipeline.Stage {
-	if bp.Spec.Target.Type == v1alpha1.TargetOpenShift {
-		return unavailable(handoff.StageValidate, "checks the installed node before it ships; it needs the OpenShift install", handoff.StageInstall)
-	}
-	return validate.New(o)
 }
 
 // unavailable is a stage this version of snofactory does not have yet: plan shows the whole

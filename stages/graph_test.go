@@ -101,8 +101,26 @@ func TestRenderOptionsOpenShift(t *testing.T) {
 	if len(cn) != 2 || cn[0].HostPrefix != 23 || cn[1].HostPrefix != 64 || cn[1].CIDR != "fd01::/48" {
 		t.Errorf("cluster networks: %+v", cn)
 	}
-	if _, _, err := Graph(bp, Options{}); err != nil {
+	g, _, err := Graph(bp, Options{Agent: "/usr/bin/snofactory"})
+	if err != nil {
 		t.Fatalf("graph: %v", err)
+	}
+	// The node's agent travels on the data disk; the install and validate stages run.
+	if a := g.Stages[3].Options.(precache.Options).Agent; a != "/usr/bin/snofactory" {
+		t.Errorf("precache agent = %q", a)
+	}
+	for _, s := range g.Stages[4:6] {
+		if s.Unavailable != "" || s.Run == nil {
+			t.Errorf("%s is unavailable for OpenShift: %q", s.Name, s.Unavailable)
+		}
+	}
+	// A conformance OS carries its agent: no copy on the data disk.
+	co, _, err := Graph(loadBlueprint(t, "  target:\n    type: coreos\n  source:\n    path: live.iso\n"), Options{Agent: "/usr/bin/snofactory"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := co.Stages[3].Options.(precache.Options).Agent; a != "" {
+		t.Errorf("coreos precache agent = %q, want none", a)
 	}
 }
 

@@ -58,6 +58,10 @@ func loadGraph(path string, locked bool) (*v1alpha1.Blueprint, *pipeline.Graph, 
 		return nil, nil, nil, badInput(err)
 	}
 	var opts stages.Options
+	// The node agent is this binary: a static Go program, so the same file runs in the guest.
+	if opts.Agent, err = os.Executable(); err != nil {
+		return nil, nil, nil, fmt.Errorf("finding the snofactory binary for the node agent: %w", err)
+	}
 	if locked {
 		opts.LockFile = defaultLockPath(path)
 		if _, err := os.Stat(opts.LockFile); err != nil {

@@ -18,6 +18,12 @@ const ProtocolVersion = 1
 // DefaultPortName is the virtio-serial port name the host creates and the agent writes to.
 const DefaultPortName = "org.snofactory.agent.0"
 
+// GatherPortName is the virtio-serial port a failing guest writes its log bundle to (a
+// gzipped tar, such as the one OpenShift's installer-gather.sh makes), before it reports
+// the failure: the host keeps the bytes in the install's gather bundle. It is a port of
+// its own because a bundle is megabytes, and a message line is bounded (MaxLineBytes).
+const GatherPortName = "org.snofactory.gather.0"
+
 // Status says where a phase stands.
 type Status string
 

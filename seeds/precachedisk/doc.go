@@ -6,11 +6,13 @@
 // whose index.json names every image by its pinned reference (repo@sha256:...) in the
 // org.opencontainers.image.ref.name annotation. The layout is stored as an uncompressed POSIX
 // tar written straight onto the raw disk, oci-layout first (it is the disk's magic), then
+// optionally the node agent (agent/snofactory, its digest recorded in index.json), then
 // index.json, then the blobs in name order, zero-padded to a MiB. Entries carry fixed owners,
 // modes and times, so the same layout always gives the same disk. A tar needs no root, loop
 // device or filesystem driver on either side: the node reads it off the block device.
 //
-// Writers build the layout with CreateLayout, BlobPath and WriteIndex, and pack it with Write.
+// Writers build the layout with CreateLayout, BlobPath, WriteIndex and AddAgent, and pack it
+// with Write.
 // Readers unpack a disk with Extract, which refuses anything the writer cannot produce (other
 // names, links, duplicate or missing entries, another layout version, a truncated archive) and
 // checks every blob against its digest, and read an unpacked layout with ReadIndex.

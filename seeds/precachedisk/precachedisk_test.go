@@ -292,6 +292,9 @@ func TestExtractRefuses(t *testing.T) {
 	magic := entry{name: "oci-layout", body: `{"imageLayoutVersion":"1.0.0"}`}
 	index := entry{name: "index.json", body: fmt.Sprintf(`{"schemaVersion":2,"manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"%s","size":%d,"annotations":{"org.opencontainers.image.ref.name":"r.example/a@%s"}}]}`, md, len(manifest), md)}
 	good := []entry{magic, index, blob}
+	agent := entry{name: AgentEntry, body: "#!/bin/sh\n"}
+	agentIndex := entry{name: "index.json", body: strings.Replace(index.body, `{"schemaVersion":2,`,
+		fmt.Sprintf(`{"schemaVersion":2,"annotations":{%q:%q},`, AnnotationAgentDigest, digest.FromString(agent.body)), 1)}
 	big := make([]byte, 4096)
 	rand.Read(big)
 	bigBlob := entry{name: "blobs/sha256/" + digest.FromBytes(big).Encoded(), body: string(big)}
@@ -321,6 +324,10 @@ func TestExtractRefuses(t *testing.T) {
 		{"cut between entries", archive(t, good, false), "truncated"},
 		{"cut inside a blob", whole[:len(whole)-2*512-2048], "truncated"},
 		{"cut inside a header", whole[:len(whole)-2*512-4096-100], "truncated"},
+		{"agent not recorded", archive(t, []entry{magic, agent, index, blob}, true), "does not record"},
+		{"agent missing", archive(t, []entry{magic, agentIndex, blob}, true), "lacks its agent " + AgentEntry},
+		{"agent corrupt", archive(t, []entry{magic, {name: AgentEntry, body: "tampered"}, agentIndex, blob}, true), "is corrupt: " + AgentEntry},
+		{"agent out of place", archive(t, []entry{magic, agentIndex, agent, blob}, true), "out of place"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -337,5 +344,61 @@ func TestExtractRefuses(t *testing.T) {
 	// The whole disk of the same entries is accepted: every refusal above is about its flaw.
 	if _, err := Extract(context.Background(), bytes.NewReader(whole), t.TempDir()); err != nil {
 		t.Errorf("whole disk: %v", err)
+	}
+	if _, err := Extract(context.Background(), bytes.NewReader(archive(t, []entry{magic, agent, agentIndex, blob}, true)), t.TempDir()); err != nil {
+		t.Errorf("disk with its agent: %v", err)
+	}
+}
+
+// TestAgentEntry writes a disk with an agent and reads the agent back the way the node's
+// phase script does (GNU tar, stopping at the first occurrence), then unpacks the images.
+func TestAgentEntry(t *testing.T) {
+	dir := t.TempDir()
+	images := testLayout(t, dir)
+	agent := filepath.Join(t.TempDir(), "snofactory")
+	body := make([]byte, 3<<20)
+	rand.Read(body)
+	if err := os.WriteFile(agent, body, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := AddAgent(dir, agent); err != nil {
+		t.Fatal(err)
+	}
+	disk := filepath.Join(t.TempDir(), "disk.tar")
+	if _, err := Write(context.Background(), dir, disk, nil); err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	cmd := exec.Command("tar", "-tvf", disk)
+	list, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(list)), "\n")
+	if len(lines) < 3 || !strings.HasSuffix(lines[1], " "+AgentEntry) || !strings.HasPrefix(lines[1], "-r-xr-xr-x") {
+		t.Fatalf("the agent is not the second entry, executable:\n%s", list)
+	}
+	if b, err := exec.Command("tar", "-xf", disk, "--occurrence=1", "-C", out, AgentEntry).CombinedOutput(); err != nil {
+		t.Fatalf("tar: %v: %s", err, b)
+	}
+	got, err := os.ReadFile(filepath.Join(out, AgentEntry))
+	if err != nil || !bytes.Equal(got, body) {
+		t.Fatalf("agent read back by tar differs (err %v)", err)
+	}
+	f, err := os.Open(disk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ext := t.TempDir()
+	back, err := Extract(context.Background(), f, ext)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(back, images) {
+		t.Errorf("images = %v, want %v", back, images)
+	}
+	if _, err := os.Stat(filepath.Join(ext, AgentEntry)); !os.IsNotExist(err) {
+		t.Errorf("Extract stored the agent (%v); the images do not need it", err)
 	}
 }

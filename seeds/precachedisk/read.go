@@ -51,6 +51,8 @@ type extractor struct {
 	dir    string
 	sizes  map[string]int64 // entries unpacked so far, by name
 	images []Image          // from index.json
+	// agentWant is the agent digest index.json records, agentGot the agent entry's.
+	agentWant, agentGot digest.Digest
 }
 
 // next unpacks the archive's next entry; more is false at the end of the archive.
@@ -92,6 +94,8 @@ func (x *extractor) admit(hdr *tar.Header) error {
 		return fmt.Errorf("not a precache disk: it starts with %q, not %s", hdr.Name, ocispec.ImageLayoutFile)
 	case dup:
 		return fmt.Errorf("precache disk holds %s twice", hdr.Name)
+	case hdr.Name == AgentEntry && len(x.sizes) != 1:
+		return fmt.Errorf("precache disk holds %s out of place (it must follow %s)", AgentEntry, ocispec.ImageLayoutFile)
 	}
 	return nil
 }
@@ -100,6 +104,15 @@ func (x *extractor) admit(hdr *tar.Header) error {
 // a blob after checking it against its name.
 func (x *extractor) unpack(hdr *tar.Header) error {
 	dst := filepath.Join(x.dir, filepath.FromSlash(hdr.Name))
+	if hdr.Name == AgentEntry {
+		// The images do not need the agent: hash it, do not store it.
+		dg := digest.SHA256.Digester()
+		if _, err := io.Copy(dg.Hash(), x.tr); err != nil {
+			return fmt.Errorf("reading %s from the precache disk: %w", hdr.Name, err)
+		}
+		x.agentGot = dg.Digest()
+		return nil
+	}
 	if path.Dir(hdr.Name) != path.Join(ocispec.ImageBlobsDir, digest.SHA256.String()) {
 		b, err := io.ReadAll(io.LimitReader(x.tr, maxIndex+1))
 		switch {
@@ -110,7 +123,7 @@ func (x *extractor) unpack(hdr *tar.Header) error {
 		case hdr.Name == ocispec.ImageLayoutFile:
 			err = checkLayoutFile(b)
 		default:
-			x.images, err = parseIndex(b)
+			x.agentWant, x.images, err = parseIndexAgent(b)
 		}
 		if err != nil {
 			return err
@@ -146,6 +159,16 @@ func unpackBlob(r io.Reader, dst string, d digest.Digest) error {
 func (x *extractor) finish() ([]Image, error) {
 	if _, ok := x.sizes[ocispec.ImageIndexFile]; !ok {
 		return nil, fmt.Errorf("precache disk holds no %s", ocispec.ImageIndexFile)
+	}
+	if x.agentWant != x.agentGot {
+		switch {
+		case x.agentGot == "":
+			return nil, fmt.Errorf("precache disk lacks its agent %s (%s)", AgentEntry, x.agentWant)
+		case x.agentWant == "":
+			return nil, fmt.Errorf("precache disk holds an agent its %s does not record", ocispec.ImageIndexFile)
+		default:
+			return nil, fmt.Errorf("precache disk is corrupt: %s is %s, its index records %s", AgentEntry, x.agentGot, x.agentWant)
+		}
 	}
 	for _, im := range x.images {
 		name := path.Join(ocispec.ImageBlobsDir, im.Digest.Algorithm().String(), im.Digest.Encoded())

@@ -102,15 +102,17 @@ func layoutFiles(dir string) ([]string, int64, error) {
 	return names, total, nil
 }
 
-// rank puts the magic (oci-layout) first and the index second.
+// rank puts the magic (oci-layout) first, the agent second and the index third.
 func rank(name string) int {
 	switch name {
 	case ocispec.ImageLayoutFile:
 		return 0
-	case ocispec.ImageIndexFile:
+	case AgentEntry:
 		return 1
+	case ocispec.ImageIndexFile:
+		return 2
 	}
-	return 2
+	return 3
 }
 
 // writeEntry writes one file of the layout to the archive and returns its size. Owner, mode
@@ -125,7 +127,11 @@ func writeEntry(tw *tar.Writer, dir, name string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	hdr := &tar.Header{Name: name, Mode: 0o444, Size: fi.Size(), ModTime: time.Unix(0, 0).UTC(), Typeflag: tar.TypeReg, Format: tar.FormatPAX}
+	mode := int64(0o444)
+	if name == AgentEntry {
+		mode = 0o555
+	}
+	hdr := &tar.Header{Name: name, Mode: mode, Size: fi.Size(), ModTime: time.Unix(0, 0).UTC(), Typeflag: tar.TypeReg, Format: tar.FormatPAX}
 	if err := tw.WriteHeader(hdr); err != nil {
 		return 0, err
 	}

@@ -8,8 +8,18 @@ import (
 	"time"
 )
 
+// gatherPortFile, in the stage's scratch directory, receives what the guest writes to its
+// gather port (agent.GatherPortName).
+const gatherPortFile = "gather-port.bin"
+
+// LogBundle is the name, in the gather bundle, of the log bundle the guest sent: for
+// OpenShift what installer-gather.sh collects (what `openshift-install gather bootstrap
+// --bootstrap-in-place` fetches over SSH), for the conformance OS its install logs.
+const LogBundle = "log-bundle.tar.gz"
+
 // gather writes what a depot engineer needs to see why an install failed into
-// <output>/gather/install: the console, every agent message, qemu's status and the error.
+// <output>/gather/install: the console, every agent message, qemu's status, the error and
+// the guest's own log bundle when it sent one.
 func (f *follower) gather(cause error) (string, error) {
 	dir := filepath.Join(f.env.RunDir, "gather", Name)
 	if err := os.RemoveAll(dir); err != nil {
@@ -24,6 +34,9 @@ func (f *follower) gather(cause error) (string, error) {
 	}
 	if b, err := os.ReadFile(f.console); err == nil {
 		files["console.log"] = b
+	}
+	if b, err := os.ReadFile(filepath.Join(f.env.Scratch, gatherPortFile)); err == nil && len(b) > 0 {
+		files[LogBundle] = b
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"path/filepath"
 	"time"
 
@@ -143,12 +142,13 @@ func machineConfig(opts Options, in inputs, disk string, env *pipeline.Env) (vm.
 		// it boots the new OS. Boot indexes, because UEFI ignores -boot order.
 		ISOBootIndex: 2,
 		ConsoleLog:   filepath.Join(env.RunDir, "logs", Name+"-console.log"),
+		GatherFile:   filepath.Join(env.Scratch, gatherPortFile),
 	}
 	if in.dataDisk != "" {
 		cfg.Disks = append(cfg.Disks, vm.Disk{Path: in.dataDisk, Format: "raw", ReadOnly: true, Serial: agent.PrecacheDiskSerial})
 	}
 	if opts.Target == targetOpenShift {
-		port, err := freePort()
+		port, err := vm.FreePort()
 		if err != nil {
 			return cfg, err
 		}
@@ -156,16 +156,6 @@ func machineConfig(opts Options, in inputs, disk string, env *pipeline.Env) (vm.
 		env.Log.Info("OpenShift API forwarded", "host", fmt.Sprintf("127.0.0.1:%d", port))
 	}
 	return cfg, nil
-}
-
-// freePort is a TCP port on 127.0.0.1 nothing listens on right now.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("finding a free port for the API forward: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // shutdown asks the installed guest to power off and waits for qemu to exit; a guest that

@@ -26,6 +26,9 @@ const (
 	ReportFile = "precache-report.json"
 )
 
+// agentFile labels the agent among the stage's key files.
+const agentFile = "agent"
+
 // SharedStore is the name of the depot-wide blob store (env.Shared).
 const SharedStore = "blobs"
 
@@ -38,6 +41,10 @@ type Options struct {
 	Registry registries.Config `json:"registry"`
 	// Disk packages the layout as a raw tar data disk for the factory VM (default true).
 	Disk *bool `json:"disk,omitempty"`
+	// Agent is the node agent binary put on the data disk (precachedisk.AgentEntry), for a
+	// node whose OS does not carry it (OpenShift); "" for none. Its content is part of the
+	// key (Stage.Files), its path is not.
+	Agent string `json:"-"`
 	// Jobs is the number of parallel blob transfers (default 6). It does not change the
 	// output, so it is not part of the key.
 	Jobs int `json:"-"`
@@ -80,6 +87,12 @@ func New(opts Options) pipeline.Stage {
 		},
 	}
 	files := opts.Registry.Files()
+	if opts.Agent != "" {
+		if files == nil {
+			files = map[string]string{}
+		}
+		files[agentFile] = opts.Agent
+	}
 	if len(files) > 0 {
 		s.Files = files
 	}
@@ -136,6 +149,11 @@ func run(ctx context.Context, opts Options, env *pipeline.Env) error {
 	rep := StageReport{Report: res.Report}
 	if rep.Layout, err = res.WriteLayout(filepath.Join(env.Out, LayoutDir), st); err != nil {
 		return err
+	}
+	if opts.Agent != "" {
+		if err := precachedisk.AddAgent(filepath.Join(env.Out, LayoutDir), opts.Agent); err != nil {
+			return err
+		}
 	}
 	if opts.Disk == nil || *opts.Disk {
 		rep.DiskBytes, err = precachedisk.Write(ctx, filepath.Join(env.Out, LayoutDir), filepath.Join(env.Out, DiskFile), func(done, total int64) {

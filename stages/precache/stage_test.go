@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/seeds/precachedisk"
 	"github.com/snofactory/snofactory/stages/internal/handoff"
 	"github.com/snofactory/snofactory/stages/internal/lockfile"
 	"github.com/snofactory/snofactory/stages/internal/registries"
@@ -148,5 +149,55 @@ func TestReadImages(t *testing.T) {
 				t.Errorf("images = %+v, want %+v", got, tc.want)
 			}
 		})
+	}
+}
+
+// The agent on the data disk is keyed by its content, not its path, and the disk carries it
+// where the node's reader expects it.
+func TestStageAgent(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	a, sameAsA, other := write("a", "agent v1"), write("b", "agent v1"), write("c", "agent v2")
+	cache := &pipeline.Cache{Dir: t.TempDir()}
+	key := func(agent string) string {
+		g := &pipeline.Graph{Blueprint: "k", Stages: []pipeline.Stage{lockStage(nil), New(Options{Agent: agent})}}
+		plan, err := pipeline.Plan(context.Background(), g, cache, nil, pipeline.Selection{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return plan[1].Inputs.Key()
+	}
+	if key(a) != key(sameAsA) {
+		t.Error("the agent's path changed the key")
+	}
+	if key(a) == key(other) || key(a) == key("") {
+		t.Error("the agent's content is not part of the key")
+	}
+
+	reg := registry.StartT(t, registry.Options{})
+	images := testImages(t, reg, 1)
+	out := t.TempDir()
+	g := &pipeline.Graph{Blueprint: "b", Stages: []pipeline.Stage{lockStage(images), New(Options{Registry: registries.Config{Insecure: []string{reg.Addr()}}, Agent: other})}}
+	if _, err := pipeline.Build(context.Background(), g, pipeline.BuildOptions{Cache: &pipeline.Cache{Dir: t.TempDir()}, OutputDir: out}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(filepath.Join(out, Name, DiskFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	got, err := precachedisk.Extract(context.Background(), f, t.TempDir())
+	if err != nil || len(got) != 1 {
+		t.Fatalf("extract = %v, %v", got, err)
+	}
+	b, err := os.ReadFile(filepath.Join(out, Name, LayoutDir, precachedisk.AgentEntry))
+	if err != nil || string(b) != "agent v2" {
+		t.Errorf("layout agent = %q, %v", b, err)
 	}
 }

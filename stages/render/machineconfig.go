@@ -139,6 +139,9 @@ func relocationConfigs(variantVersion string, r Relocation) ([]relocationMC, *Re
 		ShipmentFile:                 ShipmentFile,
 		KubeletClientCertMinValidity: window.String(),
 	}
+	for _, mc := range mcs {
+		rep.MachineConfigs = append(rep.MachineConfigs, mc.Config.Metadata.Name)
+	}
 	return mcs, rep, nil
 }
 

@@ -360,6 +360,7 @@ func TestPhaseScriptReports(t *testing.T) {
 		cut        bool
 		live       bool // /run/ostree-live exists
 		noPort     bool
+		gather     bool // installer-gather.sh and the gather port are there
 		preStamps  []string
 		rc         int
 		msgs       []want
@@ -373,6 +374,8 @@ func TestPhaseScriptReports(t *testing.T) {
 		{name: "rebooted-from-disk", args: []string{"--prev", "x", "rebooted-from-disk", "from-disk"}, preStamps: []string{"x"},
 			msgs: []want{{"rebooted-from-disk", agent.StatusOK, "firmware"}}, stamp: "rebooted-from-disk"},
 		{name: "booted the live system again", args: []string{"rebooted-from-disk", "from-disk"}, live: true, rc: 1,
+			msgs: []want{{"rebooted-from-disk", agent.StatusFailed, agent.DetailLog}, {"install-complete", agent.StatusFailed, agent.DetailLog}}, stamp: "failed"},
+		{name: "a failure sends the log bundle first", args: []string{"rebooted-from-disk", "from-disk"}, live: true, rc: 1, gather: true,
 			msgs: []want{{"rebooted-from-disk", agent.StatusFailed, agent.DetailLog}, {"install-complete", agent.StatusFailed, agent.DetailLog}}, stamp: "failed"},
 		{name: "an earlier phase failed", args: []string{"--prev", "bootkube-done", "written-to-disk", "always"}, preStamps: []string{"failed"}},
 		{name: "no agent port", args: []string{"live-booted", "always"}, noPort: true},
@@ -401,6 +404,20 @@ func TestPhaseScriptReports(t *testing.T) {
 			if !c.noPort {
 				cmd.Env = append(cmd.Env, "SNOFACTORY_PORT="+port)
 			}
+			gatherDev := filepath.Join(dir, "gather-port")
+			if c.gather {
+				// installer-gather.sh writes its bundle to $TAR_FILE; the bundle must reach the
+				// port before the failure is reported (the port file is written first).
+				gather := filepath.Join(dir, "installer-gather.sh")
+				os.WriteFile(gather, []byte("#!/bin/sh\n[ \"$1 $2\" = \"--id snofactory\" ] || exit 3\necho bundle-of-logs >\"$TAR_FILE\"\n"), 0o755)
+				vp := filepath.Join(dir, "sys", "class", "virtio-ports", "vport1p2")
+				os.MkdirAll(vp, 0o755)
+				os.WriteFile(filepath.Join(vp, "name"), []byte(agent.GatherPortName+"\n"), 0o644)
+				touch(t, gatherDev)
+				cmd.Env = append(cmd.Env, "SNOFACTORY_GATHER="+gather, "SNOFACTORY_GATHER_DEV="+gatherDev)
+			} else {
+				cmd.Env = append(cmd.Env, "SNOFACTORY_GATHER="+filepath.Join(dir, "none"))
+			}
 			out, err := cmd.CombinedOutput()
 			rc := 0
 			if err != nil {
@@ -412,6 +429,11 @@ func TestPhaseScriptReports(t *testing.T) {
 			}
 			if rc != c.rc {
 				t.Fatalf("exit status %d, want %d\n%s", rc, c.rc, out)
+			}
+			if c.gather {
+				if b, err := os.ReadFile(gatherDev); err != nil || string(b) != "bundle-of-logs\n" {
+					t.Errorf("gather port = %q, %v; want the log bundle", b, err)
+				}
 			}
 			got := readMessages(t, port)
 			if len(got) != len(c.msgs) {

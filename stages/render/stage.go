@@ -18,7 +18,7 @@ import (
 )
 
 // stageVersion changes whenever render's outputs change for the same Options.
-const stageVersion = "3"
+const stageVersion = "4"
 
 // Secret names render reads.
 const (
@@ -152,6 +152,9 @@ func record(rep *Report) handoff.Render {
 	}
 	rec.Kubeconfig = handoff.File(rep.Installer[installerKubeconfig])
 	rec.KubeadminPassword = handoff.File(rep.Installer[installerPassword])
+	if rep.Relocation != nil {
+		rec.RelocationMachineConfigs = rep.Relocation.MachineConfigs
+	}
 	return rec
 }
 
@@ -213,6 +216,8 @@ type RelocationReport struct {
 	ReconfigureUnit              string `json:"reconfigureUnit"`
 	ShipmentFile                 string `json:"shipmentFile"`
 	KubeletClientCertMinValidity string `json:"kubeletClientCertMinValidity"`
+	// MachineConfigs are the names of the relocation MachineConfigs.
+	MachineConfigs []string `json:"machineConfigs"`
 }
 
 // libraryVersions reports the Butane and Ignition modules compiled in.

@@ -62,7 +62,11 @@ func (c *cluster) lifetime(what string, cert certInfo) outcome {
 }
 
 func (c *cluster) kubeletClientCert(ctx context.Context) outcome {
-	return c.kubeletCert(ctx, "the kubelet client certificate", agent.CertKubeletClient, signerKubeletClient)
+	o := c.kubeletCert(ctx, "the kubelet client certificate", agent.CertKubeletClient, signerKubeletClient)
+	if o.status == StatusFail {
+		o.message += "; the reconfiguration at the site renews it, so the seed must reach its site before it expires"
+	}
+	return o
 }
 
 func (c *cluster) kubeletServingCert(ctx context.Context) outcome {

@@ -16,11 +16,16 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/seeds/agent"
+	"github.com/snofactory/snofactory/stages/internal/handoff"
+	"github.com/snofactory/snofactory/stages/internal/lockfile"
 )
 
 // The OpenShift checks run against a real HTTPS API server: httptest serves the JSON
@@ -95,6 +100,8 @@ type apiServer struct {
 	// lifetimes of the certificates minted for the {{CERT name}} placeholders and the
 	// API server's serving certificate ("api")
 	lifetimes map[string]time.Duration
+	// notReady counts down the /readyz answers that are 503 before it answers ok
+	notReady *atomic.Int32
 }
 
 func healthyCluster() apiServer {
@@ -138,6 +145,14 @@ func (a apiServer) start(t *testing.T) (kubeconfig, server string) {
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Bearer "+testToken {
 			http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Unauthorized","code":401}`, http.StatusUnauthorized)
+			return
+		}
+		if r.URL.Path == "/readyz" {
+			if a.notReady != nil && a.notReady.Add(-1) >= 0 {
+				http.Error(w, "[-]poststarthook/rbac/bootstrap-roles failed: not finished\nreadyz check failed", http.StatusServiceUnavailable)
+				return
+			}
+			fmt.Fprint(w, "ok")
 			return
 		}
 		file, ok := a.files[r.URL.Path]
@@ -286,8 +301,21 @@ func TestOpenShiftChecks(t *testing.T) {
 					t.Errorf("%s: %s %q %v, want pass", id, r.Status, r.Message, r.Evidence)
 				}
 			}
-			if rep.Failed() != (len(tt.failing) > 0) {
-				t.Errorf("Failed() = %v with %v", rep.Failed(), rep.FailureLines())
+			// Only a failing check of severity error fails the gate: a short kubelet client
+			// certificate is a warning (the site renews it).
+			wantFailed := false
+			for id := range tt.failing {
+				wantFailed = wantFailed || byID[id].Severity == SeverityError
+			}
+			for _, r := range rep.Results {
+				// facts without host data fail host checks; those are not this test's subject
+				wantFailed = wantFailed || (r.Scope == ScopeHost && r.Blocking())
+			}
+			if rep.Failed() != wantFailed {
+				t.Errorf("Failed() = %v with %v, want %v", rep.Failed(), rep.FailureLines(), wantFailed)
+			}
+			if r := byID[CheckKubeletClientCert]; r.Status == StatusFail && !strings.Contains(r.Message, "renews it") {
+				t.Errorf("a short kubelet client certificate does not say the site renews it: %q", r.Message)
 			}
 		})
 	}
@@ -324,6 +352,30 @@ func TestOpenShiftNotApplicableAndUnreachable(t *testing.T) {
 	}
 }
 
+// WaitForAPI waits out a starting API server and names the last answer when it gives up.
+func TestWaitForAPI(t *testing.T) {
+	api := healthyCluster()
+	api.notReady = &atomic.Int32{}
+	api.notReady.Store(2)
+	kubeconfig, server := api.start(t)
+	o := &OpenShift{Kubeconfig: kubeconfig, Server: server}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := WaitForAPI(ctx, o, 10*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if n := api.notReady.Load(); n >= 0 {
+		t.Errorf("ready before the server was (%d answers left)", n)
+	}
+	api.notReady.Store(1 << 30)
+	ctx, cancel = context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	err := WaitForAPI(ctx, o, 10*time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), "503 Service Unavailable: [-]poststarthook") {
+		t.Errorf("err = %v, want the last answer", err)
+	}
+}
+
 func TestRESTConfigKeepsServerName(t *testing.T) {
 	kubeconfig, _ := healthyCluster().start(t)
 	cfg, err := RESTConfig(kubeconfig, "https://127.0.0.1:16443")
@@ -332,5 +384,45 @@ func TestRESTConfigKeepsServerName(t *testing.T) {
 	}
 	if cfg.Host != "https://127.0.0.1:16443" || cfg.TLSClientConfig.ServerName != testAPIHost {
 		t.Errorf("host %s, server name %q", cfg.Host, cfg.TLSClientConfig.ServerName)
+	}
+}
+
+// The stage takes the OpenShift inputs from upstream records: the kubeconfig and the
+// relocation MachineConfigs from render, the locked version from resolve, day-2 workers
+// from a worker config.
+func TestOpenShiftInputsFromRecords(t *testing.T) {
+	resolveDir, renderDir := t.TempDir(), t.TempDir()
+	lock := &lockfile.Lock{SchemaVersion: lockfile.SchemaVersion, Release: lockfile.LockedRelease{Version: "4.18.3"}}
+	if err := lockfile.WriteLock(filepath.Join(resolveDir, lockfile.File), lock); err != nil {
+		t.Fatal(err)
+	}
+	write := func(dir string, rec any) {
+		if err := (&pipeline.Env{Out: dir}).WriteOutput(rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(resolveDir, handoff.Resolve{Lock: lockfile.File})
+	os.WriteFile(filepath.Join(renderDir, "kubeconfig"), []byte("apiVersion: v1\n"), 0o600)
+	rec := handoff.Render{Target: targetOpenShift, Kubeconfig: "kubeconfig", RelocationMachineConfigs: relocationMCs(),
+		Configs: map[string]handoff.IgnitionConfig{handoff.ConfigNode: {Path: "config.ign"}, handoff.ConfigWorker: {Path: "worker.ign"}}}
+	write(renderDir, rec)
+	env := &pipeline.Env{Inputs: map[string]string{handoff.StageResolve: resolveDir, handoff.StageRender: renderDir}}
+	rd, err := handoff.Read[handoff.Render](env, handoff.StageRender)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := openshiftInputs(env, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &OpenShift{Kubeconfig: filepath.Join(renderDir, "kubeconfig"), Version: "4.18.3", RelocationMachineConfigs: relocationMCs(), DayTwoWorkers: true}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("inputs = %+v, want %+v", got, want)
+	}
+	rec.Kubeconfig = ""
+	write(renderDir, rec)
+	rd, _ = handoff.Read[handoff.Render](env, handoff.StageRender)
+	if _, err := openshiftInputs(env, rd); err == nil || !strings.Contains(err.Error(), "no kubeconfig") {
+		t.Errorf("err = %v, want no kubeconfig", err)
 	}
 }

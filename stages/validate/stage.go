@@ -13,6 +13,7 @@ import (
 	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/seeds/agent"
 	"github.com/snofactory/snofactory/stages/internal/handoff"
+	"github.com/snofactory/snofactory/stages/internal/lockfile"
 	"github.com/snofactory/snofactory/stages/vm"
 )
 
@@ -33,8 +34,16 @@ type StageOptions struct {
 	// Accelerator, BootTimeout and Prober are how the VM runs, not what it checks.
 	Accelerator string        `json:"-"`
 	BootTimeout time.Duration `json:"-"`
-	Prober      vm.Prober     `json:"-"`
+	// ClusterTimeout bounds the wait for an OpenShift API after the boot (scaled under TCG).
+	ClusterTimeout time.Duration `json:"-"`
+	Prober         vm.Prober     `json:"-"`
 }
+
+const (
+	targetOpenShift = "openshift"
+	// apiPort is the OpenShift API in the guest, forwarded to a free port on the host.
+	apiPort = 6443
+)
 
 // New returns the validate stage: it boots the installed disk (a copy-on-write overlay, so
 // the installed disk stays as install made it), collects the node's facts through the
@@ -44,7 +53,7 @@ func New(opts StageOptions) pipeline.Stage {
 		Name:    Name,
 		Version: version,
 		Options: opts,
-		Deps:    []string{handoff.StageRender, handoff.StagePrecache, handoff.StageInstall},
+		Deps:    []string{handoff.StageResolve, handoff.StageRender, handoff.StagePrecache, handoff.StageInstall},
 		Run: func(ctx context.Context, env *pipeline.Env) error {
 			return runStage(ctx, opts, env)
 		},
@@ -56,7 +65,7 @@ func runStage(ctx context.Context, opts StageOptions, env *pipeline.Env) error {
 	if err != nil {
 		return err
 	}
-	facts, received, err := bootFacts(ctx, opts, in.install, env)
+	facts, received, err := bootFacts(ctx, opts, in, env)
 	if err != nil {
 		return err
 	}
@@ -98,9 +107,13 @@ func readInputs(env *pipeline.Env) (stageInputs, error) {
 	if err != nil {
 		return in, err
 	}
+	if rd.Out.Target == targetOpenShift {
+		in.eval.OpenShift, err = openshiftInputs(env, rd)
+		return in, err
+	}
 	// An OpenShift node's bootstrap config ran on the live system; its own config is
 	// checked through the MachineConfigs instead.
-	if cfg, ok := rd.Out.Configs[handoff.ConfigNode]; ok && rd.Out.Target != "openshift" {
+	if cfg, ok := rd.Out.Configs[handoff.ConfigNode]; ok {
 		if in.eval.Ignition, err = os.ReadFile(rd.Path(cfg.Path)); err != nil {
 			return in, fmt.Errorf("reading the rendered config: %w", err)
 		}
@@ -108,9 +121,33 @@ func readInputs(env *pipeline.Env) (stageInputs, error) {
 	return in, nil
 }
 
+// openshiftInputs is what the OpenShift checks need from upstream: the installer's admin
+// kubeconfig and the relocation MachineConfigs (render), the locked release (resolve).
+func openshiftInputs(env *pipeline.Env, rd handoff.Input[handoff.Render]) (*OpenShift, error) {
+	rs, err := handoff.Read[handoff.Resolve](env, handoff.StageResolve)
+	if err != nil {
+		return nil, err
+	}
+	lock, err := lockfile.ReadLock(rs.Path(rs.Out.Lock))
+	if err != nil {
+		return nil, err
+	}
+	if rd.Out.Kubeconfig == "" {
+		return nil, errors.New("render recorded no kubeconfig for the OpenShift checks")
+	}
+	_, dayTwo := rd.Out.Configs[handoff.ConfigWorker]
+	return &OpenShift{
+		Kubeconfig:               rd.Path(rd.Out.Kubeconfig),
+		Version:                  lock.Release.Version,
+		RelocationMachineConfigs: rd.Out.RelocationMachineConfigs,
+		DayTwoWorkers:            dayTwo,
+	}, nil
+}
+
 // bootFacts boots the installed disk through a private overlay and returns the facts the
 // node's agent reports, and when they arrived (for the clock check).
-func bootFacts(ctx context.Context, opts StageOptions, inst handoff.Input[handoff.Install], env *pipeline.Env) (*agent.Facts, time.Time, error) {
+func bootFacts(ctx context.Context, opts StageOptions, in stageInputs, env *pipeline.Env) (*agent.Facts, time.Time, error) {
+	inst := in.install
 	p := opts.Prober
 	p.Log = env.Log
 	acc, err := p.Resolve(ctx, vm.Accel(opts.Accelerator))
@@ -128,6 +165,14 @@ func bootFacts(ctx context.Context, opts StageOptions, inst handoff.Input[handof
 		MemoryMiB:  opts.MemoryMiB,
 		Firmware:   vm.Firmware(inst.Out.Firmware),
 		ConsoleLog: filepath.Join(env.RunDir, "logs", Name+"-console.log"),
+	}
+	if in.eval.OpenShift != nil {
+		port, err := vm.FreePort()
+		if err != nil {
+			return nil, time.Time{}, err
+		}
+		cfg.Network = &vm.UserNetwork{Forwards: []vm.Forward{{HostPort: port, GuestPort: apiPort}}}
+		in.eval.OpenShift.Server = fmt.Sprintf("https://127.0.0.1:%d", port)
 	}
 	m, err := vm.StartManaged(ctx, cfg, acc, env.Log, env)
 	if err != nil {
@@ -148,7 +193,24 @@ func bootFacts(ctx context.Context, opts StageOptions, inst handoff.Input[handof
 	if err != nil {
 		return nil, time.Time{}, fmt.Errorf("booting the installed disk: %w", err)
 	}
+	if in.eval.OpenShift != nil {
+		if err := waitForCluster(ctx, opts, acc, in.eval.OpenShift, env); err != nil {
+			return nil, time.Time{}, err
+		}
+	}
 	return factsFrom(msgs, received)
+}
+
+// waitForCluster waits for the booted node's API (forwarded to the host) to be ready.
+func waitForCluster(ctx context.Context, opts StageOptions, acc vm.Accelerator, o *OpenShift, env *pipeline.Env) error {
+	timeout := opts.ClusterTimeout
+	if timeout <= 0 {
+		timeout = 30 * time.Minute
+	}
+	env.Log.Info("waiting for the OpenShift API", "server", o.Server, "timeout", acc.Scale(timeout).String())
+	wctx, cancel := context.WithTimeout(ctx, acc.Scale(timeout))
+	defer cancel()
+	return WaitForAPI(wctx, o, 5*time.Second)
 }
 
 // factsFrom picks the facts report out of a boot's messages.

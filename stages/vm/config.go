@@ -3,6 +3,7 @@ package vm
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -57,6 +58,8 @@ type Config struct {
 	ConsoleLog string
 	// AgentPort is the virtio-serial port name; empty means agent.DefaultPortName.
 	AgentPort string
+	// GatherFile, when set, receives what the guest writes to agent.GatherPortName.
+	GatherFile string
 	// Network, when set, gives the guest one virtio NIC on qemu's user-mode network.
 	Network *UserNetwork
 	// ExtraArgs are appended to the qemu command line.
@@ -72,6 +75,16 @@ type UserNetwork struct {
 // Forward sends connections to 127.0.0.1:HostPort on the host to GuestPort in the guest.
 type Forward struct {
 	HostPort, GuestPort int
+}
+
+// FreePort is a TCP port on 127.0.0.1 nothing listens on right now, for a Forward.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("finding a free port to forward: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // args attaches the disk as virtio-blk device number i.
@@ -222,6 +235,11 @@ func (c Config) args(acc Accelerator, rp runtimePaths) []string {
 		"-chardev", "socket,id=agent0,path="+optValue(rp.AgentSocket),
 		"-device", "virtserialport,bus=vser0.0,chardev=agent0,name="+optValue(port),
 	)
+	if c.GatherFile != "" {
+		a = append(a,
+			"-chardev", "file,id=gather0,path="+optValue(c.GatherFile),
+			"-device", "virtserialport,bus=vser0.0,chardev=gather0,name="+agent.GatherPortName)
+	}
 	if rp.QMPSocket != "" {
 		a = append(a, "-qmp", "unix:"+optValue(rp.QMPSocket)+",server=on,wait=off")
 	}

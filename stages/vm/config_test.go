@@ -34,7 +34,14 @@ func TestArgs(t *testing.T) {
 				"-device virtserialport,bus=vser0.0,chardev=agent0,name=org.snofactory.agent.0",
 				"-qmp unix:/tmp/s/qmp.sock,server=on,wait=off",
 			},
-			wantNot: []string{"-no-reboot", "-cpu host", "if=pflash", "-boot"},
+			wantNot: []string{"-no-reboot", "-cpu host", "if=pflash", "-boot", "gather0"},
+		},
+		{
+			name: "gather port to a file",
+			cfg:  Config{ISO: "/x/live.iso", ConsoleLog: "/c", GatherFile: "/g,h/gather.bin"},
+			acc:  TCG("test"),
+			want: []string{"-chardev file,id=gather0,path=/g,,h/gather.bin",
+				"-device virtserialport,bus=vser0.0,chardev=gather0,name=org.snofactory.gather.0"},
 		},
 		{
 			name: "kvm uefi disks no-reboot",

@@ -35,9 +35,23 @@ die() {
 	log "FATAL: $1"
 	[ -n "$2" ] && tail -n 40 "$2"
 	set -- "$1" "${2:-/dev/null}"
+	send_bundle
 	report "${PHASE:-init}" failed --detail "error=$1" --log "$2"
 	report "$FINAL" failed --detail "error=$1" --log "$2"
 	idle
+}
+
+# send_bundle writes the install's logs (/run/snofactory, the root's unit logs) as a gzipped
+# tar to the gather port, as an OpenShift node sends what installer-gather.sh collects.
+send_bundle() {
+	for f in /sys/class/virtio-ports/*/name; do
+		[ "$(cat "$f" 2>/dev/null)" = "$GATHER_PORT" ] || continue
+		d=${f%/name}
+		set -- /run/snofactory
+		[ -n "$root" ] && [ -d "$root/var/log/snofactory" ] && set -- "$@" "$root/var/log/snofactory"
+		tar -czf "/dev/${d##*/}" "$@" 2>/dev/null || log "could not send the log bundle"
+		return
+	done
 }
 
 idle() {
@@ -61,6 +75,7 @@ INSTALL_DEV=
 ROOT_LABEL=
 LOADER=
 AGENT_PORT=org.snofactory.agent.0
+GATHER_PORT=org.snofactory.gather.0
 for arg in $(cat /proc/cmdline); do
 	case "$arg" in
 	coreos.inst.install_dev=*) INSTALL_DEV=${arg#*=} ;;

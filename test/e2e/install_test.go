@@ -188,6 +188,11 @@ systemd:
 			t.Errorf("gather bundle: %v", err)
 		}
 	}
+	// The guest's own log bundle came through the gather port: the failed unit's log is in it.
+	list, err := exec.Command("tar", "-tzvf", filepath.Join(out, "gather", "install", "log-bundle.tar.gz")).CombinedOutput()
+	if err != nil || !strings.Contains(string(list), "broken.service") {
+		t.Errorf("log bundle lacks the unit's log (%v):\n%s", err, list)
+	}
 }
 
 // An installed node that lacks a precached image fails validate naming the image and its

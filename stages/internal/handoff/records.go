@@ -24,6 +24,9 @@ type Render struct {
 	// Kubeconfig and KubeadminPassword are the installer's credentials (openshift only).
 	Kubeconfig        File `json:"kubeconfig,omitempty"`
 	KubeadminPassword File `json:"kubeadminPassword,omitempty"`
+	// RelocationMachineConfigs names the relocation MachineConfigs render added (openshift
+	// only): validate checks they are rendered into the master pool.
+	RelocationMachineConfigs []string `json:"relocationMachineConfigs,omitempty"`
 }
 
 // Config roles in Render.Configs.

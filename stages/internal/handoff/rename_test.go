@@ -18,7 +18,7 @@ import (
 // the record's fields must break the build of each of them: no stage reaches another's files
 // by a string the compiler cannot check.
 var readers = map[string][]string{
-	"Resolve":  {"stages/resolve", "stages/render", "stages/liveiso", "stages/precache"},
+	"Resolve":  {"stages/resolve", "stages/render", "stages/liveiso", "stages/precache", "stages/validate"},
 	"Render":   {"stages/render", "stages/liveiso", "stages/validate"},
 	"LiveISO":  {"stages/liveiso", "stages/install"},
 	"Precache": {"stages/precache", "stages/install", "stages/validate"},

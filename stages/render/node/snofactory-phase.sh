@@ -32,6 +32,8 @@ fi
 phase=$1 check=$2
 
 port_name=org.snofactory.agent.0
+gather_port_name=org.snofactory.gather.0
+gather=${SNOFACTORY_GATHER:-/usr/local/bin/installer-gather.sh}
 disk_serial=snofactory-precache
 final=install-complete
 root=${SNOFACTORY_ROOT:-}
@@ -127,6 +129,22 @@ report() { # PHASE STATUS [ARGS...]
 	"$agent" agent report --port "$port" --state-dir "$state" --phase "$p" --status "$st" "$@"
 }
 
+# send_bundle writes what installer-gather.sh collects (what `openshift-install gather
+# bootstrap --bootstrap-in-place` would fetch over SSH) to the gather port, whose bytes the
+# factory keeps with the failed install. Before the failure report: the host stops the VM
+# once it has that.
+send_bundle() {
+	local f dev
+	[ -x "$gather" ] || return 0
+	for f in "$sys"/class/virtio-ports/*/name; do
+		[ "$(cat "$f" 2>/dev/null)" = "$gather_port_name" ] || continue
+		dev=${SNOFACTORY_GATHER_DEV:-/dev/$(basename "$(dirname "$f")")}
+		TAR_FILE=$run/log-bundle.tar.gz timeout 600 "$gather" --id snofactory >"$run/logs/gather.log" 2>&1
+		[ -s "$run/log-bundle.tar.gz" ] && cat "$run/log-bundle.tar.gz" >"$dev"
+		return 0
+	done
+}
+
 fail() { # REASON
 	local log=$run/logs/$phase.log
 	mkdir -p "$run/logs" "$stamps"
@@ -136,6 +154,7 @@ fail() { # REASON
 		journalctl -b -n 40 --no-pager >"$log" 2>&1
 	fi
 	: >"$stamps/failed"
+	send_bundle
 	report "$phase" failed --detail "error=$1" --log "$log"
 	if [ "$phase" != "$final" ]; then
 		report "$final" failed --detail "error=$phase: $1" --log "$log"
