@@ -42,6 +42,8 @@ type Decoder struct {
 	visits   int
 	aborted  bool
 	fields   map[string][]string // field name -> schema paths where it is valid, for hints
+	// unsupported explains a key the schema leaves out on purpose (see SetUnsupported).
+	unsupported func(path string) (msg, hint string)
 }
 
 // NewDecoder returns a decoder for file (named as the user named it), a document called
@@ -61,6 +63,11 @@ func NewDecoder(file, noun string, versions []string, root reflect.Type) *Decode
 	d.indexFields(root, "", 0)
 	return d
 }
+
+// SetUnsupported installs fn to explain keys that a schema leaves out on purpose (a
+// feature of a foreign format it only partly supports): for an unknown key at path, a
+// non-empty msg from fn replaces the generic "unknown field" problem.
+func (d *Decoder) SetUnsupported(fn func(path string) (msg, hint string)) { d.unsupported = fn }
 
 // Add records a problem at n's position (the whole file when n is nil). Past MaxProblems it
 // records a last "stopping here" problem and aborts decoding.
@@ -290,6 +297,12 @@ func (d *Decoder) decodeStruct(at, n *yaml.Node, v reflect.Value, path string, d
 	d.keys(n, path, func(k, val *yaml.Node) {
 		p := Join(path, k.Value)
 		i, ok := byName[k.Value]
+		if !ok && d.unsupported != nil {
+			if msg, hint := d.unsupported(p); msg != "" {
+				d.Add(k, p, msg, hint)
+				return
+			}
+		}
 		if !ok {
 			hint := d.unknownHint(k.Value, path, names)
 			if s := suggest.Closest(k.Value, names); s != "" {

@@ -84,7 +84,8 @@ func (d *Decoder) Suppressed(path string) bool {
 }
 
 // Locate finds the best position for a problem at path: the value itself, else the key of
-// the nearest enclosing field that is present in the file, else the top of the file.
+// the nearest enclosing field (or the nearest enclosing list item) present in the file, else
+// the top of the file.
 func (d *Decoder) Locate(path string) Position {
 	if pos, ok := d.valPos[path]; ok {
 		return pos
@@ -92,6 +93,9 @@ func (d *Decoder) Locate(path string) Position {
 	for p := Parent(path); p != ""; p = Parent(p) {
 		if pos, ok := d.keyPos[p]; ok {
 			return pos
+		}
+		if pos, ok := d.valPos[p]; ok && strings.HasSuffix(p, "]") {
+			return pos // a list item has no key; the item itself is the place
 		}
 	}
 	return Position{1, 1}

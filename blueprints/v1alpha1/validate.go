@@ -324,7 +324,7 @@ func (b *Blueprint) validatePullSecret(c *checker) {
 		c.add(p, "must name a file, not hold the pull secret itself", "save the secret to a file (mode 0600) and give its path; remove it from the blueprint")
 	default:
 		if data, ok := c.readFile(p, b.Resolved.PullSecretFile, "the pull secret", maxPullSecretSize); ok {
-			if msg := checkPullSecret(data); msg != "" {
+			if msg := CheckPullSecret(data); msg != "" {
 				c.add(p, msg, "the file must hold {\"auths\": {\"REGISTRY\": {\"auth\": \"...\"}}}")
 			}
 		}
@@ -339,13 +339,13 @@ func (b *Blueprint) validateSSHKey(c *checker) {
 		c.add(p+".sshPublicKeyFile", "sshPublicKey and sshPublicKeyFile are mutually exclusive", "keep one of them")
 	}
 	if o.SSHPublicKey != "" {
-		if err := checkSSHKey([]byte(o.SSHPublicKey)); err != nil {
+		if err := CheckSSHKey([]byte(o.SSHPublicKey)); err != nil {
 			c.add(p+".sshPublicKey", err.Error(), "one line of authorized_keys format, e.g. ssh-ed25519 AAAA... user@host")
 		}
 	}
 	if o.SSHPublicKeyFile != "" {
 		if data, ok := c.readFile(p+".sshPublicKeyFile", b.Resolved.SSHPublicKeyFile, "the SSH public key", maxSSHKeySize); ok {
-			if err := checkSSHKey(data); err != nil {
+			if err := CheckSSHKey(data); err != nil {
 				c.add(p+".sshPublicKeyFile", err.Error(), "the file must hold a public key (the .pub file), in authorized_keys format")
 			}
 		}
@@ -675,9 +675,9 @@ func (c *checker) readFile(path, abs, what string, limit int64) ([]byte, bool) {
 	return data, true
 }
 
-// checkPullSecret returns what is wrong with a pull secret, without quoting it: json's
-// syntax errors can echo a character of the input, so only the offset is reported.
-func checkPullSecret(data []byte) string {
+// CheckPullSecret returns what is wrong with a pull secret ("" when nothing), without
+// quoting it: json's syntax errors can echo a character of the input, so only the offset is reported.
+func CheckPullSecret(data []byte) string {
 	var doc map[string]json.RawMessage
 	if err := json.Unmarshal(data, &doc); err != nil {
 		var se *json.SyntaxError
@@ -700,8 +700,8 @@ func checkPullSecret(data []byte) string {
 	return ""
 }
 
-// checkSSHKey accepts one or more authorized_keys lines; errors never quote the key.
-func checkSSHKey(data []byte) error {
+// CheckSSHKey accepts one or more authorized_keys lines; errors never quote the key.
+func CheckSSHKey(data []byte) error {
 	rest := data
 	n := 0
 	for len(strings.TrimSpace(string(rest))) > 0 {

@@ -1,0 +1,22 @@
+// Package siteconfig is the site config: the small document a field technician gives a seed
+// at its edge site (hostname, network, DNS, NTP, cluster name and domain, pull secret,
+// registry mirrors, SSH keys, extra manifests), and the medium that carries it, an ISO 9660
+// image with the fixed volume label VolumeLabel that the seed's reconfiguration hook looks
+// for. Load reads a site config as strictly as a blueprint (every problem at once, as
+// FILE:LINE:COL: PATH: MESSAGE with a hint); Write puts its self-contained form (referenced
+// files inlined, see Normalized) on a medium and ReadMedium reads one back and validates it
+// again.
+//
+// spec.network is nmstate YAML, of which this version supports a deliberate subset, the
+// one the reconfiguration hook can apply on every target: ethernet interfaces with
+// state up or down and ipv4/ipv6 blocks of enabled, dhcp and static address lists
+// (ip, prefix-length); routes.config entries with destination, next-hop-address and
+// next-hop-interface; dns-resolver.config server and search. Bonds, VLANs, Linux and OVS
+// bridges, other interface types, route rules, ethtool, 802.1x, IPv6 autoconf and every
+// other nmstate feature are refused with "not supported by the reconfiguration hook in this
+// version" rather than silently dropped. DNS may be given as spec.dns or as the nmstate
+// dns-resolver, not both with different values (EffectiveDNS).
+//
+// The pull secret is the site's own and travels on the medium, which Write therefore
+// creates with mode 0600; no message of this package quotes it.
+package siteconfig

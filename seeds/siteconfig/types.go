@@ -1,0 +1,144 @@
+package siteconfig
+
+// APIVersion and Kind identify this schema version in a site config file; a seed's manifest
+// records the APIVersion its reconfiguration hook understands.
+const (
+	APIVersion = "snofactory.io/v1alpha1"
+	Kind       = "SiteConfig"
+)
+
+// SiteConfig is what a seed needs to become one site's node.
+type SiteConfig struct {
+	APIVersion string   `yaml:"apiVersion"`
+	Kind       string   `yaml:"kind"`
+	Metadata   Metadata `yaml:"metadata"`
+	Spec       Spec     `yaml:"spec"`
+
+	dir string // where file references resolve; "" for a self-contained config
+}
+
+// Metadata names a site config.
+type Metadata struct {
+	// Name: a DNS-1123 label, e.g. store-0042.
+	Name string `yaml:"name"`
+}
+
+// Spec is the body of a site config.
+type Spec struct {
+	// The node's host name: an RFC 1123 host name (dot-separated labels).
+	Hostname string `yaml:"hostname"`
+	// OpenShift only, optional: the cluster name and base domain the node is renamed to.
+	ClusterName string `yaml:"clusterName,omitempty"`
+	BaseDomain  string `yaml:"baseDomain,omitempty"`
+	// The node's network as nmstate YAML (the supported subset; see the package doc).
+	Network *Network `yaml:"network,omitempty"`
+	DNS     *DNS     `yaml:"dns,omitempty"`
+	NTP     *NTP     `yaml:"ntp,omitempty"`
+	// PullSecretFile names the site's pull secret (JSON with auths), relative to the site
+	// config. Load reads it into PullSecret; the self-contained form carries PullSecret only.
+	PullSecretFile string `yaml:"pullSecretFile,omitempty"`
+	PullSecret     string `yaml:"pullSecret,omitempty"`
+	// Registry mirrors, rendered as an ImageDigestMirrorSet (see ImageDigestMirrorSet).
+	RegistryMirrors []RegistryMirror `yaml:"registryMirrors,omitempty"`
+	// SSH public keys in authorized_keys format, one per item.
+	SSHAuthorizedKeys []string `yaml:"sshAuthorizedKeys,omitempty"`
+	// ExtraManifests are files or directories (their *.yaml, *.yml and *.json files) of
+	// Kubernetes objects to apply, relative to the site config. Load reads them into
+	// Manifests; the self-contained form carries Manifests only.
+	ExtraManifests []string   `yaml:"extraManifests,omitempty"`
+	Manifests      []Manifest `yaml:"manifests,omitempty"`
+}
+
+// Network is the supported subset of an nmstate network state.
+type Network struct {
+	Interfaces  []Interface  `yaml:"interfaces,omitempty"`
+	Routes      *Routes      `yaml:"routes,omitempty"`
+	DNSResolver *DNSResolver `yaml:"dns-resolver,omitempty"`
+}
+
+// Interface is an nmstate interface; only type ethernet is supported.
+type Interface struct {
+	Name  string    `yaml:"name"`
+	Type  string    `yaml:"type"`
+	State string    `yaml:"state,omitempty"` // up (default) or down
+	IPv4  *IPConfig `yaml:"ipv4,omitempty"`
+	IPv6  *IPConfig `yaml:"ipv6,omitempty"`
+}
+
+// IPConfig is an interface's ipv4 or ipv6 block.
+type IPConfig struct {
+	Enabled *bool     `yaml:"enabled,omitempty"` // default true when the block is given
+	DHCP    bool      `yaml:"dhcp,omitempty"`
+	Address []Address `yaml:"address,omitempty"`
+}
+
+// IsEnabled reports the block's enabled flag, true when unset.
+func (c *IPConfig) IsEnabled() bool { return c != nil && (c.Enabled == nil || *c.Enabled) }
+
+// Address is a static address.
+type Address struct {
+	IP           string `yaml:"ip"`
+	PrefixLength int    `yaml:"prefix-length"`
+}
+
+// Routes is nmstate's routes section.
+type Routes struct {
+	Config []Route `yaml:"config,omitempty"`
+}
+
+// Route is a static route; destination 0.0.0.0/0 or ::/0 is a default route.
+type Route struct {
+	Destination      string `yaml:"destination"`
+	NextHopAddress   string `yaml:"next-hop-address,omitempty"`
+	NextHopInterface string `yaml:"next-hop-interface,omitempty"`
+}
+
+// DNSResolver is nmstate's dns-resolver section.
+type DNSResolver struct {
+	Config DNSResolverConfig `yaml:"config"`
+}
+
+// DNSResolverConfig lists name servers and search domains.
+type DNSResolverConfig struct {
+	Server []string `yaml:"server,omitempty"`
+	Search []string `yaml:"search,omitempty"`
+}
+
+// DNS lists name servers (IP addresses) and search domains.
+type DNS struct {
+	Servers []string `yaml:"servers,omitempty"`
+	Search  []string `yaml:"search,omitempty"`
+}
+
+// NTP lists time servers (host names or IP addresses).
+type NTP struct {
+	Servers []string `yaml:"servers,omitempty"`
+}
+
+// RegistryMirror maps a source repository (or registry) to mirrors tried in order.
+type RegistryMirror struct {
+	Source  string   `yaml:"source"`
+	Mirrors []string `yaml:"mirrors"`
+}
+
+// Manifest is one extra manifest file, by its base name (unique in a site config).
+type Manifest struct {
+	Name    string `yaml:"name"`
+	Content string `yaml:"content"`
+}
+
+// EffectiveDNS is the DNS the node gets: spec.dns, else the nmstate dns-resolver. Validation
+// refuses the two set to different values.
+func (sc *SiteConfig) EffectiveDNS() DNS {
+	if d := sc.Spec.DNS; d != nil && (len(d.Servers) > 0 || len(d.Search) > 0) {
+		return *d
+	}
+	if n := sc.Spec.Network; n != nil && n.DNSResolver != nil {
+		return DNS{Servers: n.DNSResolver.Config.Server, Search: n.DNSResolver.Config.Search}
+	}
+	return DNS{}
+}
+
+// Dir is the directory file references resolve against; "" for a self-contained config
+// (one read from a medium).
+func (sc *SiteConfig) Dir() string { return sc.dir }

@@ -1,0 +1,202 @@
+package siteconfig
+
+import (
+	"fmt"
+	"net/netip"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/containers/image/v5/docker/reference"
+
+	"github.com/snofactory/snofactory/blueprints/suggest"
+	"github.com/snofactory/snofactory/blueprints/v1alpha1"
+)
+
+// Upper bounds on lists, far above any real site.
+const (
+	maxInterfaces = 64
+	maxAddresses  = 64
+	maxRoutes     = 256
+	maxServers    = 16
+	maxMirrors    = 200
+	maxKeys       = 100
+	maxManifests  = 500
+)
+
+var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+
+type fieldError struct{ path, msg, hint string }
+
+// checker collects validation errors named by path; the decoder adds their positions.
+type checker struct {
+	dir  string
+	errs []fieldError
+}
+
+func (c *checker) add(path, msg, hint string) {
+	c.errs = append(c.errs, fieldError{path, msg, hint})
+}
+
+func (sc *SiteConfig) validate(c *checker) {
+	if sc.APIVersion != APIVersion {
+		c.add("apiVersion", "must be "+APIVersion, "")
+	}
+	if sc.Kind != Kind {
+		c.add("kind", "must be "+Kind, "kind: "+Kind)
+	}
+	s := &sc.Spec
+	switch {
+	case sc.Metadata.Name == "":
+		c.add("metadata.name", "required", "a DNS-1123 label such as store-0042")
+	case !isLabel(sc.Metadata.Name):
+		c.add("metadata.name", fmt.Sprintf("%q is not a DNS-1123 label", suggest.Clip(sc.Metadata.Name)), labelHint)
+	}
+	switch {
+	case s.Hostname == "":
+		c.add("spec.hostname", "required", "an RFC 1123 host name such as edge-01")
+	case !isHostname(s.Hostname):
+		c.add("spec.hostname", fmt.Sprintf("%q is not an RFC 1123 host name", suggest.Clip(s.Hostname)),
+			"lowercase labels of letters, digits and '-', separated by dots, each at most 63 characters, 253 in all")
+	}
+	if s.ClusterName != "" && !isLabel(s.ClusterName) {
+		c.add("spec.clusterName", fmt.Sprintf("%q is not a DNS-1123 label", suggest.Clip(s.ClusterName)), labelHint)
+	}
+	if s.BaseDomain != "" && !isHostname(s.BaseDomain) {
+		c.add("spec.baseDomain", fmt.Sprintf("%q is not a DNS subdomain", suggest.Clip(s.BaseDomain)), "lowercase labels separated by dots, e.g. edge.example.com")
+	}
+	if (s.ClusterName == "") != (s.BaseDomain == "") {
+		c.add("spec.clusterName", "clusterName and baseDomain go together (OpenShift only)", "give both, or neither to keep the seed's")
+	}
+	if s.Network != nil {
+		c.network(s.Network)
+	}
+	if s.DNS != nil {
+		c.dns("spec.dns.servers", "spec.dns.search", s.DNS.Servers, s.DNS.Search)
+	}
+	c.dnsConflict(s)
+	if s.NTP != nil {
+		c.ntp(s.NTP.Servers)
+	}
+	c.mirrors(s.RegistryMirrors)
+	c.sshKeys(s.SSHAuthorizedKeys)
+	c.pullSecret(s)
+	c.manifests(s)
+}
+
+const labelHint = "lowercase letters, digits and '-', at most 63 characters, starting and ending with a letter or digit"
+
+func isLabel(s string) bool { return len(s) <= 63 && dnsLabel.MatchString(s) }
+
+// isHostname: RFC 1123 host names as Linux and Kubernetes nodes take them (lowercase).
+func isHostname(s string) bool {
+	if s == "" || len(s) > 253 {
+		return false
+	}
+	for _, l := range strings.Split(s, ".") {
+		if !isLabel(l) {
+			return false
+		}
+	}
+	return true
+}
+
+// dnsConflict: DNS given twice must agree; which one to apply would be a guess.
+func (c *checker) dnsConflict(s *Spec) {
+	if s.DNS == nil || s.Network == nil || s.Network.DNSResolver == nil {
+		return
+	}
+	r := s.Network.DNSResolver.Config
+	if !slices.Equal(s.DNS.Servers, r.Server) || !slices.Equal(s.DNS.Search, r.Search) {
+		c.add("spec.dns", "conflicts with spec.network.dns-resolver", "give DNS in one place: spec.dns or the nmstate dns-resolver")
+	}
+}
+
+func (c *checker) dns(serversPath, searchPath string, servers, search []string) {
+	if len(servers) > maxServers {
+		c.add(serversPath, fmt.Sprintf("%d servers, more than the limit of %d", len(servers), maxServers), "")
+		return
+	}
+	for i, s := range servers {
+		if _, err := netip.ParseAddr(s); err != nil {
+			c.add(fmt.Sprintf("%s[%d]", serversPath, i), fmt.Sprintf("%q is not an IP address", suggest.Clip(s)), "name servers are given by address, e.g. 10.0.2.3")
+		}
+	}
+	if len(search) > maxServers {
+		c.add(searchPath, fmt.Sprintf("%d search domains, more than the limit of %d", len(search), maxServers), "")
+		return
+	}
+	for i, s := range search {
+		if !isHostname(s) {
+			c.add(fmt.Sprintf("%s[%d]", searchPath, i), fmt.Sprintf("%q is not a DNS domain", suggest.Clip(s)), "e.g. example.com")
+		}
+	}
+}
+
+func (c *checker) ntp(servers []string) {
+	if len(servers) > maxServers {
+		c.add("spec.ntp.servers", fmt.Sprintf("%d servers, more than the limit of %d", len(servers), maxServers), "")
+		return
+	}
+	for i, s := range servers {
+		if _, err := netip.ParseAddr(s); err != nil && !isHostname(s) {
+			c.add(fmt.Sprintf("spec.ntp.servers[%d]", i), fmt.Sprintf("%q is neither an IP address nor a host name", suggest.Clip(s)), "e.g. 10.0.2.2 or ntp.example.com")
+		}
+	}
+}
+
+func (c *checker) mirrors(ms []RegistryMirror) {
+	if len(ms) > maxMirrors {
+		c.add("spec.registryMirrors", fmt.Sprintf("%d mirrors, more than the limit of %d", len(ms), maxMirrors), "")
+		return
+	}
+	for i, m := range ms {
+		p := fmt.Sprintf("spec.registryMirrors[%d]", i)
+		c.repository(p+".source", m.Source)
+		if len(m.Mirrors) == 0 {
+			c.add(p+".mirrors", "at least one mirror is required", "")
+		}
+		for j, mirror := range m.Mirrors {
+			c.repository(fmt.Sprintf("%s.mirrors[%d]", p, j), mirror)
+		}
+	}
+}
+
+// repository accepts a repository without tag or digest, or a bare registry host[:port].
+func (c *checker) repository(path, s string) {
+	if s == "" {
+		c.add(path, "required", "a repository such as quay.io/openshift-release-dev/ocp-release")
+		return
+	}
+	if len(s) <= 1024 {
+		if ref, err := reference.ParseNamed(s); err == nil {
+			if !reference.IsNameOnly(ref) {
+				c.add(path, fmt.Sprintf("%q carries a tag or digest", suggest.Clip(s)), "mirrors map repositories: drop the :tag or @digest")
+			}
+			return
+		}
+		if !strings.Contains(s, "/") && (strings.ContainsAny(s, ".:") || s == "localhost") {
+			if _, err := reference.ParseNamed(s + "/x"); err == nil {
+				return
+			}
+		}
+	}
+	c.add(path, fmt.Sprintf("%q is not a repository or registry", suggest.Clip(s)), "e.g. quay.io/openshift-release-dev/ocp-release or registry.example:5000")
+}
+
+func (c *checker) sshKeys(keys []string) {
+	if len(keys) > maxKeys {
+		c.add("spec.sshAuthorizedKeys", fmt.Sprintf("%d keys, more than the limit of %d", len(keys), maxKeys), "")
+		return
+	}
+	for i, k := range keys {
+		p := fmt.Sprintf("spec.sshAuthorizedKeys[%d]", i)
+		if strings.Contains(strings.TrimSpace(k), "\n") {
+			c.add(p, "holds more than one line", "one key per item")
+			continue
+		}
+		if err := v1alpha1.CheckSSHKey([]byte(k)); err != nil {
+			c.add(p, err.Error(), "a public key line such as ssh-ed25519 AAAA... user@host")
+		}
+	}
+}
