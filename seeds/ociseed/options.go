@@ -1,0 +1,102 @@
+package ociseed
+
+import (
+	"crypto/tls"
+	"log/slog"
+	"net/http"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/opencontainers/go-digest"
+)
+
+// DefaultChunkSize is the size of a seed's layers; the last chunk of a file is shorter.
+const DefaultChunkSize = 64 << 20
+
+// DefaultJobs bounds the chunks moved at once.
+const DefaultJobs = 4
+
+// Option changes how Push, Pull, Inspect and AttachReferrer work.
+type Option func(*options)
+
+type options struct {
+	chunkSize int64
+	jobs      int
+	insecure  bool
+	keychain  authn.Keychain
+	transport http.RoundTripper
+	referrers []Referrer
+	source    string
+	logger    *slog.Logger
+	progress  func(Progress)
+}
+
+func makeOptions(opts []Option) options {
+	o := options{chunkSize: DefaultChunkSize, jobs: DefaultJobs, logger: slog.Default()}
+	for _, f := range opts {
+		f(&o)
+	}
+	if o.keychain == nil {
+		o.keychain = Keychain()
+	}
+	if o.transport == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		if o.insecure {
+			t.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // the user asked for --tls-verify=false
+		}
+		o.transport = t
+	}
+	return o
+}
+
+// WithChunkSize sets the size of the chunks Push cuts files into (default DefaultChunkSize).
+func WithChunkSize(n int64) Option {
+	return func(o *options) {
+		if n > 0 {
+			o.chunkSize = n
+		}
+	}
+}
+
+// WithJobs bounds how many chunks move at once (default DefaultJobs).
+func WithJobs(n int) Option {
+	return func(o *options) {
+		if n > 0 {
+			o.jobs = n
+		}
+	}
+}
+
+// WithInsecure reaches registries over plain HTTP or TLS without verification, like
+// skopeo's --tls-verify=false. Loopback registries are plain HTTP without it.
+func WithInsecure(insecure bool) Option { return func(o *options) { o.insecure = insecure } }
+
+// WithKeychain replaces the credentials lookup (default Keychain()).
+func WithKeychain(k authn.Keychain) Option { return func(o *options) { o.keychain = k } }
+
+// WithTransport sets the HTTP transport, e.g. one that trusts a test registry's CA.
+func WithTransport(t http.RoundTripper) Option { return func(o *options) { o.transport = t } }
+
+// WithReferrers attaches files to the seed as it is pushed (see AttachReferrer).
+func WithReferrers(rs ...Referrer) Option {
+	return func(o *options) { o.referrers = append(o.referrers, rs...) }
+}
+
+// WithSource sets the org.opencontainers.image.source annotation (e.g. the blueprint's repository).
+func WithSource(url string) Option { return func(o *options) { o.source = url } }
+
+// WithLogger sets where progress is logged (default slog.Default()).
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// Progress reports one blob moved (or found already there) by Push or Pull.
+type Progress struct {
+	What   string // e.g. "disk.qcow2 chunk 3", "seed.json"
+	Digest digest.Digest
+	Size   int64
+	// Moved is the bytes sent (Push) or fetched (Pull) for this blob: 0 when the target
+	// already had it or an earlier pull had finished it.
+	Moved       int64
+	Done, Total int // blobs finished so far, of all blobs
+}
+
+// WithProgress calls f after each blob; calls never overlap.
+func WithProgress(f func(Progress)) Option { return func(o *options) { o.progress = f } }

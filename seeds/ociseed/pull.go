@@ -1,0 +1,234 @@
+package ociseed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/snofactory/snofactory/seeds/seed"
+)
+
+// stagingPrefix names the directory in which Pull assembles a seed, one per artifact digest.
+const stagingPrefix = ".seed-pull-"
+
+// Inspect returns the seed manifest of the seed at ref, reading only the artifact manifest
+// and its config.
+func Inspect(ctx context.Context, ref string, opts ...Option) (*seed.Manifest, error) {
+	o := makeOptions(opts)
+	loc, err := ParseLocation(ref, o.insecure)
+	if err != nil {
+		return nil, err
+	}
+	src, err := openSource(ctx, loc, o)
+	if err != nil {
+		return nil, err
+	}
+	defer src.close()
+	_, _, m, _, err := readSeed(ctx, src, loc)
+	return m, err
+}
+
+// readSeed resolves the seed at loc: its artifact descriptor and manifest, the seed
+// manifest and the raw seed.json bytes.
+func readSeed(ctx context.Context, src source, loc Location) (ocispec.Descriptor, *ocispec.Manifest, *seed.Manifest, []byte, error) {
+	desc, raw, err := src.resolve(ctx)
+	if err != nil {
+		return desc, nil, nil, nil, err
+	}
+	man, err := parseSeedManifest(raw)
+	if err != nil {
+		return desc, nil, nil, nil, fmt.Errorf("%s: %w", loc, err)
+	}
+	cfg, err := readBlob(ctx, src, man.Config, maxMetadata)
+	if err != nil {
+		return desc, nil, nil, nil, fmt.Errorf("%s: the seed manifest: %w", loc, err)
+	}
+	m, err := seed.ParseManifest(cfg, loc.String())
+	return desc, man, m, cfg, err
+}
+
+// Pull fetches the seed at ref into dir (created if needed) and verifies it with
+// seed.Verify. Chunks are written at their offsets into files in a staging directory
+// inside dir, each checked against its digest and recorded once synced, so a pull that
+// is interrupted resumes with the chunks it has not finished. Only complete, verified
+// chunks count; the files move into dir at the end.
+func Pull(ctx context.Context, ref, dir string, opts ...Option) (*seed.Manifest, error) {
+	o := makeOptions(opts)
+	loc, err := ParseLocation(ref, o.insecure)
+	if err != nil {
+		return nil, err
+	}
+	src, err := openSource(ctx, loc, o)
+	if err != nil {
+		return nil, err
+	}
+	defer src.close()
+	desc, man, m, cfg, err := readSeed(ctx, src, loc)
+	if err != nil {
+		return nil, err
+	}
+	files, err := layoutFiles(man, m)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", loc, err)
+	}
+	stage := filepath.Join(dir, stagingPrefix+desc.Digest.Encoded()[:16])
+	if err := prepareStaging(dir, stage); err != nil {
+		return nil, err
+	}
+	if err := fetchFiles(ctx, src, stage, files, o); err != nil {
+		return nil, err
+	}
+	for _, f := range files {
+		if err := os.Rename(filepath.Join(stage, f.name), filepath.Join(dir, f.name)); err != nil {
+			return nil, fmt.Errorf("pulling %s: %w", f.name, err)
+		}
+	}
+	if err := writeFileAtomic(filepath.Join(dir, seed.ManifestFile), cfg); err != nil {
+		return nil, err
+	}
+	if err := seed.Verify(ctx, dir); err != nil {
+		return nil, fmt.Errorf("the pulled seed in %s: %w", dir, err)
+	}
+	if err := os.RemoveAll(stage); err != nil {
+		return nil, fmt.Errorf("removing the pull's staging directory: %w", err)
+	}
+	o.logger.InfoContext(ctx, "pulled seed", "from", loc.String(), "digest", desc.Digest, "to", dir)
+	return m, nil
+}
+
+// prepareStaging creates stage/done and drops the staging directories of other artifacts
+// (an interrupted pull of a tag that has moved since).
+func prepareStaging(dir, stage string) error {
+	if err := os.MkdirAll(filepath.Join(stage, "done"), 0o755); err != nil {
+		return fmt.Errorf("pulling into %s: %w", dir, err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("pulling into %s: %w", dir, err)
+	}
+	for _, e := range entries {
+		if p := filepath.Join(dir, e.Name()); strings.HasPrefix(e.Name(), stagingPrefix) && p != stage {
+			if err := os.RemoveAll(p); err != nil {
+				return fmt.Errorf("removing an earlier pull's staging directory: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+// fetchFiles fetches every chunk not yet recorded as done, o.jobs at a time.
+func fetchFiles(ctx context.Context, src source, stage string, files []fileChunks, o options) error {
+	total := 0
+	for _, f := range files {
+		total += len(f.chunks)
+	}
+	p := &progress{f: o.progress, total: total}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(o.jobs)
+	var opened []*os.File
+	defer func() {
+		for _, f := range opened {
+			f.Close()
+		}
+	}()
+	for _, fc := range files {
+		f, err := os.OpenFile(filepath.Join(stage, fc.name), os.O_RDWR|os.O_CREATE, 0o644)
+		if err != nil {
+			return fmt.Errorf("pulling %s: %w", fc.name, err)
+		}
+		opened = append(opened, f)
+		if err := f.Truncate(fc.size); err != nil {
+			return fmt.Errorf("pulling %s: %w", fc.name, err)
+		}
+		for i, d := range fc.chunks {
+			c := pullChunk{file: f, name: fc.name, index: i, desc: d,
+				marker: filepath.Join(stage, "done", fc.name+"."+strconv.Itoa(i))}
+			g.Go(func() error {
+				n, err := c.fetch(gctx, src)
+				if err != nil {
+					return err
+				}
+				p.add(blob{desc: d, what: c.String()}, n)
+				return nil
+			})
+		}
+	}
+	return g.Wait()
+}
+
+type pullChunk struct {
+	file   *os.File
+	name   string
+	index  int
+	desc   ocispec.Descriptor
+	marker string // exists, holding the digest, once the chunk is written and synced
+}
+
+func (c pullChunk) String() string { return fmt.Sprintf("%s chunk %d", c.name, c.index) }
+
+// fetch writes the chunk at its offset unless its marker says an earlier pull did, and
+// returns the bytes fetched.
+func (c pullChunk) fetch(ctx context.Context, src source) (int64, error) {
+	if b, err := os.ReadFile(c.marker); err == nil && digest.Digest(b) == c.desc.Digest {
+		return 0, nil
+	}
+	off, err := strconv.ParseInt(c.desc.Annotations[AnnotationChunkOffset], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s: bad offset annotation: %w", c, err)
+	}
+	rc, err := src.fetch(ctx, c.desc)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", c, err)
+	}
+	defer rc.Close()
+	dg := digest.SHA256.Digester()
+	w := io.NewOffsetWriter(c.file, off)
+	n, err := io.Copy(io.MultiWriter(w, dg.Hash()), ctxReader{ctx, io.LimitReader(rc, c.desc.Size+1)})
+	if err != nil {
+		return n, fmt.Errorf("%s (%s, offset %d): %w", c, c.desc.Digest, off, err)
+	}
+	if got := dg.Digest(); got != c.desc.Digest || n != c.desc.Size {
+		return n, &ChunkError{File: c.name, Index: c.index, Offset: off, Want: c.desc.Digest, Got: got, WantSize: c.desc.Size, GotSize: n}
+	}
+	if err := c.file.Sync(); err != nil {
+		return n, fmt.Errorf("%s: %w", c, err)
+	}
+	if err := os.WriteFile(c.marker, []byte(c.desc.Digest), 0o644); err != nil {
+		return n, fmt.Errorf("%s: recording it done: %w", c, err)
+	}
+	return n, nil
+}
+
+// ChunkError says a chunk's content does not match its digest.
+type ChunkError struct {
+	File              string
+	Index             int
+	Offset            int64
+	Want, Got         digest.Digest
+	WantSize, GotSize int64
+}
+
+func (e *ChunkError) Error() string {
+	return fmt.Sprintf("%s chunk %d (offset %d): the blob should be %s (%d bytes), its content is %s (%d bytes)",
+		e.File, e.Index, e.Offset, e.Want, e.WantSize, e.Got, e.GotSize)
+}
+
+// Verify pulls the seed at ref into a temporary directory, which Pull checks chunk by chunk
+// and then with seed.Verify, and removes it. The temporary directory is under $TMPDIR.
+func Verify(ctx context.Context, ref string, opts ...Option) (*seed.Manifest, error) {
+	tmp, err := os.MkdirTemp("", "snofactory-seed-verify-")
+	if err != nil {
+		return nil, fmt.Errorf("verifying %s: %w", ref, err)
+	}
+	m, err := Pull(ctx, ref, tmp, opts...)
+	return m, errors.Join(err, os.RemoveAll(tmp))
+}

@@ -1,0 +1,78 @@
+package ociseed
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+)
+
+// target is where Push stores blobs and manifests: a registry, a layout or an archive.
+type target interface {
+	// putBlob stores b unless the target has it already, and returns the bytes it sent.
+	putBlob(ctx context.Context, b blob) (int64, error)
+	// putManifest stores a manifest, under the location's tag when tagged, else by digest.
+	putManifest(ctx context.Context, raw []byte, tagged bool) error
+	// commit finishes the push (an archive is only complete then); abort drops it.
+	commit() error
+	abort()
+}
+
+// source is where Pull, Inspect and AttachReferrer read from.
+type source interface {
+	// resolve returns the descriptor and bytes of the manifest the location names.
+	resolve(ctx context.Context) (ocispec.Descriptor, []byte, error)
+	fetch(ctx context.Context, d ocispec.Descriptor) (io.ReadCloser, error)
+	// referrers lists the manifests whose subject is subject.
+	referrers(ctx context.Context, subject ocispec.Descriptor) ([]ocispec.Descriptor, error)
+	close() error
+}
+
+func openTarget(ctx context.Context, loc Location, o options) (target, error) {
+	switch loc.Transport {
+	case TransportRegistry:
+		return newRegistry(loc, o)
+	case TransportLayout:
+		return &layoutStore{dir: loc.Path, tag: loc.Tag}, nil
+	case TransportOCIArchive:
+		return createArchive(loc)
+	}
+	return nil, fmt.Errorf("unknown transport %q", loc.Transport)
+}
+
+func openSource(ctx context.Context, loc Location, o options) (source, error) {
+	switch loc.Transport {
+	case TransportRegistry:
+		return newRegistry(loc, o)
+	case TransportLayout:
+		return &layoutStore{dir: loc.Path, tag: loc.Tag}, nil
+	case TransportOCIArchive:
+		return openArchive(loc)
+	}
+	return nil, fmt.Errorf("unknown transport %q", loc.Transport)
+}
+
+// readBlob reads a small blob (a manifest, a config) whole and checks its digest.
+func readBlob(ctx context.Context, src source, d ocispec.Descriptor, limit int64) ([]byte, error) {
+	if d.Size > limit {
+		return nil, fmt.Errorf("blob %s is %d bytes, more than the %d expected", d.Digest, d.Size, limit)
+	}
+	rc, err := src.fetch(ctx, d)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(io.LimitReader(rc, d.Size+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading blob %s: %w", d.Digest, err)
+	}
+	if got := digest.FromBytes(b); got != d.Digest || int64(len(b)) != d.Size {
+		return nil, fmt.Errorf("blob %s: content has digest %s (%d bytes, want %d)", d.Digest, got, len(b), d.Size)
+	}
+	return b, nil
+}
+
+// maxMetadata bounds manifests and configs read into memory.
+const maxMetadata = 4 << 20
