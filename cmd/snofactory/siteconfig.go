@@ -1,0 +1,105 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/snofactory/snofactory/blueprints/strictyaml"
+	"github.com/snofactory/snofactory/seeds/siteconfig"
+)
+
+func newSiteConfigCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "site-config",
+		Short: "Check site configs and write the site-config medium a seed boots with",
+	}
+	cmd.AddCommand(newSiteConfigValidateCommand(), newSiteConfigCreateCommand())
+	return cmd
+}
+
+func newSiteConfigValidateCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "validate SITE.yaml",
+		Short: "Check a site config and report every problem in it",
+		Long: `Validate reads a site config and the files it references. Every problem is printed on
+stderr as FILE:LINE:COL: PATH: MESSAGE (with a hint where one helps), and the exit code is
+2; a good file prints a one-line summary on stdout.`,
+		Args: oneSiteConfig,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			sc, err := loadSiteConfig(cmd.ErrOrStderr(), args[0])
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: ok: %s\n", args[0], siteSummary(sc))
+			return nil
+		},
+	}
+}
+
+func newSiteConfigCreateCommand() *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:   "create SITE.yaml -o site.iso",
+		Short: "Write the site-config medium (an ISO 9660 image) for a site config",
+		Long: fmt.Sprintf(`Create validates a site config and writes its medium: an ISO 9660 image labelled %s
+holding the site config with its referenced files inlined. The image is mode 0600 when it
+carries a pull secret. Problems are reported as by validate, with exit code 2.`, siteconfig.VolumeLabel),
+		Args: oneSiteConfig,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if out == "" {
+				return badInput(errors.New("site-config create: name the medium with -o site.iso"))
+			}
+			if fi, err := os.Stat(out); err == nil && fi.IsDir() {
+				return badInput(fmt.Errorf("site-config create: %s is a directory; name the image file", out))
+			}
+			sc, err := loadSiteConfig(cmd.ErrOrStderr(), args[0])
+			if err != nil {
+				return err
+			}
+			if err := siteconfig.Write(cmd.Context(), sc, out); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: %s (volume %s)\n", out, siteSummary(sc), siteconfig.VolumeLabel)
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&out, "output", "o", "", "the ISO image to write")
+	return cmd
+}
+
+func oneSiteConfig(_ *cobra.Command, args []string) error {
+	if len(args) != 1 {
+		return badInput(fmt.Errorf("site-config: name one site config file, got %d arguments", len(args)))
+	}
+	return nil
+}
+
+// loadSiteConfig loads a site config, printing its problems (all of them) on stderr.
+func loadSiteConfig(stderr io.Writer, path string) (*siteconfig.SiteConfig, error) {
+	sc, err := siteconfig.Load(path)
+	var ve *strictyaml.ValidationErrors
+	switch {
+	case errors.As(err, &ve):
+		fmt.Fprintln(stderr, ve.Error())
+		return nil, badInput(fmt.Errorf("site config %s is invalid", path))
+	case err != nil:
+		return nil, fmt.Errorf("loading the site config %s: %w", path, err)
+	}
+	return sc, nil
+}
+
+// siteSummary says what the site config sets, in one line, never the pull secret.
+func siteSummary(sc *siteconfig.SiteConfig) string {
+	s := sc.Spec
+	ifaces := 0
+	if s.Network != nil {
+		ifaces = len(s.Network.Interfaces)
+	}
+	return fmt.Sprintf("site %s, hostname %s, %d interfaces, %d DNS servers, pull secret %s, %d mirrors, %d manifests",
+		sc.Metadata.Name, s.Hostname, ifaces, len(sc.EffectiveDNS().Servers), map[bool]string{true: "yes", false: "no"}[s.PullSecret != ""],
+		len(s.RegistryMirrors), len(s.Manifests))
+}

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/snofactory/snofactory/seeds/siteconfig"
+)
+
+func TestSiteConfigCommands(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("apiVersion: snofactory.io/v1alpha1\nkind: SiteConfig\nmetadata:\n  name: x\nspec:\n  hostname: Bad_Host\n  ntpp: {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	iso := filepath.Join(dir, "site.iso")
+	tests := []struct {
+		name     string
+		args     []string
+		code     int
+		stdout   string
+		stderr   []string
+		wantFile bool
+	}{
+		{"validate good", []string{"site-config", "validate", "../../seeds/siteconfig/testdata/site.yaml"}, exitOK, "site store-0042, hostname sno-0042, 1 interfaces, 1 DNS servers, pull secret yes, 1 mirrors, 1 manifests", nil, false},
+		{"validate bad", []string{"site-config", "validate", bad}, exitBadInput, "", []string{bad + ":6:13: spec.hostname: \"Bad_Host\" is not an RFC 1123 host name", bad + ":7:3: spec.ntpp: unknown field; hint: did you mean \"ntp\"?"}, false},
+		{"validate two files", []string{"site-config", "validate", bad, bad}, exitBadInput, "", []string{"name one site config file"}, false},
+		{"create", []string{"site-config", "create", "../../blueprints/demo/site.yaml", "-o", iso}, exitOK, "hostname edge-01", nil, true},
+		{"create bad", []string{"site-config", "create", bad, "-o", filepath.Join(dir, "bad.iso")}, exitBadInput, "", []string{"spec.hostname"}, false},
+		{"create over a directory", []string{"site-config", "create", "../../blueprints/demo/site.yaml", "-o", dir}, exitBadInput, "", []string{"is a directory"}, false},
+		{"create without -o", []string{"site-config", "create", "../../blueprints/demo/site.yaml"}, exitBadInput, "", []string{"-o site.iso"}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := validateCLI(tc.args...)
+			if code != tc.code || !strings.Contains(stdout, tc.stdout) {
+				t.Errorf("exit %d, stdout %q; want %d, ...%s...\nstderr: %s", code, stdout, tc.code, tc.stdout, stderr)
+			}
+			for _, want := range tc.stderr {
+				if !strings.Contains(stderr, want) {
+					t.Errorf("stderr lacks %q:\n%s", want, stderr)
+				}
+			}
+			if tc.wantFile {
+				sc, err := siteconfig.ReadMedium(iso)
+				if err != nil || sc.Spec.Hostname != "edge-01" {
+					t.Errorf("ReadMedium(%s) = %+v, %v", iso, sc, err)
+				}
+			}
+		})
+	}
+	if _, err := os.Stat(filepath.Join(dir, "bad.iso")); !os.IsNotExist(err) {
+		t.Errorf("a bad site config left a medium behind: %v", err)
+	}
+}
