@@ -1,0 +1,261 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	units "github.com/docker/go-units"
+	"github.com/spf13/cobra"
+
+	"github.com/snofactory/snofactory/seeds/ociseed"
+	"github.com/snofactory/snofactory/seeds/seed"
+)
+
+func newSeedCommand() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "seed",
+		Short: "Push, pull, inspect, verify and write seed images",
+		Long: "A seed is a directory (seed.json, the disk as qcow2 and/or raw.zst, credentials.age) or an OCI " +
+			"artifact at REF: a registry reference (docker:// optional), oci:DIR[:TAG] or oci-archive:FILE[:TAG].",
+	}
+	var reg registryFlags
+	c.PersistentFlags().BoolVar(&reg.tlsVerify, "tls-verify", true, "require HTTPS with a verified certificate "+
+		"(registries on 127.0.0.1 or localhost are plain HTTP regardless)")
+	c.PersistentFlags().IntVar(&reg.jobs, "jobs", ociseed.DefaultJobs, "chunks moved in parallel")
+	c.AddCommand(newSeedPushCommand(&reg), newSeedPullCommand(&reg), newSeedInspectCommand(&reg),
+		newSeedVerifyCommand(&reg), newSeedWriteCommand(&reg))
+	return c
+}
+
+// registryFlags are the flags every seed subcommand shares.
+type registryFlags struct {
+	tlsVerify bool
+	jobs      int
+}
+
+func (r *registryFlags) options(extra ...ociseed.Option) []ociseed.Option {
+	return append([]ociseed.Option{ociseed.WithInsecure(!r.tlsVerify), ociseed.WithJobs(r.jobs)}, extra...)
+}
+
+// seedLocation checks REF before any work, so a malformed one is the user's input.
+func seedLocation(ref string) error {
+	if _, err := ociseed.ParseLocation(ref, false); err != nil {
+		return badInput(err)
+	}
+	return nil
+}
+
+// seedDir checks that dir holds a readable seed manifest; a missing or invalid one is the
+// user's input.
+func seedDir(dir string) (*seed.Manifest, error) {
+	m, err := seed.ReadManifest(dir)
+	if err != nil {
+		return nil, badInput(fmt.Errorf("%s is not a seed directory: %w", dir, err))
+	}
+	return m, nil
+}
+
+// isSeedDir tells a local seed directory from a reference.
+func isSeedDir(arg string) bool {
+	_, err := os.Stat(filepath.Join(arg, seed.ManifestFile))
+	return err == nil
+}
+
+func newSeedPushCommand(reg *registryFlags) *cobra.Command {
+	var chunk, source string
+	var attach []string
+	c := &cobra.Command{
+		Use:   "push SRC REF",
+		Short: "Push the seed directory SRC to REF as an OCI artifact",
+		Long: "Chunks the registry already has are not sent again: re-pushing an unchanged seed sends no blob " +
+			"bytes, and re-running a push that was interrupted sends only the chunks it had not finished.",
+		Args: exactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			size, err := units.RAMInBytes(chunk)
+			if err != nil || size <= 0 {
+				return badInput(fmt.Errorf("--chunk-size %q: want a size such as 64MiB", chunk))
+			}
+			var refs []ociseed.Referrer
+			for _, a := range attach {
+				file, typ, ok := strings.Cut(a, "=")
+				if !ok || file == "" || typ == "" {
+					return badInput(fmt.Errorf("--attach %q: want FILE=ARTIFACT_TYPE", a))
+				}
+				refs = append(refs, ociseed.Referrer{File: file, ArtifactType: typ})
+			}
+			if _, err := seedDir(args[0]); err != nil {
+				return err
+			}
+			if err := seedLocation(args[1]); err != nil {
+				return err
+			}
+			res, err := ociseed.Push(cmd.Context(), args[0], args[1], reg.options(ociseed.WithChunkSize(size),
+				ociseed.WithSource(source), ociseed.WithReferrers(refs...))...)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Pushed %s@%s: %d blobs, %s, %s sent\n", res.Location, res.Digest, res.Blobs,
+				units.BytesSize(float64(res.Bytes)), units.BytesSize(float64(res.Sent)))
+			return nil
+		},
+	}
+	c.Flags().StringVar(&chunk, "chunk-size", units.BytesSize(ociseed.DefaultChunkSize), "size of the chunks files are cut into")
+	c.Flags().StringVar(&source, "source", "", "org.opencontainers.image.source annotation (e.g. the blueprint's repository)")
+	c.Flags().StringArrayVar(&attach, "attach", nil, "FILE=ARTIFACT_TYPE attached as a referrer of the seed (repeatable)")
+	return c
+}
+
+func newSeedPullCommand(reg *registryFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "pull REF DIR",
+		Short: "Pull the seed at REF into DIR and verify every digest",
+		Long:  "An interrupted pull resumes where it stopped when run again with the same DIR.",
+		Args:  exactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := seedLocation(args[0]); err != nil {
+				return err
+			}
+			m, err := ociseed.Pull(cmd.Context(), args[0], args[1], reg.options()...)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Pulled seed %s into %s (%d disks, verified)\n", m.Name, args[1], len(m.Disks))
+			return nil
+		},
+	}
+}
+
+func newSeedInspectCommand(reg *registryFlags) *cobra.Command {
+	var output string
+	c := &cobra.Command{
+		Use:   "inspect REF|DIR",
+		Short: "Show a seed's manifest (only the manifest is fetched)",
+		Args:  exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if output != "text" && output != "json" {
+				return badInput(fmt.Errorf("--output %q: want text or json", output))
+			}
+			var m *seed.Manifest
+			var err error
+			if isSeedDir(args[0]) {
+				m, err = seedDir(args[0])
+			} else if err = seedLocation(args[0]); err == nil {
+				m, err = ociseed.Inspect(cmd.Context(), args[0], reg.options()...)
+			}
+			if err != nil {
+				return err
+			}
+			if output == "json" {
+				b, err := m.Marshal()
+				if err != nil {
+					return err
+				}
+				_, err = cmd.OutOrStdout().Write(b)
+				return err
+			}
+			return printSeed(cmd.OutOrStdout(), m)
+		},
+	}
+	c.Flags().StringVarP(&output, "output", "o", "text", "text or json")
+	return c
+}
+
+func printSeed(w io.Writer, m *seed.Manifest) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "Name:\t%s\n", m.Name)
+	fmt.Fprintf(tw, "Target:\t%s %s\n", m.Target, m.ReleaseVersion)
+	fmt.Fprintf(tw, "Firmware:\t%s\n", m.Firmware)
+	fmt.Fprintf(tw, "Created:\t%s\n", m.Created.UTC().Format("2006-01-02T15:04:05Z"))
+	fmt.Fprintf(tw, "Blueprint:\t%s\n", m.BlueprintDigest)
+	fmt.Fprintf(tw, "Lock:\t%s\n", m.LockDigest)
+	fmt.Fprintf(tw, "Reconfiguration API:\t%s\n", m.ReconfigurationAPIVersion)
+	fmt.Fprintf(tw, "Validation:\t%d passed, %d failed, %d skipped, %d warnings\n",
+		m.Validation.Passed, m.Validation.Failed, m.Validation.Skipped, m.Validation.Warnings)
+	fmt.Fprintf(tw, "Images:\t%d\n", len(m.Images))
+	for _, d := range m.Disks {
+		fmt.Fprintf(tw, "Disk %s:\t%s, %s stored, %s raw, raw digest %s\n", d.Format, d.File,
+			units.BytesSize(float64(d.Size)), units.BytesSize(float64(d.VirtualSize)), d.RawDigest)
+	}
+	if c := m.Credentials; c != nil {
+		fmt.Fprintf(tw, "Credentials:\t%s, for %s\n", c.File, strings.Join(c.Recipients, ", "))
+	}
+	return tw.Flush()
+}
+
+func newSeedVerifyCommand(reg *registryFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "verify REF|DIR",
+		Short: "Check every digest of a seed: each stored file and each disk's raw bytes",
+		Long:  "A REF is pulled into a temporary directory under $TMPDIR, checked chunk by chunk, then as a whole.",
+		Args:  exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var err error
+			if isSeedDir(args[0]) {
+				if _, err = seedDir(args[0]); err == nil {
+					err = seed.Verify(cmd.Context(), args[0])
+				}
+			} else if err = seedLocation(args[0]); err == nil {
+				_, err = ociseed.Verify(cmd.Context(), args[0], reg.options()...)
+			}
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: every digest matches\n", args[0])
+			return nil
+		},
+	}
+}
+
+func newSeedWriteCommand(reg *registryFlags) *cobra.Command {
+	var image, device string
+	c := &cobra.Command{
+		Use:   "write --image REF|DIR --device DEV",
+		Short: "Write a seed's raw disk onto DEV (a block device or a file), verifying as it writes",
+		Long: "DEV must not be mounted. A REF is first pulled (and verified) into a temporary directory " +
+			"under $TMPDIR; the raw disk is then streamed onto DEV and its digest checked.",
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
+			if image == "" || device == "" {
+				return badInput(errors.New("--image and --device are both required"))
+			}
+			// Fail before a long pull if DEV is in use.
+			var me *seed.MountedError
+			if err := seed.CheckNotMounted(device); errors.As(err, &me) {
+				return badInput(err)
+			} else if err != nil {
+				return err
+			}
+			dir := image
+			if !isSeedDir(image) {
+				if err := seedLocation(image); err != nil {
+					return err
+				}
+				if dir, err = os.MkdirTemp("", "snofactory-seed-write-"); err != nil {
+					return fmt.Errorf("pulling %s: %w", image, err)
+				}
+				defer func() { err = errors.Join(err, os.RemoveAll(dir)) }()
+				if _, err := ociseed.Pull(cmd.Context(), image, dir, reg.options()...); err != nil {
+					return err
+				}
+			}
+			d, err := seed.WriteDevice(cmd.Context(), dir, device)
+			if errors.As(err, &me) {
+				return badInput(err)
+			}
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Wrote %s (%s) onto %s; raw digest %s verified\n", d.File,
+				units.BytesSize(float64(d.VirtualSize)), device, d.RawDigest)
+			return nil
+		},
+	}
+	c.Flags().StringVar(&image, "image", "", "the seed: a reference or a seed directory")
+	c.Flags().StringVar(&device, "device", "", "block device or file to write the raw disk onto")
+	return c
+}

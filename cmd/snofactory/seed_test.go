@@ -1,0 +1,124 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/snofactory/snofactory/seeds/seed"
+	"github.com/snofactory/snofactory/seeds/seed/seedtest"
+	"github.com/snofactory/snofactory/test/registry"
+)
+
+// TestSeedCommands runs each seed command against a real registry.
+func TestSeedCommands(t *testing.T) {
+	r := registry.StartT(t, registry.Options{})
+	t.Setenv("REGISTRY_AUTH_FILE", filepath.Join(t.TempDir(), "auth.json")) // no user credentials
+	t.Setenv("DOCKER_CONFIG", t.TempDir())
+	src := t.TempDir()
+	m := seedtest.Write(t, src, seedtest.Options{RawSize: 2 << 20, Credentials: true, Seed: 5})
+	ref := r.Ref("seeds/demo:v1")
+	report := filepath.Join(t.TempDir(), "validation.json")
+	os.WriteFile(report, []byte(`{"passed":3}`), 0o644)
+	pulled := filepath.Join(t.TempDir(), "pulled")
+	dev := filepath.Join(t.TempDir(), "disk.img")
+
+	for _, tc := range []struct {
+		args []string
+		out  string
+	}{
+		{[]string{"seed", "push", "--chunk-size", "512KiB", "--attach", report + "=application/vnd.snofactory.validation.v1+json", src, ref}, "Pushed " + ref + "@sha256:"},
+		{[]string{"seed", "push", "--chunk-size", "512KiB", src, ref}, "0B sent"},
+		{[]string{"seed", "inspect", ref}, "Reconfiguration API:  snofactory.io/v1alpha1"},
+		{[]string{"seed", "pull", ref, pulled}, "Pulled seed demo into " + pulled},
+		{[]string{"seed", "verify", ref}, "every digest matches"},
+		{[]string{"seed", "verify", pulled}, "every digest matches"},
+		{[]string{"seed", "write", "--image", ref, "--device", dev}, "raw digest " + m.Disks[0].RawDigest.String() + " verified"},
+		{[]string{"seed", "write", "--image", src, "--device", dev}, "verified"},
+	} {
+		code, stdout, stderr := runMain(t, tc.args...)
+		if code != 0 || !strings.Contains(stdout, tc.out) {
+			t.Fatalf("%s: exit %d, stdout %q (want %q), stderr %s", strings.Join(tc.args, " "), code, stdout, tc.out, stderr)
+		}
+	}
+	code, stdout, stderr := runMain(t, "seed", "inspect", "--output", "json", ref)
+	want, _ := os.ReadFile(filepath.Join(src, seed.ManifestFile))
+	if code != 0 || stdout != string(want) {
+		t.Errorf("inspect --output json: exit %d, %s\nwant %s\n%s", code, stdout, want, stderr)
+	}
+	var parsed seed.Manifest
+	if err := json.Unmarshal([]byte(stdout), &parsed); err != nil || parsed.Name != "demo" {
+		t.Errorf("inspect --output json is not the manifest: %v", err)
+	}
+	if got, _ := os.ReadFile(dev); !bytes.Equal(got, seedtest.RawDisk(2<<20, 5)) {
+		t.Errorf("seed write: the device does not hold the raw disk")
+	}
+	for _, f := range []string{"disk.qcow2", "disk.raw.zst", "credentials.age", seed.ManifestFile} {
+		a, _ := os.ReadFile(filepath.Join(src, f))
+		b, _ := os.ReadFile(filepath.Join(pulled, f))
+		if len(a) == 0 || !bytes.Equal(a, b) {
+			t.Errorf("seed pull: %s differs", f)
+		}
+	}
+}
+
+func TestSeedErrors(t *testing.T) {
+	src := t.TempDir()
+	seedtest.Write(t, src, seedtest.Options{RawSize: 1 << 20, Formats: []string{seed.FormatRaw}})
+	broken := t.TempDir()
+	seedtest.Write(t, broken, seedtest.Options{RawSize: 1 << 20, Formats: []string{seed.FormatRaw}})
+	p := filepath.Join(broken, "disk.raw.zst")
+	b, _ := os.ReadFile(p)
+	b[len(b)/2] ^= 1
+	os.WriteFile(p, b, 0o644)
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		msg  string
+	}{
+		{"push not a seed", []string{"seed", "push", t.TempDir(), "oci:" + t.TempDir()}, 2, "is not a seed directory"},
+		{"push bad ref", []string{"seed", "push", src, "Not A Ref"}, 2, "parsing the seed reference"},
+		{"push bad chunk size", []string{"seed", "push", "--chunk-size", "lots", src, "oci:" + t.TempDir()}, 2, "--chunk-size"},
+		{"push bad attach", []string{"seed", "push", "--attach", "x.json", src, "oci:" + t.TempDir()}, 2, "FILE=ARTIFACT_TYPE"},
+		{"inspect bad output", []string{"seed", "inspect", "-o", "xml", src}, 2, "--output"},
+		{"verify corrupt", []string{"seed", "verify", broken}, 1, "disk.raw.zst: digest mismatch"},
+		{"pull missing layout", []string{"seed", "pull", "oci:" + filepath.Join(t.TempDir(), "none"), t.TempDir()}, 1, "no manifest named"},
+		{"write without device", []string{"seed", "write", "--image", src}, 2, "--device"},
+		{"write mounted", []string{"seed", "write", "--image", src, "--device", rootDevice(t)}, 2, "is mounted at /"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.args[len(tc.args)-1] == "" {
+				t.Skip("/ is not on a block device here")
+			}
+			code, _, stderr := runMain(t, tc.args...)
+			if code != tc.code || !strings.Contains(stderr, tc.msg) {
+				t.Fatalf("exit %d (want %d), stderr %q (want %q)", code, tc.code, stderr, tc.msg)
+			}
+		})
+	}
+}
+
+// rootDevice is the block device mounted at /; the write test only asks whether it is
+// mounted, which comes before any open for writing.
+func rootDevice(t *testing.T) string {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		fields := strings.Fields(s.Text())
+		if len(fields) > 9 && fields[4] == "/" && strings.HasPrefix(fields[len(fields)-2], "/dev/") {
+			if fi, err := os.Stat(fields[len(fields)-2]); err == nil && fi.Mode()&os.ModeDevice != 0 {
+				return fields[len(fields)-2]
+			}
+		}
+	}
+	return ""
+}
