@@ -115,3 +115,31 @@ func ModuleVersion(path string) string {
 	}
 	return "unknown"
 }
+
+// SelfVersion is this snofactory's version: the main module's version and, for a build
+// from a checkout, its VCS revision (with "+dirty" for uncommitted changes).
+func SelfVersion() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	v := bi.Main.Version
+	var rev, dirty string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "+dirty"
+			}
+		}
+	}
+	if rev != "" {
+		if len(rev) > 12 {
+			rev = rev[:12]
+		}
+		v += " " + rev + dirty
+	}
+	return v
+}

@@ -1,18 +1,24 @@
 package stages
 
 import (
+	"encoding/json"
 	"path/filepath"
 	"time"
+
+	"github.com/opencontainers/go-digest"
 
 	"github.com/snofactory/snofactory/blueprints/v1alpha1"
 	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/seeds/agent"
+	"github.com/snofactory/snofactory/seeds/siteconfig"
 	"github.com/snofactory/snofactory/stages/install"
 	"github.com/snofactory/snofactory/stages/internal/registries"
 	"github.com/snofactory/snofactory/stages/liveiso"
 	"github.com/snofactory/snofactory/stages/precache"
+	"github.com/snofactory/snofactory/stages/publish"
 	"github.com/snofactory/snofactory/stages/render"
 	"github.com/snofactory/snofactory/stages/resolve"
+	"github.com/snofactory/snofactory/stages/seal"
 	"github.com/snofactory/snofactory/stages/validate"
 )
 
@@ -27,6 +33,8 @@ type stageOptions struct {
 	precache precache.Options
 	install  install.Options
 	validate validate.StageOptions
+	seal     seal.Options
+	publish  publish.Options
 }
 
 // mapBlueprint maps the blueprint onto every stage's options, reading each blueprint
@@ -44,7 +52,33 @@ func mapBlueprint(bp *v1alpha1.Blueprint) stageOptions {
 		precache: precache.Options{Registry: reg, Arch: arch},
 		install:  installOptions(bp),
 		validate: validateOptions(bp),
+		seal:     sealOptions(bp),
+		publish:  publishOptions(bp),
 	}
+}
+
+// sealOptions maps spec.outputs onto the seal stage; the blueprint digest is of its
+// normalized content, so a comment does not make a new seed.
+func sealOptions(bp *v1alpha1.Blueprint) seal.Options {
+	v, o := bp.Spec.VM, bp.Spec.Outputs
+	var dg string
+	if b, err := json.Marshal(bp); err == nil {
+		dg = digest.FromBytes(b).String()
+	}
+	return seal.Options{
+		Name: bp.Metadata.Name, BlueprintDigest: dg, Formats: o.Formats, KeepPullSecret: o.KeepPullSecret,
+		Recipients: o.CredentialsRecipients, ReconfigurationAPIVersion: siteconfig.APIVersion,
+		CPUs: v.CPUs, MemoryMiB: int(v.Memory.MiB()), Accelerator: v.Accelerator, BootTimeout: v.Timeouts.Boot.D(),
+	}
+}
+
+// publishOptions maps spec.outputs.push and ociLayout (relative to the blueprint).
+func publishOptions(bp *v1alpha1.Blueprint) publish.Options {
+	o := publish.Options{Push: bp.Spec.Outputs.Push}
+	if bp.Spec.Outputs.OCILayout != "" {
+		o.OCILayout = bp.Path(bp.Spec.Outputs.OCILayout)
+	}
+	return o
 }
 
 // validateOptions maps spec.validation (skips with their reasons) and the shipment window

@@ -6,11 +6,12 @@ import (
 	"github.com/snofactory/snofactory/blueprints/v1alpha1"
 	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/stages/install"
-	"github.com/snofactory/snofactory/stages/internal/handoff"
 	"github.com/snofactory/snofactory/stages/liveiso"
 	"github.com/snofactory/snofactory/stages/precache"
+	"github.com/snofactory/snofactory/stages/publish"
 	"github.com/snofactory/snofactory/stages/render"
 	"github.com/snofactory/snofactory/stages/resolve"
+	"github.com/snofactory/snofactory/stages/seal"
 	"github.com/snofactory/snofactory/stages/validate"
 )
 
@@ -38,18 +39,11 @@ func Graph(bp *v1alpha1.Blueprint, opts Options) (*pipeline.Graph, pipeline.Secr
 		precache.New(in.precache),
 		install.New(in.install),
 		validate.New(in.validate),
-		unavailable(handoff.StageSeal, "prepares the node for relocation and writes the seed disk", handoff.StageValidate),
-		unavailable(handoff.StagePublish, "pushes the seed as an OCI artifact", handoff.StageSeal),
+		seal.New(in.seal),
+		publish.New(in.publish),
 	}}
 	if err := g.Validate(); err != nil {
 		return nil, nil, fmt.Errorf("wiring blueprint %s: %w", bp.Metadata.Name, err)
 	}
 	return g, Secrets(bp), nil
-}
-
-// unavailable is a stage this version of snofactory does not have yet: plan shows the whole
-// pipeline, and a build that selects it is refused before anything runs.
-func unavailable(name, what string, deps ...string) pipeline.Stage {
-	return pipeline.Stage{Name: name, Version: "unavailable", Deps: deps, Options: map[string]string{"does": what},
-		Unavailable: fmt.Sprintf("not implemented in this version of snofactory (it %s)", what)}
 }

@@ -148,23 +148,3 @@ func TestMissingISOFailsOnlyTheStagesThatReadIt(t *testing.T) {
 		}
 	}
 }
-
-// Stages this version does not have are in the graph (plan shows the whole pipeline) but
-// marked unavailable, so a build refuses them before running anything.
-func TestLaterStagesAreUnavailable(t *testing.T) {
-	bp := loadBlueprint(t, "  target:\n    type: coreos\n  source:\n    path: live.iso\n")
-	g, _, err := Graph(bp, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range g.Stages[6:] {
-		if s.Unavailable == "" || s.Run != nil {
-			t.Errorf("%s: unavailable %q", s.Name, s.Unavailable)
-		}
-	}
-	for _, s := range g.Stages[:6] {
-		if s.Unavailable != "" {
-			t.Errorf("%s is implemented but marked unavailable", s.Name)
-		}
-	}
-}

@@ -291,6 +291,14 @@ type Outputs struct {
 	// Directory of an OCI image layout to write the seed into (for air-gapped transfer),
 	// relative to the blueprint's directory. It need not exist.
 	OCILayout string `json:"ociLayout,omitempty" yaml:"ociLayout,omitempty"`
+	// Keep the build-time pull secret on the seed's disk. Default: false: the seal stage
+	// removes it and the site config supplies the site's own.
+	KeepPullSecret bool `json:"keepPullSecret,omitempty" yaml:"keepPullSecret,omitempty"`
+	// Public keys the cluster's credentials (kubeconfig, kubeadmin password) are encrypted to,
+	// shipped beside the seed as credentials.age: age X25519 recipients (age1...) or SSH public
+	// keys (ssh-ed25519, ssh-rsa). Without recipients an OpenShift seed ships no credentials.
+	// Example: [age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p].
+	CredentialsRecipients []string `json:"credentialsRecipients,omitempty" yaml:"credentialsRecipients,omitempty"`
 }
 
 // ResolvedPaths are absolute forms of the paths a blueprint references. Empty when the

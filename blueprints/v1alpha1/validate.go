@@ -540,6 +540,12 @@ func (b *Blueprint) validateOutputs(c *checker) {
 			}
 		}
 	}
+	for i, r := range o.CredentialsRecipients {
+		if !strings.HasPrefix(r, "age1") && !strings.HasPrefix(r, "ssh-ed25519 ") && !strings.HasPrefix(r, "ssh-rsa ") {
+			c.add(fmt.Sprintf("%s.credentialsRecipients[%d]", p, i), fmt.Sprintf("%q is not an age or SSH public key", suggest.Clip(r)),
+				"give an age recipient (age1..., from age-keygen -y) or an SSH public key line (ssh-ed25519 AAAA...)")
+		}
+	}
 }
 
 // oneOf reports v unless it is one of allowed, with a did-you-mean hint.

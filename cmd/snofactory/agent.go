@@ -22,6 +22,7 @@ func newAgentCommand() *cobra.Command {
 	cmd.AddCommand(newAgentImportCommand())
 	cmd.AddCommand(newAgentFactsCommand())
 	cmd.AddCommand(newAgentRunUnitsCommand())
+	cmd.AddCommand(newAgentSealCommand())
 	return cmd
 }
 

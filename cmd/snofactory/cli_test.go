@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -104,8 +103,6 @@ func TestPathAndSelectionErrorsAreBadInput(t *testing.T) {
 		{"render into a file", []string{"render", bp, "-o", file}, []string{"not a directory"}},
 		{"lock into a directory", []string{"lock", bp, "-o", dir}, []string{"-o " + dir + " is a directory"}},
 		{"iso embed into a directory", []string{"iso", "embed", file, "-i", file, "-o", dir}, []string{"-o " + dir + " is a directory"}},
-		{"build until a stage not implemented yet", []string{"build", bp, "--until", "seal", "--cache-dir", cache, "--output-dir", out},
-			[]string{"stage seal is unavailable: not implemented in this version", "build with --until validate to stop before it"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -124,35 +121,6 @@ func TestPathAndSelectionErrorsAreBadInput(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-// TestPlanShowsStagesNotImplementedYet: plan --until seal shows the stages this version does
-// not have as unavailable, never as "run".
-func TestPlanShowsStagesNotImplementedYet(t *testing.T) {
-	code, stdout, stderr := runMain(t, "plan", tinyBlueprint(t), "--until", "seal", "--cache-dir", t.TempDir(), "--output", "json")
-	if code != exitOK {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	var plan struct {
-		Stages []struct{ Name, Action string }
-	}
-	if err := json.Unmarshal([]byte(stdout), &plan); err != nil {
-		t.Fatalf("%v: %s", err, stdout)
-	}
-	got := map[string]string{}
-	for _, s := range plan.Stages {
-		got[s.Name] = s.Action
-	}
-	for _, name := range []string{"seal", "publish"} {
-		if got[name] != "unavailable" {
-			t.Errorf("stage %s plans as %q, want unavailable", name, got[name])
-		}
-	}
-	for _, name := range []string{"render", "install", "validate"} {
-		if got[name] != "run" {
-			t.Errorf("%s plans as %q, want run", name, got[name])
-		}
 	}
 }
 

@@ -147,7 +147,7 @@ type Message struct {
 
 // Final reports whether m ends an install or a boot.
 func (m Message) Final() bool {
-	return (m.Phase == PhaseInstallComplete || m.Phase == PhaseBootComplete) &&
+	return (m.Phase == PhaseInstallComplete || m.Phase == PhaseBootComplete || m.Phase == PhaseSealed) &&
 		(m.Status == StatusOK || m.Status == StatusFailed)
 }
 

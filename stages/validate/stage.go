@@ -20,7 +20,7 @@ import (
 // Name is the stage name.
 const Name = handoff.StageValidate
 
-const version = "1"
+const version = "2"
 
 // StageOptions is exactly what the validate stage reads.
 type StageOptions struct {
@@ -83,7 +83,8 @@ func runStage(ctx context.Context, opts StageOptions, env *pipeline.Env) error {
 		return fmt.Errorf("%w\nreports: %s, %s", rep.Err(), filepath.Join(env.RunDir, ReportJSON), filepath.Join(env.RunDir, ReportJUnit))
 	}
 	env.Log.Info("validation passed", "passed", rep.Summary.Passed, "skipped", rep.Summary.Skipped, "warnings", rep.Summary.Warnings)
-	return nil
+	return handoff.Write(env, handoff.Validate{Report: ReportJSON, JUnit: ReportJUnit,
+		Passed: rep.Summary.Passed, Skipped: rep.Summary.Skipped, Warnings: rep.Summary.Warnings})
 }
 
 // stageInputs are the upstream outputs validation checks against.

@@ -29,6 +29,8 @@ type Disk struct {
 	Serial string
 	// BootIndex orders the boot devices (1 first); 0 leaves the disk out of the order.
 	BootIndex int
+	// Discard passes the guest's discards (fstrim) through, so freed blocks leave the image.
+	Discard bool
 }
 
 // Config describes one VM.
@@ -96,6 +98,9 @@ func (d Disk) args(i int) []string {
 	drive := fmt.Sprintf("file=%s,format=%s,if=none,id=disk%d", optValue(d.Path), optValue(format), i)
 	if d.ReadOnly {
 		drive += ",readonly=on"
+	}
+	if d.Discard {
+		drive += ",discard=unmap,detect-zeroes=unmap"
 	}
 	dev := fmt.Sprintf("virtio-blk-pci,drive=disk%d", i)
 	if d.Serial != "" {

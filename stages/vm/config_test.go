@@ -37,6 +37,12 @@ func TestArgs(t *testing.T) {
 			wantNot: []string{"-no-reboot", "-cpu host", "if=pflash", "-boot", "gather0"},
 		},
 		{
+			name: "discard passes fstrim through",
+			cfg:  Config{ISO: "/x/live.iso", ConsoleLog: "/c", Disks: []Disk{{Path: "/d/w.qcow2", Discard: true}}},
+			acc:  TCG("test"),
+			want: []string{"-drive file=/d/w.qcow2,format=qcow2,if=none,id=disk0,discard=unmap,detect-zeroes=unmap"},
+		},
+		{
 			name: "gather port to a file",
 			cfg:  Config{ISO: "/x/live.iso", ConsoleLog: "/c", GatherFile: "/g,h/gather.bin"},
 			acc:  TCG("test"),

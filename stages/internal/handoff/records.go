@@ -94,3 +94,24 @@ type Install struct {
 }
 
 func (i Install) files() []File { return []File{i.Disk} }
+
+// Validate is the validate stage's output: the reports of a node that passed the gate.
+type Validate struct {
+	Report File `json:"report"`
+	JUnit  File `json:"junit"`
+	// Passed, Skipped and Warnings count the checks (a recorded validation failed none).
+	Passed   int `json:"passed"`
+	Skipped  int `json:"skipped"`
+	Warnings int `json:"warnings"`
+}
+
+func (v Validate) files() []File { return []File{v.Report, v.JUnit} }
+
+// Seal is the seal stage's output: the seed directory (seeds/seed) and its manifest.
+type Seal struct {
+	// Dir is the seed directory; Manifest is its seed.json.
+	Dir      File `json:"dir"`
+	Manifest File `json:"manifest"`
+}
+
+func (s Seal) files() []File { return []File{s.Dir, s.Manifest} }

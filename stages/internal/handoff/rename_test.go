@@ -18,11 +18,12 @@ import (
 // the record's fields must break the build of each of them: no stage reaches another's files
 // by a string the compiler cannot check.
 var readers = map[string][]string{
-	"Resolve":  {"stages/resolve", "stages/render", "stages/liveiso", "stages/precache", "stages/validate"},
-	"Render":   {"stages/render", "stages/liveiso", "stages/validate"},
+	"Resolve":  {"stages/resolve", "stages/render", "stages/liveiso", "stages/precache", "stages/validate", "stages/seal"},
+	"Render":   {"stages/render", "stages/liveiso", "stages/validate", "stages/seal"},
 	"LiveISO":  {"stages/liveiso", "stages/install"},
-	"Precache": {"stages/precache", "stages/install", "stages/validate"},
-	"Install":  {"stages/install", "stages/validate"},
+	"Precache": {"stages/precache", "stages/install", "stages/validate", "stages/seal"},
+	"Install":  {"stages/install", "stages/validate", "stages/seal"},
+	"Validate": {"stages/validate", "stages/seal"},
 }
 
 // TestRenamingARecordFieldBreaksEveryReader compiles the stages with every field of one

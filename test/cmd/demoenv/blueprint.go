@@ -40,6 +40,9 @@ func deriveBlueprint(path, addr, dir string) (string, error) {
 	if moved == 0 {
 		return "", fmt.Errorf("blueprint %s names no extra image on %s, the demo registry", path, DemoRegistry)
 	}
+	if rest, ok := strings.CutPrefix(bp.Spec.Outputs.Push, DemoRegistry+"/"); ok {
+		bp.Spec.Outputs.Push = addr + "/" + rest
+	}
 	absolutePaths(bp)
 	b, err := yaml.Marshal(bp)
 	if err != nil {

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/snofactory/snofactory/seeds/agent"
+)
+
+// newAgentSealCommand prepares the installed system for relocation at the seal stage's
+// request and reports the steps.
+func newAgentSealCommand() *cobra.Command {
+	var (
+		root, request, port, stateDir, sys string
+		timeout                            time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "seal --root DIR [--request DEVICE]",
+		Short: "Prepare the installed system for relocation, as the seal disk asks, and report each step",
+		Long: `seal reads the request on the seal disk (serial ` + agent.SealDiskSerial + `), clears per-node state,
+logs, the machine-id and SSH host keys, removes the build-time pull secret unless the
+request keeps it, on OpenShift stops and disables kubelet and CRI-O and enables the
+reconfiguration service, and marks the seed sealed (` + agent.SealedFile + `). It reports
+"` + agent.PhaseSealed + `" with each step, or failed with the error.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if root == "" {
+				return badInput(fmt.Errorf("seal needs --root DIR: the installed system's root"))
+			}
+			if request == "" {
+				dev, err := diskBySerial(sys, agent.SealDiskSerial)
+				if err != nil {
+					return err
+				}
+				request = dev
+			}
+			r := agent.Reporter{Port: port, StateDir: stateDir}
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+			defer cancel()
+			steps, err := sealFromRequest(ctx, root, request)
+			if err != nil {
+				if _, rerr := r.Report(ctx, agent.PhaseSealed, agent.StatusFailed, map[string]string{agent.DetailError: err.Error()}); rerr != nil {
+					return fmt.Errorf("%w (and reporting it failed: %v)", err, rerr)
+				}
+				return err
+			}
+			if _, err := r.Report(ctx, agent.PhaseSealed, agent.StatusOK, agent.SealDetails(steps)); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "sealed (%d steps)\n", len(steps))
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&root, "root", "", "root of the installed system")
+	fl.StringVar(&request, "request", "", "the seal disk or a file holding the request (default: the disk with serial "+agent.SealDiskSerial+")")
+	fl.StringVar(&sys, "sys", "/sys", "sysfs, where disks are found by serial")
+	fl.StringVar(&port, "port", "/dev/virtio-ports/"+agent.DefaultPortName, "virtio-serial port device or name")
+	fl.StringVar(&stateDir, "state-dir", agent.DefaultStateDir, "where the sequence counter lives (must be a tmpfs)")
+	fl.DurationVar(&timeout, "timeout", 10*time.Minute, "give up after this long")
+	return cmd
+}
+
+func sealFromRequest(ctx context.Context, root, request string) ([]agent.SealStep, error) {
+	req, err := agent.ReadSealRequest(request)
+	if err != nil {
+		return nil, err
+	}
+	return agent.Seal(ctx, root, req, agent.ExecRunner)
+}
+
+// diskBySerial finds the block device whose virtio serial is serial.
+func diskBySerial(sys, serial string) (string, error) {
+	files, _ := filepath.Glob(filepath.Join(sys, "block", "*", "serial"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err == nil && strings.TrimSpace(string(b)) == serial {
+			return "/dev/" + filepath.Base(filepath.Dir(f)), nil
+		}
+	}
+	return "", fmt.Errorf("no disk with serial %s: was this boot asked to seal?", serial)
+}

@@ -1,0 +1,105 @@
+package agent
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestSealRequestRoundTrip(t *testing.T) {
+	disk := filepath.Join(t.TempDir(), "seal.img")
+	b, err := EncodeSealRequest(SealRequest{Version: SealRequestVersion, Target: "coreos", KeepPullSecret: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) != 1<<20 {
+		t.Errorf("seal disk is %d bytes, want a MiB", len(b))
+	}
+	os.WriteFile(disk, b, 0o644)
+	got, err := ReadSealRequest(disk)
+	if err != nil || got.Target != "coreos" || !got.KeepPullSecret {
+		t.Fatalf("request = %+v, %v", got, err)
+	}
+	for name, body := range map[string]string{
+		"unknown field": `{"version":1,"target":"coreos","wipe":true}`,
+		"version":       `{"version":2,"target":"coreos"}`,
+		"target":        `{"version":1,"target":"windows"}`,
+		"zeros":         "\x00\x00",
+	} {
+		os.WriteFile(disk, []byte(body), 0o644)
+		if _, err := ReadSealRequest(disk); err == nil {
+			t.Errorf("%s: accepted %q", name, body)
+		}
+	}
+}
+
+// Seal on a tree shaped like a node: per-node state, machine-id, host keys and the pull
+// secret go, the directories stay, the marker is written; OpenShift runs the service steps
+// first, in order (recorded here: no node can run in a test).
+func TestSeal(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		req      SealRequest
+		wantCmds []string
+		keepPS   bool
+	}{
+		{name: "coreos", req: SealRequest{Version: 1, Target: "coreos"}},
+		{name: "coreos keeps the pull secret", req: SealRequest{Version: 1, Target: "coreos", KeepPullSecret: true}, keepPS: true},
+		{name: "openshift", req: SealRequest{Version: 1, Target: "openshift"}, wantCmds: []string{
+			"crictl rmp --all --force", "systemctl disable --now kubelet.service", "systemctl disable --now crio.service",
+			"systemctl enable snofactory-reconfigure.service"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			files := map[string]string{
+				"etc/machine-id": "0123456789abcdef\n", "etc/ssh/ssh_host_ed25519_key": "k", "etc/ssh/sshd_config": "keep",
+				"var/log/journal/x/system.journal": "j", "var/tmp/scratch": "s", "var/lib/kubelet/config.json": `{"auths":{}}`,
+				"var/lib/kubelet/pods/p1/volume": "v", "usr/bin/tool": "keep",
+			}
+			for p, body := range files {
+				os.MkdirAll(filepath.Join(root, filepath.Dir(p)), 0o755)
+				os.WriteFile(filepath.Join(root, p), []byte(body), 0o600)
+			}
+			var cmds []string
+			run := func(_ context.Context, name string, args ...string) error {
+				cmds = append(cmds, strings.Join(append([]string{name}, args...), " "))
+				return nil
+			}
+			steps, err := Seal(context.Background(), root, tc.req, run)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(cmds, tc.wantCmds) {
+				t.Errorf("commands = %q, want %q", cmds, tc.wantCmds)
+			}
+			exists := func(p string) bool { _, err := os.Stat(filepath.Join(root, p)); return err == nil }
+			for _, gone := range []string{"etc/ssh/ssh_host_ed25519_key", "var/log/journal", "var/tmp/scratch", "var/lib/kubelet/pods/p1"} {
+				if exists(gone) {
+					t.Errorf("%s survived the seal", gone)
+				}
+			}
+			for _, kept := range []string{"etc/ssh/sshd_config", "usr/bin/tool", "var/log", "var/tmp", SealedFile[1:]} {
+				if !exists(kept) {
+					t.Errorf("%s is gone", kept)
+				}
+			}
+			if exists("var/lib/kubelet/config.json") != tc.keepPS {
+				t.Errorf("pull secret kept = %v, want %v", !tc.keepPS, tc.keepPS)
+			}
+			if b, _ := os.ReadFile(filepath.Join(root, "etc/machine-id")); len(b) != 0 {
+				t.Errorf("machine-id = %q", b)
+			}
+			d := SealDetails(steps)
+			if d["step.sealed"] != SealedFile || d["step.machine-id"] == "" {
+				t.Errorf("details = %v", d)
+			}
+			// Sealing again (a power cut after the marker) does the same and succeeds.
+			if _, err := Seal(context.Background(), root, tc.req, run); err != nil {
+				t.Errorf("second seal: %v", err)
+			}
+		})
+	}
+}

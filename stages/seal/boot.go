@@ -1,0 +1,103 @@
+package seal
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/seeds/agent"
+	"github.com/snofactory/snofactory/stages/vm"
+)
+
+// sealDisk boots a copy-on-write overlay of the installed disk at work with the seal
+// request disk attached, waits for the node's sealed report and for the node to power
+// itself off: a clean shutdown, so the disk is consistent when it is converted.
+func sealDisk(ctx context.Context, opts Options, in inputs, work string, env *pipeline.Env) error {
+	p := opts.Prober
+	p.Log = env.Log
+	acc, err := p.Resolve(ctx, vm.Accel(opts.Accelerator))
+	if err != nil {
+		return err
+	}
+	base, err := filepath.Abs(in.install.Path(in.install.Out.Disk))
+	if err != nil {
+		return err
+	}
+	if err := qemuImg(ctx, "create", "-q", "-f", "qcow2", "-b", base, "-F", in.install.Out.Format, work); err != nil {
+		return err
+	}
+	reqDisk := filepath.Join(env.Scratch, "seal-request.img")
+	b, err := agent.EncodeSealRequest(sealRequest(opts, in.install.Out.Target))
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(reqDisk, b, 0o644); err != nil {
+		return err
+	}
+	cfg := vm.Config{
+		Name: "seal",
+		Disks: []vm.Disk{
+			{Path: work, Format: "qcow2", Serial: agent.TargetDiskSerial, Discard: true},
+			{Path: reqDisk, Format: "raw", ReadOnly: true, Serial: agent.SealDiskSerial},
+		},
+		CPUs:       opts.CPUs,
+		MemoryMiB:  opts.MemoryMiB,
+		Firmware:   vm.Firmware(in.install.Out.Firmware),
+		ConsoleLog: filepath.Join(env.RunDir, "logs", Name+"-console.log"),
+	}
+	m, err := vm.StartManaged(ctx, cfg, acc, env.Log, env)
+	if err != nil {
+		return err
+	}
+	timeout := opts.BootTimeout
+	if timeout <= 0 {
+		timeout = 10 * time.Minute
+	}
+	wctx, cancel := context.WithTimeout(ctx, acc.Scale(timeout))
+	defer cancel()
+	msgs, err := m.WaitFinal(wctx, agent.PhaseSealed, nil)
+	if err != nil {
+		return fmt.Errorf("sealing the node: %w (console: %s)", err, cfg.ConsoleLog)
+	}
+	for _, msg := range msgs {
+		if msg.Phase == agent.PhaseSealed {
+			env.Log.Info("node sealed", "steps", len(msg.Details))
+		}
+	}
+	return waitPoweroff(ctx, m, acc, cfg.ConsoleLog)
+}
+
+// waitPoweroff confirms the clean shutdown: the node powers off by itself after its report.
+func waitPoweroff(ctx context.Context, m *vm.Machine, acc vm.Accelerator, console string) error {
+	select {
+	case <-m.Done():
+		return nil
+	case <-time.After(acc.Scale(60 * time.Second)):
+		return fmt.Errorf("the node reported it was sealed but did not power off within %s: its disk may not be clean (console: %s)", acc.Scale(60*time.Second), console)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func qemuImg(ctx context.Context, args ...string) error {
+	out, err := exec.CommandContext(ctx, "qemu-img", args...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("qemu-img %s: %w: %s", args[0], err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// qemuImgVersion is the first line of qemu-img --version, for the manifest's tools.
+func qemuImgVersion(ctx context.Context) (string, error) {
+	out, err := exec.CommandContext(ctx, "qemu-img", "--version").Output()
+	if err != nil {
+		return "", fmt.Errorf("qemu-img --version: %w", err)
+	}
+	line, _, _ := strings.Cut(string(out), "\n")
+	return strings.TrimPrefix(strings.TrimSpace(line), "qemu-img version "), nil
+}

@@ -1,0 +1,101 @@
+package seal
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/seeds/seed"
+)
+
+// Seed disk file names, by format.
+const (
+	QCOW2File = "disk.qcow2"
+	RawFile   = "disk.raw.zst"
+)
+
+// writeDisks converts the sealed overlay at work into each format in dir and describes
+// them for the manifest. qemu-img writes only allocated, non-zero clusters, so the blocks
+// the node trimmed and every hole stay out of both forms.
+func writeDisks(ctx context.Context, work, dir string, formats []string, env *pipeline.Env) ([]seed.Disk, error) {
+	if len(formats) == 0 {
+		formats = []string{seed.FormatQCOW2}
+	}
+	var disks []seed.Disk
+	for _, f := range formats {
+		var file string
+		switch f {
+		case seed.FormatQCOW2:
+			file = QCOW2File
+			if err := qemuImg(ctx, "convert", "-q", "-c", "-O", "qcow2", work, filepath.Join(dir, file)); err != nil {
+				return nil, err
+			}
+		case seed.FormatRaw:
+			file = RawFile
+			raw := filepath.Join(env.Scratch, "disk.raw")
+			if err := qemuImg(ctx, "convert", "-q", "-O", "raw", work, raw); err != nil {
+				return nil, err
+			}
+			if err := compressZstd(ctx, raw, filepath.Join(dir, file)); err != nil {
+				return nil, err
+			}
+			if err := os.Remove(raw); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, fmt.Errorf("seed disk format %q is not qcow2 or raw", f)
+		}
+		d, err := seed.DescribeDisk(ctx, dir, file, f)
+		if err != nil {
+			return nil, err
+		}
+		env.Log.Info("seed disk written", "file", file, "bytes", d.Size, "virtual_bytes", d.VirtualSize, "digest", d.Digest.String())
+		disks = append(disks, d)
+	}
+	return disks, nil
+}
+
+// compressZstd writes src compressed to dst, using every core.
+func compressZstd(ctx context.Context, src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	enc, err := zstd.NewWriter(out, zstd.WithEncoderConcurrency(runtime.NumCPU()))
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(enc, ctxReader{ctx, in}); err != nil {
+		enc.Close()
+		return fmt.Errorf("compressing %s: %w", filepath.Base(src), err)
+	}
+	if err := enc.Close(); err != nil {
+		return fmt.Errorf("compressing %s: %w", filepath.Base(src), err)
+	}
+	return out.Close()
+}
+
+// ctxReader stops a copy when ctx ends.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}

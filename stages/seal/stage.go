@@ -1,0 +1,184 @@
+package seal
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/opencontainers/go-digest"
+
+	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/seeds/agent"
+	"github.com/snofactory/snofactory/seeds/seed"
+	"github.com/snofactory/snofactory/stages/internal/handoff"
+	"github.com/snofactory/snofactory/stages/internal/lockfile"
+	"github.com/snofactory/snofactory/stages/vm"
+)
+
+// Name is the stage name.
+const Name = handoff.StageSeal
+
+const version = "1"
+
+// SeedDir is the seed directory inside the stage's output.
+const SeedDir = "seed"
+
+// Options is exactly what the stage reads.
+type Options struct {
+	// Name is the blueprint's metadata.name; BlueprintDigest the digest of its file.
+	Name            string `json:"name"`
+	BlueprintDigest string `json:"blueprintDigest"`
+	// Formats are the seed's disk formats (seed.FormatQCOW2, seed.FormatRaw).
+	Formats []string `json:"formats"`
+	// KeepPullSecret leaves the build-time pull secret on the seed's disk.
+	KeepPullSecret bool `json:"keepPullSecret,omitempty"`
+	// Recipients are the age (or SSH) public keys the OpenShift credentials are encrypted
+	// to; none ships no credentials.
+	Recipients []string `json:"recipients,omitempty"`
+	// ReconfigurationAPIVersion is the site-config apiVersion the seed's hook reads.
+	ReconfigurationAPIVersion string `json:"reconfigurationAPIVersion"`
+	CPUs                      int    `json:"cpus"`
+	MemoryMiB                 int    `json:"memoryMiB"`
+	// How the VM runs, not what the seed is.
+	Accelerator string        `json:"-"`
+	BootTimeout time.Duration `json:"-"`
+	Prober      vm.Prober     `json:"-"`
+	// Now is the creation time when SOURCE_DATE_EPOCH is not set; nil means time.Now.
+	Now func() time.Time `json:"-"`
+}
+
+// New returns the seal stage.
+func New(opts Options) pipeline.Stage {
+	return pipeline.Stage{
+		Name:    Name,
+		Version: version,
+		Options: opts,
+		Deps:    []string{handoff.StageResolve, handoff.StageRender, handoff.StagePrecache, handoff.StageInstall, handoff.StageValidate},
+		Run: func(ctx context.Context, env *pipeline.Env) error {
+			return run(ctx, opts, env)
+		},
+	}
+}
+
+// inputs are the upstream records the seal reads.
+type inputs struct {
+	resolve  handoff.Input[handoff.Resolve]
+	render   handoff.Input[handoff.Render]
+	precache handoff.Input[handoff.Precache]
+	install  handoff.Input[handoff.Install]
+	validate handoff.Input[handoff.Validate]
+}
+
+func readInputs(env *pipeline.Env) (in inputs, err error) {
+	if in.resolve, err = handoff.Read[handoff.Resolve](env, handoff.StageResolve); err != nil {
+		return in, err
+	}
+	if in.render, err = handoff.Read[handoff.Render](env, handoff.StageRender); err != nil {
+		return in, err
+	}
+	if in.precache, err = handoff.Read[handoff.Precache](env, handoff.StagePrecache); err != nil {
+		return in, err
+	}
+	if in.install, err = handoff.Read[handoff.Install](env, handoff.StageInstall); err != nil {
+		return in, err
+	}
+	in.validate, err = handoff.Read[handoff.Validate](env, handoff.StageValidate)
+	return in, err
+}
+
+func run(ctx context.Context, opts Options, env *pipeline.Env) error {
+	in, err := readInputs(env)
+	if err != nil {
+		return err
+	}
+	work := filepath.Join(env.Scratch, "seal.qcow2")
+	if err := sealDisk(ctx, opts, in, work, env); err != nil {
+		return err
+	}
+	dir := filepath.Join(env.Out, SeedDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	m, err := manifest(ctx, opts, in)
+	if err != nil {
+		return err
+	}
+	if m.Disks, err = writeDisks(ctx, work, dir, opts.Formats, env); err != nil {
+		return err
+	}
+	if m.Credentials, err = writeCredentials(ctx, in, dir, opts.Recipients, env); err != nil {
+		return err
+	}
+	if m.Tools["qemu-img"], err = qemuImgVersion(ctx); err != nil {
+		return err
+	}
+	if err := m.Validate(); err != nil {
+		return fmt.Errorf("the seed manifest: %w", err)
+	}
+	if err := seed.WriteManifest(dir, m); err != nil {
+		return err
+	}
+	if err := env.Summarize(map[string]any{"disks": m.Disks, "created": m.Created}); err != nil {
+		return err
+	}
+	return handoff.Write(env, handoff.Seal{Dir: SeedDir, Manifest: handoff.File(filepath.Join(SeedDir, seed.ManifestFile))})
+}
+
+// manifest is the seed manifest without its files: where the seed came from.
+func manifest(ctx context.Context, opts Options, in inputs) (*seed.Manifest, error) {
+	lockPath := in.resolve.Path(in.resolve.Out.Lock)
+	lock, err := lockfile.ReadLock(lockPath)
+	if err != nil {
+		return nil, err
+	}
+	_, lockDigest, err := seed.FileDigest(ctx, lockPath)
+	if err != nil {
+		return nil, err
+	}
+	created, err := creationTime(opts.Now)
+	if err != nil {
+		return nil, err
+	}
+	m := &seed.Manifest{
+		SchemaVersion:             seed.SchemaVersion,
+		Name:                      opts.Name,
+		Target:                    in.install.Out.Target,
+		ReleaseVersion:            lock.Release.Version,
+		Firmware:                  in.install.Out.Firmware,
+		BlueprintDigest:           digest.Digest(opts.BlueprintDigest),
+		LockDigest:                lockDigest,
+		ReconfigurationAPIVersion: opts.ReconfigurationAPIVersion,
+		Created:                   created,
+		Tools:                     map[string]string{"snofactory": pipeline.SelfVersion()},
+		Images:                    []seed.Image{},
+		Validation: seed.Validation{Passed: in.validate.Out.Passed, Skipped: in.validate.Out.Skipped,
+			Warnings: in.validate.Out.Warnings},
+	}
+	for _, im := range in.precache.Out.Images {
+		m.Images = append(m.Images, seed.Image{Name: im.Name, Ref: im.Ref, Digest: digest.Digest(im.Digest)})
+	}
+	return m, nil
+}
+
+// creationTime honours SOURCE_DATE_EPOCH (reproducible builds), else the clock.
+func creationTime(now func() time.Time) (time.Time, error) {
+	if s, ok := os.LookupEnv("SOURCE_DATE_EPOCH"); ok && s != "" {
+		sec, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("SOURCE_DATE_EPOCH=%q is not a number of seconds: %w", s, err)
+		}
+		return time.Unix(sec, 0).UTC(), nil
+	}
+	if now == nil {
+		now = time.Now
+	}
+	return now().UTC().Truncate(time.Second), nil
+}
+
+// sealRequest is what the node is asked to do.
+func sealRequest(opts Options, target string) agent.SealRequest {
+	return agent.SealRequest{Version: agent.SealRequestVersion, Target: target, KeepPullSecret: opts.KeepPullSecret}
+}
