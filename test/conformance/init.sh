@@ -335,6 +335,9 @@ disk_boot() {
 	disk=/dev/$(basename "$(dirname "$(readlink -f "/sys/class/block/${part#/dev/}")")")
 	serial=$(cat "/sys/block/${disk#/dev/}/serial" 2>/dev/null)
 	if [ ! -f /mnt/disk/boot/ignition.firstboot ]; then
+		if sealdev=$(disk_by_serial snofactory-seal); then
+			seal "$sealdev"
+		fi
 		report mount-root ok --detail "device=$part" --detail "kernel=$(uname -r)" --detail-file cmdline=/proc/cmdline
 		if [ -f /mnt/disk/boot/ignition/config.ign ]; then
 			# Show the host that what Ignition wrote on the first boot persisted.
@@ -359,8 +362,12 @@ disk_boot() {
 	report install-complete ok --detail mode=disk --detail firstboot=true --detail "root=$part" --detail "firmware=$FIRMWARE"
 	# The install is over (the host had the report first): the node powers off with its
 	# disk unmounted, so the host copies a clean disk without killing a running system.
-	# As a shutdown does: services the units left running end first, then their bind
-	# mounts; a root that stays busy is remounted read-only.
+	clean_poweroff
+}
+
+# clean_poweroff ends a boot as a shutdown does: services the units left running end
+# first, then their bind mounts; a root that stays busy is remounted read-only.
+clean_poweroff() {
 	kill -TERM -1 2>/dev/null
 	sleep 0.2
 	kill -KILL -1 2>/dev/null
@@ -371,6 +378,27 @@ disk_boot() {
 	umount /mnt/disk 2>/dev/null || mount -o remount,ro /mnt/disk
 	sync
 	poweroff -f
+}
+
+# disk_by_serial SERIAL prints the block device with that virtio serial.
+disk_by_serial() {
+	for f in /sys/block/*/serial; do
+		[ "$(cat "$f" 2>/dev/null)" = "$1" ] || continue
+		f=${f%/serial}
+		echo "/dev/${f##*/}"
+		return 0
+	done
+	return 1
+}
+
+# seal: the seal stage attached its request disk. The agent prepares the root for
+# relocation and reports; the freed blocks are discarded so the seed compresses well.
+seal() {
+	PHASE=sealed
+	FINAL=sealed
+	/bin/snofactory agent seal --root /mnt/disk/root --request "$1" --port "$AGENT_PORT" || idle
+	fstrim /mnt/disk 2>/dev/null || log "fstrim /mnt/disk: no discard support"
+	clean_poweroff
 }
 
 if [ "$MODE" = disk ]; then
