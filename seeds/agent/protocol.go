@@ -147,7 +147,7 @@ type Message struct {
 
 // Final reports whether m ends an install or a boot.
 func (m Message) Final() bool {
-	return (m.Phase == PhaseInstallComplete || m.Phase == PhaseBootComplete || m.Phase == PhaseSealed) &&
+	return (m.Phase == PhaseInstallComplete || m.Phase == PhaseBootComplete || m.Phase == PhaseSealed || m.Phase == PhaseReconfigured) &&
 		(m.Status == StatusOK || m.Status == StatusFailed)
 }
 
@@ -262,3 +262,14 @@ func (d *Decoder) readLine() ([]byte, error) {
 		}
 	}
 }
+
+// Phases of a seed's site reconfiguration (snofactory agent reconfigure).
+const (
+	// PhaseReconfigureStep is one reconfiguration step: status start, then ok or failed
+	// (info when it was already done for the same site config before a reboot). Details:
+	// step=NAME plus what the step applied (never the pull secret).
+	PhaseReconfigureStep = "reconfigure-step"
+	// PhaseReconfigured ends a reconfiguration: status ok, or failed with DetailError
+	// naming the failed step and why.
+	PhaseReconfigured = "reconfigured"
+)
