@@ -1,0 +1,249 @@
+package reconfigure
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/snofactory/snofactory/seeds/agent"
+	"github.com/snofactory/snofactory/seeds/siteconfig"
+)
+
+// StepMedium is the first step: find the medium and read the site config on it. It runs
+// on every start, since its digest decides what is already done.
+const StepMedium = "medium"
+
+// Result is what a reconfiguration did.
+type Result struct {
+	// Medium is the path the site config was read from.
+	Medium string
+	// Site is the site config's metadata.name, SiteDigest the sha256 of its
+	// self-contained form.
+	Site, SiteDigest string
+	Steps            []StepResult
+}
+
+// StepResult is one step, with the details it reported.
+type StepResult struct {
+	Name string
+	// Skipped: done by an earlier run for the same site config.
+	Skipped bool
+	Details map[string]string
+}
+
+// StepError is a failed step.
+type StepError struct {
+	Step string
+	Err  error
+}
+
+func (e *StepError) Error() string { return fmt.Sprintf("step %s: %v", e.Step, e.Err) }
+func (e *StepError) Unwrap() error { return e.Err }
+
+// step applies one part of the site config and returns the details to report.
+type step struct {
+	name  string
+	apply func(ctx context.Context, sc *siteconfig.SiteConfig) (map[string]string, error)
+}
+
+// run is one reconfiguration.
+type run struct {
+	o        Options
+	secrets  []string // never reported or printed (the pull secret and its tokens)
+	reportOK bool     // false after the reporter first failed: warn once
+}
+
+// Run reconfigures the installed system at o.Root for the site config on the medium,
+// reporting each step (agent.PhaseReconfigureStep) and the outcome
+// (agent.PhaseReconfigured). Steps done before for the same site config are skipped. A
+// failure returns a *StepError.
+func Run(ctx context.Context, o Options) (*Result, error) {
+	o, err := o.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	r := &run{o: o, reportOK: true}
+	res, err := r.run(ctx)
+	if err != nil {
+		d := map[string]string{agent.DetailError: err.Error()}
+		if se := (*StepError)(nil); errors.As(err, &se) {
+			d["step"] = se.Step
+		}
+		r.say("reconfiguration failed: %v", err)
+		r.report(ctx, agent.PhaseReconfigured, agent.StatusFailed, d)
+		return res, err
+	}
+	skipped := 0
+	for _, s := range res.Steps {
+		if s.Skipped {
+			skipped++
+		}
+	}
+	r.say("reconfigured for site %s (%d steps, %d done before)", res.Site, len(res.Steps), skipped)
+	r.report(ctx, agent.PhaseReconfigured, agent.StatusOK, map[string]string{
+		"site": res.Site, "siteDigest": res.SiteDigest, "steps": strconv.Itoa(len(res.Steps)), "skipped": strconv.Itoa(skipped)})
+	return res, nil
+}
+
+func (r *run) run(ctx context.Context) (*Result, error) {
+	res := &Result{}
+	sc, medium, err := r.medium(ctx)
+	if err != nil {
+		return res, &StepError{StepMedium, err}
+	}
+	norm, err := sc.Normalized()
+	if err != nil {
+		return res, &StepError{StepMedium, err}
+	}
+	sum := sha256.Sum256(norm)
+	res.Medium, res.Site, res.SiteDigest = medium, sc.Metadata.Name, "sha256:"+hex.EncodeToString(sum[:])
+	d := map[string]string{"medium": medium, "site": res.Site, "siteDigest": res.SiteDigest}
+	res.Steps = append(res.Steps, StepResult{Name: StepMedium, Details: d})
+	r.stepReport(ctx, StepMedium, agent.StatusOK, d)
+
+	prog, restarted, err := loadProgress(r.o.StateDir, res.SiteDigest)
+	if err != nil {
+		return res, &StepError{StepMedium, err}
+	}
+	if restarted {
+		r.say("a different site config than the last run's: starting over")
+	}
+	for _, s := range r.steps() {
+		if prog.done(s.name) {
+			d := map[string]string{"skipped": "done before for this site config"}
+			r.stepReport(ctx, s.name, agent.StatusInfo, d)
+			res.Steps = append(res.Steps, StepResult{Name: s.name, Skipped: true, Details: d})
+			continue
+		}
+		r.stepReport(ctx, s.name, agent.StatusStart, nil)
+		d, err := s.apply(ctx, sc)
+		if err != nil {
+			r.stepReport(ctx, s.name, agent.StatusFailed, map[string]string{agent.DetailError: err.Error()})
+			return res, &StepError{s.name, err}
+		}
+		prog.Done = append(prog.Done, s.name)
+		if err := prog.save(r.o.StateDir); err != nil {
+			return res, &StepError{s.name, err}
+		}
+		r.stepReport(ctx, s.name, agent.StatusOK, d)
+		res.Steps = append(res.Steps, StepResult{Name: s.name, Details: d})
+	}
+	if err := writeFile(under(r.o.Root, DoneFile), []byte(res.SiteDigest+"\n"), 0o644); err != nil {
+		return res, &StepError{"done", err}
+	}
+	return res, nil
+}
+
+// medium finds the medium and reads the site config on it; nothing is applied when it
+// is missing or wrong.
+func (r *run) medium(ctx context.Context) (*siteconfig.SiteConfig, string, error) {
+	r.stepReport(ctx, StepMedium, agent.StatusStart, map[string]string{"label": siteconfig.VolumeLabel})
+	path, err := r.findMedium(ctx)
+	if err == nil {
+		var sc *siteconfig.SiteConfig
+		if sc, err = siteconfig.ReadMedium(path); err == nil {
+			r.secrets = secretsOf(sc.Spec.PullSecret)
+			return sc, path, nil
+		}
+		err = fmt.Errorf("the site config on %s is not valid, nothing was applied; fix the medium and reboot: %w", path, err)
+	}
+	r.stepReport(ctx, StepMedium, agent.StatusFailed, map[string]string{agent.DetailError: err.Error()})
+	return nil, "", err
+}
+
+// steps are the target's steps after the medium, in order.
+func (r *run) steps() []step {
+	if r.o.Target == TargetOpenShift {
+		return r.openshiftSteps()
+	}
+	return r.coreosSteps()
+}
+
+// stepReport reports one step's status; details get step=NAME.
+func (r *run) stepReport(ctx context.Context, name string, st agent.Status, details map[string]string) {
+	d := map[string]string{"step": name}
+	maps.Copy(d, details)
+	line := name + ": " + string(st)
+	if e := d[agent.DetailError]; e != "" {
+		line += ": " + e
+	}
+	r.say("%s", line)
+	r.report(ctx, agent.PhaseReconfigureStep, st, d)
+}
+
+// report sends a message with the secrets taken out; a reporter that fails is logged once
+// and otherwise ignored, since a site has no factory host to hear it.
+func (r *run) report(ctx context.Context, phase string, st agent.Status, details map[string]string) {
+	if r.o.Reporter == nil {
+		return
+	}
+	d := make(map[string]string, len(details))
+	for k, v := range details {
+		d[k] = r.redact(v)
+	}
+	if _, err := r.o.Reporter.Report(ctx, phase, st, d); err != nil && r.reportOK {
+		r.reportOK = false
+		slog.WarnContext(ctx, "reconfigure: reporting over the agent channel failed; continuing without it", "err", r.redact(err.Error()))
+	}
+}
+
+// say prints one status line on the console.
+func (r *run) say(format string, args ...any) {
+	fmt.Fprintf(r.o.Console, "snofactory reconfigure: %s\n", r.redact(fmt.Sprintf(format, args...)))
+}
+
+func (r *run) redact(s string) string {
+	for _, sec := range r.secrets {
+		s = strings.ReplaceAll(s, sec, "<redacted>")
+	}
+	return s
+}
+
+// secretsOf lists what of a pull secret must never be shown: the whole of it and each
+// registry's auth token and password.
+func secretsOf(pullSecret string) []string {
+	if strings.TrimSpace(pullSecret) == "" {
+		return nil
+	}
+	out := []string{pullSecret}
+	var ps struct {
+		Auths map[string]struct {
+			Auth     string `json:"auth"`
+			Password string `json:"password"`
+			Token    string `json:"identitytoken"`
+		} `json:"auths"`
+	}
+	if json.Unmarshal([]byte(pullSecret), &ps) == nil {
+		for _, a := range ps.Auths {
+			for _, s := range []string{a.Auth, a.Password, a.Token} {
+				if len(s) >= 4 { // a shorter value would redact ordinary words
+					out = append(out, s)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// cmd runs a command, wrapping its failure.
+func (r *run) cmd(ctx context.Context, name string, args ...string) ([]byte, error) {
+	slog.DebugContext(ctx, "reconfigure: running", "cmd", name, "args", args)
+	out, err := r.o.Run(ctx, name, args...)
+	if err != nil {
+		return out, fmt.Errorf("running %s: %w", name, err)
+	}
+	return out, nil
+}
+
+// writeUnder writes a file at a node path under the root and returns the node path.
+func (r *run) writeUnder(path string, data []byte, perm os.FileMode) (string, error) {
+	return path, writeFile(under(r.o.Root, path), data, perm)
+}
