@@ -23,6 +23,7 @@ func newAgentCommand() *cobra.Command {
 	cmd.AddCommand(newAgentFactsCommand())
 	cmd.AddCommand(newAgentRunUnitsCommand())
 	cmd.AddCommand(newAgentSealCommand())
+	cmd.AddCommand(newAgentReconfigureCommand())
 	return cmd
 }
 

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/snofactory/snofactory/seeds/agent"
+	"github.com/snofactory/snofactory/seeds/reconfigure"
+	"github.com/snofactory/snofactory/seeds/siteconfig"
+)
+
+// newAgentReconfigureCommand is the seed's site reconfiguration hook.
+func newAgentReconfigureCommand() *cobra.Command {
+	var (
+		o            reconfigure.Options
+		port, seqDir string
+		mediumGlobs  []string
+		timeout      time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "reconfigure [--root DIR] [--target coreos|openshift] [--medium PATH]",
+		Short: "Apply the site config on the site-config medium to a sealed seed, reporting each step",
+		Long: `reconfigure waits for the site-config medium (volume label ` + siteconfig.VolumeLabel + `), showing on the
+console that it waits, then applies the site config step by step: network, hostname, DNS,
+NTP, pull secret, registry mirrors, SSH keys and manifests; on OpenShift also recert (cluster
+name, base domain, IP, hostname, certificates renewed), kubelet and the wait for the API.
+Each step is reported as "` + agent.PhaseReconfigureStep + `" and the outcome as "` + agent.PhaseReconfigured + `".
+Progress is kept under the root, so a run cut short resumes; a missing or malformed medium
+applies nothing. The target defaults to the sealed seed's (` + agent.SealedFile + `).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.Target == "" {
+				t, err := sealedTarget(o.Root)
+				if err != nil {
+					return badInput(err)
+				}
+				o.Target = t
+			}
+			if cmd.Flags().Changed("medium-glob") {
+				o.MediumGlobs = mediumGlobs
+			}
+			o.Console = cmd.ErrOrStderr()
+			o.Reporter = agent.Reporter{Port: port, StateDir: seqDir}
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+			defer cancel()
+			res, err := reconfigure.Run(ctx, o)
+			if err != nil {
+				return err // Run printed the step and the error on the console (stderr)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "reconfigured %s (%s) from %s\n", res.Site, res.SiteDigest, res.Medium)
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&o.Root, "root", "/", "root of the installed system")
+	fl.StringVar(&o.Target, "target", "", "coreos or openshift (default: the target in "+agent.SealedFile+" under --root)")
+	fl.StringVar(&o.Medium, "medium", "", "the site-config medium, an ISO image or device (default: look for the label "+siteconfig.VolumeLabel+")")
+	fl.StringArrayVar(&mediumGlobs, "medium-glob", reconfigure.DefaultMediumGlobs(), "where to look for the medium, in order (repeatable)")
+	fl.DurationVar(&o.MediumTimeout, "medium-timeout", reconfigure.DefaultMediumTimeout, "give up waiting for the medium after this long")
+	fl.StringVar(&o.ResolvConf, "resolv-conf", "/etc/resolv.conf", "the running system's resolv.conf, written besides the root's")
+	fl.StringVar(&o.StateDir, "progress-dir", "", "where progress is kept across reboots (default ROOT"+reconfigure.DefaultStateDir+")")
+	fl.StringVar(&o.OpenShift.RecertImage, "recert-image", "", "openshift: the pinned recert image (default: from ROOT"+reconfigure.ImagesFile+")")
+	fl.StringVar(&o.OpenShift.EtcdImage, "etcd-image", "", "openshift: the pinned etcd image recert edits through (default: from ROOT"+reconfigure.ImagesFile+")")
+	fl.StringVar(&port, "port", "/dev/virtio-ports/"+agent.DefaultPortName, "virtio-serial port device or name")
+	fl.StringVar(&seqDir, "state-dir", agent.DefaultStateDir, "where the report sequence counter lives (must be a tmpfs)")
+	fl.DurationVar(&timeout, "timeout", 2*time.Hour, "give up after this long")
+	return cmd
+}
+
+// sealedTarget reads the target the seed was sealed for.
+func sealedTarget(root string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(root, agent.SealedFile))
+	if err != nil {
+		return "", fmt.Errorf("no --target and no sealed seed under %s: %w", root, err)
+	}
+	var req agent.SealRequest
+	if err := json.Unmarshal(b, &req); err != nil {
+		return "", fmt.Errorf("reading the target from %s: %w", agent.SealedFile, err)
+	}
+	return req.Target, nil
+}
