@@ -117,8 +117,9 @@ func perNodeState() []string {
 // and disables kubelet and CRI-O after removing the pod sandboxes, and enables the
 // reconfiguration service; for every target it clears per-node state, logs, the machine-id
 // and SSH host keys (regenerated at the site), removes the pull secret unless the request
-// keeps it, and writes SealedFile. Each step is safe to repeat.
-func Seal(ctx context.Context, root string, req SealRequest, run Runner) ([]SealStep, error) {
+// keeps it, removes the first-boot Ignition config under bootDir (it may embed secrets; ""
+// for none), and writes SealedFile. Each step is safe to repeat.
+func Seal(ctx context.Context, root, bootDir string, req SealRequest, run Runner) ([]SealStep, error) {
 	var steps []SealStep
 	if req.Target == "openshift" {
 		s, err := sealServices(ctx, run)
@@ -146,6 +147,13 @@ func Seal(ctx context.Context, root string, req SealRequest, run Runner) ([]Seal
 		return steps, err
 	}
 	steps = append(steps, ps)
+	if bootDir != "" {
+		cfg := filepath.Join(bootDir, "ignition", "config.ign")
+		if err := shred(cfg); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return steps, fmt.Errorf("removing the first-boot Ignition config: %w", err)
+		}
+		steps = append(steps, SealStep{"ignition-config", "removed " + cfg})
+	}
 	b, err := json.Marshal(req)
 	if err != nil {
 		return steps, err
@@ -189,7 +197,7 @@ func sealPullSecret(root string, req SealRequest) (SealStep, error) {
 	}
 	var removed []string
 	for _, p := range pullSecretPaths() {
-		err := os.Remove(filepath.Join(root, p))
+		err := shred(filepath.Join(root, p))
 		switch {
 		case err == nil:
 			removed = append(removed, p)
@@ -230,6 +238,29 @@ func truncateIfExists(p string) error {
 		return fmt.Errorf("emptying %s: %w", p, err)
 	}
 	return nil
+}
+
+// shred overwrites a file with zeros in place, syncs it and removes it: removing alone
+// leaves the content in the free blocks of the disk, which the seed would then carry.
+func shred(p string) error {
+	f, err := os.OpenFile(p, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	fi, err := f.Stat()
+	if err == nil && fi.Mode().IsRegular() {
+		_, err = f.Write(make([]byte, fi.Size()))
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("overwriting %s: %w", p, err)
+	}
+	return os.Remove(p)
 }
 
 func removeAll(paths []string) error {

@@ -1,0 +1,219 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/snofactory/snofactory/seeds/seed"
+	"github.com/snofactory/snofactory/test/conformance"
+	"github.com/snofactory/snofactory/test/registry"
+	"github.com/snofactory/snofactory/test/testbin"
+)
+
+// seedBlueprint is the demo pushing its seed, in both formats, to reg, with a Butane
+// fragment that leaves a pull secret on the node (as a user's config might): the seal
+// must take it off the seed.
+func seedBlueprint(t *testing.T, reg *registry.Registry, secret string) (bp, ref string) {
+	t.Helper()
+	iso, err := conformance.Cached(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	image := reg.Ref("demo/hello:1.0")
+	pushRandom(t, image)
+	ref = reg.Ref("demo/seed:1.0")
+	bp, err = testbin.CopyDemo(t.TempDir(), map[string]string{testbin.DemoImage: image, testbin.DemoISOLine: "path: " + iso,
+		"push: " + testbin.DemoRegistry + "/demo/seed:1.0": "push: " + ref, "formats: [qcow2]": "formats: [qcow2, raw]"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	withFragment(t, bp, `variant: fcos
+version: 1.4.0
+storage:
+  files:
+    - path: /var/lib/kubelet/config.json
+      mode: 0600
+      contents:
+        inline: '{"auths":{"registry.example":{"auth":"`+secret+`"}}}'`)
+	return bp, ref
+}
+
+// TestSeedBuildsPublishesAndPulls is the product up to the site: the demo builds through
+// seal and publish into a real registry; skopeo sees the OCI artifact; seed pull into an
+// empty directory yields the sealed files byte for byte; pushing the unchanged seed again
+// uploads no blob; and the pull secret the node had is in no log, run record, manifest,
+// artifact or seed disk (the uncompressed disks included).
+func TestSeedBuildsPublishesAndPulls(t *testing.T) {
+	reg := registry.StartT(t, registry.Options{})
+	secret := "c25vZmFjdG9yeS1lMmUtcHVsbC1zZWNyZXQ" + strings.Repeat("x", 8)
+	bp, ref := seedBlueprint(t, reg, secret)
+	out := t.TempDir()
+	r := runCLI(t, "build", bp, "--cache-dir", t.TempDir(), "--output-dir", out, "--progress", "plain")
+	if r.code != 0 {
+		t.Fatalf("build: exit %d\n%s", r.code, r.stderr)
+	}
+	if got := stageCache(loadRecord(t, out)); len(got) != 8 || got["seal"] != "miss" || got["publish"] != "miss" {
+		t.Fatalf("stages %v", got)
+	}
+	sealed := filepath.Join(out, "seal", "seed")
+	m, err := seed.ReadManifest(sealed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Name != "demo" || m.Target != "coreos" || len(m.Disks) != 2 || m.Validation.Passed == 0 || len(m.Images) != 1 {
+		t.Errorf("manifest %+v", m)
+	}
+
+	raw, err := exec.Command("skopeo", "inspect", "--raw", "--tls-verify=false", "docker://"+ref).Output()
+	if err != nil {
+		t.Fatalf("skopeo inspect: %v", err)
+	}
+	var art struct {
+		ArtifactType string
+		Config       struct{ MediaType string }
+		Layers       []struct{ Digest string }
+	}
+	if err := json.Unmarshal(raw, &art); err != nil || art.ArtifactType != seed.ArtifactType || art.Config.MediaType != seed.MediaTypeManifest || len(art.Layers) == 0 {
+		t.Errorf("skopeo sees %s (%v)", raw, err)
+	}
+
+	pulled := filepath.Join(t.TempDir(), "pulled")
+	if r := runCLI(t, "seed", "pull", ref, pulled); r.code != 0 {
+		t.Fatalf("seed pull: exit %d\n%s", r.code, r.stderr)
+	}
+	for _, f := range []string{seed.ManifestFile, "disk.qcow2", "disk.raw.zst"} {
+		if fileDigest(t, filepath.Join(pulled, f)) != fileDigest(t, filepath.Join(sealed, f)) {
+			t.Errorf("pulled %s differs from the sealed one", f)
+		}
+	}
+
+	reg.Reset()
+	if r := runCLI(t, "seed", "push", sealed, ref); r.code != 0 {
+		t.Fatalf("seed push again: exit %d\n%s", r.code, r.stderr)
+	}
+	for _, q := range reg.Requests() {
+		if strings.Contains(q.Path, "/blobs/uploads/") {
+			t.Errorf("re-push of an unchanged seed uploaded: %s %s", q.Method, q.Path)
+		}
+	}
+
+	noSecret(t, secret, out, sealed, pulled, reg.StorageDir())
+}
+
+// noSecret searches every byte a user receives for the secret, in clear and base64: the
+// build's logs, run.json and seed directory, the pulled artifact, the registry's storage,
+// and both seed disks uncompressed.
+func noSecret(t *testing.T, secret, out, sealed, pulled, storage string) {
+	t.Helper()
+	forms := [][]byte{[]byte(secret), []byte(base64.StdEncoding.EncodeToString([]byte(secret))[:len(secret)])}
+	search := func(name string, r io.Reader) {
+		found, err := streamContains(r, forms)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if found {
+			t.Errorf("the pull secret is in %s", name)
+		}
+	}
+	walk := func(root string) {
+		filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			f, err := os.Open(p)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			search(p, f)
+			return nil
+		})
+	}
+	walk(filepath.Join(out, "logs"))
+	walk(sealed)
+	walk(pulled)
+	walk(storage)
+	f, err := os.Open(filepath.Join(out, "run.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	search("run.json", f)
+	f.Close()
+
+	rawQcow := filepath.Join(t.TempDir(), "disk.raw")
+	if b, err := exec.Command("qemu-img", "convert", "-O", "raw", filepath.Join(sealed, "disk.qcow2"), rawQcow).CombinedOutput(); err != nil {
+		t.Fatalf("qemu-img: %v: %s", err, b)
+	}
+	rf, err := os.Open(rawQcow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	search("the qcow2 seed disk, uncompressed", rf)
+	rf.Close()
+	zf, err := os.Open(filepath.Join(sealed, "disk.raw.zst"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zf.Close()
+	zr, err := zstd.NewReader(zf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zr.Close()
+	search("the raw seed disk, uncompressed", zr)
+
+	// The check can fail: the installed disk, before the seal, holds the secret.
+	inst := filepath.Join(t.TempDir(), "installed.raw")
+	if b, err := exec.Command("qemu-img", "convert", "-O", "raw", filepath.Join(out, "install", "disk.qcow2"), inst).CombinedOutput(); err != nil {
+		t.Fatalf("qemu-img: %v: %s", err, b)
+	}
+	fi, err := os.Open(inst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fi.Close()
+	if found, err := streamContains(fi, forms[:1]); err != nil || !found {
+		t.Errorf("the installed disk does not hold the secret (%v): the search above proves nothing", err)
+	}
+}
+
+// streamContains reports whether r holds any of forms, reading it a window at a time (the
+// disks are gigabytes).
+func streamContains(r io.Reader, forms [][]byte) (bool, error) {
+	const window = 4 << 20
+	keep := 0
+	for _, f := range forms {
+		keep = max(keep, len(f))
+	}
+	buf := make([]byte, 0, window+keep)
+	chunk := make([]byte, window)
+	for {
+		n, err := r.Read(chunk)
+		buf = append(buf, chunk[:n]...)
+		for _, f := range forms {
+			if bytes.Contains(buf, f) {
+				return true, nil
+			}
+		}
+		if len(buf) > keep {
+			buf = append(buf[:0], buf[len(buf)-keep:]...)
+		}
+		if err == io.EOF {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+	}
+}
