@@ -17,7 +17,7 @@ import (
 // request and reports the steps.
 func newAgentSealCommand() *cobra.Command {
 	var (
-		root, request, port, stateDir, sys string
+		root, bootDir, request, port, stateDir, sys string
 		timeout                            time.Duration
 	)
 	cmd := &cobra.Command{
@@ -43,7 +43,7 @@ reconfiguration service, and marks the seed sealed (` + agent.SealedFile + `). I
 			r := agent.Reporter{Port: port, StateDir: stateDir}
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
-			steps, err := sealFromRequest(ctx, root, request)
+			steps, err := sealFromRequest(ctx, root, bootDir, request)
 			if err != nil {
 				if _, rerr := r.Report(ctx, agent.PhaseSealed, agent.StatusFailed, map[string]string{agent.DetailError: err.Error()}); rerr != nil {
 					return fmt.Errorf("%w (and reporting it failed: %v)", err, rerr)
@@ -59,6 +59,7 @@ reconfiguration service, and marks the seed sealed (` + agent.SealedFile + `). I
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&root, "root", "", "root of the installed system")
+	fl.StringVar(&bootDir, "boot-dir", "", "boot directory whose ignition/config.ign (the first-boot config) goes (none by default)")
 	fl.StringVar(&request, "request", "", "the seal disk or a file holding the request (default: the disk with serial "+agent.SealDiskSerial+")")
 	fl.StringVar(&sys, "sys", "/sys", "sysfs, where disks are found by serial")
 	fl.StringVar(&port, "port", "/dev/virtio-ports/"+agent.DefaultPortName, "virtio-serial port device or name")
@@ -67,12 +68,12 @@ reconfiguration service, and marks the seed sealed (` + agent.SealedFile + `). I
 	return cmd
 }
 
-func sealFromRequest(ctx context.Context, root, request string) ([]agent.SealStep, error) {
+func sealFromRequest(ctx context.Context, root, bootDir, request string) ([]agent.SealStep, error) {
 	req, err := agent.ReadSealRequest(request)
 	if err != nil {
 		return nil, err
 	}
-	return agent.Seal(ctx, root, req, agent.ExecRunner)
+	return agent.Seal(ctx, root, bootDir, req, agent.ExecRunner)
 }
 
 // diskBySerial finds the block device whose virtio serial is serial.

@@ -68,7 +68,10 @@ func TestSeal(t *testing.T) {
 				cmds = append(cmds, strings.Join(append([]string{name}, args...), " "))
 				return nil
 			}
-			steps, err := Seal(context.Background(), root, tc.req, run)
+			boot := filepath.Join(root, "boot")
+			os.MkdirAll(filepath.Join(boot, "ignition"), 0o755)
+			os.WriteFile(filepath.Join(boot, "ignition", "config.ign"), []byte(`{"ignition":{}}`), 0o600)
+			steps, err := Seal(context.Background(), root, boot, tc.req, run)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -76,7 +79,7 @@ func TestSeal(t *testing.T) {
 				t.Errorf("commands = %q, want %q", cmds, tc.wantCmds)
 			}
 			exists := func(p string) bool { _, err := os.Stat(filepath.Join(root, p)); return err == nil }
-			for _, gone := range []string{"etc/ssh/ssh_host_ed25519_key", "var/log/journal", "var/tmp/scratch", "var/lib/kubelet/pods/p1"} {
+			for _, gone := range []string{"boot/ignition/config.ign", "etc/ssh/ssh_host_ed25519_key", "var/log/journal", "var/tmp/scratch", "var/lib/kubelet/pods/p1"} {
 				if exists(gone) {
 					t.Errorf("%s survived the seal", gone)
 				}
@@ -97,7 +100,7 @@ func TestSeal(t *testing.T) {
 				t.Errorf("details = %v", d)
 			}
 			// Sealing again (a power cut after the marker) does the same and succeeds.
-			if _, err := Seal(context.Background(), root, tc.req, run); err != nil {
+			if _, err := Seal(context.Background(), root, boot, tc.req, run); err != nil {
 				t.Errorf("second seal: %v", err)
 			}
 		})

@@ -396,7 +396,7 @@ disk_by_serial() {
 seal() {
 	PHASE=sealed
 	FINAL=sealed
-	/bin/snofactory agent seal --root /mnt/disk/root --request "$1" --port "$AGENT_PORT" || idle
+	/bin/snofactory agent seal --root /mnt/disk/root --boot-dir /mnt/disk/boot --request "$1" --port "$AGENT_PORT" || idle
 	fstrim /mnt/disk 2>/dev/null || log "fstrim /mnt/disk: no discard support"
 	clean_poweroff
 }

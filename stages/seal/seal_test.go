@@ -1,0 +1,121 @@
+package seal
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"filippo.io/age"
+
+	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/seeds/seed"
+	"github.com/snofactory/snofactory/seeds/seed/seedtest"
+	"github.com/snofactory/snofactory/stages/internal/handoff"
+)
+
+func TestCreationTime(t *testing.T) {
+	fixed := time.Date(2026, 11, 23, 10, 0, 0, 500, time.UTC)
+	t.Setenv("SOURCE_DATE_EPOCH", "")
+	if got, err := creationTime(func() time.Time { return fixed }); err != nil || !got.Equal(fixed.Truncate(time.Second)) {
+		t.Errorf("without SOURCE_DATE_EPOCH: %v, %v", got, err)
+	}
+	t.Setenv("SOURCE_DATE_EPOCH", "1700000000")
+	if got, err := creationTime(nil); err != nil || got.Unix() != 1700000000 || got.Location() != time.UTC {
+		t.Errorf("SOURCE_DATE_EPOCH: %v, %v", got, err)
+	}
+	t.Setenv("SOURCE_DATE_EPOCH", "yesterday")
+	if _, err := creationTime(nil); err == nil || !strings.Contains(err.Error(), "SOURCE_DATE_EPOCH") {
+		t.Errorf("bad SOURCE_DATE_EPOCH: %v", err)
+	}
+}
+
+// The credentials reach the seed only encrypted, 0600, and decrypt with the recipient's
+// identity to the installer's files; without recipients nothing ships.
+func TestCredentials(t *testing.T) {
+	renderDir, dir := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(renderDir, "kubeconfig"), []byte("apiVersion: v1\nclient-key-data: SECRETKEY\n"), 0o600)
+	os.WriteFile(filepath.Join(renderDir, "kubeadmin-password"), []byte("SECRETPASSWORD"), 0o600)
+	in := inputs{render: handoff.Input[handoff.Render]{Dir: renderDir, Out: handoff.Render{Kubeconfig: "kubeconfig", KubeadminPassword: "kubeadmin-password"}}}
+	env := &pipeline.Env{Log: slog.New(slog.DiscardHandler)}
+	id, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := writeCredentials(context.Background(), in, dir, []string{id.Recipient().String()}, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, CredentialsFile)
+	fi, err := os.Stat(p)
+	if err != nil || fi.Mode().Perm() != 0o600 || c.Size != fi.Size() || c.File != CredentialsFile {
+		t.Fatalf("credentials file %v %v, record %+v", fi, err, c)
+	}
+	enc, _ := os.ReadFile(p)
+	if bytes.Contains(enc, []byte("SECRET")) {
+		t.Fatal("the credentials bundle holds the secrets in clear")
+	}
+	r, err := age.Decrypt(bytes.NewReader(enc), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(tr)
+		got[h.Name] = string(b)
+	}
+	if got["kubeadmin-password"] != "SECRETPASSWORD" || !strings.Contains(got["kubeconfig"], "SECRETKEY") {
+		t.Errorf("decrypted bundle = %v", got)
+	}
+	if c, err := writeCredentials(context.Background(), in, t.TempDir(), nil, env); c != nil || err != nil {
+		t.Errorf("without recipients: %+v, %v", c, err)
+	}
+	if _, err := writeCredentials(context.Background(), in, t.TempDir(), []string{"age1notakey"}, env); err == nil {
+		t.Error("a malformed recipient was accepted")
+	}
+}
+
+// Both formats come out of one sealed disk with the same raw bytes; the zeros and holes of
+// the disk stay out of the files.
+func TestWriteDisks(t *testing.T) {
+	work := filepath.Join(t.TempDir(), "work.qcow2")
+	raw := filepath.Join(t.TempDir(), "raw.img")
+	if err := os.WriteFile(raw, seedtest.RawDisk(8<<20, 7), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("qemu-img", "convert", "-O", "qcow2", raw, work).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	dir := t.TempDir()
+	env := &pipeline.Env{Scratch: t.TempDir(), Log: slog.New(slog.DiscardHandler)}
+	disks, err := writeDisks(context.Background(), work, dir, []string{seed.FormatQCOW2, seed.FormatRaw}, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(disks) != 2 || disks[0].RawDigest != disks[1].RawDigest || disks[1].Compression != seed.CompressionZstd || disks[0].VirtualSize != 8<<20 {
+		t.Fatalf("disks = %+v", disks)
+	}
+	for _, d := range disks {
+		if d.Size >= d.VirtualSize {
+			t.Errorf("%s is %d bytes for a %d-byte disk with holes", d.File, d.Size, d.VirtualSize)
+		}
+	}
+	if _, err := writeDisks(context.Background(), work, dir, []string{"vmdk"}, env); err == nil {
+		t.Error("an unknown format was accepted")
+	}
+}
