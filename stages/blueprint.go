@@ -68,7 +68,8 @@ func sealOptions(bp *v1alpha1.Blueprint) seal.Options {
 	return seal.Options{
 		Name: bp.Metadata.Name, BlueprintDigest: dg, Formats: o.Formats, KeepPullSecret: o.KeepPullSecret,
 		Recipients: o.CredentialsRecipients, ReconfigurationAPIVersion: siteconfig.APIVersion,
-		CPUs: v.CPUs, MemoryMiB: int(v.Memory.MiB()), Accelerator: v.Accelerator, BootTimeout: v.Timeouts.Boot.D(),
+		SiteConfigTimeout: bp.Spec.Relocation.SiteConfigTimeout.D(),
+		CPUs:              v.CPUs, MemoryMiB: int(v.Memory.MiB()), Accelerator: v.Accelerator, BootTimeout: v.Timeouts.Boot.D(),
 	}
 }
 

@@ -19,6 +19,9 @@ const (
 	DefaultKubeletCertValidity   = Duration(30 * 24 * time.Hour)
 	MinKubeletCertValidity       = Duration(24 * time.Hour)
 	MaxKubeletCertValidity       = Duration(365 * 24 * time.Hour)
+	DefaultSiteConfigTimeout     = Duration(10 * time.Minute)
+	MinSiteConfigTimeout         = Duration(10 * time.Second)
+	MaxSiteConfigTimeout         = Duration(24 * time.Hour)
 	DefaultCompression           = "zstd"
 	DefaultFormat                = "qcow2"
 	DefaultClusterNetworkCIDR    = "10.128.0.0/14"
@@ -82,6 +85,9 @@ func (b *Blueprint) Default() {
 
 	if s.Relocation.NodeIP == "" {
 		s.Relocation.NodeIP = DefaultNodeIP
+	}
+	if s.Relocation.SiteConfigTimeout == 0 {
+		s.Relocation.SiteConfigTimeout = DefaultSiteConfigTimeout
 	}
 	if s.Relocation.KubeletCertValidity == 0 {
 		s.Relocation.KubeletCertValidity = DefaultKubeletCertValidity

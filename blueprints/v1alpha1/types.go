@@ -277,6 +277,10 @@ type Relocation struct {
 	// Validity of the kubelet client certificate issued before sealing, covering the time from
 	// the depot to the site. Default: 720h (30 days). Minimum: 24h; maximum: 365d.
 	KubeletCertValidity Duration `json:"kubeletCertValidity,omitempty" yaml:"kubeletCertValidity,omitempty"`
+	// How long a sealed seed waits at the site for its site-config medium (volume label
+	// SNOSITE) before it reports the failure and leaves the seed as it was, to be booted again
+	// with the medium. Default: 10m. Minimum: 10s; maximum: 24h.
+	SiteConfigTimeout Duration `json:"siteConfigTimeout,omitempty" yaml:"siteConfigTimeout,omitempty"`
 }
 
 // Outputs says what the build produces and where it goes.

@@ -35,12 +35,8 @@ Progress is kept under the root, so a run cut short resumes; a missing or malfor
 applies nothing. The target defaults to the sealed seed's (` + agent.SealedFile + `).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.Target == "" {
-				t, err := sealedTarget(o.Root)
-				if err != nil {
-					return badInput(err)
-				}
-				o.Target = t
+			if err := fromSealedRequest(&o, cmd.Flags().Changed("medium-timeout")); err != nil {
+				return badInput(err)
 			}
 			if cmd.Flags().Changed("medium-glob") {
 				o.MediumGlobs = mediumGlobs
@@ -73,15 +69,29 @@ applies nothing. The target defaults to the sealed seed's (` + agent.SealedFile 
 	return cmd
 }
 
-// sealedTarget reads the target the seed was sealed for.
-func sealedTarget(root string) (string, error) {
-	b, err := os.ReadFile(filepath.Join(root, agent.SealedFile))
+// fromSealedRequest fills what the flags left unset from the request the seed was sealed
+// with: its target and how long to wait for the medium.
+func fromSealedRequest(o *reconfigure.Options, timeoutSet bool) error {
+	b, err := os.ReadFile(filepath.Join(o.Root, agent.SealedFile))
 	if err != nil {
-		return "", fmt.Errorf("no --target and no sealed seed under %s: %w", root, err)
+		if o.Target != "" {
+			return nil
+		}
+		return fmt.Errorf("no --target and no sealed seed under %s: %w", o.Root, err)
 	}
 	var req agent.SealRequest
 	if err := json.Unmarshal(b, &req); err != nil {
-		return "", fmt.Errorf("reading the target from %s: %w", agent.SealedFile, err)
+		return fmt.Errorf("reading %s: %w", agent.SealedFile, err)
 	}
-	return req.Target, nil
+	if o.Target == "" {
+		o.Target = req.Target
+	}
+	if !timeoutSet && req.SiteConfigTimeout != "" {
+		d, err := time.ParseDuration(req.SiteConfigTimeout)
+		if err != nil {
+			return fmt.Errorf("%s: siteConfigTimeout: %w", agent.SealedFile, err)
+		}
+		o.MediumTimeout = d
+	}
+	return nil
 }

@@ -28,7 +28,7 @@ func newSeedCommand() *cobra.Command {
 		"(registries on 127.0.0.1 or localhost are plain HTTP regardless)")
 	c.PersistentFlags().IntVar(&reg.jobs, "jobs", ociseed.DefaultJobs, "chunks moved in parallel")
 	c.AddCommand(newSeedPushCommand(&reg), newSeedPullCommand(&reg), newSeedInspectCommand(&reg),
-		newSeedVerifyCommand(&reg), newSeedWriteCommand(&reg))
+		newSeedVerifyCommand(&reg), newSeedWriteCommand(&reg), newSeedBootCommand(&reg))
 	return c
 }
 

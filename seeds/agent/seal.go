@@ -37,6 +37,9 @@ type SealRequest struct {
 	Target string `json:"target"`
 	// KeepPullSecret keeps the build-time pull secret on the node (the blueprint asked).
 	KeepPullSecret bool `json:"keepPullSecret,omitempty"`
+	// SiteConfigTimeout is how long the seed waits at the site for its site-config medium
+	// (a Go duration; "" for the hook's default). SealedFile keeps it for the hook.
+	SiteConfigTimeout string `json:"siteConfigTimeout,omitempty"`
 }
 
 // maxSealRequest bounds what ReadSealRequest reads off the disk.

@@ -38,6 +38,8 @@ type Options struct {
 	// Recipients are the age (or SSH) public keys the OpenShift credentials are encrypted
 	// to; none ships no credentials.
 	Recipients []string `json:"recipients,omitempty"`
+	// SiteConfigTimeout is how long the seed waits for its site-config medium at the site.
+	SiteConfigTimeout time.Duration `json:"siteConfigTimeout,omitempty"`
 	// ReconfigurationAPIVersion is the site-config apiVersion the seed's hook reads.
 	ReconfigurationAPIVersion string `json:"reconfigurationAPIVersion"`
 	CPUs                      int    `json:"cpus"`
@@ -180,5 +182,9 @@ func creationTime(now func() time.Time) (time.Time, error) {
 
 // sealRequest is what the node is asked to do.
 func sealRequest(opts Options, target string) agent.SealRequest {
-	return agent.SealRequest{Version: agent.SealRequestVersion, Target: target, KeepPullSecret: opts.KeepPullSecret}
+	req := agent.SealRequest{Version: agent.SealRequestVersion, Target: target, KeepPullSecret: opts.KeepPullSecret}
+	if opts.SiteConfigTimeout > 0 {
+		req.SiteConfigTimeout = opts.SiteConfigTimeout.String()
+	}
+	return req
 }

@@ -74,9 +74,12 @@ type UserNetwork struct {
 	Forwards []Forward
 }
 
-// Forward sends connections to 127.0.0.1:HostPort on the host to GuestPort in the guest.
+// Forward sends connections to 127.0.0.1:HostPort on the host to GuestPort in the guest,
+// at GuestAddr when set (the address the guest must have for the connection to succeed)
+// or at the guest's DHCP address.
 type Forward struct {
 	HostPort, GuestPort int
+	GuestAddr           string
 }
 
 // FreePort is a TCP port on 127.0.0.1 nothing listens on right now, for a Forward.
@@ -115,7 +118,7 @@ func (d Disk) args(i int) []string {
 func (n *UserNetwork) args() []string {
 	netdev := "user,id=net0"
 	for _, f := range n.Forwards {
-		netdev += fmt.Sprintf(",hostfwd=tcp:127.0.0.1:%d-:%d", f.HostPort, f.GuestPort)
+		netdev += fmt.Sprintf(",hostfwd=tcp:127.0.0.1:%d-%s:%d", f.HostPort, optValue(f.GuestAddr), f.GuestPort)
 	}
 	return []string{"-netdev", netdev, "-device", "virtio-net-pci,netdev=net0"}
 }

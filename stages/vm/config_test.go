@@ -66,10 +66,10 @@ func TestArgs(t *testing.T) {
 		},
 		{
 			name: "user network forwards the API port on loopback only",
-			cfg:  Config{ISO: "/x/live.iso", ConsoleLog: "/c", Network: &UserNetwork{Forwards: []Forward{{HostPort: 46443, GuestPort: 6443}, {HostPort: 42222, GuestPort: 22}}}},
+			cfg:  Config{ISO: "/x/live.iso", ConsoleLog: "/c", Network: &UserNetwork{Forwards: []Forward{{HostPort: 46443, GuestPort: 6443}, {HostPort: 42222, GuestPort: 22}, {HostPort: 48080, GuestPort: 8080, GuestAddr: "10.0.2.50"}}}},
 			acc:  TCG("test"),
 			want: []string{
-				"-netdev user,id=net0,hostfwd=tcp:127.0.0.1:46443-:6443,hostfwd=tcp:127.0.0.1:42222-:22",
+				"-netdev user,id=net0,hostfwd=tcp:127.0.0.1:46443-:6443,hostfwd=tcp:127.0.0.1:42222-:22,hostfwd=tcp:127.0.0.1:48080-10.0.2.50:8080",
 				"-device virtio-net-pci,netdev=net0",
 			},
 		},

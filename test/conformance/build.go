@@ -46,6 +46,7 @@ var Modules = []string{
 	"virtio_pci", "virtio_console", "virtio_blk", // virtio-serial reporting, target disk
 	"ata_piix", "sr_mod", "isofs", // the live CD, read when installing
 	"ext4", "crc32c_generic", // the installed root (ext2, through ext4)
+	"virtio_net", "af_packet", // the site network a sealed seed is reconfigured onto (udhcpc needs packet sockets)
 }
 
 // Options say where the inputs come from. Zero values mean the Debian locations.

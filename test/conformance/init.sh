@@ -338,6 +338,9 @@ disk_boot() {
 		if sealdev=$(disk_by_serial snofactory-seal); then
 			seal "$sealdev"
 		fi
+		if [ -f /mnt/disk/root/etc/snofactory/sealed.json ] && [ ! -f /mnt/disk/root/var/lib/snofactory/reconfigured ]; then
+			reconfigure_seed
+		fi
 		report mount-root ok --detail "device=$part" --detail "kernel=$(uname -r)" --detail-file cmdline=/proc/cmdline
 		if [ -f /mnt/disk/boot/ignition/config.ign ]; then
 			# Show the host that what Ignition wrote on the first boot persisted.
@@ -389,6 +392,23 @@ disk_by_serial() {
 		return 0
 	done
 	return 1
+}
+
+# reconfigure_seed: a sealed seed's first boot at the site. The agent waits for the
+# site-config medium (it says so on the console), applies it and reports each step. On
+# failure nothing is marked done: the seed stays sealed, to be booted again with a good
+# medium. On success the site's service answers on the new address.
+reconfigure_seed() {
+	PHASE=reconfigured
+	FINAL=reconfigured
+	ip link set lo up
+	if ! /bin/snofactory agent reconfigure --root /mnt/disk/root --port "$AGENT_PORT" --resolv-conf /etc/resolv.conf; then
+		log "the site reconfiguration failed (see above): fix the site-config medium and boot again"
+		idle
+	fi
+	mkdir -p /run/www
+	{ echo "hostname=$(hostname)"; ip -o -4 addr show | awk '{print "address=" $2 " " $4}'; sed -n 's/^nameserver /dns=/p' /etc/resolv.conf; } >/run/www/site.txt
+	httpd -p 8080 -h /run/www || log "httpd failed"
 }
 
 # seal: the seal stage attached its request disk. The agent prepares the root for

@@ -1,17 +1,22 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"io/fs"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/klauspost/compress/zstd"
 
@@ -34,7 +39,9 @@ func seedBlueprint(t *testing.T, reg *registry.Registry, secret string) (bp, ref
 	pushRandom(t, image)
 	ref = reg.Ref("demo/seed:1.0")
 	bp, err = testbin.CopyDemo(t.TempDir(), map[string]string{testbin.DemoImage: image, testbin.DemoISOLine: "path: " + iso,
-		"push: " + testbin.DemoRegistry + "/demo/seed:1.0": "push: " + ref, "formats: [qcow2]": "formats: [qcow2, raw]"})
+		"push: " + testbin.DemoRegistry + "/demo/seed:1.0": "push: " + ref, "formats: [qcow2]": "formats: [qcow2, raw]",
+		// the seed gives up on a missing site-config medium quickly, for the test below
+		"kubeletCertValidity: 30d\n": "kubeletCertValidity: 30d\n    siteConfigTimeout: 20s\n"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,6 +116,106 @@ func TestSeedBuildsPublishesAndPulls(t *testing.T) {
 	}
 
 	noSecret(t, secret, out, sealed, pulled, reg.StorageDir())
+	bootAtTheSite(t, pulled)
+}
+
+// bootAtTheSite boots the pulled seed as a site would, on one disk across power cycles:
+// without its site-config medium and with a malformed one it says what is wrong and changes
+// nothing; with the demo's medium it reports each step applied, and from outside the
+// forwarded port answers at the new address, with the new hostname and DNS server, within
+// 60 s of the power-on.
+func bootAtTheSite(t *testing.T, seedDir string) {
+	disk := filepath.Join(t.TempDir(), "site-disk.qcow2")
+	boot := func(args ...string) cliResult {
+		t.Helper()
+		return runCLI(t, append([]string{"seed", "boot", seedDir, "--overlay", disk}, args...)...)
+	}
+	r := boot()
+	if r.code != 1 || !strings.Contains(r.stdout+r.stderr, "SNOSITE") {
+		t.Errorf("boot without the medium: exit %d, want 1 naming the medium\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	badDir := t.TempDir()
+	os.WriteFile(filepath.Join(badDir, "site_config.yaml"), []byte("apiVersion: snofactory.io/v1alpha1\nkind: SiteConfig\nmetadata:\n  name: x\nspec:\n  hostname: Bad_Host\n"), 0o644)
+	bad := filepath.Join(t.TempDir(), "bad.iso")
+	if b, err := exec.Command("xorriso", "-as", "mkisofs", "-quiet", "-R", "-V", "SNOSITE", "-o", bad, badDir).CombinedOutput(); err != nil {
+		t.Fatalf("xorriso: %v: %s", err, b)
+	}
+	r = boot("--site-config", bad)
+	if r.code != 1 || !strings.Contains(r.stdout+r.stderr, `"Bad_Host" is not an RFC 1123 host name`) {
+		t.Errorf("boot with a malformed medium: exit %d, want 1 naming the problem\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+
+	root, err := testbin.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	iso := filepath.Join(t.TempDir(), "site.iso")
+	if r := runCLI(t, "site-config", "create", filepath.Join(root, "blueprints", "demo", "site.yaml"), "-o", iso); r.code != 0 {
+		t.Fatalf("site-config create: exit %d\n%s", r.code, r.stderr)
+	}
+	port := freePort(t)
+	cmd := exec.Command(snofactoryBin, "seed", "boot", seedDir, "--overlay", disk, "--site-config", iso,
+		"--forward", fmt.Sprintf("%d:10.0.2.50:8080", port), "--hold", "5m")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	var log strings.Builder
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		log.WriteString(sc.Text() + "\n")
+		if strings.HasPrefix(sc.Text(), "Holding the VM") {
+			break
+		}
+	}
+	took := time.Since(start)
+	got := log.String()
+	if !strings.Contains(got, "Seed reconfigured and booted") {
+		t.Fatalf("seed boot did not reconfigure:\n%s\n%s", got, stderr.String())
+	}
+	for _, want := range []string{"hostname=edge-01", "address.eth0=10.0.2.50/24", "dns.servers=10.0.2.3"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the seed did not report %s:\n%s", want, got)
+		}
+	}
+	if took > 60*time.Second {
+		t.Errorf("the seed took %s from power-on to reconfigured, want under 60 s", took.Round(time.Second))
+	}
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/site.txt", port))
+	if err != nil {
+		t.Fatalf("the forwarded port to 10.0.2.50:8080 does not answer: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{"hostname=edge-01", "address=eth0 10.0.2.50/24", "dns=10.0.2.3"} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("the reconfigured seed says %q, want %s", body, want)
+		}
+	}
+	cmd.Process.Signal(os.Interrupt)
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("seed boot after Ctrl-C: %v\n%s", err, stderr.String())
+	}
+	if out, err := exec.Command("pgrep", "-f", disk).Output(); err == nil {
+		t.Errorf("qemu outlived seed boot: %s", out)
+	}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
 }
 
 // noSecret searches every byte a user receives for the secret, in clear and base64: the
