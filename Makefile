@@ -62,12 +62,14 @@ bench: deps
 	$(GO) run ./test/bench
 
 # The demo runs offline: demoenv serves the demo's extra image from a local registry on a free
-# port and hands the build a copy of the blueprint naming it.
-# DEMO_UNTIL stops after the last stage this version implements; later stages say so plainly.
-DEMO_UNTIL ?= validate
+# port and hands the build a copy of the blueprint naming it (the seed is pushed there too);
+# then the sealed seed boots in a second VM with the demo's site config.
+DEMO_UNTIL ?= publish
 demo: deps
 	@$(MAKE) --no-print-directory build conformance-iso
 	$(GO) run ./test/cmd/demoenv --blueprint blueprints/demo.yaml -- ./$(BIN) build blueprints/demo.yaml --until $(DEMO_UNTIL) --output-dir build/demo --cache-dir build/cache
+	./$(BIN) site-config create blueprints/demo/site.yaml -o build/demo/site.iso
+	./$(BIN) seed boot build/demo/seal/seed --site-config build/demo/site.iso
 
 clean:
 	rm -rf build

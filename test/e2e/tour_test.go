@@ -178,8 +178,20 @@ func tourChecks() []tourCheck {
 			}
 			return nil
 		}},
-		{"qemu-img info", func(_, out string) error {
-			return wantContains(out, "file format: qcow2")
+		{"snofactory seed verify", func(_, out string) error {
+			return wantContains(out, "every digest matches")
+		}},
+		{"snofactory site-config create", func(dir, _ string) error {
+			_, err := os.Stat(filepath.Join(dir, "out/site.iso"))
+			return err
+		}},
+		{"snofactory seed boot", func(_, out string) error {
+			for _, want := range []string{"hostname=edge-01", "address.eth0=10.0.2.50/24", "Seed reconfigured and booted"} {
+				if err := wantContains(out, want); err != nil {
+					return err
+				}
+			}
+			return nil
 		}},
 	}
 }
