@@ -68,8 +68,8 @@ func sealOptions(bp *v1alpha1.Blueprint) seal.Options {
 	return seal.Options{
 		Name: bp.Metadata.Name, BlueprintDigest: dg, Formats: o.Formats, KeepPullSecret: o.KeepPullSecret,
 		Recipients: o.CredentialsRecipients, ReconfigurationAPIVersion: siteconfig.APIVersion,
-		SiteConfigTimeout: bp.Spec.Relocation.SiteConfigTimeout.D(),
-		CPUs:              v.CPUs, MemoryMiB: int(v.Memory.MiB()), Accelerator: v.Accelerator, BootTimeout: v.Timeouts.Boot.D(),
+		SiteConfigTimeout: bp.Spec.Relocation.SiteConfigTimeout.D(), RecertImage: bp.Spec.Relocation.RecertImage,
+		CPUs: v.CPUs, MemoryMiB: int(v.Memory.MiB()), Accelerator: v.Accelerator, BootTimeout: v.Timeouts.Boot.D(),
 	}
 }
 
@@ -147,7 +147,7 @@ func registryConfig(bp *v1alpha1.Blueprint) registries.Config {
 		mirrors = append(mirrors, registries.Mirror{Source: m.Source, Mirrors: m.Mirrors})
 	}
 	if s.OpenShift != nil {
-		refs = append(refs, openshiftImages(s.OpenShift)...)
+		refs = append(refs, openshiftImages(bp)...)
 	}
 	c := registries.ForImages(refs, mirrors)
 	if s.OpenShift != nil {
@@ -158,8 +158,9 @@ func registryConfig(bp *v1alpha1.Blueprint) registries.Config {
 }
 
 // openshiftImages are the images an OpenShift blueprint names besides its extra images.
-func openshiftImages(osh *v1alpha1.OpenShift) []string {
-	refs := []string{osh.ReleaseImage}
+func openshiftImages(bp *v1alpha1.Blueprint) []string {
+	osh := bp.Spec.OpenShift
+	refs := []string{osh.ReleaseImage, bp.Spec.Relocation.RecertImage}
 	for _, op := range osh.Operators {
 		refs = append(refs, op.Bundle, op.Catalog)
 	}
@@ -171,6 +172,9 @@ func resolveOptions(bp *v1alpha1.Blueprint, reg registries.Config, isoMissing st
 	o := resolve.Options{Arch: arch, Images: s.ExtraImages, Registry: reg}
 	if osh := s.OpenShift; osh != nil {
 		o.Release = osh.ReleaseImage
+		// The seed's reconfiguration runs recert at the site: pinned and precached like
+		// the extra images.
+		o.Images = append(append([]string{}, s.ExtraImages...), s.Relocation.RecertImage)
 		for _, op := range osh.Operators {
 			if op.Bundle != "" {
 				o.Operators = append(o.Operators, op.Bundle)

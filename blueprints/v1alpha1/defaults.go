@@ -20,6 +20,7 @@ const (
 	MinKubeletCertValidity       = Duration(24 * time.Hour)
 	MaxKubeletCertValidity       = Duration(365 * 24 * time.Hour)
 	DefaultSiteConfigTimeout     = Duration(10 * time.Minute)
+	DefaultRecertImage           = "quay.io/edge-infrastructure/recert:v0"
 	MinSiteConfigTimeout         = Duration(10 * time.Second)
 	MaxSiteConfigTimeout         = Duration(24 * time.Hour)
 	DefaultCompression           = "zstd"
@@ -85,6 +86,9 @@ func (b *Blueprint) Default() {
 
 	if s.Relocation.NodeIP == "" {
 		s.Relocation.NodeIP = DefaultNodeIP
+	}
+	if openshift && s.Relocation.RecertImage == "" {
+		s.Relocation.RecertImage = DefaultRecertImage
 	}
 	if s.Relocation.SiteConfigTimeout == 0 {
 		s.Relocation.SiteConfigTimeout = DefaultSiteConfigTimeout

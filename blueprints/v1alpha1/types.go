@@ -281,6 +281,11 @@ type Relocation struct {
 	// SNOSITE) before it reports the failure and leaves the seed as it was, to be booted again
 	// with the medium. Default: 10m. Minimum: 10s; maximum: 24h.
 	SiteConfigTimeout Duration `json:"siteConfigTimeout,omitempty" yaml:"siteConfigTimeout,omitempty"`
+	// Image of recert, which an OpenShift seed's reconfiguration runs at the site to rename
+	// the cluster, change its IP and hostname and renew its certificates. Pinned in the lock
+	// and precached, so the site needs no registry. Default (openshift targets):
+	// quay.io/edge-infrastructure/recert:v0.
+	RecertImage string `json:"recertImage,omitempty" yaml:"recertImage,omitempty"`
 }
 
 // Outputs says what the build produces and where it goes.

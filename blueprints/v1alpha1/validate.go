@@ -512,6 +512,9 @@ func (b *Blueprint) validateRelocation(c *checker) {
 	} else if pfx.Bits() < pfx.Addr().BitLen() && pfx.Addr() == pfx.Masked().Addr() {
 		c.add(p+".nodeIP", fmt.Sprintf("%s is the network address, not a host address", pfx), "e.g. 192.168.127.10/24")
 	}
+	if r.RecertImage != "" {
+		c.image(p+".recertImage", r.RecertImage, false)
+	}
 	if r.SiteConfigTimeout < MinSiteConfigTimeout || r.SiteConfigTimeout > MaxSiteConfigTimeout {
 		c.add(p+".siteConfigTimeout", fmt.Sprintf("must be between 10s and 24h, got %s", r.SiteConfigTimeout),
 			"how long the seed waits for the technician to insert the site-config medium, e.g. 10m")

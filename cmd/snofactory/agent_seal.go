@@ -18,7 +18,7 @@ import (
 func newAgentSealCommand() *cobra.Command {
 	var (
 		root, bootDir, request, port, stateDir, sys string
-		timeout                            time.Duration
+		timeout                                     time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "seal --root DIR [--request DEVICE]",

@@ -40,7 +40,15 @@ type SealRequest struct {
 	// SiteConfigTimeout is how long the seed waits at the site for its site-config medium
 	// (a Go duration; "" for the hook's default). SealedFile keeps it for the hook.
 	SiteConfigTimeout string `json:"siteConfigTimeout,omitempty"`
+	// RecertImage and EtcdImage are the pinned images an OpenShift seed's reconfiguration
+	// runs; Seal writes them to ReconfigureImagesFile for the hook.
+	RecertImage string `json:"recertImage,omitempty"`
+	EtcdImage   string `json:"etcdImage,omitempty"`
 }
+
+// ReconfigureImagesFile, under the node's root, names the pinned recert and etcd images
+// (JSON: recertImage, etcdImage) for the reconfiguration hook (seeds/reconfigure reads it).
+const ReconfigureImagesFile = "/etc/snofactory/reconfigure-images.json"
 
 // maxSealRequest bounds what ReadSealRequest reads off the disk.
 const maxSealRequest = 64 << 10
@@ -157,6 +165,16 @@ func Seal(ctx context.Context, root, bootDir string, req SealRequest, run Runner
 		}
 		steps = append(steps, SealStep{"ignition-config", "removed " + cfg})
 	}
+	if req.RecertImage != "" {
+		imgs, err := json.Marshal(map[string]string{"recertImage": req.RecertImage, "etcdImage": req.EtcdImage})
+		if err != nil {
+			return steps, err
+		}
+		if err := writeUnder(root, ReconfigureImagesFile, imgs); err != nil {
+			return steps, err
+		}
+		steps = append(steps, SealStep{"reconfigure-images", ReconfigureImagesFile})
+	}
 	b, err := json.Marshal(req)
 	if err != nil {
 		return steps, err
@@ -234,6 +252,18 @@ func clearTrees(root string, dirs []string) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// writeUnder writes a small file at p under root, creating its directory.
+func writeUnder(root, p string, b []byte) error {
+	dst := filepath.Join(root, p)
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return fmt.Errorf("writing %s: %w", p, err)
+	}
+	if err := os.WriteFile(dst, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("writing %s: %w", p, err)
+	}
+	return nil
 }
 
 func truncateIfExists(p string) error {

@@ -48,7 +48,7 @@ func TestSeal(t *testing.T) {
 	}{
 		{name: "coreos", req: SealRequest{Version: 1, Target: "coreos"}},
 		{name: "coreos keeps the pull secret", req: SealRequest{Version: 1, Target: "coreos", KeepPullSecret: true}, keepPS: true},
-		{name: "openshift", req: SealRequest{Version: 1, Target: "openshift"}, wantCmds: []string{
+		{name: "openshift", req: SealRequest{Version: 1, Target: "openshift", RecertImage: "r@sha256:aa", EtcdImage: "e@sha256:bb"}, wantCmds: []string{
 			"crictl rmp --all --force", "systemctl disable --now kubelet.service", "systemctl disable --now crio.service",
 			"systemctl enable snofactory-reconfigure.service"}},
 	} {
@@ -94,6 +94,12 @@ func TestSeal(t *testing.T) {
 			}
 			if b, _ := os.ReadFile(filepath.Join(root, "etc/machine-id")); len(b) != 0 {
 				t.Errorf("machine-id = %q", b)
+			}
+			if tc.req.RecertImage != "" {
+				b, err := os.ReadFile(filepath.Join(root, ReconfigureImagesFile))
+				if err != nil || !strings.Contains(string(b), `"recertImage":"r@sha256:aa"`) || !strings.Contains(string(b), `"etcdImage":"e@sha256:bb"`) {
+					t.Errorf("%s = %s, %v", ReconfigureImagesFile, b, err)
+				}
 			}
 			d := SealDetails(steps)
 			if d["step.sealed"] != SealedFile || d["step.machine-id"] == "" {

@@ -29,7 +29,7 @@ const (
 	DoneFile = "/var/lib/snofactory/reconfigured"
 	// ImagesFile names the pinned recert and etcd images on an OpenShift seed, when
 	// OpenShiftOptions does not (JSON: {"recertImage": REF, "etcdImage": REF}).
-	ImagesFile = "/etc/snofactory/reconfigure-images.json"
+	ImagesFile = agent.ReconfigureImagesFile
 )
 
 // Defaults of Options.

@@ -84,6 +84,10 @@ const (
 	// ReconfigureUnit applies the site configuration at the site. Installed disabled; the
 	// seal stage enables it.
 	ReconfigureUnit = "snofactory-reconfigure.service"
+	// SealUnit and SealScript seal the node when the seal stage boots it with its request
+	// disk (node/snofactory-seal.sh).
+	SealUnit   = "snofactory-seal.service"
+	SealScript = "/usr/local/bin/snofactory-seal"
 	// AgentUnit reports install phases from a CoreOS-style target.
 	AgentUnit = "snofactory-agent.service"
 	// AgentBinary is where the on-node snofactory binary lives.
@@ -185,19 +189,37 @@ func nodeIPConfig(variantVersion string, p netip.Prefix) butane {
 	return mc
 }
 
-// reconfigureConfig installs the site reconfiguration service: disabled now, enabled by the
-// seal stage, so the factory boots never run it.
+// reconfigureConfig installs the site reconfiguration service, disabled now and enabled by
+// the seal, so the factory boots never run it; and the seal service, which runs only on the
+// boot the seal stage attaches its request disk to. The reconfiguration service starts
+// kubelet itself and waits for the API, so it is not ordered before kubelet (the seal
+// disabled kubelet and CRI-O).
 func reconfigureConfig(variantVersion string) butane {
-	f := false
+	f, t := false, true
 	mc := masterMC(variantVersion, "90-master-snofactory-reconfigure")
+	mc.Storage = &butaneStorage{Files: []butaneFile{{Path: SealScript, Mode: 0o755, Overwrite: true, Contents: butaneContents{Inline: sealScript}}}}
 	mc.Systemd = &butaneSystemd{Units: []butaneUnit{{
+		Name:    SealUnit,
+		Enabled: &t,
+		Contents: `[Unit]
+Description=snofactory: seal this node for relocation, as the factory's seal disk asks
+ConditionPathExists=/dev/disk/by-id/virtio-snofactory-seal
+After=kubelet.service crio.service
+
+[Service]
+Type=oneshot
+ExecStart=` + SealScript + `
+
+[Install]
+WantedBy=multi-user.target
+`,
+	}, {
 		Name:    ReconfigureUnit,
 		Enabled: &f,
 		Contents: `[Unit]
 Description=snofactory: apply the site configuration to a relocated seed
 Wants=network-online.target
 After=network-online.target
-Before=kubelet.service crio.service
 ConditionPathExists=!/var/lib/snofactory/reconfigured
 
 [Service]

@@ -30,6 +30,9 @@ const (
 //go:embed node/snofactory-phase.sh
 var phaseScript string
 
+//go:embed node/snofactory-seal.sh
+var sealScript string
+
 // phaseUnit is a service that reports one install phase.
 type phaseUnit struct {
 	Phase string

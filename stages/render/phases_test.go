@@ -488,3 +488,51 @@ func readMessages(t *testing.T, port string) []agent.Message {
 		msgs = append(msgs, m)
 	}
 }
+
+// The seal script, run here with the real agent on a tree shaped like a node: it installs
+// the agent from the data disk where the site's reconfiguration runs it, seals the root as
+// the request asks, reports, and powers off last.
+func TestSealScript(t *testing.T) {
+	bin, err := testbin.Binary(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	script := filepath.Join(dir, "snofactory-seal")
+	if err := os.WriteFile(script, []byte(sealScript), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(dir, "root")
+	os.MkdirAll(filepath.Join(root, "etc"), 0o755)
+	os.WriteFile(filepath.Join(root, "etc", "machine-id"), []byte("0123\n"), 0o444)
+	req, err := agent.EncodeSealRequest(agent.SealRequest{Version: agent.SealRequestVersion, Target: "coreos"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	request := filepath.Join(dir, "seal.img")
+	os.WriteFile(request, req, 0o644)
+	port, poweredOff := filepath.Join(dir, "port"), filepath.Join(dir, "powered-off")
+	touch(t, port)
+	installed := filepath.Join(dir, "usr", "local", "bin", "snofactory")
+	cmd := exec.Command(script)
+	cmd.Env = append(os.Environ(), "SNOFACTORY_ROOT="+root, "SNOFACTORY_SYS="+filepath.Join(dir, "sys"),
+		"SNOFACTORY_AGENT="+installed, "SNOFACTORY_SEAL_REQUEST="+request, "SNOFACTORY_PORT="+port,
+		"SNOFACTORY_AGENT_STATE="+filepath.Join(dir, "state"), "SNOFACTORY_POWEROFF=touch "+poweredOff,
+		"SNOFACTORY_PRECACHE_DISK="+precacheDisk(t, bin, true, false))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("seal script: %v\n%s", err, out)
+	}
+	if fi, err := os.Stat(installed); err != nil || fi.Mode().Perm() != 0o755 {
+		t.Errorf("agent not installed for the site: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(root, agent.SealedFile)); err != nil {
+		t.Errorf("not sealed: %v", err)
+	}
+	msgs := readMessages(t, port)
+	if len(msgs) != 1 || msgs[0].Phase != agent.PhaseSealed || msgs[0].Status != agent.StatusOK {
+		t.Errorf("reports = %+v, want one sealed ok", msgs)
+	}
+	if _, err := os.Stat(poweredOff); err != nil {
+		t.Error("the node was not powered off after sealing")
+	}
+}

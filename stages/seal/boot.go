@@ -11,13 +11,14 @@ import (
 
 	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/seeds/agent"
+	"github.com/snofactory/snofactory/seeds/seed"
 	"github.com/snofactory/snofactory/stages/vm"
 )
 
 // sealDisk boots a copy-on-write overlay of the installed disk at work with the seal
 // request disk attached, waits for the node's sealed report and for the node to power
 // itself off: a clean shutdown, so the disk is consistent when it is converted.
-func sealDisk(ctx context.Context, opts Options, in inputs, work string, env *pipeline.Env) error {
+func sealDisk(ctx context.Context, opts Options, in inputs, req agent.SealRequest, work string, env *pipeline.Env) error {
 	p := opts.Prober
 	p.Log = env.Log
 	acc, err := p.Resolve(ctx, vm.Accel(opts.Accelerator))
@@ -32,7 +33,7 @@ func sealDisk(ctx context.Context, opts Options, in inputs, work string, env *pi
 		return err
 	}
 	reqDisk := filepath.Join(env.Scratch, "seal-request.img")
-	b, err := agent.EncodeSealRequest(sealRequest(opts, in.install.Out.Target))
+	b, err := agent.EncodeSealRequest(req)
 	if err != nil {
 		return err
 	}
@@ -49,6 +50,11 @@ func sealDisk(ctx context.Context, opts Options, in inputs, work string, env *pi
 		MemoryMiB:  opts.MemoryMiB,
 		Firmware:   vm.Firmware(in.install.Out.Firmware),
 		ConsoleLog: filepath.Join(env.RunDir, "logs", Name+"-console.log"),
+	}
+	// An OpenShift node takes the agent that seals it off the precache data disk, as its
+	// install did, and keeps it for the reconfiguration at the site.
+	if req.Target == seed.TargetOpenShift && in.precache.Out.DataDisk != "" {
+		cfg.Disks = append(cfg.Disks, vm.Disk{Path: in.precache.Path(in.precache.Out.DataDisk), Format: "raw", ReadOnly: true, Serial: agent.PrecacheDiskSerial})
 	}
 	m, err := vm.StartManaged(ctx, cfg, acc, env.Log, env)
 	if err != nil {

@@ -16,9 +16,12 @@ import (
 	"filippo.io/age"
 
 	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/seeds/agent"
 	"github.com/snofactory/snofactory/seeds/seed"
 	"github.com/snofactory/snofactory/seeds/seed/seedtest"
 	"github.com/snofactory/snofactory/stages/internal/handoff"
+	"github.com/snofactory/snofactory/stages/internal/lockfile"
+	"github.com/snofactory/snofactory/test/check"
 )
 
 func TestCreationTime(t *testing.T) {
@@ -117,5 +120,42 @@ func TestWriteDisks(t *testing.T) {
 	}
 	if _, err := writeDisks(context.Background(), work, dir, []string{"vmdk"}, env); err == nil {
 		t.Error("an unknown format was accepted")
+	}
+}
+
+// An OpenShift seed gets the pinned recert and etcd images its site reconfiguration runs;
+// a lock without them is refused before anything boots.
+func TestSealRequestImages(t *testing.T) {
+	const recert = "registry.example/edge-infrastructure/recert:v0"
+	pinned := func(name, ref string) lockfile.LockedImage {
+		return lockfile.LockedImage{Name: name, Ref: ref, Digest: "sha256:" + strings.Repeat("1", 64)}
+	}
+	for _, tc := range []struct {
+		name    string
+		target  string
+		images  []lockfile.LockedImage
+		want    agent.SealRequest
+		wantErr string
+	}{
+		{"coreos needs neither", "coreos", nil, agent.SealRequest{Version: 1, Target: "coreos", SiteConfigTimeout: "20s"}, ""},
+		{"openshift", "openshift", []lockfile.LockedImage{pinned(recert, "registry.example/edge-infrastructure/recert@sha256:aa"), pinned("etcd", "quay.io/ocp/etcd@sha256:bb")},
+			agent.SealRequest{Version: 1, Target: "openshift", SiteConfigTimeout: "20s", RecertImage: "registry.example/edge-infrastructure/recert@sha256:aa", EtcdImage: "quay.io/ocp/etcd@sha256:bb"}, ""},
+		{"openshift without recert", "openshift", []lockfile.LockedImage{pinned("etcd", "quay.io/ocp/etcd@sha256:bb")}, agent.SealRequest{}, "no recert image"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := lockfile.WriteLock(filepath.Join(dir, lockfile.File), &lockfile.Lock{SchemaVersion: lockfile.SchemaVersion, Images: tc.images}); err != nil {
+				t.Fatal(err)
+			}
+			in := inputs{resolve: handoff.Input[handoff.Resolve]{Dir: dir, Out: handoff.Resolve{Lock: lockfile.File}},
+				install: handoff.Input[handoff.Install]{Out: handoff.Install{Target: tc.target}}}
+			got, err := sealRequest(Options{RecertImage: recert, SiteConfigTimeout: 20 * time.Second}, in)
+			if check.Error(t, err, tc.wantErr) {
+				return
+			}
+			if got != tc.want {
+				t.Errorf("request = %+v, want %+v", got, tc.want)
+			}
+		})
 	}
 }

@@ -40,6 +40,9 @@ type Options struct {
 	Recipients []string `json:"recipients,omitempty"`
 	// SiteConfigTimeout is how long the seed waits for its site-config medium at the site.
 	SiteConfigTimeout time.Duration `json:"siteConfigTimeout,omitempty"`
+	// RecertImage is the blueprint's recert image (openshift): the seal looks up its pinned
+	// reference in the lock and leaves it, with the release's etcd, for the hook.
+	RecertImage string `json:"recertImage,omitempty"`
 	// ReconfigurationAPIVersion is the site-config apiVersion the seed's hook reads.
 	ReconfigurationAPIVersion string `json:"reconfigurationAPIVersion"`
 	CPUs                      int    `json:"cpus"`
@@ -96,8 +99,12 @@ func run(ctx context.Context, opts Options, env *pipeline.Env) error {
 	if err != nil {
 		return err
 	}
+	req, err := sealRequest(opts, in)
+	if err != nil {
+		return err
+	}
 	work := filepath.Join(env.Scratch, "seal.qcow2")
-	if err := sealDisk(ctx, opts, in, work, env); err != nil {
+	if err := sealDisk(ctx, opts, in, req, work, env); err != nil {
 		return err
 	}
 	dir := filepath.Join(env.Out, SeedDir)
@@ -180,11 +187,33 @@ func creationTime(now func() time.Time) (time.Time, error) {
 	return now().UTC().Truncate(time.Second), nil
 }
 
-// sealRequest is what the node is asked to do.
-func sealRequest(opts Options, target string) agent.SealRequest {
-	req := agent.SealRequest{Version: agent.SealRequestVersion, Target: target, KeepPullSecret: opts.KeepPullSecret}
+// sealRequest is what the node is asked to do. An OpenShift seed also gets the pinned
+// recert and etcd images its reconfiguration runs.
+func sealRequest(opts Options, in inputs) (agent.SealRequest, error) {
+	req := agent.SealRequest{Version: agent.SealRequestVersion, Target: in.install.Out.Target, KeepPullSecret: opts.KeepPullSecret}
 	if opts.SiteConfigTimeout > 0 {
 		req.SiteConfigTimeout = opts.SiteConfigTimeout.String()
 	}
-	return req
+	if req.Target != seed.TargetOpenShift {
+		return req, nil
+	}
+	lock, err := lockfile.ReadLock(in.resolve.Path(in.resolve.Out.Lock))
+	if err != nil {
+		return req, err
+	}
+	for _, im := range lock.Images {
+		switch im.Name {
+		case opts.RecertImage:
+			req.RecertImage = im.Ref
+		case etcdComponent:
+			req.EtcdImage = im.Ref
+		}
+	}
+	if req.RecertImage == "" || req.EtcdImage == "" {
+		return req, fmt.Errorf("the lock pins no recert image (%s) or no release %s image: the seed could not be reconfigured at its site", opts.RecertImage, etcdComponent)
+	}
+	return req, nil
 }
+
+// etcdComponent is the release component recert edits the cluster through.
+const etcdComponent = "etcd"

@@ -102,6 +102,9 @@ func openshiftBlueprint(t *testing.T, dir, releaseTag, extra string) (bp string,
 	if err := os.WriteFile(filepath.Join(dir, "id_ed25519.pub"), []byte(key), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// The seed's reconfiguration runs recert at the site: an image on the same registry.
+	recert := recertRef(extra)
+	pushRandom(t, recert)
 	bp = filepath.Join(dir, "sno-e2e.yaml")
 	doc := `apiVersion: snofactory.io/v1alpha1
 kind: Blueprint
@@ -125,11 +128,19 @@ spec:
     installDisk: /dev/vda
   extraImages:
     - ` + extra + `
+  relocation:
+    recertImage: ` + recert + `
 `
 	if err := os.WriteFile(bp, []byte(doc), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return bp, pullSecret
+}
+
+// recertRef is the test's recert image, on the registry of the extra image.
+func recertRef(extra string) string {
+	host, _, _ := strings.Cut(extra, "/")
+	return host + "/edge-infrastructure/recert:v0"
 }
 
 // lockFile is the part of resolve's lock.json this test checks.
@@ -227,8 +238,11 @@ func TestOpenShiftBuildsThroughPrecache(t *testing.T) {
 			t.Errorf("lock: component %s pinned to %q, want %s", c.Name, pinned[c.Name], c.Digest)
 		}
 	}
-	if n := len(rel.Components) + 2; len(lock.Images) != n {
-		t.Errorf("lock has %d images, want %d (release, %d components, the extra image)", len(lock.Images), n, len(rel.Components))
+	if n := len(rel.Components) + 3; len(lock.Images) != n {
+		t.Errorf("lock has %d images, want %d (release, %d components, the extra image, recert)", len(lock.Images), n, len(rel.Components))
+	}
+	if pinned[recertRef(extra)] == "" {
+		t.Errorf("lock does not pin the recert image %s", recertRef(extra))
 	}
 	if pinned[extra] == "" {
 		t.Errorf("lock does not pin the extra image %s", extra)
@@ -386,9 +400,9 @@ func TestOpenShiftBuildsThroughPrecache(t *testing.T) {
 	if err := json.Unmarshal([]byte(plan.stdout), &p); err != nil {
 		t.Fatalf("plan -o json: %v\n%s", err, plan.stdout)
 	}
-	// install and validate run (they follow render); seal and publish are not in this version.
-	wantAction := map[string]string{"resolve": "cached", "precache": "cached",
-		"seal": "unavailable", "publish": "unavailable"}
+	// Every stage after render runs again; resolve and precache (which reads only the lock)
+	// stay cached.
+	wantAction := map[string]string{"resolve": "cached", "precache": "cached"}
 	wantReason := map[string]string{"render": "openshift.baseDomain changed", "live-iso": "render"}
 	for _, s := range p.Stages {
 		want := "run"
