@@ -69,8 +69,17 @@ func sealOptions(bp *v1alpha1.Blueprint) seal.Options {
 		Name: bp.Metadata.Name, BlueprintDigest: dg, Formats: o.Formats, KeepPullSecret: o.KeepPullSecret,
 		Recipients: o.CredentialsRecipients, ReconfigurationAPIVersion: siteconfig.APIVersion,
 		SiteConfigTimeout: bp.Spec.Relocation.SiteConfigTimeout.D(), RecertImage: bp.Spec.Relocation.RecertImage,
-		CPUs: v.CPUs, MemoryMiB: int(v.Memory.MiB()), Accelerator: v.Accelerator, BootTimeout: v.Timeouts.Boot.D(),
+		RelocationFiles: relocationFiles(bp),
+		CPUs:            v.CPUs, MemoryMiB: int(v.Memory.MiB()), Accelerator: v.Accelerator, BootTimeout: v.Timeouts.Boot.D(),
 	}
+}
+
+// relocationFiles are what an OpenShift node must hold before it is sealed.
+func relocationFiles(bp *v1alpha1.Blueprint) []string {
+	if bp.Spec.Target.Type != v1alpha1.TargetOpenShift {
+		return nil
+	}
+	return render.RelocationFiles()
 }
 
 // publishOptions maps spec.outputs.push and ociLayout (relative to the blueprint).

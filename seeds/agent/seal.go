@@ -40,6 +40,9 @@ type SealRequest struct {
 	// SiteConfigTimeout is how long the seed waits at the site for its site-config medium
 	// (a Go duration; "" for the hook's default). SealedFile keeps it for the hook.
 	SiteConfigTimeout string `json:"siteConfigTimeout,omitempty"`
+	// RequiredFiles must exist under the root before anything is sealed: the relocation
+	// configuration (render's MachineConfigs) in place.
+	RequiredFiles []string `json:"requiredFiles,omitempty"`
 	// RecertImage and EtcdImage are the pinned images an OpenShift seed's reconfiguration
 	// runs; Seal writes them to ReconfigureImagesFile for the hook.
 	RecertImage string `json:"recertImage,omitempty"`
@@ -132,6 +135,18 @@ func perNodeState() []string {
 // for none), and writes SealedFile. Each step is safe to repeat.
 func Seal(ctx context.Context, root, bootDir string, req SealRequest, run Runner) ([]SealStep, error) {
 	var steps []SealStep
+	var missing []string
+	for _, p := range req.RequiredFiles {
+		if _, err := os.Stat(filepath.Join(root, p)); err != nil {
+			missing = append(missing, p)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("the relocation configuration is not in place (were its MachineConfigs applied?): missing %s", strings.Join(missing, ", "))
+	}
+	if len(req.RequiredFiles) > 0 {
+		steps = append(steps, SealStep{"relocation-config", fmt.Sprintf("%d files in place", len(req.RequiredFiles))})
+	}
 	if req.Target == "openshift" {
 		s, err := sealServices(ctx, run)
 		if err != nil {

@@ -15,6 +15,10 @@ func TestSealRequestRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if _, err := Seal(context.Background(), t.TempDir(), "", SealRequest{Version: 1, Target: "openshift", RequiredFiles: []string{"/etc/default/nodeip-configuration"}},
+		func(context.Context, string, ...string) error { t.Error("a command ran before the check"); return nil }); err == nil || !strings.Contains(err.Error(), "missing /etc/default/nodeip-configuration") {
+		t.Errorf("sealing without the relocation configuration: %v", err)
+	}
 	if len(b) != 1<<20 {
 		t.Errorf("seal disk is %d bytes, want a MiB", len(b))
 	}

@@ -108,6 +108,20 @@ type Shipment struct {
 	KubeletClientCert string `json:"kubeletClientCert"`
 }
 
+// RelocationFiles are the files the relocation MachineConfigs put on an OpenShift node: the
+// seal checks they are in place before it seals (the MCO applied the configs).
+func RelocationFiles() []string {
+	return []string{
+		"/etc/NetworkManager/dispatcher.d/pre-up.d/30-snofactory-internal-ip",
+		"/etc/NetworkManager/dispatcher.d/30-snofactory-internal-ip",
+		NodeIPHintFile,
+		"/etc/systemd/system/kubelet.service.d/30-snofactory-node-ip.conf",
+		"/etc/systemd/system/crio.service.d/30-snofactory-node-ip.conf",
+		"/etc/systemd/system/" + ReconfigureUnit,
+		ShipmentFile,
+	}
+}
+
 // relocationMC is one generated MachineConfig and what it is for.
 type relocationMC struct {
 	Concern string
@@ -163,8 +177,8 @@ ip -o addr show dev br-ex | grep -q ' %[1]s ' || ip addr add %[1]s dev br-ex
 `, p.String())
 	mc := masterMC(variantVersion, "90-master-snofactory-internal-ip")
 	mc.Storage = &butaneStorage{Files: []butaneFile{
-		{Path: "/etc/NetworkManager/dispatcher.d/pre-up.d/30-snofactory-internal-ip", Mode: 0o755, Overwrite: true, Contents: butaneContents{Inline: script}},
-		{Path: "/etc/NetworkManager/dispatcher.d/30-snofactory-internal-ip", Mode: 0o755, Overwrite: true, Contents: butaneContents{Inline: script}},
+		{Path: RelocationFiles()[0], Mode: 0o755, Overwrite: true, Contents: butaneContents{Inline: script}},
+		{Path: RelocationFiles()[1], Mode: 0o755, Overwrite: true, Contents: butaneContents{Inline: script}},
 	}}
 	return mc
 }

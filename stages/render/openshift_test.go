@@ -406,6 +406,7 @@ func TestRelocationMachineConfigs(t *testing.T) {
 				t.Fatal(err)
 			}
 			all := map[string]string{}
+			placed := map[string]bool{} // every path the configs put on the node
 			for _, mc := range mcs {
 				doc, err := translateOwn(mc.Config.Metadata.Name, mc.Config, false)
 				if err != nil {
@@ -415,6 +416,9 @@ func TestRelocationMachineConfigs(t *testing.T) {
 					t.Fatalf("%s: version %s, %v", mc.Concern, v, err)
 				}
 				raw := assertMachineConfig(t, mc.Concern, doc, tc.ign)
+				for _, p := range ignitionPaths(t, raw) {
+					placed[p] = true
+				}
 				if tc.ign <= "3.3.0" {
 					p := filepath.Join(t.TempDir(), "spec-config.ign")
 					if err := os.WriteFile(p, raw, 0o644); err != nil {
@@ -436,8 +440,43 @@ func TestRelocationMachineConfigs(t *testing.T) {
 					}
 				}
 			}
+			// The seal checks these on the node: each must be something a config puts there.
+			for _, p := range RelocationFiles() {
+				if !placed[p] {
+					t.Errorf("RelocationFiles names %s, which no relocation MachineConfig writes (%v)", p, placed)
+				}
+			}
 		})
 	}
+}
+
+// ignitionPaths are the paths an Ignition config writes: files, and systemd units and
+// drop-ins where systemd keeps them.
+func ignitionPaths(t *testing.T, raw []byte) []string {
+	t.Helper()
+	var v struct {
+		Storage struct{ Files []struct{ Path string } }
+		Systemd struct {
+			Units []struct {
+				Name    string
+				Dropins []struct{ Name string }
+			}
+		}
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, f := range v.Storage.Files {
+		out = append(out, f.Path)
+	}
+	for _, u := range v.Systemd.Units {
+		out = append(out, "/etc/systemd/system/"+u.Name)
+		for _, d := range u.Dropins {
+			out = append(out, "/etc/systemd/system/"+u.Name+".d/"+d.Name)
+		}
+	}
+	return out
 }
 
 // decodedText is an Ignition config's JSON with its data URLs decoded, for content checks.

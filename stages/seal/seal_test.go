@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -139,7 +140,7 @@ func TestSealRequestImages(t *testing.T) {
 	}{
 		{"coreos needs neither", "coreos", nil, agent.SealRequest{Version: 1, Target: "coreos", SiteConfigTimeout: "20s"}, ""},
 		{"openshift", "openshift", []lockfile.LockedImage{pinned(recert, "registry.example/edge-infrastructure/recert@sha256:aa"), pinned("etcd", "quay.io/ocp/etcd@sha256:bb")},
-			agent.SealRequest{Version: 1, Target: "openshift", SiteConfigTimeout: "20s", RecertImage: "registry.example/edge-infrastructure/recert@sha256:aa", EtcdImage: "quay.io/ocp/etcd@sha256:bb"}, ""},
+			agent.SealRequest{Version: 1, Target: "openshift", SiteConfigTimeout: "20s", RecertImage: "registry.example/edge-infrastructure/recert@sha256:aa", EtcdImage: "quay.io/ocp/etcd@sha256:bb", RequiredFiles: []string{"/etc/x"}}, ""},
 		{"openshift without recert", "openshift", []lockfile.LockedImage{pinned("etcd", "quay.io/ocp/etcd@sha256:bb")}, agent.SealRequest{}, "no recert image"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -149,11 +150,11 @@ func TestSealRequestImages(t *testing.T) {
 			}
 			in := inputs{resolve: handoff.Input[handoff.Resolve]{Dir: dir, Out: handoff.Resolve{Lock: lockfile.File}},
 				install: handoff.Input[handoff.Install]{Out: handoff.Install{Target: tc.target}}}
-			got, err := sealRequest(Options{RecertImage: recert, SiteConfigTimeout: 20 * time.Second}, in)
+			got, err := sealRequest(Options{RecertImage: recert, SiteConfigTimeout: 20 * time.Second, RelocationFiles: []string{"/etc/x"}}, in)
 			if check.Error(t, err, tc.wantErr) {
 				return
 			}
-			if got != tc.want {
+			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("request = %+v, want %+v", got, tc.want)
 			}
 		})

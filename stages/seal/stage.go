@@ -43,6 +43,8 @@ type Options struct {
 	// RecertImage is the blueprint's recert image (openshift): the seal looks up its pinned
 	// reference in the lock and leaves it, with the release's etcd, for the hook.
 	RecertImage string `json:"recertImage,omitempty"`
+	// RelocationFiles must be on an OpenShift node before it is sealed (render's).
+	RelocationFiles []string `json:"relocationFiles,omitempty"`
 	// ReconfigurationAPIVersion is the site-config apiVersion the seed's hook reads.
 	ReconfigurationAPIVersion string `json:"reconfigurationAPIVersion"`
 	CPUs                      int    `json:"cpus"`
@@ -197,6 +199,7 @@ func sealRequest(opts Options, in inputs) (agent.SealRequest, error) {
 	if req.Target != seed.TargetOpenShift {
 		return req, nil
 	}
+	req.RequiredFiles = opts.RelocationFiles
 	lock, err := lockfile.ReadLock(in.resolve.Path(in.resolve.Out.Lock))
 	if err != nil {
 		return req, err
