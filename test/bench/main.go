@@ -25,6 +25,7 @@ func main() {
 		{"iso", benchISO},
 		{"precache", benchPrecache},
 		{"install", benchInstall},
+		{"publish", benchPublish},
 		// --- end benchmarks ---
 	}
 	failed := false
