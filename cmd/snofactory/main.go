@@ -101,6 +101,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(newAgentCommand())
 	root.AddCommand(newISOCommand())
 	root.AddCommand(newReleaseCommand())
+	root.AddCommand(newVersionCommand())
 	// --- end commands ---
 	return root
 }
