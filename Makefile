@@ -12,7 +12,7 @@ TEST_TIMEOUT ?= 25m
 # A count, not a duration: duration-bounded fuzz runs can fail spuriously at their deadline.
 FUZZTIME ?= 3000x
 
-.PHONY: all deps build test unit e2e fuzz bench demo lint clean
+.PHONY: all deps build test unit e2e fuzz bench demo lint clean image
 
 all: build
 
@@ -70,6 +70,23 @@ demo: deps
 	$(GO) run ./test/cmd/demoenv --blueprint blueprints/demo.yaml -- ./$(BIN) build blueprints/demo.yaml --until $(DEMO_UNTIL) --output-dir build/demo --cache-dir build/cache
 	./$(BIN) site-config create blueprints/demo/site.yaml -o build/demo/site.iso
 	./$(BIN) seed boot build/demo/seal/seed --site-config build/demo/site.iso
+
+# The snofactory image (Containerfile), built by buildah: no daemon, no registry. Its base is a
+# local Debian bookworm image that test/image/build-base.sh makes with mmdebstrap when it is
+# missing; a depot passes BASE_IMAGE=its-own-base instead (used as it is). The package layers
+# are cached (--layers), so a rebuild after a code change only copies the binary. buildah uses
+# overlay storage as root; set STORAGE_DRIVER=vfs where overlay cannot mount (e.g. inside a container).
+IMAGE ?= localhost/snofactory:dev
+LOCAL_BASE_IMAGE := localhost/snofactory-base:bookworm
+BASE_IMAGE ?= $(LOCAL_BASE_IMAGE)
+IMAGE_VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+IMAGE_REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+image: build
+	@if [ "$(BASE_IMAGE)" = "$(LOCAL_BASE_IMAGE)" ]; then ./test/image/build-base.sh "$(BASE_IMAGE)"; fi
+	buildah bud --isolation chroot --layers --pull=missing \
+	  --build-arg BASE_IMAGE=$(BASE_IMAGE) \
+	  --build-arg VERSION=$(IMAGE_VERSION) --build-arg REVISION=$(IMAGE_REVISION) \
+	  -f Containerfile -t $(IMAGE) .
 
 clean:
 	rm -rf build
