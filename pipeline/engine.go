@@ -303,6 +303,9 @@ type BuildOptions struct {
 	Sink      Sink
 	// KeepOnError keeps a failed stage's staging directory for inspection.
 	KeepOnError bool
+	// Slots, when set, hands out the resources a stage's run holds (Stage.Resources): a
+	// depot's builds share VM slots, CPUs and memory through it.
+	Slots Slots
 	// Now is the clock; tests may replace it.
 	Now func() time.Time
 }
@@ -411,7 +414,7 @@ func runStage(ctx context.Context, s Stage, in KeyInputs, outputs map[string]str
 	c := opts.Cache
 	key := in.Key()
 	start := opts.Now()
-	sr := StageRecord{Name: s.Name, Key: key}
+	sr := StageRecord{Name: s.Name, Key: key, Started: start}
 	forced := slices.Contains(opts.Selection.Force, s.Name)
 	since := func() Duration { return Duration(opts.Now().Sub(start)) }
 
@@ -440,6 +443,12 @@ func runStage(ctx context.Context, s Stage, in KeyInputs, outputs map[string]str
 	for _, d := range s.Deps {
 		w.env.Inputs[d] = outputs[d]
 	}
+	release, err := acquire(ctx, s, opts, em)
+	if err != nil {
+		return sr, err
+	}
+	defer release()
+	sr.Waited = since()
 	em.emit(Event{Kind: EventStageStart, Stage: s.Name, Key: key, Message: reasonsFor(c, em.blueprint, s, in, forced)})
 	runErr := w.run(ctx, s)
 	sr.Tools, sr.Summary = w.env.tools, w.env.summary
@@ -460,6 +469,20 @@ func runStage(ctx context.Context, s Stage, in KeyInputs, outputs map[string]str
 	sr.Duration = since()
 	em.emit(Event{Kind: EventStageDone, Stage: s.Name, Key: key, Cache: "miss", Duration: time.Duration(sr.Duration)})
 	return sr, nil
+}
+
+// acquire takes the stage's resources from the build's slots, saying so when it has to
+// wait for them.
+func acquire(ctx context.Context, s Stage, opts BuildOptions, em *emitter) (func(), error) {
+	if opts.Slots == nil || s.Resources.IsZero() {
+		return func() {}, nil
+	}
+	em.emit(Event{Kind: EventLog, Stage: s.Name, Message: "waiting for " + s.Resources.String()})
+	release, err := opts.Slots.Acquire(ctx, em.blueprint+"/"+s.Name, s.Resources)
+	if err != nil {
+		return nil, fmt.Errorf("stage %s: %w", s.Name, err)
+	}
+	return release, nil
 }
 
 // workspace is one run of a stage: its staging and scratch directories, its log and the

@@ -36,10 +36,14 @@ type Record struct {
 
 // StageRecord is one stage's line in run.json.
 type StageRecord struct {
-	Name      string            `json:"name"`
-	Key       string            `json:"key"`
-	Cache     string            `json:"cache"` // hit or miss
+	Name  string `json:"name"`
+	Key   string `json:"key"`
+	Cache string `json:"cache"` // hit or miss
+	// Started is when the stage began; Duration includes Waited, the time it waited for
+	// its resources (a depot's VM slots).
+	Started   time.Time         `json:"started,omitzero"`
 	Duration  Duration          `json:"duration"`
+	Waited    Duration          `json:"waited,omitempty"`
 	Artifacts []Artifact        `json:"artifacts,omitempty"`
 	Tools     map[string]string `json:"tools,omitempty"`
 	// Summary is the stage's own account of its result (e.g. validation's check counts).

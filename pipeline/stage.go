@@ -35,6 +35,9 @@ type Stage struct {
 	// in this version"). Plan shows the stage as "unavailable" with this reason, and a build
 	// that selects it is refused before anything runs. Such a stage needs no Run.
 	Unavailable string
+	// Resources are what a run of the stage holds (a factory VM); BuildOptions.Slots
+	// hands them out. Not part of the key.
+	Resources Resources
 	// Run does the work. It writes outputs only below env.Out.
 	Run func(ctx context.Context, env *Env) error
 }

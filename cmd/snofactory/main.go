@@ -91,6 +91,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	// Each subcommand lives in its own file; add one line here per command.
 	// --- commands ---
 	root.AddCommand(newValidateCommand())
+	root.AddCommand(newDepotCommand())
 	root.AddCommand(newSeedCommand())
 	root.AddCommand(newSiteConfigCommand())
 	root.AddCommand(newSchemaCommand())

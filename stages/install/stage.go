@@ -56,6 +56,8 @@ func New(opts Options) pipeline.Stage {
 		Version: version,
 		Options: opts,
 		Deps:    []string{handoff.StageLiveISO, handoff.StagePrecache},
+		// One factory VM of the blueprint's size, while it runs.
+		Resources: pipeline.Resources{VMs: 1, CPUs: max(opts.CPUs, 1), MemoryMiB: opts.MemoryMiB},
 		Run: func(ctx context.Context, env *pipeline.Env) error {
 			return run(ctx, opts, env)
 		},

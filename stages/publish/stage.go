@@ -43,6 +43,9 @@ func New(opts Options) pipeline.Stage {
 		Version: version,
 		Options: opts,
 		Deps:    []string{handoff.StageValidate, handoff.StageSeal},
+		// The push's effect lives in the registry, not the cache: it runs every time, and
+		// sends nothing the registry already has.
+		Uncached: true,
 		Run: func(ctx context.Context, env *pipeline.Env) error {
 			return run(ctx, opts, env)
 		},

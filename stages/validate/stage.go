@@ -54,6 +54,8 @@ func New(opts StageOptions) pipeline.Stage {
 		Version: version,
 		Options: opts,
 		Deps:    []string{handoff.StageResolve, handoff.StageRender, handoff.StagePrecache, handoff.StageInstall},
+		// One factory VM of the blueprint's size, while it runs.
+		Resources: pipeline.Resources{VMs: 1, CPUs: max(opts.CPUs, 1), MemoryMiB: opts.MemoryMiB},
 		Run: func(ctx context.Context, env *pipeline.Env) error {
 			return runStage(ctx, opts, env)
 		},

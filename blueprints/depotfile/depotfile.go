@@ -1,0 +1,139 @@
+package depotfile
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+
+	"github.com/snofactory/snofactory/blueprints/strictyaml"
+	"github.com/snofactory/snofactory/blueprints/v1alpha1"
+)
+
+// APIVersion and Kind of a depot file.
+const (
+	APIVersion = "snofactory.io/v1alpha1"
+	Kind       = "Depot"
+)
+
+// Depot is a depot file.
+type Depot struct {
+	// Schema version; must be snofactory.io/v1alpha1.
+	APIVersion string `json:"apiVersion" yaml:"apiVersion"`
+	// Kind; must be Depot.
+	Kind     string   `json:"kind" yaml:"kind"`
+	Metadata Metadata `json:"metadata" yaml:"metadata"`
+	Spec     Spec     `json:"spec" yaml:"spec"`
+
+	dir string
+}
+
+// Metadata names the depot.
+type Metadata struct {
+	Name string `json:"name" yaml:"name"`
+}
+
+// Spec is what the depot builds and with what.
+type Spec struct {
+	// Blueprints are paths or globs, relative to the depot file.
+	Blueprints []string `json:"blueprints" yaml:"blueprints"`
+	// Slots bound what the builds' factory VMs hold at once.
+	Slots Slots `json:"slots,omitempty" yaml:"slots,omitempty"`
+	// ParallelBuilds caps the builds in flight. Default: 4.
+	ParallelBuilds int `json:"parallelBuilds,omitempty" yaml:"parallelBuilds,omitempty"`
+	// MinFreeDisk holds new builds back while the cache's disk has less free space.
+	MinFreeDisk v1alpha1.Size `json:"minFreeDisk,omitempty" yaml:"minFreeDisk,omitempty"`
+	// Attempts per build for transient failures (registry, network). Default: 3.
+	Attempts int `json:"attempts,omitempty" yaml:"attempts,omitempty"`
+}
+
+// Slots bound the VMs of all builds together; zero is no limit (VMs defaults to 2).
+type Slots struct {
+	VMs    int           `json:"vms,omitempty" yaml:"vms,omitempty"`
+	CPUs   int           `json:"cpus,omitempty" yaml:"cpus,omitempty"`
+	Memory v1alpha1.Size `json:"memory,omitempty" yaml:"memory,omitempty"`
+}
+
+// Load reads and checks a depot file.
+func Load(path string) (*Depot, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	d := strictyaml.NewDecoder(path, "depot file", []string{APIVersion}, reflect.TypeOf(Depot{}))
+	root, ok := d.Parse(data)
+	if !ok {
+		return nil, &strictyaml.ValidationErrors{Problems: d.Problems()}
+	}
+	dp := &Depot{dir: filepath.Dir(path)}
+	d.Decode(root, dp)
+	if d.Aborted() {
+		return nil, &strictyaml.ValidationErrors{Problems: d.Problems()}
+	}
+	for _, p := range dp.problems() {
+		if !d.Report(p.path, p.msg, p.hint) {
+			break
+		}
+	}
+	if err := d.Err(); err != nil {
+		return nil, err
+	}
+	return dp, nil
+}
+
+type problem struct{ path, msg, hint string }
+
+func (dp *Depot) problems() []problem {
+	var out []problem
+	if dp.Kind != Kind {
+		out = append(out, problem{"kind", fmt.Sprintf("%q is not %s", dp.Kind, Kind), "a depot file has kind: Depot"})
+	}
+	if len(dp.Spec.Blueprints) == 0 {
+		out = append(out, problem{"spec.blueprints", "names no blueprint", "list blueprint files or globs, e.g. [blueprints/*.yaml]"})
+	}
+	for i, g := range dp.Spec.Blueprints {
+		if _, err := filepath.Match(g, ""); err != nil {
+			out = append(out, problem{fmt.Sprintf("spec.blueprints[%d]", i), fmt.Sprintf("%q is not a valid glob: %v", g, err), ""})
+		}
+	}
+	for path, v := range map[string]int{"spec.parallelBuilds": dp.Spec.ParallelBuilds, "spec.attempts": dp.Spec.Attempts,
+		"spec.slots.vms": dp.Spec.Slots.VMs, "spec.slots.cpus": dp.Spec.Slots.CPUs} {
+		if v < 0 {
+			out = append(out, problem{path, fmt.Sprintf("must not be negative, got %d", v), ""})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].path < out[j].path })
+	return out
+}
+
+// BlueprintPaths expands the depot's globs relative to its file, in order, each once.
+func (dp *Depot) BlueprintPaths() ([]string, error) {
+	return Expand(dp.dir, dp.Spec.Blueprints)
+}
+
+// Expand expands globs (relative to dir) into files, in order, each once; a glob that
+// matches nothing is an error, as a typo would silently build nothing.
+func Expand(dir string, globs []string) ([]string, error) {
+	seen := map[string]bool{}
+	var out []string
+	for _, g := range globs {
+		if !filepath.IsAbs(g) {
+			g = filepath.Join(dir, g)
+		}
+		matches, err := filepath.Glob(g)
+		if err != nil {
+			return nil, err
+		}
+		if len(matches) == 0 {
+			return nil, fmt.Errorf("%s matches no blueprint", g)
+		}
+		for _, m := range matches {
+			if !seen[m] {
+				seen[m] = true
+				out = append(out, m)
+			}
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,333 @@
+package depot
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/snofactory/snofactory/pipeline"
+)
+
+// StatusFile is the depot's status in its output directory, kept current while it runs.
+const StatusFile = "depot.json"
+
+// Build is one blueprint of the depot.
+type Build struct {
+	// Name names the build's output directory; unique in the depot.
+	Name      string `json:"name"`
+	Blueprint string `json:"blueprint"`
+}
+
+// Loader turns a blueprint path into its stage graph and secrets.
+type Loader func(path string) (*pipeline.Graph, pipeline.SecretSource, error)
+
+// Config is one depot run.
+type Config struct {
+	Builds    []Build
+	Load      Loader
+	Cache     *pipeline.Cache
+	OutputDir string
+	Selection pipeline.Selection
+	// Slots is shared by every build (nil: no limit).
+	Slots pipeline.Slots
+	// MaxParallel caps the builds in flight (default 4).
+	MaxParallel int
+	// MinFreeBytes holds new builds back while the cache's filesystem has less free space.
+	MinFreeBytes uint64
+	// Attempts per build for transient failures (default 3), the first retry after Backoff
+	// (default 10s), doubling.
+	Attempts int
+	Backoff  time.Duration
+	Log      *slog.Logger
+	// freeBytes measures free space; tests replace it.
+	freeBytes func(dir string) (uint64, error)
+}
+
+// Build statuses.
+const (
+	StatusQueued    = "queued"
+	StatusRunning   = "running"
+	StatusSucceeded = "succeeded"
+	StatusFailed    = "failed"
+)
+
+// Result is one build's outcome.
+type Result struct {
+	Build
+	Status      string                 `json:"status"`
+	Attempts    int                    `json:"attempts"`
+	FailedStage string                 `json:"failedStage,omitempty"`
+	Error       string                 `json:"error,omitempty"`
+	OutputDir   string                 `json:"outputDir"`
+	Log         string                 `json:"log"`
+	Started     time.Time              `json:"started,omitzero"`
+	Finished    time.Time              `json:"finished,omitzero"`
+	Stages      []pipeline.StageRecord `json:"stages,omitempty"`
+}
+
+// Summary is the depot run: StatusFile and the reports.
+type Summary struct {
+	Status   string    `json:"status"` // running, succeeded (every build) or failed
+	Started  time.Time `json:"started"`
+	Finished time.Time `json:"finished,omitzero"`
+	Builds   []Result  `json:"builds"`
+}
+
+// Counts tallies builds by status and stages by cache outcome.
+func (s *Summary) Counts() (byStatus map[string]int, hits, misses int) {
+	byStatus = map[string]int{}
+	for _, b := range s.Builds {
+		byStatus[b.Status]++
+		for _, st := range b.Stages {
+			switch st.Cache {
+			case "hit":
+				hits++
+			case "miss":
+				misses++
+			}
+		}
+	}
+	return byStatus, hits, misses
+}
+
+// Run runs every build, continuing past failures, and returns the summary; the error is
+// for a depot that could not run at all (or was interrupted).
+func Run(ctx context.Context, cfg Config) (*Summary, error) {
+	cfg = cfg.withDefaults()
+	if err := checkNames(cfg.Builds); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.OutputDir, 0o755); err != nil {
+		return nil, fmt.Errorf("depot output directory: %w", err)
+	}
+	r := &runner{cfg: cfg, sum: &Summary{Status: StatusRunning, Started: time.Now()}}
+	for _, b := range cfg.Builds {
+		out := filepath.Join(cfg.OutputDir, "builds", b.Name)
+		r.sum.Builds = append(r.sum.Builds, Result{Build: b, Status: StatusQueued, OutputDir: out, Log: filepath.Join(out, "depot.log")})
+	}
+	if err := r.save(); err != nil {
+		return nil, err
+	}
+	sem := make(chan struct{}, cfg.MaxParallel)
+	var wg sync.WaitGroup
+	for i := range r.sum.Builds {
+		if err := r.admit(ctx, sem); err != nil {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			r.run(ctx, i)
+		}()
+	}
+	wg.Wait()
+	r.mu.Lock()
+	r.sum.Finished = time.Now()
+	r.sum.Status = StatusSucceeded
+	for _, b := range r.sum.Builds {
+		if b.Status != StatusSucceeded {
+			r.sum.Status = StatusFailed
+		}
+	}
+	r.mu.Unlock()
+	err := errors.Join(r.save(), WriteReports(cfg.OutputDir, r.sum))
+	if ctx.Err() != nil {
+		return r.sum, ctx.Err()
+	}
+	return r.sum, err
+}
+
+func (c Config) withDefaults() Config {
+	if c.MaxParallel <= 0 {
+		c.MaxParallel = 4
+	}
+	if c.Attempts <= 0 {
+		c.Attempts = 3
+	}
+	if c.Backoff <= 0 {
+		c.Backoff = 10 * time.Second
+	}
+	if c.Log == nil {
+		c.Log = slog.Default()
+	}
+	if c.freeBytes == nil {
+		c.freeBytes = freeBytes
+	}
+	return c
+}
+
+func checkNames(builds []Build) error {
+	seen := map[string]string{}
+	for _, b := range builds {
+		if prev, dup := seen[b.Name]; dup {
+			return fmt.Errorf("depot: builds %s and %s have the same name %q: names must be unique", prev, b.Blueprint, b.Name)
+		}
+		seen[b.Name] = b.Blueprint
+	}
+	return nil
+}
+
+// runner is one depot run's state.
+type runner struct {
+	cfg Config
+	mu  sync.Mutex
+	sum *Summary
+}
+
+// admit waits for a build slot and for the disk watermark.
+func (r *runner) admit(ctx context.Context, sem chan struct{}) error {
+	select {
+	case sem <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	warned := false
+	for r.cfg.MinFreeBytes > 0 {
+		free, err := r.cfg.freeBytes(r.cfg.Cache.Dir)
+		if err != nil || free >= r.cfg.MinFreeBytes {
+			return nil
+		}
+		if !warned {
+			r.cfg.Log.Warn("depot paused: the cache's disk is below its watermark; new builds wait (prune the cache: snofactory cache prune)",
+				"free_bytes", free, "watermark_bytes", r.cfg.MinFreeBytes)
+			warned = true
+		}
+		select {
+		case <-time.After(5 * time.Second):
+		case <-ctx.Done():
+			<-sem
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// run runs build i, retrying transient failures with backoff.
+func (r *runner) run(ctx context.Context, i int) {
+	r.update(i, func(b *Result) { b.Status, b.Started = StatusRunning, time.Now() })
+	backoff := r.cfg.Backoff
+	for attempt := 1; ; attempt++ {
+		rec, err := r.attempt(ctx, i)
+		r.update(i, func(b *Result) {
+			b.Attempts = attempt
+			if rec != nil {
+				b.Stages = rec.Stages
+			}
+		})
+		if err == nil {
+			r.update(i, func(b *Result) { b.Status, b.Finished, b.Error, b.FailedStage = StatusSucceeded, time.Now(), "", "" })
+			return
+		}
+		if attempt >= r.cfg.Attempts || !Transient(err) || ctx.Err() != nil {
+			r.update(i, func(b *Result) {
+				b.Status, b.Finished, b.Error = StatusFailed, time.Now(), err.Error()
+				var se *pipeline.StageError
+				if errors.As(err, &se) {
+					b.FailedStage = se.Stage
+				}
+			})
+			return
+		}
+		r.cfg.Log.Warn("transient failure; retrying the build", "build", r.sum.Builds[i].Name, "attempt", attempt, "in", backoff.String(), "error", err.Error())
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+		}
+		backoff *= 2
+	}
+}
+
+// attempt is one try of build i: its own output directory and log, the shared cache.
+func (r *runner) attempt(ctx context.Context, i int) (*pipeline.Record, error) {
+	r.mu.Lock()
+	b := r.sum.Builds[i]
+	r.mu.Unlock()
+	if err := os.MkdirAll(b.OutputDir, 0o755); err != nil {
+		return nil, err
+	}
+	g, secrets, err := r.cfg.Load(b.Blueprint)
+	if err != nil {
+		return nil, err
+	}
+	logf, err := os.OpenFile(b.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close()
+	enc := json.NewEncoder(logf)
+	var mu sync.Mutex
+	sink := pipeline.SinkFunc(func(e pipeline.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		enc.Encode(e)
+	})
+	return pipeline.Build(ctx, g, pipeline.BuildOptions{Cache: r.cfg.Cache, OutputDir: b.OutputDir, Selection: r.cfg.Selection,
+		Secrets: secrets, Sink: sink, Slots: r.cfg.Slots})
+}
+
+// update changes build i and saves the status file.
+func (r *runner) update(i int, f func(*Result)) {
+	r.mu.Lock()
+	f(&r.sum.Builds[i])
+	r.mu.Unlock()
+	if err := r.save(); err != nil {
+		r.cfg.Log.Warn("could not save the depot status", "error", err.Error())
+	}
+}
+
+// save writes StatusFile, staged and renamed so a reader never sees half of it.
+func (r *runner) save() error {
+	r.mu.Lock()
+	b, err := json.MarshalIndent(r.sum, "", "  ")
+	r.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return writeAtomic(filepath.Join(r.cfg.OutputDir, StatusFile), append(b, '\n'))
+}
+
+// ReadStatus reads a depot's status file (while it runs or after).
+func ReadStatus(dir string) (*Summary, error) {
+	b, err := os.ReadFile(filepath.Join(dir, StatusFile))
+	if err != nil {
+		return nil, fmt.Errorf("depot status: %w", err)
+	}
+	var s Summary
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("depot status %s: %w", filepath.Join(dir, StatusFile), err)
+	}
+	return &s, nil
+}
+
+func writeAtomic(path string, b []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*")
+	if err != nil {
+		return err
+	}
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+func freeBytes(dir string) (uint64, error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return 0, err
+	}
+	return st.Bavail * uint64(st.Bsize), nil
+}

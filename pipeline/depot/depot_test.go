@@ -1,0 +1,192 @@
+package depot
+
+import (
+	"context"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/snofactory/snofactory/pipeline"
+)
+
+// fakeDepot builds graphs of two stages: "shared" (the same key in every build whose name
+// starts with "same", so the cache builds it once) and "vm" (holds a VM slot for a while).
+type fakeDepot struct {
+	sharedRuns atomic.Int32
+	vmNow      atomic.Int32
+	vmMax      atomic.Int32
+	flaky      atomic.Int32 // failures left for the "flaky" build
+}
+
+func (f *fakeDepot) load(path string) (*pipeline.Graph, pipeline.SecretSource, error) {
+	name := filepath.Base(path)
+	if name == "unloadable" {
+		return nil, nil, errors.New("blueprint unloadable: bad input")
+	}
+	shared := name
+	if strings.HasPrefix(name, "same") {
+		shared = "same"
+	}
+	g := &pipeline.Graph{Blueprint: name, Stages: []pipeline.Stage{
+		{Name: "shared", Version: "1", Options: shared, Run: func(ctx context.Context, env *pipeline.Env) error {
+			f.sharedRuns.Add(1)
+			time.Sleep(50 * time.Millisecond)
+			return os.WriteFile(filepath.Join(env.Out, "x"), []byte(shared), 0o644)
+		}},
+		{Name: "vm", Version: "1", Options: name, Deps: []string{"shared"}, Resources: pipeline.Resources{VMs: 1, CPUs: 1},
+			Run: func(ctx context.Context, env *pipeline.Env) error {
+				n := f.vmNow.Add(1)
+				defer f.vmNow.Add(-1)
+				for {
+					m := f.vmMax.Load()
+					if n <= m || f.vmMax.CompareAndSwap(m, n) {
+						break
+					}
+				}
+				time.Sleep(100 * time.Millisecond)
+				switch {
+				case name == "broken":
+					return errors.New("the guest reported install-complete failed")
+				case name == "flaky" && f.flaky.Add(-1) >= 0:
+					return fmt.Errorf("pulling: %w", syscall.ECONNRESET)
+				}
+				return os.WriteFile(filepath.Join(env.Out, "disk"), []byte(name), 0o644)
+			}},
+	}}
+	return g, pipeline.SecretSet{}, nil
+}
+
+func TestDepot(t *testing.T) {
+	f := &fakeDepot{}
+	f.flaky.Store(1)
+	out := t.TempDir()
+	var builds []Build
+	for _, n := range []string{"same-a", "same-b", "broken", "flaky", "unloadable", "other"} {
+		builds = append(builds, Build{Name: n, Blueprint: "/blueprints/" + n})
+	}
+	sum, err := Run(context.Background(), Config{
+		Builds: builds, Load: f.load, Cache: &pipeline.Cache{Dir: t.TempDir()}, OutputDir: out,
+		Slots: pipeline.NewPool(pipeline.Resources{VMs: 2}), MaxParallel: 6, Backoff: 10 * time.Millisecond,
+		Log: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]Result{}
+	for _, b := range sum.Builds {
+		got[b.Name] = b
+	}
+	for name, want := range map[string]string{"same-a": StatusSucceeded, "same-b": StatusSucceeded, "broken": StatusFailed,
+		"flaky": StatusSucceeded, "unloadable": StatusFailed, "other": StatusSucceeded} {
+		if got[name].Status != want {
+			t.Errorf("%s: %s (%s), want %s", name, got[name].Status, got[name].Error, want)
+		}
+	}
+	if b := got["broken"]; b.FailedStage != "vm" || b.Attempts != 1 || !strings.Contains(b.Error, "install-complete failed") {
+		t.Errorf("broken: %+v; want failed at vm, not retried", b)
+	}
+	if b := got["flaky"]; b.Attempts != 2 {
+		t.Errorf("flaky: %d attempts, want a retry after the reset connection", b.Attempts)
+	}
+	// same-a and same-b share the stage: one run; broken, flaky, unloadable... each their own.
+	if n := f.sharedRuns.Load(); n != 4 {
+		t.Errorf("shared stage ran %d times, want 4 (once for same-a/same-b, broken, flaky, other)", n)
+	}
+	if m := f.vmMax.Load(); m > 2 || m < 1 {
+		t.Errorf("%d VM stages ran at once with 2 slots", m)
+	}
+	if sum.Status != StatusFailed {
+		t.Errorf("depot status %s with failed builds", sum.Status)
+	}
+	st, err := ReadStatus(out)
+	if err != nil || len(st.Builds) != 6 || st.Status != StatusFailed {
+		t.Errorf("status file: %+v, %v", st, err)
+	}
+	if _, err := os.Stat(filepath.Join(out, "builds", "same-a", pipeline.RecordFile)); err != nil {
+		t.Errorf("per-build output: %v", err)
+	}
+
+	var ju struct {
+		Suites []struct {
+			Tests    int `xml:"tests,attr"`
+			Failures int `xml:"failures,attr"`
+			Cases    []struct {
+				Name    string `xml:"name,attr"`
+				Failure *struct {
+					Message string `xml:"message,attr"`
+				} `xml:"failure"`
+			} `xml:"testcase"`
+		} `xml:"testsuite"`
+	}
+	b, _ := os.ReadFile(filepath.Join(out, JUnitFile))
+	if err := xml.Unmarshal(b, &ju); err != nil || len(ju.Suites) != 1 || len(ju.Suites[0].Cases) != 6 {
+		t.Fatalf("junit %s: %v", b, err)
+	}
+	for _, c := range ju.Suites[0].Cases {
+		if (c.Failure != nil) != (got[c.Name].Status == StatusFailed) {
+			t.Errorf("junit case %s: failure %+v", c.Name, c.Failure)
+		}
+		if c.Name == "broken" && (c.Failure == nil || c.Failure.Message != "broken failed at vm") {
+			t.Errorf("junit broken: %+v", c.Failure)
+		}
+	}
+	html, _ := os.ReadFile(filepath.Join(out, HTMLFile))
+	for _, want := range []string{`class="bar bar-miss" data-stage="vm"`, `class="bar bar-hit"`, `class="bar bar-failed" data-stage="vm"`, "broken", "builds/broken/"} {
+		if !strings.Contains(string(html), want) {
+			t.Errorf("report.html lacks %q", want)
+		}
+	}
+}
+
+// The watermark holds new builds back until the disk has room again.
+func TestDepotWaitsForDiskSpace(t *testing.T) {
+	f := &fakeDepot{}
+	var mu sync.Mutex
+	free := uint64(0)
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		mu.Lock()
+		free = 10 << 30
+		mu.Unlock()
+	}()
+	start := time.Now()
+	cfg := Config{Builds: []Build{{Name: "other", Blueprint: "/b/other"}}, Load: f.load, Cache: &pipeline.Cache{Dir: t.TempDir()},
+		OutputDir: t.TempDir(), MinFreeBytes: 1 << 30, Log: slog.New(slog.DiscardHandler)}
+	cfg.freeBytes = func(string) (uint64, error) { mu.Lock(); defer mu.Unlock(); return free, nil }
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	sum, err := Run(ctx, cfg)
+	if err != nil || sum.Builds[0].Status != StatusSucceeded {
+		t.Fatalf("%+v, %v", sum, err)
+	}
+	if time.Since(start) < 300*time.Millisecond {
+		t.Error("the build started while the disk was below the watermark")
+	}
+}
+
+func TestTransient(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{fmt.Errorf("x: %w", syscall.ECONNREFUSED), true},
+		{errors.New("stage precache failed: reading blob: 503 Service Unavailable"), true},
+		{errors.New("toomanyrequests: rate limit"), true},
+		{errors.New("validation failed: host.images.present"), false},
+		{errors.New("blueprint: spec.vm.cpus must be positive"), false},
+		{nil, false},
+	} {
+		if got := Transient(tc.err); got != tc.want {
+			t.Errorf("Transient(%v) = %v", tc.err, got)
+		}
+	}
+}
