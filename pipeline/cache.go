@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Cache is a content-addressed store of stage outputs, safe to share between concurrent builds
@@ -22,10 +23,17 @@ import (
 //	entries/<stage>/<key>.json      entry record: key inputs and artifact digests
 //	staging/                        in-progress outputs, renamed into entries/ on success
 //	locks/<key>.lock                per-entry flock, so two builds never make one entry twice
+//	locks/<key>.use                 per-entry pin (shared flock) of the builds that used it
+//	locks/shared-<name>.use         per-store pin of the builds that used a shared store
+//	trash/                          what prune is deleting (see prune.go)
 //	shared/<name>/                  depot-wide stores owned by stages (blob stores)
 //	index/<blueprint>/<stage>.json  key inputs of the last build, for "why does this run?"
 type Cache struct {
 	Dir string
+
+	// pins are the shared flocks this value holds on what its builds used (see pin).
+	mu   sync.Mutex
+	pins map[string]*os.File
 }
 
 // DefaultCacheDir is $XDG_CACHE_HOME/snofactory, falling back to ~/.cache/snofactory.
@@ -97,6 +105,7 @@ func (c *Cache) Lookup(stage, key string) (Entry, bool, error) {
 	if _, err := os.Stat(e.Dir); err != nil || !e.intact() {
 		return Entry{}, false, nil
 	}
+	c.markUsed(stage, key)
 	return e, true, nil
 }
 
@@ -177,6 +186,11 @@ func (c *Cache) lock(ctx context.Context, key string) (unlock func(), err error)
 		f.Close()
 		return nil, fmt.Errorf("cache entry %s: %w", key, err)
 	}
+	// The pin outlives the lock: downstream stages read the entry after it is released.
+	if err := c.pin(ctx, key+".use"); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cache entry %s: %w", key, err)
+	}
 	return func() { f.Close() }, nil
 }
 
@@ -186,7 +200,14 @@ func (c *Cache) shared(name string) (string, error) {
 		return "", fmt.Errorf("invalid shared store name %q", name)
 	}
 	d := filepath.Join(c.Dir, "shared", name)
-	return d, os.MkdirAll(d, 0o755)
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		return "", err
+	}
+	// A stage may find a blob stored and link it much later: pin the store until then.
+	if err := c.pin(context.Background(), storePin(name)); err != nil {
+		return "", fmt.Errorf("shared store %s: %w", name, err)
+	}
+	return d, nil
 }
 
 // scratch creates a private scratch directory for one run of a stage, beside its staging
