@@ -1,6 +1,7 @@
 package depot
 
 import (
+	"encoding/json"
 	"encoding/xml"
 	"errors"
 	"fmt"
@@ -8,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/docker/go-units"
 
 	_ "embed"
 )
@@ -99,7 +102,8 @@ type bar struct {
 
 type buildView struct {
 	Result
-	Y         int // the build's lane on the timeline
+	Fetched   string // bytes the build's stages fetched (their summaries' bytesFetched)
+	Y         int    // the build's lane on the timeline
 	Bars      []bar
 	HitRate   string
 	LogRel    string
@@ -158,7 +162,14 @@ func viewOf(dir string, b Result, start time.Time, span time.Duration) buildView
 		bv.Duration = b.Finished.Sub(b.Started).Round(time.Second).String()
 	}
 	hits, misses := 0, 0
+	var fetched int64
 	for _, st := range b.Stages {
+		var sum struct {
+			BytesFetched int64 `json:"bytesFetched"`
+		}
+		if st.Cache == "miss" && json.Unmarshal(st.Summary, &sum) == nil {
+			fetched += sum.BytesFetched
+		}
 		if st.Cache == "hit" {
 			hits++
 		} else {
@@ -182,6 +193,7 @@ func viewOf(dir string, b Result, start time.Time, span time.Duration) buildView
 			Title: fmt.Sprintf("%s: %s, %s", st.Name, cache, time.Duration(st.Duration).Round(time.Millisecond))})
 	}
 	bv.HitRate = rate(hits, misses)
+	bv.Fetched = units.BytesSize(float64(fetched))
 	return bv
 }
 

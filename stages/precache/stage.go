@@ -173,6 +173,10 @@ func run(ctx context.Context, opts Options, env *pipeline.Env) error {
 	if err := os.WriteFile(filepath.Join(env.Out, ReportFile), append(b, '\n'), 0o644); err != nil {
 		return err
 	}
+	// run.json (and a depot's report) show what the build fetched.
+	if err := env.Summarize(map[string]int64{"images": int64(rep.Images), "bytesFetched": rep.BytesFetched, "bytesReused": rep.BytesReused}); err != nil {
+		return err
+	}
 	return handoff.Write(env, record(images, opts.Disk == nil || *opts.Disk))
 }
 
