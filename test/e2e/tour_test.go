@@ -178,6 +178,13 @@ func tourChecks() []tourCheck {
 			}
 			return nil
 		}},
+		{"snofactory depot status", func(dir, out string) error {
+			if err := wantContains(out, "depot succeeded: 1 succeeded"); err != nil {
+				return err
+			}
+			_, err := os.Stat(filepath.Join(dir, "out/depot/report.html"))
+			return err
+		}},
 		{"snofactory seed verify", func(_, out string) error {
 			return wantContains(out, "every digest matches")
 		}},
