@@ -83,7 +83,7 @@ IMAGE_VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || ech
 IMAGE_REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 image: build
 	@if [ "$(BASE_IMAGE)" = "$(LOCAL_BASE_IMAGE)" ]; then ./test/image/build-base.sh "$(BASE_IMAGE)"; fi
-	buildah bud --isolation chroot --layers --pull=missing \
+	buildah bud --isolation chroot --layers --force-rm --pull=missing \
 	  --build-arg BASE_IMAGE=$(BASE_IMAGE) \
 	  --build-arg VERSION=$(IMAGE_VERSION) --build-arg REVISION=$(IMAGE_REVISION) \
 	  -f Containerfile -t $(IMAGE) .

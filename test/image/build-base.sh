@@ -49,4 +49,4 @@ buildah config --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbi
   --label org.opencontainers.image.title="Debian bookworm minbase (mmdebstrap)" "$ctr"
 buildah commit --quiet --rm "$ctr" "$image" >/dev/null
 ctr=
-echo "base: committed $image"
+echo "base: committed $image in ${SECONDS}s"
