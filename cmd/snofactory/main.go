@@ -103,6 +103,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(newISOCommand())
 	root.AddCommand(newReleaseCommand())
 	root.AddCommand(newVersionCommand())
+	root.AddCommand(newCacheCommand())
 	// --- end commands ---
 	return root
 }
