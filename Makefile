@@ -74,7 +74,7 @@ demo: deps
 # The snofactory image (Containerfile), built by buildah: no daemon, no registry. Its base is a
 # local Debian bookworm image that test/image/build-base.sh makes with mmdebstrap when it is
 # missing; a depot passes BASE_IMAGE=its-own-base instead (used as it is). The package layers
-# are cached (--layers), so a rebuild after a code change only copies the binary. buildah uses
+# are cached (--layers), so a rebuild after a code change reuses them and takes seconds. buildah uses
 # overlay storage as root; set STORAGE_DRIVER=vfs where overlay cannot mount (e.g. inside a container).
 IMAGE ?= localhost/snofactory:dev
 LOCAL_BASE_IMAGE := localhost/snofactory-base:bookworm
