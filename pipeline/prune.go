@@ -595,12 +595,13 @@ func held(path string) bool {
 	return false
 }
 
-// tryLock takes an exclusive flock on path if it is free (a missing file is free).
+// tryLock takes an exclusive flock on path if it is free, creating the lock file (and its
+// folder) so that a build arriving meanwhile waits on the same file.
 func tryLock(path string) (unlock func(), ok bool) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
-	if errors.Is(err, fs.ErrNotExist) {
-		return func() {}, true // no locks folder yet: nobody has locked anything
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, false
 	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, false
 	}
