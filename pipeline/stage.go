@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"strings"
 )
 
 // Stage is one step of a build. Stage packages construct it with typed options and return it;
@@ -138,10 +139,11 @@ func SelfVersion() string {
 			}
 		}
 	}
-	if rev != "" {
-		if len(rev) > 12 {
-			rev = rev[:12]
-		}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	// Go 1.24+ stamps the revision into a pseudo-version already (and +dirty with it).
+	if rev != "" && !strings.Contains(v, rev) {
 		v += " " + rev + dirty
 	}
 	return v
