@@ -192,11 +192,14 @@ func hashFile(ctx context.Context, w io.Writer, p string) error {
 		return err
 	}
 	defer f.Close()
-	_, err = io.Copy(w, ctxReader{ctx, f})
+	_, err = io.Copy(w, ContextReader(ctx, f))
 	return err
 }
 
-// ctxReader stops a long read (hashing a multi-GB ISO) when ctx ends.
+// ContextReader reads r until ctx ends: a long copy or hash (a multi-GB disk or ISO) stops
+// when the build is cancelled.
+func ContextReader(ctx context.Context, r io.Reader) io.Reader { return ctxReader{ctx, r} }
+
 type ctxReader struct {
 	ctx context.Context
 	r   io.Reader

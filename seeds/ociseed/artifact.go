@@ -2,7 +2,6 @@ package ociseed
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -119,18 +118,6 @@ func (c chunk) blob(d digest.Digest) blob {
 		open: c.open,
 		what: c.String(),
 	}
-}
-
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
 }
 
 // seedManifest builds the artifact manifest. Nothing in it depends on when or where it is

@@ -11,6 +11,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/seeds/seed"
 )
 
@@ -184,7 +185,7 @@ func hashChunks(ctx context.Context, cs []chunk, ready func(int, blob) error) er
 			file = digest.SHA256.Digester()
 		}
 		dg := digest.SHA256.Digester()
-		n, err := io.CopyN(io.MultiWriter(dg.Hash(), file.Hash()), ctxReader{ctx, f}, c.size)
+		n, err := io.CopyN(io.MultiWriter(dg.Hash(), file.Hash()), pipeline.ContextReader(ctx, f), c.size)
 		if err != nil {
 			return fmt.Errorf("hashing %s (%d of %d bytes read): %w", c, n, c.size, err)
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/opencontainers/go-digest"
+	"github.com/snofactory/snofactory/pipeline"
 )
 
 // RawReader streams the raw bytes of disk d of the seed directory dir: a zstd raw disk is
@@ -110,24 +111,11 @@ func FileDigest(ctx context.Context, path string) (int64, digest.Digest, error) 
 // readerDigest hashes r to its end, stopping early when ctx is cancelled.
 func readerDigest(ctx context.Context, r io.Reader) (int64, digest.Digest, error) {
 	dg := digest.SHA256.Digester()
-	n, err := io.Copy(dg.Hash(), ctxReader{ctx, r})
+	n, err := io.Copy(dg.Hash(), pipeline.ContextReader(ctx, r))
 	if err != nil {
 		return n, "", err
 	}
 	return n, dg.Digest(), nil
-}
-
-// ctxReader makes a long copy stop when its context is cancelled.
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
 }
 
 // DescribeDisk measures the disk file of format f in dir, as the sealer records it: the

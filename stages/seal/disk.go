@@ -77,7 +77,7 @@ func compressZstd(ctx context.Context, src, dst string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := io.Copy(enc, ctxReader{ctx, in}); err != nil {
+	if _, err := io.Copy(enc, pipeline.ContextReader(ctx, in)); err != nil {
 		enc.Close()
 		return fmt.Errorf("compressing %s: %w", filepath.Base(src), err)
 	}
@@ -85,17 +85,4 @@ func compressZstd(ctx context.Context, src, dst string) error {
 		return fmt.Errorf("compressing %s: %w", filepath.Base(src), err)
 	}
 	return out.Close()
-}
-
-// ctxReader stops a copy when ctx ends.
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
 }
