@@ -2,8 +2,6 @@ package fetch
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -16,7 +14,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/snofactory/snofactory/pipeline"
+	"github.com/opencontainers/go-digest"
+	"github.com/snofactory/snofactory/pipeline/blobstore"
 )
 
 // Options tunes a download.
@@ -37,91 +36,75 @@ func Path(store, sha string) string {
 	return filepath.Join(store, "sha256", sha)
 }
 
-// File makes the content at rawURL (http, https or file) available in store under its sha256
-// and returns its path. A blob already in the store is not fetched again. A partial download
-// left by an interrupted run is resumed. Content that does not match sha256 never enters the
-// store.
+// File makes the content at rawURL (http, https or file) available in store (a
+// blobstore directory) under its sha256 and returns its path. A blob already in the store is
+// not fetched again. A partial download left by an interrupted run is resumed. Content that
+// does not match sha256 never enters the store.
 func File(ctx context.Context, rawURL, sha, store string, opts Options) (string, error) {
 	if !hexDigest.MatchString(sha) {
 		return "", fmt.Errorf("fetching %s: sha256 %q is not 64 lowercase hex digits", rawURL, sha)
-	}
-	final := Path(store, sha)
-	if _, err := os.Stat(final); err == nil {
-		return final, nil
-	}
-	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
-		return "", err
 	}
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return "", fmt.Errorf("fetching %s: %w", rawURL, err)
 	}
-	partial := final + ".partial"
-	// Builds sharing the store may fetch the same file at once: one downloads, the others
-	// wait and then find it in the store.
-	if err := os.MkdirAll(filepath.Join(store, "locks"), 0o755); err != nil {
-		return "", err
-	}
-	lock, err := os.OpenFile(filepath.Join(store, "locks", sha+".lock"), os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return "", err
-	}
-	defer lock.Close()
-	if err := pipeline.LockFile(ctx, lock); err != nil {
-		return "", err
-	}
-	if _, err := os.Stat(final); err == nil {
-		return final, nil
-	}
-	switch u.Scheme {
-	case "file":
-		err = copyLocal(ctx, u.Path, partial, opts)
-	case "http", "https":
-		err = download(ctx, rawURL, partial, opts)
-	default:
+	if u.Scheme != "file" && u.Scheme != "http" && u.Scheme != "https" {
 		return "", fmt.Errorf("fetching %s: unsupported scheme %q (want http, https or file)", rawURL, u.Scheme)
 	}
+	st, err := blobstore.Open(store)
 	if err != nil {
 		return "", err
 	}
-	got, err := fileSHA256(partial)
+	d := digest.NewDigestFromEncoded(digest.SHA256, sha)
+	// Builds sharing the store may fetch the same file at once: one downloads, the others
+	// wait and then find it in the store.
+	w, stored, err := st.Acquire(ctx, d)
+	if err != nil {
+		return "", fmt.Errorf("fetching %s: %w", rawURL, err)
+	}
+	if stored {
+		return st.Path(d), nil
+	}
+	defer w.Release()
+	if u.Scheme == "file" {
+		err = copyLocal(ctx, u.Path, w, opts)
+	} else {
+		err = download(ctx, rawURL, w, opts)
+	}
 	if err != nil {
 		return "", err
 	}
-	if got != sha {
-		os.Remove(partial)
-		return "", fmt.Errorf("fetching %s: content has sha256 %s, want %s; the download was discarded (check the URL and the checksum in the blueprint)", rawURL, got, sha)
+	if err := w.Commit(); err != nil {
+		if de := (*blobstore.DigestError)(nil); errors.As(err, &de) {
+			return "", fmt.Errorf("fetching %s: content has sha256 %s, want %s; the download was discarded (check the URL and the checksum in the blueprint)", rawURL, de.Got.Encoded(), sha)
+		}
+		return "", fmt.Errorf("fetching %s: %w", rawURL, err)
 	}
-	if err := os.Rename(partial, final); err != nil {
-		return "", err
-	}
-	return final, nil
+	return st.Path(d), nil
 }
 
-func copyLocal(ctx context.Context, src, dst string, opts Options) error {
+// copyLocal copies a local file into w from the start: a local copy is cheap to redo.
+func copyLocal(ctx context.Context, src string, w *blobstore.Writer, opts Options) error {
 	in, err := os.Open(src)
 	if err != nil {
 		return fmt.Errorf("fetching file://%s: %w", src, err)
 	}
 	defer in.Close()
-	out, err := os.Create(dst)
-	if err != nil {
-		return err
-	}
 	st, err := in.Stat()
 	if err != nil {
-		out.Close()
+		return fmt.Errorf("fetching file://%s: %w", src, err)
+	}
+	if err := w.Reset(); err != nil {
 		return err
 	}
-	_, err = io.Copy(out, &progressReader{ctx: ctx, r: in, total: st.Size(), fn: opts.Progress})
-	if cerr := out.Close(); err == nil {
-		err = cerr
+	if _, err := io.Copy(w, &progressReader{ctx: ctx, r: in, total: st.Size(), fn: opts.Progress}); err != nil {
+		return fmt.Errorf("fetching file://%s: %w", src, err)
 	}
-	return err
+	return nil
 }
 
-// download fetches rawURL into partial, resuming from partial's current size.
-func download(ctx context.Context, rawURL, partial string, opts Options) error {
+// download fetches rawURL into w, resuming from w's offset.
+func download(ctx context.Context, rawURL string, w *blobstore.Writer, opts Options) error {
 	client := opts.Client
 	if client == nil {
 		client = http.DefaultClient
@@ -143,7 +126,7 @@ func download(ctx context.Context, rawURL, partial string, opts Options) error {
 			case <-time.After(backoff << (i - 1)):
 			}
 		}
-		done, err := downloadOnce(ctx, client, rawURL, partial, opts.Progress)
+		done, err := downloadOnce(ctx, client, rawURL, w, opts.Progress)
 		if err == nil && done {
 			return nil
 		}
@@ -164,16 +147,8 @@ type permanentError struct{ err error }
 func (e *permanentError) Error() string { return e.err.Error() }
 func (e *permanentError) Unwrap() error { return e.err }
 
-func downloadOnce(ctx context.Context, client *http.Client, rawURL, partial string, progress func(int64, int64)) (bool, error) {
-	f, err := os.OpenFile(partial, os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
-		return false, err
-	}
-	defer f.Close()
-	have, err := f.Seek(0, io.SeekEnd)
-	if err != nil {
-		return false, err
-	}
+func downloadOnce(ctx context.Context, client *http.Client, rawURL string, w *blobstore.Writer, progress func(int64, int64)) (bool, error) {
+	have := w.Offset()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
 	if err != nil {
 		return false, &permanentError{err}
@@ -192,10 +167,7 @@ func downloadOnce(ctx context.Context, client *http.Client, rawURL, partial stri
 		total = contentRangeTotal(resp.Header.Get("Content-Range"))
 	case resp.StatusCode == http.StatusOK:
 		// The server ignored the Range header: start over.
-		if err := f.Truncate(0); err != nil {
-			return false, err
-		}
-		if _, err := f.Seek(0, io.SeekStart); err != nil {
+		if err := w.Reset(); err != nil {
 			return false, err
 		}
 		have = 0
@@ -209,7 +181,7 @@ func downloadOnce(ctx context.Context, client *http.Client, rawURL, partial stri
 		return false, &permanentError{fmt.Errorf("GET %s: %s", rawURL, resp.Status)}
 	}
 	pr := &progressReader{ctx: ctx, r: resp.Body, done: have, total: total, fn: progress}
-	n, err := io.Copy(f, pr)
+	n, err := io.Copy(w, pr)
 	if err != nil {
 		return false, fmt.Errorf("GET %s: after %d bytes: %w", rawURL, have+n, err)
 	}
@@ -254,17 +226,4 @@ func (p *progressReader) Read(b []byte) (int, error) {
 		p.fn(p.done, t)
 	}
 	return n, err
-}
-
-func fileSHA256(p string) (string, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }

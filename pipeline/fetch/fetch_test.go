@@ -14,6 +14,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/opencontainers/go-digest"
+	"github.com/snofactory/snofactory/pipeline/blobstore"
 )
 
 func content(n int) ([]byte, string) {
@@ -153,5 +156,36 @@ func TestConcurrentFetchesOfOneFile(t *testing.T) {
 	}
 	if calls.Load() != 1 {
 		t.Fatalf("fetched %d times", calls.Load())
+	}
+}
+
+// A process killed mid-download leaves its partial file in the store; the next fetch asks
+// only for the rest.
+func TestResumesPartialOfKilledRun(t *testing.T) {
+	data, sum := content(1 << 20)
+	srv, calls, served := flakyServer(t, data, 0)
+	store := t.TempDir()
+	st, err := blobstore.Open(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, _, err := st.Acquire(context.Background(), digest.NewDigestFromEncoded(digest.SHA256, sum))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(data[:3<<18])
+	w.Release()
+	p, err := File(context.Background(), srv.URL+"/live.iso", sum, store, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(p); string(got) != string(data) {
+		t.Fatal("stored content differs")
+	}
+	if calls.Load() != 1 || served.Load() != int64(len(data)-3<<18) {
+		t.Errorf("%d calls served %d bytes, want one for the last %d", calls.Load(), served.Load(), len(data)-3<<18)
+	}
+	if left, _ := filepath.Glob(filepath.Join(store, "partial", "*")); len(left) != 0 {
+		t.Errorf("partial files left: %v", left)
 	}
 }
