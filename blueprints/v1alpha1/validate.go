@@ -598,27 +598,34 @@ func (c *checker) image(path, s string, requireVersion bool) (reference.Named, b
 // repository checks a mirror source or mirror: a repository or a registry host, without
 // tag or digest.
 func (c *checker) repository(path, s string) {
-	if len(s) > maxReferenceLen {
-		c.add(path, fmt.Sprintf("repository is %d bytes long, more than %d", len(s), maxReferenceLen), "")
-		return
+	if msg, hint := RepositoryProblem(s); msg != "" {
+		c.add(path, msg, hint)
 	}
-	if s == "" {
-		c.add(path, "required", "a repository such as quay.io/openshift-release-dev/ocp-release")
-		return
+}
+
+// RepositoryProblem says what is wrong with s as a mirror source or mirror (a repository
+// or a registry host[:port], without tag or digest), or "" when nothing is. Blueprints and
+// site configs both name mirrors.
+func RepositoryProblem(s string) (msg, hint string) {
+	switch {
+	case len(s) > maxReferenceLen:
+		return fmt.Sprintf("repository is %d bytes long, more than %d", len(s), maxReferenceLen), ""
+	case s == "":
+		return "required", "a repository such as quay.io/openshift-release-dev/ocp-release"
 	}
 	if ref, err := reference.ParseNamed(s); err == nil {
 		if !reference.IsNameOnly(ref) {
-			c.add(path, fmt.Sprintf("%q carries a tag or digest", suggest.Clip(s)), "mirrors map repositories: drop the :tag or @digest")
+			return fmt.Sprintf("%q carries a tag or digest", suggest.Clip(s)), "mirrors map repositories: drop the :tag or @digest"
 		}
-		return
+		return "", ""
 	}
 	// A bare registry (host[:port]) is a valid mirror scope too.
 	if !strings.Contains(s, "/") && (strings.ContainsAny(s, ".:") || s == "localhost") {
 		if _, err := reference.ParseNamed(s + "/x"); err == nil {
-			return
+			return "", ""
 		}
 	}
-	c.add(path, fmt.Sprintf("%q is not a repository or registry", suggest.Clip(s)), "e.g. quay.io/openshift-release-dev/ocp-release or registry.example:5000")
+	return fmt.Sprintf("%q is not a repository or registry", suggest.Clip(s)), "e.g. quay.io/openshift-release-dev/ocp-release or registry.example:5000"
 }
 
 // network checks a CIDR that names a network (no host bits set).

@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/containers/image/v5/docker/reference"
-
 	"github.com/snofactory/snofactory/blueprints/suggest"
 	"github.com/snofactory/snofactory/blueprints/v1alpha1"
 )
@@ -162,26 +160,12 @@ func (c *checker) mirrors(ms []RegistryMirror) {
 	}
 }
 
-// repository accepts a repository without tag or digest, or a bare registry host[:port].
+// repository accepts a repository without tag or digest, or a bare registry host[:port],
+// as blueprints do.
 func (c *checker) repository(path, s string) {
-	if s == "" {
-		c.add(path, "required", "a repository such as quay.io/openshift-release-dev/ocp-release")
-		return
+	if msg, hint := v1alpha1.RepositoryProblem(s); msg != "" {
+		c.add(path, msg, hint)
 	}
-	if len(s) <= 1024 {
-		if ref, err := reference.ParseNamed(s); err == nil {
-			if !reference.IsNameOnly(ref) {
-				c.add(path, fmt.Sprintf("%q carries a tag or digest", suggest.Clip(s)), "mirrors map repositories: drop the :tag or @digest")
-			}
-			return
-		}
-		if !strings.Contains(s, "/") && (strings.ContainsAny(s, ".:") || s == "localhost") {
-			if _, err := reference.ParseNamed(s + "/x"); err == nil {
-				return
-			}
-		}
-	}
-	c.add(path, fmt.Sprintf("%q is not a repository or registry", suggest.Clip(s)), "e.g. quay.io/openshift-release-dev/ocp-release or registry.example:5000")
 }
 
 func (c *checker) sshKeys(keys []string) {
