@@ -46,8 +46,9 @@ type Config struct {
 	Attempts int
 	Backoff  time.Duration
 	Log      *slog.Logger
-	// freeBytes measures free space; tests replace it.
-	freeBytes func(dir string) (uint64, error)
+	// freeBytes measures free space and watermarkPoll is how often; tests replace them.
+	freeBytes     func(dir string) (uint64, error)
+	watermarkPoll time.Duration
 }
 
 // Build statuses.
@@ -161,6 +162,9 @@ func (c Config) withDefaults() Config {
 	if c.freeBytes == nil {
 		c.freeBytes = freeBytes
 	}
+	if c.watermarkPoll <= 0 {
+		c.watermarkPoll = 5 * time.Second
+	}
 	return c
 }
 
@@ -201,7 +205,7 @@ func (r *runner) admit(ctx context.Context, sem chan struct{}) error {
 			warned = true
 		}
 		select {
-		case <-time.After(5 * time.Second):
+		case <-time.After(r.cfg.watermarkPoll):
 		case <-ctx.Done():
 			<-sem
 			return ctx.Err()

@@ -162,6 +162,7 @@ func TestDepotWaitsForDiskSpace(t *testing.T) {
 	cfg := Config{Builds: []Build{{Name: "other", Blueprint: "/b/other"}}, Load: f.load, Cache: &pipeline.Cache{Dir: t.TempDir()},
 		OutputDir: t.TempDir(), MinFreeBytes: 1 << 30, Log: slog.New(slog.DiscardHandler)}
 	cfg.freeBytes = func(string) (uint64, error) { mu.Lock(); defer mu.Unlock(); return free, nil }
+	cfg.watermarkPoll = 20 * time.Millisecond
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	sum, err := Run(ctx, cfg)
