@@ -11,14 +11,16 @@ import (
 	"strings"
 
 	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/pipeline/blobstore"
 	"github.com/snofactory/snofactory/pipeline/fetch"
 	"github.com/snofactory/snofactory/stages/internal/handoff"
 	"github.com/snofactory/snofactory/stages/internal/lockfile"
 	"github.com/snofactory/snofactory/stages/liveiso/coreiso"
 )
 
-// isoStore is the depot-wide store of downloaded base ISOs, shared by every build.
-const isoStore = "isos"
+// isoStore is the depot-wide content store base ISOs are downloaded into, shared by every
+// build and with the precache stage's image blobs.
+const isoStore = blobstore.SharedName
 
 // baseISO returns the path of the ISO to customize: a local file, an upstream stage's output,
 // or a download (named by the options or by an upstream lock) into the depot's ISO store.

@@ -28,6 +28,7 @@ import (
 	ggcrtypes "github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/opencontainers/go-digest"
 	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/pipeline/blobstore"
 	"github.com/snofactory/snofactory/seeds/precachedisk"
 	"github.com/snofactory/snofactory/stages/internal/registries"
 	"github.com/snofactory/snofactory/test/check"
@@ -417,7 +418,7 @@ func TestStorePrune(t *testing.T) {
 	os.RemoveAll(gone)
 	os.WriteFile(filepath.Join(st.Dir(), "partial", strings.Repeat("0", 64)), []byte("stale"), 0o644)
 
-	ps, err := st.Prune(context.Background(), 0)
+	ps, err := st.Prune(context.Background(), blobstore.PruneOptions{Unlinked: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -91,15 +91,6 @@ var (
 	errShort   = errors.New("response body shorter than the blob")
 )
 
-// digestError is content that does not match its digest; the partial data is discarded.
-type digestError struct {
-	want, got digest.Digest
-}
-
-func (e *digestError) Error() string {
-	return fmt.Sprintf("content has digest %s, want %s", e.got, e.want)
-}
-
 // remote reaches registries: mirrors from registries.conf, credentials from the standard
 // auth files, and a token-authenticating transport per repository.
 type remote struct {
@@ -368,7 +359,7 @@ func (r *remote) fetchManifest(ctx context.Context, ref reference.Named, d diges
 			return fmt.Errorf("manifest is larger than %d bytes", maxManifest)
 		}
 		if got := d.Algorithm().FromBytes(b); got != d {
-			return &digestError{want: d, got: got}
+			return &digestError{Want: d, Got: got}
 		}
 		data, mediaType = b, resp.Header.Get("Content-Type")
 		return nil
@@ -394,11 +385,11 @@ func (s *stallReader) Read(p []byte) (int, error) {
 // download with HTTP Range, and returns the bytes received from the network. counted is
 // called with every chunk received, for progress.
 func (r *remote) fetchBlob(ctx context.Context, st *Store, ref reference.Named, d digest.Digest, size int64, counted func(int64)) (int64, error) {
-	p, done, err := st.acquire(ctx, d)
+	p, done, err := st.Acquire(ctx, d)
 	if err != nil || done {
 		return 0, err
 	}
-	defer p.release()
+	defer p.Release()
 	// ref is the image's digest reference, so digest-only mirrors apply to its blobs.
 	srcs, err := r.sources(ref)
 	if err != nil {
@@ -406,11 +397,13 @@ func (r *remote) fetchBlob(ctx context.Context, st *Store, ref reference.Named, 
 	}
 	var fetched int64
 	err = r.withRetry(ctx, "fetching blob "+d.String()+" of "+reference.TrimNamed(ref).String(), srcs, func(ctx context.Context, src source) error {
-		if p.size > size {
-			p.reset()
+		if p.Offset() > size {
+			if err := p.Reset(); err != nil {
+				return err
+			}
 		}
-		if p.size == size {
-			return p.commit()
+		if p.Offset() == size {
+			return p.Commit()
 		}
 		c, err := r.client(ctx, src)
 		if err != nil {
@@ -419,23 +412,23 @@ func (r *remote) fetchBlob(ctx context.Context, st *Store, ref reference.Named, 
 		ctx, cancel := context.WithCancelCause(ctx)
 		defer cancel(nil)
 		hdr := map[string]string{}
-		if p.size > 0 {
-			hdr["Range"] = "bytes=" + strconv.FormatInt(p.size, 10) + "-"
+		if p.Offset() > 0 {
+			hdr["Range"] = "bytes=" + strconv.FormatInt(p.Offset(), 10) + "-"
 		}
 		resp, err := c.get(ctx, "/blobs/"+d.String(), hdr)
 		if err != nil {
 			return err
 		}
 		defer resp.Body.Close()
-		if p.size > 0 && (resp.StatusCode != http.StatusPartialContent || !strings.HasPrefix(resp.Header.Get("Content-Range"), "bytes "+strconv.FormatInt(p.size, 10)+"-")) {
+		if p.Offset() > 0 && (resp.StatusCode != http.StatusPartialContent || !strings.HasPrefix(resp.Header.Get("Content-Range"), "bytes "+strconv.FormatInt(p.Offset(), 10)+"-")) {
 			// The server sent the whole blob (or another range): start over.
-			if err := p.reset(); err != nil {
+			if err := p.Reset(); err != nil {
 				return err
 			}
 		}
 		timer := time.AfterFunc(r.retry.stall, func() { cancel(errStalled) })
 		defer timer.Stop()
-		body := io.LimitReader(&stallReader{r: resp.Body, timer: timer, stall: r.retry.stall}, size-p.size+1)
+		body := io.LimitReader(&stallReader{r: resp.Body, timer: timer, stall: r.retry.stall}, size-p.Offset()+1)
 		_, err = io.Copy(&countingWriter{w: p, add: func(k int64) { fetched += k; counted(k) }}, body)
 		if err != nil {
 			if cause := context.Cause(ctx); errors.Is(cause, errStalled) {
@@ -443,10 +436,10 @@ func (r *remote) fetchBlob(ctx context.Context, st *Store, ref reference.Named, 
 			}
 			return fmt.Errorf("reading blob %s: %w", d, err)
 		}
-		if p.size < size {
+		if p.Offset() < size {
 			return errShort
 		}
-		return p.commit()
+		return p.Commit()
 	})
 	return fetched, err
 }

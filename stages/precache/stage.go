@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/pipeline/blobstore"
 	"github.com/snofactory/snofactory/seeds/precachedisk"
 	"github.com/snofactory/snofactory/stages/internal/handoff"
 	"github.com/snofactory/snofactory/stages/internal/lockfile"
@@ -29,8 +30,9 @@ const (
 // agentFile labels the agent among the stage's key files.
 const agentFile = "agent"
 
-// SharedStore is the name of the depot-wide blob store (env.Shared).
-const SharedStore = "blobs"
+// SharedStore is the name of the depot-wide content store (env.Shared); the live ISO
+// downloads use the same one.
+const SharedStore = blobstore.SharedName
 
 // Options is exactly what the stage reads.
 type Options struct {
