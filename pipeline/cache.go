@@ -31,9 +31,11 @@ import (
 type Cache struct {
 	Dir string
 
-	// pins are the shared flocks this value holds on what its builds used (see pin).
+	// pins are the shared flocks this value holds on what its builds used (see pin), own
+	// the lease of pins taken outside a build.
 	mu   sync.Mutex
-	pins map[string]*os.File
+	pins map[string]*pinRef
+	own  *lease
 }
 
 // DefaultCacheDir is $XDG_CACHE_HOME/snofactory, falling back to ~/.cache/snofactory.
@@ -195,7 +197,7 @@ func (c *Cache) lock(ctx context.Context, key string) (unlock func(), err error)
 }
 
 // shared returns (creating it) a depot-wide directory owned by a stage.
-func (c *Cache) shared(name string) (string, error) {
+func (c *Cache) shared(ctx context.Context, name string) (string, error) {
 	if name == "" || strings.ContainsAny(name, `/\`) || name == "." || name == ".." {
 		return "", fmt.Errorf("invalid shared store name %q", name)
 	}
@@ -204,7 +206,7 @@ func (c *Cache) shared(name string) (string, error) {
 		return "", err
 	}
 	// A stage may find a blob stored and link it much later: pin the store until then.
-	if err := c.pin(context.Background(), storePin(name)); err != nil {
+	if err := c.pin(ctx, storePin(name)); err != nil {
 		return "", fmt.Errorf("shared store %s: %w", name, err)
 	}
 	return d, nil

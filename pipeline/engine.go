@@ -331,7 +331,10 @@ func Build(ctx context.Context, g *Graph, opts BuildOptions) (*Record, error) {
 	}
 	em := &emitter{sink: opts.Sink, blueprint: g.Blueprint, now: opts.Now}
 	path := filepath.Join(opts.OutputDir, RecordFile)
-	err = build(ctx, g, want, opts, em, rec)
+	// What this build uses stays pinned (safe from prune) while it runs, not after.
+	l := opts.Cache.newLease()
+	defer opts.Cache.releaseLease(l)
+	err = build(withLease(ctx, l), g, want, opts, em, rec)
 	rec.Finished = opts.Now()
 	rec.Status = StatusSucceeded
 	if err != nil {
@@ -435,7 +438,7 @@ func runStage(ctx context.Context, s Stage, in KeyInputs, outputs map[string]str
 	}
 	sr.Cache = "miss"
 	c.removeStale(s.Name, key)
-	w, err := openWorkspace(c, s, key, opts, em)
+	w, err := openWorkspace(ctx, c, s, key, opts, em)
 	if err != nil {
 		return sr, err
 	}
@@ -497,7 +500,7 @@ type workspace struct {
 	keep bool
 }
 
-func openWorkspace(c *Cache, s Stage, key string, opts BuildOptions, em *emitter) (*workspace, error) {
+func openWorkspace(ctx context.Context, c *Cache, s Stage, key string, opts BuildOptions, em *emitter) (*workspace, error) {
 	w := &workspace{stage: s.Name, key: key, em: em}
 	var err error
 	if w.staged, err = c.stage(s.Name, key); err != nil {
@@ -521,7 +524,7 @@ func openWorkspace(c *Cache, s Stage, key string, opts BuildOptions, em *emitter
 		Out:         w.staged,
 		Scratch:     w.scratch,
 		Inputs:      map[string]string{},
-		Shared:      c.shared,
+		Shared:      func(name string) (string, error) { return c.shared(ctx, name) },
 		Secrets:     opts.Secrets,
 		Log:         slog.New(newStageLogHandler(w.red.writer(w.log), em, s.Name, w.red)),
 		LogPath:     logPath,

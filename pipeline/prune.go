@@ -612,42 +612,99 @@ func tryLock(path string) (unlock func(), ok bool) {
 	return func() { f.Close() }, true
 }
 
-// pin takes a shared flock on locks/<name> for as long as c lives (until Release), once per
-// name. Prune takes the same lock exclusively, and only briefly, so waiting here is short.
+// pinRef is one held pin and how many leases hold it.
+type pinRef struct {
+	f    *os.File
+	refs int
+}
+
+// lease is the pins one build took: they are dropped when the build ends (Build releases
+// it), so prune may remove what a finished build used while other builds run on. Pins taken
+// outside a build belong to the Cache's own lease, dropped by Release.
+type lease struct{ names map[string]bool }
+
+type leaseKey struct{}
+
+func withLease(ctx context.Context, l *lease) context.Context {
+	return context.WithValue(ctx, leaseKey{}, l)
+}
+
+// pin takes a shared flock on locks/<name> for the lease in ctx (else the Cache's own, until
+// Release). Prune takes the same lock exclusively, and only briefly, so waiting here is short.
 func (c *Cache) pin(ctx context.Context, name string) error {
+	l, _ := ctx.Value(leaseKey{}).(*lease)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.pins[name]; ok {
+	if l == nil {
+		if c.own == nil {
+			c.own = &lease{names: map[string]bool{}}
+		}
+		l = c.own
+	}
+	if p, ok := c.pins[name]; ok {
+		if !l.names[name] {
+			l.names[name] = true
+			p.refs++
+		}
 		return nil
 	}
+	f, err := c.flockShared(ctx, name)
+	if err != nil {
+		return err
+	}
+	if c.pins == nil {
+		c.pins = map[string]*pinRef{}
+	}
+	c.pins[name] = &pinRef{f: f, refs: 1}
+	l.names[name] = true
+	return nil
+}
+
+// flockShared opens locks/<name> and takes a shared flock on it, waiting while prune holds it.
+func (c *Cache) flockShared(ctx context.Context, name string) (*os.File, error) {
 	if err := os.MkdirAll(filepath.Join(c.Dir, "locks"), 0o755); err != nil {
-		return fmt.Errorf("pinning %s: %w", name, err)
+		return nil, fmt.Errorf("pinning %s: %w", name, err)
 	}
 	f, err := os.OpenFile(c.lockPath(name), os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
-		return fmt.Errorf("pinning %s: %w", name, err)
+		return nil, fmt.Errorf("pinning %s: %w", name, err)
 	}
 	for {
 		err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB)
 		if err == nil {
-			break
+			return f, nil
 		}
 		if !errors.Is(err, syscall.EWOULDBLOCK) {
 			f.Close()
-			return fmt.Errorf("pinning %s: %w", name, err)
+			return nil, fmt.Errorf("pinning %s: %w", name, err)
 		}
 		select {
 		case <-ctx.Done():
 			f.Close()
-			return fmt.Errorf("pinning %s: %w", name, ctx.Err())
+			return nil, fmt.Errorf("pinning %s: %w", name, ctx.Err())
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	if c.pins == nil {
-		c.pins = map[string]*os.File{}
+}
+
+// newLease starts the lease of one build.
+func (c *Cache) newLease() *lease { return &lease{names: map[string]bool{}} }
+
+// releaseLease drops a build's pins; a pin another build still holds stays.
+func (c *Cache) releaseLease(l *lease) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for name := range l.names {
+		p, ok := c.pins[name]
+		if !ok {
+			continue
+		}
+		if p.refs--; p.refs <= 0 {
+			p.f.Close()
+			delete(c.pins, name)
+		}
 	}
-	c.pins[name] = f
-	return nil
+	l.names = map[string]bool{}
 }
 
 func (c *Cache) pinned(name string) bool {
@@ -657,16 +714,17 @@ func (c *Cache) pinned(name string) bool {
 	return ok
 }
 
-// Release drops the pins this Cache holds on the entries and shared stores its builds used,
-// so prune may remove them. Call it when no build using c is running any more; the process
-// ending releases them too.
+// Release drops every pin this Cache holds on the entries and shared stores its builds
+// used, so prune may remove them. Call it when no build using c is running any more; the
+// process ending releases them too.
 func (c *Cache) Release() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for name, f := range c.pins {
-		f.Close()
+	for name, p := range c.pins {
+		p.f.Close()
 		delete(c.pins, name)
 	}
+	c.own = nil
 }
 
 // markUsed records a use of the entry (a cache hit) as its record's modification time. Only

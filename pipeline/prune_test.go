@@ -436,3 +436,60 @@ func TestPruneDuringBuild(t *testing.T) {
 		t.Fatalf("after the build, prune removed %v (after %d bytes)", got, res.After)
 	}
 }
+
+// A build's pins last as long as the build: once it ends, prune may take what it used,
+// while what a build still running on the same Cache (a depot's) used stays pinned.
+func TestPinsEndWithTheBuild(t *testing.T) {
+	cache := t.TempDir()
+	c := &Cache{Dir: cache}
+	write := func(name string) Stage {
+		return Stage{Name: name, Version: "1", Run: func(ctx context.Context, env *Env) error {
+			return os.WriteFile(filepath.Join(env.Out, "out.txt"), []byte(name), 0o644)
+		}}
+	}
+	o := buildOpts(t, cache)
+	o.Cache = c
+	if _, err := Build(context.Background(), &Graph{Blueprint: "first", Stages: []Stage{write("a")}}, o); err != nil {
+		t.Fatal(err)
+	}
+	inUse := func() map[string]bool {
+		items, err := (&Cache{Dir: cache}).Items(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]bool{}
+		for _, it := range items {
+			if it.Stage != "" {
+				m[it.Stage] = it.InUse
+			}
+		}
+		return m
+	}
+	if inUse()["a"] {
+		t.Error("the finished build still pins its entry")
+	}
+	release := make(chan struct{})
+	running := make(chan struct{})
+	second := &Graph{Blueprint: "second", Stages: []Stage{write("b"), {Name: "wait", Version: "1", Deps: []string{"b"},
+		Run: func(ctx context.Context, env *Env) error {
+			close(running)
+			<-release
+			return nil
+		}}}}
+	o2 := buildOpts(t, cache)
+	o2.Cache = c
+	done := make(chan error)
+	go func() { _, err := Build(context.Background(), second, o2); done <- err }()
+	<-running
+	got := inUse()
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !got["b"] || got["a"] {
+		t.Errorf("while the second build runs: in use %v, want b (its upstream) and not a (the first build's)", got)
+	}
+	if inUse()["b"] {
+		t.Error("the second build's pins outlived it")
+	}
+}
