@@ -64,16 +64,10 @@ func (a *archiveWriter) putBlob(ctx context.Context, b blob) (int64, error) {
 }
 
 func (a *archiveWriter) putManifest(ctx context.Context, raw []byte, tagged bool) error {
-	b := bytesBlob(ocispec.MediaTypeImageManifest, raw, "manifest")
-	if _, err := a.putBlob(ctx, b); err != nil {
+	desc, err := putManifestBlob(ctx, a.putBlob, raw)
+	if err != nil {
 		return err
 	}
-	var man ocispec.Manifest
-	if err := json.Unmarshal(raw, &man); err != nil {
-		return fmt.Errorf("decoding the manifest: %w", err)
-	}
-	desc := b.desc
-	desc.ArtifactType = man.ArtifactType
 	if tagged {
 		desc.Annotations = map[string]string{ocispec.AnnotationRefName: a.tag}
 	}

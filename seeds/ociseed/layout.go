@@ -72,16 +72,10 @@ func writeVerified(ctx context.Context, path string, r io.Reader, d ocispec.Desc
 }
 
 func (l *layoutStore) putManifest(ctx context.Context, raw []byte, tagged bool) error {
-	b := bytesBlob(ocispec.MediaTypeImageManifest, raw, "manifest")
-	if _, err := l.putBlob(ctx, b); err != nil {
+	desc, err := putManifestBlob(ctx, l.putBlob, raw)
+	if err != nil {
 		return err
 	}
-	var man ocispec.Manifest
-	if err := json.Unmarshal(raw, &man); err != nil {
-		return fmt.Errorf("decoding the manifest: %w", err)
-	}
-	desc := b.desc
-	desc.ArtifactType = man.ArtifactType
 	idx, err := l.index()
 	if err != nil {
 		return err

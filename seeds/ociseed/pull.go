@@ -25,11 +25,7 @@ const stagingPrefix = ".seed-pull-"
 // and its config.
 func Inspect(ctx context.Context, ref string, opts ...Option) (*seed.Manifest, error) {
 	o := makeOptions(opts)
-	loc, err := ParseLocation(ref, o.insecure)
-	if err != nil {
-		return nil, err
-	}
-	src, err := openSource(ctx, loc, o)
+	src, loc, err := openRef(ctx, ref, o)
 	if err != nil {
 		return nil, err
 	}
@@ -64,11 +60,7 @@ func readSeed(ctx context.Context, src source, loc Location) (ocispec.Descriptor
 // chunks count; the files move into dir at the end.
 func Pull(ctx context.Context, ref, dir string, opts ...Option) (*seed.Manifest, error) {
 	o := makeOptions(opts)
-	loc, err := ParseLocation(ref, o.insecure)
-	if err != nil {
-		return nil, err
-	}
-	src, err := openSource(ctx, loc, o)
+	src, loc, err := openRef(ctx, ref, o)
 	if err != nil {
 		return nil, err
 	}

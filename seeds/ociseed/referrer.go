@@ -112,11 +112,7 @@ func AttachReferrer(ctx context.Context, ref, file, artifactType string, opts ..
 // not empty.
 func Referrers(ctx context.Context, ref, artifactType string, opts ...Option) ([]ocispec.Descriptor, error) {
 	o := makeOptions(opts)
-	loc, err := ParseLocation(ref, o.insecure)
-	if err != nil {
-		return nil, err
-	}
-	src, err := openSource(ctx, loc, o)
+	src, _, err := openRef(ctx, ref, o)
 	if err != nil {
 		return nil, err
 	}

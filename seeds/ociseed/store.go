@@ -2,6 +2,7 @@ package ociseed
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 
@@ -42,6 +43,16 @@ func openTarget(ctx context.Context, loc Location, o options) (target, error) {
 	return nil, fmt.Errorf("unknown transport %q", loc.Transport)
 }
 
+// openRef parses ref and opens it for reading.
+func openRef(ctx context.Context, ref string, o options) (source, Location, error) {
+	loc, err := ParseLocation(ref, o.insecure)
+	if err != nil {
+		return nil, loc, err
+	}
+	src, err := openSource(ctx, loc, o)
+	return src, loc, err
+}
+
 func openSource(ctx context.Context, loc Location, o options) (source, error) {
 	switch loc.Transport {
 	case TransportRegistry:
@@ -76,3 +87,19 @@ func readBlob(ctx context.Context, src source, d ocispec.Descriptor, limit int64
 
 // maxMetadata bounds manifests and configs read into memory.
 const maxMetadata = 4 << 20
+
+// putManifestBlob stores an artifact manifest through put and returns its descriptor for an
+// index, carrying the manifest's artifactType.
+func putManifestBlob(ctx context.Context, put func(context.Context, blob) (int64, error), raw []byte) (ocispec.Descriptor, error) {
+	b := bytesBlob(ocispec.MediaTypeImageManifest, raw, "manifest")
+	if _, err := put(ctx, b); err != nil {
+		return ocispec.Descriptor{}, err
+	}
+	var man ocispec.Manifest
+	if err := json.Unmarshal(raw, &man); err != nil {
+		return ocispec.Descriptor{}, fmt.Errorf("decoding the manifest: %w", err)
+	}
+	desc := b.desc
+	desc.ArtifactType = man.ArtifactType
+	return desc, nil
+}
