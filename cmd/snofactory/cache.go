@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -53,6 +54,15 @@ func (f *cacheFlags) open() (*pipeline.Cache, error) {
 	return (&buildFlags{cacheDir: f.cacheDir}).cache()
 }
 
+// items opens the cache and lists everything in it.
+func (f *cacheFlags) items(ctx context.Context) ([]pipeline.CacheItem, error) {
+	cache, err := f.open()
+	if err != nil {
+		return nil, err
+	}
+	return cache.Items(ctx)
+}
+
 func newCacheLsCommand() *cobra.Command {
 	var f cacheFlags
 	c := &cobra.Command{
@@ -60,11 +70,7 @@ func newCacheLsCommand() *cobra.Command {
 		Short: "List cache entries and store blobs, least recently used first",
 		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cache, err := f.open()
-			if err != nil {
-				return err
-			}
-			items, err := cache.Items(cmd.Context())
+			items, err := f.items(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -85,11 +91,7 @@ func newCacheDuCommand() *cobra.Command {
 		Short: "Show the disk space of each cache store and in all",
 		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cache, err := f.open()
-			if err != nil {
-				return err
-			}
-			items, err := cache.Items(cmd.Context())
+			items, err := f.items(cmd.Context())
 			if err != nil {
 				return err
 			}
