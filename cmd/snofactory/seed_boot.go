@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -176,14 +175,7 @@ func seedOverlay(ctx context.Context, dir string, m *seed.Manifest, overlay stri
 			return fmt.Errorf("decompressing the seed's disk: %w", err)
 		}
 	}
-	abs, err := filepath.Abs(base)
-	if err != nil {
-		return err
-	}
-	if b, err := exec.CommandContext(ctx, "qemu-img", "create", "-q", "-f", "qcow2", "-b", abs, "-F", format, overlay).CombinedOutput(); err != nil {
-		return fmt.Errorf("qemu-img create: %w: %s", err, strings.TrimSpace(string(b)))
-	}
-	return nil
+	return vm.CreateOverlay(ctx, base, format, overlay)
 }
 
 // followSeed prints the reconfiguration steps until the seed reports the outcome and, on

@@ -25,11 +25,7 @@ func sealDisk(ctx context.Context, opts Options, in inputs, req agent.SealReques
 	if err != nil {
 		return err
 	}
-	base, err := filepath.Abs(in.install.Path(in.install.Out.Disk))
-	if err != nil {
-		return err
-	}
-	if err := qemuImg(ctx, "create", "-q", "-f", "qcow2", "-b", base, "-F", in.install.Out.Format, work); err != nil {
+	if err := vm.CreateOverlay(ctx, in.install.Path(in.install.Out.Disk), in.install.Out.Format, work); err != nil {
 		return err
 	}
 	reqDisk := filepath.Join(env.Scratch, "seal-request.img")

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/snofactory/snofactory/pipeline"
@@ -158,7 +156,7 @@ func bootFacts(ctx context.Context, opts StageOptions, in stageInputs, env *pipe
 		return nil, time.Time{}, err
 	}
 	overlay := filepath.Join(env.Scratch, "validate.qcow2")
-	if err := createOverlay(ctx, inst.Path(inst.Out.Disk), inst.Out.Format, overlay); err != nil {
+	if err := vm.CreateOverlay(ctx, inst.Path(inst.Out.Disk), inst.Out.Format, overlay); err != nil {
 		return nil, time.Time{}, err
 	}
 	cfg := vm.Config{
@@ -225,19 +223,6 @@ func factsFrom(msgs []agent.Message, received time.Time) (*agent.Facts, time.Tim
 		}
 	}
 	return nil, time.Time{}, errors.New("the installed node booted but its agent reported no facts (is the agent in the installed image?)")
-}
-
-// createOverlay makes a qcow2 overlay backed by the installed disk.
-func createOverlay(ctx context.Context, base, format, overlay string) error {
-	abs, err := filepath.Abs(base)
-	if err != nil {
-		return err
-	}
-	out, err := exec.CommandContext(ctx, "qemu-img", "create", "-q", "-f", "qcow2", "-b", abs, "-F", format, overlay).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("qemu-img create overlay of %s: %w: %s", base, err, strings.TrimSpace(string(out)))
-	}
-	return nil
 }
 
 // publish writes the reports into the stage output and the build's output directory (where

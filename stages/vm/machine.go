@@ -353,6 +353,20 @@ func CreateDisk(ctx context.Context, path, format string, sizeMiB int) error {
 	return nil
 }
 
+// CreateOverlay creates a qcow2 image at overlay backed by base (of baseFormat), so a VM
+// writes to the overlay and base stays as it was.
+func CreateOverlay(ctx context.Context, base, baseFormat, overlay string) error {
+	abs, err := filepath.Abs(base)
+	if err != nil {
+		return err
+	}
+	out, err := exec.CommandContext(ctx, "qemu-img", "create", "-q", "-f", "qcow2", "-b", abs, "-F", baseFormat, overlay).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("qemu-img create overlay of %s: %w: %s", base, err, bytes.TrimSpace(out))
+	}
+	return nil
+}
+
 // StartManaged starts a VM like Start and registers its Stop with cl at once, so a stage's
 // VM is stopped when the stage ends, whatever the outcome.
 func StartManaged(ctx context.Context, cfg Config, acc Accelerator, log *slog.Logger, cl pipeline.Cleaner) (*Machine, error) {
