@@ -12,6 +12,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/snofactory/snofactory/seeds/agent"
+	"github.com/snofactory/snofactory/seeds/recert"
 	"github.com/snofactory/snofactory/seeds/siteconfig"
 )
 
@@ -144,89 +145,11 @@ func TestOpenShiftSteps(t *testing.T) {
 	}
 }
 
-type recertFlag struct {
-	kind, format string
-}
-
-// recertContract reads the facts in testdata/recert-cli.txt.
-func recertContract(t *testing.T) (map[string]recertFlag, map[string][]string) {
-	t.Helper()
-	f, err := os.Open("testdata/recert-cli.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	flags, groups := map[string]recertFlag{}, map[string][]string{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fs := strings.Fields(sc.Text())
-		switch {
-		case len(fs) >= 3 && fs[0] == "flag":
-			flags[fs[1]] = recertFlag{fs[2], strings.Join(fs[3:], "")}
-		case len(fs) >= 3 && fs[0] == "group":
-			groups[fs[1]] = fs[2:]
-		}
-	}
-	return flags, groups
-}
-
-// checkRecertArgs checks a command line against recert's recorded contract: only flags it
-// defines, a value where it takes one, single flags once, one flag per group, values in
-// the formats its parsers accept, paths that exist.
+// checkRecertArgs checks a command line against recert's recorded CLI contract.
 func checkRecertArgs(t *testing.T, args []string, exists func(string) bool) {
 	t.Helper()
-	flags, groups := recertContract(t)
-	seen := map[string]int{}
-	for i := 0; i < len(args); i++ {
-		f, ok := flags[args[i]]
-		if !ok {
-			t.Errorf("recert defines no flag %q", args[i])
-			continue
-		}
-		seen[args[i]]++
-		if f.kind == "bool" {
-			continue
-		}
-		if i+1 >= len(args) || strings.HasPrefix(args[i+1], "--") {
-			t.Errorf("%s takes a value", args[i])
-			continue
-		}
-		v := args[i+1]
-		i++
-		switch f.format {
-		case "pair":
-			sep := ":"
-			if strings.Contains(v, ",") {
-				sep = ","
-			}
-			if strings.Count(v, sep) != 1 {
-				t.Errorf("%s %q: recert wants exactly one %q", args[i-1], v, sep)
-			}
-		case "rename":
-			if n := len(strings.Split(v, ":")); n != 2 && n != 3 {
-				t.Errorf("%s %q: recert wants NAME:DOMAIN[:INFRA_ID]", args[i-1], v)
-			}
-		case "path":
-			if !exists(v) {
-				t.Errorf("%s %s: recert refuses a path that does not exist", args[i-1], v)
-			}
-		}
-	}
-	for flag, n := range seen {
-		if flags[flag].kind != "many" && n > 1 {
-			t.Errorf("%s given %d times; recert takes it once", flag, n)
-		}
-	}
-	for name, members := range groups {
-		var given []string
-		for _, m := range members {
-			if seen[m] > 0 {
-				given = append(given, m)
-			}
-		}
-		if len(given) > 1 {
-			t.Errorf("group %s: %v conflict in recert", name, given)
-		}
+	if err := recert.Check(args, exists); err != nil {
+		t.Error(err)
 	}
 }
 

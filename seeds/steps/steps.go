@@ -1,0 +1,61 @@
+package steps
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Step is one thing a sequence does to a node.
+type Step struct {
+	// Name identifies the step in reports and progress records.
+	Name string `json:"name"`
+	// Argv is the command the step runs, when it runs one.
+	Argv []string `json:"argv,omitempty"`
+	// Changes are the paths or API objects (KIND NAMESPACE/NAME) the step touches.
+	Changes []string `json:"changes,omitempty"`
+	// Detail says in a few words what the step is for.
+	Detail string `json:"detail,omitempty"`
+}
+
+// Print writes a plan as JSON (format "json") or as one readable block per step.
+func Print(w io.Writer, plan []Step, format string) error {
+	switch format {
+	case "json":
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		if plan == nil {
+			plan = []Step{}
+		}
+		return enc.Encode(plan)
+	case "", "text":
+		for i, s := range plan {
+			if _, err := fmt.Fprintf(w, "%2d. %s", i+1, s.Name); err != nil {
+				return err
+			}
+			if s.Detail != "" {
+				fmt.Fprintf(w, ": %s", s.Detail)
+			}
+			fmt.Fprintln(w)
+			if len(s.Argv) > 0 {
+				fmt.Fprintf(w, "      run:     %s\n", strings.Join(s.Argv, " "))
+			}
+			for _, c := range s.Changes {
+				fmt.Fprintf(w, "      changes: %s\n", c)
+			}
+		}
+		return nil
+	default:
+		return fmt.Errorf("output format %q: want text or json", format)
+	}
+}
+
+// Names lists the steps' names in order.
+func Names(plan []Step) []string {
+	out := make([]string, len(plan))
+	for i, s := range plan {
+		out[i] = s.Name
+	}
+	return out
+}
