@@ -1,7 +1,6 @@
 package reconfigure
 
 import (
-	"bufio"
 	"context"
 	"os"
 	"path/filepath"
