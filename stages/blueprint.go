@@ -71,6 +71,7 @@ func sealOptions(bp *v1alpha1.Blueprint) seal.Options {
 		SiteConfigTimeout: bp.Spec.Relocation.SiteConfigTimeout.D(), RecertImage: bp.Spec.Relocation.RecertImage,
 		RelocationFiles: relocationFiles(bp),
 		CPUs:            v.CPUs, MemoryMiB: int(v.Memory.MiB()), Accelerator: v.Accelerator, BootTimeout: v.Timeouts.Boot.D(),
+		ClusterTimeout: v.Timeouts.Cluster.D(),
 	}
 }
 

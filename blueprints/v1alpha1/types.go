@@ -263,7 +263,7 @@ type Validation struct {
 	// in the report as skipped. Example: [certs.kubelet-client].
 	Skip []string `json:"skip,omitempty" yaml:"skip,omitempty" jsonschema:"uniqueItems=true,pattern=^[a-z0-9][a-z0-9.-]*$"`
 	// Why each skipped check is skipped, by check id; the report shows the reason beside the
-	// skipped check. Every key must be listed in skip. Example: {certs.kubelet-client: renewed at seal}.
+	// skipped check. Every key must be listed in skip. Example: {certs.kubelet-client: re-signed by recert at the site}.
 	SkipReasons map[string]string `json:"skipReasons,omitempty" yaml:"skipReasons,omitempty"`
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/snofactory/snofactory/seeds/agent"
+	"github.com/snofactory/snofactory/seeds/steps"
 )
 
 // newAgentSealCommand prepares the installed system for relocation at the seal stage's
@@ -18,18 +20,41 @@ import (
 func newAgentSealCommand() *cobra.Command {
 	var (
 		root, bootDir, request, port, stateDir, sys string
+		target, output                              string
+		dryRun, keepPullSecret                      bool
 		timeout                                     time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "seal --root DIR [--request DEVICE]",
+		Use:   "seal --root DIR [--request DEVICE] | seal --dry-run --target openshift|coreos [-o json]",
 		Short: "Prepare the installed system for relocation, as the seal disk asks, and report each step",
 		Long: `seal reads the request on the seal disk (serial ` + agent.SealDiskSerial + `), clears per-node state,
 logs, the machine-id and SSH host keys, removes the build-time pull secret unless the
 request keeps it, on OpenShift stops and disables kubelet and CRI-O and enables the
 reconfiguration service, and marks the seed sealed (` + agent.SealedFile + `). It reports
-"` + agent.PhaseSealed + `" with each step, or failed with the error.`,
+"` + agent.PhaseSealed + `" with each step, or failed with the error.
+
+On OpenShift it follows lifecycle-agent's seed creation: it reads the seed's identity from
+the cluster's objects, replaces the build's pull secret through the API and waits for the
+MCO to roll the placeholder out, stops kubelet, the containers, the pod sandboxes and CRI-O
+in that order, runs the seed-time recert (force-expire, etcd defragmentation), and only then
+removes files. --dry-run prints that list, each step with the command it runs and what it
+changes, and touches nothing.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if dryRun {
+				if target != "openshift" && target != "coreos" {
+					return badInput(fmt.Errorf("--dry-run needs --target openshift or coreos, not %q", target))
+				}
+				if output != "json" && output != "text" {
+					return badInput(fmt.Errorf("-o %q: want text or json", output))
+				}
+				req := agent.SealRequest{Version: agent.SealRequestVersion, Target: target, KeepPullSecret: keepPullSecret}
+				if target == "openshift" {
+					req.RecertImage, req.EtcdImage = "<recert image>", "<etcd image>"
+				}
+				plan := agent.Sealer{Root: cmp.Or(root, "/"), BootDir: bootDir, Request: req}.Plan()
+				return steps.Print(cmd.OutOrStdout(), plan, output)
+			}
 			if root == "" {
 				return badInput(fmt.Errorf("seal needs --root DIR: the installed system's root"))
 			}
@@ -64,7 +89,11 @@ reconfiguration service, and marks the seed sealed (` + agent.SealedFile + `). I
 	fl.StringVar(&sys, "sys", "/sys", "sysfs, where disks are found by serial")
 	fl.StringVar(&port, "port", "/dev/virtio-ports/"+agent.DefaultPortName, "virtio-serial port device or name")
 	fl.StringVar(&stateDir, "state-dir", agent.DefaultStateDir, "where the sequence counter lives (must be a tmpfs)")
-	fl.DurationVar(&timeout, "timeout", 10*time.Minute, "give up after this long")
+	fl.DurationVar(&timeout, "timeout", 45*time.Minute, "give up after this long")
+	fl.BoolVar(&dryRun, "dry-run", false, "print the steps the seal would take, in order, and touch nothing")
+	fl.StringVar(&target, "target", "", "with --dry-run: openshift or coreos")
+	fl.BoolVar(&keepPullSecret, "keep-pull-secret", false, "with --dry-run: as for a blueprint that keeps the pull secret")
+	fl.StringVarP(&output, "output", "o", "text", "with --dry-run: text or json")
 	return cmd
 }
 
@@ -73,7 +102,7 @@ func sealFromRequest(ctx context.Context, root, bootDir, request string) ([]agen
 	if err != nil {
 		return nil, err
 	}
-	return agent.Seal(ctx, root, bootDir, req, agent.ExecRunner)
+	return agent.Sealer{Root: root, BootDir: bootDir, Request: req, Warn: os.Stderr}.Seal(ctx)
 }
 
 // diskBySerial finds the block device whose virtio serial is serial.

@@ -62,6 +62,7 @@
 //
 // (d), the kubelet client certificate: no KubeletConfig field sets its lifetime (the signer
 // in kube-controller-manager issues 30-day certificates), so render writes
-// /etc/snofactory/shipment.json on the node (and the same window into render.json); the
-// seal stage renews the certificate before sealing when it would expire inside the window.
+// /etc/snofactory/shipment.json on the node (and the same window into render.json) for
+// validate to check. Nothing renews it at the seal: the seal's recert ends every
+// certificate's life, and the site's recert starts it again on the site's first boot.
 package render

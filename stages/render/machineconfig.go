@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/snofactory/snofactory/seeds/agent"
 )
 
 // butane is the part of the Butane schema render writes its own configs in. They are built
@@ -81,9 +83,9 @@ func masterMC(variantVersion, name string) butane {
 
 // Unit and file names other stages rely on.
 const (
-	// ReconfigureUnit applies the site configuration at the site. Installed disabled; the
-	// seal stage enables it.
-	ReconfigureUnit = "snofactory-reconfigure.service"
+	// ReconfigureUnit applies the site configuration at the site; the seal installs and
+	// enables it, outside every MachineConfig.
+	ReconfigureUnit = agent.ReconfigureUnitName
 	// SealUnit and SealScript seal the node when the seal stage boots it with its request
 	// disk (node/snofactory-seal.sh).
 	SealUnit   = "snofactory-seal.service"
@@ -101,8 +103,8 @@ const (
 
 // Shipment is the content of ShipmentFile.
 type Shipment struct {
-	// KubeletClientCertMinValidity: at sealing, the kubelet client certificate must not expire
-	// sooner than this (Go duration); the seal stage renews it first if it would.
+	// KubeletClientCertMinValidity: at validation, the kubelet client certificate must not
+	// expire sooner than this (Go duration); the site's recert renews it.
 	KubeletClientCertMinValidity string `json:"kubeletClientCertMinValidity"`
 	// KubeletClientCert is the certificate to check.
 	KubeletClientCert string `json:"kubeletClientCert"`
@@ -117,7 +119,6 @@ func RelocationFiles() []string {
 		NodeIPHintFile,
 		"/etc/systemd/system/kubelet.service.d/30-snofactory-node-ip.conf",
 		"/etc/systemd/system/crio.service.d/30-snofactory-node-ip.conf",
-		"/etc/systemd/system/" + ReconfigureUnit,
 		ShipmentFile,
 	}
 }
@@ -147,7 +148,7 @@ func relocationConfigs(variantVersion string, r Relocation) ([]relocationMC, *Re
 	mcs := []relocationMC{
 		{"internal-ip", internalIPConfig(variantVersion, p)},
 		{"node-ip", nodeIPConfig(variantVersion, p)},
-		{"reconfigure-service", reconfigureConfig(variantVersion)},
+		{"seal-service", sealConfig(variantVersion)},
 		{"kubelet-cert-window", shipment},
 	}
 	rep := &RelocationReport{
@@ -203,14 +204,13 @@ func nodeIPConfig(variantVersion string, p netip.Prefix) butane {
 	return mc
 }
 
-// reconfigureConfig installs the site reconfiguration service, disabled now and enabled by
-// the seal, so the factory boots never run it; and the seal service, which runs only on the
-// boot the seal stage attaches its request disk to. The reconfiguration service starts
-// kubelet itself and waits for the API, so it is not ordered before kubelet (the seal
-// disabled kubelet and CRI-O).
-func reconfigureConfig(variantVersion string) butane {
-	f, t := false, true
-	mc := masterMC(variantVersion, "90-master-snofactory-reconfigure")
+// sealConfig installs the seal service, which runs only on the boot the seal stage attaches
+// its request disk to. The site's reconfiguration service is not here: the seal writes it
+// under /etc/systemd/system itself (agent.ReconfigureUnit), as lifecycle-agent installs its
+// own, so the machine-config daemon never sees a unit it does not own change state.
+func sealConfig(variantVersion string) butane {
+	t := true
+	mc := masterMC(variantVersion, "90-master-snofactory-seal")
 	mc.Storage = &butaneStorage{Files: []butaneFile{{Path: SealScript, Mode: 0o755, Overwrite: true, Contents: butaneContents{Inline: sealScript}}}}
 	mc.Systemd = &butaneSystemd{Units: []butaneUnit{{
 		Name:    SealUnit,
@@ -227,31 +227,15 @@ ExecStart=` + SealScript + `
 [Install]
 WantedBy=multi-user.target
 `,
-	}, {
-		Name:    ReconfigureUnit,
-		Enabled: &f,
-		Contents: `[Unit]
-Description=snofactory: apply the site configuration to a relocated seed
-Wants=network-online.target
-After=network-online.target
-ConditionPathExists=!/var/lib/snofactory/reconfigured
-
-[Service]
-Type=oneshot
-RemainAfterExit=yes
-ExecStart=` + AgentBinary + ` agent reconfigure
-
-[Install]
-WantedBy=multi-user.target
-`,
 	}}}
 	return mc
 }
 
 // shipmentConfig writes down the kubelet client certificate validity the seed needs. No
 // KubeletConfig knob sets it (the signer's duration belongs to kube-controller-manager, 30
-// days upstream), so render records the window the seed must survive and the seal stage
-// enforces it: it renews the certificate before sealing when it would expire inside it.
+// days upstream), so render records the window the seed must survive and validate checks it.
+// Nothing renews the certificate at the seal: the seed-time recert ends every certificate's
+// life and the site's recert (--extend-expiration) starts it again on the site's first boot.
 func shipmentConfig(variantVersion string, window time.Duration) (butane, error) {
 	ship, err := stableJSON(Shipment{KubeletClientCertMinValidity: window.String(), KubeletClientCert: "/var/lib/kubelet/pki/kubelet-client-current.pem"})
 	if err != nil {

@@ -187,7 +187,7 @@ storage:
 		t.Error("the installer did not get the SSH key")
 	}
 	// The installer received every manifest render made, in its openshift/ directory.
-	wantMCs := []string{"90-master-snofactory-internal-ip", "90-master-snofactory-node-ip", "90-master-snofactory-reconfigure",
+	wantMCs := []string{"90-master-snofactory-internal-ip", "90-master-snofactory-node-ip", "90-master-snofactory-seal",
 		"90-master-snofactory-shipment", "99-master-chrony", "99-master-snofactory-fragments"}
 	for _, name := range wantMCs {
 		rel := "manifests/" + name + ".yaml"
@@ -431,13 +431,20 @@ func TestRelocationMachineConfigs(t *testing.T) {
 			for concern, want := range map[string][]string{
 				"internal-ip":         {"/etc/NetworkManager/dispatcher.d/pre-up.d/30-snofactory-internal-ip", "ip addr add 192.168.127.10/24 dev br-ex", `"mode":493`},
 				"node-ip":             {"KUBELET_NODEIP_HINT=192.168.127.0", `KUBELET_NODE_IP=192.168.127.10`, "CONTAINER_STREAM_ADDRESS=192.168.127.10", "crio.service", "30-snofactory-node-ip.conf"},
-				"reconfigure-service": {ReconfigureUnit, `"enabled":false`, "ExecStart=/usr/local/bin/snofactory agent reconfigure"},
+				"seal-service":        {SealUnit, `"enabled":true`, "ConditionPathExists=/dev/disk/by-id/virtio-snofactory-seal", SealScript},
 				"kubelet-cert-window": {ShipmentFile, `"kubeletClientCertMinValidity": "240h0m0s"`},
 			} {
 				for _, w := range want {
 					if !strings.Contains(all[concern], w) {
 						t.Errorf("%s: %q not found in\n%s", concern, w, all[concern])
 					}
+				}
+			}
+			// The reconfiguration unit is the seal's, outside every MachineConfig: a unit the
+			// MCO owns and the seal enables would be drift to the machine-config daemon.
+			for concern, text := range all {
+				if strings.Contains(text, ReconfigureUnit) {
+					t.Errorf("%s: the MachineConfig declares %s", concern, ReconfigureUnit)
 				}
 			}
 			// The seal checks these on the node: each must be something a config puts there.

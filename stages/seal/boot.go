@@ -1,6 +1,7 @@
 package seal
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -59,6 +60,10 @@ func sealDisk(ctx context.Context, opts Options, in inputs, req agent.SealReques
 	timeout := opts.BootTimeout
 	if timeout <= 0 {
 		timeout = 10 * time.Minute
+	}
+	if req.Target == seed.TargetOpenShift {
+		// The node waits for its API and the MCO's rollout, and runs recert, before it reports.
+		timeout += cmp.Or(opts.ClusterTimeout, 30*time.Minute)
 	}
 	wctx, cancel := context.WithTimeout(ctx, acc.Scale(timeout))
 	defer cancel()

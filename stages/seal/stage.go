@@ -52,7 +52,10 @@ type Options struct {
 	// How the VM runs, not what the seed is.
 	Accelerator string        `json:"-"`
 	BootTimeout time.Duration `json:"-"`
-	Prober      vm.Prober     `json:"-"`
+	// ClusterTimeout bounds an OpenShift node's waits for its cluster (the API, the MCO's
+	// rollout of the placeholder pull secret) on top of the boot.
+	ClusterTimeout time.Duration `json:"-"`
+	Prober         vm.Prober     `json:"-"`
 	// Now is the creation time when SOURCE_DATE_EPOCH is not set; nil means time.Now.
 	Now func() time.Time `json:"-"`
 }
