@@ -13,28 +13,38 @@ import (
 	"github.com/snofactory/snofactory/seeds/agent"
 	"github.com/snofactory/snofactory/seeds/reconfigure"
 	"github.com/snofactory/snofactory/seeds/siteconfig"
+	"github.com/snofactory/snofactory/seeds/steps"
 )
 
 // newAgentReconfigureCommand is the seed's site reconfiguration hook.
 func newAgentReconfigureCommand() *cobra.Command {
 	var (
-		o            reconfigure.Options
-		port, seqDir string
-		mediumGlobs  []string
-		timeout      time.Duration
+		o                  reconfigure.Options
+		port, seqDir       string
+		mediumGlobs        []string
+		timeout            time.Duration
+		dryRun             bool
+		siteConfig, output string
 	)
 	cmd := &cobra.Command{
 		Use:   "reconfigure [--root DIR] [--target coreos|openshift] [--medium PATH]",
 		Short: "Apply the site config on the site-config medium to a sealed seed, reporting each step",
 		Long: `reconfigure waits for the site-config medium (volume label ` + siteconfig.VolumeLabel + `), showing on the
 console that it waits, then applies the site config step by step: network, hostname, DNS,
-NTP, pull secret, registry mirrors, SSH keys and manifests; on OpenShift also recert (cluster
-name, base domain, IP, hostname, certificates renewed), kubelet and the wait for the API.
+NTP, pull secret, registry mirrors, SSH keys and manifests. On OpenShift it follows
+lifecycle-agent's post-pivot: the dnsmasq records of the new names, recert (cluster name and
+infra ID, IP, hostname, the site's pull secret and kubeadmin password hash, certificates
+re-signed from now on), kubelet, the API, the seed's mirror objects out, the manifests in,
+a new cluster ID, then the waits for ClusterVersion, every ClusterOperator and the Node, and
+the unit disabled. --dry-run prints that list with each command and what it changes.
 Each step is reported as "` + agent.PhaseReconfigureStep + `" and the outcome as "` + agent.PhaseReconfigured + `".
 Progress is kept under the root, so a run cut short resumes; a missing or malformed medium
 applies nothing. The target defaults to the sealed seed's (` + agent.SealedFile + `).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if dryRun {
+				return reconfigurePlan(cmd, o, siteConfig, output)
+			}
 			if err := fromSealedRequest(&o, cmd.Flags().Changed("medium-timeout")); err != nil {
 				return badInput(err)
 			}
@@ -65,8 +75,33 @@ applies nothing. The target defaults to the sealed seed's (` + agent.SealedFile 
 	fl.StringVar(&o.OpenShift.EtcdImage, "etcd-image", "", "openshift: the pinned etcd image recert edits through (default: from ROOT"+reconfigure.ImagesFile+")")
 	fl.StringVar(&port, "port", "/dev/virtio-ports/"+agent.DefaultPortName, "virtio-serial port device or name")
 	fl.StringVar(&seqDir, "state-dir", agent.DefaultStateDir, "where the report sequence counter lives (must be a tmpfs)")
-	fl.DurationVar(&timeout, "timeout", 2*time.Hour, "give up after this long")
+	fl.DurationVar(&timeout, "timeout", 3*time.Hour, "give up after this long")
+	fl.BoolVar(&dryRun, "dry-run", false, "print the steps the reconfiguration would take, in order, and touch nothing (needs --target)")
+	fl.StringVar(&siteConfig, "site-config", "", "with --dry-run: the site config to plan for (default: placeholders)")
+	fl.StringVarP(&output, "output", "o", "text", "with --dry-run: text or json")
 	return cmd
+}
+
+// reconfigurePlan prints the steps a reconfiguration would take, secrets as placeholders.
+func reconfigurePlan(cmd *cobra.Command, o reconfigure.Options, siteConfig, output string) error {
+	if o.Target != reconfigure.TargetOpenShift && o.Target != reconfigure.TargetCoreOS {
+		return badInput(fmt.Errorf("--dry-run needs --target openshift or coreos, not %q", o.Target))
+	}
+	if output != "json" && output != "text" {
+		return badInput(fmt.Errorf("-o %q: want text or json", output))
+	}
+	var sc *siteconfig.SiteConfig
+	if siteConfig != "" {
+		var err error
+		if sc, err = loadSiteConfig(cmd.ErrOrStderr(), siteConfig); err != nil {
+			return err
+		}
+	}
+	plan, err := reconfigure.Plan(o, sc)
+	if err != nil {
+		return err
+	}
+	return steps.Print(cmd.OutOrStdout(), plan, output)
 }
 
 // fromSealedRequest fills what the flags left unset from the request the seed was sealed

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/snofactory/snofactory/seeds/siteconfig"
+	"github.com/snofactory/snofactory/seeds/steps"
 )
 
 // Conformance OS paths under the root.
@@ -18,24 +19,24 @@ const (
 )
 
 // coreosSteps apply the site config with what busybox provides (ip, udhcpc, hostname).
-func (r *run) coreosSteps() []step {
+func (r *run) coreosSteps(_ *siteconfig.SiteConfig) []step {
 	return []step{
-		{"network", r.coreosNetwork},
-		{"hostname", r.coreosHostname},
-		{"dns", r.applyDNS},
-		{"ntp", func(_ context.Context, sc *siteconfig.SiteConfig) (map[string]string, error) {
+		{steps.Step{Name: "network", Detail: "busybox ip on each interface and route"}, r.coreosNetwork},
+		{steps.Step{Name: "hostname", Changes: []string{"/etc/hostname"}}, r.coreosHostname},
+		{steps.Step{Name: "dns", Changes: []string{"/etc/resolv.conf"}}, r.applyDNS},
+		{steps.Step{Name: "ntp"}, func(_ context.Context, sc *siteconfig.SiteConfig) (map[string]string, error) {
 			return r.writeNTPServers(sc)
 		}},
-		{"pull-secret", func(_ context.Context, sc *siteconfig.SiteConfig) (map[string]string, error) {
+		{steps.Step{Name: "pull-secret", Changes: []string{CoreOSPullSecretFile}}, func(_ context.Context, sc *siteconfig.SiteConfig) (map[string]string, error) {
 			return r.writeSecretFile(sc, CoreOSPullSecretFile)
 		}},
-		{"mirrors", func(_ context.Context, sc *siteconfig.SiteConfig) (map[string]string, error) {
+		{steps.Step{Name: "mirrors", Changes: []string{MirrorsFile}}, func(_ context.Context, sc *siteconfig.SiteConfig) (map[string]string, error) {
 			return r.writeMirrors(sc)
 		}},
-		{"ssh-keys", func(_ context.Context, sc *siteconfig.SiteConfig) (map[string]string, error) {
+		{steps.Step{Name: "ssh-keys", Changes: []string{CoreOSKeysFile}}, func(_ context.Context, sc *siteconfig.SiteConfig) (map[string]string, error) {
 			return r.writeKeys(sc, CoreOSKeysFile)
 		}},
-		{"manifests", func(_ context.Context, sc *siteconfig.SiteConfig) (map[string]string, error) {
+		{steps.Step{Name: "manifests", Changes: []string{ManifestsDir}}, func(_ context.Context, sc *siteconfig.SiteConfig) (map[string]string, error) {
 			return r.writeManifests(sc)
 		}},
 	}

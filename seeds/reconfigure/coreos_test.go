@@ -214,7 +214,7 @@ func TestPullSecretNeverShown(t *testing.T) {
 			// A command whose error quotes the secret's token must not leak it either.
 			h.cmds.failOn = "ip -o addr show"
 			if target == TargetOpenShift {
-				h.cmds.failOn = "oc --kubeconfig " + filepath.Join(h.root, DefaultKubeConfig) + " -n openshift-config"
+				h.cmds.failOn = "podman run --rm --replace --name snofactory-recert "
 			}
 			o := h.options(target, medium(t, "site.yaml", nil))
 			o.Run = func(ctx context.Context, name string, args ...string) ([]byte, error) {

@@ -108,3 +108,10 @@ func kubeletNodeIP(path string) (string, error) {
 	}
 	return "", nil
 }
+
+// pinnedNodeIP reads the relocation node IP render pins (PinnedNodeIPDropIn); pinned says
+// there is one, and recert must then leave the node IP alone.
+func pinnedNodeIP(root string) (ip string, pinned bool, err error) {
+	ip, err = kubeletNodeIP(under(root, PinnedNodeIPDropIn))
+	return ip, ip != "", err
+}

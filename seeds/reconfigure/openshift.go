@@ -15,7 +15,9 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/snofactory/snofactory/seeds/agent"
 	"github.com/snofactory/snofactory/seeds/siteconfig"
+	"github.com/snofactory/snofactory/seeds/steps"
 )
 
 // OpenShift paths under the root.
@@ -35,30 +37,55 @@ const (
 	ChronyConf = "/etc/chrony.conf"
 )
 
-// openshiftSteps: networking through nmstatectl and NetworkManager, then recert renames
-// the cluster and renews its certificates before kubelet starts; manifests go through
-// the API once it answers.
-func (r *run) openshiftSteps() []step {
+// openshiftSteps follow lifecycle-agent's post-pivot (lca-cli/postpivot/postpivot.go
+// PostPivotConfiguration): network, hostname and the pull secret file, the dnsmasq
+// overrides for the new names, recert (which rewrites every copy of the pull secret, the
+// kubeadmin hash, the names and the certificates) while kubelet is down, kubelet, the API,
+// the inherited mirror objects out and the site's manifests in, the new cluster ID, then
+// the waits for a settled cluster and the unit disabled. Our own medium and its extra
+// steps (DNS resolver, NTP, mirrors, SSH keys) stay where they were.
+func (r *run) openshiftSteps(sc *siteconfig.SiteConfig) ([]step, error) {
+	site, err := r.siteIdentity(sc)
+	if err != nil {
+		return nil, err
+	}
+	kc := under(r.o.Root, r.o.OpenShift.KubeConfig)
+	oc := func(args ...string) []string { return append([]string{"oc", "--kubeconfig", kc}, args...) }
+	rc, recertArgv, err := r.recertPlan(sc, site)
+	if err != nil {
+		return nil, err
+	}
+	patch := fmt.Sprintf(`{"spec":{"clusterID":%q}}`, site.clusterID)
 	return []step{
-		{"network", r.nmstateNetwork},
-		{"hostname", func(ctx context.Context, sc *siteconfig.SiteConfig) (map[string]string, error) {
+		{steps.Step{Name: "network", Argv: []string{"nmstatectl", "apply", under(r.o.Root, OpenShiftNetworkFile)}, Changes: []string{OpenShiftNetworkFile, "NetworkManager connections"}}, r.nmstateNetwork},
+		{steps.Step{Name: "hostname", Argv: []string{"hostnamectl", "set-hostname", sc.Spec.Hostname}, Changes: []string{"/etc/hostname"}}, func(ctx context.Context, sc *siteconfig.SiteConfig) (map[string]string, error) {
 			if _, err := r.cmd(ctx, "hostnamectl", "set-hostname", sc.Spec.Hostname); err != nil {
 				return nil, err
 			}
 			return map[string]string{"hostname": sc.Spec.Hostname}, nil
 		}},
-		{"dns", r.nmstateDNS},
-		{"ntp", r.chrony},
-		{"pull-secret", func(_ context.Context, sc *siteconfig.SiteConfig) (map[string]string, error) {
+		{steps.Step{Name: "dns", Argv: []string{"nmstatectl", "apply", under(r.o.Root, OpenShiftDNSFile)}, Changes: []string{OpenShiftDNSFile}}, r.nmstateDNS},
+		{steps.Step{Name: "ntp", Argv: []string{"systemctl", "restart", "chronyd.service"}, Changes: []string{ChronyConf}}, r.chrony},
+		// lifecycle-agent writes the file too (createPullSecretFile); recert then rewrites the
+		// copies in etcd, the MachineConfigs and currentconfig to the same secret, so the MCD
+		// sees no drift.
+		{steps.Step{Name: "pull-secret", Changes: []string{OpenShiftPullSecretFile}}, func(_ context.Context, sc *siteconfig.SiteConfig) (map[string]string, error) {
 			return r.writeSecretFile(sc, OpenShiftPullSecretFile)
 		}},
-		{"mirrors", r.openshiftMirrors},
-		{"ssh-keys", r.coreKeys},
-		{"recert", r.recert},
-		{"kubelet", func(ctx context.Context, _ *siteconfig.SiteConfig) (map[string]string, error) {
-			// The seal disabled both; --no-block because this hook runs as a unit that
-			// kubelet may be ordered after.
-			if _, err := r.cmd(ctx, "systemctl", "enable", "crio.service", "kubelet.service"); err != nil {
+		{steps.Step{Name: "mirrors", Changes: []string{MirrorsFile, GeneratedManifestsDir}}, r.openshiftMirrors},
+		{steps.Step{Name: "ssh-keys", Changes: []string{OpenShiftKeysFile}}, r.coreKeys},
+		{steps.Step{Name: "dnsmasq", Argv: []string{"systemctl", "restart", "dnsmasq.service"}, Changes: []string{DnsmasqOverridesFile},
+			Detail: "api, api-int and *.apps of the renamed cluster resolve on the node"}, func(ctx context.Context, _ *siteconfig.SiteConfig) (map[string]string, error) {
+			return r.dnsmasqOverrides(ctx, site)
+		}},
+		{steps.Step{Name: "recert", Argv: recertArgv, Changes: recertChanges(rc), Detail: r.recertSettings(rc)}, func(ctx context.Context, sc *siteconfig.SiteConfig) (map[string]string, error) {
+			return r.recert(ctx, sc, site)
+		}},
+		{steps.Step{Name: "kubelet", Argv: []string{"systemctl", "enable", "kubelet.service"}, Changes: []string{"kubelet.service"},
+			Detail: "then systemctl start --no-block crio.service kubelet.service"}, func(ctx context.Context, _ *siteconfig.SiteConfig) (map[string]string, error) {
+			// The seal disabled kubelet and stopped CRI-O; --no-block because this hook runs
+			// as a unit that kubelet may be ordered after.
+			if _, err := r.cmd(ctx, "systemctl", "enable", "kubelet.service"); err != nil {
 				return nil, err
 			}
 			if _, err := r.cmd(ctx, "systemctl", "start", "--no-block", "crio.service", "kubelet.service"); err != nil {
@@ -66,9 +93,51 @@ func (r *run) openshiftSteps() []step {
 			}
 			return map[string]string{"started": "crio.service,kubelet.service"}, nil
 		}},
-		{"api", r.waitAPI},
-		{"manifests", r.applyManifests},
-	}
+		{steps.Step{Name: "api", Argv: oc("get", "--raw", "/readyz")}, r.waitAPI},
+		{steps.Step{Name: "old-mirrors", Argv: oc(deleteOldMirrors()...), Changes: []string{"every ImageContentSourcePolicy and ImageDigestMirrorSet", "CatalogSources in openshift-marketplace"},
+			Detail: "the seed's mirror objects are not the site's"}, func(ctx context.Context, _ *siteconfig.SiteConfig) (map[string]string, error) {
+			for _, args := range [][]string{deleteOldMirrors(), deleteOldCatalogs()} {
+				if _, err := r.cmd(ctx, "oc", append([]string{"--kubeconfig", kc}, args...)...); err != nil {
+					return nil, fmt.Errorf("removing the seed's mirror objects: %w", err)
+				}
+			}
+			return map[string]string{"deleted": "ImageContentSourcePolicies,ImageDigestMirrorSets,CatalogSources"}, nil
+		}},
+		{steps.Step{Name: "manifests", Argv: oc("apply", "-f", under(r.o.Root, ManifestsDir)), Changes: []string{GeneratedManifestsDir, ManifestsDir}}, r.applyManifests},
+		{steps.Step{Name: "cluster-id", Argv: oc("patch", "clusterversion.config.openshift.io", "version", "--type", "merge", "-p", patch),
+			Changes: []string{"ClusterVersion version spec.clusterID"}}, func(ctx context.Context, _ *siteconfig.SiteConfig) (map[string]string, error) {
+			if _, err := r.cmd(ctx, "oc", "--kubeconfig", kc, "patch", "clusterversion.config.openshift.io", "version", "--type", "merge", "-p", patch); err != nil {
+				return nil, fmt.Errorf("setting the cluster ID: %w", err)
+			}
+			return map[string]string{"clusterID": site.clusterID}, nil
+		}},
+		{steps.Step{Name: "wait-cluster-version", Argv: oc("get", "clusterversion.config.openshift.io", "version", "-o", "json"),
+			Detail: "Available=True: recert left it False until the CVO re-evaluates"}, func(ctx context.Context, _ *siteconfig.SiteConfig) (map[string]string, error) {
+			return r.waitReady(ctx, "ClusterVersion", oc("get", "clusterversion.config.openshift.io", "version", "-o", "json"), r.o.Clock, clusterVersionReady)
+		}},
+		{steps.Step{Name: "wait-cluster-operators", Argv: oc("get", "clusteroperators.config.openshift.io", "-o", "json"),
+			Detail: "every ClusterOperator Available, not Progressing, not Degraded, settled for the settle window"}, func(ctx context.Context, _ *siteconfig.SiteConfig) (map[string]string, error) {
+			return r.waitReady(ctx, "ClusterOperators", oc("get", "clusteroperators.config.openshift.io", "-o", "json"), r.o.Clock, r.operatorsSettled)
+		}},
+		{steps.Step{Name: "wait-node", Argv: oc("get", "nodes", "-o", "json"), Detail: "the Node Ready"}, func(ctx context.Context, _ *siteconfig.SiteConfig) (map[string]string, error) {
+			return r.waitReady(ctx, "Node", oc("get", "nodes", "-o", "json"), r.o.Clock, nodesReady)
+		}},
+		{steps.Step{Name: "reconfigure-disable", Argv: []string{"systemctl", "disable", agent.ReconfigureUnitName}, Changes: []string{agent.ReconfigureUnitName},
+			Detail: "the hook has done its work (lifecycle-agent disables its unit too)"}, func(ctx context.Context, _ *siteconfig.SiteConfig) (map[string]string, error) {
+			if _, err := r.cmd(ctx, "systemctl", "disable", agent.ReconfigureUnitName); err != nil {
+				return nil, err
+			}
+			return map[string]string{"disabled": agent.ReconfigureUnitName}, nil
+		}},
+	}, nil
+}
+
+func deleteOldMirrors() []string {
+	return []string{"delete", "--ignore-not-found", "--all", "imagecontentsourcepolicies.operator.openshift.io,imagedigestmirrorsets.config.openshift.io"}
+}
+
+func deleteOldCatalogs() []string {
+	return []string{"delete", "--ignore-not-found", "--all", "-n", "openshift-marketplace", "catalogsources.operators.coreos.com"}
 }
 
 func (r *run) nmstateApply(ctx context.Context, path string, state any) error {
@@ -219,8 +288,8 @@ func (r *run) waitAPI(ctx context.Context, _ *siteconfig.SiteConfig) (map[string
 	}
 }
 
-// applyManifests applies the generated and the site's manifests, and gives the cluster
-// the site's pull secret (from the file, never on a command line).
+// applyManifests applies the generated and the site's manifests. (The cluster's pull
+// secret is recert's: it rewrote every copy before kubelet started.)
 func (r *run) applyManifests(ctx context.Context, sc *siteconfig.SiteConfig) (map[string]string, error) {
 	d, err := r.writeManifests(sc)
 	if err != nil {
@@ -240,13 +309,6 @@ func (r *run) applyManifests(ctx context.Context, sc *siteconfig.SiteConfig) (ma
 			return nil, fmt.Errorf("applying %s: %w", dir, err)
 		}
 		applied = append(applied, dir)
-	}
-	if strings.TrimSpace(sc.Spec.PullSecret) != "" {
-		if _, err := r.cmd(ctx, "oc", "--kubeconfig", kc, "-n", "openshift-config", "set", "data", "secret/pull-secret",
-			"--from-file=.dockerconfigjson="+under(r.o.Root, OpenShiftPullSecretFile)); err != nil {
-			return nil, fmt.Errorf("setting the cluster's pull secret: %w", err)
-		}
-		d["pullSecret"] = "openshift-config/pull-secret"
 	}
 	d["applied"] = strings.Join(applied, ",")
 	return d, nil
@@ -289,6 +351,9 @@ func (r *run) images() (recert, etcd string, err error) {
 	recert, etcd = r.o.OpenShift.RecertImage, r.o.OpenShift.EtcdImage
 	if recert != "" && etcd != "" {
 		return recert, etcd, nil
+	}
+	if r.dry {
+		return cmp.Or(recert, "<recert image>"), cmp.Or(etcd, "<etcd image>"), nil
 	}
 	b, err := os.ReadFile(under(r.o.Root, ImagesFile))
 	if err != nil {

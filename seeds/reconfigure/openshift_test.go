@@ -2,17 +2,22 @@ package reconfigure
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/snofactory/snofactory/seeds/agent"
 	"github.com/snofactory/snofactory/seeds/recert"
+	"github.com/snofactory/snofactory/seeds/seedinfo"
 	"github.com/snofactory/snofactory/seeds/siteconfig"
+	"github.com/snofactory/snofactory/seeds/steps"
 )
 
 // seedKubeconfig is the shape of an SNO node's /var/lib/kubelet/kubeconfig (credentials
@@ -32,14 +37,18 @@ contexts:
 current-context: kubelet
 `
 
-// openshiftNode lays down what an installed SNO seed has under the root: its names, the
-// node IP chosen by nodeip-configuration, the directories recert scans, the pinned images.
+// openshiftNode lays down what a sealed SNO seed has under the root: the seed cluster
+// info the seal read from the cluster's objects, the node IP chosen by
+// nodeip-configuration, the directories recert scans, the pinned images; and oc answers
+// for a cluster that has settled (a stand-in: no OpenShift node runs here).
 func openshiftNode(t *testing.T, h *harness) {
 	t.Helper()
 	files := map[string]string{
-		"/etc/hostname":          "seed-node\n",
-		KubeletKubeConfig:        seedKubeconfig,
-		NodeNetDropIn:            "[Service]\nEnvironment=\"KUBELET_NODE_IP=192.168.127.10\" \"KUBELET_NODE_IPS=192.168.127.10\"\n",
+		"/etc/hostname":   "localhost\n", // never read: the seal recorded the identity
+		KubeletKubeConfig: seedKubeconfig,
+		NodeNetDropIn:     "[Service]\nEnvironment=\"KUBELET_NODE_IP=192.168.127.10\" \"KUBELET_NODE_IPS=192.168.127.10\"\n",
+		seedinfo.File: `{"seed_cluster_ocp_version":"4.20.3","base_domain":"factory.example","cluster_name":"seed","node_ips":["192.168.127.10"],
+			"sno_hostname":"seed-node","ingress_certificate_cn":"ingress-operator@1700000000","mirror_registry_configured":false,"has_proxy":false,"has_fips":false}`,
 		ImagesFile:               `{"recertImage":"quay.io/edge-infrastructure/recert@sha256:1111","etcdImage":"quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:2222"}`,
 		"/etc/kubernetes/a.crt":  "x",
 		"/etc/mco/proxy.env":     "",
@@ -53,23 +62,34 @@ func openshiftNode(t *testing.T, h *harness) {
 		}
 	}
 	kc := filepath.Join(h.root, DefaultKubeConfig)
+	settled := h.clock.now.Add(-time.Hour).Format(time.RFC3339)
 	h.cmds.outputs["oc --kubeconfig "+kc+" get --raw /readyz"] = "ok"
+	h.cmds.outputs["oc --kubeconfig "+kc+" get clusterversion.config.openshift.io version -o json"] =
+		`{"metadata":{"name":"version"},"status":{"conditions":[{"type":"Available","status":"True"},{"type":"Failing","status":"False"},{"type":"Progressing","status":"False"}]}}`
+	h.cmds.outputs["oc --kubeconfig "+kc+" get clusteroperators.config.openshift.io -o json"] = `{"items":[{"metadata":{"name":"etcd"},"status":{"conditions":[
+		{"type":"Available","status":"True"},{"type":"Degraded","status":"False"},{"type":"Progressing","status":"False","lastTransitionTime":"` + settled + `"}]}}]}`
+	h.cmds.outputs["oc --kubeconfig "+kc+" get nodes -o json"] = `{"items":[{"metadata":{"name":"sno-0042"},"status":{"conditions":[{"type":"Ready","status":"True"}]}}]}`
 }
 
-// OpenShift: nmstatectl, hostnamectl, chrony, recert through podman with a standalone etcd,
-// kubelet started, the API awaited, then the manifests and the pull secret through oc.
-// The command lines follow the tools' documented CLIs: nmstatectl apply STATE_FILE,
-// hostnamectl set-hostname NAME, podman run/exec/stop, oc get --raw, oc apply -f DIR,
-// oc set data secret/NAME --from-file=KEY=PATH.
+// OpenShift follows lifecycle-agent's post-pivot: nmstatectl, hostnamectl, chrony, the
+// dnsmasq overrides, recert (with the site's pull secret, kubeadmin hash, infra ID and CN
+// rules) through podman with a standalone etcd, kubelet, the API, the seed's mirror objects
+// out, the manifests in, the new cluster ID, the readiness waits, the unit disabled. The
+// commands follow the tools' documented CLIs; the real run takes exactly the dry run's list.
 func TestOpenShiftSteps(t *testing.T) {
 	h := newHarness(t)
 	openshiftNode(t, h)
 	kc := filepath.Join(h.root, DefaultKubeConfig)
 	// The API answers on the third poll.
 	polls := 0
-	o := h.options(TargetOpenShift, medium(t, "site.yaml", nil))
+	hash := "$2a$10$abcdefghijklmnopqrstuuHRQnRSdS2n6UePa9WJ7CNnJ3/Q1aDzC"
+	o := h.options(TargetOpenShift, medium(t, "site.yaml", func(sc *siteconfig.SiteConfig) { sc.Spec.KubeadminPasswordHash = hash }))
+	var recertConfig []byte
 	o.Run = func(ctx context.Context, name string, args ...string) ([]byte, error) {
 		out, err := h.cmds.run(ctx, name, args...)
+		if slices.Contains(args, "RECERT_CONFIG="+RecertConfigFile) {
+			recertConfig, _ = os.ReadFile(filepath.Join(h.root, RecertConfigFile))
+		}
 		if strings.HasSuffix(strings.Join(args, " "), "/readyz") {
 			if polls++; polls < 3 {
 				return []byte("connection refused"), os.ErrDeadlineExceeded
@@ -77,47 +97,106 @@ func TestOpenShiftSteps(t *testing.T) {
 		}
 		return out, err
 	}
-	if _, err := Run(context.Background(), o); err != nil {
+	res, err := Run(context.Background(), o)
+	if err != nil {
 		t.Fatalf("%v\nconsole:\n%s", err, h.console.String())
 	}
 	r := func(p string) string { return filepath.Join(h.root, p) }
+	ids := h.read(t, DefaultStateDir+"/"+siteIDsFile)
+	var kept siteIDs
+	if err := json.Unmarshal([]byte(ids), &kept); err != nil || len(kept.ClusterID) != 36 || !strings.HasPrefix(kept.InfraID, "store-0042-") {
+		t.Fatalf("kept IDs %s (%v)", ids, err)
+	}
 	want := []string{
 		"nmstatectl apply " + r(OpenShiftNetworkFile),
 		"hostnamectl set-hostname sno-0042",
 		"nmstatectl apply " + r(OpenShiftDNSFile),
 		"systemctl restart chronyd.service",
+		"systemctl restart dnsmasq.service",
 		"podman run --detach --rm --replace --name snofactory-recert-etcd --network=host --privileged --entrypoint etcd -v " +
 			r("/var/lib/etcd") + ":/store quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:2222 --name editor --data-dir /store",
 		"podman exec snofactory-recert-etcd etcdctl endpoint health",
 		"", // recert: checked below
 		"podman stop snofactory-recert-etcd",
-		"systemctl enable crio.service kubelet.service",
+		"systemctl enable kubelet.service",
 		"systemctl start --no-block crio.service kubelet.service",
 		"oc --kubeconfig " + kc + " get --raw /readyz",
 		"oc --kubeconfig " + kc + " get --raw /readyz",
 		"oc --kubeconfig " + kc + " get --raw /readyz",
+		"oc --kubeconfig " + kc + " delete --ignore-not-found --all imagecontentsourcepolicies.operator.openshift.io,imagedigestmirrorsets.config.openshift.io",
+		"oc --kubeconfig " + kc + " delete --ignore-not-found --all -n openshift-marketplace catalogsources.operators.coreos.com",
 		"oc --kubeconfig " + kc + " apply -f " + r(GeneratedManifestsDir),
 		"oc --kubeconfig " + kc + " apply -f " + r(ManifestsDir),
-		"oc --kubeconfig " + kc + " -n openshift-config set data secret/pull-secret --from-file=.dockerconfigjson=" + r(OpenShiftPullSecretFile),
+		"oc --kubeconfig " + kc + ` patch clusterversion.config.openshift.io version --type merge -p {"spec":{"clusterID":"` + kept.ClusterID + `"}}`,
+		"oc --kubeconfig " + kc + " get clusterversion.config.openshift.io version -o json",
+		"oc --kubeconfig " + kc + " get clusteroperators.config.openshift.io -o json",
+		"oc --kubeconfig " + kc + " get nodes -o json",
+		"systemctl disable snofactory-reconfigure.service",
 	}
 	got := slices.Clone(h.cmds.lines)
 	if len(got) != len(want) {
 		t.Fatalf("commands:\n%s", strings.Join(got, "\n"))
 	}
-	recert := got[6]
-	got[6] = ""
+	recertLine := got[7]
+	got[7] = ""
 	for i := range want {
 		if got[i] != want[i] {
 			t.Errorf("command %d:\n got %s\nwant %s", i, got[i], want[i])
 		}
 	}
 	for _, part := range []string{"podman run --rm --replace --name snofactory-recert --network=host --privileged",
-		"-v " + r("/etc/kubernetes") + ":/etc/kubernetes", "quay.io/edge-infrastructure/recert@sha256:1111 --etcd-endpoint localhost:2379",
-		"--cluster-rename store-0042:edge.example.com", "--hostname sno-0042", "--ip 192.168.50.10 --ip fd00:50::10",
-		"--cn-san-replace 192.168.127.10:192.168.50.10", "--extend-expiration"} {
-		if !strings.Contains(recert, part) {
-			t.Errorf("recert command lacks %q:\n%s", part, recert)
+		"-v " + r("/etc/kubernetes") + ":/etc/kubernetes", "--env RECERT_CONFIG=" + RecertConfigFile + " quay.io/edge-infrastructure/recert@sha256:1111"} {
+		if !strings.Contains(recertLine, part) {
+			t.Errorf("recert command lacks %q:\n%s", part, recertLine)
 		}
+	}
+	if strings.Contains(recertLine, "auths") {
+		t.Error("the pull secret is on recert's command line")
+	}
+	// recert's settings, in the file lifecycle-agent would write (recert.go RecertConfig).
+	var rc map[string]any
+	if err := json.Unmarshal(recertConfig, &rc); err != nil {
+		t.Fatalf("recert config %q: %v", recertConfig, err)
+	}
+	for key, want := range map[string]any{
+		"cluster_rename": "store-0042:edge.example.com:" + kept.InfraID, "hostname": "sno-0042", "kubeadmin_password_hash": hash,
+		"regenerate_server_ssh_keys": "/etc/ssh", "extend_expiration": true, "etcd_endpoint": "localhost:2379",
+		"summary_file_clean": RecertSummaryFile,
+	} {
+		if rc[key] != want {
+			t.Errorf("recert config %s = %v, want %v", key, rc[key], want)
+		}
+	}
+	if ps, _ := rc["pull_secret"].(string); !strings.Contains(ps, `"auths"`) {
+		t.Errorf("recert config pull_secret = %q", ps)
+	}
+	rules := fmt.Sprint(rc["cn_san_replace_rules"])
+	for _, w := range []string{"system:node:seed-node,system:node:sno-0042", "seed-node,sno-0042", "api.seed.factory.example,api.store-0042.edge.example.com",
+		"192.168.127.10,192.168.50.10"} {
+		if !strings.Contains(rules, w) {
+			t.Errorf("cn_san_replace_rules lack %q: %s", w, rules)
+		}
+	}
+	if fmt.Sprint(rc["ip"]) != "[192.168.50.10 fd00:50::10]" {
+		t.Errorf("recert config ip = %v", rc["ip"])
+	}
+	if _, err := os.Stat(filepath.Join(h.root, RecertConfigFile)); err == nil {
+		t.Error("recert's configuration, which holds the pull secret, was left on the node")
+	}
+	// The real run took the dry run's steps, in its order.
+	plan, err := Plan(h.options(TargetOpenShift, ""), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ran []string
+	for _, s := range res.Steps {
+		ran = append(ran, s.Name)
+	}
+	if !slices.Equal(ran, steps.Names(plan)) {
+		t.Errorf("ran %q,\nthe dry run lists %q", ran, steps.Names(plan))
+	}
+	if s := h.read(t, DnsmasqOverridesFile); s != "SNO_CLUSTER_NAME_OVERRIDE=store-0042\nSNO_BASE_DOMAIN_OVERRIDE=edge.example.com\nSNO_DNSMASQ_IP_OVERRIDE=192.168.50.10\n" {
+		t.Errorf("dnsmasq overrides %q", s)
 	}
 	// The network state nmstatectl gets is nmstate's schema, without the resolver (the dns
 	// step applies that).
@@ -142,6 +221,17 @@ func TestOpenShiftSteps(t *testing.T) {
 	if m, _ := h.rep.step("recert", agent.StatusOK); m.Details["cluster"] != "store-0042.edge.example.com" || m.Details["extendExpiration"] != "true" {
 		t.Errorf("recert report %v", m.Details)
 	}
+	// The pull secret never reaches a report or the console.
+	for _, m := range h.rep.msgs {
+		for _, v := range m.Details {
+			if strings.Contains(v, `"auths"`) {
+				t.Errorf("a report holds the pull secret: %v", m.Details)
+			}
+		}
+	}
+	if strings.Contains(h.console.String(), `"auths"`) {
+		t.Error("the console shows the pull secret")
+	}
 }
 
 // checkRecertArgs checks a command line against recert's recorded CLI contract.
@@ -152,7 +242,9 @@ func checkRecertArgs(t *testing.T, args []string, exists func(string) bool) {
 	}
 }
 
-func TestRecertArgs(t *testing.T) {
+// recert's CN/SAN rules follow lifecycle-agent's: system:node: gets its own rule, since
+// recert matches whole names; a pinned node IP gets none.
+func TestCNSANRules(t *testing.T) {
 	seed := Identity{ClusterName: "seed", BaseDomain: "factory.example", Hostname: "seed-node", IPs: []string{"192.168.127.10", "fd00:127::10"}}
 	for _, tc := range []struct {
 		name       string
@@ -160,30 +252,29 @@ func TestRecertArgs(t *testing.T) {
 		want, none []string
 	}{
 		{"everything changes", Identity{ClusterName: "store-1", BaseDomain: "edge.example", Hostname: "sno-1", IPs: []string{"10.1.0.5", "fd00:1::5"}},
-			[]string{"--cluster-rename store-1:edge.example", "--cn-san-replace api-int.seed.factory.example:api-int.store-1.edge.example",
-				"--cn-san-replace *.apps.seed.factory.example:*.apps.store-1.edge.example", "--hostname sno-1",
-				"--cn-san-replace seed-node:sno-1", "--ip 10.1.0.5 --ip fd00:1::5", "--cn-san-replace 192.168.127.10:10.1.0.5",
-				"--cn-san-replace fd00:127::10,fd00:1::5", "--extend-expiration"}, nil},
+			[]string{"system:node:seed-node,system:node:sno-1", "seed-node,sno-1", "api.seed.factory.example,api.store-1.edge.example",
+				"api-int.seed.factory.example,api-int.store-1.edge.example", "*.apps.seed.factory.example,*.apps.store-1.edge.example",
+				"192.168.127.10,10.1.0.5", "fd00:127::10,fd00:1::5"}, nil},
 		{"hostname only", Identity{ClusterName: "seed", BaseDomain: "factory.example", Hostname: "sno-2", IPs: seed.IPs},
-			[]string{"--hostname sno-2", "--extend-expiration"}, []string{"--cluster-rename", "--ip"}},
+			[]string{"system:node:seed-node,system:node:sno-2"}, []string{"api.seed.factory.example,api.seed.factory.example"}},
 		{"pinned node IP", Identity{ClusterName: "seed", BaseDomain: "other.example", Hostname: "seed-node"},
-			[]string{"--cluster-rename seed:other.example", "--extend-expiration"}, []string{"--ip", "--hostname"}},
+			[]string{"api-int.seed.factory.example,api-int.seed.other.example"}, []string{"192.168.127.10,", "system:node:"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := RecertParams{EtcdEndpoint: "localhost:2379", Seed: seed, Site: tc.site,
-				CryptoDirs: []string{"/etc/kubernetes"}, CustomizationDirs: []string{"/etc/kubernetes"},
-				CustomizationFiles: []string{"/etc/chrony.conf"}, ChronyConfig: chronyConf([]string{"ntp.example"}),
-				SummaryFile: RecertSummaryFile}
-			args := RecertArgs(p)
-			checkRecertArgs(t, args, func(string) bool { return true })
-			line := strings.Join(args, " ")
+			rules := cnSANRules(siteIdentity{seed: seed, site: tc.site})
+			var args []string
+			for _, r := range rules {
+				args = append(args, "--cn-san-replace", r)
+			}
+			checkRecertArgs(t, args, nil)
+			line := strings.Join(rules, " ")
 			for _, w := range tc.want {
-				if !strings.Contains(line, w) {
+				if !slices.Contains(rules, w) {
 					t.Errorf("lacks %q:\n%s", w, line)
 				}
 			}
 			for _, n := range tc.none {
-				if strings.Contains(line, n+" ") {
+				if strings.Contains(line, n) {
 					t.Errorf("has %q:\n%s", n, line)
 				}
 			}
@@ -191,25 +282,39 @@ func TestRecertArgs(t *testing.T) {
 	}
 }
 
-// The recert command line of a whole OpenShift run keeps recert's contract too, with
-// every path it names present on the node.
-func TestRecertCommandKeepsContract(t *testing.T) {
-	h := newHarness(t)
-	openshiftNode(t, h)
-	if _, err := Run(context.Background(), h.options(TargetOpenShift, medium(t, "site.yaml", nil))); err != nil {
+// The dry run needs no node and no medium: it lists the post-pivot steps, recert with its
+// settings as recert's flags (secrets as placeholders), the cluster ID and the waits.
+func TestOpenShiftPlan(t *testing.T) {
+	plan, err := Plan(Options{Root: t.TempDir(), Target: TargetOpenShift}, nil)
+	if err != nil {
 		t.Fatal(err)
 	}
-	for _, argv := range h.cmds.argv {
-		i := slices.Index(argv, "quay.io/edge-infrastructure/recert@sha256:1111")
-		if i > 0 && argv[1] == "run" {
-			checkRecertArgs(t, argv[i+1:], func(p string) bool {
-				_, err := os.Stat(filepath.Join(h.root, p))
-				return err == nil
-			})
-			return
+	want := []string{"medium", "network", "hostname", "dns", "ntp", "pull-secret", "mirrors", "ssh-keys", "dnsmasq", "recert", "kubelet", "api",
+		"old-mirrors", "manifests", "cluster-id", "wait-cluster-version", "wait-cluster-operators", "wait-node", "reconfigure-disable"}
+	if got := steps.Names(plan); !slices.Equal(got, want) {
+		t.Fatalf("plan %q,\nwant %q", got, want)
+	}
+	i := slices.Index(steps.Names(plan), "recert")
+	for _, w := range []string{"--pull-secret <", "--kubeadmin-password-hash <site kubeadmin password hash>",
+		"--cluster-rename <site cluster>:<site domain>:<new infra ID>", "--cn-san-replace system:node:<seed hostname>,system:node:<site hostname>",
+		"--extend-expiration"} {
+		if !strings.Contains(plan[i].Detail, w) {
+			t.Errorf("recert step lacks %q: %s", w, plan[i].Detail)
 		}
 	}
-	t.Fatalf("no recert run in %q", h.cmds.lines)
+	// With a real site config the secret is redacted.
+	sc, err := siteconfig.Load(filepath.Join("..", "siteconfig", "testdata", "site.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err = Plan(Options{Root: t.TempDir(), Target: TargetOpenShift}, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(plan)
+	if strings.Contains(string(b), "auths") {
+		t.Errorf("the dry run shows the pull secret: %s", b)
+	}
 }
 
 func TestSeedIdentity(t *testing.T) {

@@ -143,6 +143,10 @@ type OpenShiftOptions struct {
 	KubeConfig string
 	// APITimeout bounds the wait for the API after kubelet starts (default DefaultAPITimeout).
 	APITimeout time.Duration
+	// ReadyTimeout bounds each readiness wait (default DefaultReadyTimeout), ReadyPoll paces
+	// them (default DefaultReadyPoll); SettleWindow is how long every ClusterOperator must
+	// have stopped progressing (default DefaultSettleWindow).
+	ReadyTimeout, ReadyPoll, SettleWindow time.Duration
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -184,6 +188,15 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.OpenShift.APITimeout <= 0 {
 		o.OpenShift.APITimeout = DefaultAPITimeout
+	}
+	if o.OpenShift.ReadyTimeout <= 0 {
+		o.OpenShift.ReadyTimeout = DefaultReadyTimeout
+	}
+	if o.OpenShift.ReadyPoll <= 0 {
+		o.OpenShift.ReadyPoll = DefaultReadyPoll
+	}
+	if o.OpenShift.SettleWindow <= 0 {
+		o.OpenShift.SettleWindow = DefaultSettleWindow
 	}
 	return o, nil
 }

@@ -1,91 +1,83 @@
 package reconfigure
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"os"
 	"path"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/snofactory/snofactory/seeds/recert"
 	"github.com/snofactory/snofactory/seeds/siteconfig"
 )
 
-// What recert scans and rewrites on an SNO node (the directories and files recert's own
-// seed script passes it).
-func recertCryptoDirs() []string {
-	return []string{"/etc/kubernetes", "/var/lib/kubelet", "/etc/machine-config-daemon"}
-}
+const etcdWait = 2 * time.Minute
 
-func recertCryptoFiles() []string { return []string{"/etc/mcs-machine-config-content.json"} }
-
-func recertCustomizationDirs() []string {
-	return []string{"/etc/kubernetes", "/var/lib/kubelet", "/etc/machine-config-daemon", "/etc/pki/ca-trust"}
-}
-
-func recertCustomizationFiles() []string {
-	return []string{"/etc/mcs-machine-config-content.json", "/etc/mco/proxy.env", ChronyConf}
-}
-
-// Container names of a recert run; --replace makes a rerun after a power cut take them over.
-const (
-	recertEtcdName = "snofactory-recert-etcd"
-	recertName     = "snofactory-recert"
-	// RecertSummaryFile is recert's summary without secrets, under the root.
-	RecertSummaryFile = DefaultStateDir + "/recert-summary.yaml"
-	etcdWait          = 2 * time.Minute
-)
-
-// recert renames the cluster and renews its certificates while kubelet is stopped:
-// recert edits the node's etcd database through a standalone etcd, as recert is meant to
-// run, both from their pinned images.
-func (r *run) recert(ctx context.Context, sc *siteconfig.SiteConfig) (map[string]string, error) {
+// recert renames the cluster, rewrites its pull secret and kubeadmin hash and re-signs its
+// certificates while kubelet is stopped, through a standalone etcd on the node's database,
+// both from their pinned images (lifecycle-agent ops.go RecertFullFlow).
+func (r *run) recert(ctx context.Context, sc *siteconfig.SiteConfig, id siteIdentity) (map[string]string, error) {
 	recertImage, etcdImage, err := r.images()
 	if err != nil {
 		return nil, err
 	}
-	seed, pinned, err := SeedIdentity(r.o.Root)
+	if _, err := os.Stat(under(r.o.Root, RecertSummaryFile)); err == nil {
+		return nil, fmt.Errorf("recert ran before and did not finish (%s exists): the cluster may be half changed; "+
+			"restore the seed (write it again) and boot with the site medium", RecertSummaryFile)
+	}
+	files, _, _ := retainedKeys(sc.Spec.KubeconfigCrypto, id.ingressCN)
+	for p, pemText := range files {
+		if err := writeFile(under(r.o.Root, p), []byte(pemText), 0o600); err != nil {
+			return nil, fmt.Errorf("writing the retained crypto: %w", err)
+		}
+	}
+	c, _, err := r.recertPlan(sc, id)
 	if err != nil {
 		return nil, err
-	}
-	site := Identity{ClusterName: cmp.Or(sc.Spec.ClusterName, seed.ClusterName),
-		BaseDomain: cmp.Or(sc.Spec.BaseDomain, seed.BaseDomain), Hostname: sc.Spec.Hostname}
-	if !pinned {
-		site.IPs = siteIPs(sc)
-	}
-	p := RecertParams{EtcdEndpoint: "localhost:2379", Seed: seed, Site: site, SummaryFile: RecertSummaryFile,
-		CryptoDirs: r.existing(recertCryptoDirs()), CryptoFiles: r.existing(recertCryptoFiles()),
-		CustomizationDirs: r.existing(recertCustomizationDirs()), CustomizationFiles: r.existing(recertCustomizationFiles())}
-	if sc.Spec.NTP != nil && len(sc.Spec.NTP.Servers) > 0 {
-		p.ChronyConfig = chronyConf(sc.Spec.NTP.Servers)
 	}
 	if err := os.MkdirAll(under(r.o.Root, path.Dir(RecertSummaryFile)), 0o755); err != nil {
 		return nil, fmt.Errorf("recert summary: %w", err)
 	}
+	// recert reads its settings from a file, as lifecycle-agent runs it: the pull secret
+	// stays off the command line, and the file allows --regenerate-server-ssh-keys beside
+	// --extend-expiration, which recert's command line refuses.
+	cfg, err := recert.ConfigJSON(c)
+	if err != nil {
+		return nil, err
+	}
+	if err := writeFile(under(r.o.Root, RecertConfigFile), cfg, 0o600); err != nil {
+		return nil, fmt.Errorf("writing recert's configuration: %w", err)
+	}
+	defer os.Remove(under(r.o.Root, RecertConfigFile))
 	if err := r.startEtcd(ctx, etcdImage); err != nil {
 		return nil, err
 	}
 	defer r.stopEtcd(ctx)
-	run := []string{"run", "--rm", "--replace", "--name", recertName, "--network=host", "--privileged"}
-	for _, m := range mounts(p) {
-		run = append(run, "-v", under(r.o.Root, m)+":"+m)
-	}
-	run = append(run, recertImage)
-	if _, err := r.cmd(ctx, "podman", append(run, RecertArgs(p)...)...); err != nil {
+	argv := recert.RunConfigArgv(recertImage, r.o.Root, RecertConfigFile, c)
+	if _, err := r.cmd(ctx, argv[0], argv[1:]...); err != nil {
 		return nil, fmt.Errorf("recert: %w", err)
 	}
-	d := map[string]string{"cluster": site.ClusterName + "." + site.BaseDomain, "hostname": site.Hostname,
-		"extendExpiration": "true", "summary": RecertSummaryFile, "image": recertImage}
-	d["ip"] = strings.Join(site.IPs, ",")
-	if pinned {
+	d := map[string]string{"cluster": id.site.ClusterName + "." + id.site.BaseDomain, "hostname": id.site.Hostname,
+		"infraID": id.infraID, "extendExpiration": "true", "summary": RecertSummaryFile, "image": recertImage,
+		"kubeadmin": "password hash replaced", "retainedCrypto": strconv.FormatBool(len(files) > 0)}
+	if sc.Spec.KubeadminPasswordHash == "" {
+		d["kubeadmin"] = "secret deleted: the site config gives no password hash"
+	}
+	d["ip"] = strings.Join(id.site.IPs, ",")
+	if id.pinned {
 		d["ip"] = "unchanged: the node IP is the relocation address"
 	}
 	return d, nil
 }
 
-// existing keeps the paths present under the root: recert refuses a missing one.
+// existing keeps the paths present under the root: recert refuses a missing one. A dry
+// run shows them all.
 func (r *run) existing(paths []string) []string {
+	if r.dry {
+		return paths
+	}
 	var out []string
 	for _, p := range paths {
 		if _, err := os.Stat(under(r.o.Root, p)); err == nil {
@@ -95,31 +87,17 @@ func (r *run) existing(paths []string) []string {
 	return out
 }
 
-// mounts are the node paths recert reads and writes, each mounted at the same path.
-func mounts(p RecertParams) []string {
-	seen := map[string]bool{}
-	var out []string
-	all := append(append(append(append([]string{}, p.CryptoDirs...), p.CryptoFiles...), p.CustomizationDirs...), p.CustomizationFiles...)
-	for _, m := range append(all, path.Dir(p.SummaryFile)) {
-		if !seen[m] {
-			seen[m] = true
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
 // startEtcd runs the node's etcd database in a standalone etcd on localhost:2379 (the
 // etcd static pod does not run while kubelet is stopped) and waits until it is healthy.
 func (r *run) startEtcd(ctx context.Context, image string) error {
-	if _, err := r.cmd(ctx, "podman", "run", "--detach", "--rm", "--replace", "--name", recertEtcdName,
-		"--network=host", "--privileged", "--entrypoint", "etcd",
-		"-v", under(r.o.Root, "/var/lib/etcd")+":/store", image, "--name", "editor", "--data-dir", "/store"); err != nil {
+	argv := recert.EtcdArgv(image, under(r.o.Root, "/var/lib/etcd"))
+	if _, err := r.cmd(ctx, argv[0], argv[1:]...); err != nil {
 		return fmt.Errorf("starting etcd for recert: %w", err)
 	}
+	health := recert.EtcdHealthArgv()
 	start := r.o.Clock.Now()
 	for {
-		_, err := r.o.Run(ctx, "podman", "exec", recertEtcdName, "etcdctl", "endpoint", "health")
+		_, err := r.o.Run(ctx, health[0], health[1:]...)
 		if err == nil {
 			return nil
 		}
@@ -138,7 +116,8 @@ func (r *run) startEtcd(ctx context.Context, image string) error {
 func (r *run) stopEtcd(ctx context.Context) {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
-	if _, err := r.cmd(sctx, "podman", "stop", recertEtcdName); err != nil {
+	stop := recert.EtcdStopArgv()
+	if _, err := r.cmd(sctx, stop[0], stop[1:]...); err != nil {
 		r.say("stopping the etcd recert used: %v", err)
 	}
 }

@@ -10,11 +10,13 @@ import (
 	"log/slog"
 	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/snofactory/snofactory/seeds/agent"
 	"github.com/snofactory/snofactory/seeds/siteconfig"
+	"github.com/snofactory/snofactory/seeds/steps"
 )
 
 // StepMedium is the first step: find the medium and read the site config on it. It runs
@@ -48,15 +50,17 @@ type StepError struct {
 func (e *StepError) Error() string { return fmt.Sprintf("step %s: %v", e.Step, e.Err) }
 func (e *StepError) Unwrap() error { return e.Err }
 
-// step applies one part of the site config and returns the details to report.
+// step applies one part of the site config and returns the details to report. Its Step is
+// what a dry run prints: the command it runs and what it changes.
 type step struct {
-	name  string
+	steps.Step
 	apply func(ctx context.Context, sc *siteconfig.SiteConfig) (map[string]string, error)
 }
 
 // run is one reconfiguration.
 type run struct {
 	o        Options
+	dry      bool     // Plan: nothing is read from or done to a node
 	secrets  []string // never reported or printed (the pull secret and its tokens)
 	reportOK bool     // false after the reporter first failed: warn once
 }
@@ -116,25 +120,29 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 	if restarted {
 		r.say("a different site config than the last run's: starting over")
 	}
-	for _, s := range r.steps() {
-		if prog.done(s.name) {
+	plan, err := r.steps(sc)
+	if err != nil {
+		return res, &StepError{StepMedium, err}
+	}
+	for _, s := range plan {
+		if prog.done(s.Name) {
 			d := map[string]string{"skipped": "done before for this site config"}
-			r.stepReport(ctx, s.name, agent.StatusInfo, d)
-			res.Steps = append(res.Steps, StepResult{Name: s.name, Skipped: true, Details: d})
+			r.stepReport(ctx, s.Name, agent.StatusInfo, d)
+			res.Steps = append(res.Steps, StepResult{Name: s.Name, Skipped: true, Details: d})
 			continue
 		}
-		r.stepReport(ctx, s.name, agent.StatusStart, nil)
+		r.stepReport(ctx, s.Name, agent.StatusStart, nil)
 		d, err := s.apply(ctx, sc)
 		if err != nil {
-			r.stepReport(ctx, s.name, agent.StatusFailed, map[string]string{agent.DetailError: err.Error()})
-			return res, &StepError{s.name, err}
+			r.stepReport(ctx, s.Name, agent.StatusFailed, map[string]string{agent.DetailError: err.Error()})
+			return res, &StepError{s.Name, err}
 		}
-		prog.Done = append(prog.Done, s.name)
+		prog.Done = append(prog.Done, s.Name)
 		if err := prog.save(r.o.StateDir); err != nil {
-			return res, &StepError{s.name, err}
+			return res, &StepError{s.Name, err}
 		}
-		r.stepReport(ctx, s.name, agent.StatusOK, d)
-		res.Steps = append(res.Steps, StepResult{Name: s.name, Details: d})
+		r.stepReport(ctx, s.Name, agent.StatusOK, d)
+		res.Steps = append(res.Steps, StepResult{Name: s.Name, Details: d})
 	}
 	if err := writeFile(under(r.o.Root, DoneFile), []byte(res.SiteDigest+"\n"), 0o644); err != nil {
 		return res, &StepError{"done", err}
@@ -160,11 +168,40 @@ func (r *run) medium(ctx context.Context) (*siteconfig.SiteConfig, string, error
 }
 
 // steps are the target's steps after the medium, in order.
-func (r *run) steps() []step {
+func (r *run) steps(sc *siteconfig.SiteConfig) ([]step, error) {
 	if r.o.Target == TargetOpenShift {
-		return r.openshiftSteps()
+		return r.openshiftSteps(sc)
 	}
-	return r.coreosSteps()
+	return r.coreosSteps(sc), nil
+}
+
+// Plan lists the steps a reconfiguration for sc takes, in order, without taking any: the
+// medium, then the target's steps. Secrets in sc are shown as placeholders.
+func Plan(o Options, sc *siteconfig.SiteConfig) ([]steps.Step, error) {
+	o, err := o.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	r := &run{o: o, dry: true}
+	if sc == nil {
+		sc = &siteconfig.SiteConfig{Spec: siteconfig.Spec{Hostname: "<site hostname>", ClusterName: "<site cluster>", BaseDomain: "<site domain>",
+			PullSecret: "<site pull secret>", KubeadminPasswordHash: "<site kubeadmin password hash>"}}
+	}
+	r.secrets = secretsOf(sc.Spec.PullSecret)
+	acts, err := r.steps(sc)
+	if err != nil {
+		return nil, err
+	}
+	out := []steps.Step{{Name: StepMedium, Detail: "find the site-config medium (label " + siteconfig.VolumeLabel + ") and read the site config"}}
+	for _, a := range acts {
+		st := a.Step
+		st.Argv = slices.Clone(st.Argv)
+		for i := range st.Argv {
+			st.Argv[i] = r.redact(st.Argv[i])
+		}
+		out = append(out, st)
+	}
+	return out, nil
 }
 
 // stepReport reports one step's status; details get step=NAME.

@@ -47,6 +47,27 @@ type Spec struct {
 	// Manifests; the self-contained form carries Manifests only.
 	ExtraManifests []string   `yaml:"extraManifests,omitempty"`
 	Manifests      []Manifest `yaml:"manifests,omitempty"`
+	// OpenShift only. KubeadminPasswordHash is the bcrypt hash of the site's kubeadmin
+	// password; without one the hook deletes the kubeadmin secret, so the factory's
+	// password never works at a site.
+	KubeadminPasswordHash string `yaml:"kubeadminPasswordHash,omitempty"`
+	// ClusterID (a UUID, ClusterVersion spec.clusterID) and InfraID (the infrastructure
+	// name) are the site cluster's own; the hook generates them when they are not given.
+	ClusterID string `yaml:"clusterID,omitempty"`
+	InfraID   string `yaml:"infraID,omitempty"`
+	// KubeconfigCrypto are keys recert keeps (use_key, use_cert), so an admin kubeconfig
+	// made for the site before the node boots works after recert.
+	KubeconfigCrypto *KubeconfigCrypto `yaml:"kubeconfigCrypto,omitempty"`
+}
+
+// KubeconfigCrypto is the crypto the image-based installer retains for a site (its
+// SeedReconfiguration KubeconfigCryptoRetention), PEM-encoded.
+type KubeconfigCrypto struct {
+	LoadBalancerSignerKey   string `yaml:"loadBalancerSignerKey"`
+	LocalhostSignerKey      string `yaml:"localhostSignerKey"`
+	ServiceNetworkSignerKey string `yaml:"serviceNetworkSignerKey"`
+	AdminClientCACert       string `yaml:"adminClientCACert"`
+	IngressCAKey            string `yaml:"ingressCAKey,omitempty"`
 }
 
 // Network is the supported subset of an nmstate network state.

@@ -1,11 +1,16 @@
 package siteconfig
 
 import (
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
 	"fmt"
 	"net/netip"
 	"regexp"
 	"slices"
 	"strings"
+
+	"golang.org/x/crypto/bcrypt"
 
 	"github.com/snofactory/snofactory/blueprints/suggest"
 	"github.com/snofactory/snofactory/blueprints/v1alpha1"
@@ -80,6 +85,65 @@ func (sc *SiteConfig) validate(c *checker) {
 	c.sshKeys(s.SSHAuthorizedKeys)
 	c.pullSecret(s)
 	c.manifests(s)
+	c.identity(s)
+}
+
+var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+// identity checks the site cluster's own identity and retained crypto.
+func (c *checker) identity(s *Spec) {
+	if h := s.KubeadminPasswordHash; h != "" {
+		if _, err := bcrypt.Cost([]byte(h)); err != nil {
+			c.add("spec.kubeadminPasswordHash", "is not a bcrypt hash", "e.g. htpasswd -nbBC 10 '' PASSWORD | cut -d: -f2")
+		}
+	}
+	if s.ClusterID != "" && !uuidRE.MatchString(s.ClusterID) {
+		c.add("spec.clusterID", fmt.Sprintf("%q is not a lowercase UUID", suggest.Clip(s.ClusterID)), "e.g. from uuidgen; or leave it out and the seed makes one")
+	}
+	if s.InfraID != "" && !isLabel(s.InfraID) {
+		c.add("spec.infraID", fmt.Sprintf("%q is not a DNS-1123 label", suggest.Clip(s.InfraID)), labelHint)
+	}
+	if k := s.KubeconfigCrypto; k != nil {
+		for _, f := range []struct{ path, pem, kind string }{
+			{"loadBalancerSignerKey", k.LoadBalancerSignerKey, "key"}, {"localhostSignerKey", k.LocalhostSignerKey, "key"},
+			{"serviceNetworkSignerKey", k.ServiceNetworkSignerKey, "key"}, {"adminClientCACert", k.AdminClientCACert, "cert"},
+			{"ingressCAKey", k.IngressCAKey, "key"},
+		} {
+			if f.pem == "" && f.path == "ingressCAKey" {
+				continue
+			}
+			if err := checkPEM(f.pem, f.kind); err != nil {
+				c.add("spec.kubeconfigCrypto."+f.path, err.Error(), "site-config create generates these; do not edit them")
+			}
+		}
+	}
+}
+
+// checkPEM checks that s holds one PEM block of a private key or a certificate.
+func checkPEM(s, kind string) error {
+	blk, rest := pem.Decode([]byte(s))
+	switch {
+	case blk == nil:
+		return errors.New("holds no PEM block")
+	case len(strings.TrimSpace(string(rest))) > 0:
+		return errors.New("holds more than one PEM block")
+	case kind == "cert":
+		if _, err := x509.ParseCertificate(blk.Bytes); err != nil {
+			return fmt.Errorf("is not a certificate: %v", err)
+		}
+	default:
+		if _, err := x509.ParsePKCS8PrivateKey(blk.Bytes); err == nil {
+			return nil
+		}
+		if _, err := x509.ParsePKCS1PrivateKey(blk.Bytes); err == nil {
+			return nil
+		}
+		if _, err := x509.ParseECPrivateKey(blk.Bytes); err == nil {
+			return nil
+		}
+		return errors.New("is not a private key (PKCS#8, PKCS#1 or EC)")
+	}
+	return nil
 }
 
 const labelHint = "lowercase letters, digits and '-', at most 63 characters, starting and ending with a letter or digit"

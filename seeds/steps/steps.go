@@ -25,6 +25,7 @@ func Print(w io.Writer, plan []Step, format string) error {
 	case "json":
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
 		if plan == nil {
 			plan = []Step{}
 		}
