@@ -19,6 +19,7 @@ all: build
 deps:
 	@./.ci/deps
 	@$(GO) mod download
+	@./test/kubeapi/build.sh
 
 build: $(BIN)
 
