@@ -269,3 +269,10 @@ func renderOptions(bp *v1alpha1.Blueprint) render.Options {
 	o.FromResolve = true
 	return o
 }
+
+// ClusterCheckProfile is what a blueprint sets for `snofactory cluster check`: the checks
+// it skips (with their reasons) and the certificate window.
+func ClusterCheckProfile(bp *v1alpha1.Blueprint) (skip map[string]string, opts validate.Options) {
+	vo := validateOptions(bp)
+	return vo.Skip, validate.Options{ShipmentWindow: vo.ShipmentWindow}
+}

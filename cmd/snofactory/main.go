@@ -104,6 +104,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(newReleaseCommand())
 	root.AddCommand(newVersionCommand())
 	root.AddCommand(newCacheCommand())
+	root.AddCommand(newClusterCommand())
 	// --- end commands ---
 	return root
 }

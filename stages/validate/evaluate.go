@@ -17,7 +17,7 @@ const (
 	DefaultMinFreeBytes = 1 << 30
 	DefaultMaxClockSkew = 2 * time.Minute
 	// DefaultShipmentWindow is the blueprint's default spec.relocation.kubeletCertValidity.
-	DefaultShipmentWindow = 720 * time.Hour
+	DefaultShipmentWindow = 24 * time.Hour
 )
 
 // Inputs is everything Evaluate checks.
@@ -52,11 +52,17 @@ type Options struct {
 	ShipmentWindow time.Duration
 	// Now is the clock certificates are measured from; nil means time.Now.
 	Now func() time.Time
+	// SettleWindow is how long every ClusterOperator must have stopped progressing; 0
+	// means DefaultSettleWindow.
+	SettleWindow time.Duration
 }
 
 func (o Options) withDefaults() Options {
 	if o.MinFreeBytes == 0 {
 		o.MinFreeBytes = DefaultMinFreeBytes
+	}
+	if o.SettleWindow == 0 {
+		o.SettleWindow = DefaultSettleWindow
 	}
 	if o.MaxClockSkew == 0 {
 		o.MaxClockSkew = DefaultMaxClockSkew

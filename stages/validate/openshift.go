@@ -204,11 +204,18 @@ func (c *cluster) clusterOperators(ctx context.Context) outcome {
 		return fail("no ClusterOperators")
 	}
 	var problems []string
+	now := c.opts.Now()
 	for _, op := range ops {
-		problems = append(problems, conditionProblems("clusteroperator/"+op.GetName(), op.Object,
-			want{"Available", "True"}, want{"Degraded", "False"}, want{"Progressing", "False"})...)
+		p := conditionProblems("clusteroperator/"+op.GetName(), op.Object,
+			want{"Available", "True"}, want{"Degraded", "False"}, want{"Progressing", "False"})
+		if len(p) == 0 {
+			if u := unsettled(&op, now, c.opts.SettleWindow); u != "" {
+				p = append(p, u)
+			}
+		}
+		problems = append(problems, p...)
 	}
-	return failures(problems, fmt.Sprintf("%d ClusterOperators Available, none Degraded or Progressing", len(ops)))
+	return failures(problems, fmt.Sprintf("%d ClusterOperators Available, none Degraded, none progressing for %s", len(ops), c.opts.SettleWindow))
 }
 
 // node is the cluster's single node.
@@ -385,7 +392,9 @@ func WaitForAPI(ctx context.Context, o *OpenShift, poll time.Duration) error {
 				return nil
 			}
 			last = fmt.Sprintf("%s: %s", resp.Status, strings.TrimSpace(string(body)))
-		} else {
+		} else if ctx.Err() == nil {
+			// A request cut off by the end of the wait says nothing of the server: keep its
+			// last real answer.
 			last = err.Error()
 		}
 		select {

@@ -102,6 +102,8 @@ type apiServer struct {
 	lifetimes map[string]time.Duration
 	// notReady counts down the /readyz answers that are 503 before it answers ok
 	notReady *atomic.Int32
+	// onNotReady, when set, hears each 503 served
+	onNotReady func()
 }
 
 func healthyCluster() apiServer {
@@ -150,6 +152,9 @@ func (a apiServer) start(t *testing.T) (kubeconfig, server string) {
 		if r.URL.Path == "/readyz" {
 			if a.notReady != nil && a.notReady.Add(-1) >= 0 {
 				http.Error(w, "[-]poststarthook/rbac/bootstrap-roles failed: not finished\nreadyz check failed", http.StatusServiceUnavailable)
+				if a.onNotReady != nil {
+					a.onNotReady()
+				}
 				return
 			}
 			fmt.Fprint(w, "ok")
@@ -367,9 +372,21 @@ func TestWaitForAPI(t *testing.T) {
 	if n := api.notReady.Load(); n >= 0 {
 		t.Errorf("ready before the server was (%d answers left)", n)
 	}
+	// Give up after the third 503 has been answered: an event, not a deadline a loaded
+	// machine could miss before the first answer.
 	api.notReady.Store(1 << 30)
-	ctx, cancel = context.WithTimeout(context.Background(), 200*time.Millisecond)
+	ctx, cancel = context.WithCancel(context.Background())
 	defer cancel()
+	var answered atomic.Int32
+	kubeconfig, server = func() (string, string) {
+		api.onNotReady = func() {
+			if answered.Add(1) == 3 {
+				cancel()
+			}
+		}
+		return api.start(t)
+	}()
+	o = &OpenShift{Kubeconfig: kubeconfig, Server: server}
 	err := WaitForAPI(ctx, o, 10*time.Millisecond)
 	if err == nil || !strings.Contains(err.Error(), "503 Service Unavailable: [-]poststarthook") {
 		t.Errorf("err = %v, want the last answer", err)

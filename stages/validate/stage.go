@@ -211,7 +211,13 @@ func waitForCluster(ctx context.Context, opts StageOptions, acc vm.Accelerator, 
 	env.Log.Info("waiting for the OpenShift API", "server", o.Server, "timeout", acc.Scale(timeout).String())
 	wctx, cancel := context.WithTimeout(ctx, acc.Scale(timeout))
 	defer cancel()
-	return WaitForAPI(wctx, o, 5*time.Second)
+	if err := WaitForAPI(wctx, o, 5*time.Second); err != nil {
+		return err
+	}
+	// /readyz says nothing of the operators: poll until the cluster settles, as
+	// openshift-install wait-for install-complete does, within the same bound.
+	env.Log.Info("waiting for the cluster to settle", "window", DefaultSettleWindow.String())
+	return WaitSettled(wctx, o, Options{}, nil, 5*time.Second)
 }
 
 // factsFrom picks the facts report out of a boot's messages.

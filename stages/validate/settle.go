@@ -1,0 +1,117 @@
+package validate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// DefaultSettleWindow is how long every ClusterOperator must have stopped progressing
+// before the cluster counts as settled: openshift-install's coStabilityThreshold
+// (wait-for install-complete, waitForStableOperators).
+const DefaultSettleWindow = 30 * time.Second
+
+// Clock paces WaitSettled; tests pass one that does not sleep.
+type Clock interface {
+	Now() time.Time
+	Sleep(ctx context.Context, d time.Duration) error
+}
+
+// RealClock is the wall clock.
+type RealClock struct{}
+
+// Now is time.Now.
+func (RealClock) Now() time.Time { return time.Now() }
+
+// Sleep waits for d or until ctx ends.
+func (RealClock) Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// settleChecks are the checks a settled cluster passes: what openshift-install waits for
+// (ClusterVersion Available and not Progressing, every operator stable) and the Node Ready.
+func settleChecks() []string { return []string{CheckClusterVersion, CheckClusterOperators, CheckNodeReady} }
+
+// WaitSettled polls the cluster every poll until ClusterVersion, every ClusterOperator
+// (settled for opts' settle window) and the Node pass, or ctx ends; the error then names
+// what was last unsettled. A cluster's /readyz says nothing of its operators.
+func WaitSettled(ctx context.Context, o *OpenShift, opts Options, clock Clock, poll time.Duration) error {
+	if clock == nil {
+		clock = RealClock{}
+	}
+	if opts.Now == nil {
+		opts.Now = clock.Now
+	}
+	in := Inputs{OpenShift: o, Options: opts.withDefaults()}
+	for {
+		checks := openshiftChecks(ctx, in)
+		var waiting []string
+		for _, id := range settleChecks() {
+			if out := checks(id); out.status != StatusPass {
+				waiting = append(waiting, id+": "+out.message)
+			}
+		}
+		if len(waiting) == 0 {
+			return nil
+		}
+		if err := clock.Sleep(ctx, poll); err != nil {
+			return fmt.Errorf("the cluster did not settle: %s: %w", strings.Join(waiting, "; "), err)
+		}
+	}
+}
+
+// unsettled names the operators whose Progressing=False is younger than the window.
+func unsettled(op *unstructured.Unstructured, now time.Time, window time.Duration) string {
+	conds, _, _ := unstructured.NestedSlice(op.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] != "Progressing" || m["status"] != "False" {
+			continue
+		}
+		s, _ := m["lastTransitionTime"].(string)
+		t, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			return fmt.Sprintf("clusteroperator/%s Progressing has no lastTransitionTime", op.GetName())
+		}
+		if age := now.Sub(t); age < window {
+			return fmt.Sprintf("clusteroperator/%s stopped progressing %s ago, inside the %s settle window", op.GetName(), age.Round(time.Second), window)
+		}
+	}
+	return ""
+}
+
+// ClusterCheck runs the OpenShift checks (not the host checks, which need the node's
+// facts) against the cluster a kubeconfig reaches, as `snofactory cluster check` does. With
+// wait > 0 it first waits up to that long for the cluster to settle.
+func ClusterCheck(ctx context.Context, o *OpenShift, opts Options, skip map[string]string, wait time.Duration) (*Report, error) {
+	if wait > 0 {
+		wctx, cancel := context.WithTimeout(ctx, wait)
+		err := WaitSettled(wctx, o, opts, nil, 5*time.Second)
+		cancel()
+		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			return nil, err
+		}
+	}
+	rep, err := Evaluate(ctx, Inputs{OpenShift: o, Options: opts, Skip: skip})
+	if err != nil {
+		return nil, err
+	}
+	var results []Result
+	for _, r := range rep.Results {
+		if r.Scope == ScopeOpenShift {
+			results = append(results, r)
+		}
+	}
+	return newReport(results), nil
+}

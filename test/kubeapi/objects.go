@@ -1,0 +1,79 @@
+package kubeapi
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// The resources a single-node OpenShift cluster's checks read.
+var (
+	ClusterVersions    = schema.GroupVersionResource{Group: "config.openshift.io", Version: "v1", Resource: "clusterversions"}
+	ClusterOperators   = schema.GroupVersionResource{Group: "config.openshift.io", Version: "v1", Resource: "clusteroperators"}
+	Infrastructures    = schema.GroupVersionResource{Group: "config.openshift.io", Version: "v1", Resource: "infrastructures"}
+	MachineConfigPools = schema.GroupVersionResource{Group: "machineconfiguration.openshift.io", Version: "v1", Resource: "machineconfigpools"}
+	Nodes              = schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
+)
+
+// OperatorStatus is a ClusterOperator's status with its three conditions set since since.
+func OperatorStatus(available, progressing, degraded string, since time.Time) map[string]any {
+	ts := since.UTC().Format(time.RFC3339)
+	return map[string]any{"conditions": []any{
+		map[string]any{"type": "Available", "status": available, "lastTransitionTime": ts, "reason": "AsExpected", "message": "available"},
+		map[string]any{"type": "Progressing", "status": progressing, "lastTransitionTime": ts, "reason": "AsExpected", "message": "progressing"},
+		map[string]any{"type": "Degraded", "status": degraded, "lastTransitionTime": ts, "reason": "NodeInstaller_InstallerPodFailed", "message": "installer pod failed"},
+	}}
+}
+
+// ClusterVersionStatus is a ClusterVersion status at 4.20.3, Available as given, install history Completed.
+func ClusterVersionStatus(available string, since time.Time) map[string]any {
+	ts := since.UTC().Format(time.RFC3339)
+	return map[string]any{"desired": map[string]any{"version": "4.20.3", "image": "quay.io/openshift-release-dev/ocp-release@sha256:aa"},
+		"observedGeneration": 1, "versionHash": "x", "availableUpdates": nil,
+		"history": []any{map[string]any{"state": "Completed", "version": "4.20.3", "image": "quay.io/openshift-release-dev/ocp-release@sha256:aa",
+			"startedTime": ts, "completionTime": ts, "verified": false}},
+		"conditions": []any{
+			map[string]any{"type": "Available", "status": available, "lastTransitionTime": ts, "message": "Done applying 4.20.3"},
+			map[string]any{"type": "Progressing", "status": "False", "lastTransitionTime": ts},
+			map[string]any{"type": "Failing", "status": "False", "lastTransitionTime": ts},
+		}}
+}
+
+// NodeStatus is a Node status, Ready as given.
+func NodeStatus(ready string) map[string]any {
+	return map[string]any{"conditions": []any{map[string]any{"type": "Ready", "status": ready, "reason": "KubeletReady", "message": "kubelet is posting ready status"}},
+		"nodeInfo": map[string]any{"kubeletVersion": "v1.33.5", "machineID": "m", "systemUUID": "s", "bootID": "b", "kernelVersion": "5.14",
+			"osImage": "RHCOS", "containerRuntimeVersion": "cri-o", "kubeProxyVersion": "", "operatingSystem": "linux", "architecture": "amd64"}}
+}
+
+// SeedSNO lays a settled single-node OpenShift cluster's objects into a real API
+// server serving OpenShift's CRDs. No operator runs there: the statuses are set as the
+// operators would set them.
+func (s *Server) SeedSNO(t testing.TB, settled time.Time) {
+	t.Helper()
+	s.Apply(t, ClusterVersions, `{"apiVersion":"config.openshift.io/v1","kind":"ClusterVersion","metadata":{"name":"version"},
+		"spec":{"clusterID":"11111111-2222-4333-8444-555555555555","channel":"stable-4.20"}}`)
+	s.SetStatus(t, ClusterVersions, "version", ClusterVersionStatus("True", settled))
+	for _, name := range []string{"etcd", "kube-apiserver", "ingress"} {
+		s.Apply(t, ClusterOperators, fmt.Sprintf(`{"apiVersion":"config.openshift.io/v1","kind":"ClusterOperator","metadata":{"name":%q},"spec":{}}`, name))
+		s.SetStatus(t, ClusterOperators, name, OperatorStatus("True", "False", "False", settled))
+	}
+	s.Apply(t, Nodes, `{"apiVersion":"v1","kind":"Node","metadata":{"name":"sno","labels":{"node-role.kubernetes.io/master":""}}}`)
+	s.SetStatus(t, Nodes, "sno", NodeStatus("True"))
+	s.Apply(t, Infrastructures, `{"apiVersion":"config.openshift.io/v1","kind":"Infrastructure","metadata":{"name":"cluster"},"spec":{"platformSpec":{"type":"None"}}}`)
+	s.SetStatus(t, Infrastructures, "cluster", map[string]any{"infrastructureName": "seed-x7k2p", "controlPlaneTopology": "SingleReplica",
+		"infrastructureTopology": "SingleReplica", "cpuPartitioning": "None", "platform": "None", "apiServerURL": "https://api.seed.example:6443",
+		"apiServerInternalURI": "https://api-int.seed.example:6443", "etcdDiscoveryDomain": ""})
+	s.Apply(t, MachineConfigPools, `{"apiVersion":"machineconfiguration.openshift.io/v1","kind":"MachineConfigPool","metadata":{"name":"master"},
+		"spec":{"configuration":{"name":"rendered-master-1"},"machineConfigSelector":{},"nodeSelector":{}}}`)
+	ts := settled.UTC().Format(time.RFC3339)
+	s.SetStatus(t, MachineConfigPools, "master", map[string]any{"configuration": map[string]any{"name": "rendered-master-1"},
+		"machineCount": 1, "updatedMachineCount": 1, "readyMachineCount": 1, "unavailableMachineCount": 0, "degradedMachineCount": 0, "observedGeneration": 1,
+		"conditions": []any{
+			map[string]any{"type": "Updated", "status": "True", "lastTransitionTime": ts},
+			map[string]any{"type": "Updating", "status": "False", "lastTransitionTime": ts},
+			map[string]any{"type": "Degraded", "status": "False", "lastTransitionTime": ts},
+		}})
+}
