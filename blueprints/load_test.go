@@ -86,7 +86,7 @@ func TestDemoBlueprint(t *testing.T) {
 		{"disk", s.VM.DiskSize, 2 * v1alpha1.GiB},
 		{"accelerator", s.VM.Accelerator, "auto"},
 		{"formats", strings.Join(s.Outputs.Formats, ","), "qcow2"},
-		{"kubelet validity", s.Relocation.KubeletCertValidity.D(), 30 * 24 * time.Hour},
+		{"kubelet validity", s.Relocation.KubeletCertValidity.D(), 24 * time.Hour},
 	}
 	for _, c := range checks {
 		if c.got != c.want {

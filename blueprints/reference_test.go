@@ -184,7 +184,7 @@ func TestReferenceExamplesParse(t *testing.T) {
 	if n := len(exampleRE.FindAllString(tables, -1)); n < 15 {
 		t.Errorf("only %d examples in the field tables", n)
 	}
-	for _, want := range []string{"### `spec.openshift`", "### `spec.vm.timeouts`", "### `spec.openshift.operators[]`", "| `kubeletCertValidity` | duration | 720h (30 days)"} {
+	for _, want := range []string{"### `spec.openshift`", "### `spec.vm.timeouts`", "### `spec.openshift.operators[]`", "| `kubeletCertValidity` | duration | 24h"} {
 		if !strings.Contains(tables, want) {
 			t.Errorf("field tables lack %q", want)
 		}

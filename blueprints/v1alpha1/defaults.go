@@ -16,9 +16,9 @@ const (
 	DefaultAccelerator           = "auto"
 	DefaultInstallDisk           = "/dev/vda"
 	DefaultNodeIP                = "192.168.127.10/24"
-	DefaultKubeletCertValidity   = Duration(30 * 24 * time.Hour)
-	MinKubeletCertValidity       = Duration(24 * time.Hour)
-	MaxKubeletCertValidity       = Duration(365 * 24 * time.Hour)
+	DefaultKubeletCertValidity   = Duration(24 * time.Hour)
+	MinKubeletCertValidity       = Duration(time.Hour)
+	MaxKubeletCertValidity       = Duration(30 * 24 * time.Hour) // the longest an OpenShift signer issues kubelet and serving certificates
 	DefaultSiteConfigTimeout     = Duration(10 * time.Minute)
 	DefaultRecertImage           = "quay.io/edge-infrastructure/recert:v0"
 	MinSiteConfigTimeout         = Duration(10 * time.Second)

@@ -274,8 +274,11 @@ type Relocation struct {
 	// It must lie in a machine network and outside the cluster and service networks.
 	// Default: 192.168.127.10/24 (a private range unlikely to collide with site networks).
 	NodeIP string `json:"nodeIP,omitempty" yaml:"nodeIP,omitempty"`
-	// Validity of the kubelet client certificate issued before sealing, covering the time from
-	// the depot to the site. Default: 720h (30 days). Minimum: 24h; maximum: 365d.
+	// How long the cluster's kubelet and serving certificates must stay valid when validate
+	// checks them (a warning when they do not). A seed's shelf life is not bounded by it: the
+	// seal's recert ends every certificate's life and the site's recert starts it again on the
+	// site's first boot. Default: 24h. Minimum: 1h; maximum: 30d, the longest an OpenShift
+	// signer issues.
 	KubeletCertValidity Duration `json:"kubeletCertValidity,omitempty" yaml:"kubeletCertValidity,omitempty"`
 	// How long a sealed seed waits at the site for its site-config medium (volume label
 	// SNOSITE) before it reports the failure and leaves the seed as it was, to be booted again

@@ -519,9 +519,14 @@ func (b *Blueprint) validateRelocation(c *checker) {
 		c.add(p+".siteConfigTimeout", fmt.Sprintf("must be between 10s and 24h, got %s", r.SiteConfigTimeout),
 			"how long the seed waits for the technician to insert the site-config medium, e.g. 10m")
 	}
-	if r.KubeletCertValidity < MinKubeletCertValidity || r.KubeletCertValidity > MaxKubeletCertValidity {
-		c.add(p+".kubeletCertValidity", fmt.Sprintf("must be between 24h and 365d, got %s", r.KubeletCertValidity),
-			"cover the shipment window from depot to site, e.g. 30d")
+	switch {
+	case r.KubeletCertValidity > MaxKubeletCertValidity:
+		// No signer can give more: kube-controller-manager signs kubelet certificates with
+		// cluster-signing-duration 720h, and its own signer lives 30 days.
+		c.add(p+".kubeletCertValidity", fmt.Sprintf("%s is more than any OpenShift signer issues: kube-controller-manager signs kubelet certificates for 720h (30 days) at most, and the kube-apiserver's serving certificates last 30 days too", r.KubeletCertValidity),
+			"the shelf life of a seed is not bounded by certificates (the seal's recert ends them, the site's recert re-signs them from the site's first boot): ask only what the factory run needs, e.g. 24h")
+	case r.KubeletCertValidity < MinKubeletCertValidity:
+		c.add(p+".kubeletCertValidity", fmt.Sprintf("must be at least 1h, got %s", r.KubeletCertValidity), "e.g. 24h")
 	}
 }
 
