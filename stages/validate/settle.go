@@ -41,7 +41,9 @@ func (RealClock) Sleep(ctx context.Context, d time.Duration) error {
 
 // settleChecks are the checks a settled cluster passes: what openshift-install waits for
 // (ClusterVersion Available and not Progressing, every operator stable) and the Node Ready.
-func settleChecks() []string { return []string{CheckClusterVersion, CheckClusterOperators, CheckNodeReady} }
+func settleChecks() []string {
+	return []string{CheckClusterVersion, CheckClusterOperators, CheckNodeReady}
+}
 
 // WaitSettled polls the cluster every poll until ClusterVersion, every ClusterOperator
 // (settled for opts' settle window) and the Node pass, or ctx ends; the error then names
