@@ -99,10 +99,11 @@ const (
 )
 
 // OpenShiftInstallPhases returns the phases a successful OpenShift bootstrap-in-place
-// install reports with status ok, in order, the last one final.
+// install reports with status ok, in order, the last one final. images-imported comes on
+// the installed disk's first boot, before CRI-O and kubelet start.
 func OpenShiftInstallPhases() []string {
 	return []string{PhaseLiveBooted, PhaseBootkubeDone, PhaseWrittenToDisk,
-		PhaseRebootedFromDisk, PhaseAPIUp, PhaseBootstrapComplete, PhaseInstallComplete}
+		PhaseRebootedFromDisk, PhaseImagesImported, PhaseAPIUp, PhaseBootstrapComplete, PhaseInstallComplete}
 }
 
 // Serial numbers of the virtio-blk disks the host attaches to a factory VM; the guest

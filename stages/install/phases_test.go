@@ -36,7 +36,7 @@ func TestTracker(t *testing.T) {
 		{name: "conformance install in order", target: "coreos", msgs: conformance, finished: true},
 		{name: "openshift install in order", target: targetOpenShift, finished: true, msgs: []agent.Message{
 			msg(agent.PhaseLiveBooted, ok), msg(agent.PhaseBootkubeDone, ok), msg(agent.PhaseWrittenToDisk, ok),
-			msg(agent.PhaseRebootedFromDisk, ok), msg(agent.PhaseAPIUp, ok), msg(agent.PhaseBootstrapComplete, ok), msg(agent.PhaseInstallComplete, ok)}},
+			msg(agent.PhaseRebootedFromDisk, ok), msg(agent.PhaseImagesImported, ok), msg(agent.PhaseAPIUp, ok), msg(agent.PhaseBootstrapComplete, ok), msg(agent.PhaseInstallComplete, ok)}},
 		{name: "stops short", target: "coreos", msgs: conformance[:5]},
 		{name: "a skipped phase", target: "coreos", msgs: []agent.Message{msg(agent.PhaseLiveBooted, ok), msg(agent.PhaseWrittenToDisk, ok)},
 			wantErr: "reported written-to-disk before ignition-applied"},

@@ -45,6 +45,12 @@ type phaseUnit struct {
 	Check string
 	// Prev is the phase that must be reported first, in the same system; "" for none.
 	Prev string
+	// Before are units that must wait until this one is done: the unit is then a oneshot
+	// (a simple service counts as started at once).
+	Before []string
+	// EveryBoot: the unit reports on every boot of the installed system (its stamp is in
+	// /run), after the install.
+	EveryBoot bool
 }
 
 // unitName is the service reporting p.
@@ -69,11 +75,17 @@ func livePhases() []phaseUnit {
 func diskPhases() []phaseUnit {
 	return []phaseUnit{
 		{Phase: agent.PhaseRebootedFromDisk, Check: "from-disk"},
-		{Phase: agent.PhaseAPIUp, After: []string{"kubelet.service"}, Check: "api-readyz", Prev: agent.PhaseRebootedFromDisk},
+		// Upstream pulls the precache list into the shared store with podman (lifecycle-agent
+		// precache); the factory has no registry, so the images come off the data disk.
+		{Phase: agent.PhaseImagesImported, Before: []string{"crio.service", "kubelet.service"}, Check: "import-images", Prev: agent.PhaseRebootedFromDisk},
+		{Phase: agent.PhaseAPIUp, After: []string{"kubelet.service"}, Check: "api-readyz", Prev: agent.PhaseImagesImported},
 		{Phase: agent.PhaseBootstrapComplete, After: []string{"bootkube.service"}, Watch: "bootkube.service",
 			Check: "bootstrap-cleaned", Prev: agent.PhaseAPIUp},
 		{Phase: agent.PhaseInstallComplete, After: []string{"bootkube.service", "kubelet.service"},
 			Check: "install-complete", Prev: agent.PhaseBootstrapComplete},
+		// Every later boot (validate's) sends the node's facts and boot-complete, as the
+		// conformance OS's init does.
+		{Phase: agent.PhaseBootComplete, Check: "boot-report", EveryBoot: true},
 	}
 }
 
@@ -85,7 +97,17 @@ func (p phaseUnit) unitText(stamps string) string {
 	if len(p.After) > 0 {
 		fmt.Fprintf(&b, "After=%s\n", strings.Join(p.After, " "))
 	}
-	fmt.Fprintf(&b, "ConditionPathExists=!%s/%s\n\n[Service]\nType=simple\nExecStart=%s --stamps %s", stamps, p.Phase, PhaseScript, stamps)
+	if len(p.Before) > 0 {
+		fmt.Fprintf(&b, "Before=%s\n", strings.Join(p.Before, " "))
+	}
+	if p.EveryBoot {
+		stamps = liveStamps
+	}
+	kind := "simple"
+	if len(p.Before) > 0 {
+		kind = "oneshot"
+	}
+	fmt.Fprintf(&b, "ConditionPathExists=!%s/%s\n\n[Service]\nType=%s\nExecStart=%s --stamps %s", stamps, p.Phase, kind, PhaseScript, stamps)
 	if p.Prev != "" {
 		fmt.Fprintf(&b, " --prev %s", p.Prev)
 	}

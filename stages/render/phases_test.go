@@ -42,7 +42,8 @@ var wantPhases = []wantPhase{
 	{phase: "bootkube-done", live: true, after: "bootkube.service", watch: "bootkube.service", prevOK: "live-booted"},
 	{phase: "written-to-disk", live: true, after: "install-to-disk.service", watch: "install-to-disk.service", prevOK: "bootkube-done"},
 	{phase: "rebooted-from-disk"},
-	{phase: "api-up", after: "kubelet.service", prevOK: "rebooted-from-disk"},
+	{phase: "images-imported", prevOK: "rebooted-from-disk"},
+	{phase: "api-up", after: "kubelet.service", prevOK: "images-imported"},
 	{phase: "bootstrap-complete", after: "bootkube.service", watch: "bootkube.service", prevOK: "api-up"},
 	{phase: "install-complete", after: "bootkube.service", prevOK: "bootstrap-complete"},
 }
@@ -57,7 +58,9 @@ func TestPhasePlanMatchesProtocol(t *testing.T) {
 	}
 	var rendered []string
 	for _, p := range append(livePhases(), diskPhases()...) {
-		rendered = append(rendered, p.Phase)
+		if !p.EveryBoot { // boot-complete ends later boots, not the install
+			rendered = append(rendered, p.Phase)
+		}
 	}
 	if !slices.Equal(rendered, names) {
 		t.Fatalf("render reports %v, want %v", rendered, names)
@@ -201,6 +204,12 @@ func TestOpenShiftPhaseUnits(t *testing.T) {
 			t.Errorf("%s: %s (mode %o) is not the phase script", name, PhaseScript, mode)
 		}
 	}
+	// Every boot after the install (validate's) reports the facts and boot-complete; its
+	// stamp is per boot.
+	if u, ok := disk["snofactory-phase-boot-complete.service"]; !ok || u.Contents == nil ||
+		!strings.Contains(*u.Contents, "ConditionPathExists=!"+liveStamps+"/boot-complete\n") || !strings.Contains(*u.Contents, " boot-complete boot-report\n") {
+		t.Errorf("no boot report unit on the installed system: %+v", u)
+	}
 	for _, w := range wantPhases {
 		units, other, stamps := disk, live, diskStamps
 		if w.live {
@@ -232,6 +241,11 @@ func TestOpenShiftPhaseUnits(t *testing.T) {
 		}
 		if !strings.Contains(*u.Contents, "ConditionPathExists=!"+stamps+"/"+w.phase+"\n") {
 			t.Errorf("%s: %s runs again after its phase was reported", w.phase, name)
+		}
+		// The import is done before the container runtime and kubelet start, so the cluster
+		// finds the images in the store CRI-O reads and pulls none.
+		if w.phase == "images-imported" && (!strings.Contains(*u.Contents, "Before=crio.service kubelet.service\n") || !strings.Contains(*u.Contents, "Type=oneshot\n")) {
+			t.Errorf("images-imported does not hold back CRI-O and kubelet:\n%s", *u.Contents)
 		}
 	}
 }
@@ -362,6 +376,7 @@ func TestPhaseScriptReports(t *testing.T) {
 		noPort     bool
 		gather     bool // installer-gather.sh and the gather port are there
 		preStamps  []string
+		installed  bool // the install finished on an earlier boot (its disk stamp)
 		rc         int
 		msgs       []want
 		stamp      string
@@ -379,6 +394,16 @@ func TestPhaseScriptReports(t *testing.T) {
 			msgs: []want{{"rebooted-from-disk", agent.StatusFailed, agent.DetailLog}, {"install-complete", agent.StatusFailed, agent.DetailLog}}, stamp: "failed"},
 		{name: "an earlier phase failed", args: []string{"--prev", "bootkube-done", "written-to-disk", "always"}, preStamps: []string{"failed"}},
 		{name: "no agent port", args: []string{"live-booted", "always"}, noPort: true},
+		// The data disk here holds no image layout: the import fails, and so does the install,
+		// with the import's log (the import itself is tested in seeds/imports).
+		{name: "images-imported from a broken data disk", args: []string{"--prev", "rebooted-from-disk", "images-imported", "import-images"},
+			preStamps: []string{"rebooted-from-disk"}, rc: 1,
+			msgs: []want{{"images-imported", agent.StatusFailed, agent.DetailLog}, {"install-complete", agent.StatusFailed, agent.DetailLog}}, stamp: "failed"},
+		// A boot after the install sends the facts and boot-complete; the install's own boot
+		// does not.
+		{name: "boot report after the install", args: []string{"boot-complete", "boot-report"}, installed: true,
+			msgs: []want{{"facts", agent.StatusInfo, ""}, {"boot-complete", agent.StatusOK, "mode"}}, stamp: "boot-complete"},
+		{name: "no boot report during the install", args: []string{"boot-complete", "boot-report"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -397,8 +422,14 @@ func TestPhaseScriptReports(t *testing.T) {
 			if c.live {
 				touch(t, filepath.Join(root, "run", "ostree-live"))
 			}
+			diskStamps := filepath.Join(dir, "disk-stamps")
+			if c.installed {
+				os.MkdirAll(diskStamps, 0o755)
+				touch(t, filepath.Join(diskStamps, "install-complete"))
+			}
 			cmd := exec.Command(script, append([]string{"--stamps", stamps}, c.args...)...)
 			cmd.Env = append(os.Environ(), "SNOFACTORY_ROOT="+root, "SNOFACTORY_RUN="+run, "SNOFACTORY_SYS="+filepath.Join(dir, "sys"),
+				"SNOFACTORY_DISK_STAMPS="+diskStamps,
 				"SNOFACTORY_AGENT_STATE="+filepath.Join(dir, "state"), "SNOFACTORY_POLL=0.1",
 				"SNOFACTORY_PRECACHE_DISK="+precacheDisk(t, bin, c.agentFirst, c.cut))
 			if !c.noPort {

@@ -90,7 +90,10 @@ func runStage(ctx context.Context, opts StageOptions, env *pipeline.Env) error {
 // stageInputs are the upstream outputs validation checks against.
 type stageInputs struct {
 	install handoff.Input[handoff.Install]
-	eval    Inputs
+	// dataDisk is the precache data disk (OpenShift): the installed node takes its agent
+	// from it on every boot, as its install did.
+	dataDisk string
+	eval     Inputs
 }
 
 func readInputs(env *pipeline.Env) (stageInputs, error) {
@@ -104,6 +107,9 @@ func readInputs(env *pipeline.Env) (stageInputs, error) {
 		return in, err
 	}
 	in.eval.Images = pc.Out.Images
+	if pc.Out.DataDisk != "" {
+		in.dataDisk = pc.Path(pc.Out.DataDisk)
+	}
 	rd, err := handoff.Read[handoff.Render](env, handoff.StageRender)
 	if err != nil {
 		return in, err
@@ -166,6 +172,11 @@ func bootFacts(ctx context.Context, opts StageOptions, in stageInputs, env *pipe
 		MemoryMiB:  opts.MemoryMiB,
 		Firmware:   vm.Firmware(inst.Out.Firmware),
 		ConsoleLog: filepath.Join(env.RunDir, "logs", Name+"-console.log"),
+	}
+	if in.eval.OpenShift != nil && in.dataDisk != "" {
+		// The node's boot report unit takes the agent that sends boot-complete and the facts
+		// off this disk (render's node/snofactory-phase.sh).
+		cfg.Disks = append(cfg.Disks, vm.Disk{Path: in.dataDisk, Format: "raw", ReadOnly: true, Serial: agent.PrecacheDiskSerial})
 	}
 	if in.eval.OpenShift != nil {
 		port, err := vm.FreePort()

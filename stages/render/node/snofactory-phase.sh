@@ -74,6 +74,32 @@ check_bootstrap_cleaned() {
 check_install_complete() {
 	check_bootstrap_cleaned && check_api_readyz && systemctl is-active --quiet kubelet.service
 }
+# The precache data disk's images into the store CRI-O reads, before CRI-O starts.
+check_import_images() {
+	local dev n
+	if ! dev=$(find_disk); then
+		why="no precache data disk (serial $disk_serial) to import the images from"
+		return 2
+	fi
+	mkdir -p "$run/logs" "$root/var/tmp"
+	if ! "$agent" agent import-images --disk "$dev" --graph-root "$root/var/lib/containers/storage" \
+		--scratch-dir "$root/var/tmp" >"$run/import.json" 2>"$run/logs/import-images.log"; then
+		why="importing the images of $dev failed: $(tail -n 3 "$run/logs/import-images.log" | tr '\n' ' ')"
+		return 2
+	fi
+	n=$(grep -c '"ref":' "$run/import.json")
+	details+=(--detail "images=$n" --detail "device=$dev" --detail "storage=/var/lib/containers/storage")
+}
+# A boot after the install (validate's): the node's facts, then boot-complete.
+check_boot_report() {
+	mkdir -p "$run/logs"
+	if ! "$agent" agent facts --port "$port" --state-dir "$state" --root "${root:-/}" --boot-dir "$root/boot" \
+		--storage "$root/var/lib/containers/storage" >"$run/logs/facts.log" 2>&1; then
+		why="agent facts failed: $(tail -n 3 "$run/logs/facts.log" | tr '\n' ' ')"
+		return 2
+	fi
+	details+=(--detail mode=disk --detail firstboot=false)
+}
 
 fn=check_${check//-/_}
 if ! declare -F "$fn" >/dev/null; then
@@ -164,6 +190,11 @@ fail() { # REASON
 
 if [ -e "$stamps/$phase" ] || [ -e "$stamps/failed" ]; then
 	exit 0 # reported, or the install failed, on an earlier run
+fi
+if [ "$phase" = boot-complete ]; then
+	# Only a boot after a finished install reports it; its failures end that boot.
+	[ -e "${SNOFACTORY_DISK_STAMPS:-/var/lib/snofactory/phases}/$final" ] || exit 0
+	final=boot-complete
 fi
 if ! port_present; then
 	echo "snofactory-phase: no agent port $port_name: not a factory install, nothing to report"
