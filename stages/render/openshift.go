@@ -313,6 +313,12 @@ func openshiftManifests(ctx context.Context, opts Options, variant string, rep *
 			return nil, err
 		}
 		out = append(out, mcs...)
+		// The relocation address is the node IP at every site, so the records can point at it.
+		dns, err := dnsmasqManifest(variant, opts.OpenShift.ClusterName, opts.OpenShift.BaseDomain, *r)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, dns)
 		rep.Relocation = relocation
 	}
 	frags, results, err := fragmentManifests(ctx, opts, variant)
