@@ -5,10 +5,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"time"
 
+	"filippo.io/age"
 	"github.com/spf13/cobra"
 
 	"github.com/snofactory/snofactory/blueprints/strictyaml"
+	"github.com/snofactory/snofactory/seeds/credentials"
 	"github.com/snofactory/snofactory/seeds/siteconfig"
 )
 
@@ -41,13 +45,25 @@ stderr as FILE:LINE:COL: PATH: MESSAGE (with a hint where one helps), and the ex
 }
 
 func newSiteConfigCreateCommand() *cobra.Command {
-	var out string
+	var (
+		out, credsOut string
+		recipients    []string
+		noKubeadmin   bool
+	)
 	cmd := &cobra.Command{
-		Use:   "create SITE.yaml -o site.iso",
+		Use:   "create SITE.yaml -o site.iso [--credentials-recipient KEY]...",
 		Short: "Write the site-config medium (an ISO 9660 image) for a site config",
 		Long: fmt.Sprintf(`Create validates a site config and writes its medium: an ISO 9660 image labelled %s
 holding the site config with its referenced files inlined. The image is mode 0600 when it
-carries a pull secret. Problems are reported as by validate, with exit code 2.`, siteconfig.VolumeLabel),
+carries a pull secret. Problems are reported as by validate, with exit code 2.
+
+For an OpenShift site, --credentials-recipient (age or SSH public keys, repeatable) makes the
+site's own credentials before the node ever boots, as the image-based installer does: a
+kubeadmin password, whose bcrypt hash alone goes on the medium, and, when the site config
+renames the cluster, signer keys recert keeps and an admin kubeconfig that works with them.
+Password and kubeconfig are written only to --credentials-out (default OUTPUT.credentials.age,
+0600), age-encrypted to the recipients. A site config that renames the cluster without a
+kubeadminPasswordHash needs recipients, or --no-kubeadmin (the site then has no kubeadmin user).`, siteconfig.VolumeLabel),
 		Args: oneSiteConfig,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
@@ -56,19 +72,77 @@ carries a pull secret. Problems are reported as by validate, with exit code 2.`,
 			if fi, err := os.Stat(out); err == nil && fi.IsDir() {
 				return badInput(fmt.Errorf("site-config create: %s is a directory; name the image file", out))
 			}
+			rcpts, err := credentials.ParseRecipients(recipients)
+			if err != nil {
+				return badInput(err)
+			}
 			sc, err := loadSiteConfig(cmd.ErrOrStderr(), args[0])
 			if err != nil {
 				return err
+			}
+			if len(rcpts) == 0 && sc.Spec.ClusterName != "" && sc.Spec.KubeadminPasswordHash == "" && !noKubeadmin {
+				return badInput(fmt.Errorf("site-config create: %w; give --credentials-recipient KEY (an age or SSH public key), "+
+					"or spec.kubeadminPasswordHash, or --no-kubeadmin", siteconfig.ErrNoCredentialsRecipient))
+			}
+			var written string
+			if len(rcpts) > 0 {
+				if credsOut == "" {
+					credsOut = out + ".credentials.age"
+				}
+				creds, err := siteconfig.MakeCredentials(sc, nil, time.Now(), !noKubeadmin)
+				if err != nil {
+					return err
+				}
+				if err := writeSiteCredentials(credsOut, rcpts, creds); err != nil {
+					return err
+				}
+				written = credsOut
 			}
 			if err := siteconfig.Write(cmd.Context(), sc, out); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s: %s (volume %s)\n", out, siteSummary(sc), siteconfig.VolumeLabel)
+			if written != "" {
+				fmt.Fprintf(cmd.OutOrStdout(), "%s: the site's credentials, readable only by its recipients\n", written)
+			}
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&out, "output", "o", "", "the ISO image to write")
+	fl := cmd.Flags()
+	fl.StringVarP(&out, "output", "o", "", "the ISO image to write")
+	fl.StringArrayVar(&recipients, "credentials-recipient", nil, "seal the site's kubeadmin password and admin kubeconfig to this age or SSH public key (repeatable)")
+	fl.StringVar(&credsOut, "credentials-out", "", "where the sealed credentials go (default OUTPUT.credentials.age)")
+	fl.BoolVar(&noKubeadmin, "no-kubeadmin", false, "make no kubeadmin password: the site's kubeadmin secret is deleted")
 	return cmd
+}
+
+// writeSiteCredentials seals the site's generated password and kubeconfig to rcpts, 0600,
+// staged and renamed so a failure leaves no partial file.
+func writeSiteCredentials(path string, rcpts []age.Recipient, c *siteconfig.SiteCredentials) error {
+	var files []credentials.File
+	if c.KubeadminPassword != "" {
+		files = append(files, credentials.File{Name: "kubeadmin-password", Data: []byte(c.KubeadminPassword)})
+	}
+	if c.Kubeconfig != nil {
+		files = append(files, credentials.File{Name: "kubeconfig", Data: c.Kubeconfig})
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("writing the site's credentials: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(0o600); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := credentials.Seal(tmp, rcpts, files); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("writing the site's credentials: %w", err)
+	}
+	return os.Rename(tmp.Name(), path)
 }
 
 func oneSiteConfig(_ *cobra.Command, args []string) error {

@@ -366,3 +366,46 @@ func TestSiteIPs(t *testing.T) {
 		t.Errorf("siteIPs %v", got)
 	}
 }
+
+// A site config with retained crypto (site-config create makes it) has recert sign with the
+// site's own keys and take the admin CA whole, so the kubeconfig made for the site works;
+// the keys are written 0600 first.
+func TestOpenShiftRetainedCrypto(t *testing.T) {
+	h := newHarness(t)
+	openshiftNode(t, h)
+	var recertConfig []byte
+	o := h.options(TargetOpenShift, medium(t, "site.yaml", func(sc *siteconfig.SiteConfig) {
+		if _, err := siteconfig.MakeCredentials(sc, nil, time.Now(), true); err != nil {
+			t.Fatal(err)
+		}
+	}))
+	o.Run = func(ctx context.Context, name string, args ...string) ([]byte, error) {
+		if slices.Contains(args, "RECERT_CONFIG="+RecertConfigFile) {
+			recertConfig, _ = os.ReadFile(filepath.Join(h.root, RecertConfigFile))
+		}
+		return h.cmds.run(ctx, name, args...)
+	}
+	if _, err := Run(context.Background(), o); err != nil {
+		t.Fatalf("%v\n%s", err, h.console.String())
+	}
+	var rc struct {
+		UseKey  []string `json:"use_key_rules"`
+		UseCert []string `json:"use_cert_rules"`
+		Hash    string   `json:"kubeadmin_password_hash"`
+	}
+	if err := json.Unmarshal(recertConfig, &rc); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"kube-apiserver-lb-signer " + KubeconfigCryptoDir + "/loadbalancer-serving-signer.key",
+		"kube-apiserver-localhost-signer " + KubeconfigCryptoDir + "/localhost-serving-signer.key",
+		"kube-apiserver-service-network-signer " + KubeconfigCryptoDir + "/service-network-serving-signer.key"}
+	if !slices.Equal(rc.UseKey, want) || !slices.Equal(rc.UseCert, []string{KubeconfigCryptoDir + "/admin-kubeconfig-client-ca.crt"}) || !strings.HasPrefix(rc.Hash, "$2a$") {
+		t.Errorf("recert config %s", recertConfig)
+	}
+	for _, f := range []string{"loadbalancer-serving-signer.key", "admin-kubeconfig-client-ca.crt"} {
+		fi, err := os.Stat(filepath.Join(h.root, KubeconfigCryptoDir, f))
+		if err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: %v %v", f, fi, err)
+		}
+	}
+}
