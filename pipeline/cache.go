@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Cache is a content-addressed store of stage outputs, safe to share between concurrent builds
@@ -30,6 +31,8 @@ import (
 //	index/<blueprint>/<stage>.json  key inputs of the last build, for "why does this run?"
 type Cache struct {
 	Dir string
+	// Now is the clock an entry's age is measured by (nil: time.Now).
+	Now func() time.Time
 
 	// pins are the shared flocks this value holds on what its builds used (see pin), own
 	// the lease of pins taken outside a build.
@@ -60,6 +63,8 @@ type Entry struct {
 	// Summary is what the stage chose to show in run.json (Env.Summarize), kept so a cache
 	// hit shows it too.
 	Summary json.RawMessage `json:"summary,omitempty"`
+	// Committed is when the outputs were made; a stage with a MaxAge judges them by it.
+	Committed time.Time `json:"committed,omitzero"`
 	// Dir is where the outputs live; not stored.
 	Dir string `json:"-"`
 }
@@ -109,6 +114,28 @@ func (c *Cache) Lookup(stage, key string) (Entry, bool, error) {
 	}
 	c.markUsed(stage, key)
 	return e, true, nil
+}
+
+func (c *Cache) now() time.Time {
+	if c.Now != nil {
+		return c.Now()
+	}
+	return time.Now()
+}
+
+// Expired says why an entry of a stage whose outputs live at most maxAge (0: forever) can
+// no longer be used: "" when it can. An entry without its commit time is expired.
+func (c *Cache) Expired(e Entry, maxAge time.Duration) string {
+	if maxAge <= 0 {
+		return ""
+	}
+	if e.Committed.IsZero() {
+		return fmt.Sprintf("the cached output has no creation time, and it lives %s at most", maxAge)
+	}
+	if age := c.now().Sub(e.Committed); age > maxAge {
+		return fmt.Sprintf("the cached output is %s old, older than its %s life", age.Round(time.Minute), maxAge)
+	}
+	return ""
 }
 
 // intact checks, cheaply, that every artifact is still as committed: present, same size,
@@ -162,6 +189,7 @@ func (c *Cache) commit(staged string, e Entry) (Entry, error) {
 	if err := os.Rename(staged, final); err != nil {
 		return Entry{}, fmt.Errorf("committing cache entry %s: %w", final, err)
 	}
+	e.Committed = c.now().UTC()
 	b, err := json.MarshalIndent(e, "", "  ")
 	if err != nil {
 		return Entry{}, err

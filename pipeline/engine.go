@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -233,10 +234,15 @@ func Plan(ctx context.Context, g *Graph, c *Cache, secrets SecretSource, sel Sel
 		}
 		ps := PlannedStage{Name: s.Name, Key: in.Key(), Deps: s.Deps, Inputs: in}
 		var entry Entry
-		hit := false
+		hit, expired := false, ""
 		if len(pending) == 0 {
 			if entry, hit, err = c.Lookup(s.Name, ps.Key); err != nil {
 				return nil, err
+			}
+			if hit {
+				if expired = c.Expired(entry, s.MaxAge); expired != "" {
+					hit = false
+				}
 			}
 		}
 		switch {
@@ -256,6 +262,9 @@ func Plan(ctx context.Context, g *Graph, c *Cache, secrets SecretSource, sel Sel
 			ps.Action = "run"
 			ps.Key = ""
 			ps.Reasons = pendingReasons(c, g.Blueprint, in, pending)
+		case expired != "":
+			ps.Action = "run"
+			ps.Reasons = []string{expired}
 		default:
 			ps.Action = "run"
 			ps.Reasons = changes(c, g.Blueprint, in)
@@ -427,9 +436,15 @@ func runStage(ctx context.Context, s Stage, in KeyInputs, outputs map[string]str
 	}
 	defer unlock()
 	// Another build may have made the entry while we waited for the lock.
-	if e, hit, err := c.Lookup(s.Name, key); err != nil {
+	e, hit, err := c.Lookup(s.Name, key)
+	if err != nil {
 		return sr, err
-	} else if hit && !forced && !s.Uncached {
+	}
+	expired := ""
+	if hit {
+		expired = c.Expired(e, s.MaxAge)
+	}
+	if hit && !forced && !s.Uncached && expired == "" {
 		sr.Cache, sr.dir, sr.Artifacts, sr.Tools, sr.Summary = "hit", e.Dir, e.Artifacts, e.Tools, e.Summary
 		sr.Duration = since()
 		em.emit(Event{Kind: EventStageHit, Stage: s.Name, Key: key, Cache: "hit", Duration: time.Duration(sr.Duration)})
@@ -452,7 +467,7 @@ func runStage(ctx context.Context, s Stage, in KeyInputs, outputs map[string]str
 	}
 	defer release()
 	sr.Waited = since()
-	em.emit(Event{Kind: EventStageStart, Stage: s.Name, Key: key, Message: reasonsFor(c, em.blueprint, s, in, forced)})
+	em.emit(Event{Kind: EventStageStart, Stage: s.Name, Key: key, Message: cmp.Or(expired, reasonsFor(c, em.blueprint, s, in, forced))})
 	runErr := w.run(ctx, s)
 	sr.Tools, sr.Summary = w.env.tools, w.env.summary
 	if runErr != nil {
@@ -463,7 +478,7 @@ func runStage(ctx context.Context, s Stage, in KeyInputs, outputs map[string]str
 	if err != nil {
 		return sr, fmt.Errorf("stage %s: listing outputs: %w", s.Name, err)
 	}
-	e, err := c.commit(w.staged, Entry{Stage: s.Name, Key: key, Inputs: in, Artifacts: arts, Tools: w.env.tools, Stamps: stamps, Summary: w.env.summary})
+	e, err = c.commit(w.staged, Entry{Stage: s.Name, Key: key, Inputs: in, Artifacts: arts, Tools: w.env.tools, Stamps: stamps, Summary: w.env.summary})
 	if err != nil {
 		return sr, err
 	}

@@ -592,3 +592,52 @@ func TestWaitingForAnEntryLockIsCancellable(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// A stage whose outputs have a life (a config holding 24 h certificates) is a cache hit
+// within it and runs again after it; plan and the stage's start event say why.
+func TestMaxAge(t *testing.T) {
+	ctx := context.Background()
+	cache := t.TempDir()
+	tg := newTestGraph()
+	now := time.Date(2026, 11, 24, 8, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	graph := func() *Graph {
+		g := tg.graph()
+		g.Stages[1].MaxAge = 24 * time.Hour
+		return g
+	}
+	o := buildOpts(t, cache)
+	o.Cache.Now = clock
+	if _, err := Build(ctx, graph(), o); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(23 * time.Hour)
+	o = buildOpts(t, cache)
+	o.Cache.Now = clock
+	if _, err := Build(ctx, graph(), o); err != nil {
+		t.Fatal(err)
+	}
+	if got := cacheStates(readRecord(t, o.OutputDir)); got != "a=hit b=hit c=hit" {
+		t.Fatalf("within its life: %s", got)
+	}
+	now = now.Add(3 * time.Hour)
+	plan, err := Plan(ctx, graph(), &Cache{Dir: cache, Now: clock}, nil, Selection{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan[1].Action != "run" || len(plan[1].Reasons) != 1 || plan[1].Reasons[0] != "the cached output is 26h0m0s old, older than its 24h0m0s life" {
+		t.Errorf("plan b: %s %v", plan[1].Action, plan[1].Reasons)
+	}
+	if plan[0].Action != "cached" {
+		t.Errorf("plan a: %s: a stage without a life expired", plan[0].Action)
+	}
+	o = buildOpts(t, cache)
+	o.Cache.Now = clock
+	if _, err := Build(ctx, graph(), o); err != nil {
+		t.Fatal(err)
+	}
+	// b's output is the same bytes, so c, which chains on them, stays a hit.
+	if got := cacheStates(readRecord(t, o.OutputDir)); got != "a=hit b=miss c=hit" {
+		t.Fatalf("after its life: %s", got)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"strings"
+	"time"
 )
 
 // Stage is one step of a build. Stage packages construct it with typed options and return it;
@@ -39,6 +40,10 @@ type Stage struct {
 	// Resources are what a run of the stage holds (a factory VM); BuildOptions.Slots
 	// hands them out. Not part of the key.
 	Resources Resources
+	// MaxAge, when set, is how long the stage's outputs may be used after they were made
+	// (outputs holding short-lived credentials): an older cache entry is run again, and
+	// plan says why. Not part of the key.
+	MaxAge time.Duration
 	// Run does the work. It writes outputs only below env.Out.
 	Run func(ctx context.Context, env *Env) error
 }

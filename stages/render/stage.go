@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"time"
 
 	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/stages/internal/handoff"
@@ -30,6 +31,10 @@ const (
 const installerLabel = "tools/openshift-install"
 
 // New returns the render stage for opts.
+// BootstrapConfigLife is how long an OpenShift render may be reused: the installer's
+// bootstrap certificates last 24 h, less a margin for the install that uses them.
+const BootstrapConfigLife = 20 * time.Hour
+
 func New(opts Options) pipeline.Stage {
 	s := pipeline.Stage{
 		Name:    Name,
@@ -43,6 +48,10 @@ func New(opts Options) pipeline.Stage {
 		}
 	}
 	if opts.Target == TargetOpenShift {
+		// The bootstrap-in-place config carries the installer's 24 h certificates (kubelet
+		// signer, localhost serving cert): it must be used within a day of rendering. The
+		// margin leaves time for the live ISO, the install and its retries.
+		s.MaxAge = BootstrapConfigLife
 		s.Secrets = append(s.Secrets, SecretPullSecret)
 		if opts.FromResolve {
 			s.Deps = append(s.Deps, handoff.StageResolve)
