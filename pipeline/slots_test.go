@@ -2,10 +2,10 @@ package pipeline
 
 import (
 	"context"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 )
 
 func TestPoolServesInOrderWithinCapacity(t *testing.T) {
@@ -39,11 +39,15 @@ func TestPoolServesInOrderWithinCapacity(t *testing.T) {
 		}()
 	}
 	start("c", Resources{VMs: 2, CPUs: 4})
-	time.Sleep(20 * time.Millisecond)
+	waitQueued(p, 1)
 	start("d", Resources{VMs: 1, CPUs: 1})
-	time.Sleep(20 * time.Millisecond)
+	waitQueued(p, 2)
+	// Releasing a frees enough for d but not for c: release dispatches at once, and d
+	// must stay queued behind c.
 	rel1()
-	time.Sleep(20 * time.Millisecond)
+	if n := queued(p); n != 2 {
+		t.Errorf("%d requests queued after a released, want c and d still waiting", n)
+	}
 	mu.Lock()
 	if len(order) != 0 {
 		t.Errorf("%v ran while c waits for the whole pool", order)
@@ -66,8 +70,9 @@ func TestPoolCancelAndTooBig(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 	rel, _ := p.Acquire(context.Background(), "a", Resources{VMs: 1})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	go func() { waitQueued(p, 1); cancel() }() // give up once b waits
 	if _, err := p.Acquire(ctx, "b", Resources{VMs: 1}); err == nil {
 		t.Fatal("acquired a busy slot")
 	}
@@ -78,4 +83,18 @@ func TestPoolCancelAndTooBig(t *testing.T) {
 		t.Fatal(err)
 	}
 	rel2()
+}
+
+func queued(p *Pool) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.queue)
+}
+
+// waitQueued yields until n requests wait in the pool: it waits for the goroutines to get
+// there, not for a time a loaded machine may overrun.
+func waitQueued(p *Pool, n int) {
+	for queued(p) < n {
+		runtime.Gosched()
+	}
 }

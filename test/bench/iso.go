@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -15,6 +14,7 @@ import (
 	"github.com/ulikunitz/xz"
 
 	"github.com/snofactory/snofactory/stages/liveiso/coreiso"
+	"github.com/snofactory/snofactory/stages/liveiso/coreiso/coreisotest"
 )
 
 // isoBenchSize is the size of the ISO the embed figures are measured on:
@@ -217,8 +217,8 @@ func buildBigISO(ctx context.Context, dir string) (string, error) {
 	return big, nil
 }
 
-// findFixture looks for shared/reference/coreos-installer-iso-fixtures/name
-// above the working directory and the executable.
+// findFixture finds a fixture ISO where the tests do (coreisotest.Locate), looking above
+// the working directory and the executable.
 func findFixture(name string) (string, error) {
 	var starts []string
 	if wd, err := os.Getwd(); err == nil {
@@ -227,19 +227,11 @@ func findFixture(name string) (string, error) {
 	if exe, err := os.Executable(); err == nil {
 		starts = append(starts, filepath.Dir(exe))
 	}
-	for _, d := range starts {
-		for {
-			p := filepath.Join(d, "shared", "reference", "coreos-installer-iso-fixtures", name)
-			if _, err := os.Stat(p); err == nil {
-				return p, nil
-			}
-			if filepath.Dir(d) == d {
-				break
-			}
-			d = filepath.Dir(d)
-		}
+	dir, err := coreisotest.Locate(starts...)
+	if err != nil {
+		return "", err
 	}
-	return "", errors.New("shared/reference/coreos-installer-iso-fixtures not found above the working directory; run the bench from the checkout")
+	return filepath.Join(dir, name), nil
 }
 
 func unxzFile(src, dst string) error {

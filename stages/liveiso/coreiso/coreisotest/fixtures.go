@@ -3,6 +3,7 @@ package coreisotest
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -13,25 +14,55 @@ import (
 	"github.com/ulikunitz/xz"
 )
 
-// Dir finds shared/reference/coreos-installer-iso-fixtures by walking up from
-// the test's working directory, so tests work from any checkout depth.
+// FixturesEnv names the fixture directory when it is not the one Locate finds.
+const FixturesEnv = "SNOFACTORY_ISO_FIXTURES"
+
+// fixturesRel is where the fixtures live relative to a directory above the checkout: the
+// project's shared/ beside the repository, as CI lays it out.
+var fixturesRel = filepath.Join("shared", "reference", "coreos-installer-iso-fixtures")
+
+// Locate is the one way to the fixture ISOs: $SNOFACTORY_ISO_FIXTURES when set, else
+// shared/reference/coreos-installer-iso-fixtures in the nearest directory above the
+// working directory (or above start, when given) that has it.
+func Locate(starts ...string) (string, error) {
+	if d := os.Getenv(FixturesEnv); d != "" {
+		if st, err := os.Stat(d); err != nil || !st.IsDir() {
+			return "", fmt.Errorf("%s=%s is not a directory of fixture ISOs", FixturesEnv, d)
+		}
+		return d, nil
+	}
+	if len(starts) == 0 {
+		wd, err := os.Getwd()
+		if err != nil {
+			return "", err
+		}
+		starts = []string{wd}
+	}
+	for _, dir := range starts {
+		for {
+			cand := filepath.Join(dir, fixturesRel)
+			if st, err := os.Stat(cand); err == nil && st.IsDir() {
+				return cand, nil
+			}
+			parent := filepath.Dir(dir)
+			if parent == dir {
+				break
+			}
+			dir = parent
+		}
+	}
+	return "", fmt.Errorf("the coreos-installer fixture ISOs (%s) are not above %s: lay the project's shared/ beside the checkout, or set %s",
+		fixturesRel, strings.Join(starts, ", "), FixturesEnv)
+}
+
+// Dir is Locate for a test: without the fixtures the test fails, loudly, never skips.
 func Dir(t testing.TB) string {
 	t.Helper()
-	dir, err := os.Getwd()
+	d, err := Locate()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for {
-		cand := filepath.Join(dir, "shared", "reference", "coreos-installer-iso-fixtures")
-		if st, err := os.Stat(cand); err == nil && st.IsDir() {
-			return cand
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatalf("shared/reference/coreos-installer-iso-fixtures not found above the package directory")
-		}
-		dir = parent
-	}
+	return d
 }
 
 // Names lists the fixture ISOs (without .xz), sorted, keeping those keep
