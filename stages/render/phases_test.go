@@ -567,3 +567,104 @@ func TestSealScript(t *testing.T) {
 		t.Error("the node was not powered off after sealing")
 	}
 }
+
+// standin is a recording stand-in for the node commands an OpenShift seal runs (oc,
+// systemctl, crictl, podman): no OpenShift node runs here. It logs each command line and
+// answers as the node would: a ready API, the cluster objects, pools whose machines are
+// ready; setting the pull secret writes the placeholder where the MCO would, and recert
+// (podman with RECERT_CONFIG) leaves its clean summary.
+const standin = `#!/bin/sh
+echo "$(basename "$0") $*" >>"$STANDIN_LOG"
+case "$(basename "$0") $*" in
+oc*--raw\ /readyz*) echo ok ;;
+oc*clusterversion.config.openshift.io/version*)
+	printf '%s' '{"items":[{"kind":"ClusterVersion","spec":{"clusterID":"c1"},"status":{"desired":{"version":"4.20.3"}}},
+	{"kind":"Infrastructure","status":{"infrastructureName":"seed-abcde"}},
+	{"kind":"ConfigMap","data":{"install-config":"baseDomain: factory.example\nmetadata:\n  name: seed\n"}}]}' ;;
+oc*get\ nodes*) echo '{"items":[{"status":{"addresses":[{"type":"InternalIP","address":"192.168.127.10"},{"type":"Hostname","address":"seed-node"}]}}]}' ;;
+oc*secret/router-ca*) ;;
+oc*set\ data\ secret/pull-secret*)
+	mkdir -p "$STANDIN_ROOT/var/lib/kubelet"
+	cp "${8#--from-file=.dockerconfigjson=}" "$STANDIN_ROOT/var/lib/kubelet/config.json" ;;
+oc*machineconfigpools*) echo '{"items":[{"metadata":{"name":"master"},"spec":{"configuration":{"name":"rendered-master-b"}},"status":{"configuration":{"name":"rendered-master-b"},"machineCount":1,"readyMachineCount":1}}]}' ;;
+oc*get\ machineconfigs*) echo '{"items":[{"metadata":{"name":"rendered-master-a"}},{"metadata":{"name":"rendered-master-b"}}]}' ;;
+crictl\ ps*) echo c1 ;;
+crictl\ pods*) echo p1 ;;
+podman*RECERT_CONFIG=*)
+	mkdir -p "$STANDIN_ROOT/etc/kubernetes" && echo "cluster_crypto: {}" >"$STANDIN_ROOT/etc/kubernetes/recert-seed-creation-summary.yaml" ;;
+esac
+exit 0
+`
+
+// The seal script with an OpenShift request, run with the real agent against recording
+// stand-ins: the node seals itself in lifecycle-agent's order and reports sealed.
+func TestSealScriptOpenShift(t *testing.T) {
+	bin, err := testbin.Binary(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	script := filepath.Join(dir, "snofactory-seal")
+	if err := os.WriteFile(script, []byte(sealScript), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	stand := filepath.Join(dir, "standins")
+	os.MkdirAll(stand, 0o755)
+	if err := os.WriteFile(filepath.Join(stand, "standin"), []byte(standin), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []string{"oc", "systemctl", "crictl", "podman"} {
+		if err := os.Symlink("standin", filepath.Join(stand, c)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	root := filepath.Join(dir, "root")
+	for p, body := range map[string]string{"etc/machine-id": "0123\n", "var/lib/kubelet/config.json": `{"auths":{"quay.io":{"auth":"QlVJTEQ6c2VjcmV0"}}}`,
+		"etc/kubernetes/manifests/etcd-pod.yaml": "etcd", NodeIPHintFile[1:]: "KUBELET_NODEIP_HINT=192.168.127.0\n"} {
+		os.MkdirAll(filepath.Join(root, filepath.Dir(p)), 0o755)
+		os.WriteFile(filepath.Join(root, p), []byte(body), 0o600)
+	}
+	req, err := agent.EncodeSealRequest(agent.SealRequest{Version: agent.SealRequestVersion, Target: "openshift",
+		RecertImage: "quay.io/edge-infrastructure/recert@sha256:1111", EtcdImage: "quay.io/openshift-release-dev/etcd@sha256:2222",
+		RequiredFiles: []string{NodeIPHintFile}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	request := filepath.Join(dir, "seal.img")
+	os.WriteFile(request, req, 0o644)
+	port, poweredOff, log := filepath.Join(dir, "port"), filepath.Join(dir, "powered-off"), filepath.Join(dir, "commands.log")
+	touch(t, port)
+	cmd := exec.Command(script)
+	cmd.Env = append(os.Environ(), "PATH="+stand+":"+os.Getenv("PATH"), "STANDIN_LOG="+log, "STANDIN_ROOT="+root,
+		"SNOFACTORY_ROOT="+root, "SNOFACTORY_SYS="+filepath.Join(dir, "sys"), "SNOFACTORY_AGENT="+filepath.Join(dir, "bin", "snofactory"),
+		"SNOFACTORY_SEAL_REQUEST="+request, "SNOFACTORY_PORT="+port, "SNOFACTORY_AGENT_STATE="+filepath.Join(dir, "state"),
+		"SNOFACTORY_POWEROFF=touch "+poweredOff, "SNOFACTORY_PRECACHE_DISK="+precacheDisk(t, bin, true, false))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("seal script: %v\n%s", err, out)
+	}
+	msgs := readMessages(t, port)
+	if len(msgs) != 1 || msgs[0].Phase != agent.PhaseSealed || msgs[0].Status != agent.StatusOK || msgs[0].Details["step.recert"] == "" {
+		t.Fatalf("reports = %+v, want one sealed ok with the recert step", msgs)
+	}
+	b, _ := os.ReadFile(log)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	at := func(prefix string) int {
+		return slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, prefix) })
+	}
+	last := -1
+	for _, want := range []string{"oc --kubeconfig", "systemctl stop kubelet.service", "systemctl disable kubelet.service", "crictl ps -q",
+		"crictl stop --timeout 5 c1", "crictl pods -q", "crictl rmp -f p1", "systemctl stop crio.service", "podman run --detach",
+		"podman run --rm --replace --name snofactory-recert", "systemctl enable snofactory-reconfigure.service"} {
+		i := at(want)
+		if i <= last {
+			t.Fatalf("%q at %d, want after %d:\n%s", want, i, last, b)
+		}
+		last = i
+	}
+	if _, err := os.Stat(filepath.Join(root, "var/lib/kubelet/config.json")); err == nil {
+		t.Error("the pull secret file survived the seal")
+	}
+	if _, err := os.Stat(poweredOff); err != nil {
+		t.Error("the node was not powered off after sealing")
+	}
+}
