@@ -44,10 +44,11 @@ const (
 	MediumHelp = "`snofactory site-config create --help`"
 )
 
-// DefaultMediumGlobs are where the medium is looked for, in order: the udev label link,
-// then CD-ROMs and virtio disks (a minimal initramfs has no udev).
+// DefaultMediumGlobs are where the medium is looked for, in order: the udev label links (our
+// medium, then the image-based installer's), then CD-ROMs and virtio disks (a minimal
+// initramfs has no udev).
 func DefaultMediumGlobs() []string {
-	return []string{"/dev/disk/by-label/" + siteconfig.VolumeLabel, "/dev/sr*", "/dev/vd*"}
+	return []string{"/dev/disk/by-label/" + siteconfig.VolumeLabel, "/dev/disk/by-label/" + siteconfig.ImageBasedVolumeLabel, "/dev/sr*", "/dev/vd*"}
 }
 
 // Reporter sends one agent message; agent.Reporter is one, tests record the messages.

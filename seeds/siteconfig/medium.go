@@ -95,7 +95,8 @@ func writeImage(w *iso9660.ImageWriter, f *os.File, public bool) error {
 
 // ReadMedium reads the site config from a medium, an ISO 9660 image file or a block device,
 // and validates it again as a self-contained site config (no file references). Problems in
-// it name the medium as PATH:site_config.yaml.
+// it name the medium as PATH:site_config.yaml. A medium in the image-based installer's
+// config-ISO layout (label cluster-config) is read and converted as well.
 func ReadMedium(path string) (*SiteConfig, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -110,8 +111,12 @@ func ReadMedium(path string) (*SiteConfig, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the site-config medium %s: %w", path, err)
 	}
-	if strings.TrimSpace(label) != VolumeLabel {
-		return nil, fmt.Errorf("%s is not a site-config medium: volume label %q, want %q", path, label, VolumeLabel)
+	switch strings.TrimSpace(label) {
+	case VolumeLabel:
+	case ImageBasedVolumeLabel, legacyImageBasedLabel:
+		return readImageBased(img, path)
+	default:
+		return nil, fmt.Errorf("%s is not a site-config medium: volume label %q, want %q (or the image-based installer's %q)", path, label, VolumeLabel, ImageBasedVolumeLabel)
 	}
 	data, err := readRootFile(img, ConfigFileName)
 	if err != nil {

@@ -1,0 +1,244 @@
+package siteconfig
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/kdomanski/iso9660"
+	"gopkg.in/yaml.v3"
+)
+
+// The image-based installer's site medium (`openshift-install image-based create
+// config-image`): an ISO labelled cluster-config (relocation-config before it) holding
+// cluster-configuration/manifest.json, a SeedReconfiguration, and manifests. A site that
+// already makes these keeps its tooling: the hook reads that layout too and converts it.
+const (
+	ImageBasedVolumeLabel = "cluster-config"
+	legacyImageBasedLabel = "relocation-config"
+	imageBasedManifest    = "cluster-configuration/manifest.json"
+	// seedReconfigurationVersion is the only api_version lifecycle-agent accepts.
+	seedReconfigurationVersion = 1
+)
+
+// seedReconfiguration is the installer's SeedReconfiguration (lifecycle-agent
+// api/seedreconfig), as much as the hook applies. KubeconfigCryptoRetention and its
+// objects have no JSON tags upstream: their keys are the Go field names.
+type seedReconfiguration struct {
+	APIVersion            int      `json:"api_version"`
+	BaseDomain            string   `json:"base_domain"`
+	ClusterName           string   `json:"cluster_name"`
+	ClusterID             string   `json:"cluster_id"`
+	InfraID               string   `json:"infra_id"`
+	NodeIP                string   `json:"node_ip"`
+	NodeIPs               []string `json:"node_ips"`
+	ReleaseRegistry       string   `json:"release_registry"`
+	Hostname              string   `json:"hostname"`
+	SSHKey                string   `json:"ssh_key"`
+	KubeadminPasswordHash string   `json:"kubeadmin_password_hash"`
+	RawNMStateConfig      string   `json:"raw_nm_state_config"`
+	PullSecret            string   `json:"pull_secret"`
+	ChronyConfig          string   `json:"chrony_config"`
+	MachineNetwork        string   `json:"machine_network"`
+	MachineNetworks       []string `json:"machine_networks"`
+
+	KubeconfigCryptoRetention struct {
+		KubeAPICrypto struct {
+			ServingCrypto struct {
+				LocalhostSignerPrivateKey      string `json:"localhost_signer_private_key"`
+				ServiceNetworkSignerPrivateKey string `json:"service_network_signer_private_key"`
+				LoadbalancerSignerPrivateKey   string `json:"loadbalancer_external_signer_private_key"`
+			}
+			ClientAuthCrypto struct {
+				AdminCACertificate string `json:"admin_ca_certificate"`
+			}
+		}
+		IngresssCrypto struct {
+			IngressCA            string `json:"ingress_ca"`
+			IngressCertificateCN string `json:"ingress_certificate_cn"`
+		}
+	}
+
+	// What the hook does not apply in this version: refused by name when set.
+	Proxy                 json.RawMessage   `json:"proxy"`
+	StatusProxy           json.RawMessage   `json:"status_proxy"`
+	InstallConfig         string            `json:"install_config"`
+	AdditionalTrustBundle json.RawMessage   `json:"additionalTrustBundle"`
+	ServerSSHKeys         json.RawMessage   `json:"server_ssh_keys"`
+	NodeLabels            map[string]string `json:"node_labels"`
+}
+
+var chronyServer = regexp.MustCompile(`^\s*(server|pool)\s+(\S+)`)
+
+// fromSeedReconfiguration converts the installer's manifest.json (and the manifests beside
+// it) into a site config document, which Parse then checks as strictly as our own.
+func fromSeedReconfiguration(data []byte, manifests []Manifest) ([]byte, error) {
+	var sr seedReconfiguration
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&sr); err != nil {
+		return nil, fmt.Errorf("%s: %w", imageBasedManifest, err)
+	}
+	if sr.APIVersion != seedReconfigurationVersion {
+		return nil, fmt.Errorf("%s: api_version %d, this hook reads %d", imageBasedManifest, sr.APIVersion, seedReconfigurationVersion)
+	}
+	var unsupported []string
+	for key, set := range map[string]bool{
+		"proxy": len(sr.Proxy) > 0 && string(sr.Proxy) != "null", "status_proxy": len(sr.StatusProxy) > 0 && string(sr.StatusProxy) != "null",
+		"install_config": sr.InstallConfig != "", "additionalTrustBundle": len(sr.AdditionalTrustBundle) > 0 && string(sr.AdditionalTrustBundle) != "null",
+		"server_ssh_keys": len(sr.ServerSSHKeys) > 0 && string(sr.ServerSSHKeys) != "null" && string(sr.ServerSSHKeys) != "[]",
+		"node_labels":     len(sr.NodeLabels) > 0,
+	} {
+		if set {
+			unsupported = append(unsupported, key)
+		}
+	}
+	if len(unsupported) > 0 {
+		slices.Sort(unsupported)
+		return nil, fmt.Errorf("%s sets %s, which the reconfiguration hook does not apply in this version; leave them out or use a snofactory site config",
+			imageBasedManifest, strings.Join(unsupported, ", "))
+	}
+	name, _, _ := strings.Cut(sr.Hostname, ".")
+	spec := map[string]any{"hostname": sr.Hostname}
+	set := func(k, v string) {
+		if v != "" {
+			spec[k] = v
+		}
+	}
+	set("clusterName", sr.ClusterName)
+	set("baseDomain", sr.BaseDomain)
+	set("clusterID", sr.ClusterID)
+	set("infraID", sr.InfraID)
+	set("pullSecret", sr.PullSecret)
+	set("kubeadminPasswordHash", sr.KubeadminPasswordHash)
+	if sr.SSHKey != "" {
+		spec["sshAuthorizedKeys"] = []string{strings.TrimSpace(sr.SSHKey)}
+	}
+	if sr.RawNMStateConfig != "" {
+		var network any
+		if err := yaml.Unmarshal([]byte(sr.RawNMStateConfig), &network); err != nil {
+			return nil, fmt.Errorf("%s: raw_nm_state_config: %w", imageBasedManifest, err)
+		}
+		spec["network"] = network
+	}
+	if sr.ChronyConfig != "" {
+		var servers []string
+		for _, line := range strings.Split(sr.ChronyConfig, "\n") {
+			if m := chronyServer.FindStringSubmatch(line); m != nil {
+				servers = append(servers, m[2])
+			}
+		}
+		if len(servers) > 0 {
+			spec["ntp"] = map[string]any{"servers": servers}
+		}
+	}
+	k := sr.KubeconfigCryptoRetention
+	if s := k.KubeAPICrypto.ServingCrypto; s.LoadbalancerSignerPrivateKey != "" || s.LocalhostSignerPrivateKey != "" {
+		crypto := map[string]string{"loadBalancerSignerKey": s.LoadbalancerSignerPrivateKey, "localhostSignerKey": s.LocalhostSignerPrivateKey,
+			"serviceNetworkSignerKey": s.ServiceNetworkSignerPrivateKey, "adminClientCACert": k.KubeAPICrypto.ClientAuthCrypto.AdminCACertificate}
+		if k.IngresssCrypto.IngressCA != "" {
+			crypto["ingressCAKey"] = k.IngresssCrypto.IngressCA
+		}
+		spec["kubeconfigCrypto"] = crypto
+	}
+	if len(manifests) > 0 {
+		spec["manifests"] = manifests
+	}
+	doc := map[string]any{"apiVersion": APIVersion, "kind": Kind, "metadata": map[string]string{"name": name}, "spec": spec}
+	return yaml.Marshal(doc)
+}
+
+// readImageBased reads an image-based installer medium's site configuration.
+func readImageBased(img *iso9660.Image, mediumPath string) (*SiteConfig, error) {
+	root, err := img.RootDir()
+	if err != nil {
+		return nil, err
+	}
+	data, err := readPath(root, imageBasedManifest)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s from the medium %s: %w", imageBasedManifest, mediumPath, err)
+	}
+	var manifests []Manifest
+	for _, dir := range []string{"cluster-configuration/manifests", "extra-manifests"} {
+		files, err := readDir(root, dir)
+		if err != nil {
+			return nil, fmt.Errorf("reading %s from the medium %s: %w", dir, mediumPath, err)
+		}
+		manifests = append(manifests, files...)
+	}
+	doc, err := fromSeedReconfiguration(data, manifests)
+	if err != nil {
+		return nil, fmt.Errorf("the image-based installer's medium %s: %w", mediumPath, err)
+	}
+	return Parse(doc, mediumPath+":"+imageBasedManifest+" (as a site config)", "")
+}
+
+// find walks from dir to the entry at p (slash-separated, case-insensitive as ISO 9660
+// level-1 names are shown in lowercase).
+func find(dir *iso9660.File, p string) (*iso9660.File, error) {
+	for _, part := range strings.Split(p, "/") {
+		children, err := dir.GetChildren()
+		if err != nil {
+			return nil, err
+		}
+		i := slices.IndexFunc(children, func(c *iso9660.File) bool { return strings.EqualFold(c.Name(), part) })
+		if i < 0 {
+			return nil, os.ErrNotExist
+		}
+		dir = children[i]
+	}
+	return dir, nil
+}
+
+func readPath(root *iso9660.File, p string) ([]byte, error) {
+	f, err := find(root, p)
+	if err != nil {
+		return nil, err
+	}
+	if f.IsDir() {
+		return nil, fmt.Errorf("%s is a directory", p)
+	}
+	if f.Size() > MaxFileSize {
+		return nil, fmt.Errorf("%w: larger than %d bytes", errTooLarge, MaxFileSize)
+	}
+	return io.ReadAll(io.LimitReader(f.Reader(), MaxFileSize))
+}
+
+// readDir reads the manifests (*.yaml, *.yml, *.json) of a directory; a missing directory
+// has none.
+func readDir(root *iso9660.File, p string) ([]Manifest, error) {
+	d, err := find(root, p)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	children, err := d.GetChildren()
+	if err != nil {
+		return nil, err
+	}
+	var out []Manifest
+	for _, c := range children {
+		switch strings.ToLower(path.Ext(c.Name())) {
+		case ".yaml", ".yml", ".json":
+		default:
+			continue
+		}
+		if c.IsDir() || c.Size() > MaxFileSize {
+			return nil, fmt.Errorf("%s/%s: not a manifest file of at most %d bytes", p, c.Name(), MaxFileSize)
+		}
+		b, err := io.ReadAll(io.LimitReader(c.Reader(), MaxFileSize))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Manifest{Name: strings.ToLower(c.Name()), Content: string(b)})
+	}
+	return out, nil
+}

@@ -1,0 +1,134 @@
+package siteconfig
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kdomanski/iso9660"
+)
+
+// configISO writes a medium in the image-based installer's layout: label, manifest.json
+// and manifests under the paths `openshift-install image-based create config-image` uses.
+func configISO(t *testing.T, label string, files map[string]string) string {
+	t.Helper()
+	w, err := iso9660.NewWriter()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Cleanup()
+	for name, body := range files {
+		if err := w.AddFile(strings.NewReader(body), name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := filepath.Join(t.TempDir(), "imagebasedconfig.iso")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := w.WriteTo(f, label); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func seedReconfigurationJSON(t *testing.T, edit func(map[string]any)) string {
+	t.Helper()
+	retained := &SiteConfig{Spec: siteSpecForTest()}
+	if _, err := MakeCredentials(retained, nil, time.Now(), true); err != nil {
+		t.Fatal(err)
+	}
+	k := retained.Spec.KubeconfigCrypto
+	m := map[string]any{
+		"api_version": 1, "base_domain": "edge.example.com", "cluster_name": "store-0042", "cluster_id": "0f4b3b5e-6c2d-4d7a-9a57-2b8f2f8e8c11",
+		"infra_id": "store-0042-x7k2p", "hostname": "sno-0042", "release_registry": "quay.io",
+		"ssh_key": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGq0Nf1Nf8cDAHn9bUqHqz0XDOdOr2zD4K3l7Kf9ZfVb tech@depot",
+		"kubeadmin_password_hash": retained.Spec.KubeadminPasswordHash,
+		"raw_nm_state_config": "interfaces:\n- name: eth0\n  type: ethernet\n  state: up\n  ipv4:\n    enabled: true\n    address:\n    - ip: 192.168.50.10\n      prefix-length: 24\n",
+		"pull_secret":         `{"auths":{"quay.io":{"auth":"c2l0ZTpzZWNyZXQ="}}}`,
+		"chrony_config":       "server ntp.example.com iburst\ndriftfile /var/lib/chrony/drift\n",
+		"KubeconfigCryptoRetention": map[string]any{
+			"KubeAPICrypto": map[string]any{
+				"ServingCrypto": map[string]any{"localhost_signer_private_key": k.LocalhostSignerKey, "service_network_signer_private_key": k.ServiceNetworkSignerKey,
+					"loadbalancer_external_signer_private_key": k.LoadBalancerSignerKey},
+				"ClientAuthCrypto": map[string]any{"admin_ca_certificate": k.AdminClientCACert},
+			},
+			"IngresssCrypto": map[string]any{},
+		},
+	}
+	if edit != nil {
+		edit(m)
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// siteSpecForTest names a renamed cluster, so MakeCredentials makes retained crypto.
+func siteSpecForTest() Spec {
+	return Spec{Hostname: "sno-0042", ClusterName: "store-0042", BaseDomain: "edge.example.com"}
+}
+
+// A medium made by the image-based installer's config-image target reads as a site config:
+// names, IDs, network, NTP, pull secret, kubeadmin hash, retained crypto and manifests.
+func TestReadImageBasedMedium(t *testing.T) {
+	iso := configISO(t, ImageBasedVolumeLabel, map[string]string{
+		imageBasedManifest: seedReconfigurationJSON(t, nil),
+		"cluster-configuration/manifests/image-digest-sources.json": `{"apiVersion":"config.openshift.io/v1","kind":"ImageDigestMirrorSet","metadata":{"name":"mirrors"},"spec":{}}`,
+		"extra-manifests/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: site\n  namespace: default\n",
+	})
+	sc, err := ReadMedium(iso)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := sc.Spec
+	if s.Hostname != "sno-0042" || s.ClusterName != "store-0042" || s.BaseDomain != "edge.example.com" || s.InfraID != "store-0042-x7k2p" ||
+		s.ClusterID == "" || s.KubeadminPasswordHash == "" || !strings.Contains(s.PullSecret, "c2l0ZTpzZWNyZXQ=") {
+		t.Errorf("spec %+v", s)
+	}
+	if s.Network == nil || len(s.Network.Interfaces) != 1 || s.Network.Interfaces[0].IPv4.Address[0].IP != "192.168.50.10" {
+		t.Errorf("network %+v", s.Network)
+	}
+	if s.NTP == nil || len(s.NTP.Servers) != 1 || s.NTP.Servers[0] != "ntp.example.com" {
+		t.Errorf("ntp %+v", s.NTP)
+	}
+	if s.KubeconfigCrypto == nil || s.KubeconfigCrypto.AdminClientCACert == "" || len(s.SSHAuthorizedKeys) != 1 {
+		t.Errorf("crypto/keys %+v %v", s.KubeconfigCrypto, s.SSHAuthorizedKeys)
+	}
+	if len(s.Manifests) != 2 {
+		t.Errorf("manifests %+v", s.Manifests)
+	}
+}
+
+// What the hook cannot apply is refused by name, before anything is applied.
+func TestReadImageBasedMediumRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(map[string]any)
+		want string
+	}{
+		{"api version", func(m map[string]any) { m["api_version"] = 2 }, "api_version 2"},
+		{"proxy", func(m map[string]any) { m["proxy"] = map[string]string{"httpProxy": "http://p:3128"} }, "sets proxy"},
+		{"bond", func(m map[string]any) {
+			m["raw_nm_state_config"] = "interfaces:\n- name: bond0\n  type: bond\n  link-aggregation:\n    mode: active-backup\n"
+		}, "bond"},
+		{"bad hash", func(m map[string]any) { m["kubeadmin_password_hash"] = "plain" }, "not a bcrypt hash"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			iso := configISO(t, ImageBasedVolumeLabel, map[string]string{imageBasedManifest: seedReconfigurationJSON(t, tc.edit)})
+			if _, err := ReadMedium(iso); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("ReadMedium = %v, want %q", err, tc.want)
+			}
+		})
+	}
+	if _, err := ReadMedium(configISO(t, "OTHER", map[string]string{"x.txt": "x"})); err == nil || !strings.Contains(err.Error(), ImageBasedVolumeLabel) {
+		t.Errorf("another label: %v", err)
+	}
+}
