@@ -47,11 +47,11 @@ func seedReconfigurationJSON(t *testing.T, edit func(map[string]any)) string {
 	m := map[string]any{
 		"api_version": 1, "base_domain": "edge.example.com", "cluster_name": "store-0042", "cluster_id": "0f4b3b5e-6c2d-4d7a-9a57-2b8f2f8e8c11",
 		"infra_id": "store-0042-x7k2p", "hostname": "sno-0042", "release_registry": "quay.io",
-		"ssh_key": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGq0Nf1Nf8cDAHn9bUqHqz0XDOdOr2zD4K3l7Kf9ZfVb tech@depot",
+		"ssh_key":                 "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGq0Nf1Nf8cDAHn9bUqHqz0XDOdOr2zD4K3l7Kf9ZfVb tech@depot",
 		"kubeadmin_password_hash": retained.Spec.KubeadminPasswordHash,
-		"raw_nm_state_config": "interfaces:\n- name: eth0\n  type: ethernet\n  state: up\n  ipv4:\n    enabled: true\n    address:\n    - ip: 192.168.50.10\n      prefix-length: 24\n",
-		"pull_secret":         `{"auths":{"quay.io":{"auth":"c2l0ZTpzZWNyZXQ="}}}`,
-		"chrony_config":       "server ntp.example.com iburst\ndriftfile /var/lib/chrony/drift\n",
+		"raw_nm_state_config":     "interfaces:\n- name: eth0\n  type: ethernet\n  state: up\n  ipv4:\n    enabled: true\n    address:\n    - ip: 192.168.50.10\n      prefix-length: 24\n",
+		"pull_secret":             `{"auths":{"quay.io":{"auth":"c2l0ZTpzZWNyZXQ="}}}`,
+		"chrony_config":           "server ntp.example.com iburst\ndriftfile /var/lib/chrony/drift\n",
 		"KubeconfigCryptoRetention": map[string]any{
 			"KubeAPICrypto": map[string]any{
 				"ServingCrypto": map[string]any{"localhost_signer_private_key": k.LocalhostSignerKey, "service_network_signer_private_key": k.ServiceNetworkSignerKey,
@@ -82,7 +82,7 @@ func TestReadImageBasedMedium(t *testing.T) {
 	iso := configISO(t, ImageBasedVolumeLabel, map[string]string{
 		imageBasedManifest: seedReconfigurationJSON(t, nil),
 		"cluster-configuration/manifests/image-digest-sources.json": `{"apiVersion":"config.openshift.io/v1","kind":"ImageDigestMirrorSet","metadata":{"name":"mirrors"},"spec":{}}`,
-		"extra-manifests/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: site\n  namespace: default\n",
+		"extra-manifests/cm.yaml":                                   "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: site\n  namespace: default\n",
 	})
 	sc, err := ReadMedium(iso)
 	if err != nil {
