@@ -14,6 +14,7 @@ func KnownCheckIDs() []string {
 		"host.disk.free-space",
 		"host.time.sync",
 		"host.facts.complete",
+		"host.dns.cluster-names",
 		"openshift.clusterversion",
 		"openshift.clusteroperators",
 		"openshift.node.ready",

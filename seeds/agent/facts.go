@@ -52,6 +52,8 @@ type Facts struct {
 	Disk      DiskFacts  `json:"disk"`
 	Clock     ClockFacts `json:"clock"`
 	Certs     []CertFact `json:"certs,omitempty"`
+	// DNS are the cluster's names resolved on an OpenShift node (see DNSRecordsFile).
+	DNS []DNSFact `json:"dns,omitempty"`
 	// Truncated maps a list dropped in part to keep the message under MaxLineBytes to the
 	// number of entries it had.
 	Truncated map[string]int `json:"truncated,omitempty"`
@@ -261,6 +263,7 @@ func GatherFacts(ctx context.Context, o FactsOptions) (*Facts, error) {
 	f.Leftovers = gatherLeftovers(o)
 	f.Clock = gatherClock(root)
 	f.Certs = gatherCerts(root)
+	f.DNS = gatherDNS(ctx, root)
 	if o.GraphRoot != "" {
 		f.Images = gatherImages(ctx, o)
 	}

@@ -22,6 +22,7 @@ const (
 	CheckKubeletClientCert = "certs.kubelet-client"
 	CheckKubeletServeCert  = "certs.kubelet-serving"
 	CheckAPIServingCert    = "certs.api-serving"
+	CheckClusterDNS        = "host.dns.cluster-names"
 )
 
 // KnownChecks lists every check, in the order reports list them. blueprints/v1alpha1
@@ -44,6 +45,7 @@ func KnownChecks() []CheckInfo {
 		h(CheckDiskFreeSpace, "the root filesystem has the free space the site needs", SeverityError),
 		h(CheckTimeSync, "the node's clock agrees with the factory host's", SeverityError),
 		h(CheckFactsComplete, "the guest reported every fact without errors or truncation", SeverityWarning),
+		h(CheckClusterDNS, "openshift: api, api-int and *.apps of the cluster resolve on the node to its address (the single-node dnsmasq)", SeverityError),
 		o(CheckClusterVersion, "ClusterVersion is Available at the locked version and not Progressing or Failing"),
 		o(CheckClusterOperators, "every ClusterOperator is Available and neither Degraded nor Progressing"),
 		o(CheckNodeReady, "the single node is Ready"),

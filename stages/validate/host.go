@@ -40,7 +40,13 @@ func hostChecks(in Inputs) map[string]func() outcome {
 	}
 	o := in.Options
 	return map[string]func() outcome{
-		CheckBootFromDisk:     guard(func() outcome { return checkBootFromDisk(f) }),
+		CheckBootFromDisk: guard(func() outcome { return checkBootFromDisk(f) }),
+		CheckClusterDNS: guard(func() outcome {
+			if in.OpenShift == nil {
+				return skip("not OpenShift: the node serves no cluster names")
+			}
+			return checkClusterDNS(f)
+		}),
 		CheckIgnitionFiles:    ign(func(e *expected) outcome { return checkFiles(f, e) }),
 		CheckIgnitionUnits:    ign(func(e *expected) outcome { return checkUnits(f, e) }),
 		CheckIgnitionUsers:    ign(func(e *expected) outcome { return checkUsers(f, e) }),
