@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/seeds/steps"
 )
 
@@ -69,29 +70,11 @@ func exitCode(err error) int {
 	return -1
 }
 
-// Clock is the time source of the seal's waits; tests pass one that does not sleep.
-type Clock interface {
-	Now() time.Time
-	Sleep(ctx context.Context, d time.Duration) error
-}
+// Clock is the time source of the seal's waits (pipeline.Clock).
+type Clock = pipeline.Clock
 
 // RealClock is the wall clock.
-type RealClock struct{}
-
-// Now is time.Now.
-func (RealClock) Now() time.Time { return time.Now() }
-
-// Sleep waits for d or until ctx ends.
-func (RealClock) Sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
+type RealClock = pipeline.RealClock
 
 // Sealer seals the installed system under Root as Request asks. The same list of steps
 // (Plan) is what a dry run prints and what Seal executes.

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/seeds/agent"
 	"github.com/snofactory/snofactory/seeds/siteconfig"
 )
@@ -76,29 +77,11 @@ func tail(b []byte, n int) string {
 	return s
 }
 
-// Clock is the time source of the waits; tests pass one that does not sleep.
-type Clock interface {
-	Now() time.Time
-	Sleep(ctx context.Context, d time.Duration) error
-}
+// Clock is the time source of the waits (pipeline.Clock).
+type Clock = pipeline.Clock
 
 // RealClock is the wall clock.
-type RealClock struct{}
-
-// Now is time.Now.
-func (RealClock) Now() time.Time { return time.Now() }
-
-// Sleep waits for d or until ctx ends.
-func (RealClock) Sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
+type RealClock = pipeline.RealClock
 
 // Options say where and how to reconfigure.
 type Options struct {

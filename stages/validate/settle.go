@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/snofactory/snofactory/pipeline"
 )
 
 // DefaultSettleWindow is how long every ClusterOperator must have stopped progressing
@@ -15,29 +17,11 @@ import (
 // (wait-for install-complete, waitForStableOperators).
 const DefaultSettleWindow = 30 * time.Second
 
-// Clock paces WaitSettled; tests pass one that does not sleep.
-type Clock interface {
-	Now() time.Time
-	Sleep(ctx context.Context, d time.Duration) error
-}
+// Clock paces WaitSettled (pipeline.Clock).
+type Clock = pipeline.Clock
 
 // RealClock is the wall clock.
-type RealClock struct{}
-
-// Now is time.Now.
-func (RealClock) Now() time.Time { return time.Now() }
-
-// Sleep waits for d or until ctx ends.
-func (RealClock) Sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
+type RealClock = pipeline.RealClock
 
 // settleChecks are the checks a settled cluster passes: what openshift-install waits for
 // (ClusterVersion Available and not Progressing, every operator stable) and the Node Ready.
