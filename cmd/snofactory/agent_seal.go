@@ -21,7 +21,7 @@ func newAgentSealCommand() *cobra.Command {
 	var (
 		root, bootDir, request, port, stateDir, sys string
 		target, output                              string
-		dryRun, keepPullSecret                      bool
+		dryRun                                      bool
 		timeout                                     time.Duration
 	)
 	cmd := &cobra.Command{
@@ -48,7 +48,7 @@ changes, and touches nothing.`,
 				if output != "json" && output != "text" {
 					return badInput(fmt.Errorf("-o %q: want text or json", output))
 				}
-				req := agent.SealRequest{Version: agent.SealRequestVersion, Target: target, KeepPullSecret: keepPullSecret}
+				req := agent.SealRequest{Version: agent.SealRequestVersion, Target: target}
 				if target == "openshift" {
 					req.RecertImage, req.EtcdImage = "<recert image>", "<etcd image>"
 				}
@@ -92,7 +92,6 @@ changes, and touches nothing.`,
 	fl.DurationVar(&timeout, "timeout", 45*time.Minute, "give up after this long")
 	fl.BoolVar(&dryRun, "dry-run", false, "print the steps the seal would take, in order, and touch nothing")
 	fl.StringVar(&target, "target", "", "with --dry-run: openshift or coreos")
-	fl.BoolVar(&keepPullSecret, "keep-pull-secret", false, "with --dry-run: as for a blueprint that keeps the pull secret")
 	fl.StringVarP(&output, "output", "o", "text", "with --dry-run: text or json")
 	return cmd
 }

@@ -25,26 +25,20 @@ var errChecksFailed = errors.New("cluster check: checks failed")
 
 func newClusterCheckCommand() *cobra.Command {
 	var (
-		kubeconfig, profile, output string
-		wait                        time.Duration
+		access, profile, output string
+		wait                    time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "check --kubeconfig FILE [--profile BLUEPRINT] [-o text|json] [--wait DURATION]",
+		Use:   "check --" + validate.ClusterAccessFlag + " FILE [--profile BLUEPRINT] [-o text|json] [--wait DURATION]",
 		Short: "Run validate's OpenShift checks against any running cluster",
-		Long: `check runs the same OpenShift checks as the validate stage (ClusterVersion, every
-ClusterOperator settled, the Node Ready, no pending CSRs, single-node topology, the master
-pool updated, certificate lifetimes, ...) against the cluster the kubeconfig reaches, so a
-cluster built some other way can be held to the same gate. --profile takes a blueprint's
-validation settings (skipped checks, certificate window). --wait first waits up to that long
-for the cluster to settle. Exit 0 when every error-level check passes, 1 otherwise, 2 on bad
-usage.`,
-		Args: cobra.NoArgs,
+		Long:  validate.ClusterCheckHelp,
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if kubeconfig == "" {
-				return badInput(errors.New("cluster check needs --kubeconfig FILE"))
+			if access == "" {
+				return badInput(fmt.Errorf("cluster check needs --%s FILE", validate.ClusterAccessFlag))
 			}
-			if _, err := os.Stat(kubeconfig); err != nil {
-				return badInput(fmt.Errorf("--kubeconfig: %w", err))
+			if _, err := os.Stat(access); err != nil {
+				return badInput(fmt.Errorf("--%s: %w", validate.ClusterAccessFlag, err))
 			}
 			if output != "text" && output != "json" {
 				return badInput(fmt.Errorf("-o %q: want text or json", output))
@@ -60,7 +54,7 @@ usage.`,
 				}
 				skip, opts = stages.ClusterCheckProfile(bp)
 			}
-			rep, err := validate.ClusterCheck(cmd.Context(), &validate.OpenShift{Kubeconfig: kubeconfig}, opts, skip, wait)
+			rep, err := validate.ClusterCheck(cmd.Context(), &validate.OpenShift{Kubeconfig: access}, opts, skip, wait)
 			if err != nil {
 				var unknown *validate.UnknownSkipError
 				if errors.As(err, &unknown) {
@@ -88,7 +82,7 @@ usage.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the cluster to check")
+	fl.StringVar(&access, validate.ClusterAccessFlag, "", "the file that reaches the cluster to check, as oc reads it")
 	fl.StringVar(&profile, "profile", "", "a blueprint whose validation settings apply (skips, certificate window)")
 	fl.StringVarP(&output, "output", "o", "text", "text or json")
 	fl.DurationVar(&wait, "wait", 0, "wait up to this long for the cluster to settle before checking")

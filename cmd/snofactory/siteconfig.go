@@ -57,13 +57,7 @@ func newSiteConfigCreateCommand() *cobra.Command {
 holding the site config with its referenced files inlined. The image is mode 0600 when it
 carries a pull secret. Problems are reported as by validate, with exit code 2.
 
-For an OpenShift site, --credentials-recipient (age or SSH public keys, repeatable) makes the
-site's own credentials before the node ever boots, as the image-based installer does: a
-kubeadmin password, whose bcrypt hash alone goes on the medium, and, when the site config
-renames the cluster, signer keys recert keeps and an admin kubeconfig that works with them.
-Password and kubeconfig are written only to --credentials-out (default OUTPUT.credentials.age,
-0600), age-encrypted to the recipients. A site config that renames the cluster without a
-kubeadminPasswordHash needs recipients, or --no-kubeadmin (the site then has no kubeadmin user).`, siteconfig.VolumeLabel),
+`+siteconfig.CredentialsHelp, siteconfig.VolumeLabel),
 		Args: oneSiteConfig,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
@@ -110,22 +104,16 @@ kubeadminPasswordHash needs recipients, or --no-kubeadmin (the site then has no 
 	}
 	fl := cmd.Flags()
 	fl.StringVarP(&out, "output", "o", "", "the ISO image to write")
-	fl.StringArrayVar(&recipients, "credentials-recipient", nil, "seal the site's kubeadmin password and admin kubeconfig to this age or SSH public key (repeatable)")
+	fl.StringArrayVar(&recipients, "credentials-recipient", nil, siteconfig.RecipientHelp)
 	fl.StringVar(&credsOut, "credentials-out", "", "where the sealed credentials go (default OUTPUT.credentials.age)")
 	fl.BoolVar(&noKubeadmin, "no-kubeadmin", false, "make no kubeadmin password: the site's kubeadmin secret is deleted")
 	return cmd
 }
 
-// writeSiteCredentials seals the site's generated password and kubeconfig to rcpts, 0600,
-// staged and renamed so a failure leaves no partial file.
+// writeSiteCredentials seals the site's generated credentials to rcpts, 0600, staged and
+// renamed so a failure leaves no partial file.
 func writeSiteCredentials(path string, rcpts []age.Recipient, c *siteconfig.SiteCredentials) error {
-	var files []credentials.File
-	if c.KubeadminPassword != "" {
-		files = append(files, credentials.File{Name: "kubeadmin-password", Data: []byte(c.KubeadminPassword)})
-	}
-	if c.Kubeconfig != nil {
-		files = append(files, credentials.File{Name: "kubeconfig", Data: c.Kubeconfig})
-	}
+	files := c.Files()
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
 		return fmt.Errorf("writing the site's credentials: %w", err)

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
+
+	"github.com/snofactory/snofactory/seeds/credentials"
 )
 
 // SiteCredentials are what `site-config create` makes for one site, as the image-based
@@ -183,3 +185,27 @@ func adminClient(r io.Reader, ca *x509.Certificate, caKey *rsa.PrivateKey, now t
 
 // ErrNoCredentialsRecipient: a generated password nobody can read is no use.
 var ErrNoCredentialsRecipient = errors.New("the site's kubeadmin password and admin kubeconfig are made here, and only its credentials recipients can read them")
+
+// Files are the credentials as a bundle's files: the password, and the admin kubeconfig.
+func (c *SiteCredentials) Files() []credentials.File {
+	var files []credentials.File
+	if c.KubeadminPassword != "" {
+		files = append(files, credentials.File{Name: "kubeadmin-password", Data: []byte(c.KubeadminPassword)})
+	}
+	if c.Kubeconfig != nil {
+		files = append(files, credentials.File{Name: "kubeconfig", Data: c.Kubeconfig})
+	}
+	return files
+}
+
+// CredentialsHelp explains `site-config create`'s credentials flags.
+const CredentialsHelp = `For an OpenShift site, --credentials-recipient (age or SSH public keys, repeatable) makes the
+site's own credentials before the node ever boots, as the image-based installer does: a
+kubeadmin password, whose bcrypt hash alone goes on the medium, and, when the site config
+renames the cluster, signer keys recert keeps and an admin kubeconfig that works with them.
+Password and kubeconfig are written only to --credentials-out (default OUTPUT.credentials.age,
+0600), age-encrypted to the recipients. A site config that renames the cluster without a
+kubeadminPasswordHash needs recipients, or --no-kubeadmin (the site then has no kubeadmin user).`
+
+// RecipientHelp describes --credentials-recipient.
+const RecipientHelp = "seal the site's kubeadmin password and admin kubeconfig to this age or SSH public key (repeatable)"

@@ -101,3 +101,17 @@ func ClusterCheck(ctx context.Context, o *OpenShift, opts Options, skip map[stri
 	}
 	return newReport(results), nil
 }
+
+// ClusterAccessFlag names the flag of `snofactory cluster check` that takes the cluster's
+// kubeconfig file; ClusterCheckHelp is the command's help. They live here, with the
+// checks, so the CLI stays free of OpenShift's terms.
+const (
+	ClusterAccessFlag = "kubeconfig"
+	ClusterCheckHelp  = `check runs the same OpenShift checks as the validate stage (ClusterVersion, every
+ClusterOperator settled, the Node Ready, no pending CSRs, single-node topology, the master
+pool updated, certificate lifetimes, ...) against the cluster the kubeconfig reaches, so a
+cluster built some other way can be held to the same gate. --profile takes a blueprint's
+validation settings (skipped checks, certificate window). --wait first waits up to that long
+for the cluster to settle. Exit 0 when every error-level check passes, 1 otherwise, 2 on bad
+usage.`
+)

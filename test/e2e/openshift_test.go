@@ -302,7 +302,7 @@ func TestOpenShiftBuildsThroughPrecache(t *testing.T) {
 		t.Errorf("kept install-config.yaml: pullSecret %q, baseDomain %q, name %q", icDoc.PullSecret, icDoc.BaseDomain, icDoc.Metadata.Name)
 	}
 	for _, mc := range []string{"90-master-snofactory-internal-ip", "90-master-snofactory-node-ip",
-		"90-master-snofactory-reconfigure", "90-master-snofactory-shipment"} {
+		"90-master-snofactory-seal", "90-master-snofactory-shipment", "50-master-dnsmasq-configuration"} {
 		b, err := os.ReadFile(filepath.Join(out, "render", "manifests", mc+".yaml"))
 		if err != nil {
 			t.Errorf("relocation MachineConfig: %v", err)

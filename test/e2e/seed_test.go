@@ -41,7 +41,7 @@ func seedBlueprint(t *testing.T, reg *registry.Registry, secret string) (bp, ref
 	bp, err = testbin.CopyDemo(t.TempDir(), map[string]string{testbin.DemoImage: image, testbin.DemoISOLine: "path: " + iso,
 		"push: " + testbin.DemoRegistry + "/demo/seed:1.0": "push: " + ref, "formats: [qcow2]": "formats: [qcow2, raw]",
 		// the seed gives up on a missing site-config medium quickly, for the test below
-		"kubeletCertValidity: 30d\n": "kubeletCertValidity: 30d\n    siteConfigTimeout: 20s\n"})
+		"kubeletCertValidity: 24h\n": "kubeletCertValidity: 24h\n    siteConfigTimeout: 20s\n"})
 	if err != nil {
 		t.Fatal(err)
 	}
