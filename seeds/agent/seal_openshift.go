@@ -263,7 +263,7 @@ func (s Sealer) seedRecertActions(configPath string, hasKubeadmin *bool) []sealA
 			}
 			return "certificates force-expired, etcd defragmented, summary " + RecertSeedSummary, nil
 		}},
-		{steps.Step{Name: "recert-etcd-stop", Argv: stop}, func(ctx context.Context) (string, error) {
+		{steps.Step{Name: "recert-etcd-stop", Argv: stop, Detail: "run when recert ends, on success or failure"}, func(ctx context.Context) (string, error) {
 			return "stopped", nil // the recert step stops it on every path
 		}},
 	}
