@@ -5,30 +5,25 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/snofactory/snofactory/seeds/steps"
 )
 
-type plannedStep struct {
-	Name    string   `json:"name"`
-	Argv    []string `json:"argv"`
-	Changes []string `json:"changes"`
-	Detail  string   `json:"detail"`
-}
-
-func dryRun(t *testing.T, args ...string) []plannedStep {
+func dryRun(t *testing.T, args ...string) []steps.Step {
 	t.Helper()
 	code, out, errOut := runMain(t, args...)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	var plan []plannedStep
+	var plan []steps.Step
 	if err := json.Unmarshal([]byte(out), &plan); err != nil {
 		t.Fatalf("%v:\n%s", err, out)
 	}
 	return plan
 }
 
-func stepIndex(plan []plannedStep, name string) int {
-	return slices.IndexFunc(plan, func(s plannedStep) bool { return s.Name == name })
+func stepIndex(plan []steps.Step, name string) int {
+	return slices.IndexFunc(plan, func(s steps.Step) bool { return s.Name == name })
 }
 
 // The seal's dry run lists lifecycle-agent's order: the pull secret replaced through the
