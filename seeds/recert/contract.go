@@ -47,7 +47,7 @@ func Check(args []string, exists func(string) bool) error {
 		if f.kind == "bool" {
 			continue
 		}
-		if i+1 >= len(args) || strings.HasPrefix(args[i+1], "--") && args[i+1] != "" {
+		if i+1 >= len(args) || strings.HasPrefix(args[i+1], "--") {
 			errs = append(errs, fmt.Errorf("%s takes a value", args[i]))
 			continue
 		}

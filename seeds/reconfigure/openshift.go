@@ -79,7 +79,7 @@ func (r *run) openshiftSteps(sc *siteconfig.SiteConfig) ([]step, error) {
 			return r.dnsmasqOverrides(ctx, site)
 		}},
 		{steps.Step{Name: "recert", Argv: recertArgv, Changes: recertChanges(rc), Detail: r.recertSettings(rc)}, func(ctx context.Context, sc *siteconfig.SiteConfig) (map[string]string, error) {
-			return r.recert(ctx, sc, site)
+			return r.recert(ctx, sc, site, rc)
 		}},
 		{steps.Step{Name: "kubelet", Argv: []string{"systemctl", "enable", "kubelet.service"}, Changes: []string{"kubelet.service"},
 			Detail: "then systemctl start --no-block crio.service kubelet.service"}, func(ctx context.Context, _ *siteconfig.SiteConfig) (map[string]string, error) {

@@ -18,7 +18,7 @@ const etcdWait = 2 * time.Minute
 // recert renames the cluster, rewrites its pull secret and kubeadmin hash and re-signs its
 // certificates while kubelet is stopped, through a standalone etcd on the node's database,
 // both from their pinned images (lifecycle-agent ops.go RecertFullFlow).
-func (r *run) recert(ctx context.Context, sc *siteconfig.SiteConfig, id siteIdentity) (map[string]string, error) {
+func (r *run) recert(ctx context.Context, sc *siteconfig.SiteConfig, id siteIdentity, c recert.Config) (map[string]string, error) {
 	recertImage, etcdImage, err := r.images()
 	if err != nil {
 		return nil, err
@@ -32,10 +32,6 @@ func (r *run) recert(ctx context.Context, sc *siteconfig.SiteConfig, id siteIden
 		if err := writeFile(under(r.o.Root, p), []byte(pemText), 0o600); err != nil {
 			return nil, fmt.Errorf("writing the retained crypto: %w", err)
 		}
-	}
-	c, _, err := r.recertPlan(sc, id)
-	if err != nil {
-		return nil, err
 	}
 	if err := os.MkdirAll(under(r.o.Root, path.Dir(RecertSummaryFile)), 0o755); err != nil {
 		return nil, fmt.Errorf("recert summary: %w", err)
