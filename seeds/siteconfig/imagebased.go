@@ -231,6 +231,10 @@ func readDir(root *iso9660.File, p string) ([]Manifest, error) {
 		default:
 			continue
 		}
+		if len(out) >= maxManifests {
+			// A crafted medium must not make the hook read without bound before validation.
+			return nil, fmt.Errorf("%s holds more than %d manifests", p, maxManifests)
+		}
 		if c.IsDir() || c.Size() > MaxFileSize {
 			return nil, fmt.Errorf("%s/%s: not a manifest file of at most %d bytes", p, c.Name(), MaxFileSize)
 		}

@@ -2,6 +2,7 @@ package siteconfig
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -130,5 +131,17 @@ func TestReadImageBasedMediumRefuses(t *testing.T) {
 	}
 	if _, err := ReadMedium(configISO(t, "OTHER", map[string]string{"x.txt": "x"})); err == nil || !strings.Contains(err.Error(), ImageBasedVolumeLabel) {
 		t.Errorf("another label: %v", err)
+	}
+}
+
+// A crafted medium with more manifests than a site config may carry is refused while it
+// is read, not after.
+func TestReadImageBasedMediumBoundsManifests(t *testing.T) {
+	files := map[string]string{imageBasedManifest: seedReconfigurationJSON(t, nil)}
+	for i := 0; i <= maxManifests; i++ {
+		files[fmt.Sprintf("extra-manifests/m%d.yaml", i)] = "kind: ConfigMap\n"
+	}
+	if _, err := ReadMedium(configISO(t, ImageBasedVolumeLabel, files)); err == nil || !strings.Contains(err.Error(), "more than 500 manifests") {
+		t.Errorf("ReadMedium = %v", err)
 	}
 }
