@@ -18,6 +18,7 @@ import (
 
 	"github.com/snofactory/snofactory/blueprints/strictyaml"
 	"github.com/snofactory/snofactory/blueprints/v1alpha1"
+	"github.com/snofactory/snofactory/seeds/target"
 )
 
 var errTooLarge = errors.New("file too large")
@@ -119,7 +120,7 @@ func (d *decoder) butaneProblems(bp *v1alpha1.Blueprint, path string, src []byte
 	}
 	out, rep, err := translateButane(src)
 	reportButane(bp, err, rep, report)
-	if err != nil || len(rep.Entries) > 0 || bp.Spec.Target.Type != v1alpha1.TargetCoreOS {
+	if err != nil || len(rep.Entries) > 0 || bp.Spec.Target.Type != target.CoreOS {
 		return
 	}
 	checkEmittedSpec(bp, head, out, report)
@@ -134,15 +135,15 @@ func checkButaneHead(bp *v1alpha1.Blueprint, src []byte, report butaneReport) (b
 		report(line, 1, "Butane: invalid YAML: "+msg, "")
 		return head, false
 	}
-	target := bp.Spec.Target.Type
+	kind := bp.Spec.Target.Type
 	switch {
 	case head.Variant == "" || head.Version == "":
 		report(0, 0, "Butane: variant and version are required at the top", butaneHint(bp))
 		return head, false
-	case target == v1alpha1.TargetOpenShift && head.Variant != "openshift":
+	case kind == target.OpenShift && head.Variant != "openshift":
 		report(0, 0, fmt.Sprintf("Butane variant %s cannot configure an OpenShift node", suggest.Clip(head.Variant)), "use variant: openshift with the release's version, e.g. 4.16.0")
 		return head, false
-	case target == v1alpha1.TargetCoreOS && head.Variant == "openshift":
+	case kind == target.CoreOS && head.Variant == "openshift":
 		report(0, 0, "Butane variant openshift makes MachineConfigs, not a CoreOS config", butaneHint(bp))
 		return head, false
 	}
@@ -219,7 +220,7 @@ func translateButane(src []byte) (out []byte, rep vreport.Report, err error) {
 }
 
 func butaneHint(bp *v1alpha1.Blueprint) string {
-	if bp.Spec.Target.Type == v1alpha1.TargetCoreOS {
+	if bp.Spec.Target.Type == target.CoreOS {
 		if v, ok := fcosForIgnition[bp.Spec.Target.IgnitionVersion]; ok {
 			return fmt.Sprintf("for Ignition %s start the fragment with variant: fcos and version: %s (or older)", bp.Spec.Target.IgnitionVersion, v)
 		}

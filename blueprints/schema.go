@@ -9,6 +9,7 @@ import (
 	"github.com/invopop/jsonschema"
 
 	"github.com/snofactory/snofactory/blueprints/v1alpha1"
+	"github.com/snofactory/snofactory/seeds/target"
 )
 
 //go:generate go test -run TestSchemaUpToDate . -args -update
@@ -34,6 +35,13 @@ func GenerateSchema(srcDir string) ([]byte, error) {
 		RequiredFromJSONSchemaTags: true,
 		ExpandedStruct:             true,
 		Mapper:                     mapType,
+		// target.Target shares its name with the Target struct; keep them apart in $defs.
+		Namer: func(t reflect.Type) string {
+			if t == reflect.TypeOf(target.Target("")) {
+				return "TargetName"
+			}
+			return t.Name()
+		},
 	}
 	if srcDir != "" {
 		if err := r.AddGoComments("github.com/snofactory/snofactory/blueprints", srcDir); err != nil {
@@ -59,6 +67,8 @@ func mapType(t reflect.Type) *jsonschema.Schema {
 			{Type: "integer", Minimum: json.Number("1"), Description: "MiB"},
 			{Type: "string", Pattern: `^[0-9]+\s*([KkMmGgTt]([Ii]?[Bb])?|[Bb])?$`, Examples: []any{"512MiB", "2GiB"}},
 		}}
+	case reflect.TypeOf(target.Target("")):
+		return &jsonschema.Schema{Type: "string"} // the field's enum tag lists the values
 	case reflect.TypeOf(v1alpha1.Duration(0)):
 		return &jsonschema.Schema{Type: "string",
 			Pattern:  `^([0-9]+d)?([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))*$`,

@@ -11,6 +11,7 @@ import (
 	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/seeds/agent"
 	"github.com/snofactory/snofactory/seeds/siteconfig"
+	"github.com/snofactory/snofactory/seeds/target"
 	"github.com/snofactory/snofactory/stages/install"
 	"github.com/snofactory/snofactory/stages/internal/registries"
 	"github.com/snofactory/snofactory/stages/liveiso"
@@ -77,7 +78,7 @@ func sealOptions(bp *v1alpha1.Blueprint) seal.Options {
 
 // relocationFiles are what an OpenShift node must hold before it is sealed.
 func relocationFiles(bp *v1alpha1.Blueprint) []string {
-	if bp.Spec.Target.Type != v1alpha1.TargetOpenShift {
+	if bp.Spec.Target.Type != target.OpenShift {
 		return nil
 	}
 	return render.RelocationFiles()
@@ -123,7 +124,7 @@ func installOptions(bp *v1alpha1.Blueprint) install.Options {
 		DefaultTimeout: t.Install.D(),
 		Timeouts:       map[string]time.Duration{agent.PhaseLiveBooted: t.Boot.D()},
 	}
-	if o.Target == v1alpha1.TargetOpenShift {
+	if o.Target == target.OpenShift {
 		for _, p := range []string{agent.PhaseAPIUp, agent.PhaseBootstrapComplete, agent.PhaseInstallComplete} {
 			o.Timeouts[p] = t.Cluster.D()
 		}
@@ -238,7 +239,7 @@ func renderOptions(bp *v1alpha1.Blueprint) render.Options {
 			o.Fragments = append(o.Fragments, render.Fragment{Inline: f.Inline})
 		}
 	}
-	if s.Target.Type != v1alpha1.TargetOpenShift || s.OpenShift == nil {
+	if s.Target.Type != target.OpenShift || s.OpenShift == nil {
 		return o
 	}
 	osh := s.OpenShift

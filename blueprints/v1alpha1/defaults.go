@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/snofactory/snofactory/seeds/target"
 )
 
 // Defaults that do not depend on the target.
@@ -34,9 +36,9 @@ const (
 // only place defaults are applied; call it before Validate.
 func (b *Blueprint) Default() {
 	s := &b.Spec
-	openshift := s.Target.Type == TargetOpenShift
+	openshift := s.Target.Type == target.OpenShift
 
-	if s.Target.Type == TargetCoreOS && s.Target.IgnitionVersion == "" {
+	if s.Target.Type == target.CoreOS && s.Target.IgnitionVersion == "" {
 		s.Target.IgnitionVersion = DefaultIgnitionVersionCoreOS
 	}
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/containers/image/v5/docker/reference"
 	"github.com/snofactory/snofactory/blueprints/suggest"
+	"github.com/snofactory/snofactory/seeds/target"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -78,7 +79,7 @@ func (b *Blueprint) Validate() []FieldError {
 	}
 	b.validateMetadata(c)
 	s := &b.Spec
-	c.oneOf("spec.target.type", s.Target.Type, TargetOpenShift, TargetCoreOS)
+	c.oneOf("spec.target.type", string(s.Target.Type), string(target.OpenShift), string(target.CoreOS))
 	if s.Target.IgnitionVersion != "" {
 		c.oneOf("spec.target.ignitionVersion", s.Target.IgnitionVersion, "3.3.0", "3.4.0", "3.5.0")
 	}
@@ -182,7 +183,7 @@ func isDNSSubdomain(s string) bool {
 func (b *Blueprint) validateSource(c *checker) {
 	s := b.Spec.Source
 	if s == nil {
-		if b.Spec.Target.Type == TargetCoreOS {
+		if b.Spec.Target.Type == target.CoreOS {
 			c.add("spec.source", "required for a coreos target", "give the live ISO as source.url (with sha256) or source.path")
 		}
 		return
@@ -258,8 +259,8 @@ func (b *Blueprint) validateLiveISO(c *checker) {
 
 func (b *Blueprint) validateOpenShift(c *checker) {
 	o := b.Spec.OpenShift
-	if b.Spec.Target.Type != TargetOpenShift {
-		if o != nil && b.Spec.Target.Type == TargetCoreOS {
+	if b.Spec.Target.Type != target.OpenShift {
+		if o != nil && b.Spec.Target.Type == target.CoreOS {
 			c.add("spec.openshift", "only allowed when target.type is openshift", "")
 		}
 		return

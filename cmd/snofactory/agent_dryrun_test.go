@@ -47,8 +47,19 @@ func TestAgentSealDryRun(t *testing.T) {
 	if s := plan[stepIndex(plan, "recert")]; !strings.Contains(strings.Join(s.Argv, " "), "RECERT_CONFIG=") {
 		t.Errorf("recert step %q", s.Argv)
 	}
-	if code, _, _ := runMain(t, "agent", "seal", "--dry-run", "--target", "windows"); code != 2 {
-		t.Errorf("a bad target exits %d, want 2", code)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"agent", "seal", "--dry-run", "--target", "windows"}, `unknown target "windows": use openshift|coreos`},
+		{[]string{"agent", "seal", "--dry-run"}, "--dry-run needs --target openshift|coreos"},
+		{[]string{"agent", "reconfigure", "--dry-run", "--target", "windows"}, `unknown target "windows"`},
+		{[]string{"agent", "reconfigure", "--dry-run"}, "--dry-run needs --target openshift|coreos"},
+	} {
+		code, _, stderr := runMain(t, tc.args...)
+		if code != 2 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%q: exit %d, stderr %q; want 2 and %q", tc.args, code, stderr, tc.want)
+		}
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/snofactory/snofactory/seeds/reconfigure"
 	"github.com/snofactory/snofactory/seeds/siteconfig"
 	"github.com/snofactory/snofactory/seeds/steps"
+	"github.com/snofactory/snofactory/seeds/target"
 )
 
 // newAgentReconfigureCommand is the seed's site reconfiguration hook.
@@ -65,7 +66,7 @@ applies nothing. The target defaults to the sealed seed's (` + agent.SealedFile 
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&o.Root, "root", "/", "root of the installed system")
-	fl.StringVar(&o.Target, "target", "", "coreos or openshift (default: the target in "+agent.SealedFile+" under --root)")
+	fl.Var(&o.Target, "target", target.Names()+" (default: the target in "+agent.SealedFile+" under --root)")
 	fl.StringVar(&o.Medium, "medium", "", "the site-config medium, an ISO image or device (default: look for the label "+siteconfig.VolumeLabel+")")
 	fl.StringArrayVar(&mediumGlobs, "medium-glob", reconfigure.DefaultMediumGlobs(), "where to look for the medium, in order (repeatable)")
 	fl.DurationVar(&o.MediumTimeout, "medium-timeout", reconfigure.DefaultMediumTimeout, "give up waiting for the medium after this long")
@@ -84,8 +85,8 @@ applies nothing. The target defaults to the sealed seed's (` + agent.SealedFile 
 
 // reconfigurePlan prints the steps a reconfiguration would take, secrets as placeholders.
 func reconfigurePlan(cmd *cobra.Command, o reconfigure.Options, siteConfig, output string) error {
-	if o.Target != reconfigure.TargetOpenShift && o.Target != reconfigure.TargetCoreOS {
-		return badInput(fmt.Errorf("--dry-run needs --target openshift or coreos, not %q", o.Target))
+	if o.Target == "" {
+		return badInput(fmt.Errorf("--dry-run needs --target %s", target.Names()))
 	}
 	if output != "json" && output != "text" {
 		return badInput(fmt.Errorf("-o %q: want text or json", output))

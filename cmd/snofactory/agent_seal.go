@@ -13,6 +13,7 @@ import (
 
 	"github.com/snofactory/snofactory/seeds/agent"
 	"github.com/snofactory/snofactory/seeds/steps"
+	"github.com/snofactory/snofactory/seeds/target"
 )
 
 // newAgentSealCommand prepares the installed system for relocation at the seal stage's
@@ -20,7 +21,8 @@ import (
 func newAgentSealCommand() *cobra.Command {
 	var (
 		root, bootDir, request, port, stateDir, sys string
-		target, output                              string
+		output                                      string
+		kind                                        target.Target
 		dryRun                                      bool
 		timeout                                     time.Duration
 	)
@@ -42,14 +44,14 @@ changes, and touches nothing.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dryRun {
-				if target != "openshift" && target != "coreos" {
-					return badInput(fmt.Errorf("--dry-run needs --target openshift or coreos, not %q", target))
+				if kind == "" {
+					return badInput(fmt.Errorf("--dry-run needs --target %s", target.Names()))
 				}
 				if output != "json" && output != "text" {
 					return badInput(fmt.Errorf("-o %q: want text or json", output))
 				}
-				req := agent.SealRequest{Version: agent.SealRequestVersion, Target: target}
-				if target == "openshift" {
+				req := agent.SealRequest{Version: agent.SealRequestVersion, Target: kind}
+				if kind.IsOpenShift() {
 					req.RecertImage, req.EtcdImage = "<recert image>", "<etcd image>"
 				}
 				plan := agent.Sealer{Root: cmp.Or(root, "/"), BootDir: bootDir, Request: req}.Plan()
@@ -91,7 +93,7 @@ changes, and touches nothing.`,
 	fl.StringVar(&stateDir, "state-dir", agent.DefaultStateDir, "where the sequence counter lives (must be a tmpfs)")
 	fl.DurationVar(&timeout, "timeout", 45*time.Minute, "give up after this long")
 	fl.BoolVar(&dryRun, "dry-run", false, "print the steps the seal would take, in order, and touch nothing")
-	fl.StringVar(&target, "target", "", "with --dry-run: openshift or coreos")
+	fl.Var(&kind, "target", "with --dry-run: "+target.Names())
 	fl.StringVarP(&output, "output", "o", "text", "with --dry-run: text or json")
 	return cmd
 }

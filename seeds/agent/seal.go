@@ -9,6 +9,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+
+	"github.com/snofactory/snofactory/seeds/target"
 )
 
 // SealDiskSerial is the serial of the small disk the seal stage attaches to ask a booted
@@ -31,7 +34,7 @@ const SealRequestVersion = 1
 type SealRequest struct {
 	Version int `json:"version"`
 	// Target is coreos (the conformance OS) or openshift: it picks the steps.
-	Target string `json:"target"`
+	Target target.Target `json:"target"`
 	// KeepPullSecret keeps the build-time pull secret on the node (the blueprint asked).
 	KeepPullSecret bool `json:"keepPullSecret,omitempty"`
 	// SiteConfigTimeout is how long the seed waits at the site for its site-config medium
@@ -89,8 +92,8 @@ func ReadSealRequest(path string) (SealRequest, error) {
 	switch {
 	case req.Version != SealRequestVersion:
 		return req, fmt.Errorf("seal request version %d, this agent reads %d", req.Version, SealRequestVersion)
-	case req.Target != "coreos" && req.Target != "openshift":
-		return req, fmt.Errorf("seal request target %q, want coreos or openshift", req.Target)
+	case !slices.Contains(target.All(), req.Target):
+		return req, fmt.Errorf("seal request target %q, want %s", req.Target, target.Names())
 	}
 	return req, nil
 }

@@ -174,7 +174,7 @@ func Seal(ctx context.Context, root, bootDir string, req SealRequest, run Runner
 // seed-time recert, and only then are files removed (lifecycle-agent's order).
 func (s Sealer) actions() []sealAction {
 	acts := []sealAction{s.requiredFiles()}
-	if s.Request.Target == "openshift" {
+	if s.Request.Target.IsOpenShift() {
 		acts = append(acts, s.openshiftActions()...)
 	}
 	return append(acts, s.nodeStateActions()...)
@@ -265,7 +265,7 @@ func (s Sealer) nodeStateActions() []sealAction {
 			return ReconfigureImagesFile, writeUnder(s.Root, ReconfigureImagesFile, imgs)
 		}})
 	}
-	if req.Target == "openshift" {
+	if req.Target.IsOpenShift() {
 		acts = append(acts, s.reconfigureUnitActions()...)
 	}
 	return append(acts, sealAction{steps.Step{Name: "sealed", Changes: []string{SealedFile}}, func(context.Context) (string, error) {

@@ -126,7 +126,7 @@ func seedManifest(m *seed.Manifest, config blob, layers []blob, o options) ([]by
 	ann := map[string]string{
 		ocispec.AnnotationCreated: m.Created.UTC().Format(time.RFC3339),
 		ocispec.AnnotationTitle:   m.Name,
-		AnnotationTarget:          m.Target,
+		AnnotationTarget:          string(m.Target),
 		AnnotationFirmware:        m.Firmware,
 		AnnotationBlueprintDigest: m.BlueprintDigest.String(),
 		AnnotationLockDigest:      m.LockDigest.String(),

@@ -17,6 +17,7 @@ import (
 
 	"github.com/snofactory/snofactory/seeds/agent"
 	"github.com/snofactory/snofactory/seeds/siteconfig"
+	"github.com/snofactory/snofactory/seeds/target"
 )
 
 // busyboxAddrShow is `busybox ip -o addr show dev ens3` on the conformance OS after the
@@ -32,7 +33,7 @@ const busyboxAddrShow = `2: ens3    inet 192.168.50.10/24 scope global ens3\    
 func TestCoreOSSteps(t *testing.T) {
 	h := newHarness(t)
 	h.cmds.outputs["ip -o addr show dev ens3"] = busyboxAddrShow
-	res, err := Run(context.Background(), h.options(TargetCoreOS, medium(t, "site.yaml", nil)))
+	res, err := Run(context.Background(), h.options(target.CoreOS, medium(t, "site.yaml", nil)))
 	if err != nil {
 		t.Fatalf("%v\nconsole:\n%s", err, h.console.String())
 	}
@@ -205,18 +206,18 @@ func TestRegistriesConfParsedByContainersImage(t *testing.T) {
 // its own, on either target, even when a step fails quoting it.
 func TestPullSecretNeverShown(t *testing.T) {
 	const secret = `{"auths":{"registry.store-0042.example:5000":{"auth":"c2l0ZTpTSVRFU0VDUkVU"}}}`
-	for _, target := range []string{TargetCoreOS, TargetOpenShift} {
-		t.Run(target, func(t *testing.T) {
+	for _, kind := range target.All() {
+		t.Run(string(kind), func(t *testing.T) {
 			h := newHarness(t)
-			if target == TargetOpenShift {
+			if kind.IsOpenShift() {
 				openshiftNode(t, h)
 			}
 			// A command whose error quotes the secret's token must not leak it either.
 			h.cmds.failOn = "ip -o addr show"
-			if target == TargetOpenShift {
+			if kind.IsOpenShift() {
 				h.cmds.failOn = "podman run --rm --replace --name snofactory-recert "
 			}
-			o := h.options(target, medium(t, "site.yaml", nil))
+			o := h.options(kind, medium(t, "site.yaml", nil))
 			o.Run = func(ctx context.Context, name string, args ...string) ([]byte, error) {
 				out, err := h.cmds.run(ctx, name, args...)
 				if err != nil {

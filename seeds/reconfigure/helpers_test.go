@@ -15,6 +15,7 @@ import (
 
 	"github.com/snofactory/snofactory/seeds/agent"
 	"github.com/snofactory/snofactory/seeds/siteconfig"
+	"github.com/snofactory/snofactory/seeds/target"
 )
 
 // recorder is a Reporter that keeps the messages.
@@ -155,8 +156,8 @@ func newHarness(t *testing.T) *harness {
 		cmds: &commands{outputs: map[string]string{}}, rep: &recorder{}, clock: &fakeClock{now: time.Unix(1e9, 0)}}
 }
 
-func (h *harness) options(target, medium string) Options {
-	return Options{Root: h.root, Target: target, Medium: medium, Console: &h.console, Reporter: h.rep,
+func (h *harness) options(kind target.Target, medium string) Options {
+	return Options{Root: h.root, Target: kind, Medium: medium, Console: &h.console, Reporter: h.rep,
 		ResolvConf: h.resolv, Run: h.cmds.run, Clock: h.clock}
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/snofactory/snofactory/seeds/seedinfo"
 	"github.com/snofactory/snofactory/seeds/siteconfig"
 	"github.com/snofactory/snofactory/seeds/steps"
+	"github.com/snofactory/snofactory/seeds/target"
 )
 
 // seedKubeconfig is the shape of an SNO node's /var/lib/kubelet/kubeconfig (credentials
@@ -83,7 +84,7 @@ func TestOpenShiftSteps(t *testing.T) {
 	// The API answers on the third poll.
 	polls := 0
 	hash := "$2a$10$abcdefghijklmnopqrstuuHRQnRSdS2n6UePa9WJ7CNnJ3/Q1aDzC"
-	o := h.options(TargetOpenShift, medium(t, "site.yaml", func(sc *siteconfig.SiteConfig) { sc.Spec.KubeadminPasswordHash = hash }))
+	o := h.options(target.OpenShift, medium(t, "site.yaml", func(sc *siteconfig.SiteConfig) { sc.Spec.KubeadminPasswordHash = hash }))
 	var recertConfig []byte
 	o.Run = func(ctx context.Context, name string, args ...string) ([]byte, error) {
 		out, err := h.cmds.run(ctx, name, args...)
@@ -184,7 +185,7 @@ func TestOpenShiftSteps(t *testing.T) {
 		t.Error("recert's configuration, which holds the pull secret, was left on the node")
 	}
 	// The real run took the dry run's steps, in its order.
-	plan, err := Plan(h.options(TargetOpenShift, ""), nil)
+	plan, err := Plan(h.options(target.OpenShift, ""), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,7 +286,7 @@ func TestCNSANRules(t *testing.T) {
 // The dry run needs no node and no medium: it lists the post-pivot steps, recert with its
 // settings as recert's flags (secrets as placeholders), the cluster ID and the waits.
 func TestOpenShiftPlan(t *testing.T) {
-	plan, err := Plan(Options{Root: t.TempDir(), Target: TargetOpenShift}, nil)
+	plan, err := Plan(Options{Root: t.TempDir(), Target: target.OpenShift}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,7 +308,7 @@ func TestOpenShiftPlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err = Plan(Options{Root: t.TempDir(), Target: TargetOpenShift}, sc)
+	plan, err = Plan(Options{Root: t.TempDir(), Target: target.OpenShift}, sc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -374,7 +375,7 @@ func TestOpenShiftRetainedCrypto(t *testing.T) {
 	h := newHarness(t)
 	openshiftNode(t, h)
 	var recertConfig []byte
-	o := h.options(TargetOpenShift, medium(t, "site.yaml", func(sc *siteconfig.SiteConfig) {
+	o := h.options(target.OpenShift, medium(t, "site.yaml", func(sc *siteconfig.SiteConfig) {
 		if _, err := siteconfig.MakeCredentials(sc, nil, time.Now(), true); err != nil {
 			t.Fatal(err)
 		}

@@ -13,12 +13,7 @@ import (
 	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/seeds/agent"
 	"github.com/snofactory/snofactory/seeds/siteconfig"
-)
-
-// Targets: the conformance OS and OpenShift. They pick the steps and how each is applied.
-const (
-	TargetCoreOS    = "coreos"
-	TargetOpenShift = "openshift"
+	"github.com/snofactory/snofactory/seeds/target"
 )
 
 // Paths under the installed root.
@@ -88,8 +83,8 @@ type Options struct {
 	// Root is the installed system's root: "/" on a node, a mount point when the running
 	// system is an initramfs (the conformance OS).
 	Root string
-	// Target is TargetCoreOS or TargetOpenShift.
-	Target string
+	// Target is target.CoreOS or target.OpenShift.
+	Target target.Target
 	// Medium is the medium's path; empty means look for it (MediumGlobs).
 	Medium string
 	// MediumGlobs are the candidate devices, tried in order (default DefaultMediumGlobs).
@@ -137,8 +132,8 @@ func (o Options) withDefaults() (Options, error) {
 	switch {
 	case o.Root == "":
 		return o, errors.New("reconfigure: no root given")
-	case o.Target != TargetCoreOS && o.Target != TargetOpenShift:
-		return o, fmt.Errorf("reconfigure: target %q, want %s or %s", o.Target, TargetCoreOS, TargetOpenShift)
+	case o.Target != target.CoreOS && o.Target != target.OpenShift:
+		return o, fmt.Errorf("reconfigure: target %q, want %s or %s", o.Target, target.CoreOS, target.OpenShift)
 	}
 	if o.MediumGlobs == nil {
 		o.MediumGlobs = DefaultMediumGlobs()

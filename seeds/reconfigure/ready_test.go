@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/snofactory/snofactory/seeds/target"
 )
 
 func co(name, avail, prog, degraded string, since time.Time) string {
@@ -54,7 +56,7 @@ func TestReadinessJudges(t *testing.T) {
 // from Progressing to settled passes once the settle window has gone by.
 func TestWaitReady(t *testing.T) {
 	h := newHarness(t)
-	o, err := h.options(TargetOpenShift, "").withDefaults()
+	o, err := h.options(target.OpenShift, "").withDefaults()
 	if err != nil {
 		t.Fatal(err)
 	}

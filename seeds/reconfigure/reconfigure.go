@@ -17,6 +17,7 @@ import (
 	"github.com/snofactory/snofactory/seeds/agent"
 	"github.com/snofactory/snofactory/seeds/siteconfig"
 	"github.com/snofactory/snofactory/seeds/steps"
+	"github.com/snofactory/snofactory/seeds/target"
 )
 
 // StepMedium is the first step: find the medium and read the site config on it. It runs
@@ -169,7 +170,7 @@ func (r *run) medium(ctx context.Context) (*siteconfig.SiteConfig, string, error
 
 // steps are the target's steps after the medium, in order.
 func (r *run) steps(sc *siteconfig.SiteConfig) ([]step, error) {
-	if r.o.Target == TargetOpenShift {
+	if r.o.Target == target.OpenShift {
 		return r.openshiftSteps(sc)
 	}
 	return r.coreosSteps(sc), nil

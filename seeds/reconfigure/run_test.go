@@ -11,6 +11,7 @@ import (
 
 	"github.com/snofactory/snofactory/seeds/agent"
 	"github.com/snofactory/snofactory/seeds/siteconfig"
+	"github.com/snofactory/snofactory/seeds/target"
 )
 
 // The medium is found by label among the candidate devices when it appears after a few
@@ -27,7 +28,7 @@ func TestMediumAppears(t *testing.T) {
 			os.WriteFile(filepath.Join(devs, "sr0"), mustRead(t, src), 0o644)
 		}
 	}
-	o := h.options(TargetCoreOS, "")
+	o := h.options(target.CoreOS, "")
 	o.MediumGlobs = []string{filepath.Join(devs, "by-label-SNOSITE"), filepath.Join(devs, "sr*"), filepath.Join(devs, "vd*")}
 	res, err := Run(context.Background(), o)
 	if err != nil {
@@ -74,7 +75,7 @@ func TestMediumProblems(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
-			o := h.options(TargetCoreOS, tc.medium(t))
+			o := h.options(target.CoreOS, tc.medium(t))
 			o.MediumTimeout = time.Minute
 			_, err := Run(context.Background(), o)
 			var se *StepError
@@ -112,7 +113,7 @@ func TestResume(t *testing.T) {
 	h.cmds.outputs["ip -o addr show"] = busyboxAddrShow
 	site := medium(t, "site.yaml", nil)
 	h.cmds.failOn = "hostname sno-0042"
-	_, err := Run(context.Background(), h.options(TargetCoreOS, site))
+	_, err := Run(context.Background(), h.options(target.CoreOS, site))
 	var se *StepError
 	if !errors.As(err, &se) || se.Step != "hostname" {
 		t.Fatalf("first run: %v", err)
@@ -122,7 +123,7 @@ func TestResume(t *testing.T) {
 	}
 
 	h.cmds.lines, h.rep.msgs = nil, nil
-	res, err := Run(context.Background(), h.options(TargetCoreOS, site))
+	res, err := Run(context.Background(), h.options(target.CoreOS, site))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +142,7 @@ func TestResume(t *testing.T) {
 	// Another site config: everything again.
 	h.cmds.lines = nil
 	other := medium(t, "site.yaml", func(sc *siteconfig.SiteConfig) { sc.Spec.Hostname = "sno-0043" })
-	res, err = Run(context.Background(), h.options(TargetCoreOS, other))
+	res, err = Run(context.Background(), h.options(target.CoreOS, other))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +163,7 @@ func TestResume(t *testing.T) {
 func TestMinimalSite(t *testing.T) {
 	h := newHarness(t)
 	h.cmds.outputs["ip -o addr show"] = ""
-	if _, err := Run(context.Background(), h.options(TargetCoreOS, medium(t, "dhcp.yaml", nil))); err != nil {
+	if _, err := Run(context.Background(), h.options(target.CoreOS, medium(t, "dhcp.yaml", nil))); err != nil {
 		t.Fatal(err)
 	}
 	for _, step := range []string{"dns", "ntp", "pull-secret", "mirrors", "ssh-keys"} {
@@ -178,7 +179,7 @@ func TestMinimalSite(t *testing.T) {
 }
 
 func TestOptionsRefused(t *testing.T) {
-	for _, o := range []Options{{Target: TargetCoreOS}, {Root: "/x", Target: "rhel"}} {
+	for _, o := range []Options{{Target: target.CoreOS}, {Root: "/x", Target: "rhel"}} {
 		if _, err := Run(context.Background(), o); err == nil {
 			t.Errorf("%+v accepted", o)
 		}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/opencontainers/go-digest"
+
+	"github.com/snofactory/snofactory/seeds/target"
 )
 
 // ManifestFile is the seed manifest's name inside a seed directory.
@@ -22,12 +24,10 @@ const (
 	ArtifactType      = "application/vnd.snofactory.seed.v1"
 )
 
-// Targets and firmware a seed can have.
+// Firmware a seed can boot with.
 const (
-	TargetCoreOS    = "coreos"
-	TargetOpenShift = "openshift"
-	FirmwareBIOS    = "bios"
-	FirmwareUEFI    = "uefi"
+	FirmwareBIOS = "bios"
+	FirmwareUEFI = "uefi"
 )
 
 // Disk formats and the compression each is stored with.
@@ -45,7 +45,7 @@ type Manifest struct {
 	// Name is the blueprint's metadata.name.
 	Name string `json:"name" jsonschema:"required,minLength=1,maxLength=63,pattern=^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"`
 	// Target is the installed system: coreos (the conformance OS) or openshift.
-	Target string `json:"target" jsonschema:"required,enum=coreos,enum=openshift"`
+	Target target.Target `json:"target" jsonschema:"required,enum=coreos,enum=openshift"`
 	// ReleaseVersion is the OpenShift release installed (required for openshift).
 	ReleaseVersion string `json:"releaseVersion,omitempty"`
 	// Firmware the seed boots with: bios or uefi.
@@ -137,13 +137,13 @@ func (m *Manifest) Validate() error {
 		bad("name", "%q is not a DNS-1123 label", m.Name)
 	}
 	switch m.Target {
-	case TargetCoreOS:
-	case TargetOpenShift:
+	case target.CoreOS:
+	case target.OpenShift:
 		if m.ReleaseVersion == "" {
-			bad("releaseVersion", "required for target %s", TargetOpenShift)
+			bad("releaseVersion", "required for target %s", target.OpenShift)
 		}
 	default:
-		bad("target", "%q is not %s or %s", m.Target, TargetCoreOS, TargetOpenShift)
+		bad("target", "%q is not %s or %s", m.Target, target.CoreOS, target.OpenShift)
 	}
 	if m.Firmware != FirmwareBIOS && m.Firmware != FirmwareUEFI {
 		bad("firmware", "%q is not %s or %s", m.Firmware, FirmwareBIOS, FirmwareUEFI)

@@ -8,6 +8,8 @@ import (
 
 	"github.com/invopop/jsonschema"
 	"github.com/opencontainers/go-digest"
+
+	"github.com/snofactory/snofactory/seeds/target"
 )
 
 //go:generate go test -run TestSchemaUpToDate . -args -update
@@ -50,8 +52,11 @@ func GenerateSchema(srcDir string) ([]byte, error) {
 // mapType gives digests their pattern; a new schema each call because the reflector writes
 // field descriptions into it.
 func mapType(t reflect.Type) *jsonschema.Schema {
-	if t == reflect.TypeOf(digest.Digest("")) {
+	switch t {
+	case reflect.TypeOf(digest.Digest("")):
 		return &jsonschema.Schema{Type: "string", Pattern: `^sha256:[a-f0-9]{64}$`}
+	case reflect.TypeOf(target.Target("")):
+		return &jsonschema.Schema{Type: "string"} // the field's enum tag lists the values
 	}
 	return nil
 }

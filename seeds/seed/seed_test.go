@@ -15,12 +15,13 @@ import (
 
 	"github.com/snofactory/snofactory/seeds/seed"
 	"github.com/snofactory/snofactory/seeds/seed/seedtest"
+	"github.com/snofactory/snofactory/seeds/target"
 )
 
 func valid() *seed.Manifest {
 	d := digest.FromString("x")
 	return &seed.Manifest{
-		SchemaVersion: seed.SchemaVersion, Name: "sno-1", Target: seed.TargetOpenShift, ReleaseVersion: "4.18.3",
+		SchemaVersion: seed.SchemaVersion, Name: "sno-1", Target: target.OpenShift, ReleaseVersion: "4.18.3",
 		Firmware: seed.FirmwareUEFI, BlueprintDigest: d, LockDigest: d, ReconfigurationAPIVersion: "snofactory.io/v1alpha1",
 		Created:    time.Date(2025, 1, 2, 3, 4, 5, 0, time.FixedZone("CET", 3600)),
 		Tools:      map[string]string{"snofactory": "v0.1.0", "qemu-img": "9.2.0"},
@@ -41,7 +42,7 @@ func TestValidate(t *testing.T) {
 		want   []string // every substring must appear; none means valid
 	}{
 		{"valid", func(*seed.Manifest) {}, nil},
-		{"coreos without release", func(m *seed.Manifest) { m.Target, m.ReleaseVersion = seed.TargetCoreOS, "" }, nil},
+		{"coreos without release", func(m *seed.Manifest) { m.Target, m.ReleaseVersion = target.CoreOS, "" }, nil},
 		{"no credentials", func(m *seed.Manifest) { m.Credentials = nil }, nil},
 		{"schema version", func(m *seed.Manifest) { m.SchemaVersion = 2 }, []string{"schemaVersion: 2 is not 1"}},
 		{"name", func(m *seed.Manifest) { m.Name = "Bad_Name" }, []string{`name: "Bad_Name" is not a DNS-1123 label`}},

@@ -7,11 +7,12 @@ import (
 	"time"
 
 	"github.com/snofactory/snofactory/seeds/agent"
+	"github.com/snofactory/snofactory/seeds/target"
 )
 
 // planFor is the ordered phases an install reports, by target type.
-func planFor(target string) []string {
-	if target == targetOpenShift {
+func planFor(t target.Target) []string {
+	if t == target.OpenShift {
 		return agent.OpenShiftInstallPhases()
 	}
 	return agent.InstallPhases()

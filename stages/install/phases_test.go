@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/snofactory/snofactory/seeds/agent"
+	"github.com/snofactory/snofactory/seeds/target"
 )
 
 func msg(phase string, status agent.Status, details ...string) agent.Message {
@@ -27,14 +28,14 @@ func TestTracker(t *testing.T) {
 		msg(agent.PhaseRebootedFromDisk, ok), msg(agent.PhaseUnits, ok), msg(agent.PhaseInstallComplete, ok)}
 	tests := []struct {
 		name     string
-		target   string
+		target   target.Target
 		msgs     []agent.Message
 		finished bool
 		wantErr  string
 		wantLog  string
 	}{
 		{name: "conformance install in order", target: "coreos", msgs: conformance, finished: true},
-		{name: "openshift install in order", target: targetOpenShift, finished: true, msgs: []agent.Message{
+		{name: "openshift install in order", target: target.OpenShift, finished: true, msgs: []agent.Message{
 			msg(agent.PhaseLiveBooted, ok), msg(agent.PhaseBootkubeDone, ok), msg(agent.PhaseWrittenToDisk, ok),
 			msg(agent.PhaseRebootedFromDisk, ok), msg(agent.PhaseImagesImported, ok), msg(agent.PhaseAPIUp, ok), msg(agent.PhaseBootstrapComplete, ok), msg(agent.PhaseInstallComplete, ok)}},
 		{name: "stops short", target: "coreos", msgs: conformance[:5]},

@@ -9,6 +9,7 @@ import (
 
 	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/seeds/agent"
+	"github.com/snofactory/snofactory/seeds/target"
 	"github.com/snofactory/snofactory/stages/internal/handoff"
 	"github.com/snofactory/snofactory/stages/vm"
 )
@@ -22,7 +23,6 @@ const version = "1"
 const DiskFile = "disk.qcow2"
 
 const (
-	targetOpenShift = "openshift"
 	// apiPort is the OpenShift API in the guest, forwarded to a free port on the host.
 	apiPort = 6443
 )
@@ -30,10 +30,10 @@ const (
 // Options is exactly what the stage reads. What shapes the installed disk is part of the
 // key; how fast the VM runs (accelerator, timeouts) is not.
 type Options struct {
-	// Target is the blueprint's target type (coreos or openshift): it picks the phases.
-	Target    string `json:"target"`
-	CPUs      int    `json:"cpus"`
-	MemoryMiB int    `json:"memoryMiB"`
+	// Target is the blueprint's target: it picks the phases.
+	Target    target.Target `json:"target"`
+	CPUs      int           `json:"cpus"`
+	MemoryMiB int           `json:"memoryMiB"`
 	// DiskSizeMiB is the target disk's size.
 	DiskSizeMiB int `json:"diskSizeMiB"`
 	// Firmware is bios or uefi.
@@ -149,7 +149,7 @@ func machineConfig(opts Options, in inputs, disk string, env *pipeline.Env) (vm.
 	if in.dataDisk != "" {
 		cfg.Disks = append(cfg.Disks, vm.Disk{Path: in.dataDisk, Format: "raw", ReadOnly: true, Serial: agent.PrecacheDiskSerial})
 	}
-	if opts.Target == targetOpenShift {
+	if opts.Target == target.OpenShift {
 		port, err := vm.FreePort()
 		if err != nil {
 			return cfg, err

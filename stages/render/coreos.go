@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/snofactory/snofactory/seeds/agent"
+	"github.com/snofactory/snofactory/seeds/target"
 	"github.com/snofactory/snofactory/stages/internal/handoff"
 )
 
@@ -69,7 +70,7 @@ WantedBy=multi-user.target
 			return err
 		}
 		if h.Variant == "openshift" {
-			return &ButaneError{Name: name, Err: fmt.Errorf("variant openshift makes MachineConfigs; a %s target takes a CoreOS variant such as fcos %s", TargetCoreOS, m.spec.fcos)}
+			return &ButaneError{Name: name, Err: fmt.Errorf("variant openshift makes MachineConfigs; a %s target takes a CoreOS variant such as fcos %s", target.CoreOS, m.spec.fcos)}
 		}
 		out, err := translate(name, src, false)
 		if err != nil {

@@ -6,33 +6,25 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/snofactory/snofactory/seeds/target"
 	"github.com/snofactory/snofactory/stages/internal/handoff"
 )
 
 // Name is the stage's name in a build graph.
 const Name = handoff.StageRender
 
-// Targets render knows.
-const (
-	// TargetOpenShift renders a single-node bootstrap-in-place install through openshift-install.
-	TargetOpenShift = "openshift"
-	// TargetCoreOS renders one Ignition config straight from Butane (the conformance OS).
-	TargetCoreOS = "coreos"
-)
-
 // Options is exactly what render reads. Its canonical JSON is part of the stage's cache key,
 // so it holds labels and values, never host paths or secrets: file contents are keyed through
 // HostFiles (which goes to pipeline.Stage.Files and is not serialized) and the pull secret and
 // SSH key come from the secrets channel.
 type Options struct {
-	// Target is TargetOpenShift or TargetCoreOS.
-	Target string `json:"target"`
+	Target target.Target `json:"target"`
 	// IgnitionVersion is the Ignition spec the coreos target's config is written in
 	// ("3.2.0" … "3.5.0"); the conformance OS's Debian ignition accepts at most 3.3.0.
 	// The openshift target takes the installer's version for config.ign and the Butane
 	// openshift variant's for MachineConfigs, so it ignores this field.
 	IgnitionVersion string `json:"ignitionVersion,omitempty"`
-	// OpenShift holds the cluster for TargetOpenShift.
+	// OpenShift holds the cluster for target.OpenShift.
 	OpenShift *OpenShift `json:"openshift,omitempty"`
 	// Relocation, when set, adds the relocatable-seed MachineConfigs (openshift only).
 	Relocation *Relocation `json:"relocation,omitempty"`
@@ -149,19 +141,19 @@ func (o Options) validate() error {
 	var errs []error
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
 	switch o.Target {
-	case TargetCoreOS:
+	case target.CoreOS:
 		if o.Relocation != nil {
-			bad("relocation: relocation MachineConfigs need the %s target", TargetOpenShift)
+			bad("relocation: relocation MachineConfigs need the %s target", target.OpenShift)
 		}
 		if o.WorkerIgnition {
-			bad("workerIgnition: day-2 worker configs need the %s target", TargetOpenShift)
+			bad("workerIgnition: day-2 worker configs need the %s target", target.OpenShift)
 		}
-	case TargetOpenShift:
+	case target.OpenShift:
 		if o.OpenShift == nil {
-			bad("openshift: required for the %s target", TargetOpenShift)
+			bad("openshift: required for the %s target", target.OpenShift)
 		}
 	default:
-		bad("target %q: want %q or %q", o.Target, TargetOpenShift, TargetCoreOS)
+		bad("target %q: want %q or %q", o.Target, target.OpenShift, target.CoreOS)
 	}
 	for i, f := range o.Fragments {
 		if f.File != "" && o.HostFiles[f.File] == "" {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/seeds/target"
 	"github.com/snofactory/snofactory/stages/internal/handoff"
 )
 
@@ -47,7 +48,7 @@ func New(opts Options) pipeline.Stage {
 			s.Files[f.File] = opts.HostFiles[f.File]
 		}
 	}
-	if opts.Target == TargetOpenShift {
+	if opts.Target == target.OpenShift {
 		// The bootstrap-in-place config carries the installer's 24 h certificates (kubelet
 		// signer, localhost serving cert): it must be used within a day of rendering. The
 		// margin leaves time for the live ISO, the install and its retries.
@@ -70,7 +71,7 @@ func New(opts Options) pipeline.Stage {
 			exec:    env.Exec,
 			useTool: env.UseTool,
 		}
-		if opts.FromResolve && opts.Target == TargetOpenShift {
+		if opts.FromResolve && opts.Target == target.OpenShift {
 			in, err := handoff.Read[handoff.Resolve](env, handoff.StageResolve)
 			if err != nil {
 				return err
@@ -136,9 +137,9 @@ func run(ctx context.Context, opts Options, env *runEnv) (*Report, error) {
 	}
 	var err error
 	switch opts.Target {
-	case TargetCoreOS:
+	case target.CoreOS:
 		err = renderCoreOS(ctx, opts, env, rep)
-	case TargetOpenShift:
+	case target.OpenShift:
 		err = renderOpenShift(ctx, opts, env, rep)
 	}
 	if err != nil {
@@ -169,8 +170,8 @@ func record(rep *Report) handoff.Render {
 
 // Report is render.json: what render produced, so later stages need not guess.
 type Report struct {
-	Target       string `json:"target"`
-	StageVersion string `json:"stageVersion"`
+	Target       target.Target `json:"target"`
+	StageVersion string        `json:"stageVersion"`
 	// Ignition maps "config" (and "worker") to the produced Ignition configs.
 	Ignition map[string]IgnitionFile `json:"ignition"`
 	// Manifests lists manifests/*.yaml.

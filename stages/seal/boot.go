@@ -12,7 +12,7 @@ import (
 
 	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/seeds/agent"
-	"github.com/snofactory/snofactory/seeds/seed"
+	"github.com/snofactory/snofactory/seeds/target"
 	"github.com/snofactory/snofactory/stages/vm"
 )
 
@@ -50,7 +50,7 @@ func sealDisk(ctx context.Context, opts Options, in inputs, req agent.SealReques
 	}
 	// An OpenShift node takes the agent that seals it off the precache data disk, as its
 	// install did, and keeps it for the reconfiguration at the site.
-	if req.Target == seed.TargetOpenShift && in.precache.Out.DataDisk != "" {
+	if req.Target == target.OpenShift && in.precache.Out.DataDisk != "" {
 		cfg.Disks = append(cfg.Disks, vm.Disk{Path: in.precache.Path(in.precache.Out.DataDisk), Format: "raw", ReadOnly: true, Serial: agent.PrecacheDiskSerial})
 	}
 	m, err := vm.StartManaged(ctx, cfg, acc, env.Log, env)
@@ -61,7 +61,7 @@ func sealDisk(ctx context.Context, opts Options, in inputs, req agent.SealReques
 	if timeout <= 0 {
 		timeout = 10 * time.Minute
 	}
-	if req.Target == seed.TargetOpenShift {
+	if req.Target == target.OpenShift {
 		// The node waits for its API and the MCO's rollout, and runs recert, before it reports.
 		timeout += cmp.Or(opts.ClusterTimeout, 30*time.Minute)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/snofactory/snofactory/seeds/agent"
 	"github.com/snofactory/snofactory/seeds/seed"
 	"github.com/snofactory/snofactory/seeds/seed/seedtest"
+	"github.com/snofactory/snofactory/seeds/target"
 	"github.com/snofactory/snofactory/stages/internal/handoff"
 	"github.com/snofactory/snofactory/stages/internal/lockfile"
 	"github.com/snofactory/snofactory/test/check"
@@ -133,7 +134,7 @@ func TestSealRequestImages(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name    string
-		target  string
+		target  target.Target
 		images  []lockfile.LockedImage
 		want    agent.SealRequest
 		wantErr string

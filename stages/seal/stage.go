@@ -13,6 +13,7 @@ import (
 	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/seeds/agent"
 	"github.com/snofactory/snofactory/seeds/seed"
+	"github.com/snofactory/snofactory/seeds/target"
 	"github.com/snofactory/snofactory/stages/internal/handoff"
 	"github.com/snofactory/snofactory/stages/internal/lockfile"
 	"github.com/snofactory/snofactory/stages/vm"
@@ -201,7 +202,7 @@ func sealRequest(opts Options, in inputs) (agent.SealRequest, error) {
 	if opts.SiteConfigTimeout > 0 {
 		req.SiteConfigTimeout = opts.SiteConfigTimeout.String()
 	}
-	if req.Target != seed.TargetOpenShift {
+	if req.Target != target.OpenShift {
 		return req, nil
 	}
 	req.RequiredFiles = opts.RelocationFiles

@@ -24,6 +24,7 @@ import (
 
 	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/seeds/agent"
+	"github.com/snofactory/snofactory/seeds/target"
 	"github.com/snofactory/snofactory/stages/internal/handoff"
 	"github.com/snofactory/snofactory/stages/internal/lockfile"
 )
@@ -420,7 +421,7 @@ func TestOpenShiftInputsFromRecords(t *testing.T) {
 	}
 	write(resolveDir, handoff.Resolve{Lock: lockfile.File})
 	os.WriteFile(filepath.Join(renderDir, "kubeconfig"), []byte("apiVersion: v1\n"), 0o600)
-	rec := handoff.Render{Target: targetOpenShift, Kubeconfig: "kubeconfig", RelocationMachineConfigs: relocationMCs(),
+	rec := handoff.Render{Target: target.OpenShift, Kubeconfig: "kubeconfig", RelocationMachineConfigs: relocationMCs(),
 		Configs: map[string]handoff.IgnitionConfig{handoff.ConfigNode: {Path: "config.ign"}, handoff.ConfigWorker: {Path: "worker.ign"}}}
 	write(renderDir, rec)
 	env := &pipeline.Env{Inputs: map[string]string{handoff.StageResolve: resolveDir, handoff.StageRender: renderDir}}

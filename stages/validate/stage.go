@@ -10,6 +10,7 @@ import (
 
 	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/seeds/agent"
+	"github.com/snofactory/snofactory/seeds/target"
 	"github.com/snofactory/snofactory/stages/internal/handoff"
 	"github.com/snofactory/snofactory/stages/internal/lockfile"
 	"github.com/snofactory/snofactory/stages/vm"
@@ -38,7 +39,6 @@ type StageOptions struct {
 }
 
 const (
-	targetOpenShift = "openshift"
 	// apiPort is the OpenShift API in the guest, forwarded to a free port on the host.
 	apiPort = 6443
 )
@@ -114,7 +114,7 @@ func readInputs(env *pipeline.Env) (stageInputs, error) {
 	if err != nil {
 		return in, err
 	}
-	if rd.Out.Target == targetOpenShift {
+	if rd.Out.Target == target.OpenShift {
 		in.eval.OpenShift, err = openshiftInputs(env, rd)
 		return in, err
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/snofactory/snofactory/seeds/ociseed"
 	"github.com/snofactory/snofactory/seeds/seed"
+	"github.com/snofactory/snofactory/seeds/target"
 	"github.com/snofactory/snofactory/test/registry"
 )
 
@@ -96,7 +97,7 @@ func writeBenchSeed(ctx context.Context, dir string) error {
 		return err
 	}
 	m := &seed.Manifest{
-		SchemaVersion: seed.SchemaVersion, Name: "bench", Target: seed.TargetCoreOS, Firmware: seed.FirmwareBIOS,
+		SchemaVersion: seed.SchemaVersion, Name: "bench", Target: target.CoreOS, Firmware: seed.FirmwareBIOS,
 		BlueprintDigest: d.RawDigest, LockDigest: d.RawDigest, ReconfigurationAPIVersion: "snofactory.io/v1alpha1",
 		Created: time.Unix(0, 0).UTC(), Tools: map[string]string{"bench": "1"}, Images: []seed.Image{}, Disks: []seed.Disk{d},
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/snofactory/snofactory/seeds/seed"
+	"github.com/snofactory/snofactory/seeds/target"
 )
 
 // Options shape the seed Write builds.
@@ -50,7 +51,7 @@ func Write(t testing.TB, dir string, o Options) *seed.Manifest {
 	m := &seed.Manifest{
 		SchemaVersion:             seed.SchemaVersion,
 		Name:                      "demo",
-		Target:                    seed.TargetCoreOS,
+		Target:                    target.CoreOS,
 		Firmware:                  seed.FirmwareBIOS,
 		BlueprintDigest:           digest.FromString("blueprint"),
 		LockDigest:                digest.FromString("lock"),

@@ -1,5 +1,7 @@
 package handoff
 
+import "github.com/snofactory/snofactory/seeds/target"
+
 // Resolve is the resolve stage's output: the lock that pins every input, and the files it
 // extracted from the release.
 type Resolve struct {
@@ -16,8 +18,8 @@ func (r Resolve) files() []File { return []File{r.Lock, r.Installer, r.ISO} }
 
 // Render is the render stage's output: the Ignition configs it produced.
 type Render struct {
-	// Target is the blueprint's target type (openshift or coreos).
-	Target string `json:"target"`
+	// Target is the blueprint's target.
+	Target target.Target `json:"target"`
 	// Configs maps a config's role to the config: ConfigNode always, ConfigWorker for a
 	// seed that takes day-2 workers.
 	Configs map[string]IgnitionConfig `json:"configs"`
@@ -89,8 +91,8 @@ type Install struct {
 	Format string `json:"format"`
 	// Firmware is what the disk boots with (bios or uefi).
 	Firmware string `json:"firmware"`
-	// Target is the blueprint's target type (coreos or openshift).
-	Target string `json:"target"`
+	// Target is the blueprint's target.
+	Target target.Target `json:"target"`
 }
 
 func (i Install) files() []File { return []File{i.Disk} }
