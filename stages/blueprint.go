@@ -9,7 +9,7 @@ import (
 
 	"github.com/snofactory/snofactory/blueprints/v1alpha1"
 	"github.com/snofactory/snofactory/pipeline"
-	"github.com/snofactory/snofactory/seeds/agent"
+	"github.com/snofactory/snofactory/seeds/agent/wire"
 	"github.com/snofactory/snofactory/seeds/siteconfig"
 	"github.com/snofactory/snofactory/seeds/target"
 	"github.com/snofactory/snofactory/stages/install"
@@ -122,10 +122,10 @@ func installOptions(bp *v1alpha1.Blueprint) install.Options {
 		Firmware:       v.Firmware,
 		Accelerator:    v.Accelerator,
 		DefaultTimeout: t.Install.D(),
-		Timeouts:       map[string]time.Duration{agent.PhaseLiveBooted: t.Boot.D()},
+		Timeouts:       map[string]time.Duration{wire.PhaseLiveBooted: t.Boot.D()},
 	}
 	if o.Target == target.OpenShift {
-		for _, p := range []string{agent.PhaseAPIUp, agent.PhaseBootstrapComplete, agent.PhaseInstallComplete} {
+		for _, p := range []string{wire.PhaseAPIUp, wire.PhaseBootstrapComplete, wire.PhaseInstallComplete} {
 			o.Timeouts[p] = t.Cluster.D()
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/snofactory/snofactory/seeds/agent"
+	"github.com/snofactory/snofactory/seeds/agent/wire"
 )
 
 // newAgentCommand is the on-node side of snofactory: the commands the factory VM (and
@@ -47,7 +48,7 @@ func newAgentReportCommand() *cobra.Command {
 			if len(d) == 0 {
 				d = nil
 			}
-			st := agent.Status(status)
+			st := wire.Status(status)
 			if !st.Valid() {
 				return badInput(fmt.Errorf("--status %q: want start, ok, failed or info", status))
 			}
@@ -63,14 +64,14 @@ func newAgentReportCommand() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&phase, "phase", "", "phase name, e.g. ignition-files or "+agent.PhaseBootComplete)
-	f.StringVar(&status, "status", string(agent.StatusInfo), "start, ok, failed or info")
+	f.StringVar(&phase, "phase", "", "phase name, e.g. ignition-files or "+wire.PhaseBootComplete)
+	f.StringVar(&status, "status", string(wire.StatusInfo), "start, ok, failed or info")
 	f.StringArrayVar(&details, "detail", nil, "key=value detail (repeatable)")
 	f.StringArrayVar(&detailFiles, "detail-file", nil, "key=path: send the file's sha256, size and (if short text) content (repeatable)")
 	f.StringVar(&ignitionConfig, "ignition-config", "", "describe every file this Ignition config writes (sha256, size, and the content of short files others may read; private files are withheld)")
-	f.StringVar(&logFile, "log", "", "send the last lines of this log file as the "+agent.DetailLog+" detail (for a failure)")
+	f.StringVar(&logFile, "log", "", "send the last lines of this log file as the "+wire.DetailLog+" detail (for a failure)")
 	f.StringVar(&filesRoot, "files-root", "/", "root the --ignition-config files were written under")
-	f.StringVar(&port, "port", "/dev/virtio-ports/"+agent.DefaultPortName, "virtio-serial port device or name")
+	f.StringVar(&port, "port", "/dev/virtio-ports/"+wire.DefaultPortName, "virtio-serial port device or name")
 	f.StringVar(&stateDir, "state-dir", agent.DefaultStateDir, "where the sequence counter lives (must be a tmpfs)")
 	f.DurationVar(&timeout, "timeout", 30*time.Second, "give up writing after this long")
 	_ = cmd.MarkFlagRequired("phase")
@@ -103,11 +104,11 @@ func reportDetails(details, detailFiles []string, logFile, ignitionConfig, files
 	}
 	if logFile != "" {
 		// A missing log still sends the report: the failure matters more than its log.
-		tail, err := agent.TailLines(logFile, agent.LogDetailLines, agent.MaxLogDetailBytes)
+		tail, err := agent.TailLines(logFile, wire.LogDetailLines, wire.MaxLogDetailBytes)
 		if err != nil {
 			tail = err.Error()
 		}
-		d[agent.DetailLog] = tail
+		d[wire.DetailLog] = tail
 	}
 	if ignitionConfig != "" {
 		fd, err := agent.IgnitionFileDetails(ignitionConfig, filesRoot)

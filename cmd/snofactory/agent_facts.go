@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/snofactory/snofactory/seeds/agent"
+	"github.com/snofactory/snofactory/seeds/agent/wire"
 )
 
 // newAgentFactsCommand gathers what the host's validation checks need from the booted
@@ -27,7 +28,7 @@ func newAgentFactsCommand() *cobra.Command {
 unit and user the Ignition config declares (modes, owners, sha256 of contents; never
 contents or keys), the images in containers-storage, bootstrap leftovers, the disk layout
 and free space, the clock and kubelet certificate lifetimes. It sends them as one
-"` + agent.PhaseFacts + `" report for the host's validation gate.`,
+"` + wire.PhaseFacts + `" report for the host's validation gate.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.Root == "" {
@@ -37,7 +38,7 @@ and free space, the clock and kubelet certificate lifetimes. It sends them as on
 			if err != nil {
 				return err
 			}
-			d, err := agent.FactsDetails(f)
+			d, err := wire.FactsDetails(f)
 			if err != nil {
 				return err
 			}
@@ -51,7 +52,7 @@ and free space, the clock and kubelet certificate lifetimes. It sends them as on
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
 			r := agent.Reporter{Port: port, StateDir: stateDir}
-			m, err := r.Report(ctx, agent.PhaseFacts, agent.StatusInfo, d)
+			m, err := r.Report(ctx, wire.PhaseFacts, wire.StatusInfo, d)
 			if err != nil {
 				return err
 			}
@@ -66,7 +67,7 @@ and free space, the clock and kubelet certificate lifetimes. It sends them as on
 	fl.StringVar(&o.GraphRoot, "storage", "", "containers-storage graph root to list images from (none: images are not reported)")
 	fl.StringVar(&o.RunRoot, "run-root", "/run/containers/storage", "containers-storage run root")
 	fl.StringVar(&o.Driver, "driver", "overlay", "storage driver: overlay on a node, vfs where overlay cannot mount")
-	fl.StringVar(&port, "port", "/dev/virtio-ports/"+agent.DefaultPortName, "virtio-serial port device or name")
+	fl.StringVar(&port, "port", "/dev/virtio-ports/"+wire.DefaultPortName, "virtio-serial port device or name")
 	fl.StringVar(&stateDir, "state-dir", agent.DefaultStateDir, "where the sequence counter lives (must be a tmpfs)")
 	fl.BoolVar(&printFacts, "print", false, "also print the facts as JSON on stdout")
 	fl.DurationVar(&timeout, "timeout", 30*time.Second, "give up writing after this long")

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/snofactory/snofactory/seeds/agent"
+	"github.com/snofactory/snofactory/seeds/agent/wire"
 	"github.com/snofactory/snofactory/seeds/reconfigure"
 	"github.com/snofactory/snofactory/seeds/siteconfig"
 	"github.com/snofactory/snofactory/seeds/steps"
@@ -38,9 +39,9 @@ infra ID, IP, hostname, the site's pull secret and kubeadmin password hash, cert
 re-signed from now on), kubelet, the API, the seed's mirror objects out, the manifests in,
 a new cluster ID, then the waits for ClusterVersion, every ClusterOperator and the Node, and
 the unit disabled. --dry-run prints that list with each command and what it changes.
-Each step is reported as "` + agent.PhaseReconfigureStep + `" and the outcome as "` + agent.PhaseReconfigured + `".
+Each step is reported as "` + wire.PhaseReconfigureStep + `" and the outcome as "` + wire.PhaseReconfigured + `".
 Progress is kept under the root, so a run cut short resumes; a missing or malformed medium
-applies nothing. The target defaults to the sealed seed's (` + agent.SealedFile + `).`,
+applies nothing. The target defaults to the sealed seed's (` + wire.SealedFile + `).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dryRun {
@@ -66,7 +67,7 @@ applies nothing. The target defaults to the sealed seed's (` + agent.SealedFile 
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&o.Root, "root", "/", "root of the installed system")
-	fl.Var(&o.Target, "target", target.Names()+" (default: the target in "+agent.SealedFile+" under --root)")
+	fl.Var(&o.Target, "target", target.Names()+" (default: the target in "+wire.SealedFile+" under --root)")
 	fl.StringVar(&o.Medium, "medium", "", "the site-config medium, an ISO image or device (default: look for the label "+siteconfig.VolumeLabel+")")
 	fl.StringArrayVar(&mediumGlobs, "medium-glob", reconfigure.DefaultMediumGlobs(), "where to look for the medium, in order (repeatable)")
 	fl.DurationVar(&o.MediumTimeout, "medium-timeout", reconfigure.DefaultMediumTimeout, "give up waiting for the medium after this long")
@@ -74,7 +75,7 @@ applies nothing. The target defaults to the sealed seed's (` + agent.SealedFile 
 	fl.StringVar(&o.StateDir, "progress-dir", "", "where progress is kept across reboots (default ROOT"+reconfigure.DefaultStateDir+")")
 	fl.StringVar(&o.OpenShift.RecertImage, "recert-image", "", "openshift: the pinned recert image (default: from ROOT"+reconfigure.ImagesFile+")")
 	fl.StringVar(&o.OpenShift.EtcdImage, "etcd-image", "", "openshift: the pinned etcd image recert edits through (default: from ROOT"+reconfigure.ImagesFile+")")
-	fl.StringVar(&port, "port", "/dev/virtio-ports/"+agent.DefaultPortName, "virtio-serial port device or name")
+	fl.StringVar(&port, "port", "/dev/virtio-ports/"+wire.DefaultPortName, "virtio-serial port device or name")
 	fl.StringVar(&seqDir, "state-dir", agent.DefaultStateDir, "where the report sequence counter lives (must be a tmpfs)")
 	fl.DurationVar(&timeout, "timeout", 3*time.Hour, "give up after this long")
 	fl.BoolVar(&dryRun, "dry-run", false, "print the steps the reconfiguration would take, in order, and touch nothing (needs --target)")
@@ -108,16 +109,16 @@ func reconfigurePlan(cmd *cobra.Command, o reconfigure.Options, siteConfig, outp
 // fromSealedRequest fills what the flags left unset from the request the seed was sealed
 // with: its target and how long to wait for the medium.
 func fromSealedRequest(o *reconfigure.Options, timeoutSet bool) error {
-	b, err := os.ReadFile(filepath.Join(o.Root, agent.SealedFile))
+	b, err := os.ReadFile(filepath.Join(o.Root, wire.SealedFile))
 	if err != nil {
 		if o.Target != "" {
 			return nil
 		}
 		return fmt.Errorf("no --target and no sealed seed under %s: %w", o.Root, err)
 	}
-	var req agent.SealRequest
+	var req wire.SealRequest
 	if err := json.Unmarshal(b, &req); err != nil {
-		return fmt.Errorf("reading %s: %w", agent.SealedFile, err)
+		return fmt.Errorf("reading %s: %w", wire.SealedFile, err)
 	}
 	if o.Target == "" {
 		o.Target = req.Target
@@ -125,7 +126,7 @@ func fromSealedRequest(o *reconfigure.Options, timeoutSet bool) error {
 	if !timeoutSet && req.SiteConfigTimeout != "" {
 		d, err := time.ParseDuration(req.SiteConfigTimeout)
 		if err != nil {
-			return fmt.Errorf("%s: siteConfigTimeout: %w", agent.SealedFile, err)
+			return fmt.Errorf("%s: siteConfigTimeout: %w", wire.SealedFile, err)
 		}
 		o.MediumTimeout = d
 	}

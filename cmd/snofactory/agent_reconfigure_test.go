@@ -8,7 +8,7 @@ import (
 
 	"github.com/kdomanski/iso9660"
 
-	"github.com/snofactory/snofactory/seeds/agent"
+	"github.com/snofactory/snofactory/seeds/agent/wire"
 	"github.com/snofactory/snofactory/seeds/siteconfig"
 )
 
@@ -61,12 +61,12 @@ func TestAgentReconfigureFailures(t *testing.T) {
 			}
 			pf, _ := os.Open(port)
 			defer pf.Close()
-			dec := agent.NewDecoder(pf)
-			var last agent.Message
+			dec := wire.NewDecoder(pf)
+			var last wire.Message
 			for m, err := dec.Next(); err == nil; m, err = dec.Next() {
 				last = m
 			}
-			if !last.Final() || last.Phase != agent.PhaseReconfigured || last.Status != agent.StatusFailed || last.Details["step"] != "medium" {
+			if !last.Final() || last.Phase != wire.PhaseReconfigured || last.Status != wire.StatusFailed || last.Details["step"] != "medium" {
 				t.Errorf("last message %+v", last)
 			}
 			if entries, _ := os.ReadDir(root); len(entries) != 0 {

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/snofactory/snofactory/seeds/agent"
+	"github.com/snofactory/snofactory/seeds/agent/wire"
 	"github.com/snofactory/snofactory/seeds/steps"
 	"github.com/snofactory/snofactory/seeds/target"
 )
@@ -29,11 +30,11 @@ func newAgentSealCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "seal --root DIR [--request DEVICE] | seal --dry-run --target openshift|coreos [-o json]",
 		Short: "Prepare the installed system for relocation, as the seal disk asks, and report each step",
-		Long: `seal reads the request on the seal disk (serial ` + agent.SealDiskSerial + `), clears per-node state,
+		Long: `seal reads the request on the seal disk (serial ` + wire.SealDiskSerial + `), clears per-node state,
 logs, the machine-id and SSH host keys, removes the build-time pull secret unless the
 request keeps it, on OpenShift stops and disables kubelet and CRI-O and enables the
-reconfiguration service, and marks the seed sealed (` + agent.SealedFile + `). It reports
-"` + agent.PhaseSealed + `" with each step, or failed with the error.
+reconfiguration service, and marks the seed sealed (` + wire.SealedFile + `). It reports
+"` + wire.PhaseSealed + `" with each step, or failed with the error.
 
 On OpenShift it follows lifecycle-agent's seed creation: it reads the seed's identity from
 the cluster's objects, replaces the build's pull secret through the API and waits for the
@@ -50,7 +51,7 @@ changes, and touches nothing.`,
 				if output != "json" && output != "text" {
 					return badInput(fmt.Errorf("-o %q: want text or json", output))
 				}
-				req := agent.SealRequest{Version: agent.SealRequestVersion, Target: kind}
+				req := wire.SealRequest{Version: wire.SealRequestVersion, Target: kind}
 				if kind.IsOpenShift() {
 					req.RecertImage, req.EtcdImage = "<recert image>", "<etcd image>"
 				}
@@ -61,7 +62,7 @@ changes, and touches nothing.`,
 				return badInput(fmt.Errorf("seal needs --root DIR: the installed system's root"))
 			}
 			if request == "" {
-				dev, err := diskBySerial(sys, agent.SealDiskSerial)
+				dev, err := diskBySerial(sys, wire.SealDiskSerial)
 				if err != nil {
 					return err
 				}
@@ -72,12 +73,12 @@ changes, and touches nothing.`,
 			defer cancel()
 			steps, err := sealFromRequest(ctx, root, bootDir, request)
 			if err != nil {
-				if _, rerr := r.Report(ctx, agent.PhaseSealed, agent.StatusFailed, map[string]string{agent.DetailError: err.Error()}); rerr != nil {
+				if _, rerr := r.Report(ctx, wire.PhaseSealed, wire.StatusFailed, map[string]string{wire.DetailError: err.Error()}); rerr != nil {
 					return fmt.Errorf("%w (and reporting it failed: %v)", err, rerr)
 				}
 				return err
 			}
-			if _, err := r.Report(ctx, agent.PhaseSealed, agent.StatusOK, agent.SealDetails(steps)); err != nil {
+			if _, err := r.Report(ctx, wire.PhaseSealed, wire.StatusOK, agent.SealDetails(steps)); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "sealed (%d steps)\n", len(steps))
@@ -87,9 +88,9 @@ changes, and touches nothing.`,
 	fl := cmd.Flags()
 	fl.StringVar(&root, "root", "", "root of the installed system")
 	fl.StringVar(&bootDir, "boot-dir", "", "boot directory whose ignition/config.ign (the first-boot config) goes (none by default)")
-	fl.StringVar(&request, "request", "", "the seal disk or a file holding the request (default: the disk with serial "+agent.SealDiskSerial+")")
+	fl.StringVar(&request, "request", "", "the seal disk or a file holding the request (default: the disk with serial "+wire.SealDiskSerial+")")
 	fl.StringVar(&sys, "sys", "/sys", "sysfs, where disks are found by serial")
-	fl.StringVar(&port, "port", "/dev/virtio-ports/"+agent.DefaultPortName, "virtio-serial port device or name")
+	fl.StringVar(&port, "port", "/dev/virtio-ports/"+wire.DefaultPortName, "virtio-serial port device or name")
 	fl.StringVar(&stateDir, "state-dir", agent.DefaultStateDir, "where the sequence counter lives (must be a tmpfs)")
 	fl.DurationVar(&timeout, "timeout", 45*time.Minute, "give up after this long")
 	fl.BoolVar(&dryRun, "dry-run", false, "print the steps the seal would take, in order, and touch nothing")
@@ -99,7 +100,7 @@ changes, and touches nothing.`,
 }
 
 func sealFromRequest(ctx context.Context, root, bootDir, request string) ([]agent.SealStep, error) {
-	req, err := agent.ReadSealRequest(request)
+	req, err := wire.ReadSealRequest(request)
 	if err != nil {
 		return nil, err
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/snofactory/snofactory/seeds/agent"
+	"github.com/snofactory/snofactory/seeds/agent/wire"
 )
 
 // report --log sends the end of a log as the log= detail: the last lines only.
@@ -22,18 +22,18 @@ func TestAgentReportLog(t *testing.T) {
 	os.WriteFile(port, nil, 0o644)
 	os.WriteFile(logFile, []byte(b.String()), 0o644)
 	code, _, stderr := runCLI("agent", "report", "--port", port, "--state-dir", filepath.Join(dir, "state"),
-		"--phase", agent.PhaseUnits, "--status", "failed", "--detail", "error=unit x failed", "--log", logFile)
+		"--phase", wire.PhaseUnits, "--status", "failed", "--detail", "error=unit x failed", "--log", logFile)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	f, _ := os.Open(port)
 	defer f.Close()
-	m, err := agent.NewDecoder(f).Next()
+	m, err := wire.NewDecoder(f).Next()
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := m.Details[agent.DetailLog]
-	if !strings.HasPrefix(log, "line 11\n") || !strings.HasSuffix(log, "line 50") || m.Details[agent.DetailError] != "unit x failed" {
+	log := m.Details[wire.DetailLog]
+	if !strings.HasPrefix(log, "line 11\n") || !strings.HasSuffix(log, "line 50") || m.Details[wire.DetailError] != "unit x failed" {
 		t.Errorf("details %q", m.Details)
 	}
 }

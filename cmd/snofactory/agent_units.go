@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/snofactory/snofactory/seeds/agent"
+	"github.com/snofactory/snofactory/seeds/agent/wire"
 )
 
 // newAgentRunUnitsCommand starts the enabled units of an installed root on a node without
@@ -46,7 +47,7 @@ the first unit whose command fails, after writing the tail of that unit's output
 				fmt.Fprintf(cmd.OutOrStdout(), "%s %s %s\n", res.Unit, res.Status, res.Log)
 			}
 			if runErr != nil && failureLog != "" && len(results) > 0 {
-				tail, err := agent.TailLines(results[len(results)-1].Log, agent.LogDetailLines, agent.MaxLogDetailBytes)
+				tail, err := agent.TailLines(results[len(results)-1].Log, wire.LogDetailLines, wire.MaxLogDetailBytes)
 				if err != nil {
 					tail = err.Error()
 				}

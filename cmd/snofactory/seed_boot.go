@@ -15,7 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/snofactory/snofactory/seeds/agent"
+	"github.com/snofactory/snofactory/seeds/agent/wire"
 	"github.com/snofactory/snofactory/seeds/ociseed"
 	"github.com/snofactory/snofactory/seeds/seed"
 	"github.com/snofactory/snofactory/stages/vm"
@@ -125,7 +125,7 @@ func bootSeed(ctx context.Context, dir, work string, forwards []vm.Forward, f se
 	}
 	cfg := vm.Config{
 		Name:       "seed",
-		Disks:      []vm.Disk{{Path: overlay, Format: "qcow2", Serial: agent.TargetDiskSerial, BootIndex: 1}},
+		Disks:      []vm.Disk{{Path: overlay, Format: "qcow2", Serial: wire.TargetDiskSerial, BootIndex: 1}},
 		CPUs:       f.cpus,
 		MemoryMiB:  f.memoryMiB,
 		Firmware:   vm.Firmware(m.Firmware),
@@ -183,8 +183,8 @@ func seedOverlay(ctx context.Context, dir string, m *seed.Manifest, overlay stri
 func followSeed(ctx context.Context, machine *vm.Machine, timeout time.Duration, console string, out io.Writer) error {
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	show := func(msg agent.Message) {
-		if msg.Phase != agent.PhaseReconfigureStep && msg.Phase != agent.PhaseReconfigured {
+	show := func(msg wire.Message) {
+		if msg.Phase != wire.PhaseReconfigureStep && msg.Phase != wire.PhaseReconfigured {
 			return
 		}
 		keys := make([]string, 0, len(msg.Details))
@@ -198,10 +198,10 @@ func followSeed(ctx context.Context, machine *vm.Machine, timeout time.Duration,
 		}
 		fmt.Fprintf(out, "  %-16s %-6s%s\n", msg.Phase, msg.Status, b.String())
 	}
-	if _, err := machine.WaitFinal(wctx, agent.PhaseReconfigured, show); err != nil {
+	if _, err := machine.WaitFinal(wctx, wire.PhaseReconfigured, show); err != nil {
 		return fmt.Errorf("the seed's reconfiguration: %w (console: %s)", err, console)
 	}
-	if _, err := machine.WaitFinal(wctx, agent.PhaseBootComplete, show); err != nil {
+	if _, err := machine.WaitFinal(wctx, wire.PhaseBootComplete, show); err != nil {
 		return fmt.Errorf("the reconfigured seed's boot: %w (console: %s)", err, console)
 	}
 	fmt.Fprintln(out, "Seed reconfigured and booted")

@@ -21,194 +21,8 @@ import (
 	"time"
 
 	"github.com/containers/storage"
-)
 
-// PhaseFacts is the phase of the one message that carries a Facts document (status info,
-// details {"facts": "<json>"}).
-const PhaseFacts = "facts"
-
-// FactsDetailKey is the details key holding the Facts JSON.
-const FactsDetailKey = "facts"
-
-// FactsVersion is the Facts document's format version.
-const FactsVersion = 1
-
-// Facts is what the guest observes about the installed system, for the host's validation
-// checks. It carries hashes and metadata, never file bodies or keys, so it fits one message.
-type Facts struct {
-	Version int `json:"v"`
-	// Time is the guest clock when gathering ended; the host compares it to its own.
-	Time time.Time `json:"time"`
-	// Root is the installed system's root directory as the guest saw it.
-	Root  string     `json:"root"`
-	Boot  BootFacts  `json:"boot"`
-	Files []FileFact `json:"files,omitempty"`
-	Units []UnitFact `json:"units,omitempty"`
-	Users []UserFact `json:"users,omitempty"`
-	// Images is nil when no containers-storage was inspected.
-	Images *ImageFacts `json:"images,omitempty"`
-	// Leftovers is every bootstrap leftover path looked for (see BootstrapLeftovers).
-	Leftovers []PathFact `json:"leftovers"`
-	Disk      DiskFacts  `json:"disk"`
-	Clock     ClockFacts `json:"clock"`
-	Certs     []CertFact `json:"certs,omitempty"`
-	// DNS are the cluster's names resolved on an OpenShift node (see DNSRecordsFile).
-	DNS []DNSFact `json:"dns,omitempty"`
-	// Truncated maps a list dropped in part to keep the message under MaxLineBytes to the
-	// number of entries it had.
-	Truncated map[string]int `json:"truncated,omitempty"`
-	// Errors are problems gathering facts that did not stop the gathering.
-	Errors []string `json:"errors,omitempty"`
-}
-
-// BootFacts says what the system booted from.
-type BootFacts struct {
-	Cmdline string `json:"cmdline"`
-	// RootLabel is the root=LABEL= (or snofactory.root=LABEL=) of the command line.
-	RootLabel string `json:"rootLabel,omitempty"`
-	// MountPoint, Source and FSType describe the mount that holds Root.
-	MountPoint string `json:"mountPoint"`
-	Source     string `json:"source"`
-	FSType     string `json:"fsType"`
-	// Live is true when Root lives on the live system (initramfs, ISO, loop or RAM
-	// device) rather than on an installed disk; LiveReason says why.
-	Live       bool   `json:"live"`
-	LiveReason string `json:"liveReason,omitempty"`
-}
-
-// Node kinds of FileFact.
-const (
-	KindFile      = "file"
-	KindDirectory = "directory"
-	KindLink      = "link"
-	KindOther     = "other"
-)
-
-// FileFact is one file, directory or link an Ignition config declares.
-type FileFact struct {
-	Path string `json:"path"`
-	// Declared is the kind the config declares; Kind is what is there ("" if missing).
-	Declared string `json:"declared"`
-	Exists   bool   `json:"exists"`
-	Kind     string `json:"kind,omitempty"`
-	// Mode holds the permission bits and setuid/setgid/sticky as in chmod (e.g. 0o4755).
-	Mode  uint32 `json:"mode"`
-	UID   int    `json:"uid"`
-	GID   int    `json:"gid"`
-	User  string `json:"user,omitempty"`
-	Group string `json:"group,omitempty"`
-	// SHA256 and Size of a regular file's content; Target of a symbolic link.
-	SHA256 string `json:"sha256,omitempty"`
-	Size   int64  `json:"size,omitempty"`
-	Target string `json:"target,omitempty"`
-	Error  string `json:"error,omitempty"`
-}
-
-// UnitFact is one systemd unit an Ignition config declares.
-type UnitFact struct {
-	Name    string `json:"name"`
-	Present bool   `json:"present"`
-	SHA256  string `json:"sha256,omitempty"`
-	// Enabled: a preset line enables it or a .wants directory links it; EnabledBy says which.
-	Enabled   bool   `json:"enabled"`
-	EnabledBy string `json:"enabledBy,omitempty"`
-	// Disabled: a preset line disables it.
-	Disabled bool         `json:"disabled,omitempty"`
-	Masked   bool         `json:"masked,omitempty"`
-	Dropins  []DropinFact `json:"dropins,omitempty"`
-}
-
-// DropinFact is one drop-in of a unit.
-type DropinFact struct {
-	Name    string `json:"name"`
-	Present bool   `json:"present"`
-	SHA256  string `json:"sha256,omitempty"`
-}
-
-// UserFact is one user an Ignition config declares.
-type UserFact struct {
-	Name    string `json:"name"`
-	Present bool   `json:"present"`
-	UID     int    `json:"uid,omitempty"`
-	Home    string `json:"home,omitempty"`
-	// AuthorizedKeys are SSHKeyHash of each key in ~/.ssh/authorized_keys and
-	// ~/.ssh/authorized_keys.d/*.
-	AuthorizedKeys []string `json:"authorizedKeys,omitempty"`
-}
-
-// ImageFacts is the content of a containers-storage.
-type ImageFacts struct {
-	GraphRoot string      `json:"graphRoot"`
-	Driver    string      `json:"driver"`
-	Images    []ImageFact `json:"images,omitempty"`
-	Error     string      `json:"error,omitempty"`
-}
-
-// ImageFact is one image in containers-storage.
-type ImageFact struct {
-	ID    string   `json:"id"`
-	Names []string `json:"names,omitempty"`
-	// Digest is the manifest digest; Digests every manifest digest the image is known by.
-	Digest  string   `json:"digest,omitempty"`
-	Digests []string `json:"digests,omitempty"`
-}
-
-// PathFact says whether one path exists.
-type PathFact struct {
-	Path   string `json:"path"`
-	Exists bool   `json:"exists"`
-	// What the path is, for the report, e.g. "bootstrap-in-place secrets".
-	What string `json:"what,omitempty"`
-}
-
-// DiskFacts is the disk layout under Root and its free space.
-type DiskFacts struct {
-	// Device is the block device holding Root, Disk the whole disk it is on.
-	Device     string          `json:"device,omitempty"`
-	Disk       string          `json:"disk,omitempty"`
-	DiskBytes  int64           `json:"diskBytes,omitempty"`
-	Partitions []PartitionFact `json:"partitions,omitempty"`
-	// Mounts are the mounts at or below Root's mount.
-	Mounts     []MountFact `json:"mounts,omitempty"`
-	TotalBytes uint64      `json:"totalBytes"`
-	FreeBytes  uint64      `json:"freeBytes"`
-}
-
-// PartitionFact is one partition of Disk.
-type PartitionFact struct {
-	Name   string `json:"name"`
-	Number int    `json:"number"`
-	Bytes  int64  `json:"bytes"`
-}
-
-// MountFact is one mount.
-type MountFact struct {
-	MountPoint string `json:"mountPoint"`
-	Source     string `json:"source"`
-	FSType     string `json:"fsType"`
-}
-
-// ClockFacts is about time keeping on the node.
-type ClockFacts struct {
-	// SyncConfigs are the NTP/chrony/timesyncd configuration files found under Root.
-	SyncConfigs []string `json:"syncConfigs,omitempty"`
-}
-
-// CertFact describes one certificate file of the node: the leaf's metadata only.
-type CertFact struct {
-	Name      string    `json:"name"`
-	Path      string    `json:"path"`
-	Subject   string    `json:"subject,omitempty"`
-	Issuer    string    `json:"issuer,omitempty"`
-	NotBefore time.Time `json:"notBefore,omitzero"`
-	NotAfter  time.Time `json:"notAfter,omitzero"`
-	Error     string    `json:"error,omitempty"`
-}
-
-// Kubelet certificates the facts describe, by name.
-const (
-	CertKubeletClient  = "kubelet-client"
-	CertKubeletServing = "kubelet-serving"
+	"github.com/snofactory/snofactory/seeds/agent/wire"
 )
 
 // FactsOptions says where to gather facts from.
@@ -231,7 +45,7 @@ type FactsOptions struct {
 
 // GatherFacts observes the installed system. Problems with single facts are recorded in
 // Facts.Errors; only an unreadable Ignition config or root is an error.
-func GatherFacts(ctx context.Context, o FactsOptions) (*Facts, error) {
+func GatherFacts(ctx context.Context, o FactsOptions) (*wire.Facts, error) {
 	root, err := filepath.Abs(o.Root)
 	if err != nil {
 		return nil, fmt.Errorf("facts root %s: %w", o.Root, err)
@@ -243,7 +57,7 @@ func GatherFacts(ctx context.Context, o FactsOptions) (*Facts, error) {
 	if o.BootDir == "" {
 		o.BootDir = filepath.Join(root, "boot")
 	}
-	f := &Facts{Version: FactsVersion, Root: root}
+	f := &wire.Facts{Version: wire.FactsVersion, Root: root}
 	if o.IgnitionConfig != "" {
 		decl, err := readDeclared(o.IgnitionConfig)
 		if err != nil {
@@ -349,25 +163,25 @@ func guestPath(root, p string) string {
 	return filepath.Join(root, filepath.Clean("/"+p))
 }
 
-func gatherFiles(root string, d *declared, ids ids) []FileFact {
-	var out []FileFact
+func gatherFiles(root string, d *declared, ids ids) []wire.FileFact {
+	var out []wire.FileFact
 	add := func(kind, p string) {
 		out = append(out, fileFact(root, kind, p, ids))
 	}
 	for _, f := range d.Storage.Directories {
-		add(KindDirectory, f.Path)
+		add(wire.KindDirectory, f.Path)
 	}
 	for _, f := range d.Storage.Files {
-		add(KindFile, f.Path)
+		add(wire.KindFile, f.Path)
 	}
 	for _, f := range d.Storage.Links {
-		add(KindLink, f.Path)
+		add(wire.KindLink, f.Path)
 	}
 	return out
 }
 
-func fileFact(root, kind, p string, ids ids) FileFact {
-	ff := FileFact{Path: p, Declared: kind}
+func fileFact(root, kind, p string, ids ids) wire.FileFact {
+	ff := wire.FileFact{Path: p, Declared: kind}
 	full := guestPath(root, p)
 	st, err := os.Lstat(full)
 	if err != nil {
@@ -384,19 +198,19 @@ func fileFact(root, kind, p string, ids ids) FileFact {
 	}
 	switch {
 	case st.Mode().IsRegular():
-		ff.Kind = KindFile
+		ff.Kind = wire.KindFile
 		sum, n, err := hashFile(full)
 		if err != nil {
 			ff.Error = err.Error()
 		}
 		ff.SHA256, ff.Size = sum, n
 	case st.IsDir():
-		ff.Kind = KindDirectory
+		ff.Kind = wire.KindDirectory
 	case st.Mode()&fs.ModeSymlink != 0:
-		ff.Kind = KindLink
+		ff.Kind = wire.KindLink
 		ff.Target, _ = os.Readlink(full)
 	default:
-		ff.Kind = KindOther
+		ff.Kind = wire.KindOther
 	}
 	return ff
 }
@@ -438,11 +252,11 @@ func gatherUnits(root string, units []struct {
 	Dropins []struct {
 		Name string `json:"name"`
 	} `json:"dropins"`
-}) []UnitFact {
+}) []wire.UnitFact {
 	presets := readPresets(root)
-	var out []UnitFact
+	var out []wire.UnitFact
 	for _, u := range units {
-		uf := UnitFact{Name: u.Name}
+		uf := wire.UnitFact{Name: u.Name}
 		full := guestPath(root, unitDir+"/"+u.Name)
 		if target, err := os.Readlink(full); err == nil && target == "/dev/null" {
 			uf.Masked = true
@@ -461,7 +275,7 @@ func gatherUnits(root string, units []struct {
 			}
 		}
 		for _, d := range u.Dropins {
-			df := DropinFact{Name: d.Name}
+			df := wire.DropinFact{Name: d.Name}
 			if sum, _, err := hashFile(guestPath(root, unitDir+"/"+u.Name+".d/"+d.Name)); err == nil {
 				df.Present, df.SHA256 = true, sum
 			}
@@ -514,14 +328,14 @@ func readPresets(root string) map[string]preset {
 func gatherUsers(root string, users []struct {
 	Name    string  `json:"name"`
 	HomeDir *string `json:"homeDir"`
-}) []UserFact {
+}) []wire.UserFact {
 	passwd := map[string][]string{}
 	for _, fields := range colonFile(filepath.Join(root, "/etc/passwd")) {
 		passwd[fields[0]] = fields
 	}
-	var out []UserFact
+	var out []wire.UserFact
 	for _, u := range users {
-		uf := UserFact{Name: u.Name}
+		uf := wire.UserFact{Name: u.Name}
 		fields, ok := passwd[u.Name]
 		if ok && len(fields) >= 6 {
 			uf.Present = true
@@ -554,7 +368,7 @@ func authorizedKeys(root, home string) []string {
 			continue
 		}
 		for _, line := range strings.Split(string(b), "\n") {
-			if h := SSHKeyHash(line); h != "" {
+			if h := wire.SSHKeyHash(line); h != "" {
 				out = append(out, h)
 			}
 		}
@@ -562,34 +376,13 @@ func authorizedKeys(root, home string) []string {
 	return out
 }
 
-// SSHKeyHash identifies an authorized_keys line by the sha256 of its key type and key
-// (options and comment ignored), so host and guest compare keys without shipping them.
-// It returns "" for blank or comment lines.
-func SSHKeyHash(line string) string {
-	fields := strings.Fields(line)
-	if len(fields) == 0 || strings.HasPrefix(fields[0], "#") {
-		return ""
-	}
-	// type base64 [comment], possibly after options: the type is the field before the
-	// longest base64 blob; types always start with ssh- or ecdsa- or sk-.
-	for i := 0; i+1 < len(fields); i++ {
-		t := fields[i]
-		if strings.HasPrefix(t, "ssh-") || strings.HasPrefix(t, "ecdsa-") || strings.HasPrefix(t, "sk-") {
-			sum := sha256.Sum256([]byte(t + " " + fields[i+1]))
-			return hex.EncodeToString(sum[:])
-		}
-	}
-	sum := sha256.Sum256([]byte(strings.Join(fields, " ")))
-	return hex.EncodeToString(sum[:])
-}
-
 // BootstrapLeftovers are the paths that must be gone from an installed node, relative to
 // Root unless they start with "boot:" (relative to BootDir). OpenShift's are those of
 // bootstrap-in-place (seed 003): the bootstrap control plane's secrets and configs and
 // bootkube's working files. The conformance OS's are its first-boot stamp (Ignition
 // would run again on the next boot) and an interrupted image import's scratch copy.
-func BootstrapLeftovers() []PathFact {
-	return []PathFact{
+func BootstrapLeftovers() []wire.PathFact {
+	return []wire.PathFact{
 		{Path: "/etc/kubernetes/bootstrap-secrets", What: "bootstrap control plane secrets"},
 		{Path: "/etc/kubernetes/bootstrap-configs", What: "bootstrap control plane configs"},
 		{Path: "/opt/openshift", What: "bootkube working directory"},
@@ -600,7 +393,7 @@ func BootstrapLeftovers() []PathFact {
 	}
 }
 
-func gatherLeftovers(o FactsOptions) []PathFact {
+func gatherLeftovers(o FactsOptions) []wire.PathFact {
 	out := BootstrapLeftovers()
 	for i, l := range out {
 		base, p := o.Root, l.Path
@@ -617,8 +410,8 @@ func gatherLeftovers(o FactsOptions) []PathFact {
 	return out
 }
 
-func gatherClock(root string) ClockFacts {
-	var c ClockFacts
+func gatherClock(root string) wire.ClockFacts {
+	var c wire.ClockFacts
 	// The files whose presence says the node keeps its clock in sync.
 	for _, p := range []string{"/etc/chrony.conf", "/etc/chrony/chrony.conf", "/etc/ntp.conf", "/etc/systemd/timesyncd.conf", "/etc/ntpd.conf"} {
 		if _, err := os.Stat(guestPath(root, p)); err == nil {
@@ -630,18 +423,18 @@ func gatherClock(root string) ClockFacts {
 
 // gatherCerts describes the kubelet's certificates. The files hold the private key as
 // well; only the certificate's metadata is read from them.
-func gatherCerts(root string) []CertFact {
-	var out []CertFact
+func gatherCerts(root string) []wire.CertFact {
+	var out []wire.CertFact
 	// The kubelet's current certificates (symlinks the kubelet rotates).
 	for _, c := range []struct{ name, path string }{
-		{CertKubeletClient, "/var/lib/kubelet/pki/kubelet-client-current.pem"},
-		{CertKubeletServing, "/var/lib/kubelet/pki/kubelet-server-current.pem"},
+		{wire.CertKubeletClient, "/var/lib/kubelet/pki/kubelet-client-current.pem"},
+		{wire.CertKubeletServing, "/var/lib/kubelet/pki/kubelet-server-current.pem"},
 	} {
 		b, err := os.ReadFile(guestPath(root, c.path))
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
-		cf := CertFact{Name: c.name, Path: c.path}
+		cf := wire.CertFact{Name: c.name, Path: c.path}
 		if err != nil {
 			cf.Error = err.Error()
 		} else if cert, err := firstCert(b); err != nil {
@@ -668,12 +461,12 @@ func firstCert(b []byte) (*x509.Certificate, error) {
 	}
 }
 
-func gatherImages(ctx context.Context, o FactsOptions) *ImageFacts {
+func gatherImages(ctx context.Context, o FactsOptions) *wire.ImageFacts {
 	driver := o.Driver
 	if driver == "" {
 		driver = "overlay"
 	}
-	out := &ImageFacts{GraphRoot: o.GraphRoot, Driver: driver}
+	out := &wire.ImageFacts{GraphRoot: o.GraphRoot, Driver: driver}
 	store, err := storage.GetStore(storage.StoreOptions{GraphRoot: o.GraphRoot, RunRoot: o.RunRoot, GraphDriverName: driver})
 	if err != nil {
 		out.Error = fmt.Sprintf("opening containers-storage at %s: %v", o.GraphRoot, err)
@@ -689,7 +482,7 @@ func gatherImages(ctx context.Context, o FactsOptions) *ImageFacts {
 		if ctx.Err() != nil {
 			break
 		}
-		f := ImageFact{ID: img.ID, Names: img.Names, Digest: img.Digest.String()}
+		f := wire.ImageFact{ID: img.ID, Names: img.Names, Digest: img.Digest.String()}
 		for _, d := range img.Digests {
 			f.Digests = append(f.Digests, d.String())
 		}
@@ -765,8 +558,8 @@ func liveFSType(t string) bool {
 	return false
 }
 
-func gatherBoot(o FactsOptions, mounts []mount, f *Facts) BootFacts {
-	var b BootFacts
+func gatherBoot(o FactsOptions, mounts []mount, f *wire.Facts) wire.BootFacts {
+	var b wire.BootFacts
 	raw, err := os.ReadFile(filepath.Join(o.SysRoot, "/proc/cmdline"))
 	if err != nil {
 		f.Errors = append(f.Errors, fmt.Sprintf("kernel command line: %v", err))
@@ -801,8 +594,8 @@ func gatherBoot(o FactsOptions, mounts []mount, f *Facts) BootFacts {
 	return b
 }
 
-func gatherDisk(o FactsOptions, mounts []mount, boot BootFacts, f *Facts) DiskFacts {
-	var d DiskFacts
+func gatherDisk(o FactsOptions, mounts []mount, boot wire.BootFacts, f *wire.Facts) wire.DiskFacts {
+	var d wire.DiskFacts
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(o.Root, &st); err != nil {
 		f.Errors = append(f.Errors, fmt.Sprintf("free space of %s: %v", o.Root, err))
@@ -812,7 +605,7 @@ func gatherDisk(o FactsOptions, mounts []mount, boot BootFacts, f *Facts) DiskFa
 	}
 	for _, m := range mounts {
 		if boot.MountPoint != "" && (m.point == boot.MountPoint || strings.HasPrefix(m.point, strings.TrimSuffix(boot.MountPoint, "/")+"/")) {
-			d.Mounts = append(d.Mounts, MountFact{MountPoint: m.point, Source: m.source, FSType: m.fstype})
+			d.Mounts = append(d.Mounts, wire.MountFact{MountPoint: m.point, Source: m.source, FSType: m.fstype})
 		}
 	}
 	if !strings.HasPrefix(boot.Source, "/dev/") {
@@ -834,7 +627,7 @@ func gatherDisk(o FactsOptions, mounts []mount, boot BootFacts, f *Facts) DiskFa
 	for _, p := range parts {
 		dir := filepath.Dir(p)
 		n, _ := strconv.Atoi(strings.TrimSpace(readString(p)))
-		d.Partitions = append(d.Partitions, PartitionFact{Name: filepath.Base(dir), Number: n, Bytes: sectors(filepath.Join(dir, "size"))})
+		d.Partitions = append(d.Partitions, wire.PartitionFact{Name: filepath.Base(dir), Number: n, Bytes: sectors(filepath.Join(dir, "size"))})
 	}
 	sort.Slice(d.Partitions, func(i, j int) bool { return d.Partitions[i].Number < d.Partitions[j].Number })
 	return d
@@ -849,88 +642,4 @@ func readString(p string) string {
 func sectors(p string) int64 {
 	n, _ := strconv.ParseInt(strings.TrimSpace(readString(p)), 10, 64)
 	return n * 512
-}
-
-// factsBudget is how much of a message the Facts JSON may take, escaped, leaving room for
-// the envelope.
-const factsBudget = MaxLineBytes - 8<<10
-
-// FactsDetails encodes f for a message's details, dropping the tail of its longest lists
-// (recorded in Truncated) until it fits one message.
-func FactsDetails(f *Facts) (map[string]string, error) {
-	g := *f
-	for {
-		b, err := json.Marshal(&g)
-		if err != nil {
-			return nil, fmt.Errorf("encoding facts: %w", err)
-		}
-		esc, err := json.Marshal(string(b))
-		if err != nil {
-			return nil, fmt.Errorf("encoding facts: %w", err)
-		}
-		if len(esc) <= factsBudget {
-			return map[string]string{FactsDetailKey: string(b)}, nil
-		}
-		if !g.shrink() {
-			return nil, fmt.Errorf("facts take %d bytes, more than one message carries (%d) even with every list cut", len(esc), factsBudget)
-		}
-	}
-}
-
-// shrink halves the longest list, recording its original length; false when nothing is
-// left to cut.
-func (f *Facts) shrink() bool {
-	lens := map[string]int{"files": len(f.Files), "units": len(f.Units), "users": len(f.Users)}
-	if f.Images != nil {
-		lens["images"] = len(f.Images.Images)
-	}
-	longest, n := "", 0
-	for _, k := range []string{"files", "images", "units", "users"} {
-		if lens[k] > n {
-			longest, n = k, lens[k]
-		}
-	}
-	if n == 0 {
-		return false
-	}
-	tr := map[string]int{}
-	for k, v := range f.Truncated {
-		tr[k] = v
-	}
-	if _, ok := tr[longest]; !ok {
-		tr[longest] = n
-	}
-	f.Truncated = tr
-	switch longest {
-	case "files":
-		f.Files = f.Files[:n/2]
-	case "units":
-		f.Units = f.Units[:n/2]
-	case "users":
-		f.Users = f.Users[:n/2]
-	case "images":
-		img := *f.Images
-		img.Images = img.Images[:n/2]
-		f.Images = &img
-	}
-	return true
-}
-
-// DecodeFacts reads the Facts a PhaseFacts message carries.
-func DecodeFacts(m Message) (*Facts, error) {
-	if m.Phase != PhaseFacts {
-		return nil, fmt.Errorf("agent message phase %q carries no facts (want %q)", m.Phase, PhaseFacts)
-	}
-	raw, ok := m.Details[FactsDetailKey]
-	if !ok {
-		return nil, fmt.Errorf("agent facts message (seq %d) has no %q detail", m.Seq, FactsDetailKey)
-	}
-	var f Facts
-	if err := json.Unmarshal([]byte(raw), &f); err != nil {
-		return nil, fmt.Errorf("agent facts (seq %d): %w", m.Seq, err)
-	}
-	if f.Version != FactsVersion {
-		return nil, fmt.Errorf("agent facts version %d, want %d", f.Version, FactsVersion)
-	}
-	return &f, nil
 }

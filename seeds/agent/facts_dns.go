@@ -9,28 +9,18 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/snofactory/snofactory/seeds/agent/wire"
 )
-
-// DNSRecordsFile is where the single-node dnsmasq configuration writes the cluster's
-// records (render's DNS MachineConfig, address=/NAME/IP lines).
-const DNSRecordsFile = "/etc/dnsmasq.d/single-node.conf"
-
-// DNSFact is one cluster name resolved on the node, against the address its record names.
-type DNSFact struct {
-	Name      string   `json:"name"`
-	Want      string   `json:"want"`
-	Addresses []string `json:"addresses,omitempty"`
-	Error     string   `json:"error,omitempty"`
-}
 
 // gatherDNS resolves, through the node's own resolver, one name of each record the
 // single-node dnsmasq serves (api, api-int, and a name under *.apps). Only on the running
 // system (root /): elsewhere the resolver is not the node's.
-func gatherDNS(ctx context.Context, root string) []DNSFact {
+func gatherDNS(ctx context.Context, root string) []wire.DNSFact {
 	if root != "/" {
 		return nil
 	}
-	f, err := os.Open(filepath.Join(root, DNSRecordsFile))
+	f, err := os.Open(filepath.Join(root, wire.DNSRecordsFile))
 	if err != nil {
 		return nil
 	}
@@ -39,8 +29,8 @@ func gatherDNS(ctx context.Context, root string) []DNSFact {
 }
 
 // dnsFacts resolves with lookup one name of each address=/NAME/IP record read from r.
-func dnsFacts(ctx context.Context, r io.Reader, lookup func(ctx context.Context, host string) ([]string, error)) []DNSFact {
-	var out []DNSFact
+func dnsFacts(ctx context.Context, r io.Reader, lookup func(ctx context.Context, host string) ([]string, error)) []wire.DNSFact {
+	var out []wire.DNSFact
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		v, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "address=/")
@@ -54,7 +44,7 @@ func dnsFacts(ctx context.Context, r io.Reader, lookup func(ctx context.Context,
 		if strings.HasPrefix(name, "apps.") {
 			name = "console-openshift-console." + name // any name under *.apps
 		}
-		fact := DNSFact{Name: name, Want: ip}
+		fact := wire.DNSFact{Name: name, Want: ip}
 		lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		addrs, err := lookup(lctx, name)
 		cancel()

@@ -26,6 +26,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/snofactory/snofactory/seeds/agent/wire"
 	"github.com/snofactory/snofactory/seeds/imports"
 )
 
@@ -157,23 +158,23 @@ func TestGatherFacts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files := map[string]FileFact{}
+	files := map[string]wire.FileFact{}
 	for _, ff := range f.Files {
 		files[ff.Path] = ff
 	}
-	wantFiles := []FileFact{
-		{Path: "/etc/motd", Declared: KindFile, Exists: true, Kind: KindFile, Mode: 0o644, UID: 1000, GID: 1000, User: "core", Group: "core", SHA256: sha("hello"), Size: 5},
-		{Path: "/usr/local/bin/tool", Declared: KindFile, Exists: true, Kind: KindFile, Mode: 0o750, User: "root", Group: "root", SHA256: sha("#!/bin/sh\n"), Size: 10},
-		{Path: "/etc/missing", Declared: KindFile},
-		{Path: "/var/lib/app", Declared: KindDirectory, Exists: true, Kind: KindDirectory, Mode: 0o700, User: "root", Group: "root"},
-		{Path: "/etc/localtime", Declared: KindLink, Exists: true, Kind: KindLink, Mode: 0o777, User: "root", Group: "root", Target: "/usr/share/zoneinfo/UTC"},
+	wantFiles := []wire.FileFact{
+		{Path: "/etc/motd", Declared: wire.KindFile, Exists: true, Kind: wire.KindFile, Mode: 0o644, UID: 1000, GID: 1000, User: "core", Group: "core", SHA256: sha("hello"), Size: 5},
+		{Path: "/usr/local/bin/tool", Declared: wire.KindFile, Exists: true, Kind: wire.KindFile, Mode: 0o750, User: "root", Group: "root", SHA256: sha("#!/bin/sh\n"), Size: 10},
+		{Path: "/etc/missing", Declared: wire.KindFile},
+		{Path: "/var/lib/app", Declared: wire.KindDirectory, Exists: true, Kind: wire.KindDirectory, Mode: 0o700, User: "root", Group: "root"},
+		{Path: "/etc/localtime", Declared: wire.KindLink, Exists: true, Kind: wire.KindLink, Mode: 0o777, User: "root", Group: "root", Target: "/usr/share/zoneinfo/UTC"},
 	}
 	for _, want := range wantFiles {
 		if got := files[want.Path]; got != want {
 			t.Errorf("file %s:\n got %+v\nwant %+v", want.Path, got, want)
 		}
 	}
-	units := map[string]UnitFact{}
+	units := map[string]wire.UnitFact{}
 	for _, u := range f.Units {
 		units[u.Name] = u
 	}
@@ -198,7 +199,7 @@ func TestGatherFacts(t *testing.T) {
 		t.Errorf("app.service drop-ins: %+v", d)
 	}
 	if len(f.Users) != 2 || !f.Users[0].Present || f.Users[0].UID != 1000 || f.Users[1].Present ||
-		len(f.Users[0].AuthorizedKeys) != 1 || f.Users[0].AuthorizedKeys[0] != SSHKeyHash("ssh-ed25519 AAAAkey other-comment") {
+		len(f.Users[0].AuthorizedKeys) != 1 || f.Users[0].AuthorizedKeys[0] != wire.SSHKeyHash("ssh-ed25519 AAAAkey other-comment") {
 		t.Errorf("users: %+v", f.Users)
 	}
 	b := f.Boot
@@ -206,7 +207,7 @@ func TestGatherFacts(t *testing.T) {
 		t.Errorf("boot: %+v", b)
 	}
 	d := f.Disk
-	if d.Disk != "/dev/vda" || d.DiskBytes != 16777216*512 || len(d.Partitions) != 1 || d.Partitions[0] != (PartitionFact{"vda1", 1, 16775168 * 512}) || d.FreeBytes == 0 || d.TotalBytes < d.FreeBytes {
+	if d.Disk != "/dev/vda" || d.DiskBytes != 16777216*512 || len(d.Partitions) != 1 || d.Partitions[0] != (wire.PartitionFact{Name: "vda1", Number: 1, Bytes: 16775168 * 512}) || d.FreeBytes == 0 || d.TotalBytes < d.FreeBytes {
 		t.Errorf("disk: %+v", d)
 	}
 	leftovers := map[string]bool{}
@@ -219,7 +220,7 @@ func TestGatherFacts(t *testing.T) {
 	if len(f.Clock.SyncConfigs) != 1 || f.Clock.SyncConfigs[0] != "/etc/chrony.conf" {
 		t.Errorf("clock: %+v", f.Clock)
 	}
-	if len(f.Certs) != 1 || f.Certs[0].Name != CertKubeletClient || f.Certs[0].NotAfter.Sub(f.Certs[0].NotBefore) != 30*24*time.Hour ||
+	if len(f.Certs) != 1 || f.Certs[0].Name != wire.CertKubeletClient || f.Certs[0].NotAfter.Sub(f.Certs[0].NotBefore) != 30*24*time.Hour ||
 		!strings.Contains(f.Certs[0].Subject, "system:node:sno") {
 		t.Errorf("certs: %+v", f.Certs)
 	}
@@ -306,17 +307,17 @@ func TestFactsMessage(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := &Facts{Version: FactsVersion, Time: time.Unix(1700000000, 0).UTC()}
+			f := &wire.Facts{Version: wire.FactsVersion, Time: time.Unix(1700000000, 0).UTC()}
 			for i := range tt.files {
-				f.Files = append(f.Files, FileFact{Path: fmt.Sprintf("/etc/some/long/directory/name/file-%05d.conf", i), Declared: KindFile, Exists: true, SHA256: sha(fmt.Sprint(i))})
+				f.Files = append(f.Files, wire.FileFact{Path: fmt.Sprintf("/etc/some/long/directory/name/file-%05d.conf", i), Declared: wire.KindFile, Exists: true, SHA256: sha(fmt.Sprint(i))})
 			}
-			d, err := FactsDetails(f)
+			d, err := wire.FactsDetails(f)
 			if err != nil {
 				t.Fatal(err)
 			}
 			sysRoot, port := fakeNode(t)
 			r := Reporter{Port: port, StateDir: t.TempDir(), SysRoot: sysRoot}
-			if _, err := r.Report(context.Background(), PhaseFacts, StatusInfo, d); err != nil {
+			if _, err := r.Report(context.Background(), wire.PhaseFacts, wire.StatusInfo, d); err != nil {
 				t.Fatal(err)
 			}
 			fh, err := os.Open(port)
@@ -324,11 +325,11 @@ func TestFactsMessage(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer fh.Close()
-			m, err := NewDecoder(fh).Next()
+			m, err := wire.NewDecoder(fh).Next()
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := DecodeFacts(m)
+			got, err := wire.DecodeFacts(m)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -342,43 +343,5 @@ func TestFactsMessage(t *testing.T) {
 				t.Errorf("got %d of %d files after truncation", len(got.Files), tt.files)
 			}
 		})
-	}
-}
-
-func TestDecodeFactsRejects(t *testing.T) {
-	tests := []struct {
-		name string
-		m    Message
-	}{
-		{"wrong phase", Message{Phase: "init", Details: map[string]string{"facts": "{}"}}},
-		{"no detail", Message{Phase: PhaseFacts}},
-		{"bad json", Message{Phase: PhaseFacts, Details: map[string]string{"facts": "{"}}},
-		{"other version", Message{Phase: PhaseFacts, Details: map[string]string{"facts": `{"v":2}`}}},
-	}
-	for _, tt := range tests {
-		if _, err := DecodeFacts(tt.m); err == nil {
-			t.Errorf("%s: accepted", tt.name)
-		}
-	}
-}
-
-func TestSSHKeyHash(t *testing.T) {
-	base := SSHKeyHash("ssh-ed25519 AAAAkey")
-	tests := []struct {
-		line string
-		same bool
-	}{
-		{"ssh-ed25519 AAAAkey comment here", true},
-		{`no-pty,command="x" ssh-ed25519 AAAAkey c`, true},
-		{"ssh-ed25519 AAAAother", false},
-		{"ssh-rsa AAAAkey", false},
-	}
-	for _, tt := range tests {
-		if got := SSHKeyHash(tt.line) == base; got != tt.same {
-			t.Errorf("SSHKeyHash(%q) same as base = %v, want %v", tt.line, got, tt.same)
-		}
-	}
-	if SSHKeyHash("# comment") != "" || SSHKeyHash("  ") != "" {
-		t.Error("comment or blank line hashed")
 	}
 }

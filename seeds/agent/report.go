@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"github.com/snofactory/snofactory/seeds/agent/wire"
 )
 
 // Reporter sends messages from the guest. Each `snofactory agent report` is its own
@@ -35,24 +37,24 @@ type Reporter struct {
 const DefaultStateDir = "/run/snofactory-agent"
 
 // Report sends one message with the next sequence number and returns it.
-func (r Reporter) Report(ctx context.Context, phase string, status Status, details map[string]string) (Message, error) {
+func (r Reporter) Report(ctx context.Context, phase string, status wire.Status, details map[string]string) (wire.Message, error) {
 	now := time.Now
 	if r.Now != nil {
 		now = r.Now
 	}
 	boot, err := r.bootID()
 	if err != nil {
-		return Message{}, err
+		return wire.Message{}, err
 	}
-	m := Message{Version: ProtocolVersion, Boot: boot, Time: now().UTC(), Uptime: r.uptime(), Phase: phase, Status: status, Details: details}
+	m := wire.Message{Version: wire.ProtocolVersion, Boot: boot, Time: now().UTC(), Uptime: r.uptime(), Phase: phase, Status: status, Details: details}
 	// Check before taking a sequence number so a typo does not leave a gap.
 	m.Seq = 1
 	if err := m.Validate(); err != nil {
-		return Message{}, fmt.Errorf("report phase %q: %w", phase, err)
+		return wire.Message{}, fmt.Errorf("report phase %q: %w", phase, err)
 	}
 	port, err := ResolvePort(r.Port, r.SysRoot)
 	if err != nil {
-		return Message{}, err
+		return wire.Message{}, err
 	}
 	stateDir := r.StateDir
 	if stateDir == "" {
@@ -62,23 +64,23 @@ func (r Reporter) Report(ctx context.Context, phase string, status Status, detai
 	// cannot interleave their sequence numbers on the port.
 	unlock, seq, err := nextSeq(stateDir)
 	if err != nil {
-		return Message{}, err
+		return wire.Message{}, err
 	}
 	defer unlock()
 	m.Seq = seq
 	f, err := os.OpenFile(port, os.O_WRONLY|os.O_APPEND, 0) // append: harmless on a device, right for a log file
 	if err != nil {
-		return Message{}, fmt.Errorf("open agent port: %w", err)
+		return wire.Message{}, fmt.Errorf("open agent port: %w", err)
 	}
 	defer f.Close()
 	if dl, ok := ctx.Deadline(); ok {
 		_ = f.SetWriteDeadline(dl) // not every device supports deadlines; best effort
 	}
-	if err := Encode(f, m); err != nil {
-		return Message{}, fmt.Errorf("report to %s: %w", port, err)
+	if err := wire.Encode(f, m); err != nil {
+		return wire.Message{}, fmt.Errorf("report to %s: %w", port, err)
 	}
 	if err := f.Close(); err != nil {
-		return Message{}, fmt.Errorf("close agent port %s: %w", port, err)
+		return wire.Message{}, fmt.Errorf("close agent port %s: %w", port, err)
 	}
 	return m, nil
 }
@@ -139,7 +141,7 @@ func nextSeq(dir string) (unlock func(), seq uint64, err error) {
 // not run, so a missing one (or a bare NAME) is looked up in /sys/class/virtio-ports.
 func ResolvePort(port, sysRoot string) (string, error) {
 	if port == "" {
-		port = "/dev/virtio-ports/" + DefaultPortName
+		port = "/dev/virtio-ports/" + wire.DefaultPortName
 	}
 	if strings.Contains(port, "/") {
 		if _, err := os.Stat(port); err == nil {
@@ -162,9 +164,6 @@ func ResolvePort(port, sysRoot string) (string, error) {
 	return "", fmt.Errorf("virtio port %s not found (is the virtio_console module loaded and the port attached?)", name)
 }
 
-// MaxDetailFileBytes bounds how much of a file FileDetails copies into a message.
-const MaxDetailFileBytes = 4 << 10
-
 // FileDetails describes the file at path for a report: key.sha256 and key.size always,
 // and key itself (the content) when it is short UTF-8 text.
 func FileDetails(key, path string) (map[string]string, error) {
@@ -182,7 +181,7 @@ func fileDetails(key, path string, withContent bool) (map[string]string, error) 
 		key + ".sha256": hex.EncodeToString(sum[:]),
 		key + ".size":   strconv.Itoa(len(b)),
 	}
-	if withContent && len(b) <= MaxDetailFileBytes && utf8.Valid(b) {
+	if withContent && len(b) <= wire.MaxDetailFileBytes && utf8.Valid(b) {
 		d[key] = string(b)
 	}
 	return d, nil

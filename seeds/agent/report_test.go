@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/snofactory/snofactory/seeds/agent/wire"
 )
 
 // fakeNode lays out the /proc and /sys files the reporter reads, and a regular file
@@ -27,7 +29,7 @@ func fakeNode(t *testing.T) (sysRoot, port string) {
 		}
 	}
 	write("proc/sys/kernel/random/boot_id", "0b1d\n")
-	write("sys/class/virtio-ports/vport2p1/name", DefaultPortName+"\n")
+	write("sys/class/virtio-ports/vport2p1/name", wire.DefaultPortName+"\n")
 	write("sys/class/virtio-ports/vport2p2/name", "other\n")
 	port = filepath.Join(root, "port")
 	write("port", "")
@@ -43,7 +45,7 @@ func TestReporterSequencesConcurrentReports(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := r.Report(context.Background(), "phase", StatusInfo, map[string]string{"k": "v"}); err != nil {
+			if _, err := r.Report(context.Background(), "phase", wire.StatusInfo, map[string]string{"k": "v"}); err != nil {
 				t.Error(err)
 			}
 		}()
@@ -54,7 +56,7 @@ func TestReporterSequencesConcurrentReports(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	d := NewDecoder(f)
+	d := wire.NewDecoder(f)
 	for want := uint64(1); want <= n; want++ {
 		m, err := d.Next()
 		if err != nil {
@@ -73,7 +75,7 @@ func TestResolvePort(t *testing.T) {
 		wantErr  bool
 	}{
 		{port, port, false},
-		{"/dev/virtio-ports/" + DefaultPortName, "/dev/vport2p1", false},
+		{"/dev/virtio-ports/" + wire.DefaultPortName, "/dev/vport2p1", false},
 		{"other", "/dev/vport2p2", false},
 		{"", "/dev/vport2p1", false},
 		{"/dev/virtio-ports/missing", "", true},
@@ -163,7 +165,7 @@ func TestIgnitionFileDetails(t *testing.T) {
 		t.Errorf("a missing file is not reported: %v", d)
 	}
 	// the whole message still fits the protocol
-	m := Message{Version: ProtocolVersion, Boot: "b", Seq: 1, Phase: "ignition", Status: StatusOK, Details: d}
+	m := wire.Message{Version: wire.ProtocolVersion, Boot: "b", Seq: 1, Phase: "ignition", Status: wire.StatusOK, Details: d}
 	if err := m.Validate(); err != nil {
 		t.Fatal(err)
 	}

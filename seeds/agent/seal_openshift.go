@@ -20,6 +20,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 	"gopkg.in/yaml.v3"
 
+	"github.com/snofactory/snofactory/seeds/agent/wire"
 	"github.com/snofactory/snofactory/seeds/recert"
 	"github.com/snofactory/snofactory/seeds/seedinfo"
 	"github.com/snofactory/snofactory/seeds/steps"
@@ -35,11 +36,10 @@ const (
 	// RecertSeedSummary is the seed-time recert's clean summary, which ships in the seed as
 	// the proof recert handled this cluster (lifecycle-agent's path).
 	RecertSeedSummary = "/etc/kubernetes/recert-seed-creation-summary.yaml"
-	// ReconfigureUnitName is the site's reconfiguration service. The seal installs it under
+	// ReconfigureUnitPath is where the seal installs the reconfiguration service: under
 	// /etc/systemd/system itself, outside every MachineConfig, so the machine-config daemon
 	// never sees it as drift; the hook disables it once it succeeded.
-	ReconfigureUnitName = "snofactory-reconfigure.service"
-	ReconfigureUnitPath = "/etc/systemd/system/" + ReconfigureUnitName
+	ReconfigureUnitPath = "/etc/systemd/system/" + wire.ReconfigureUnitName
 	// ReconfiguredFile marks a finished site reconfiguration (the unit's condition).
 	ReconfiguredFile = "/var/lib/snofactory/reconfigured"
 	// AgentPath is where the seal installs the agent the site's hook runs.
@@ -271,12 +271,12 @@ func (s Sealer) seedRecertActions(configPath string, hasKubeadmin *bool) []sealA
 
 // reconfigureUnitActions install the site's hook outside every MachineConfig and enable it.
 func (s Sealer) reconfigureUnitActions() []sealAction {
-	enable := []string{"systemctl", "enable", ReconfigureUnitName}
+	enable := []string{"systemctl", "enable", wire.ReconfigureUnitName}
 	return []sealAction{
 		{steps.Step{Name: "reconfigure-unit", Changes: []string{ReconfigureUnitPath}, Detail: "written outside MachineConfigs, so the MCD sees no drift"}, func(context.Context) (string, error) {
 			return ReconfigureUnitPath, writeFileMode(s.under(ReconfigureUnitPath), []byte(ReconfigureUnit), 0o644)
 		}},
-		s.cmd("reconfigure-enable", "the site's first boot runs it", []string{"/etc/systemd/system/multi-user.target.wants/" + ReconfigureUnitName}, enable...),
+		s.cmd("reconfigure-enable", "the site's first boot runs it", []string{"/etc/systemd/system/multi-user.target.wants/" + wire.ReconfigureUnitName}, enable...),
 	}
 }
 

@@ -24,6 +24,7 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/snofactory/snofactory/seeds/agent/wire"
 	"github.com/snofactory/snofactory/seeds/seedinfo"
 	"github.com/snofactory/snofactory/seeds/steps"
 )
@@ -206,7 +207,7 @@ func routerCA(t *testing.T) []byte {
 
 func (n *sealNode) sealer() Sealer {
 	return Sealer{Root: n.root, Run: n.run, Clock: &fakeClock{now: time.Unix(1_800_000_000, 0)},
-		Request: SealRequest{Version: 1, Target: "openshift", RecertImage: recertImageForTst, EtcdImage: etcdImageForTst,
+		Request: wire.SealRequest{Version: 1, Target: "openshift", RecertImage: recertImageForTst, EtcdImage: etcdImageForTst,
 			RequiredFiles: []string{"/etc/default/nodeip-configuration"}}}
 }
 
@@ -397,7 +398,7 @@ func TestSealOpenShiftKeepsPullSecret(t *testing.T) {
 
 // The dry run needs no node: it lists the upstream order with each step's command.
 func TestSealPlanOpenShift(t *testing.T) {
-	plan := Sealer{Request: SealRequest{Version: 1, Target: "openshift", RecertImage: "<recert image>", EtcdImage: "<etcd image>"}}.Plan()
+	plan := Sealer{Request: wire.SealRequest{Version: 1, Target: "openshift", RecertImage: "<recert image>", EtcdImage: "<etcd image>"}}.Plan()
 	got := planNames(plan)
 	want := []string{"relocation-config", "api", "read-cluster", "read-node", "seed-identity", "pull-secret-placeholder",
 		"pull-secret-rollout", "old-rendered-configs", "kubelet-stop", "kubelet-disable", "crio-active", "containers-stop",

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/seeds/agent/wire"
 	"github.com/snofactory/snofactory/seeds/steps"
 )
 
@@ -83,7 +84,7 @@ type Sealer struct {
 	Root string
 	// BootDir is the boot directory whose ignition/config.ign goes ("" for none).
 	BootDir string
-	Request SealRequest
+	Request wire.SealRequest
 	// Run runs commands (default ExecRunner); Clock paces the waits (default RealClock).
 	Run   Runner
 	Clock Clock
@@ -165,7 +166,7 @@ func (s Sealer) Seal(ctx context.Context) ([]SealStep, error) {
 }
 
 // Seal seals the installed system under root with the real commands and clock.
-func Seal(ctx context.Context, root, bootDir string, req SealRequest, run Runner) ([]SealStep, error) {
+func Seal(ctx context.Context, root, bootDir string, req wire.SealRequest, run Runner) ([]SealStep, error) {
 	return Sealer{Root: root, BootDir: bootDir, Request: req, Run: run}.Seal(ctx)
 }
 
@@ -257,23 +258,23 @@ func (s Sealer) nodeStateActions() []sealAction {
 		}})
 	}
 	if req.RecertImage != "" {
-		acts = append(acts, sealAction{steps.Step{Name: "reconfigure-images", Changes: []string{ReconfigureImagesFile}}, func(context.Context) (string, error) {
+		acts = append(acts, sealAction{steps.Step{Name: "reconfigure-images", Changes: []string{wire.ReconfigureImagesFile}}, func(context.Context) (string, error) {
 			imgs, err := json.Marshal(map[string]string{"recertImage": req.RecertImage, "etcdImage": req.EtcdImage})
 			if err != nil {
 				return "", err
 			}
-			return ReconfigureImagesFile, writeUnder(s.Root, ReconfigureImagesFile, imgs)
+			return wire.ReconfigureImagesFile, writeUnder(s.Root, wire.ReconfigureImagesFile, imgs)
 		}})
 	}
 	if req.Target.IsOpenShift() {
 		acts = append(acts, s.reconfigureUnitActions()...)
 	}
-	return append(acts, sealAction{steps.Step{Name: "sealed", Changes: []string{SealedFile}}, func(context.Context) (string, error) {
+	return append(acts, sealAction{steps.Step{Name: "sealed", Changes: []string{wire.SealedFile}}, func(context.Context) (string, error) {
 		b, err := json.Marshal(req)
 		if err != nil {
 			return "", err
 		}
-		return SealedFile, writeUnder(s.Root, SealedFile, b)
+		return wire.SealedFile, writeUnder(s.Root, wire.SealedFile, b)
 	}})
 }
 

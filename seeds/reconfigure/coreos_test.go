@@ -15,7 +15,7 @@ import (
 	"github.com/containers/image/v5/pkg/sysregistriesv2"
 	"github.com/containers/image/v5/types"
 
-	"github.com/snofactory/snofactory/seeds/agent"
+	"github.com/snofactory/snofactory/seeds/agent/wire"
 	"github.com/snofactory/snofactory/seeds/siteconfig"
 	"github.com/snofactory/snofactory/seeds/target"
 )
@@ -66,7 +66,7 @@ func TestCoreOSSteps(t *testing.T) {
 		{"mirrors", "mirrors", "quay.io/openshift-release-dev/ocp-release=registry.store-0042.example:5000/ocp-release"},
 		{"manifests", "manifests", "store-id.yaml"},
 	} {
-		m, ok := h.rep.step(tc.step, agent.StatusOK)
+		m, ok := h.rep.step(tc.step, wire.StatusOK)
 		if !ok || m.Details[tc.key] != tc.want {
 			t.Errorf("step %s reported %v, want %s=%s", tc.step, m.Details, tc.key, tc.want)
 		}
@@ -95,7 +95,7 @@ func TestCoreOSSteps(t *testing.T) {
 	if b, _ := os.ReadFile(h.resolv); !strings.Contains(string(b), "nameserver 192.168.50.1\n") {
 		t.Errorf("the running system's resolv.conf = %q", b)
 	}
-	if f := h.rep.final(); f.Phase != agent.PhaseReconfigured || f.Status != agent.StatusOK {
+	if f := h.rep.final(); f.Phase != wire.PhaseReconfigured || f.Status != wire.StatusOK {
 		t.Errorf("final message %+v", f)
 	}
 }

@@ -13,7 +13,7 @@ import (
 
 	"github.com/kdomanski/iso9660"
 
-	"github.com/snofactory/snofactory/seeds/agent"
+	"github.com/snofactory/snofactory/seeds/agent/wire"
 	"github.com/snofactory/snofactory/seeds/siteconfig"
 	"github.com/snofactory/snofactory/seeds/target"
 )
@@ -21,13 +21,13 @@ import (
 // recorder is a Reporter that keeps the messages.
 type recorder struct {
 	mu   sync.Mutex
-	msgs []agent.Message
+	msgs []wire.Message
 }
 
-func (r *recorder) Report(_ context.Context, phase string, st agent.Status, d map[string]string) (agent.Message, error) {
+func (r *recorder) Report(_ context.Context, phase string, st wire.Status, d map[string]string) (wire.Message, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	m := agent.Message{Version: agent.ProtocolVersion, Boot: "test", Seq: uint64(len(r.msgs) + 1), Phase: phase, Status: st, Details: d}
+	m := wire.Message{Version: wire.ProtocolVersion, Boot: "test", Seq: uint64(len(r.msgs) + 1), Phase: phase, Status: st, Details: d}
 	if err := m.Validate(); err != nil {
 		return m, err
 	}
@@ -36,23 +36,23 @@ func (r *recorder) Report(_ context.Context, phase string, st agent.Status, d ma
 }
 
 // step returns the last message about step name with status st, if any.
-func (r *recorder) step(name string, st agent.Status) (agent.Message, bool) {
+func (r *recorder) step(name string, st wire.Status) (wire.Message, bool) {
 	for i := len(r.msgs) - 1; i >= 0; i-- {
 		m := r.msgs[i]
-		if m.Phase == agent.PhaseReconfigureStep && m.Details["step"] == name && m.Status == st {
+		if m.Phase == wire.PhaseReconfigureStep && m.Details["step"] == name && m.Status == st {
 			return m, true
 		}
 	}
-	return agent.Message{}, false
+	return wire.Message{}, false
 }
 
-func (r *recorder) final() agent.Message {
+func (r *recorder) final() wire.Message {
 	for _, m := range r.msgs {
 		if m.Final() {
 			return m
 		}
 	}
-	return agent.Message{}
+	return wire.Message{}
 }
 
 // commands records command lines; failOn makes the first command starting with that line

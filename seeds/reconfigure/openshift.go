@@ -15,7 +15,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/snofactory/snofactory/seeds/agent"
+	"github.com/snofactory/snofactory/seeds/agent/wire"
 	"github.com/snofactory/snofactory/seeds/siteconfig"
 	"github.com/snofactory/snofactory/seeds/steps"
 )
@@ -122,12 +122,12 @@ func (r *run) openshiftSteps(sc *siteconfig.SiteConfig) ([]step, error) {
 		{steps.Step{Name: "wait-node", Argv: oc("get", "nodes", "-o", "json"), Detail: "the Node Ready"}, func(ctx context.Context, _ *siteconfig.SiteConfig) (map[string]string, error) {
 			return r.waitReady(ctx, "Node", oc("get", "nodes", "-o", "json"), r.o.Clock, nodesReady)
 		}},
-		{steps.Step{Name: "reconfigure-disable", Argv: []string{"systemctl", "disable", agent.ReconfigureUnitName}, Changes: []string{agent.ReconfigureUnitName},
+		{steps.Step{Name: "reconfigure-disable", Argv: []string{"systemctl", "disable", wire.ReconfigureUnitName}, Changes: []string{wire.ReconfigureUnitName},
 			Detail: "the hook has done its work (lifecycle-agent disables its unit too)"}, func(ctx context.Context, _ *siteconfig.SiteConfig) (map[string]string, error) {
-			if _, err := r.cmd(ctx, "systemctl", "disable", agent.ReconfigureUnitName); err != nil {
+			if _, err := r.cmd(ctx, "systemctl", "disable", wire.ReconfigureUnitName); err != nil {
 				return nil, err
 			}
-			return map[string]string{"disabled": agent.ReconfigureUnitName}, nil
+			return map[string]string{"disabled": wire.ReconfigureUnitName}, nil
 		}},
 	}, nil
 }

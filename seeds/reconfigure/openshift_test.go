@@ -13,7 +13,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/snofactory/snofactory/seeds/agent"
+	"github.com/snofactory/snofactory/seeds/agent/wire"
 	"github.com/snofactory/snofactory/seeds/recert"
 	"github.com/snofactory/snofactory/seeds/seedinfo"
 	"github.com/snofactory/snofactory/seeds/siteconfig"
@@ -219,7 +219,7 @@ func TestOpenShiftSteps(t *testing.T) {
 			t.Errorf("%s = %q, want it to hold %q", p, h.read(t, p), c)
 		}
 	}
-	if m, _ := h.rep.step("recert", agent.StatusOK); m.Details["cluster"] != "store-0042.edge.example.com" || m.Details["extendExpiration"] != "true" {
+	if m, _ := h.rep.step("recert", wire.StatusOK); m.Details["cluster"] != "store-0042.edge.example.com" || m.Details["extendExpiration"] != "true" {
 		t.Errorf("recert report %v", m.Details)
 	}
 	// The pull secret never reaches a report or the console.

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/snofactory/snofactory/pipeline"
-	"github.com/snofactory/snofactory/seeds/agent"
+	"github.com/snofactory/snofactory/seeds/agent/wire"
 	"github.com/snofactory/snofactory/seeds/siteconfig"
 	"github.com/snofactory/snofactory/seeds/target"
 )
@@ -25,7 +25,7 @@ const (
 	DoneFile = "/var/lib/snofactory/reconfigured"
 	// ImagesFile names the pinned recert and etcd images on an OpenShift seed, when
 	// OpenShiftOptions does not (JSON: {"recertImage": REF, "etcdImage": REF}).
-	ImagesFile = agent.ReconfigureImagesFile
+	ImagesFile = wire.ReconfigureImagesFile
 )
 
 // Defaults of Options.
@@ -49,7 +49,7 @@ func DefaultMediumGlobs() []string {
 
 // Reporter sends one agent message; agent.Reporter is one, tests record the messages.
 type Reporter interface {
-	Report(ctx context.Context, phase string, status agent.Status, details map[string]string) (agent.Message, error)
+	Report(ctx context.Context, phase string, status wire.Status, details map[string]string) (wire.Message, error)
 }
 
 // Runner runs a command on the node and returns its combined output.

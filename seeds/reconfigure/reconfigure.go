@@ -14,7 +14,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/snofactory/snofactory/seeds/agent"
+	"github.com/snofactory/snofactory/seeds/agent/wire"
 	"github.com/snofactory/snofactory/seeds/siteconfig"
 	"github.com/snofactory/snofactory/seeds/steps"
 	"github.com/snofactory/snofactory/seeds/target"
@@ -67,8 +67,8 @@ type run struct {
 }
 
 // Run reconfigures the installed system at o.Root for the site config on the medium,
-// reporting each step (agent.PhaseReconfigureStep) and the outcome
-// (agent.PhaseReconfigured). Steps done before for the same site config are skipped. A
+// reporting each step (wire.PhaseReconfigureStep) and the outcome
+// (wire.PhaseReconfigured). Steps done before for the same site config are skipped. A
 // failure returns a *StepError.
 func Run(ctx context.Context, o Options) (*Result, error) {
 	o, err := o.withDefaults()
@@ -78,12 +78,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	r := &run{o: o, reportOK: true}
 	res, err := r.run(ctx)
 	if err != nil {
-		d := map[string]string{agent.DetailError: err.Error()}
+		d := map[string]string{wire.DetailError: err.Error()}
 		if se := (*StepError)(nil); errors.As(err, &se) {
 			d["step"] = se.Step
 		}
 		r.say("reconfiguration failed: %v", err)
-		r.report(ctx, agent.PhaseReconfigured, agent.StatusFailed, d)
+		r.report(ctx, wire.PhaseReconfigured, wire.StatusFailed, d)
 		return res, err
 	}
 	skipped := 0
@@ -93,7 +93,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 	}
 	r.say("reconfigured for site %s (%d steps, %d done before)", res.Site, len(res.Steps), skipped)
-	r.report(ctx, agent.PhaseReconfigured, agent.StatusOK, map[string]string{
+	r.report(ctx, wire.PhaseReconfigured, wire.StatusOK, map[string]string{
 		"site": res.Site, "siteDigest": res.SiteDigest, "steps": strconv.Itoa(len(res.Steps)), "skipped": strconv.Itoa(skipped)})
 	return res, nil
 }
@@ -112,7 +112,7 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 	res.Medium, res.Site, res.SiteDigest = medium, sc.Metadata.Name, "sha256:"+hex.EncodeToString(sum[:])
 	d := map[string]string{"medium": medium, "site": res.Site, "siteDigest": res.SiteDigest}
 	res.Steps = append(res.Steps, StepResult{Name: StepMedium, Details: d})
-	r.stepReport(ctx, StepMedium, agent.StatusOK, d)
+	r.stepReport(ctx, StepMedium, wire.StatusOK, d)
 
 	prog, restarted, err := loadProgress(r.o.StateDir, res.SiteDigest)
 	if err != nil {
@@ -128,21 +128,21 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 	for _, s := range plan {
 		if prog.done(s.Name) {
 			d := map[string]string{"skipped": "done before for this site config"}
-			r.stepReport(ctx, s.Name, agent.StatusInfo, d)
+			r.stepReport(ctx, s.Name, wire.StatusInfo, d)
 			res.Steps = append(res.Steps, StepResult{Name: s.Name, Skipped: true, Details: d})
 			continue
 		}
-		r.stepReport(ctx, s.Name, agent.StatusStart, nil)
+		r.stepReport(ctx, s.Name, wire.StatusStart, nil)
 		d, err := s.apply(ctx, sc)
 		if err != nil {
-			r.stepReport(ctx, s.Name, agent.StatusFailed, map[string]string{agent.DetailError: err.Error()})
+			r.stepReport(ctx, s.Name, wire.StatusFailed, map[string]string{wire.DetailError: err.Error()})
 			return res, &StepError{s.Name, err}
 		}
 		prog.Done = append(prog.Done, s.Name)
 		if err := prog.save(r.o.StateDir); err != nil {
 			return res, &StepError{s.Name, err}
 		}
-		r.stepReport(ctx, s.Name, agent.StatusOK, d)
+		r.stepReport(ctx, s.Name, wire.StatusOK, d)
 		res.Steps = append(res.Steps, StepResult{Name: s.Name, Details: d})
 	}
 	if err := writeFile(under(r.o.Root, DoneFile), []byte(res.SiteDigest+"\n"), 0o644); err != nil {
@@ -154,7 +154,7 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 // medium finds the medium and reads the site config on it; nothing is applied when it
 // is missing or wrong.
 func (r *run) medium(ctx context.Context) (*siteconfig.SiteConfig, string, error) {
-	r.stepReport(ctx, StepMedium, agent.StatusStart, map[string]string{"label": siteconfig.VolumeLabel})
+	r.stepReport(ctx, StepMedium, wire.StatusStart, map[string]string{"label": siteconfig.VolumeLabel})
 	path, err := r.findMedium(ctx)
 	if err == nil {
 		var sc *siteconfig.SiteConfig
@@ -164,7 +164,7 @@ func (r *run) medium(ctx context.Context) (*siteconfig.SiteConfig, string, error
 		}
 		err = fmt.Errorf("the site config on %s is not valid, nothing was applied; fix the medium and reboot: %w", path, err)
 	}
-	r.stepReport(ctx, StepMedium, agent.StatusFailed, map[string]string{agent.DetailError: err.Error()})
+	r.stepReport(ctx, StepMedium, wire.StatusFailed, map[string]string{wire.DetailError: err.Error()})
 	return nil, "", err
 }
 
@@ -206,20 +206,20 @@ func Plan(o Options, sc *siteconfig.SiteConfig) ([]steps.Step, error) {
 }
 
 // stepReport reports one step's status; details get step=NAME.
-func (r *run) stepReport(ctx context.Context, name string, st agent.Status, details map[string]string) {
+func (r *run) stepReport(ctx context.Context, name string, st wire.Status, details map[string]string) {
 	d := map[string]string{"step": name}
 	maps.Copy(d, details)
 	line := name + ": " + string(st)
-	if e := d[agent.DetailError]; e != "" {
+	if e := d[wire.DetailError]; e != "" {
 		line += ": " + e
 	}
 	r.say("%s", line)
-	r.report(ctx, agent.PhaseReconfigureStep, st, d)
+	r.report(ctx, wire.PhaseReconfigureStep, st, d)
 }
 
 // report sends a message with the secrets taken out; a reporter that fails is logged once
 // and otherwise ignored, since a site has no factory host to hear it.
-func (r *run) report(ctx context.Context, phase string, st agent.Status, details map[string]string) {
+func (r *run) report(ctx context.Context, phase string, st wire.Status, details map[string]string) {
 	if r.o.Reporter == nil {
 		return
 	}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snofactory/snofactory/seeds/agent"
+	"github.com/snofactory/snofactory/seeds/agent/wire"
 	"github.com/snofactory/snofactory/seeds/siteconfig"
 	"github.com/snofactory/snofactory/seeds/target"
 )
@@ -42,7 +42,7 @@ func TestMediumAppears(t *testing.T) {
 	if waits != 2 || !strings.Contains(h.console.String(), "; 10s of 10m\n") {
 		t.Errorf("%d waiting lines in:\n%s", waits, h.console.String())
 	}
-	if m, ok := h.rep.step("network", agent.StatusOK); !ok || m.Details["address.eth0"] != "10.0.2.15/24" {
+	if m, ok := h.rep.step("network", wire.StatusOK); !ok || m.Details["address.eth0"] != "10.0.2.15/24" {
 		t.Errorf("network report %v", m.Details)
 	}
 }
@@ -83,16 +83,16 @@ func TestMediumProblems(t *testing.T) {
 				t.Fatalf("err %v, want a failed medium step", err)
 			}
 			final := h.rep.final()
-			failed, _ := h.rep.step(StepMedium, agent.StatusFailed)
+			failed, _ := h.rep.step(StepMedium, wire.StatusFailed)
 			for _, w := range tc.want {
-				for what, s := range map[string]string{"error": err.Error(), "final report": final.Details[agent.DetailError],
-					"step report": failed.Details[agent.DetailError], "console": h.console.String()} {
+				for what, s := range map[string]string{"error": err.Error(), "final report": final.Details[wire.DetailError],
+					"step report": failed.Details[wire.DetailError], "console": h.console.String()} {
 					if !strings.Contains(s, w) {
 						t.Errorf("%s lacks %q: %s", what, w, s)
 					}
 				}
 			}
-			if final.Phase != agent.PhaseReconfigured || final.Status != agent.StatusFailed || final.Details["step"] != StepMedium {
+			if final.Phase != wire.PhaseReconfigured || final.Status != wire.StatusFailed || final.Details["step"] != StepMedium {
 				t.Errorf("final %+v", final)
 			}
 			if len(h.cmds.lines) > 0 {
@@ -132,7 +132,7 @@ func TestResume(t *testing.T) {
 			t.Errorf("step %s skipped=%v", s.Name, s.Skipped)
 		}
 	}
-	if m, ok := h.rep.step("network", agent.StatusInfo); !ok || m.Details["skipped"] == "" {
+	if m, ok := h.rep.step("network", wire.StatusInfo); !ok || m.Details["skipped"] == "" {
 		t.Errorf("no skipped report for network: %v", h.rep.msgs)
 	}
 	if strings.Join(h.cmds.lines, "\n") != "hostname sno-0042" {
@@ -167,7 +167,7 @@ func TestMinimalSite(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, step := range []string{"dns", "ntp", "pull-secret", "mirrors", "ssh-keys"} {
-		if m, _ := h.rep.step(step, agent.StatusOK); !strings.HasPrefix(m.Details["applied"], "nothing") {
+		if m, _ := h.rep.step(step, wire.StatusOK); !strings.HasPrefix(m.Details["applied"], "nothing") {
 			t.Errorf("step %s: %v", step, m.Details)
 		}
 	}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/snofactory/snofactory/pipeline"
-	"github.com/snofactory/snofactory/seeds/agent"
+	"github.com/snofactory/snofactory/seeds/agent/wire"
 	"github.com/snofactory/snofactory/stages/vm"
 )
 
@@ -26,7 +26,7 @@ type follower struct {
 	console string
 	tracker *tracker
 	// messages is every agent message, for the gather bundle.
-	messages []agent.Message
+	messages []wire.Message
 }
 
 // timeout is the scaled time the phase may take.
@@ -106,7 +106,7 @@ func consoleTail(path string, n int) string {
 }
 
 // encodeMessages is the agent messages as JSON lines, as the guest sent them.
-func encodeMessages(msgs []agent.Message) []byte {
+func encodeMessages(msgs []wire.Message) []byte {
 	var b strings.Builder
 	for _, m := range msgs {
 		line, _ := json.Marshal(m)

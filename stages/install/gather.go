@@ -9,7 +9,7 @@ import (
 )
 
 // gatherPortFile, in the stage's scratch directory, receives what the guest writes to its
-// gather port (agent.GatherPortName).
+// gather port (wire.GatherPortName).
 const gatherPortFile = "gather-port.bin"
 
 // LogBundle is the name, in the gather bundle, of the log bundle the guest sent: for

@@ -6,16 +6,16 @@ import (
 	"strings"
 	"time"
 
-	"github.com/snofactory/snofactory/seeds/agent"
+	"github.com/snofactory/snofactory/seeds/agent/wire"
 	"github.com/snofactory/snofactory/seeds/target"
 )
 
 // planFor is the ordered phases an install reports, by target type.
 func planFor(t target.Target) []string {
 	if t == target.OpenShift {
-		return agent.OpenShiftInstallPhases()
+		return wire.OpenShiftInstallPhases()
 	}
-	return agent.InstallPhases()
+	return wire.InstallPhases()
 }
 
 // PhaseTime is when the guest reported a phase done, for the output record.
@@ -31,7 +31,7 @@ type tracker struct {
 	plan []string
 	next int
 	// last is the last message seen, of any phase, for error messages.
-	last *agent.Message
+	last *wire.Message
 	done []PhaseTime
 }
 
@@ -55,13 +55,13 @@ func (t *tracker) lastSeen() string {
 
 // observe takes one message. It returns finished once the last planned phase is ok, or an
 // error for a failure report or a planned phase out of order.
-func (t *tracker) observe(m agent.Message, after time.Duration) (finished bool, err error) {
+func (t *tracker) observe(m wire.Message, after time.Duration) (finished bool, err error) {
 	t.last = &m
-	if m.Status == agent.StatusFailed {
-		return false, &GuestFailure{Phase: m.Phase, Reason: m.Details[agent.DetailError], Log: m.Details[agent.DetailLog]}
+	if m.Status == wire.StatusFailed {
+		return false, &GuestFailure{Phase: m.Phase, Reason: m.Details[wire.DetailError], Log: m.Details[wire.DetailLog]}
 	}
 	i := slices.Index(t.plan, m.Phase)
-	if i < 0 || m.Status != agent.StatusOK {
+	if i < 0 || m.Status != wire.StatusOK {
 		return false, nil
 	}
 	switch {

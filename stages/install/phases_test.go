@@ -6,12 +6,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snofactory/snofactory/seeds/agent"
+	"github.com/snofactory/snofactory/seeds/agent/wire"
 	"github.com/snofactory/snofactory/seeds/target"
 )
 
-func msg(phase string, status agent.Status, details ...string) agent.Message {
-	m := agent.Message{Phase: phase, Status: status}
+func msg(phase string, status wire.Status, details ...string) wire.Message {
+	m := wire.Message{Phase: phase, Status: status}
 	for i := 0; i+1 < len(details); i += 2 {
 		if m.Details == nil {
 			m.Details = map[string]string{}
@@ -22,32 +22,32 @@ func msg(phase string, status agent.Status, details ...string) agent.Message {
 }
 
 func TestTracker(t *testing.T) {
-	ok := agent.StatusOK
-	conformance := []agent.Message{msg("init", ok), msg(agent.PhaseLiveBooted, ok), msg("ignition-files", agent.StatusStart),
-		msg(agent.PhaseIgnitionApplied, ok), msg(agent.PhaseImagesImported, ok), msg(agent.PhaseWrittenToDisk, ok),
-		msg(agent.PhaseRebootedFromDisk, ok), msg(agent.PhaseUnits, ok), msg(agent.PhaseInstallComplete, ok)}
+	ok := wire.StatusOK
+	conformance := []wire.Message{msg("init", ok), msg(wire.PhaseLiveBooted, ok), msg("ignition-files", wire.StatusStart),
+		msg(wire.PhaseIgnitionApplied, ok), msg(wire.PhaseImagesImported, ok), msg(wire.PhaseWrittenToDisk, ok),
+		msg(wire.PhaseRebootedFromDisk, ok), msg(wire.PhaseUnits, ok), msg(wire.PhaseInstallComplete, ok)}
 	tests := []struct {
 		name     string
 		target   target.Target
-		msgs     []agent.Message
+		msgs     []wire.Message
 		finished bool
 		wantErr  string
 		wantLog  string
 	}{
 		{name: "conformance install in order", target: "coreos", msgs: conformance, finished: true},
-		{name: "openshift install in order", target: target.OpenShift, finished: true, msgs: []agent.Message{
-			msg(agent.PhaseLiveBooted, ok), msg(agent.PhaseBootkubeDone, ok), msg(agent.PhaseWrittenToDisk, ok),
-			msg(agent.PhaseRebootedFromDisk, ok), msg(agent.PhaseImagesImported, ok), msg(agent.PhaseAPIUp, ok), msg(agent.PhaseBootstrapComplete, ok), msg(agent.PhaseInstallComplete, ok)}},
+		{name: "openshift install in order", target: target.OpenShift, finished: true, msgs: []wire.Message{
+			msg(wire.PhaseLiveBooted, ok), msg(wire.PhaseBootkubeDone, ok), msg(wire.PhaseWrittenToDisk, ok),
+			msg(wire.PhaseRebootedFromDisk, ok), msg(wire.PhaseImagesImported, ok), msg(wire.PhaseAPIUp, ok), msg(wire.PhaseBootstrapComplete, ok), msg(wire.PhaseInstallComplete, ok)}},
 		{name: "stops short", target: "coreos", msgs: conformance[:5]},
-		{name: "a skipped phase", target: "coreos", msgs: []agent.Message{msg(agent.PhaseLiveBooted, ok), msg(agent.PhaseWrittenToDisk, ok)},
+		{name: "a skipped phase", target: "coreos", msgs: []wire.Message{msg(wire.PhaseLiveBooted, ok), msg(wire.PhaseWrittenToDisk, ok)},
 			wantErr: "reported written-to-disk before ignition-applied"},
-		{name: "back in the live ISO", target: "coreos", msgs: append(conformance[:7:7], msg(agent.PhaseLiveBooted, ok)),
+		{name: "back in the live ISO", target: "coreos", msgs: append(conformance[:7:7], msg(wire.PhaseLiveBooted, ok)),
 			wantErr: "reported live-booted again after rebooted-from-disk"},
 		{name: "a unit fails", target: "coreos", msgs: append(conformance[:7:7],
-			msg(agent.PhaseUnits, agent.StatusFailed, agent.DetailError, "unit broken.service failed", agent.DetailLog, "exit status 3\nno such file")),
+			msg(wire.PhaseUnits, wire.StatusFailed, wire.DetailError, "unit broken.service failed", wire.DetailLog, "exit status 3\nno such file")),
 			wantErr: "phase units failed: unit broken.service failed", wantLog: "no such file"},
 		{name: "start and info messages do not advance", target: "coreos",
-			msgs: []agent.Message{msg(agent.PhaseLiveBooted, agent.StatusStart), msg(agent.PhaseLiveBooted, agent.StatusInfo)}},
+			msgs: []wire.Message{msg(wire.PhaseLiveBooted, wire.StatusStart), msg(wire.PhaseLiveBooted, wire.StatusInfo)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -85,9 +85,9 @@ func TestLastSeenNamesTheLastReport(t *testing.T) {
 	if got := tr.lastSeen(); !strings.Contains(got, "never reported") {
 		t.Fatalf("before any message: %q", got)
 	}
-	tr.observe(msg(agent.PhaseLiveBooted, agent.StatusOK), 0)
-	tr.observe(msg("ignition-files", agent.StatusStart), 0)
-	if got := tr.lastSeen(); got != "ignition-files start" || tr.expecting() != agent.PhaseIgnitionApplied {
+	tr.observe(msg(wire.PhaseLiveBooted, wire.StatusOK), 0)
+	tr.observe(msg("ignition-files", wire.StatusStart), 0)
+	if got := tr.lastSeen(); got != "ignition-files start" || tr.expecting() != wire.PhaseIgnitionApplied {
 		t.Fatalf("last seen %q, expecting %q", got, tr.expecting())
 	}
 }

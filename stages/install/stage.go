@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/snofactory/snofactory/pipeline"
-	"github.com/snofactory/snofactory/seeds/agent"
+	"github.com/snofactory/snofactory/seeds/agent/wire"
 	"github.com/snofactory/snofactory/seeds/target"
 	"github.com/snofactory/snofactory/stages/internal/handoff"
 	"github.com/snofactory/snofactory/stages/vm"
@@ -136,7 +136,7 @@ func machineConfig(opts Options, in inputs, disk string, env *pipeline.Env) (vm.
 	cfg := vm.Config{
 		Name:      "install",
 		ISO:       in.iso,
-		Disks:     []vm.Disk{{Path: disk, Format: "qcow2", Serial: agent.TargetDiskSerial, BootIndex: 1}},
+		Disks:     []vm.Disk{{Path: disk, Format: "qcow2", Serial: wire.TargetDiskSerial, BootIndex: 1}},
 		CPUs:      opts.CPUs,
 		MemoryMiB: opts.MemoryMiB,
 		Firmware:  vm.Firmware(opts.Firmware),
@@ -147,7 +147,7 @@ func machineConfig(opts Options, in inputs, disk string, env *pipeline.Env) (vm.
 		GatherFile:   filepath.Join(env.Scratch, gatherPortFile),
 	}
 	if in.dataDisk != "" {
-		cfg.Disks = append(cfg.Disks, vm.Disk{Path: in.dataDisk, Format: "raw", ReadOnly: true, Serial: agent.PrecacheDiskSerial})
+		cfg.Disks = append(cfg.Disks, vm.Disk{Path: in.dataDisk, Format: "raw", ReadOnly: true, Serial: wire.PrecacheDiskSerial})
 	}
 	if opts.Target == target.OpenShift {
 		port, err := vm.FreePort()

@@ -6,7 +6,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/snofactory/snofactory/seeds/agent"
+	"github.com/snofactory/snofactory/seeds/agent/wire"
 	"github.com/snofactory/snofactory/seeds/target"
 	"github.com/snofactory/snofactory/stages/internal/handoff"
 )
@@ -20,7 +20,7 @@ const (
 
 // agentExecStart is the agent unit's command: the final boot report, spelled with the
 // protocol's own constants so the factory host recognises it as the end of the install.
-const agentExecStart = AgentBinary + " agent report --phase " + agent.PhaseBootComplete + " --status " + string(agent.StatusOK)
+const agentExecStart = AgentBinary + " agent report --phase " + wire.PhaseBootComplete + " --status " + string(wire.StatusOK)
 
 // renderCoreOS writes one Ignition config: snofactory's own units first, then the user's
 // fragments merged in order (so a fragment can override ours).

@@ -14,7 +14,7 @@ import (
 	"github.com/vincent-petithory/dataurl"
 
 	"github.com/snofactory/snofactory/pipeline"
-	"github.com/snofactory/snofactory/seeds/agent"
+	"github.com/snofactory/snofactory/seeds/agent/wire"
 	"github.com/snofactory/snofactory/seeds/target"
 )
 
@@ -289,8 +289,8 @@ func checkAgentExecStart(t *testing.T, contents string) {
 	for i := 3; i+1 < len(args); i += 2 {
 		flags[args[i]] = args[i+1]
 	}
-	m := agent.Message{Phase: flags["--phase"], Status: agent.Status(flags["--status"])}
-	if m.Phase != agent.PhaseBootComplete || m.Status != agent.StatusOK || !m.Status.Valid() || !m.Final() {
-		t.Errorf("ExecStart = %q: phase %q status %q, want %s %s (a final message)", execStart, m.Phase, m.Status, agent.PhaseBootComplete, agent.StatusOK)
+	m := wire.Message{Phase: flags["--phase"], Status: wire.Status(flags["--status"])}
+	if m.Phase != wire.PhaseBootComplete || m.Status != wire.StatusOK || !m.Status.Valid() || !m.Final() {
+		t.Errorf("ExecStart = %q: phase %q status %q, want %s %s (a final message)", execStart, m.Phase, m.Status, wire.PhaseBootComplete, wire.StatusOK)
 	}
 }

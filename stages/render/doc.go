@@ -11,7 +11,7 @@
 // MachineConfig; fragments without are merged in order into 99-master-snofactory-fragments)
 // and, with a worker config, an IngressController that keeps the router on the master.
 //
-// The OpenShift install phases the install stage follows (agent.OpenShiftInstallPhases) are
+// The OpenShift install phases the install stage follows (wire.OpenShiftInstallPhases) are
 // reported by units render adds: live-booted, bootkube-done and written-to-disk by units it
 // appends to the installer's bootstrap-in-place config (the live system), rebooted-from-disk,
 // api-up, bootstrap-complete and install-complete by units in the MachineConfig

@@ -10,7 +10,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/snofactory/snofactory/seeds/agent"
+	"github.com/snofactory/snofactory/seeds/agent/wire"
 )
 
 // butane is the part of the Butane schema render writes its own configs in. They are built
@@ -85,7 +85,7 @@ func masterMC(variantVersion, name string) butane {
 const (
 	// ReconfigureUnit applies the site configuration at the site; the seal installs and
 	// enables it, outside every MachineConfig.
-	ReconfigureUnit = agent.ReconfigureUnitName
+	ReconfigureUnit = wire.ReconfigureUnitName
 	// SealUnit and SealScript seal the node when the seal stage boots it with its request
 	// disk (node/snofactory-seal.sh).
 	SealUnit   = "snofactory-seal.service"
@@ -206,7 +206,7 @@ func nodeIPConfig(variantVersion string, p netip.Prefix) butane {
 
 // sealConfig installs the seal service, which runs only on the boot the seal stage attaches
 // its request disk to. The site's reconfiguration service is not here: the seal writes it
-// under /etc/systemd/system itself (agent.ReconfigureUnit), as lifecycle-agent installs its
+// under /etc/systemd/system itself (wire.ReconfigureUnitName), as lifecycle-agent installs its
 // own, so the machine-config daemon never sees a unit it does not own change state.
 func sealConfig(variantVersion string) butane {
 	t := true

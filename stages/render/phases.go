@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/snofactory/snofactory/seeds/agent"
+	"github.com/snofactory/snofactory/seeds/agent/wire"
 )
 
 // The OpenShift install phases reach the factory host from units render adds: some to the
@@ -61,11 +61,11 @@ func (p phaseUnit) unitName() string { return "snofactory-phase-" + p.Phase + ".
 // watches their marker files, which they write when their work is done).
 func livePhases() []phaseUnit {
 	return []phaseUnit{
-		{Phase: agent.PhaseLiveBooted, Check: "always"},
-		{Phase: agent.PhaseBootkubeDone, After: []string{"bootkube.service"}, Watch: "bootkube.service",
-			Check: "bootkube-done", Prev: agent.PhaseLiveBooted},
-		{Phase: agent.PhaseWrittenToDisk, After: []string{"install-to-disk.service"}, Watch: "install-to-disk.service",
-			Check: "install-to-disk-done", Prev: agent.PhaseBootkubeDone},
+		{Phase: wire.PhaseLiveBooted, Check: "always"},
+		{Phase: wire.PhaseBootkubeDone, After: []string{"bootkube.service"}, Watch: "bootkube.service",
+			Check: "bootkube-done", Prev: wire.PhaseLiveBooted},
+		{Phase: wire.PhaseWrittenToDisk, After: []string{"install-to-disk.service"}, Watch: "install-to-disk.service",
+			Check: "install-to-disk-done", Prev: wire.PhaseBootkubeDone},
 	}
 }
 
@@ -74,18 +74,18 @@ func livePhases() []phaseUnit {
 // version and removes the bootstrap leftovers last).
 func diskPhases() []phaseUnit {
 	return []phaseUnit{
-		{Phase: agent.PhaseRebootedFromDisk, Check: "from-disk"},
+		{Phase: wire.PhaseRebootedFromDisk, Check: "from-disk"},
 		// Upstream pulls the precache list into the shared store with podman (lifecycle-agent
 		// precache); the factory has no registry, so the images come off the data disk.
-		{Phase: agent.PhaseImagesImported, Before: []string{"crio.service", "kubelet.service"}, Check: "import-images", Prev: agent.PhaseRebootedFromDisk},
-		{Phase: agent.PhaseAPIUp, After: []string{"kubelet.service"}, Check: "api-readyz", Prev: agent.PhaseImagesImported},
-		{Phase: agent.PhaseBootstrapComplete, After: []string{"bootkube.service"}, Watch: "bootkube.service",
-			Check: "bootstrap-cleaned", Prev: agent.PhaseAPIUp},
-		{Phase: agent.PhaseInstallComplete, After: []string{"bootkube.service", "kubelet.service"},
-			Check: "install-complete", Prev: agent.PhaseBootstrapComplete},
+		{Phase: wire.PhaseImagesImported, Before: []string{"crio.service", "kubelet.service"}, Check: "import-images", Prev: wire.PhaseRebootedFromDisk},
+		{Phase: wire.PhaseAPIUp, After: []string{"kubelet.service"}, Check: "api-readyz", Prev: wire.PhaseImagesImported},
+		{Phase: wire.PhaseBootstrapComplete, After: []string{"bootkube.service"}, Watch: "bootkube.service",
+			Check: "bootstrap-cleaned", Prev: wire.PhaseAPIUp},
+		{Phase: wire.PhaseInstallComplete, After: []string{"bootkube.service", "kubelet.service"},
+			Check: "install-complete", Prev: wire.PhaseBootstrapComplete},
 		// Every later boot (validate's) sends the node's facts and boot-complete, as the
 		// conformance OS's init does.
-		{Phase: agent.PhaseBootComplete, Check: "boot-report", EveryBoot: true},
+		{Phase: wire.PhaseBootComplete, Check: "boot-report", EveryBoot: true},
 	}
 }
 

@@ -17,7 +17,7 @@ import (
 	v32 "github.com/coreos/ignition/v2/config/v3_2"
 	"github.com/vincent-petithory/dataurl"
 
-	"github.com/snofactory/snofactory/seeds/agent"
+	"github.com/snofactory/snofactory/seeds/agent/wire"
 	"github.com/snofactory/snofactory/test/testbin"
 )
 
@@ -53,7 +53,7 @@ func TestPhasePlanMatchesProtocol(t *testing.T) {
 	for _, w := range wantPhases {
 		names = append(names, w.phase)
 	}
-	if got := agent.OpenShiftInstallPhases(); !slices.Equal(got, names) {
+	if got := wire.OpenShiftInstallPhases(); !slices.Equal(got, names) {
 		t.Fatalf("agent.OpenShiftInstallPhases() = %v, want %v", got, names)
 	}
 	var rendered []string
@@ -364,7 +364,7 @@ func TestPhaseScriptReports(t *testing.T) {
 	}
 	type want struct {
 		phase  string
-		status agent.Status
+		status wire.Status
 		detail string // a detail key the message must carry
 	}
 	cases := []struct {
@@ -382,27 +382,27 @@ func TestPhaseScriptReports(t *testing.T) {
 		stamp      string
 	}{
 		{name: "live-booted", args: []string{"live-booted", "always"}, agentFirst: true, cut: true,
-			msgs: []want{{"live-booted", agent.StatusOK, ""}}, stamp: "live-booted"},
+			msgs: []want{{"live-booted", wire.StatusOK, ""}}, stamp: "live-booted"},
 		{name: "agent after a blob", args: []string{"live-booted", "always"},
-			msgs: []want{{"live-booted", agent.StatusOK, ""}}, stamp: "live-booted"},
+			msgs: []want{{"live-booted", wire.StatusOK, ""}}, stamp: "live-booted"},
 		{name: "already reported", args: []string{"live-booted", "always"}, preStamps: []string{"live-booted"}},
 		{name: "rebooted-from-disk", args: []string{"--prev", "x", "rebooted-from-disk", "from-disk"}, preStamps: []string{"x"},
-			msgs: []want{{"rebooted-from-disk", agent.StatusOK, "firmware"}}, stamp: "rebooted-from-disk"},
+			msgs: []want{{"rebooted-from-disk", wire.StatusOK, "firmware"}}, stamp: "rebooted-from-disk"},
 		{name: "booted the live system again", args: []string{"rebooted-from-disk", "from-disk"}, live: true, rc: 1,
-			msgs: []want{{"rebooted-from-disk", agent.StatusFailed, agent.DetailLog}, {"install-complete", agent.StatusFailed, agent.DetailLog}}, stamp: "failed"},
+			msgs: []want{{"rebooted-from-disk", wire.StatusFailed, wire.DetailLog}, {"install-complete", wire.StatusFailed, wire.DetailLog}}, stamp: "failed"},
 		{name: "a failure sends the log bundle first", args: []string{"rebooted-from-disk", "from-disk"}, live: true, rc: 1, gather: true,
-			msgs: []want{{"rebooted-from-disk", agent.StatusFailed, agent.DetailLog}, {"install-complete", agent.StatusFailed, agent.DetailLog}}, stamp: "failed"},
+			msgs: []want{{"rebooted-from-disk", wire.StatusFailed, wire.DetailLog}, {"install-complete", wire.StatusFailed, wire.DetailLog}}, stamp: "failed"},
 		{name: "an earlier phase failed", args: []string{"--prev", "bootkube-done", "written-to-disk", "always"}, preStamps: []string{"failed"}},
 		{name: "no agent port", args: []string{"live-booted", "always"}, noPort: true},
 		// The data disk here holds no image layout: the import fails, and so does the install,
 		// with the import's log (the import itself is tested in seeds/imports).
 		{name: "images-imported from a broken data disk", args: []string{"--prev", "rebooted-from-disk", "images-imported", "import-images"},
 			preStamps: []string{"rebooted-from-disk"}, rc: 1,
-			msgs: []want{{"images-imported", agent.StatusFailed, agent.DetailLog}, {"install-complete", agent.StatusFailed, agent.DetailLog}}, stamp: "failed"},
+			msgs: []want{{"images-imported", wire.StatusFailed, wire.DetailLog}, {"install-complete", wire.StatusFailed, wire.DetailLog}}, stamp: "failed"},
 		// A boot after the install sends the facts and boot-complete; the install's own boot
 		// does not.
 		{name: "boot report after the install", args: []string{"boot-complete", "boot-report"}, installed: true,
-			msgs: []want{{"facts", agent.StatusInfo, ""}, {"boot-complete", agent.StatusOK, "mode"}}, stamp: "boot-complete"},
+			msgs: []want{{"facts", wire.StatusInfo, ""}, {"boot-complete", wire.StatusOK, "mode"}}, stamp: "boot-complete"},
 		{name: "no boot report during the install", args: []string{"boot-complete", "boot-report"}},
 	}
 	for _, c := range cases {
@@ -443,7 +443,7 @@ func TestPhaseScriptReports(t *testing.T) {
 				os.WriteFile(gather, []byte("#!/bin/sh\n[ \"$1 $2\" = \"--id snofactory\" ] || exit 3\necho bundle-of-logs >\"$TAR_FILE\"\n"), 0o755)
 				vp := filepath.Join(dir, "sys", "class", "virtio-ports", "vport1p2")
 				os.MkdirAll(vp, 0o755)
-				os.WriteFile(filepath.Join(vp, "name"), []byte(agent.GatherPortName+"\n"), 0o644)
+				os.WriteFile(filepath.Join(vp, "name"), []byte(wire.GatherPortName+"\n"), 0o644)
 				touch(t, gatherDev)
 				cmd.Env = append(cmd.Env, "SNOFACTORY_GATHER="+gather, "SNOFACTORY_GATHER_DEV="+gatherDev)
 			} else {
@@ -475,8 +475,8 @@ func TestPhaseScriptReports(t *testing.T) {
 				if m.Phase != w.phase || m.Status != w.status || (w.detail != "" && m.Details[w.detail] == "") {
 					t.Errorf("message %d: %s %s %v, want %s %s with %q", i, m.Phase, m.Status, m.Details, w.phase, w.status, w.detail)
 				}
-				if w.status == agent.StatusFailed && m.Details[agent.DetailError] == "" {
-					t.Errorf("message %d: a failure without %s", i, agent.DetailError)
+				if w.status == wire.StatusFailed && m.Details[wire.DetailError] == "" {
+					t.Errorf("message %d: a failure without %s", i, wire.DetailError)
 				}
 			}
 			if c.stamp != "" {
@@ -500,14 +500,14 @@ func touch(t *testing.T, p string) {
 }
 
 // readMessages decodes what the agent wrote to the port file.
-func readMessages(t *testing.T, port string) []agent.Message {
+func readMessages(t *testing.T, port string) []wire.Message {
 	t.Helper()
 	b, err := os.ReadFile(port)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var msgs []agent.Message
-	d := agent.NewDecoder(bytes.NewReader(b))
+	var msgs []wire.Message
+	d := wire.NewDecoder(bytes.NewReader(b))
 	for {
 		m, err := d.Next()
 		if errors.Is(err, io.EOF) {
@@ -536,7 +536,7 @@ func TestSealScript(t *testing.T) {
 	root := filepath.Join(dir, "root")
 	os.MkdirAll(filepath.Join(root, "etc"), 0o755)
 	os.WriteFile(filepath.Join(root, "etc", "machine-id"), []byte("0123\n"), 0o444)
-	req, err := agent.EncodeSealRequest(agent.SealRequest{Version: agent.SealRequestVersion, Target: "coreos"})
+	req, err := wire.EncodeSealRequest(wire.SealRequest{Version: wire.SealRequestVersion, Target: "coreos"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -556,11 +556,11 @@ func TestSealScript(t *testing.T) {
 	if fi, err := os.Stat(installed); err != nil || fi.Mode().Perm() != 0o755 {
 		t.Errorf("agent not installed for the site: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(root, agent.SealedFile)); err != nil {
+	if _, err := os.Stat(filepath.Join(root, wire.SealedFile)); err != nil {
 		t.Errorf("not sealed: %v", err)
 	}
 	msgs := readMessages(t, port)
-	if len(msgs) != 1 || msgs[0].Phase != agent.PhaseSealed || msgs[0].Status != agent.StatusOK {
+	if len(msgs) != 1 || msgs[0].Phase != wire.PhaseSealed || msgs[0].Status != wire.StatusOK {
 		t.Errorf("reports = %+v, want one sealed ok", msgs)
 	}
 	if _, err := os.Stat(poweredOff); err != nil {
@@ -624,7 +624,7 @@ func TestSealScriptOpenShift(t *testing.T) {
 		os.MkdirAll(filepath.Join(root, filepath.Dir(p)), 0o755)
 		os.WriteFile(filepath.Join(root, p), []byte(body), 0o600)
 	}
-	req, err := agent.EncodeSealRequest(agent.SealRequest{Version: agent.SealRequestVersion, Target: "openshift",
+	req, err := wire.EncodeSealRequest(wire.SealRequest{Version: wire.SealRequestVersion, Target: "openshift",
 		RecertImage: "quay.io/edge-infrastructure/recert@sha256:1111", EtcdImage: "quay.io/openshift-release-dev/etcd@sha256:2222",
 		RequiredFiles: []string{NodeIPHintFile}})
 	if err != nil {
@@ -643,7 +643,7 @@ func TestSealScriptOpenShift(t *testing.T) {
 		t.Fatalf("seal script: %v\n%s", err, out)
 	}
 	msgs := readMessages(t, port)
-	if len(msgs) != 1 || msgs[0].Phase != agent.PhaseSealed || msgs[0].Status != agent.StatusOK || msgs[0].Details["step.recert"] == "" {
+	if len(msgs) != 1 || msgs[0].Phase != wire.PhaseSealed || msgs[0].Status != wire.StatusOK || msgs[0].Details["step.recert"] == "" {
 		t.Fatalf("reports = %+v, want one sealed ok with the recert step", msgs)
 	}
 	b, _ := os.ReadFile(log)

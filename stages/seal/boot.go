@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/snofactory/snofactory/pipeline"
-	"github.com/snofactory/snofactory/seeds/agent"
+	"github.com/snofactory/snofactory/seeds/agent/wire"
 	"github.com/snofactory/snofactory/seeds/target"
 	"github.com/snofactory/snofactory/stages/vm"
 )
@@ -19,7 +19,7 @@ import (
 // sealDisk boots a copy-on-write overlay of the installed disk at work with the seal
 // request disk attached, waits for the node's sealed report and for the node to power
 // itself off: a clean shutdown, so the disk is consistent when it is converted.
-func sealDisk(ctx context.Context, opts Options, in inputs, req agent.SealRequest, work string, env *pipeline.Env) error {
+func sealDisk(ctx context.Context, opts Options, in inputs, req wire.SealRequest, work string, env *pipeline.Env) error {
 	p := opts.Prober
 	p.Log = env.Log
 	acc, err := p.Resolve(ctx, vm.Accel(opts.Accelerator))
@@ -30,7 +30,7 @@ func sealDisk(ctx context.Context, opts Options, in inputs, req agent.SealReques
 		return err
 	}
 	reqDisk := filepath.Join(env.Scratch, "seal-request.img")
-	b, err := agent.EncodeSealRequest(req)
+	b, err := wire.EncodeSealRequest(req)
 	if err != nil {
 		return err
 	}
@@ -40,8 +40,8 @@ func sealDisk(ctx context.Context, opts Options, in inputs, req agent.SealReques
 	cfg := vm.Config{
 		Name: "seal",
 		Disks: []vm.Disk{
-			{Path: work, Format: "qcow2", Serial: agent.TargetDiskSerial, Discard: true},
-			{Path: reqDisk, Format: "raw", ReadOnly: true, Serial: agent.SealDiskSerial},
+			{Path: work, Format: "qcow2", Serial: wire.TargetDiskSerial, Discard: true},
+			{Path: reqDisk, Format: "raw", ReadOnly: true, Serial: wire.SealDiskSerial},
 		},
 		CPUs:       opts.CPUs,
 		MemoryMiB:  opts.MemoryMiB,
@@ -51,7 +51,7 @@ func sealDisk(ctx context.Context, opts Options, in inputs, req agent.SealReques
 	// An OpenShift node takes the agent that seals it off the precache data disk, as its
 	// install did, and keeps it for the reconfiguration at the site.
 	if req.Target == target.OpenShift && in.precache.Out.DataDisk != "" {
-		cfg.Disks = append(cfg.Disks, vm.Disk{Path: in.precache.Path(in.precache.Out.DataDisk), Format: "raw", ReadOnly: true, Serial: agent.PrecacheDiskSerial})
+		cfg.Disks = append(cfg.Disks, vm.Disk{Path: in.precache.Path(in.precache.Out.DataDisk), Format: "raw", ReadOnly: true, Serial: wire.PrecacheDiskSerial})
 	}
 	m, err := vm.StartManaged(ctx, cfg, acc, env.Log, env)
 	if err != nil {
@@ -67,12 +67,12 @@ func sealDisk(ctx context.Context, opts Options, in inputs, req agent.SealReques
 	}
 	wctx, cancel := context.WithTimeout(ctx, acc.Scale(timeout))
 	defer cancel()
-	msgs, err := m.WaitFinal(wctx, agent.PhaseSealed, nil)
+	msgs, err := m.WaitFinal(wctx, wire.PhaseSealed, nil)
 	if err != nil {
 		return fmt.Errorf("sealing the node: %w (console: %s)", err, cfg.ConsoleLog)
 	}
 	for _, msg := range msgs {
-		if msg.Phase == agent.PhaseSealed {
+		if msg.Phase == wire.PhaseSealed {
 			env.Log.Info("node sealed", "steps", len(msg.Details))
 		}
 	}

@@ -17,7 +17,7 @@ import (
 	"filippo.io/age"
 
 	"github.com/snofactory/snofactory/pipeline"
-	"github.com/snofactory/snofactory/seeds/agent"
+	"github.com/snofactory/snofactory/seeds/agent/wire"
 	"github.com/snofactory/snofactory/seeds/seed"
 	"github.com/snofactory/snofactory/seeds/seed/seedtest"
 	"github.com/snofactory/snofactory/seeds/target"
@@ -136,13 +136,13 @@ func TestSealRequestImages(t *testing.T) {
 		name    string
 		target  target.Target
 		images  []lockfile.LockedImage
-		want    agent.SealRequest
+		want    wire.SealRequest
 		wantErr string
 	}{
-		{"coreos needs neither", "coreos", nil, agent.SealRequest{Version: 1, Target: "coreos", SiteConfigTimeout: "20s"}, ""},
+		{"coreos needs neither", "coreos", nil, wire.SealRequest{Version: 1, Target: "coreos", SiteConfigTimeout: "20s"}, ""},
 		{"openshift", "openshift", []lockfile.LockedImage{pinned(recert, "registry.example/edge-infrastructure/recert@sha256:aa"), pinned("etcd", "quay.io/ocp/etcd@sha256:bb")},
-			agent.SealRequest{Version: 1, Target: "openshift", SiteConfigTimeout: "20s", RecertImage: "registry.example/edge-infrastructure/recert@sha256:aa", EtcdImage: "quay.io/ocp/etcd@sha256:bb", RequiredFiles: []string{"/etc/x"}}, ""},
-		{"openshift without recert", "openshift", []lockfile.LockedImage{pinned("etcd", "quay.io/ocp/etcd@sha256:bb")}, agent.SealRequest{}, "no recert image"},
+			wire.SealRequest{Version: 1, Target: "openshift", SiteConfigTimeout: "20s", RecertImage: "registry.example/edge-infrastructure/recert@sha256:aa", EtcdImage: "quay.io/ocp/etcd@sha256:bb", RequiredFiles: []string{"/etc/x"}}, ""},
+		{"openshift without recert", "openshift", []lockfile.LockedImage{pinned("etcd", "quay.io/ocp/etcd@sha256:bb")}, wire.SealRequest{}, "no recert image"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()

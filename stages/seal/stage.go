@@ -11,7 +11,7 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/snofactory/snofactory/pipeline"
-	"github.com/snofactory/snofactory/seeds/agent"
+	"github.com/snofactory/snofactory/seeds/agent/wire"
 	"github.com/snofactory/snofactory/seeds/seed"
 	"github.com/snofactory/snofactory/seeds/target"
 	"github.com/snofactory/snofactory/stages/internal/handoff"
@@ -197,8 +197,8 @@ func creationTime(now func() time.Time) (time.Time, error) {
 
 // sealRequest is what the node is asked to do. An OpenShift seed also gets the pinned
 // recert and etcd images its reconfiguration runs.
-func sealRequest(opts Options, in inputs) (agent.SealRequest, error) {
-	req := agent.SealRequest{Version: agent.SealRequestVersion, Target: in.install.Out.Target, KeepPullSecret: opts.KeepPullSecret}
+func sealRequest(opts Options, in inputs) (wire.SealRequest, error) {
+	req := wire.SealRequest{Version: wire.SealRequestVersion, Target: in.install.Out.Target, KeepPullSecret: opts.KeepPullSecret}
 	if opts.SiteConfigTimeout > 0 {
 		req.SiteConfigTimeout = opts.SiteConfigTimeout.String()
 	}

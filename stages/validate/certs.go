@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 
-	"github.com/snofactory/snofactory/seeds/agent"
+	"github.com/snofactory/snofactory/seeds/agent/wire"
 )
 
 // Signers of the kubelet's certificates.
@@ -32,13 +32,13 @@ type certInfo struct {
 }
 
 // factsCerts are the kubelet certificates the guest reported, by name.
-type factsCerts struct{ byName map[string]agent.CertFact }
+type factsCerts struct{ byName map[string]wire.CertFact }
 
-func newFactsCerts(f *agent.Facts) *factsCerts {
+func newFactsCerts(f *wire.Facts) *factsCerts {
 	if f == nil {
 		return nil
 	}
-	fc := &factsCerts{byName: map[string]agent.CertFact{}}
+	fc := &factsCerts{byName: map[string]wire.CertFact{}}
 	for _, c := range f.Certs {
 		fc.byName[c.Name] = c
 	}
@@ -62,7 +62,7 @@ func (c *cluster) lifetime(what string, cert certInfo) outcome {
 }
 
 func (c *cluster) kubeletClientCert(ctx context.Context) outcome {
-	o := c.kubeletCert(ctx, "the kubelet client certificate", agent.CertKubeletClient, signerKubeletClient)
+	o := c.kubeletCert(ctx, "the kubelet client certificate", wire.CertKubeletClient, signerKubeletClient)
 	if o.status == StatusFail {
 		o.message += "; the reconfiguration at the site renews it, so the seed must reach its site before it expires"
 	}
@@ -70,7 +70,7 @@ func (c *cluster) kubeletClientCert(ctx context.Context) outcome {
 }
 
 func (c *cluster) kubeletServingCert(ctx context.Context) outcome {
-	return c.kubeletCert(ctx, "the kubelet serving certificate", agent.CertKubeletServing, signerKubeletServing)
+	return c.kubeletCert(ctx, "the kubelet serving certificate", wire.CertKubeletServing, signerKubeletServing)
 }
 
 // kubeletCert checks the kubelet's certificate: the node's file as the facts describe it,

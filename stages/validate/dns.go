@@ -5,14 +5,14 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/snofactory/snofactory/seeds/agent"
+	"github.com/snofactory/snofactory/seeds/agent/wire"
 )
 
 // checkClusterDNS checks what the node's own resolver answered for api, api-int and a name
 // under *.apps: the single-node dnsmasq's records, pointing at the node.
-func checkClusterDNS(f *agent.Facts) outcome {
+func checkClusterDNS(f *wire.Facts) outcome {
 	if len(f.DNS) == 0 {
-		return fail("the node resolves none of the cluster's names: no single-node dnsmasq records in " + agent.DNSRecordsFile +
+		return fail("the node resolves none of the cluster's names: no single-node dnsmasq records in " + wire.DNSRecordsFile +
 			" (is render's 50-master-dnsmasq-configuration MachineConfig applied?)")
 	}
 	var problems, ev []string

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/snofactory/snofactory/blueprints/suggest"
-	"github.com/snofactory/snofactory/seeds/agent"
+	"github.com/snofactory/snofactory/seeds/agent/wire"
 	"github.com/snofactory/snofactory/stages/internal/handoff"
 )
 
@@ -24,7 +24,7 @@ const (
 type Inputs struct {
 	// Facts from the guest's facts report; nil when the host part did not run (the host
 	// checks are then skipped with that reason).
-	Facts *agent.Facts
+	Facts *wire.Facts
 	// ReceivedAt is the host clock when the facts message arrived.
 	ReceivedAt time.Time
 	// Ignition is the config whose effects the installed root must show (render's node

@@ -11,7 +11,7 @@ import (
 
 	"github.com/containers/image/v5/docker/reference"
 
-	"github.com/snofactory/snofactory/seeds/agent"
+	"github.com/snofactory/snofactory/seeds/agent/wire"
 	"github.com/snofactory/snofactory/stages/internal/handoff"
 )
 
@@ -58,7 +58,7 @@ func hostChecks(in Inputs) map[string]func() outcome {
 	}
 }
 
-func checkBootFromDisk(f *agent.Facts) outcome {
+func checkBootFromDisk(f *wire.Facts) outcome {
 	b := f.Boot
 	ev := []string{"root " + f.Root + " on " + b.Source + " (" + b.FSType + ") at " + b.MountPoint}
 	if b.RootLabel != "" {
@@ -71,7 +71,7 @@ func checkBootFromDisk(f *agent.Facts) outcome {
 	return pass("booted from "+b.Source, ev...)
 }
 
-func checkComplete(f *agent.Facts) outcome {
+func checkComplete(f *wire.Facts) outcome {
 	var problems []string
 	for _, list := range sortedKeys(f.Truncated) {
 		problems = append(problems, fmt.Sprintf("%s cut to fit one message (of %d)", list, f.Truncated[list]))
@@ -81,7 +81,7 @@ func checkComplete(f *agent.Facts) outcome {
 }
 
 // checkImages finds each precached image in containers-storage by repository and digest.
-func checkImages(f *agent.Facts, want []handoff.Image) outcome {
+func checkImages(f *wire.Facts, want []handoff.Image) outcome {
 	if len(want) == 0 {
 		return skip("no images were precached")
 	}
@@ -128,7 +128,7 @@ func repository(ref string) string {
 	return n.Name()
 }
 
-func checkLeftovers(f *agent.Facts) outcome {
+func checkLeftovers(f *wire.Facts) outcome {
 	if len(f.Leftovers) == 0 {
 		return errored(errors.New("the guest reported no leftover paths looked for"))
 	}
@@ -141,7 +141,7 @@ func checkLeftovers(f *agent.Facts) outcome {
 	return failures(problems, fmt.Sprintf("none of %d bootstrap leftovers present", len(f.Leftovers)))
 }
 
-func checkFreeSpace(f *agent.Facts, min uint64) outcome {
+func checkFreeSpace(f *wire.Facts, min uint64) outcome {
 	d := f.Disk
 	ev := []string{fmt.Sprintf("root filesystem: %s free of %s", units.BytesSize(float64(d.FreeBytes)), units.BytesSize(float64(d.TotalBytes)))}
 	if d.Disk != "" {
@@ -160,7 +160,7 @@ func checkFreeSpace(f *agent.Facts, min uint64) outcome {
 	return pass(fmt.Sprintf("%s free (need %s)", units.BytesSize(float64(d.FreeBytes)), units.BytesSize(float64(min))), ev...)
 }
 
-func checkClock(f *agent.Facts, received time.Time, max time.Duration) outcome {
+func checkClock(f *wire.Facts, received time.Time, max time.Duration) outcome {
 	if received.IsZero() || f.Time.IsZero() {
 		return errored(errors.New("no guest clock or receipt time to compare"))
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/snofactory/snofactory/blueprints/v1alpha1"
 	"github.com/snofactory/snofactory/seeds/agent"
+	"github.com/snofactory/snofactory/seeds/agent/wire"
 	"github.com/snofactory/snofactory/stages/internal/handoff"
 )
 
@@ -35,27 +36,27 @@ const imageDigest = "sha256:1111111111111111111111111111111111111111111111111111
 var received = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 
 // goodFacts are the facts of a node where hostConfig was applied, as GatherFacts reports them.
-func goodFacts() *agent.Facts {
-	return &agent.Facts{
-		Version: agent.FactsVersion, Time: received.Add(3 * time.Second), Root: "/mnt/disk/root",
-		Boot: agent.BootFacts{Cmdline: "snofactory.root=LABEL=sfroot", RootLabel: "sfroot", MountPoint: "/mnt/disk", Source: "/dev/vda1", FSType: "ext4"},
-		Files: []agent.FileFact{
-			{Path: "/etc/motd", Declared: agent.KindFile, Exists: true, Kind: agent.KindFile, Mode: 0o644, SHA256: sha256Hex([]byte("hello"))},
-			{Path: "/etc/gz", Declared: agent.KindFile, Exists: true, Kind: agent.KindFile, Mode: 0o644, SHA256: sha256Hex([]byte("hello"))},
-			{Path: "/var/lib/app", Declared: agent.KindDirectory, Exists: true, Kind: agent.KindDirectory, Mode: 0o700},
-			{Path: "/etc/localtime", Declared: agent.KindLink, Exists: true, Kind: agent.KindLink, Mode: 0o777, Target: "/usr/share/zoneinfo/UTC"},
+func goodFacts() *wire.Facts {
+	return &wire.Facts{
+		Version: wire.FactsVersion, Time: received.Add(3 * time.Second), Root: "/mnt/disk/root",
+		Boot: wire.BootFacts{Cmdline: "snofactory.root=LABEL=sfroot", RootLabel: "sfroot", MountPoint: "/mnt/disk", Source: "/dev/vda1", FSType: "ext4"},
+		Files: []wire.FileFact{
+			{Path: "/etc/motd", Declared: wire.KindFile, Exists: true, Kind: wire.KindFile, Mode: 0o644, SHA256: sha256Hex([]byte("hello"))},
+			{Path: "/etc/gz", Declared: wire.KindFile, Exists: true, Kind: wire.KindFile, Mode: 0o644, SHA256: sha256Hex([]byte("hello"))},
+			{Path: "/var/lib/app", Declared: wire.KindDirectory, Exists: true, Kind: wire.KindDirectory, Mode: 0o700},
+			{Path: "/etc/localtime", Declared: wire.KindLink, Exists: true, Kind: wire.KindLink, Mode: 0o777, Target: "/usr/share/zoneinfo/UTC"},
 		},
-		Units: []agent.UnitFact{
+		Units: []wire.UnitFact{
 			{Name: "app.service", Present: true, SHA256: sha256Hex([]byte("[Unit]\n")), Enabled: true, EnabledBy: "preset",
-				Dropins: []agent.DropinFact{{Name: "10-env.conf", Present: true, SHA256: sha256Hex([]byte("x"))}}},
+				Dropins: []wire.DropinFact{{Name: "10-env.conf", Present: true, SHA256: sha256Hex([]byte("x"))}}},
 			{Name: "off.service", Disabled: true},
 		},
-		Users: []agent.UserFact{{Name: "core", Present: true, UID: 1000, AuthorizedKeys: []string{agent.SSHKeyHash("ssh-ed25519 AAAAkey")}}},
-		Images: &agent.ImageFacts{GraphRoot: "/var/lib/containers/storage", Driver: "overlay", Images: []agent.ImageFact{
+		Users: []wire.UserFact{{Name: "core", Present: true, UID: 1000, AuthorizedKeys: []string{wire.SSHKeyHash("ssh-ed25519 AAAAkey")}}},
+		Images: &wire.ImageFacts{GraphRoot: "/var/lib/containers/storage", Driver: "overlay", Images: []wire.ImageFact{
 			{ID: "abc", Names: []string{"quay.io/example/app@" + imageDigest}, Digest: imageDigest},
 		}},
 		Leftovers: agent.BootstrapLeftovers(),
-		Disk:      agent.DiskFacts{Device: "/dev/vda1", Disk: "/dev/vda", DiskBytes: 8 << 30, TotalBytes: 8 << 30, FreeBytes: 6 << 30},
+		Disk:      wire.DiskFacts{Device: "/dev/vda1", Disk: "/dev/vda", DiskBytes: 8 << 30, TotalBytes: 8 << 30, FreeBytes: 6 << 30},
 	}
 }
 

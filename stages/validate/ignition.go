@@ -14,7 +14,7 @@ import (
 	"github.com/coreos/ignition/v2/config/v3_5/types"
 	"github.com/vincent-petithory/dataurl"
 
-	"github.com/snofactory/snofactory/seeds/agent"
+	"github.com/snofactory/snofactory/seeds/agent/wire"
 )
 
 // expected is an Ignition config, parsed with the spec package of the version it declares
@@ -35,14 +35,14 @@ const (
 	defaultDirMode  = 0o755
 )
 
-func checkFiles(f *agent.Facts, e *expected) outcome {
-	facts := map[string]agent.FileFact{}
+func checkFiles(f *wire.Facts, e *expected) outcome {
+	facts := map[string]wire.FileFact{}
 	for _, ff := range f.Files {
 		facts[ff.Path+"|"+ff.Declared] = ff
 	}
 	var problems []string
 	n := 0
-	look := func(n types.Node, kind string) (agent.FileFact, bool) {
+	look := func(n types.Node, kind string) (wire.FileFact, bool) {
 		ff, ok := facts[n.Path+"|"+kind]
 		if !ok {
 			problems = append(problems, fmt.Sprintf("%s %s not reported by the guest%s", kind, n.Path, truncNote(f, "files")))
@@ -61,13 +61,13 @@ func checkFiles(f *agent.Facts, e *expected) outcome {
 	}
 	for _, d := range e.cfg.Storage.Directories {
 		n++
-		if ff, ok := look(d.Node, agent.KindDirectory); ok {
+		if ff, ok := look(d.Node, wire.KindDirectory); ok {
 			problems = append(problems, modeProblem(d.Path, d.Mode, defaultDirMode, ff.Mode)...)
 		}
 	}
 	for _, file := range e.cfg.Storage.Files {
 		n++
-		if ff, ok := look(file.Node, agent.KindFile); ok {
+		if ff, ok := look(file.Node, wire.KindFile); ok {
 			problems = append(problems, modeProblem(file.Path, file.Mode, defaultFileMode, ff.Mode)...)
 			problems = append(problems, contentProblem(file, ff)...)
 		}
@@ -77,14 +77,14 @@ func checkFiles(f *agent.Facts, e *expected) outcome {
 			continue // a hard link is a file; nothing of its own to compare
 		}
 		n++
-		if ff, ok := look(l.Node, agent.KindLink); ok && l.Target != nil && ff.Target != *l.Target {
+		if ff, ok := look(l.Node, wire.KindLink); ok && l.Target != nil && ff.Target != *l.Target {
 			problems = append(problems, fmt.Sprintf("link %s points to %s, want %s", l.Path, ff.Target, *l.Target))
 		}
 	}
 	return failures(problems, fmt.Sprintf("%d files, directories and links as declared", n))
 }
 
-func truncNote(f *agent.Facts, list string) string {
+func truncNote(f *wire.Facts, list string) string {
 	if f.Truncated[list] > 0 {
 		return " (its list was cut to fit one message)"
 	}
@@ -102,7 +102,7 @@ func modeProblem(path string, mode *int, def int, got uint32) []string {
 	return nil
 }
 
-func ownerProblems(n types.Node, ff agent.FileFact) []string {
+func ownerProblems(n types.Node, ff wire.FileFact) []string {
 	var out []string
 	switch {
 	case n.User.ID != nil && *n.User.ID != ff.UID:
@@ -125,7 +125,7 @@ func ownerProblems(n types.Node, ff agent.FileFact) []string {
 
 // contentProblem compares a file's sha256 with its declared inline (data URL) content.
 // Remote sources and appended files cannot be predicted here and are not compared.
-func contentProblem(file types.File, ff agent.FileFact) []string {
+func contentProblem(file types.File, ff wire.FileFact) []string {
 	src := file.Contents.Source
 	if src == nil || len(file.Append) > 0 || !strings.HasPrefix(*src, "data:") {
 		return nil
@@ -170,8 +170,8 @@ func short(h string) string {
 	return h
 }
 
-func checkUnits(f *agent.Facts, e *expected) outcome {
-	facts := map[string]agent.UnitFact{}
+func checkUnits(f *wire.Facts, e *expected) outcome {
+	facts := map[string]wire.UnitFact{}
 	for _, u := range f.Units {
 		facts[u.Name] = u
 	}
@@ -187,7 +187,7 @@ func checkUnits(f *agent.Facts, e *expected) outcome {
 	return failures(problems, fmt.Sprintf("%d units as declared", len(e.cfg.Systemd.Units)))
 }
 
-func unitProblems(u types.Unit, uf agent.UnitFact) []string {
+func unitProblems(u types.Unit, uf wire.UnitFact) []string {
 	var out []string
 	masked := u.Mask != nil && *u.Mask
 	switch {
@@ -204,7 +204,7 @@ func unitProblems(u types.Unit, uf agent.UnitFact) []string {
 	if u.Enabled != nil && !*u.Enabled && uf.Enabled {
 		out = append(out, fmt.Sprintf("unit %s is enabled (%s), want disabled", u.Name, uf.EnabledBy))
 	}
-	dropins := map[string]agent.DropinFact{}
+	dropins := map[string]wire.DropinFact{}
 	for _, d := range uf.Dropins {
 		dropins[d.Name] = d
 	}
@@ -221,8 +221,8 @@ func unitProblems(u types.Unit, uf agent.UnitFact) []string {
 	return out
 }
 
-func checkUsers(f *agent.Facts, e *expected) outcome {
-	facts := map[string]agent.UserFact{}
+func checkUsers(f *wire.Facts, e *expected) outcome {
+	facts := map[string]wire.UserFact{}
 	for _, u := range f.Users {
 		facts[u.Name] = u
 	}
@@ -243,7 +243,7 @@ func checkUsers(f *agent.Facts, e *expected) outcome {
 			problems = append(problems, fmt.Sprintf("user %s missing from /etc/passwd", u.Name))
 		}
 		for _, k := range u.SSHAuthorizedKeys {
-			if h := agent.SSHKeyHash(string(k)); h != "" && !slices.Contains(uf.AuthorizedKeys, h) {
+			if h := wire.SSHKeyHash(string(k)); h != "" && !slices.Contains(uf.AuthorizedKeys, h) {
 				problems = append(problems, fmt.Sprintf("user %s lacks SSH key %s", u.Name, clip(string(k), 40)))
 			}
 		}

@@ -23,7 +23,7 @@ import (
 	"time"
 
 	"github.com/snofactory/snofactory/pipeline"
-	"github.com/snofactory/snofactory/seeds/agent"
+	"github.com/snofactory/snofactory/seeds/agent/wire"
 	"github.com/snofactory/snofactory/seeds/target"
 	"github.com/snofactory/snofactory/stages/internal/handoff"
 	"github.com/snofactory/snofactory/stages/internal/lockfile"
@@ -270,7 +270,7 @@ func TestOpenShiftChecks(t *testing.T) {
 			in.OpenShift.RelocationMachineConfigs = append(in.OpenShift.RelocationMachineConfigs, "90-master-snofactory-extra")
 		}, failing: map[string]string{CheckRelocationConfigs: "MachineConfig 90-master-snofactory-extra missing"}},
 		{name: "kubelet client certificate from facts", api: healthy, mutate: func(in *Inputs) {
-			in.Facts = &agent.Facts{Certs: []agent.CertFact{{Name: agent.CertKubeletClient, Path: "/var/lib/kubelet/pki/kubelet-client-current.pem",
+			in.Facts = &wire.Facts{Certs: []wire.CertFact{{Name: wire.CertKubeletClient, Path: "/var/lib/kubelet/pki/kubelet-client-current.pem",
 				Subject: "CN=system:node:sno", NotBefore: testFrom, NotAfter: testFrom.Add(30 * 24 * time.Hour)}}}
 		}, failing: map[string]string{CheckKubeletClientCert: "expires " + rfc(30*24*time.Hour)}},
 	}

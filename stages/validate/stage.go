@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/snofactory/snofactory/pipeline"
-	"github.com/snofactory/snofactory/seeds/agent"
+	"github.com/snofactory/snofactory/seeds/agent/wire"
 	"github.com/snofactory/snofactory/seeds/target"
 	"github.com/snofactory/snofactory/stages/internal/handoff"
 	"github.com/snofactory/snofactory/stages/internal/lockfile"
@@ -153,7 +153,7 @@ func openshiftInputs(env *pipeline.Env, rd handoff.Input[handoff.Render]) (*Open
 
 // bootFacts boots the installed disk through a private overlay and returns the facts the
 // node's agent reports, and when they arrived (for the clock check).
-func bootFacts(ctx context.Context, opts StageOptions, in stageInputs, env *pipeline.Env) (*agent.Facts, time.Time, error) {
+func bootFacts(ctx context.Context, opts StageOptions, in stageInputs, env *pipeline.Env) (*wire.Facts, time.Time, error) {
 	inst := in.install
 	p := opts.Prober
 	p.Log = env.Log
@@ -167,7 +167,7 @@ func bootFacts(ctx context.Context, opts StageOptions, in stageInputs, env *pipe
 	}
 	cfg := vm.Config{
 		Name:       "validate",
-		Disks:      []vm.Disk{{Path: overlay, Format: "qcow2", Serial: agent.TargetDiskSerial}},
+		Disks:      []vm.Disk{{Path: overlay, Format: "qcow2", Serial: wire.TargetDiskSerial}},
 		CPUs:       opts.CPUs,
 		MemoryMiB:  opts.MemoryMiB,
 		Firmware:   vm.Firmware(inst.Out.Firmware),
@@ -176,7 +176,7 @@ func bootFacts(ctx context.Context, opts StageOptions, in stageInputs, env *pipe
 	if in.eval.OpenShift != nil && in.dataDisk != "" {
 		// The node's boot report unit takes the agent that sends boot-complete and the facts
 		// off this disk (render's node/snofactory-phase.sh).
-		cfg.Disks = append(cfg.Disks, vm.Disk{Path: in.dataDisk, Format: "raw", ReadOnly: true, Serial: agent.PrecacheDiskSerial})
+		cfg.Disks = append(cfg.Disks, vm.Disk{Path: in.dataDisk, Format: "raw", ReadOnly: true, Serial: wire.PrecacheDiskSerial})
 	}
 	if in.eval.OpenShift != nil {
 		port, err := vm.FreePort()
@@ -197,8 +197,8 @@ func bootFacts(ctx context.Context, opts StageOptions, in stageInputs, env *pipe
 	wctx, cancel := context.WithTimeout(ctx, acc.Scale(bootTimeout))
 	defer cancel()
 	var received time.Time
-	msgs, err := m.WaitFinal(wctx, agent.PhaseBootComplete, func(msg agent.Message) {
-		if msg.Phase == agent.PhaseFacts {
+	msgs, err := m.WaitFinal(wctx, wire.PhaseBootComplete, func(msg wire.Message) {
+		if msg.Phase == wire.PhaseFacts {
 			received = time.Now()
 		}
 	})
@@ -232,10 +232,10 @@ func waitForCluster(ctx context.Context, opts StageOptions, acc vm.Accelerator, 
 }
 
 // factsFrom picks the facts report out of a boot's messages.
-func factsFrom(msgs []agent.Message, received time.Time) (*agent.Facts, time.Time, error) {
+func factsFrom(msgs []wire.Message, received time.Time) (*wire.Facts, time.Time, error) {
 	for _, msg := range msgs {
-		if msg.Phase == agent.PhaseFacts {
-			f, err := agent.DecodeFacts(msg)
+		if msg.Phase == wire.PhaseFacts {
+			f, err := wire.DecodeFacts(msg)
 			return f, received, err
 		}
 	}

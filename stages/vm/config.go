@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/snofactory/snofactory/seeds/agent"
+	"github.com/snofactory/snofactory/seeds/agent/wire"
 )
 
 // Firmware selects the boot firmware.
@@ -58,9 +58,9 @@ type Config struct {
 	NoReboot bool
 	// ConsoleLog receives the serial console (ttyS0).
 	ConsoleLog string
-	// AgentPort is the virtio-serial port name; empty means agent.DefaultPortName.
+	// AgentPort is the virtio-serial port name; empty means wire.DefaultPortName.
 	AgentPort string
-	// GatherFile, when set, receives what the guest writes to agent.GatherPortName.
+	// GatherFile, when set, receives what the guest writes to wire.GatherPortName.
 	GatherFile string
 	// Network, when set, gives the guest one virtio NIC on qemu's user-mode network.
 	Network *UserNetwork
@@ -199,7 +199,7 @@ func (c Config) args(acc Accelerator, rp runtimePaths) []string {
 	}
 	port := c.AgentPort
 	if port == "" {
-		port = agent.DefaultPortName
+		port = wire.DefaultPortName
 	}
 	name := c.Name
 	if name == "" {
@@ -246,7 +246,7 @@ func (c Config) args(acc Accelerator, rp runtimePaths) []string {
 	if c.GatherFile != "" {
 		a = append(a,
 			"-chardev", "file,id=gather0,path="+optValue(c.GatherFile),
-			"-device", "virtserialport,bus=vser0.0,chardev=gather0,name="+agent.GatherPortName)
+			"-device", "virtserialport,bus=vser0.0,chardev=gather0,name="+wire.GatherPortName)
 	}
 	if rp.QMPSocket != "" {
 		a = append(a, "-qmp", "unix:"+optValue(rp.QMPSocket)+",server=on,wait=off")

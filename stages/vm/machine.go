@@ -18,14 +18,14 @@ import (
 	"time"
 
 	"github.com/snofactory/snofactory/pipeline"
-	"github.com/snofactory/snofactory/seeds/agent"
+	"github.com/snofactory/snofactory/seeds/agent/wire"
 )
 
 // Event is one thing that happened to a running VM, in order.
 type Event struct {
 	Time time.Time
 	// Message is set for an agent message.
-	Message *agent.Message
+	Message *wire.Message
 	// ProtocolErr is set for a line from the guest that is not a valid message.
 	ProtocolErr error
 	// Exited is set by the last event: qemu has stopped. ExitErr says how.
@@ -186,11 +186,11 @@ func (m *Machine) readAgent() {
 			<-m.done
 			conn.Close()
 		}()
-		d := agent.NewDecoder(conn)
+		d := wire.NewDecoder(conn)
 		for {
 			msg, err := d.Next()
 			if err != nil {
-				var pe *agent.ProtocolError
+				var pe *wire.ProtocolError
 				if errors.As(err, &pe) {
 					m.events <- Event{Time: time.Now(), ProtocolErr: err}
 					continue
@@ -290,11 +290,11 @@ func (m *Machine) ExitErr() error {
 var ErrExited = errors.New("VM exited before signalling completion")
 
 // WaitFinal reads events until the guest sends the final message for phase (one of
-// agent.PhaseInstallComplete, agent.PhaseBootComplete) and returns every message seen,
+// wire.PhaseInstallComplete, wire.PhaseBootComplete) and returns every message seen,
 // in order. It fails if that final message reports failure, if qemu exits first, or if
 // ctx ends. onMessage, if not nil, sees each message as it arrives.
-func (m *Machine) WaitFinal(ctx context.Context, phase string, onMessage func(agent.Message)) ([]agent.Message, error) {
-	var msgs []agent.Message
+func (m *Machine) WaitFinal(ctx context.Context, phase string, onMessage func(wire.Message)) ([]wire.Message, error) {
+	var msgs []wire.Message
 	for {
 		select {
 		case <-ctx.Done():
@@ -316,12 +316,12 @@ func (m *Machine) WaitFinal(ctx context.Context, phase string, onMessage func(ag
 					onMessage(msg)
 				}
 				if msg.Final() && msg.Phase == phase {
-					if msg.Status == agent.StatusFailed {
+					if msg.Status == wire.StatusFailed {
 						return msgs, fmt.Errorf("vm %s: guest reported %s failed: %s", m.cfg.Name, phase, msg.Details["error"])
 					}
 					return msgs, nil
 				}
-				if msg.Final() && msg.Status == agent.StatusFailed {
+				if msg.Final() && msg.Status == wire.StatusFailed {
 					return msgs, fmt.Errorf("vm %s: guest reported %s failed while waiting for %s: %s", m.cfg.Name, msg.Phase, phase, msg.Details["error"])
 				}
 			}

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snofactory/snofactory/seeds/agent"
+	"github.com/snofactory/snofactory/seeds/agent/wire"
 	"github.com/snofactory/snofactory/test/conformance"
 	"github.com/snofactory/snofactory/test/testbin"
 )
@@ -46,7 +46,7 @@ func testBoot(t *testing.T, fw Firmware) {
 	start := time.Now()
 	wctx, wcancel := context.WithTimeout(ctx, acc.Scale(15*time.Second))
 	defer wcancel()
-	msgs, err := m.WaitFinal(wctx, agent.PhaseBootComplete, nil)
+	msgs, err := m.WaitFinal(wctx, wire.PhaseBootComplete, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func testBoot(t *testing.T, fw Firmware) {
 			t.Errorf("message %d out of order: %+v", i, msg)
 		}
 	}
-	want := strings.Join([]string{agent.PhaseLiveBooted, agent.PhaseIgnitionApplied, agent.PhaseBootComplete}, ",")
+	want := strings.Join([]string{wire.PhaseLiveBooted, wire.PhaseIgnitionApplied, wire.PhaseBootComplete}, ",")
 	if got := strings.Join(phases, ","); got != want {
 		t.Errorf("phases %s", got)
 	}
@@ -123,7 +123,7 @@ func TestContextCancelKillsVM(t *testing.T) {
 	if !last.Exited {
 		t.Fatalf("last event is not Exited: %+v", last)
 	}
-	if _, err := m.WaitFinal(context.Background(), agent.PhaseBootComplete, nil); !errors.Is(err, ErrExited) {
+	if _, err := m.WaitFinal(context.Background(), wire.PhaseBootComplete, nil); !errors.Is(err, ErrExited) {
 		t.Fatalf("WaitFinal after exit: %v", err)
 	}
 }

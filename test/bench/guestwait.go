@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/snofactory/snofactory/pipeline"
-	"github.com/snofactory/snofactory/seeds/agent"
+	"github.com/snofactory/snofactory/seeds/agent/wire"
 )
 
 // parseEvents reads a `--progress json` stream: RFC 7464 records, each RS, JSON, LF.
@@ -110,13 +110,13 @@ func finalGuestMessage(line string) bool {
 	if !strings.HasPrefix(line, "guest ") {
 		return false
 	}
-	var m agent.Message
+	var m wire.Message
 	for _, f := range strings.Fields(line) {
 		switch k, v, _ := strings.Cut(f, "="); k {
 		case "phase":
 			m.Phase = v
 		case "status":
-			m.Status = agent.Status(v)
+			m.Status = wire.Status(v)
 		}
 	}
 	return m.Final()

@@ -9,12 +9,12 @@
 // pointing at real karg areas in isolinux/isolinux.cfg and EFI/BOOT/grub.cfg, and
 // /coreos/features.json. At boot its init runs Ignition's fetch-offline and files stages
 // on /config.ign and reports every phase to the host over virtio-serial. Given a target
-// disk (the virtio disk with serial agent.TargetDiskSerial, or coreos.inst.install_dev)
-// it imports the precache data disk's images (serial agent.PrecacheDiskSerial) into the
+// disk (the virtio disk with serial wire.TargetDiskSerial, or coreos.inst.install_dev)
+// it imports the precache data disk's images (serial wire.PrecacheDiskSerial) into the
 // target root's containers-storage, writes an MBR disk with an EFI System Partition
 // (GRUB) and an ext2 root (extlinux), so the same disk boots under UEFI and BIOS, and
 // reboots into it; the first boot from disk runs Ignition again and the root's enabled
-// units, then reports install-complete (phases: agent.InstallPhases).
+// units, then reports install-complete (phases: wire.InstallPhases).
 //
 // Build is cached: the output is rebuilt only when one of its inputs changes.
 package conformance

@@ -27,7 +27,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/opencontainers/go-digest"
 
-	"github.com/snofactory/snofactory/seeds/agent"
+	"github.com/snofactory/snofactory/seeds/agent/wire"
 	"github.com/snofactory/snofactory/seeds/precachedisk"
 	"github.com/snofactory/snofactory/stages/liveiso/coreiso"
 	"github.com/snofactory/snofactory/stages/vm"
@@ -132,13 +132,13 @@ func liveVM(t *testing.T, ctx context.Context, cfg vm.Config) (*vm.Machine, vm.A
 
 // bootLive boots a live ISO and returns the guest's reports up to its final boot-complete,
 // within the boot timeout scaled for the accelerator.
-func bootLive(t *testing.T, ctx context.Context, cfg vm.Config) []agent.Message {
+func bootLive(t *testing.T, ctx context.Context, cfg vm.Config) []wire.Message {
 	t.Helper()
 	m, acc := liveVM(t, ctx, cfg)
 	start := time.Now()
 	wctx, cancel := context.WithTimeout(ctx, acc.Scale(bootTimeout))
 	defer cancel()
-	msgs, err := m.WaitFinal(wctx, agent.PhaseBootComplete, nil)
+	msgs, err := m.WaitFinal(wctx, wire.PhaseBootComplete, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,20 +170,20 @@ func customizedISO(t *testing.T, ctx context.Context, config []byte, kargs ...st
 }
 
 // findPhase returns the first report of phase that is not a start: its result.
-func findPhase(msgs []agent.Message, phase string) (agent.Message, bool) {
+func findPhase(msgs []wire.Message, phase string) (wire.Message, bool) {
 	for _, m := range msgs {
-		if m.Phase == phase && m.Status != agent.StatusStart {
+		if m.Phase == phase && m.Status != wire.StatusStart {
 			return m, true
 		}
 	}
-	return agent.Message{}, false
+	return wire.Message{}, false
 }
 
 // checkReports asserts the guest's reports: ordered, the karg on /proc/cmdline (reported
 // with the first phase of a boot: live-booted, rebooted-from-disk or mount-root), and every
 // file written by Ignition with the expected content, as the result phase (ignition-applied
 // on a live boot, ignition-firstboot on the first boot from disk) describes it.
-func checkReports(t *testing.T, msgs []agent.Message, resultPhase, karg string, files ...ignitionFile) {
+func checkReports(t *testing.T, msgs []wire.Message, resultPhase, karg string, files ...ignitionFile) {
 	t.Helper()
 	for i, m := range msgs {
 		if i > 0 && m.Boot == msgs[i-1].Boot && m.Seq != msgs[i-1].Seq+1 {
@@ -199,7 +199,7 @@ func checkReports(t *testing.T, msgs []agent.Message, resultPhase, karg string, 
 	for _, phase := range []string{"ignition-fetch-offline", "ignition-files"} {
 		var ok bool
 		for _, m := range msgs {
-			ok = ok || (m.Phase == phase && m.Status == agent.StatusOK)
+			ok = ok || (m.Phase == phase && m.Status == wire.StatusOK)
 		}
 		if !ok {
 			t.Errorf("no successful %s report", phase)
@@ -215,7 +215,7 @@ func checkReports(t *testing.T, msgs []agent.Message, resultPhase, karg string, 
 		if got := res.Details[key+".sha256"]; got != hex.EncodeToString(sum[:]) {
 			t.Errorf("%s: guest reports sha256 %q (error %q), want %x", f.path, got, res.Details[key+".error"], sum)
 		}
-		if len(f.content) <= agent.MaxDetailFileBytes && res.Details[key] != string(f.content) {
+		if len(f.content) <= wire.MaxDetailFileBytes && res.Details[key] != string(f.content) {
 			t.Errorf("%s: guest reports content %q, want %q", f.path, res.Details[key], f.content)
 		}
 	}
@@ -235,7 +235,7 @@ func TestLiveISOBootRunsIgnition(t *testing.T) {
 				t.Errorf("a small config should be embedded in place, got strategy %s", rep.Strategy)
 			}
 			msgs := bootLive(t, ctx, vm.Config{Name: "live-boot-" + string(fw), ISO: iso, NoReboot: true, Firmware: fw})
-			checkReports(t, msgs, agent.PhaseIgnitionApplied, karg, token)
+			checkReports(t, msgs, wire.PhaseIgnitionApplied, karg, token)
 		})
 	}
 }
@@ -264,7 +264,7 @@ func TestLiveISOBootOversizedConfig(t *testing.T) {
 			}
 			msgs := bootLive(t, ctx, vm.Config{Name: "live-boot-oversized-" + string(fw), ISO: iso, NoReboot: true, Firmware: fw})
 			t.Logf("config %d bytes, embed area %d bytes", len(config), rep.AreaBytes)
-			checkReports(t, msgs, agent.PhaseIgnitionApplied, karg, token, bigFile)
+			checkReports(t, msgs, wire.PhaseIgnitionApplied, karg, token, bigFile)
 		})
 	}
 }
@@ -323,8 +323,8 @@ func precacheDataDisk(t *testing.T, ctx context.Context, n int) (string, []strin
 	return disk, refs
 }
 
-// installVM boots iso with an empty target disk (serial agent.TargetDiskSerial) and, if
-// dataDisk is set, the precache data disk (serial agent.PrecacheDiskSerial, read-only),
+// installVM boots iso with an empty target disk (serial wire.TargetDiskSerial) and, if
+// dataDisk is set, the precache data disk (serial wire.PrecacheDiskSerial, read-only),
 // firmware fw. The target disk is first in the boot order, as on a factory server: empty
 // (not bootable) until the install, the firmware falls through to the ISO; after it, the
 // disk boots. SeaBIOS follows -boot order, but OVMF only the devices' bootindex (and
@@ -339,28 +339,28 @@ func installVM(t *testing.T, ctx context.Context, name string, fw vm.Firmware, i
 	}
 	var disks []vm.Disk
 	if dataDisk != "" {
-		disks = append(disks, vm.Disk{Path: dataDisk, Format: "raw", ReadOnly: true, Serial: agent.PrecacheDiskSerial})
+		disks = append(disks, vm.Disk{Path: dataDisk, Format: "raw", ReadOnly: true, Serial: wire.PrecacheDiskSerial})
 	}
 	extra := []string{"-drive", "file=" + target + ",format=qcow2,if=none,id=target0",
-		"-device", "virtio-blk-pci,drive=target0,serial=" + agent.TargetDiskSerial + ",bootindex=1",
+		"-device", "virtio-blk-pci,drive=target0,serial=" + wire.TargetDiskSerial + ",bootindex=1",
 		"-global", "ide-cd.bootindex=2"}
 	m, acc := liveVM(t, ctx, vm.Config{Name: name, ISO: iso, Disks: disks, BootOrder: "cd", Firmware: fw, ExtraArgs: extra})
 	return m, acc, target
 }
 
-// milestones returns the phases of msgs that are install milestones (agent.InstallPhases),
+// milestones returns the phases of msgs that are install milestones (wire.InstallPhases),
 // as phase:status, in order.
-func milestones(msgs []agent.Message) []string {
+func milestones(msgs []wire.Message) []string {
 	var out []string
 	for _, m := range msgs {
-		if slices.Contains(agent.InstallPhases(), m.Phase) && m.Status != agent.StatusStart {
+		if slices.Contains(wire.InstallPhases(), m.Phase) && m.Status != wire.StatusStart {
 			out = append(out, m.Phase+":"+string(m.Status))
 		}
 	}
 	return out
 }
 
-func phaseList(msgs []agent.Message) string {
+func phaseList(msgs []wire.Message) string {
 	var buf bytes.Buffer
 	for _, msg := range msgs {
 		buf.WriteString(msg.Phase + ":" + string(msg.Status) + " ")
@@ -391,33 +391,33 @@ func TestConformanceInstall(t *testing.T) {
 			start := time.Now()
 			wctx, wcancel := context.WithTimeout(ctx, acc.Scale(2*installTimeout))
 			defer wcancel()
-			msgs, err := m.WaitFinal(wctx, agent.PhaseInstallComplete, nil)
+			msgs, err := m.WaitFinal(wctx, wire.PhaseInstallComplete, nil)
 			t.Logf("phases: %s", phaseList(msgs))
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Logf("install-complete after %s (firmware %s, accelerator %s)", time.Since(start).Round(time.Millisecond), fw, acc.Name)
 			want := []string{}
-			for _, p := range agent.InstallPhases() {
+			for _, p := range wire.InstallPhases() {
 				want = append(want, p+":ok")
 			}
 			if got := milestones(msgs); !slices.Equal(got, want) {
 				t.Errorf("install milestones %v, want %v", got, want)
 			}
 			for _, msg := range msgs {
-				if msg.Status == agent.StatusFailed {
+				if msg.Status == wire.StatusFailed {
 					t.Errorf("%s failed: %v", msg.Phase, msg.Details)
 				}
 			}
 			checkInstallDetails(t, msgs, fw, len(refs))
-			checkReports(t, msgs, agent.PhaseIgnitionApplied, "", token)
-			first, _ := findPhase(msgs, agent.PhaseRebootedFromDisk)
-			i := slices.IndexFunc(msgs, func(m agent.Message) bool { return m.Phase == agent.PhaseRebootedFromDisk })
+			checkReports(t, msgs, wire.PhaseIgnitionApplied, "", token)
+			first, _ := findPhase(msgs, wire.PhaseRebootedFromDisk)
+			i := slices.IndexFunc(msgs, func(m wire.Message) bool { return m.Phase == wire.PhaseRebootedFromDisk })
 			checkReports(t, msgs[i:], "ignition-firstboot", "", token)
 			if first.Boot == msgs[0].Boot {
 				t.Error("rebooted-from-disk carries the live boot's boot id: no reboot happened")
 			}
-			unitsMsg, _ := findPhase(msgs, agent.PhaseUnits)
+			unitsMsg, _ := findPhase(msgs, wire.PhaseUnits)
 			if got := unitsMsg.Details["units"]; got != "e2e-ok.service:ok" {
 				t.Errorf("units ran: %q, want only e2e-ok.service, ok", got)
 			}
@@ -426,10 +426,10 @@ func TestConformanceInstall(t *testing.T) {
 			// after install-complete): boot-complete, no Ignition, the files kept.
 			m.Stop()
 			m, _ = liveVM(t, ctx, vm.Config{Name: "installed-" + string(fw), Firmware: fw,
-				Disks: []vm.Disk{{Path: target, Serial: agent.TargetDiskSerial}}})
+				Disks: []vm.Disk{{Path: target, Serial: wire.TargetDiskSerial}}})
 			wctx2, wcancel2 := context.WithTimeout(ctx, acc.Scale(bootTimeout))
 			defer wcancel2()
-			again, err := m.WaitFinal(wctx2, agent.PhaseBootComplete, nil)
+			again, err := m.WaitFinal(wctx2, wire.PhaseBootComplete, nil)
 			t.Logf("second boot: %s", phaseList(again))
 			if err != nil {
 				t.Fatal(err)
@@ -438,7 +438,7 @@ func TestConformanceInstall(t *testing.T) {
 			if final.Details["mode"] != "disk" || final.Details["firstboot"] != "false" || final.Details["firmware"] != string(fw) {
 				t.Errorf("second disk boot reports %v: want mode=disk firstboot=false firmware=%s", final.Details, fw)
 			}
-			for _, p := range []string{"ignition-files", agent.PhaseUnits, agent.PhaseInstallComplete, agent.PhaseLiveBooted} {
+			for _, p := range []string{"ignition-files", wire.PhaseUnits, wire.PhaseInstallComplete, wire.PhaseLiveBooted} {
 				if _, ran := findPhase(again, p); ran {
 					t.Errorf("the second boot from disk reported %s", p)
 				}
@@ -453,30 +453,30 @@ func TestConformanceInstall(t *testing.T) {
 
 // checkInstallDetails asserts what the milestones say about the install: the images
 // imported, the disk written, and a boot from that disk with the firmware's own loader.
-func checkInstallDetails(t *testing.T, msgs []agent.Message, fw vm.Firmware, images int) {
+func checkInstallDetails(t *testing.T, msgs []wire.Message, fw vm.Firmware, images int) {
 	t.Helper()
 	// The data disk, when there is one, is attached first (see installVM).
 	dev := "/dev/vda"
 	if images > 0 {
 		dev = "/dev/vdb"
 	}
-	imp, _ := findPhase(msgs, agent.PhaseImagesImported)
+	imp, _ := findPhase(msgs, wire.PhaseImagesImported)
 	if imp.Details["images"] != strconv.Itoa(images) {
 		t.Errorf("images-imported %v, want images=%d", imp.Details, images)
 	}
 	if images == 0 && imp.Details["reason"] == "" {
 		t.Errorf("images-imported %v: no reason for importing nothing", imp.Details)
 	}
-	written, _ := findPhase(msgs, agent.PhaseWrittenToDisk)
+	written, _ := findPhase(msgs, wire.PhaseWrittenToDisk)
 	if written.Details["device"] != dev || written.Details["root"] != dev+"2" || written.Details["esp"] != dev+"1" {
 		t.Errorf("written-to-disk %v: want device %s, ESP partition 1, root partition 2", written.Details, dev)
 	}
-	rb, _ := findPhase(msgs, agent.PhaseRebootedFromDisk)
+	rb, _ := findPhase(msgs, wire.PhaseRebootedFromDisk)
 	loader := map[vm.Firmware]string{vm.FirmwareBIOS: "extlinux", vm.FirmwareUEFI: "grub-efi"}[fw]
-	if rb.Details["root"] != dev+"2" || rb.Details["disk_serial"] != agent.TargetDiskSerial ||
+	if rb.Details["root"] != dev+"2" || rb.Details["disk_serial"] != wire.TargetDiskSerial ||
 		rb.Details["firmware"] != string(fw) || rb.Details["loader"] != loader ||
 		!strings.Contains(rb.Details["cmdline"], "snofactory.root=LABEL="+conformance.RootLabel) {
-		t.Errorf("rebooted-from-disk %v: want root %s2 on the disk with serial %s, firmware %s, loader %s", rb.Details, dev, agent.TargetDiskSerial, fw, loader)
+		t.Errorf("rebooted-from-disk %v: want root %s2 on the disk with serial %s, firmware %s, loader %s", rb.Details, dev, wire.TargetDiskSerial, fw, loader)
 	}
 }
 
@@ -495,7 +495,7 @@ func TestConformanceInstallFailingUnit(t *testing.T) {
 			m, acc, _ := installVM(t, ctx, "install-failing-unit-"+string(fw), fw, iso, "")
 			wctx, wcancel := context.WithTimeout(ctx, acc.Scale(2*installTimeout))
 			defer wcancel()
-			msgs, err := m.WaitFinal(wctx, agent.PhaseInstallComplete, nil)
+			msgs, err := m.WaitFinal(wctx, wire.PhaseInstallComplete, nil)
 			t.Logf("phases: %s", phaseList(msgs))
 			if err == nil {
 				t.Fatal("the install succeeded although an enabled unit failed")
@@ -503,23 +503,23 @@ func TestConformanceInstallFailingUnit(t *testing.T) {
 			if !strings.Contains(err.Error(), "e2e-fail.service") {
 				t.Errorf("the host's error does not name the unit: %v", err)
 			}
-			want := []string{agent.PhaseLiveBooted + ":ok", agent.PhaseIgnitionApplied + ":ok", agent.PhaseImagesImported + ":ok",
-				agent.PhaseWrittenToDisk + ":ok", agent.PhaseRebootedFromDisk + ":ok", agent.PhaseInstallComplete + ":failed"}
+			want := []string{wire.PhaseLiveBooted + ":ok", wire.PhaseIgnitionApplied + ":ok", wire.PhaseImagesImported + ":ok",
+				wire.PhaseWrittenToDisk + ":ok", wire.PhaseRebootedFromDisk + ":ok", wire.PhaseInstallComplete + ":failed"}
 			if got := milestones(msgs); !slices.Equal(got, want) {
 				t.Errorf("milestones %v, want %v", got, want)
 			}
 			checkInstallDetails(t, msgs, fw, 0)
 			final := msgs[len(msgs)-1]
 			failed := msgs[len(msgs)-2]
-			if failed.Phase != agent.PhaseUnits || failed.Status != agent.StatusFailed {
-				t.Fatalf("the report before the final one is %s %s, want %s failed", failed.Phase, failed.Status, agent.PhaseUnits)
+			if failed.Phase != wire.PhaseUnits || failed.Status != wire.StatusFailed {
+				t.Fatalf("the report before the final one is %s %s, want %s failed", failed.Phase, failed.Status, wire.PhaseUnits)
 			}
-			for _, m := range []agent.Message{failed, final} {
-				if !strings.Contains(m.Details[agent.DetailLog], marker) || !strings.Contains(m.Details[agent.DetailLog], "on-stderr") {
-					t.Errorf("%s %s: log= %q lacks the unit's output", m.Phase, m.Status, m.Details[agent.DetailLog])
+			for _, m := range []wire.Message{failed, final} {
+				if !strings.Contains(m.Details[wire.DetailLog], marker) || !strings.Contains(m.Details[wire.DetailLog], "on-stderr") {
+					t.Errorf("%s %s: log= %q lacks the unit's output", m.Phase, m.Status, m.Details[wire.DetailLog])
 				}
-				if !strings.Contains(m.Details[agent.DetailError], "e2e-fail.service") || !strings.Contains(m.Details[agent.DetailError], "exit status 3") {
-					t.Errorf("%s %s: error= %q does not name the unit and its exit status", m.Phase, m.Status, m.Details[agent.DetailError])
+				if !strings.Contains(m.Details[wire.DetailError], "e2e-fail.service") || !strings.Contains(m.Details[wire.DetailError], "exit status 3") {
+					t.Errorf("%s %s: error= %q does not name the unit and its exit status", m.Phase, m.Status, m.Details[wire.DetailError])
 				}
 			}
 		})
@@ -544,26 +544,26 @@ func TestLiveISOInstallToDiskAndReboot(t *testing.T) {
 	start := time.Now()
 	wctx, wcancel := context.WithTimeout(ctx, acc.Scale(installTimeout))
 	defer wcancel()
-	msgs, err := m.WaitFinal(wctx, agent.PhaseInstallComplete, nil)
+	msgs, err := m.WaitFinal(wctx, wire.PhaseInstallComplete, nil)
 	t.Logf("phases: %s", phaseList(msgs))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("install-complete after %s (accelerator %s)", time.Since(start).Round(time.Millisecond), acc.Name)
-	i := slices.IndexFunc(msgs, func(m agent.Message) bool { return m.Phase == agent.PhaseRebootedFromDisk })
+	i := slices.IndexFunc(msgs, func(m wire.Message) bool { return m.Phase == wire.PhaseRebootedFromDisk })
 	if i < 0 {
 		t.Fatal("no rebooted-from-disk report")
 	}
 	live, installed := msgs[:i], msgs[i:]
-	checkReports(t, live, agent.PhaseIgnitionApplied, karg, token)
-	if _, ok := findPhase(live, agent.PhaseBootComplete); ok {
+	checkReports(t, live, wire.PhaseIgnitionApplied, karg, token)
+	if _, ok := findPhase(live, wire.PhaseBootComplete); ok {
 		t.Error("the live system reported boot-complete although it was installing")
 	}
 	if installed[0].Boot == live[0].Boot {
 		t.Error("the disk boot reports the live boot's boot id: no reboot happened")
 	}
-	imp, _ := findPhase(live, agent.PhaseImagesImported)
-	if imp.Details["images"] != "0" || !strings.Contains(imp.Details["reason"], agent.PrecacheDiskSerial) {
+	imp, _ := findPhase(live, wire.PhaseImagesImported)
+	if imp.Details["images"] != "0" || !strings.Contains(imp.Details["reason"], wire.PrecacheDiskSerial) {
 		t.Errorf("images-imported without a data disk: %v", imp.Details)
 	}
 	// The installed system keeps the appended karg but drops the installer's own.

@@ -1,4 +1,4 @@
-package agent
+package wire
 
 import (
 	"bufio"
@@ -274,3 +274,10 @@ const (
 	// naming the failed step and why.
 	PhaseReconfigured = "reconfigured"
 )
+
+// MaxDetailFileBytes bounds how much of a file a message's details carry.
+const MaxDetailFileBytes = 4 << 10
+
+// ReconfigureUnitName is the site's reconfiguration service: the seal installs and enables
+// it, the hook disables it once it succeeded, and render's MachineConfigs never name it.
+const ReconfigureUnitName = "snofactory-reconfigure.service"
