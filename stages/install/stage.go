@@ -55,7 +55,7 @@ func New(opts Options) pipeline.Stage {
 		Name:    Name,
 		Version: version,
 		Options: opts,
-		Deps:    []string{handoff.StageLiveISO, handoff.StagePrecache},
+		Deps:    handoff.Deps(handoff.LiveISO{}, handoff.Precache{}),
 		// One factory VM of the blueprint's size, while it runs.
 		Resources: pipeline.Resources{VMs: 1, CPUs: max(opts.CPUs, 1), MemoryMiB: opts.MemoryMiB},
 		Run: func(ctx context.Context, env *pipeline.Env) error {
@@ -70,11 +70,11 @@ type inputs struct {
 }
 
 func readInputs(env *pipeline.Env) (inputs, error) {
-	live, err := handoff.Read[handoff.LiveISO](env, handoff.StageLiveISO)
+	live, err := handoff.Read[handoff.LiveISO](env)
 	if err != nil {
 		return inputs{}, err
 	}
-	pc, err := handoff.Read[handoff.Precache](env, handoff.StagePrecache)
+	pc, err := handoff.Read[handoff.Precache](env)
 	if err != nil {
 		return inputs{}, err
 	}

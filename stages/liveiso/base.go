@@ -39,7 +39,7 @@ func baseISO(ctx context.Context, opts StageOptions, env *pipeline.Env) (string,
 // lockedISO returns the ISO the resolve stage's lock pins: the file resolve extracted from
 // an image, or a download.
 func lockedISO(ctx context.Context, env *pipeline.Env) (string, error) {
-	in, err := handoff.Read[handoff.Resolve](env, handoff.StageResolve)
+	in, err := handoff.Read[handoff.Resolve](env)
 	if err != nil {
 		return "", err
 	}

@@ -69,9 +69,9 @@ func New(opts StageOptions) pipeline.Stage {
 		opts.NetworkNames = append(opts.NetworkNames, name)
 	}
 	sort.Strings(opts.NetworkNames)
-	deps := []string{handoff.StageRender}
+	reads := []handoff.Record{handoff.Render{}}
 	if opts.ISOPath == "" && opts.ISOURL == "" && opts.ISOFromResolve {
-		deps = append(deps, handoff.StageResolve)
+		reads = []handoff.Record{handoff.Render{}, handoff.Resolve{}} // the ISO the release carries
 	}
 	files := map[string]string{}
 	if opts.ISOPath != "" && opts.ISOMissing == "" {
@@ -84,7 +84,7 @@ func New(opts StageOptions) pipeline.Stage {
 		Name:    Name,
 		Version: stageVersion,
 		Options: opts,
-		Deps:    deps,
+		Deps:    handoff.Deps(reads...),
 		Run: func(ctx context.Context, env *pipeline.Env) error {
 			return runStage(ctx, opts, env)
 		},
@@ -99,7 +99,7 @@ func runStage(ctx context.Context, opts StageOptions, env *pipeline.Env) error {
 	if opts.ISOMissing != "" {
 		return errors.New(opts.ISOMissing)
 	}
-	rendered, err := handoff.Read[handoff.Render](env, handoff.StageRender)
+	rendered, err := handoff.Read[handoff.Render](env)
 	if err != nil {
 		return err
 	}

@@ -82,7 +82,7 @@ func New(opts Options) pipeline.Stage {
 		Name:    Name,
 		Version: version,
 		Options: opts,
-		Deps:    []string{handoff.StageResolve},
+		Deps:    handoff.Deps(handoff.Resolve{}),
 		Run: func(ctx context.Context, env *pipeline.Env) error {
 			env.UseTool("containers/image", pipeline.ModuleVersion("github.com/containers/image/v5"))
 			return run(ctx, opts, env)
@@ -110,7 +110,7 @@ type StageReport struct {
 }
 
 func run(ctx context.Context, opts Options, env *pipeline.Env) error {
-	in, err := handoff.Read[handoff.Resolve](env, handoff.StageResolve)
+	in, err := handoff.Read[handoff.Resolve](env)
 	if err != nil {
 		return err
 	}

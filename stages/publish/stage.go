@@ -42,7 +42,7 @@ func New(opts Options) pipeline.Stage {
 		Name:    Name,
 		Version: version,
 		Options: opts,
-		Deps:    []string{handoff.StageValidate, handoff.StageSeal},
+		Deps:    handoff.Deps(handoff.Validate{}, handoff.Seal{}),
 		// The push's effect lives in the registry, not the cache: it runs every time, and
 		// sends nothing the registry already has.
 		Uncached: true,
@@ -58,11 +58,11 @@ type Report struct {
 }
 
 func run(ctx context.Context, opts Options, env *pipeline.Env) error {
-	sl, err := handoff.Read[handoff.Seal](env, handoff.StageSeal)
+	sl, err := handoff.Read[handoff.Seal](env)
 	if err != nil {
 		return err
 	}
-	vd, err := handoff.Read[handoff.Validate](env, handoff.StageValidate)
+	vd, err := handoff.Read[handoff.Validate](env)
 	if err != nil {
 		return err
 	}

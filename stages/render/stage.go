@@ -55,7 +55,7 @@ func New(opts Options) pipeline.Stage {
 		s.MaxAge = BootstrapConfigLife
 		s.Secrets = append(s.Secrets, SecretPullSecret)
 		if opts.FromResolve {
-			s.Deps = append(s.Deps, handoff.StageResolve)
+			s.Deps = handoff.Deps(handoff.Resolve{})
 		} else if opts.InstallerPath != "" {
 			s.Files[installerLabel] = opts.InstallerPath
 		}
@@ -72,7 +72,7 @@ func New(opts Options) pipeline.Stage {
 			useTool: env.UseTool,
 		}
 		if opts.FromResolve && opts.Target == target.OpenShift {
-			in, err := handoff.Read[handoff.Resolve](env, handoff.StageResolve)
+			in, err := handoff.Read[handoff.Resolve](env)
 			if err != nil {
 				return err
 			}

@@ -67,7 +67,7 @@ func New(opts Options) pipeline.Stage {
 		Name:    Name,
 		Version: version,
 		Options: opts,
-		Deps:    []string{handoff.StageResolve, handoff.StageRender, handoff.StagePrecache, handoff.StageInstall, handoff.StageValidate},
+		Deps:    handoff.Deps(handoff.Resolve{}, handoff.Render{}, handoff.Precache{}, handoff.Install{}, handoff.Validate{}),
 		// One factory VM of the blueprint's size, while it runs.
 		Resources: pipeline.Resources{VMs: 1, CPUs: max(opts.CPUs, 1), MemoryMiB: opts.MemoryMiB},
 		Run: func(ctx context.Context, env *pipeline.Env) error {
@@ -86,19 +86,19 @@ type inputs struct {
 }
 
 func readInputs(env *pipeline.Env) (in inputs, err error) {
-	if in.resolve, err = handoff.Read[handoff.Resolve](env, handoff.StageResolve); err != nil {
+	if in.resolve, err = handoff.Read[handoff.Resolve](env); err != nil {
 		return in, err
 	}
-	if in.render, err = handoff.Read[handoff.Render](env, handoff.StageRender); err != nil {
+	if in.render, err = handoff.Read[handoff.Render](env); err != nil {
 		return in, err
 	}
-	if in.precache, err = handoff.Read[handoff.Precache](env, handoff.StagePrecache); err != nil {
+	if in.precache, err = handoff.Read[handoff.Precache](env); err != nil {
 		return in, err
 	}
-	if in.install, err = handoff.Read[handoff.Install](env, handoff.StageInstall); err != nil {
+	if in.install, err = handoff.Read[handoff.Install](env); err != nil {
 		return in, err
 	}
-	in.validate, err = handoff.Read[handoff.Validate](env, handoff.StageValidate)
+	in.validate, err = handoff.Read[handoff.Validate](env)
 	return in, err
 }
 

@@ -425,7 +425,7 @@ func TestOpenShiftInputsFromRecords(t *testing.T) {
 		Configs: map[string]handoff.IgnitionConfig{handoff.ConfigNode: {Path: "config.ign"}, handoff.ConfigWorker: {Path: "worker.ign"}}}
 	write(renderDir, rec)
 	env := &pipeline.Env{Inputs: map[string]string{handoff.StageResolve: resolveDir, handoff.StageRender: renderDir}}
-	rd, err := handoff.Read[handoff.Render](env, handoff.StageRender)
+	rd, err := handoff.Read[handoff.Render](env)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -439,7 +439,7 @@ func TestOpenShiftInputsFromRecords(t *testing.T) {
 	}
 	rec.Kubeconfig = ""
 	write(renderDir, rec)
-	rd, _ = handoff.Read[handoff.Render](env, handoff.StageRender)
+	rd, _ = handoff.Read[handoff.Render](env)
 	if _, err := openshiftInputs(env, rd); err == nil || !strings.Contains(err.Error(), "no kubeconfig") {
 		t.Errorf("err = %v, want no kubeconfig", err)
 	}

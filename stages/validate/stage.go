@@ -51,7 +51,7 @@ func New(opts StageOptions) pipeline.Stage {
 		Name:    Name,
 		Version: version,
 		Options: opts,
-		Deps:    []string{handoff.StageResolve, handoff.StageRender, handoff.StagePrecache, handoff.StageInstall},
+		Deps:    handoff.Deps(handoff.Resolve{}, handoff.Render{}, handoff.Precache{}, handoff.Install{}),
 		// One factory VM of the blueprint's size, while it runs.
 		Resources: pipeline.Resources{VMs: 1, CPUs: max(opts.CPUs, 1), MemoryMiB: opts.MemoryMiB},
 		Run: func(ctx context.Context, env *pipeline.Env) error {
@@ -99,10 +99,10 @@ type stageInputs struct {
 func readInputs(env *pipeline.Env) (stageInputs, error) {
 	var in stageInputs
 	var err error
-	if in.install, err = handoff.Read[handoff.Install](env, handoff.StageInstall); err != nil {
+	if in.install, err = handoff.Read[handoff.Install](env); err != nil {
 		return in, err
 	}
-	pc, err := handoff.Read[handoff.Precache](env, handoff.StagePrecache)
+	pc, err := handoff.Read[handoff.Precache](env)
 	if err != nil {
 		return in, err
 	}
@@ -110,7 +110,7 @@ func readInputs(env *pipeline.Env) (stageInputs, error) {
 	if pc.Out.DataDisk != "" {
 		in.dataDisk = pc.Path(pc.Out.DataDisk)
 	}
-	rd, err := handoff.Read[handoff.Render](env, handoff.StageRender)
+	rd, err := handoff.Read[handoff.Render](env)
 	if err != nil {
 		return in, err
 	}
@@ -131,7 +131,7 @@ func readInputs(env *pipeline.Env) (stageInputs, error) {
 // openshiftInputs is what the OpenShift checks need from upstream: the installer's admin
 // kubeconfig and the relocation MachineConfigs (render), the locked release (resolve).
 func openshiftInputs(env *pipeline.Env, rd handoff.Input[handoff.Render]) (*OpenShift, error) {
-	rs, err := handoff.Read[handoff.Resolve](env, handoff.StageResolve)
+	rs, err := handoff.Read[handoff.Resolve](env)
 	if err != nil {
 		return nil, err
 	}

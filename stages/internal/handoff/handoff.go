@@ -3,6 +3,7 @@ package handoff
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 
 	"github.com/snofactory/snofactory/pipeline"
 )
@@ -37,22 +38,39 @@ func (in Input[T]) Path(f File) string {
 	return filepath.Join(in.Dir, filepath.FromSlash(string(f)))
 }
 
-// record is implemented by every output record type: the files it names, for checking.
-type record interface {
+// Record is implemented by every output record type: the stage that writes it, and the
+// files it names, for checking. The stage comes from the type, so a reader names what it
+// reads once, as a type, and the stage it depends on follows from it.
+type Record interface {
+	stage() string
 	files() []File
 }
 
+// Deps is the Deps list of a stage that reads these records (pass zero values):
+// pipeline.Stage.Deps derived from what the stage reads, so the two cannot disagree.
+func Deps(reads ...Record) []string {
+	deps := make([]string, 0, len(reads))
+	for _, r := range reads {
+		if !slices.Contains(deps, r.stage()) {
+			deps = append(deps, r.stage())
+		}
+	}
+	return deps
+}
+
 // Write stores rec as the running stage's output record.
-func Write[T record](env *pipeline.Env, rec T) error {
+func Write[T Record](env *pipeline.Env, rec T) error {
 	if err := checkFiles(rec.files()); err != nil {
 		return fmt.Errorf("output record: %w", err)
 	}
 	return env.WriteOutput(rec)
 }
 
-// Read returns the output record of the upstream stage, which must be a dependency of the
-// running stage.
-func Read[T record](env *pipeline.Env, stage string) (Input[T], error) {
+// Read returns the output record of type T from the upstream stage that writes it, which
+// must be among the running stage's Deps.
+func Read[T Record](env *pipeline.Env) (Input[T], error) {
+	var zero T
+	stage := zero.stage()
 	in := Input[T]{Stage: stage}
 	dir, err := env.ReadOutput(stage, &in.Out)
 	if err != nil {

@@ -14,6 +14,8 @@ type Resolve struct {
 	ISO File `json:"iso,omitempty"`
 }
 
+func (Resolve) stage() string { return StageResolve }
+
 func (r Resolve) files() []File { return []File{r.Lock, r.Installer, r.ISO} }
 
 // Render is the render stage's output: the Ignition configs it produced.
@@ -47,6 +49,8 @@ type IgnitionConfig struct {
 	Secret bool `json:"secret,omitempty"`
 }
 
+func (Render) stage() string { return StageRender }
+
 func (r Render) files() []File {
 	out := []File{r.Kubeconfig, r.KubeadminPassword}
 	for _, c := range r.Configs {
@@ -61,6 +65,8 @@ type LiveISO struct {
 	// Secret is true when the embedded config carries secrets.
 	Secret bool `json:"secret,omitempty"`
 }
+
+func (LiveISO) stage() string { return StageLiveISO }
 
 func (l LiveISO) files() []File { return []File{l.ISO} }
 
@@ -82,6 +88,8 @@ type Image struct {
 	Digest string `json:"digest"`
 }
 
+func (Precache) stage() string { return StagePrecache }
+
 func (p Precache) files() []File { return []File{p.Layout, p.DataDisk} }
 
 // Install is the install stage's output: the installed disk.
@@ -95,6 +103,8 @@ type Install struct {
 	Target target.Target `json:"target"`
 }
 
+func (Install) stage() string { return StageInstall }
+
 func (i Install) files() []File { return []File{i.Disk} }
 
 // Validate is the validate stage's output: the reports of a node that passed the gate.
@@ -107,6 +117,8 @@ type Validate struct {
 	Warnings int `json:"warnings"`
 }
 
+func (Validate) stage() string { return StageValidate }
+
 func (v Validate) files() []File { return []File{v.Report, v.JUnit} }
 
 // Seal is the seal stage's output: the seed directory (seeds/seed) and its manifest.
@@ -115,5 +127,7 @@ type Seal struct {
 	Dir      File `json:"dir"`
 	Manifest File `json:"manifest"`
 }
+
+func (Seal) stage() string { return StageSeal }
 
 func (s Seal) files() []File { return []File{s.Dir, s.Manifest} }
