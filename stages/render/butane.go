@@ -3,6 +3,7 @@ package render
 import (
 	"errors"
 	"fmt"
+	"os"
 	"regexp"
 	"strings"
 
@@ -114,4 +115,16 @@ func butaneOpenShiftVersion(release string) (string, error) {
 		return "", fmt.Errorf("%q: the pinned Butane has no openshift %s variant: %w", release, v, err)
 	}
 	return v, nil
+}
+
+// readFragment returns a fragment's Butane text.
+func readFragment(opts Options, f Fragment) ([]byte, error) {
+	if f.Inline != "" {
+		return []byte(f.Inline), nil
+	}
+	b, err := os.ReadFile(opts.HostFiles[f.File])
+	if err != nil {
+		return nil, fmt.Errorf("reading Butane fragment %s: %w", f.File, err)
+	}
+	return b, nil
 }

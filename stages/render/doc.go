@@ -65,4 +65,9 @@
 // /etc/snofactory/shipment.json on the node (and the same window into render.json) for
 // validate to check. Nothing renews it at the seal: the seal's recert ends every
 // certificate's life, and the site's recert starts it again on the site's first boot.
+//
+// The code reads top-down: stage.go (New, run) picks coreos.go or openshift.go, the
+// target's flow; openshift.go's steps live in manifests.go (the MachineConfigs and
+// manifests render adds), installer.go (running openshift-install and keeping its
+// outputs) and release.go (pinning the release); report.go is render.json.
 package render

@@ -28,14 +28,11 @@ const (
 	SecretSSHKey     = "sshKey"
 )
 
-// installerLabel keys the openshift-install binary's content when its path is given.
-const installerLabel = "tools/openshift-install"
-
-// New returns the render stage for opts.
 // BootstrapConfigLife is how long an OpenShift render may be reused: the installer's
 // bootstrap certificates last 24 h, less a margin for the install that uses them.
 const BootstrapConfigLife = 20 * time.Hour
 
+// New returns the render stage for opts.
 func New(opts Options) pipeline.Stage {
 	s := pipeline.Stage{
 		Name:    Name,
@@ -168,68 +165,6 @@ func record(rep *Report) handoff.Render {
 	return rec
 }
 
-// Report is render.json: what render produced, so later stages need not guess.
-type Report struct {
-	Target       target.Target `json:"target"`
-	StageVersion string        `json:"stageVersion"`
-	// Ignition maps "config" (and "worker") to the produced Ignition configs.
-	Ignition map[string]IgnitionFile `json:"ignition"`
-	// Manifests lists manifests/*.yaml.
-	Manifests []ManifestFile `json:"manifests,omitempty"`
-	// Fragments says what became of each Butane fragment, in order.
-	Fragments []FragmentResult `json:"fragments,omitempty"`
-	// Relocation echoes the relocation settings the MachineConfigs carry.
-	Relocation *RelocationReport `json:"relocation,omitempty"`
-	// Release is the release the installer was told to install (openshift).
-	Release *ReleaseReport `json:"release,omitempty"`
-	// Installer lists the openshift-install outputs kept (auth/*, metadata.json).
-	Installer map[string]string `json:"installer,omitempty"`
-	// Tools are the libraries and external tools used, with versions.
-	Tools map[string]string `json:"tools"`
-}
-
-// IgnitionFile is one produced Ignition config.
-type IgnitionFile struct {
-	Path    string `json:"path"`
-	Version string `json:"version"`
-	Size    int    `json:"size"`
-	// Secret marks configs that embed secrets (written 0600; never publish them).
-	Secret bool `json:"secret,omitempty"`
-}
-
-// ManifestFile is one file in manifests/.
-type ManifestFile struct {
-	Path string `json:"path"`
-	Kind string `json:"kind"`
-	Name string `json:"name,omitempty"`
-	// IgnitionVersion is a MachineConfig's spec.config version.
-	IgnitionVersion string `json:"ignitionVersion,omitempty"`
-	// Concern is what a relocation MachineConfig is for.
-	Concern string `json:"concern,omitempty"`
-	// Redacted marks an install-config whose secrets were replaced.
-	Redacted bool `json:"redacted,omitempty"`
-}
-
-// FragmentResult is what one Butane fragment became.
-type FragmentResult struct {
-	Name    string `json:"name"`
-	Variant string `json:"variant"`
-	Version string `json:"version"`
-	// Output is the manifest it became, or the config it was merged into.
-	Output string `json:"output"`
-}
-
-// RelocationReport is the relocation settings as the MachineConfigs carry them.
-type RelocationReport struct {
-	InternalIP                   string `json:"internalIP"`
-	NodeIPHint                   string `json:"nodeIPHint"`
-	ReconfigureUnit              string `json:"reconfigureUnit"`
-	ShipmentFile                 string `json:"shipmentFile"`
-	KubeletClientCertMinValidity string `json:"kubeletClientCertMinValidity"`
-	// MachineConfigs are the names of the relocation MachineConfigs.
-	MachineConfigs []string `json:"machineConfigs"`
-}
-
 // libraryVersions reports the Butane and Ignition modules compiled in.
 func libraryVersions() map[string]string {
 	return map[string]string{
@@ -272,16 +207,4 @@ func removePrevious(dir string) error {
 		}
 	}
 	return nil
-}
-
-// readFragment returns a fragment's Butane text.
-func readFragment(opts Options, f Fragment) ([]byte, error) {
-	if f.Inline != "" {
-		return []byte(f.Inline), nil
-	}
-	b, err := os.ReadFile(opts.HostFiles[f.File])
-	if err != nil {
-		return nil, fmt.Errorf("reading Butane fragment %s: %w", f.File, err)
-	}
-	return b, nil
 }

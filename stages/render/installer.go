@@ -1,0 +1,186 @@
+package render
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/snofactory/snofactory/stages/internal/handoff"
+)
+
+// The files openshift-install create single-node-ignition-config writes into its directory.
+const (
+	installerIgnition = "bootstrap-in-place-for-live-iso.ign"
+	installerRootCA   = "/opt/openshift/tls/root-ca.crt"
+)
+
+// The installer's credentials, as Report.Installer names them.
+const (
+	installerKubeconfig = "kubeconfig"
+	installerPassword   = "kubeadmin-password"
+)
+
+// installerLabel keys the openshift-install binary's content when its path is given.
+const installerLabel = "tools/openshift-install"
+
+// installerOutputs are copied from the installer's directory into the stage output (0600:
+// the kubeconfig and password are cluster-admin credentials).
+var installerOutputs = []struct {
+	rel  string
+	perm os.FileMode
+}{
+	{"auth/" + installerKubeconfig, 0o600},
+	{"auth/" + installerPassword, 0o600},
+	{"metadata.json", 0o644},
+}
+
+// ErrNoInstaller means openshift-install could not be found.
+var ErrNoInstaller = errors.New("openshift-install is not available")
+
+// findInstaller locates openshift-install: the resolve stage's output, a given path, PATH.
+func findInstaller(opts Options, env *runEnv) (string, error) {
+	var p, from string
+	switch {
+	case env.resolved != nil:
+		in := env.resolved
+		if in.Out.Installer == "" {
+			return "", fmt.Errorf("%w: the %s stage extracted none from the release (its lock pins no installer image)", ErrNoInstaller, in.Stage)
+		}
+		p, from = in.Path(in.Out.Installer), "the "+in.Stage+" stage's output"
+	case opts.InstallerPath != "":
+		p, from = opts.InstallerPath, "the configured installer path"
+	default:
+		lp, err := exec.LookPath("openshift-install")
+		if err != nil {
+			return "", fmt.Errorf("%w: it is not on PATH. Put the openshift-install of release %s on PATH "+
+				"(e.g. `oc adm release extract --command=openshift-install --to DIR RELEASE_IMAGE`), "+
+				"or let the resolve stage extract it from the release", ErrNoInstaller, opts.OpenShift.Version)
+		}
+		return lp, nil
+	}
+	st, err := os.Stat(p)
+	if err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
+		if err == nil {
+			err = fs.ErrPermission
+		}
+		return "", fmt.Errorf("%w: %s from %s is not an executable file (%v)", ErrNoInstaller, p, from, err)
+	}
+	return p, nil
+}
+
+// installerVersion returns the first line of `openshift-install version`.
+func installerVersion(ctx context.Context, env *runEnv, installer string) (string, error) {
+	var out strings.Builder
+	cmd := exec.Command(installer, "version")
+	cmd.Stdout = &out
+	if err := env.exec(ctx, cmd); err != nil {
+		return "", fmt.Errorf("openshift-install version: %w", err)
+	}
+	v := firstLine(out.String())
+	if !strings.HasPrefix(v, "openshift-install ") {
+		return "", fmt.Errorf("openshift-install version printed %q, not a version", v)
+	}
+	return strings.TrimPrefix(v, "openshift-install "), nil
+}
+
+// runInstaller runs openshift-install in a work directory of its own, which holds the real
+// pull secret and is removed on return. Extra manifests go in between: create manifests, add
+// them to openshift/, then create the ignition config from the manifests on disk. It keeps
+// the installer's outputs and returns the bootstrap-in-place config.
+func runInstaller(ctx context.Context, env *runEnv, installer string, c *OpenShift, s installSecrets, extras []extraManifest, rep *Report) ([]byte, error) {
+	version, err := installerVersion(ctx, env, installer)
+	if err != nil {
+		return nil, err
+	}
+	env.useTool("openshift-install", version)
+	rep.Tools["openshift-install"] = version
+
+	work, err := os.MkdirTemp("", "snofactory-render-installer-")
+	if err != nil {
+		return nil, fmt.Errorf("creating openshift-install's work directory: %w", err)
+	}
+	defer os.RemoveAll(work)
+	if err := writeInstallConfig(work, "install-config.yaml", c, s, 0o600); err != nil {
+		return nil, err
+	}
+	run := installerRun{env: env, path: installer, dir: work, release: c.ReleaseImage}
+	if len(extras) > 0 {
+		if err := run.create(ctx, "manifests"); err != nil {
+			return nil, err
+		}
+		for _, m := range extras {
+			if err := writeFile(work, "openshift/"+m.name, m.data, 0o644); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := run.create(ctx, "single-node-ignition-config"); err != nil {
+		return nil, err
+	}
+	return keepInstallerOutputs(env, work, rep)
+}
+
+// installerRun runs openshift-install on one work directory.
+type installerRun struct {
+	env     *runEnv
+	path    string
+	dir     string
+	release string // OPENSHIFT_INSTALL_RELEASE_IMAGE_OVERRIDE; "" for the installer's own
+}
+
+// create runs `openshift-install create ASSET --dir DIR`.
+func (r installerRun) create(ctx context.Context, asset string) error {
+	cmd := exec.Command(r.path, "create", asset, "--dir", r.dir)
+	cmd.Env = append(os.Environ(), "OPENSHIFT_INSTALL_INVOKER=snofactory")
+	if r.release != "" {
+		cmd.Env = append(cmd.Env, "OPENSHIFT_INSTALL_RELEASE_IMAGE_OVERRIDE="+r.release)
+	}
+	r.env.log.Info("running openshift-install", "args", "create "+asset)
+	if err := r.env.exec(ctx, cmd); err != nil {
+		return fmt.Errorf("openshift-install create %s: %w", asset, err)
+	}
+	return nil
+}
+
+// keepInstallerOutputs adds the live system's install phase units to the installer's
+// bootstrap-in-place config, validates it and copies it,
+// the cluster credentials and metadata.json from work into the stage output.
+func keepInstallerOutputs(env *runEnv, work string, rep *Report) ([]byte, error) {
+	ign, err := os.ReadFile(filepath.Join(work, installerIgnition))
+	if err != nil {
+		return nil, fmt.Errorf("openshift-install did not write %s: %w", installerIgnition, err)
+	}
+	if ign, err = withLivePhases(ign); err != nil {
+		return nil, err
+	}
+	ignVersion, warnings, err := validateIgnition("openshift-install's "+installerIgnition, ign, false)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range warnings {
+		env.log.Warn("openshift-install's Ignition config: "+w, "file", installerIgnition)
+	}
+	if err := writeFile(env.out, ConfigPath, ign, 0o600); err != nil {
+		return nil, err
+	}
+	rep.Ignition = map[string]IgnitionFile{handoff.ConfigNode: {Path: ConfigPath, Version: ignVersion, Size: len(ign), Secret: true}}
+	env.log.Info("wrote the bootstrap-in-place config (holds the pull secret; 0600)", "path", ConfigPath, "ignition", ignVersion, "bytes", len(ign))
+
+	rep.Installer = map[string]string{}
+	for _, o := range installerOutputs {
+		b, err := os.ReadFile(filepath.Join(work, filepath.FromSlash(o.rel)))
+		if err != nil {
+			return nil, fmt.Errorf("openshift-install did not write %s: %w", o.rel, err)
+		}
+		if err := writeFile(env.out, o.rel, b, o.perm); err != nil {
+			return nil, err
+		}
+		rep.Installer[filepath.Base(o.rel)] = o.rel
+	}
+	return ign, nil
+}
