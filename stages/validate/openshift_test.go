@@ -5,10 +5,8 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/base64"
 	"encoding/pem"
 	"fmt"
 	"math/big"
@@ -27,14 +25,15 @@ import (
 	"github.com/snofactory/snofactory/seeds/target"
 	"github.com/snofactory/snofactory/stages/internal/handoff"
 	"github.com/snofactory/snofactory/stages/internal/lockfile"
+	"github.com/snofactory/snofactory/test/kubeapi"
 )
 
-// The OpenShift checks run against a real HTTPS API server: httptest serves the JSON
-// files under testdata/api, written in the shapes OpenShift 4.16 returns them
-// (ClusterVersion, ClusterOperatorList, NodeList, CertificateSigningRequestList,
-// Infrastructure, MachineConfigPool, MachineConfigList, IngressController), to client-go
-// as a real cluster would, over TLS with a certificate for the kubeconfig's host name and
-// a bearer token. Certificates in CSRs are minted per test (placeholders {{CERT name}}).
+// The OpenShift checks run against a real kube-apiserver serving OpenShift's CRDs
+// (test/kubeapi), laid out as a settled single-node cluster: ClusterVersion,
+// ClusterOperators, the Node, Infrastructure, the master MachineConfigPool with render's
+// relocation MachineConfigs, the default IngressController and the kubelet's CSRs. No
+// operator runs there, so each case changes an object's status as its operator would.
+// The kubelet's certificates in the CSRs are minted per case by a test CA.
 
 // Certificates start an hour before the checks' clock; the clock is the real one (to the
 // hour), since client-go verifies the API server's certificate against it.
@@ -46,20 +45,21 @@ var (
 func rfc(d time.Duration) string { return testFrom.Add(d).Format(time.RFC3339) }
 
 const (
-	testToken   = "sha256~test-token"
-	testAPIHost = "api.sno.edge.example.com"
-	year        = 365 * 24 * time.Hour
+	testAPIHost   = "api.sno.edge.example.com"
+	testVersion   = "4.20.3" // kubeapi.ClusterVersionStatus's
+	year          = 365 * 24 * time.Hour
+	csrUser       = "system:node:sno"
+	bootstrapUser = "system:serviceaccount:openshift-machine-config-operator:node-bootstrapper"
 )
 
 // relocationMCs are the names render gives its relocation MachineConfigs.
 func relocationMCs() []string {
-	return []string{"90-master-snofactory-internal-ip", "90-master-snofactory-node-ip", "90-master-snofactory-reconfigure", "90-master-snofactory-shipment"}
+	return []string{"50-master-dnsmasq-configuration", "90-master-snofactory-internal-ip", "90-master-snofactory-node-ip", "90-master-snofactory-seal", "90-master-snofactory-shipment"}
 }
 
 type testCA struct {
 	key  *ecdsa.PrivateKey
 	cert *x509.Certificate
-	pem  []byte
 }
 
 func newCA(t *testing.T) *testCA {
@@ -68,26 +68,26 @@ func newCA(t *testing.T) *testCA {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kube-apiserver-lb-signer", OrganizationalUnit: []string{"openshift"}},
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kubelet-signer", OrganizationalUnit: []string{"openshift"}},
 		NotBefore: testFrom, NotAfter: testFrom.Add(10 * year), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cert, _ := x509.ParseCertificate(der)
-	return &testCA{key: key, cert: cert, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
+	return &testCA{key: key, cert: cert}
 }
 
-// issue signs a leaf for cn valid for life from testFrom.
-func (ca *testCA) issue(t *testing.T, cn string, life time.Duration, dns ...string) (certPEM []byte, key *ecdsa.PrivateKey) {
+// issue signs a leaf for cn valid for life from start, and returns it with its key.
+func (ca *testCA) issue(t *testing.T, cn string, start time.Time, life time.Duration) (certPEM []byte, key *ecdsa.PrivateKey) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
 	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
-	tmpl := &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: cn, Organization: []string{"system:nodes"}}, DNSNames: dns,
-		NotBefore: testFrom, NotAfter: testFrom.Add(life), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}}
+	tmpl := &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: cn, Organization: []string{"system:nodes"}},
+		NotBefore: start, NotAfter: start.Add(life), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
 	if err != nil {
 		t.Fatal(err)
@@ -95,138 +95,79 @@ func (ca *testCA) issue(t *testing.T, cn string, life time.Duration, dns ...stri
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), key
 }
 
-// apiServer is one variant of the recorded cluster.
-type apiServer struct {
-	files map[string]string // API path -> testdata/api file
-	// lifetimes of the certificates minted for the {{CERT name}} placeholders and the
-	// API server's serving certificate ("api")
-	lifetimes map[string]time.Duration
-	// notReady counts down the /readyz answers that are 503 before it answers ok
-	notReady *atomic.Int32
-	// onNotReady, when set, hears each 503 served
-	onNotReady func()
-}
-
-func healthyCluster() apiServer {
-	return apiServer{
-		files: map[string]string{
-			"/apis/config.openshift.io/v1/clusterversions/version": "clusterversion.json",
-			"/apis/config.openshift.io/v1/clusteroperators":        "clusteroperators.json",
-			"/api/v1/nodes": "nodes.json",
-			"/apis/certificates.k8s.io/v1/certificatesigningrequests":                                         "csrs.json",
-			"/apis/config.openshift.io/v1/infrastructures/cluster":                                            "infrastructure.json",
-			"/apis/machineconfiguration.openshift.io/v1/machineconfigpools/master":                            "mcp-master.json",
-			"/apis/machineconfiguration.openshift.io/v1/machineconfigs":                                       "machineconfigs.json",
-			"/apis/operator.openshift.io/v1/namespaces/openshift-ingress-operator/ingresscontrollers/default": "ingresscontroller-default.json",
-		},
-		lifetimes: map[string]time.Duration{"api": year, "kubelet-bootstrap": 24 * time.Hour, "kubelet-client": year, "kubelet-serving": year},
-	}
-}
-
-// start serves the variant over TLS and returns a kubeconfig naming the API by its host
-// name, and the server's URL to override it with (as the install stage's port forward).
-func (a apiServer) start(t *testing.T) (kubeconfig, server string) {
+// issueCSR files and issues a kubelet CSR whose certificate ca signs for cn.
+func (ca *testCA) issueCSR(t *testing.T, s *kubeapi.Server, name, signer, user, cn string, start time.Time, life time.Duration) {
 	t.Helper()
-	ca := newCA(t)
-	certs := map[string]string{}
-	for name, life := range a.lifetimes {
-		if name == "api" {
-			continue
-		}
-		p, _ := ca.issue(t, "system:node:sno", life)
-		if name == "kubelet-bootstrap" {
-			p, _ = ca.issue(t, "system:node:bootstrap", life)
-		}
-		certs[name] = base64.StdEncoding.EncodeToString(p)
-	}
-	srvPEM, srvKey := ca.issue(t, testAPIHost, a.lifetimes["api"], testAPIHost)
-	keyDER, _ := x509.MarshalECPrivateKey(srvKey)
-	pair, err := tls.X509KeyPair(srvPEM, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") != "Bearer "+testToken {
-			http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Unauthorized","code":401}`, http.StatusUnauthorized)
-			return
-		}
-		if r.URL.Path == "/readyz" {
-			if a.notReady != nil && a.notReady.Add(-1) >= 0 {
-				http.Error(w, "[-]poststarthook/rbac/bootstrap-roles failed: not finished\nreadyz check failed", http.StatusServiceUnavailable)
-				if a.onNotReady != nil {
-					a.onNotReady()
-				}
-				return
-			}
-			fmt.Fprint(w, "ok")
-			return
-		}
-		file, ok := a.files[r.URL.Path]
-		if !ok {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusNotFound)
-			fmt.Fprintf(w, `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"the server could not find the requested resource","reason":"NotFound","code":404}`)
-			return
-		}
-		b, err := os.ReadFile(filepath.Join("testdata", "api", file))
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
-		}
-		body := string(b)
-		for name, c := range certs {
-			body = strings.ReplaceAll(body, "{{CERT "+name+"}}", c)
-		}
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprint(w, body)
-	}))
-	srv.TLS = &tls.Config{Certificates: []tls.Certificate{pair}}
-	srv.StartTLS()
-	t.Cleanup(srv.Close)
-
-	kubeconfig = filepath.Join(t.TempDir(), "kubeconfig")
-	kc := fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters:
-- cluster:
-    certificate-authority-data: %s
-    server: https://%s:6443
-  name: sno
-contexts:
-- context:
-    cluster: sno
-    user: admin
-  name: admin
-current-context: admin
-users:
-- name: admin
-  user:
-    token: %s
-`, base64.StdEncoding.EncodeToString(ca.pem), testAPIHost, testToken)
-	if err := os.WriteFile(kubeconfig, []byte(kc), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return kubeconfig, srv.URL
+	cert, key := ca.issue(t, cn, start, life)
+	s.IssueCSR(t, name, signer, user, key, pkix.Name{CommonName: cn, Organization: []string{"system:nodes"}}, cert)
 }
 
-func (a apiServer) with(path, file string) apiServer {
-	files := map[string]string{}
-	for k, v := range a.files {
-		files[k] = v
+// poolStatus is the master pool's status: rendered from sources, updated as given.
+func poolStatus(updated string, sources []string) map[string]any {
+	ts := testFrom.Format(time.RFC3339)
+	src := []any{}
+	for _, n := range sources {
+		src = append(src, map[string]any{"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig", "name": n})
 	}
-	files[path] = file
-	a.files = files
-	return a
+	updating := "False"
+	if updated != "True" {
+		updating = "True"
+	}
+	machines := map[bool]int64{true: 1, false: 0}[updated == "True"]
+	return map[string]any{"configuration": map[string]any{"name": "rendered-master-1", "source": src},
+		"machineCount": 1, "updatedMachineCount": machines, "readyMachineCount": machines, "unavailableMachineCount": 1 - machines,
+		"degradedMachineCount": 0, "observedGeneration": 1,
+		"conditions": []any{
+			map[string]any{"type": "Updated", "status": updated, "lastTransitionTime": ts},
+			map[string]any{"type": "Updating", "status": updating, "lastTransitionTime": ts},
+			map[string]any{"type": "Degraded", "status": "False", "lastTransitionTime": ts},
+		}}
 }
 
-func (a apiServer) lifetime(name string, d time.Duration) apiServer {
-	l := map[string]time.Duration{}
-	for k, v := range a.lifetimes {
-		l[k] = v
+// ingressController is the default IngressController, pinned to the master pool or not.
+func ingressController(pinned bool) string {
+	placement := `"nodePlacement":{"nodeSelector":{"matchLabels":{"node-role.kubernetes.io/master":""}}},`
+	if !pinned {
+		placement = ""
 	}
-	l[name] = d
-	a.lifetimes = l
-	return a
+	return `{"apiVersion":"operator.openshift.io/v1","kind":"IngressController","metadata":{"name":"default","namespace":"openshift-ingress-operator"},
+		"spec":{` + placement + `"replicas":1}}`
+}
+
+// seedChecked lays out, on top of kubeapi's settled cluster, what the build-time checks
+// read beyond it: render's relocation MachineConfigs rendered into the master pool, the
+// pinned IngressController, and the kubelet's CSRs (bootstrap, client and serving).
+func seedChecked(t *testing.T, s *kubeapi.Server, ca *testCA) {
+	t.Helper()
+	s.SeedSNO(t, testFrom)
+	sources := []string{"00-master", "01-master-kubelet"}
+	for _, name := range relocationMCs() {
+		s.Apply(t, kubeapi.MachineConfigs, fmt.Sprintf(`{"apiVersion":"machineconfiguration.openshift.io/v1","kind":"MachineConfig",
+			"metadata":{"name":%q,"labels":{"machineconfiguration.openshift.io/role":"master"}},"spec":{"config":{"ignition":{"version":"3.4.0"}}}}`, name))
+		sources = append(sources, name)
+	}
+	s.SetStatus(t, kubeapi.MachineConfigPools, "master", poolStatus("True", sources))
+	s.Apply(t, kubeapi.Namespaces, `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"openshift-ingress-operator"}}`)
+	s.Apply(t, kubeapi.IngressControllers, ingressController(true))
+	ca.issueCSR(t, s, "csr-bootstrap", signerKubeletClient, bootstrapUser, "system:node:bootstrap", testFrom, 24*time.Hour)
+	ca.issueCSR(t, s, "csr-client", signerKubeletClient, bootstrapUser, csrUser, testFrom, year)
+	ca.issueCSR(t, s, "csr-serving", signerKubeletServing, csrUser, csrUser, testFrom, year)
+}
+
+// checkInputs are the validate inputs for s: the kubeconfig names the API by its host name
+// and the server is reached through its loopback URL, as through the install stage's port
+// forward.
+func checkInputs(t *testing.T, s *kubeapi.Server) Inputs {
+	t.Helper()
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(kubeapi.Kubeconfig("https://"+testAPIHost+":6443", s.CAPEM)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return Inputs{
+		Options: Options{ShipmentWindow: 720 * time.Hour, Now: func() time.Time { return testNow }},
+		OpenShift: &OpenShift{Kubeconfig: kubeconfig, Server: s.URL, Version: testVersion,
+			RelocationMachineConfigs: relocationMCs(), DayTwoWorkers: true},
+	}
 }
 
 func openshiftIDs() []string {
@@ -239,155 +180,241 @@ func openshiftIDs() []string {
 	return out
 }
 
+// evaluateOpenShift runs the checks and compares every OpenShift result: the failing
+// ones with the message pieces given, every other one passing. Only a failing check of
+// severity error fails the gate.
+func evaluateOpenShift(t *testing.T, in Inputs, failing map[string]string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rep, err := Evaluate(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID := map[string]Result{}
+	for _, r := range rep.Results {
+		byID[r.ID] = r
+	}
+	for _, id := range openshiftIDs() {
+		r := byID[id]
+		if want, ok := failing[id]; ok {
+			if r.Status != StatusFail || !strings.Contains(r.Message, want) {
+				t.Errorf("%s: %s %q, want fail with %q", id, r.Status, r.Message, want)
+			}
+			continue
+		}
+		if r.Status != StatusPass {
+			t.Errorf("%s: %s %q %v, want pass", id, r.Status, r.Message, r.Evidence)
+		}
+	}
+	wantFailed := false
+	for id := range failing {
+		wantFailed = wantFailed || byID[id].Severity == SeverityError
+	}
+	for _, r := range rep.Results {
+		// facts without host data fail host checks; those are not this test's subject
+		wantFailed = wantFailed || (r.Scope == ScopeHost && r.Blocking())
+	}
+	if rep.Failed() != wantFailed {
+		t.Errorf("Failed() = %v with %v, want %v", rep.Failed(), rep.FailureLines(), wantFailed)
+	}
+	if r := byID[CheckKubeletClientCert]; r.Status == StatusFail && !strings.Contains(r.Message, "renews it") {
+		t.Errorf("a short kubelet client certificate does not say the site renews it: %q", r.Message)
+	}
+}
+
+// Each case breaks one thing the way the cluster would show it, checks that exactly that
+// check fails with a message naming the object, and heals it again.
 func TestOpenShiftChecks(t *testing.T) {
-	healthy := healthyCluster()
+	s := kubeapi.Start(t, kubeapi.Options{Hosts: []string{testAPIHost}})
+	ca := newCA(t)
+	seedChecked(t, s, ca)
+	nothing := func(*testing.T) {}
+	settled := kubeapi.OperatorStatus("True", "False", "False", testFrom)
+	mcpSources := func() []string { return append([]string{"00-master", "01-master-kubelet"}, relocationMCs()...) }
 	tests := []struct {
 		name    string
-		api     apiServer
+		break_  func(t *testing.T)
+		heal    func(t *testing.T)
 		mutate  func(*Inputs)
 		failing map[string]string // id -> piece of its message; every other OpenShift check passes
 	}{
-		{name: "healthy", api: healthy},
-		{name: "degraded operator", api: healthy.with("/apis/config.openshift.io/v1/clusteroperators", "clusteroperators-degraded.json"),
+		{name: "healthy", break_: nothing, heal: nothing},
+		{name: "degraded operator",
+			break_: func(t *testing.T) {
+				s.SetStatus(t, kubeapi.ClusterOperators, "kube-apiserver", kubeapi.OperatorStatus("True", "False", "True", testFrom))
+			},
+			heal:    func(t *testing.T) { s.SetStatus(t, kubeapi.ClusterOperators, "kube-apiserver", settled) },
 			failing: map[string]string{CheckClusterOperators: "clusteroperator/kube-apiserver Degraded=True (NodeInstaller_InstallerPodFailed"}},
-		{name: "pending csr", api: healthy.with("/apis/certificates.k8s.io/v1/certificatesigningrequests", "csrs-pending.json"),
-			failing: map[string]string{CheckCSRNonePending: "CSR csr-m4hd9 pending (signer kubernetes.io/kubelet-serving"}},
-		{name: "progressing clusterversion", api: healthy.with("/apis/config.openshift.io/v1/clusterversions/version", "clusterversion-progressing.json"),
+		{name: "pending csr",
+			break_: func(t *testing.T) {
+				_, key := ca.issue(t, csrUser, testFrom, year)
+				s.IssueCSR(t, "csr-m4hd9", signerKubeletServing, csrUser, key, pkix.Name{CommonName: csrUser, Organization: []string{"system:nodes"}}, nil)
+			},
+			heal:    func(t *testing.T) { s.Delete(t, kubeapi.CSRs, "", "csr-m4hd9") },
+			failing: map[string]string{CheckCSRNonePending: "CSR csr-m4hd9 pending (signer kubernetes.io/kubelet-serving, requested by "}},
+		{name: "clusterversion not available",
+			break_: func(t *testing.T) {
+				s.SetStatus(t, kubeapi.ClusterVersions, "version", kubeapi.ClusterVersionStatus("False", testFrom))
+			},
+			heal: func(t *testing.T) {
+				s.SetStatus(t, kubeapi.ClusterVersions, "version", kubeapi.ClusterVersionStatus("True", testFrom))
+			},
 			failing: map[string]string{CheckClusterVersion: "ClusterVersion Available=False"}},
-		{name: "pool not updated", api: healthy.with("/apis/machineconfiguration.openshift.io/v1/machineconfigpools/master", "mcp-master-updating.json"),
+		{name: "pool not updated",
+			break_: func(t *testing.T) {
+				s.SetStatus(t, kubeapi.MachineConfigPools, "master", poolStatus("False", mcpSources()))
+			},
+			heal: func(t *testing.T) {
+				s.SetStatus(t, kubeapi.MachineConfigPools, "master", poolStatus("True", mcpSources()))
+			},
 			failing: map[string]string{CheckPoolUpdated: "machineconfigpool/master Updated=False"}},
-		{name: "ingress not pinned", api: healthy.with("/apis/operator.openshift.io/v1/namespaces/openshift-ingress-operator/ingresscontrollers/default", "ingresscontroller-default-unpinned.json"),
+		{name: "relocation config not rendered into the pool",
+			break_: func(t *testing.T) {
+				s.SetStatus(t, kubeapi.MachineConfigPools, "master", poolStatus("True", mcpSources()[:len(mcpSources())-1]))
+			},
+			heal: func(t *testing.T) {
+				s.SetStatus(t, kubeapi.MachineConfigPools, "master", poolStatus("True", mcpSources()))
+			},
+			failing: map[string]string{CheckRelocationConfigs: "MachineConfig 90-master-snofactory-shipment is not rendered into the master pool's rendered-master-1"}},
+		{name: "ingress not pinned",
+			break_: func(t *testing.T) {
+				s.Delete(t, kubeapi.IngressControllers, "openshift-ingress-operator", "default")
+				s.Apply(t, kubeapi.IngressControllers, ingressController(false))
+			},
+			heal: func(t *testing.T) {
+				s.Delete(t, kubeapi.IngressControllers, "openshift-ingress-operator", "default")
+				s.Apply(t, kubeapi.IngressControllers, ingressController(true))
+			},
 			failing: map[string]string{CheckIngressPinned: "not pinned to the master pool"}},
-		{name: "short kubelet client certificate", api: healthy.lifetime("kubelet-client", 24*time.Hour),
-			failing: map[string]string{CheckKubeletClientCert: "the kubelet client certificate expires " + rfc(24*time.Hour) + ", 23h0m0s from now, inside the 720h0m0s shipment window"}},
-		{name: "short kubelet serving certificate", api: healthy.lifetime("kubelet-serving", 10*24*time.Hour),
+		{name: "short kubelet client certificate",
+			// the newest certificate the signer issued to the node counts
+			break_: func(t *testing.T) {
+				ca.issueCSR(t, s, "csr-client-short", signerKubeletClient, csrUser, csrUser, testFrom.Add(time.Minute), 24*time.Hour)
+			},
+			heal: func(t *testing.T) { s.Delete(t, kubeapi.CSRs, "", "csr-client-short") },
+			failing: map[string]string{CheckKubeletClientCert: "the kubelet client certificate expires " + rfc(24*time.Hour+time.Minute) +
+				", 23h1m0s from now, inside the 720h0m0s shipment window"}},
+		{name: "short kubelet serving certificate",
+			break_: func(t *testing.T) {
+				ca.issueCSR(t, s, "csr-serving-short", signerKubeletServing, csrUser, csrUser, testFrom.Add(time.Minute), 10*24*time.Hour)
+			},
+			heal:    func(t *testing.T) { s.Delete(t, kubeapi.CSRs, "", "csr-serving-short") },
 			failing: map[string]string{CheckKubeletServeCert: "the kubelet serving certificate expires"}},
-		{name: "short api certificate", api: healthy.lifetime("api", 30*24*time.Hour),
-			failing: map[string]string{CheckAPIServingCert: "the API serving certificate expires " + rfc(30*24*time.Hour)}},
-		{name: "other locked version", api: healthy, mutate: func(in *Inputs) { in.OpenShift.Version = "4.16.13" },
-			failing: map[string]string{CheckClusterVersion: "ClusterVersion is at 4.16.12, want the locked 4.16.13"}},
-		{name: "relocation config missing", api: healthy, mutate: func(in *Inputs) {
+		{name: "other locked version", break_: nothing, heal: nothing, mutate: func(in *Inputs) { in.OpenShift.Version = "4.20.4" },
+			failing: map[string]string{CheckClusterVersion: "ClusterVersion is at 4.20.3, want the locked 4.20.4"}},
+		{name: "relocation config missing", break_: nothing, heal: nothing, mutate: func(in *Inputs) {
 			in.OpenShift.RelocationMachineConfigs = append(in.OpenShift.RelocationMachineConfigs, "90-master-snofactory-extra")
 		}, failing: map[string]string{CheckRelocationConfigs: "MachineConfig 90-master-snofactory-extra missing"}},
-		{name: "kubelet client certificate from facts", api: healthy, mutate: func(in *Inputs) {
+		{name: "kubelet client certificate from facts", break_: nothing, heal: nothing, mutate: func(in *Inputs) {
 			in.Facts = &wire.Facts{Certs: []wire.CertFact{{Name: wire.CertKubeletClient, Path: "/var/lib/kubelet/pki/kubelet-client-current.pem",
 				Subject: "CN=system:node:sno", NotBefore: testFrom, NotAfter: testFrom.Add(30 * 24 * time.Hour)}}}
 		}, failing: map[string]string{CheckKubeletClientCert: "expires " + rfc(30*24*time.Hour)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			kubeconfig, server := tt.api.start(t)
-			in := Inputs{
-				Options: Options{ShipmentWindow: 720 * time.Hour, Now: func() time.Time { return testNow }},
-				OpenShift: &OpenShift{Kubeconfig: kubeconfig, Server: server, Version: "4.16.12",
-					RelocationMachineConfigs: relocationMCs(), DayTwoWorkers: true},
-			}
+			tt.break_(t)
+			defer tt.heal(t)
+			in := checkInputs(t, s)
 			if tt.mutate != nil {
 				tt.mutate(&in)
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			rep, err := Evaluate(ctx, in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			byID := map[string]Result{}
-			for _, r := range rep.Results {
-				byID[r.ID] = r
-			}
-			for _, id := range openshiftIDs() {
-				r := byID[id]
-				if want, ok := tt.failing[id]; ok {
-					if r.Status != StatusFail || !strings.Contains(r.Message, want) {
-						t.Errorf("%s: %s %q, want fail with %q", id, r.Status, r.Message, want)
-					}
-					continue
-				}
-				if r.Status != StatusPass {
-					t.Errorf("%s: %s %q %v, want pass", id, r.Status, r.Message, r.Evidence)
-				}
-			}
-			// Only a failing check of severity error fails the gate: a short kubelet client
-			// certificate is a warning (the site renews it).
-			wantFailed := false
-			for id := range tt.failing {
-				wantFailed = wantFailed || byID[id].Severity == SeverityError
-			}
-			for _, r := range rep.Results {
-				// facts without host data fail host checks; those are not this test's subject
-				wantFailed = wantFailed || (r.Scope == ScopeHost && r.Blocking())
-			}
-			if rep.Failed() != wantFailed {
-				t.Errorf("Failed() = %v with %v, want %v", rep.Failed(), rep.FailureLines(), wantFailed)
-			}
-			if r := byID[CheckKubeletClientCert]; r.Status == StatusFail && !strings.Contains(r.Message, "renews it") {
-				t.Errorf("a short kubelet client certificate does not say the site renews it: %q", r.Message)
-			}
+			evaluateOpenShift(t, in, tt.failing)
 		})
 	}
+
+	// Without day-2 workers the ingress check does not apply; a cluster that is not
+	// reachable is an error for every OpenShift check, which fails the gate.
+	t.Run("not applicable and unreachable", func(t *testing.T) {
+		in := checkInputs(t, s)
+		in.OpenShift.DayTwoWorkers = false
+		rep, err := Evaluate(context.Background(), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rep.Results {
+			if r.ID == CheckIngressPinned && (r.Status != StatusSkip || !strings.Contains(r.Message, "no day-2 workers")) {
+				t.Errorf("ingress: %s %q, want skipped", r.Status, r.Message)
+			}
+		}
+		in.OpenShift.Server = "https://127.0.0.1:1" // nothing listens there
+		rep, err = Evaluate(context.Background(), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rep.Results {
+			if r.Scope == ScopeOpenShift && r.ID != CheckIngressPinned && r.Status != StatusError {
+				t.Errorf("%s: %s, want error with the API unreachable", r.ID, r.Status)
+			}
+		}
+		if !rep.Failed() {
+			t.Error("an unreachable cluster passed the gate")
+		}
+	})
 }
 
-// Without day-2 workers the ingress check does not apply; a cluster that is not reachable
-// is an error for every OpenShift check, which fails the gate.
-func TestOpenShiftNotApplicableAndUnreachable(t *testing.T) {
-	kubeconfig, server := healthyCluster().start(t)
-	in := Inputs{Options: Options{Now: func() time.Time { return testNow }},
-		OpenShift: &OpenShift{Kubeconfig: kubeconfig, Server: server, RelocationMachineConfigs: relocationMCs()}}
-	rep, err := Evaluate(context.Background(), in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range rep.Results {
-		if r.ID == CheckIngressPinned && (r.Status != StatusSkip || !strings.Contains(r.Message, "no day-2 workers")) {
-			t.Errorf("ingress: %s %q, want skipped", r.Status, r.Message)
-		}
-	}
+// The API server's own serving certificate is read through the TLS handshake: a server
+// whose certificate ends inside the shipment window fails that check alone.
+func TestOpenShiftShortAPICertificate(t *testing.T) {
+	s := kubeapi.Start(t, kubeapi.Options{Hosts: []string{testAPIHost}, ServingLife: 29 * 24 * time.Hour})
+	seedChecked(t, s, newCA(t))
+	evaluateOpenShift(t, checkInputs(t, s), map[string]string{
+		CheckAPIServingCert: "the API serving certificate expires " + s.ServingNotAfter.UTC().Format(time.RFC3339)})
+}
 
-	in.OpenShift.Server = "https://127.0.0.1:1" // nothing listens there
-	rep, err = Evaluate(context.Background(), in)
-	if err != nil {
+// startingAPI stands in for an API server that is still starting, which a real one
+// cannot be made to stay: /readyz answers 503 with the body kube-apiserver gives while
+// notReady counts down (onNotReady hears each), then ok. It needs the bearer token.
+func startingAPI(t *testing.T, notReady *atomic.Int32, onNotReady func()) *OpenShift {
+	t.Helper()
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+kubeapi.Token || r.URL.Path != "/readyz" {
+			http.Error(w, "unexpected request "+r.URL.Path, http.StatusUnauthorized)
+			return
+		}
+		if notReady.Add(-1) >= 0 {
+			http.Error(w, "[-]poststarthook/rbac/bootstrap-roles failed: not finished\nreadyz check failed", http.StatusServiceUnavailable)
+			if onNotReady != nil {
+				onNotReady()
+			}
+			return
+		}
+		fmt.Fprint(w, "ok")
+	}))
+	t.Cleanup(srv.Close)
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	if err := os.WriteFile(kubeconfig, []byte(kubeapi.Kubeconfig(srv.URL, caPEM)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range rep.Results {
-		if r.Scope == ScopeOpenShift && r.ID != CheckIngressPinned && r.Status != StatusError {
-			t.Errorf("%s: %s, want error with the API unreachable", r.ID, r.Status)
-		}
-	}
-	if !rep.Failed() {
-		t.Error("an unreachable cluster passed the gate")
-	}
+	return &OpenShift{Kubeconfig: kubeconfig}
 }
 
 // WaitForAPI waits out a starting API server and names the last answer when it gives up.
 func TestWaitForAPI(t *testing.T) {
-	api := healthyCluster()
-	api.notReady = &atomic.Int32{}
-	api.notReady.Store(2)
-	kubeconfig, server := api.start(t)
-	o := &OpenShift{Kubeconfig: kubeconfig, Server: server}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	notReady := &atomic.Int32{}
+	notReady.Store(2)
+	o := startingAPI(t, notReady, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := WaitForAPI(ctx, o, 10*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
-	if n := api.notReady.Load(); n >= 0 {
+	if n := notReady.Load(); n >= 0 {
 		t.Errorf("ready before the server was (%d answers left)", n)
 	}
 	// Give up after the third 503 has been answered: an event, not a deadline a loaded
 	// machine could miss before the first answer.
-	api.notReady.Store(1 << 30)
+	never := &atomic.Int32{}
+	never.Store(1 << 30)
 	ctx, cancel = context.WithCancel(context.Background())
 	defer cancel()
 	var answered atomic.Int32
-	kubeconfig, server = func() (string, string) {
-		api.onNotReady = func() {
-			if answered.Add(1) == 3 {
-				cancel()
-			}
+	o = startingAPI(t, never, func() {
+		if answered.Add(1) == 3 {
+			cancel()
 		}
-		return api.start(t)
-	}()
-	o = &OpenShift{Kubeconfig: kubeconfig, Server: server}
+	})
 	err := WaitForAPI(ctx, o, 10*time.Millisecond)
 	if err == nil || !strings.Contains(err.Error(), "503 Service Unavailable: [-]poststarthook") {
 		t.Errorf("err = %v, want the last answer", err)
@@ -395,7 +422,10 @@ func TestWaitForAPI(t *testing.T) {
 }
 
 func TestRESTConfigKeepsServerName(t *testing.T) {
-	kubeconfig, _ := healthyCluster().start(t)
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(kubeapi.Kubeconfig("https://"+testAPIHost+":6443", nil)), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cfg, err := RESTConfig(kubeconfig, "https://127.0.0.1:16443")
 	if err != nil {
 		t.Fatal(err)

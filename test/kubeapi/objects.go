@@ -1,10 +1,19 @@
 package kubeapi
 
 import (
+	"context"
+	"crypto"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/pem"
 	"fmt"
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -14,7 +23,11 @@ var (
 	ClusterOperators   = schema.GroupVersionResource{Group: "config.openshift.io", Version: "v1", Resource: "clusteroperators"}
 	Infrastructures    = schema.GroupVersionResource{Group: "config.openshift.io", Version: "v1", Resource: "infrastructures"}
 	MachineConfigPools = schema.GroupVersionResource{Group: "machineconfiguration.openshift.io", Version: "v1", Resource: "machineconfigpools"}
+	MachineConfigs     = schema.GroupVersionResource{Group: "machineconfiguration.openshift.io", Version: "v1", Resource: "machineconfigs"}
+	IngressControllers = schema.GroupVersionResource{Group: "operator.openshift.io", Version: "v1", Resource: "ingresscontrollers"}
 	Nodes              = schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
+	Namespaces         = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+	CSRs               = schema.GroupVersionResource{Group: "certificates.k8s.io", Version: "v1", Resource: "certificatesigningrequests"}
 )
 
 // OperatorStatus is a ClusterOperator's status with its three conditions set since since.
@@ -76,4 +89,54 @@ func (s *Server) SeedSNO(t testing.TB, settled time.Time) {
 			map[string]any{"type": "Updating", "status": "False", "lastTransitionTime": ts},
 			map[string]any{"type": "Degraded", "status": "False", "lastTransitionTime": ts},
 		}})
+}
+
+// IssueCSR files a CertificateSigningRequest for key's public key, as the kubelet does, and,
+// when cert is set, approves it and records cert as issued, as the approver and the signer
+// would (each through its own subresource). Without cert the CSR stays pending.
+func (s *Server) IssueCSR(t testing.TB, name, signer, username string, key crypto.Signer, subject pkix.Name, cert []byte) {
+	t.Helper()
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: subject}, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	usages := []any{"digital signature", "client auth"}
+	if signer == "kubernetes.io/kubelet-serving" {
+		usages = []any{"digital signature", "server auth"}
+	}
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
+		"metadata": map[string]any{"name": name},
+		"spec": map[string]any{"signerName": signer, "usages": usages, "username": username,
+			"request": base64.StdEncoding.EncodeToString(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}))},
+	}}
+	ctx := context.Background()
+	res := s.Dynamic.Resource(CSRs)
+	created, err := res.Create(ctx, obj, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating CSR %s: %v", name, err)
+	}
+	if cert == nil {
+		return
+	}
+	now := time.Now().UTC().Format(time.RFC3339)
+	created.Object["status"] = map[string]any{"conditions": []any{map[string]any{"type": "Approved", "status": "True",
+		"reason": "NodeCSRApprove", "message": "approved by the test", "lastUpdateTime": now, "lastTransitionTime": now}}}
+	approved, err := res.Update(ctx, created, metav1.UpdateOptions{}, "approval")
+	if err != nil {
+		t.Fatalf("approving CSR %s: %v", name, err)
+	}
+	status := approved.Object["status"].(map[string]any)
+	status["certificate"] = base64.StdEncoding.EncodeToString(cert)
+	if _, err := res.UpdateStatus(ctx, approved, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("issuing CSR %s: %v", name, err)
+	}
+}
+
+// Delete removes a cluster-scoped or namespaced object.
+func (s *Server) Delete(t testing.TB, gvr schema.GroupVersionResource, namespace, name string) {
+	t.Helper()
+	if err := s.Dynamic.Resource(gvr).Namespace(namespace).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("deleting %s %s: %v", gvr.Resource, name, err)
+	}
 }
