@@ -30,6 +30,10 @@ func TestSiteConfigCommands(t *testing.T) {
 		{"create", []string{"site-config", "create", "../../blueprints/demo/site.yaml", "-o", iso}, exitOK, "hostname edge-01", nil, true},
 		{"create bad", []string{"site-config", "create", bad, "-o", filepath.Join(dir, "bad.iso")}, exitBadInput, "", []string{"spec.hostname"}, false},
 		{"create over a directory", []string{"site-config", "create", "../../blueprints/demo/site.yaml", "-o", dir}, exitBadInput, "", []string{"is a directory"}, false},
+		{"validate image-based", []string{"site-config", "validate", "../../seeds/siteconfig/testdata/image-based/image-based-config.yaml"}, exitOK,
+			"site store-0042, hostname sno-0042.store.example.com, 1 interfaces, 0 DNS servers, pull secret yes, 1 mirrors, 0 manifests", nil, false},
+		{"create from image-based", []string{"site-config", "create", "../../seeds/siteconfig/testdata/image-based/image-based-config.yaml", "-o", filepath.Join(dir, "ibi.iso"), "--no-kubeadmin"},
+			exitOK, "hostname sno-0042.store.example.com", nil, false},
 		{"create without -o", []string{"site-config", "create", "../../blueprints/demo/site.yaml"}, exitBadInput, "", []string{"-o site.iso"}, false},
 	}
 	for _, tc := range tests {
@@ -50,6 +54,9 @@ func TestSiteConfigCommands(t *testing.T) {
 				}
 			}
 		})
+	}
+	if sc, err := siteconfig.ReadMedium(filepath.Join(dir, "ibi.iso")); err != nil || sc.Spec.ClusterName != "sno-0042" || sc.Spec.Network.Interfaces[0].MACAddress != "52:54:00:12:34:56" {
+		t.Errorf("the medium made from an image-based config: %+v, %v", sc, err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "bad.iso")); !os.IsNotExist(err) {
 		t.Errorf("a bad site config left a medium behind: %v", err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -85,6 +86,11 @@ func (r *run) coreosNetwork(ctx context.Context, sc *siteconfig.SiteConfig) (map
 }
 
 func (r *run) coreosInterface(ctx context.Context, iface siteconfig.Interface) error {
+	if iface.MACAddress != "" {
+		if err := r.checkMAC(ctx, iface); err != nil {
+			return err
+		}
+	}
 	if iface.State == "down" {
 		_, err := r.cmd(ctx, "ip", "link", "set", iface.Name, "down")
 		return err
@@ -115,6 +121,24 @@ func (r *run) coreosInterface(ctx context.Context, iface siteconfig.Interface) e
 		if _, err := r.cmd(ctx, "udhcpc", "-i", iface.Name, "-q", "-n"); err != nil {
 			return fmt.Errorf("dhcp: %w", err)
 		}
+	}
+	return nil
+}
+
+// checkMAC refuses an interface whose hardware address is not the one the site config
+// names (nmstate's mac-address): the config was written for another box, or the name.
+func (r *run) checkMAC(ctx context.Context, iface siteconfig.Interface) error {
+	out, err := r.cmd(ctx, "ip", "-o", "link", "show", "dev", iface.Name)
+	if err != nil {
+		return fmt.Errorf("reading the hardware address of %s: %w", iface.Name, err)
+	}
+	fields := strings.Fields(string(out))
+	i := slices.Index(fields, "link/ether")
+	if i < 0 || i+1 >= len(fields) {
+		return fmt.Errorf("interface %s has no Ethernet address, but the site config names mac-address %s", iface.Name, iface.MACAddress)
+	}
+	if !strings.EqualFold(fields[i+1], iface.MACAddress) {
+		return fmt.Errorf("interface %s has the hardware address %s, but the site config names mac-address %s: is this the site config for this box?", iface.Name, fields[i+1], iface.MACAddress)
 	}
 	return nil
 }

@@ -117,9 +117,17 @@ func TestCoreOSInterfaceCommands(t *testing.T) {
 			IPv6: &siteconfig.IPConfig{Address: []siteconfig.Address{{IP: "fd00::2", PrefixLength: 64}}}},
 			[]string{"ip link set eth2 up", "ip addr flush dev eth2 scope global", "ip addr add fd00::2/64 dev eth2"}, ""},
 		{"dhcpv6", siteconfig.Interface{Name: "eth3", IPv6: &siteconfig.IPConfig{DHCP: true}}, nil, "no DHCPv6 client"},
+		{"matching mac", siteconfig.Interface{Name: "eth4", MACAddress: "52:54:00:AB:CD:04", IPv4: &siteconfig.IPConfig{DHCP: true}},
+			[]string{"ip -o link show dev eth4", "ip link set eth4 up", "ip addr flush dev eth4 scope global", "udhcpc -i eth4 -q -n"}, ""},
+		{"other mac", siteconfig.Interface{Name: "eth5", MACAddress: "52:54:00:ab:cd:99", IPv4: &siteconfig.IPConfig{DHCP: true}},
+			nil, "interface eth5 has the hardware address 52:54:00:ab:cd:05, but the site config names mac-address 52:54:00:ab:cd:99"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cmds := &commands{}
+			// busybox ip's one-line link output, as on the conformance OS
+			cmds := &commands{outputs: map[string]string{
+				"ip -o link show dev eth4": "2: eth4: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500 qdisc pfifo_fast qlen 1000\\    link/ether 52:54:00:ab:cd:04 brd ff:ff:ff:ff:ff:ff",
+				"ip -o link show dev eth5": "3: eth5: <BROADCAST,MULTICAST> mtu 1500 qdisc noop qlen 1000\\    link/ether 52:54:00:ab:cd:05 brd ff:ff:ff:ff:ff:ff",
+			}}
 			r := &run{o: Options{Run: cmds.run}}
 			err := r.coreosInterface(context.Background(), tc.iface)
 			if tc.err != "" {

@@ -17,6 +17,11 @@
 // version" rather than silently dropped. DNS may be given as spec.dns or as the nmstate
 // dns-resolver, not both with different values (EffectiveDNS).
 //
+// The image-based installer's inputs load too (ibiconfig.go): an ImageBasedConfig file
+// with the install-config.yaml and extra-manifests/ beside it becomes a site config, each
+// problem reported at its place in the file that holds it; and ReadMedium reads that
+// installer's cluster-config medium (imagebased.go).
+//
 // The pull secret is the site's own and travels on the medium, which Write therefore
 // creates with mode 0600; no message of this package quotes it.
 package siteconfig

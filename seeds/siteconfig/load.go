@@ -18,12 +18,17 @@ import (
 const MaxFileSize = 4 << 20
 
 // Load reads, decodes and validates the site config at path, and reads the files it
-// references (relative to its directory) into Spec.PullSecret and Spec.Manifests. When the
+// references (relative to its directory) into Spec.PullSecret and Spec.Manifests. An
+// image-based installer image-based-config.yaml (with the install-config.yaml beside it)
+// is converted. When the
 // input is at fault it returns a *strictyaml.ValidationErrors listing every problem.
 func Load(path string) (*SiteConfig, error) {
 	data, err := readLimited(path, MaxFileSize)
 	if err != nil {
 		return nil, strictyaml.FileProblem(path, fmt.Sprintf("cannot read site config: %v", err))
+	}
+	if isImageBasedConfig(data) {
+		return parseImageBasedConfig(data, path, filepath.Dir(path))
 	}
 	return Parse(data, path, filepath.Dir(path))
 }

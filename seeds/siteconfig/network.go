@@ -2,6 +2,7 @@ package siteconfig
 
 import (
 	"fmt"
+	"net"
 	"net/netip"
 	"strings"
 
@@ -54,6 +55,11 @@ func (c *checker) iface(p string, iface Interface) {
 		c.add(p+".type", "required", "type: ethernet")
 	default:
 		c.add(p+".type", fmt.Sprintf("interface type %q is %s", suggest.Clip(iface.Type), notSupported), "supported: ethernet")
+	}
+	if iface.MACAddress != "" {
+		if hw, err := net.ParseMAC(iface.MACAddress); err != nil || len(hw) != 6 {
+			c.add(p+".mac-address", fmt.Sprintf("%q is not an Ethernet MAC address", suggest.Clip(iface.MACAddress)), "six hexadecimal pairs separated by colons, e.g. 52:54:00:12:34:56")
+		}
 	}
 	switch iface.State {
 	case "", "up", "down":

@@ -79,11 +79,15 @@ type Network struct {
 
 // Interface is an nmstate interface; only type ethernet is supported.
 type Interface struct {
-	Name  string    `yaml:"name"`
-	Type  string    `yaml:"type"`
-	State string    `yaml:"state,omitempty"` // up (default) or down
-	IPv4  *IPConfig `yaml:"ipv4,omitempty"`
-	IPv6  *IPConfig `yaml:"ipv6,omitempty"`
+	Name  string `yaml:"name"`
+	Type  string `yaml:"type"`
+	State string `yaml:"state,omitempty"` // up (default) or down
+	// MACAddress, when set, is the hardware address the interface must have: nmstate
+	// binds the connection to it; on the conformance OS the hook checks it before any
+	// change, so a site config for another box changes nothing.
+	MACAddress string    `yaml:"mac-address,omitempty"`
+	IPv4       *IPConfig `yaml:"ipv4,omitempty"`
+	IPv6       *IPConfig `yaml:"ipv6,omitempty"`
 }
 
 // IPConfig is an interface's ipv4 or ipv6 block.
