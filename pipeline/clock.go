@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -27,5 +28,33 @@ func (RealClock) Sleep(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	case <-t.C:
 		return nil
+	}
+}
+
+// ErrWaitTimeout is Wait's error when the timeout passed before try was done.
+var ErrWaitTimeout = errors.New("timed out")
+
+// Wait polls: it calls try at once and then every interval until try reports done, try
+// fails, ctx ends, or timeout (0: none) has passed since the first call. It returns how
+// long that took and try's last reason for not being done, for the caller's message: the
+// error is ErrWaitTimeout, ctx's error, or try's own.
+func Wait(ctx context.Context, c Clock, interval, timeout time.Duration, try func(ctx context.Context) (done bool, why string, err error)) (took time.Duration, why string, err error) {
+	start := c.Now()
+	for {
+		done, reason, err := try(ctx)
+		took = c.Now().Sub(start)
+		if err != nil {
+			return took, reason, err
+		}
+		if done {
+			return took, "", nil
+		}
+		why = reason
+		if timeout > 0 && took >= timeout {
+			return took, why, ErrWaitTimeout
+		}
+		if err := c.Sleep(ctx, interval); err != nil {
+			return c.Now().Sub(start), why, err
+		}
 	}
 }

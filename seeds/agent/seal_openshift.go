@@ -20,6 +20,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 	"gopkg.in/yaml.v3"
 
+	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/seeds/agent/wire"
 	"github.com/snofactory/snofactory/seeds/recert"
 	"github.com/snofactory/snofactory/seeds/seedinfo"
@@ -202,7 +203,6 @@ func (s Sealer) openshiftActions() []sealAction {
 // this cluster before it ships, and a seed cannot be booted as it is by accident.
 func (s Sealer) seedRecertActions(configPath string, hasKubeadmin *bool) []sealAction {
 	etcd := recert.EtcdArgv(s.Request.EtcdImage, s.under(sealEtcdDataDir))
-	health := recert.EtcdHealthArgv()
 	stop := recert.EtcdStopArgv()
 	cfg := func() recert.Config {
 		return recert.Config{EtcdEndpoint: recert.EtcdEndpoint,
@@ -216,21 +216,11 @@ func (s Sealer) seedRecertActions(configPath string, hasKubeadmin *bool) []sealA
 			if _, err := s.Run(ctx, etcd[0], etcd[1:]...); err != nil {
 				return "", fmt.Errorf("starting etcd for recert: %w", err)
 			}
-			start := s.Clock.Now()
-			for {
-				_, err := s.Run(ctx, health[0], health[1:]...)
-				if err == nil {
-					return "healthy", nil
-				}
-				if s.Clock.Now().Sub(start) >= time.Minute {
-					s.stopEtcd(ctx, stop)
-					return "", fmt.Errorf("etcd for recert not healthy within a minute: %w", err)
-				}
-				if err := s.Clock.Sleep(ctx, time.Second); err != nil {
-					s.stopEtcd(ctx, stop)
-					return "", err
-				}
+			if err := recert.WaitEtcd(ctx, s.Run, s.Clock); err != nil {
+				s.stopEtcd(ctx, stop)
+				return "", err
 			}
+			return "healthy", nil
 		}},
 		{steps.Step{Name: "recert", Argv: run, Changes: []string{path.Join(s.Root, configPath), RecertSeedSummary, "etcd: every certificate and key", "Secret kube-system/kubeadmin"},
 			Detail: "force_expire + etcd_defrag; a disposable kubeadmin hash, so no factory password ships"}, func(ctx context.Context) (string, error) {
@@ -304,19 +294,34 @@ func (s Sealer) existing(paths []string) []string {
 
 // waitAPI polls /readyz until the API answers ok, within APITimeout.
 func (s Sealer) waitAPI(ctx context.Context, readyz []string) (string, error) {
-	start := s.Clock.Now()
-	for {
-		out, err := s.Run(ctx, readyz[0], readyz[1:]...)
-		if err == nil && strings.TrimSpace(string(out)) == "ok" {
-			return "ready after " + s.Clock.Now().Sub(start).Round(time.Second).String(), nil
-		}
-		if s.Clock.Now().Sub(start) >= s.APITimeout {
-			return "", fmt.Errorf("the local API did not answer /readyz ok within %s (last: %v): is the cluster up?", s.APITimeout, err)
-		}
-		if err := s.Clock.Sleep(ctx, 5*time.Second); err != nil {
-			return "", err
-		}
+	took, err := WaitAPI(ctx, s.Run, s.Clock, readyz, 5*time.Second, s.APITimeout)
+	if err != nil {
+		return "", err
 	}
+	return "ready after " + took.Round(time.Second).String(), nil
+}
+
+// WaitAPI asks the node's API for /readyz through argv (oc get --raw /readyz) every
+// interval until it answers ok, within timeout; the error names the last answer. The seal
+// and the site's reconfiguration both wait for the API this way.
+func WaitAPI(ctx context.Context, run func(ctx context.Context, name string, args ...string) ([]byte, error), clock pipeline.Clock, argv []string, interval, timeout time.Duration) (time.Duration, error) {
+	took, why, err := pipeline.Wait(ctx, clock, interval, timeout, func(ctx context.Context) (bool, string, error) {
+		out, err := run(ctx, argv[0], argv[1:]...)
+		switch {
+		case err != nil:
+			return false, err.Error(), nil
+		case strings.TrimSpace(string(out)) != "ok":
+			return false, "answered " + strings.TrimSpace(string(out)), nil
+		}
+		return true, "", nil
+	})
+	switch {
+	case errors.Is(err, pipeline.ErrWaitTimeout):
+		return took, fmt.Errorf("the local API did not answer /readyz ok within %s (last: %s): is the cluster up?", timeout, why)
+	case err != nil:
+		return took, fmt.Errorf("waiting for the local API: %w", err)
+	}
+	return took, nil
 }
 
 // pools are MachineConfigPools, as much as the seal reads of them.
@@ -355,37 +360,36 @@ func (s Sealer) readPools(ctx context.Context, get []string) (pools, error) {
 // waitPullSecretRollout waits until the node's config.json holds the placeholder and every
 // pool has all its machines ready (lifecycle-agent waitForPullSecretOverride).
 func (s Sealer) waitPullSecretRollout(ctx context.Context, getPools []string) (string, error) {
-	start := s.Clock.Now()
 	want := canonicalJSON([]byte(PlaceholderPullSecret))
-	for {
+	pools := 0
+	took, why, err := pipeline.Wait(ctx, s.Clock, s.PullSecretPoll, s.PullSecretTimeout, func(ctx context.Context) (bool, string, error) {
 		// Both are read on every poll, as lifecycle-agent does: the pools, then the file.
-		why := ""
 		p, err := s.readPools(ctx, getPools)
 		if err != nil {
-			why = err.Error()
+			return false, err.Error(), nil
 		}
 		for _, it := range p.Items {
-			if it.Status.ReadyMachineCount != it.Status.MachineCount && why == "" {
-				why = fmt.Sprintf("pool %s has %d of %d machines ready", it.Metadata.Name, it.Status.ReadyMachineCount, it.Status.MachineCount)
+			if it.Status.ReadyMachineCount != it.Status.MachineCount {
+				return false, fmt.Sprintf("pool %s has %d of %d machines ready", it.Metadata.Name, it.Status.ReadyMachineCount, it.Status.MachineCount), nil
 			}
 		}
 		b, err := os.ReadFile(s.under("/var/lib/kubelet/config.json"))
 		switch {
-		case why != "":
 		case err != nil:
-			why = fmt.Sprintf("the node's pull secret cannot be read: %v", err)
+			return false, fmt.Sprintf("the node's pull secret cannot be read: %v", err), nil
 		case canonicalJSON(b) != want:
-			why = "the node's /var/lib/kubelet/config.json does not hold the placeholder yet"
-		default:
-			return fmt.Sprintf("the MCO rolled the placeholder out to %d pools after %s", len(p.Items), s.Clock.Now().Sub(start).Round(time.Second)), nil
+			return false, "the node's /var/lib/kubelet/config.json does not hold the placeholder yet", nil
 		}
-		if s.Clock.Now().Sub(start) >= s.PullSecretTimeout {
-			return "", fmt.Errorf("the placeholder pull secret was not rolled out within %s: %s", s.PullSecretTimeout, why)
-		}
-		if err := s.Clock.Sleep(ctx, s.PullSecretPoll); err != nil {
-			return "", err
-		}
+		pools = len(p.Items)
+		return true, "", nil
+	})
+	switch {
+	case errors.Is(err, pipeline.ErrWaitTimeout):
+		return "", fmt.Errorf("the placeholder pull secret was not rolled out within %s: %s", s.PullSecretTimeout, why)
+	case err != nil:
+		return "", err
 	}
+	return fmt.Sprintf("the MCO rolled the placeholder out to %d pools after %s", pools, took.Round(time.Second)), nil
 }
 
 // deleteOldRenderedConfigs deletes every rendered-* MachineConfig no pool uses (lifecycle-

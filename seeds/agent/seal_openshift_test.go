@@ -255,7 +255,7 @@ func TestSealOpenShiftFollowsLCA(t *testing.T) {
 		"systemctl stop kubelet.service", "systemctl disable kubelet.service", "systemctl is-active crio",
 		"crictl ps -q", "crictl stop --timeout 5 c1", "crictl stop --timeout 5 c2",
 		"crictl pods -q", "crictl rmp -f p1", "crictl rmp -f p2", "systemctl stop crio.service",
-		"podman run --detach --rm --replace --name snofactory-recert-etcd", "podman exec snofactory-recert-etcd etcdctl endpoint health",
+		"podman run --detach --rm --replace --name snofactory-recert-etcd", "curl --silent --fail --max-time 5 http://localhost:2379/health",
 		"podman run --rm --replace --name snofactory-recert", "podman stop snofactory-recert-etcd",
 		"systemctl enable snofactory-reconfigure.service",
 	}

@@ -1,11 +1,16 @@
 package recert
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path"
 	"slices"
 	"strings"
+	"time"
+
+	"github.com/snofactory/snofactory/pipeline"
 )
 
 // DefaultImage is recert's image when a blueprint names none (lifecycle-agent's
@@ -161,9 +166,35 @@ func EtcdArgv(image, hostDataDir string) []string {
 		"-v", hostDataDir + ":/store", image, "--name", "editor", "--data-dir", "/store"}
 }
 
-// EtcdHealthArgv asks the standalone etcd whether it is healthy.
+// EtcdHealthArgv asks the standalone etcd whether it is healthy: GET /health answering
+// 200, as lifecycle-agent's waitForEtcd does (curl --fail refuses any error status).
 func EtcdHealthArgv() []string {
-	return []string{"podman", "exec", EtcdContainer, "etcdctl", "endpoint", "health"}
+	return []string{"curl", "--silent", "--fail", "--max-time", "5", "http://" + EtcdEndpoint + "/health"}
+}
+
+// Lifecycle-agent checks the standalone etcd's health every second for at most a minute.
+const (
+	EtcdHealthPoll    = time.Second
+	EtcdHealthTimeout = time.Minute
+)
+
+// WaitEtcd polls the standalone etcd's health through run (a command on the node) until
+// it answers, within EtcdHealthTimeout.
+func WaitEtcd(ctx context.Context, run func(ctx context.Context, name string, args ...string) ([]byte, error), clock pipeline.Clock) error {
+	health := EtcdHealthArgv()
+	_, why, err := pipeline.Wait(ctx, clock, EtcdHealthPoll, EtcdHealthTimeout, func(ctx context.Context) (bool, string, error) {
+		if _, err := run(ctx, health[0], health[1:]...); err != nil {
+			return false, err.Error(), nil
+		}
+		return true, "", nil
+	})
+	switch {
+	case errors.Is(err, pipeline.ErrWaitTimeout):
+		return fmt.Errorf("etcd for recert not healthy within %s: %s", EtcdHealthTimeout, why)
+	case err != nil:
+		return fmt.Errorf("waiting for etcd for recert: %w", err)
+	}
+	return nil
 }
 
 // EtcdStopArgv stops the standalone etcd (--rm removes it).

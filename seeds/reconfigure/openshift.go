@@ -15,6 +15,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/snofactory/snofactory/seeds/agent"
 	"github.com/snofactory/snofactory/seeds/agent/wire"
 	"github.com/snofactory/snofactory/seeds/siteconfig"
 	"github.com/snofactory/snofactory/seeds/steps"
@@ -270,22 +271,12 @@ func (r *run) coreKeys(_ context.Context, sc *siteconfig.SiteConfig) (map[string
 
 // waitAPI polls the local API's /readyz until it answers ok.
 func (r *run) waitAPI(ctx context.Context, _ *siteconfig.SiteConfig) (map[string]string, error) {
-	start := r.o.Clock.Now()
-	kc := under(r.o.Root, r.o.OpenShift.KubeConfig)
-	var last error
-	for {
-		out, err := r.o.Run(ctx, "oc", "--kubeconfig", kc, "get", "--raw", "/readyz")
-		if err == nil && strings.TrimSpace(string(out)) == "ok" {
-			return map[string]string{"readyz": "ok", "after": shortDuration(r.o.Clock.Now().Sub(start))}, nil
-		}
-		last = err
-		if r.o.Clock.Now().Sub(start) >= r.o.OpenShift.APITimeout {
-			return nil, fmt.Errorf("the API did not answer /readyz ok within %s: %v", shortDuration(r.o.OpenShift.APITimeout), last)
-		}
-		if err := r.o.Clock.Sleep(ctx, r.o.PollInterval); err != nil {
-			return nil, fmt.Errorf("waiting for the API: %w", err)
-		}
+	readyz := []string{"oc", "--kubeconfig", under(r.o.Root, r.o.OpenShift.KubeConfig), "get", "--raw", "/readyz"}
+	took, err := agent.WaitAPI(ctx, r.o.Run, r.o.Clock, readyz, r.o.PollInterval, r.o.OpenShift.APITimeout)
+	if err != nil {
+		return nil, err
 	}
+	return map[string]string{"readyz": "ok", "after": shortDuration(took)}, nil
 }
 
 // applyManifests applies the generated and the site's manifests. (The cluster's pull

@@ -116,7 +116,7 @@ func TestOpenShiftSteps(t *testing.T) {
 		"systemctl restart dnsmasq.service",
 		"podman run --detach --rm --replace --name snofactory-recert-etcd --network=host --privileged --entrypoint etcd -v " +
 			r("/var/lib/etcd") + ":/store quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:2222 --name editor --data-dir /store",
-		"podman exec snofactory-recert-etcd etcdctl endpoint health",
+		"curl --silent --fail --max-time 5 http://localhost:2379/health",
 		"", // recert: checked below
 		"podman stop snofactory-recert-etcd",
 		"systemctl enable kubelet.service",

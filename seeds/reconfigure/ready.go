@@ -3,10 +3,13 @@ package reconfigure
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/snofactory/snofactory/pipeline"
 )
 
 // Readiness after recert: recert sets ClusterVersion Available=False, so the cluster is
@@ -55,29 +58,26 @@ type judge func(out []byte, now time.Time) (bool, string, error)
 // waitReady polls argv until judge is satisfied or the timeout passes; the error names the
 // last reason.
 func (r *run) waitReady(ctx context.Context, what string, argv []string, clock Clock, ok judge) (map[string]string, error) {
-	start := clock.Now()
-	why := ""
-	for {
+	took, why, err := pipeline.Wait(ctx, clock, r.o.OpenShift.ReadyPoll, r.o.OpenShift.ReadyTimeout, func(ctx context.Context) (bool, string, error) {
 		out, err := r.o.Run(ctx, argv[0], argv[1:]...)
 		if err != nil {
-			why = fmt.Sprintf("%s: %v", strings.Join(argv[:min(len(argv), 6)], " "), err)
-		} else {
-			done, reason, jerr := ok(out, clock.Now())
-			if jerr != nil {
-				return nil, fmt.Errorf("reading the %s: %w", what, jerr)
-			}
-			if done {
-				return map[string]string{"ready": what, "after": shortDuration(clock.Now().Sub(start))}, nil
-			}
-			why = reason
+			return false, fmt.Sprintf("%s: %v", strings.Join(argv[:min(len(argv), 6)], " "), err), nil
 		}
-		if clock.Now().Sub(start) >= r.o.OpenShift.ReadyTimeout {
-			return nil, fmt.Errorf("the %s did not settle within %s: %s", what, shortDuration(r.o.OpenShift.ReadyTimeout), why)
+		done, reason, err := ok(out, clock.Now())
+		if err != nil {
+			return false, "", fmt.Errorf("reading the %s: %w", what, err)
 		}
-		if err := clock.Sleep(ctx, r.o.OpenShift.ReadyPoll); err != nil {
-			return nil, fmt.Errorf("waiting for the %s: %w", what, err)
-		}
+		return done, reason, nil
+	})
+	switch {
+	case errors.Is(err, pipeline.ErrWaitTimeout):
+		return nil, fmt.Errorf("the %s did not settle within %s: %s", what, shortDuration(r.o.OpenShift.ReadyTimeout), why)
+	case err != nil && why != "":
+		return nil, fmt.Errorf("waiting for the %s: %w (last: %s)", what, err, why)
+	case err != nil:
+		return nil, err
 	}
+	return map[string]string{"ready": what, "after": shortDuration(took)}, nil
 }
 
 // clusterVersionReady: Available=True, Failing not True, Progressing=False.

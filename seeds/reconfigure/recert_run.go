@@ -13,8 +13,6 @@ import (
 	"github.com/snofactory/snofactory/seeds/siteconfig"
 )
 
-const etcdWait = 2 * time.Minute
-
 // recert renames the cluster, rewrites its pull secret and kubeadmin hash and re-signs its
 // certificates while kubelet is stopped, through a standalone etcd on the node's database,
 // both from their pinned images (lifecycle-agent ops.go RecertFullFlow).
@@ -90,22 +88,11 @@ func (r *run) startEtcd(ctx context.Context, image string) error {
 	if _, err := r.cmd(ctx, argv[0], argv[1:]...); err != nil {
 		return fmt.Errorf("starting etcd for recert: %w", err)
 	}
-	health := recert.EtcdHealthArgv()
-	start := r.o.Clock.Now()
-	for {
-		_, err := r.o.Run(ctx, health[0], health[1:]...)
-		if err == nil {
-			return nil
-		}
-		if r.o.Clock.Now().Sub(start) >= etcdWait {
-			r.stopEtcd(ctx)
-			return fmt.Errorf("etcd for recert not healthy within %s: %w", etcdWait, err)
-		}
-		if err := r.o.Clock.Sleep(ctx, r.o.PollInterval); err != nil {
-			r.stopEtcd(ctx)
-			return fmt.Errorf("waiting for etcd: %w", err)
-		}
+	if err := recert.WaitEtcd(ctx, r.o.Run, r.o.Clock); err != nil {
+		r.stopEtcd(ctx)
+		return err
 	}
+	return nil
 }
 
 // stopEtcd stops the standalone etcd (--rm removes it), even when ctx was cancelled.

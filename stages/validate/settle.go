@@ -40,7 +40,7 @@ func WaitSettled(ctx context.Context, o *OpenShift, opts Options, clock Clock, p
 		opts.Now = clock.Now
 	}
 	in := Inputs{OpenShift: o, Options: opts.withDefaults()}
-	for {
+	_, why, err := pipeline.Wait(ctx, clock, poll, 0, func(ctx context.Context) (bool, string, error) {
 		checks := openshiftChecks(ctx, in)
 		var waiting []string
 		for _, id := range settleChecks() {
@@ -48,13 +48,12 @@ func WaitSettled(ctx context.Context, o *OpenShift, opts Options, clock Clock, p
 				waiting = append(waiting, id+": "+out.message)
 			}
 		}
-		if len(waiting) == 0 {
-			return nil
-		}
-		if err := clock.Sleep(ctx, poll); err != nil {
-			return fmt.Errorf("the cluster did not settle: %s: %w", strings.Join(waiting, "; "), err)
-		}
+		return len(waiting) == 0, strings.Join(waiting, "; "), nil
+	})
+	if err != nil {
+		return fmt.Errorf("the cluster did not settle: %s: %w", why, err)
 	}
+	return nil
 }
 
 // unsettled names the operators whose Progressing=False is younger than the window.

@@ -1,0 +1,74 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+)
+
+// stepClock moves on by what is slept; cancel, when set, runs at the nth sleep.
+type stepClock struct {
+	now    time.Time
+	sleeps int
+	cancel func(n int)
+}
+
+func (c *stepClock) Now() time.Time { return c.now }
+func (c *stepClock) Sleep(ctx context.Context, d time.Duration) error {
+	c.now = c.now.Add(d)
+	c.sleeps++
+	if c.cancel != nil {
+		c.cancel(c.sleeps)
+	}
+	return ctx.Err()
+}
+
+func TestWait(t *testing.T) {
+	broken := errors.New("broken")
+	for _, tc := range []struct {
+		name      string
+		timeout   time.Duration
+		doneAt    int // the call that reports done; 0 never
+		failAt    int // the call that fails; 0 never
+		cancelAt  int // the sleep that cancels ctx; 0 never
+		wantErr   error
+		wantCalls int
+		wantTook  time.Duration
+		wantWhy   string
+	}{
+		{name: "done at once", timeout: time.Minute, doneAt: 1, wantCalls: 1},
+		{name: "done on the third call", timeout: time.Minute, doneAt: 3, wantCalls: 3, wantTook: 20 * time.Second},
+		{name: "timeout names the last reason", timeout: 25 * time.Second, wantErr: ErrWaitTimeout, wantCalls: 4, wantTook: 30 * time.Second, wantWhy: "not yet (4)"},
+		{name: "try fails", timeout: time.Minute, failAt: 2, wantErr: broken, wantCalls: 2, wantTook: 10 * time.Second, wantWhy: "failing (2)"},
+		{name: "no timeout until cancelled", cancelAt: 5, wantErr: context.Canceled, wantCalls: 5, wantTook: 50 * time.Second, wantWhy: "not yet (5)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			c := &stepClock{now: time.Unix(1e9, 0), cancel: func(n int) {
+				if n == tc.cancelAt {
+					cancel()
+				}
+			}}
+			calls := 0
+			took, why, err := Wait(ctx, c, 10*time.Second, tc.timeout, func(context.Context) (bool, string, error) {
+				calls++
+				switch calls {
+				case tc.doneAt:
+					return true, "", nil
+				case tc.failAt:
+					return false, fmt.Sprintf("failing (%d)", calls), broken
+				}
+				return false, fmt.Sprintf("not yet (%d)", calls), nil
+			})
+			if !errors.Is(err, tc.wantErr) || (tc.wantErr == nil && err != nil) {
+				t.Errorf("err = %v, want %v", err, tc.wantErr)
+			}
+			if calls != tc.wantCalls || took != tc.wantTook || why != tc.wantWhy {
+				t.Errorf("calls %d, took %s, why %q; want %d, %s, %q", calls, took, why, tc.wantCalls, tc.wantTook, tc.wantWhy)
+			}
+		})
+	}
+}
