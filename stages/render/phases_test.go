@@ -520,56 +520,87 @@ func readMessages(t *testing.T, port string) []wire.Message {
 	}
 }
 
-// The seal script, run here with the real agent on a tree shaped like a node: it installs
-// the agent from the data disk where the site's reconfiguration runs it, seals the root as
-// the request asks, reports, and powers off last.
-func TestSealScript(t *testing.T) {
+// sealRun is one run of the seal script with the real agent on a tree shaped like a node.
+type sealRun struct {
+	dir, root, port, poweredOff, installed, log string
+}
+
+// runSealScript writes files (root-relative) under a fresh root and runs the seal script
+// with req on the seal disk; with standins, the node's commands (oc, systemctl, crictl,
+// podman, curl) are the recording stand-ins, whose log is run.log.
+func runSealScript(t *testing.T, req wire.SealRequest, files map[string]string, standins bool) sealRun {
+	t.Helper()
 	bin, err := testbin.Binary(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
+	r := sealRun{dir: dir, root: filepath.Join(dir, "root"), port: filepath.Join(dir, "port"), poweredOff: filepath.Join(dir, "powered-off"),
+		installed: filepath.Join(dir, "usr", "local", "bin", "snofactory"), log: filepath.Join(dir, "commands.log")}
 	script := filepath.Join(dir, "snofactory-seal")
 	if err := os.WriteFile(script, []byte(sealScript), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	root := filepath.Join(dir, "root")
-	os.MkdirAll(filepath.Join(root, "etc"), 0o755)
-	os.WriteFile(filepath.Join(root, "etc", "machine-id"), []byte("0123\n"), 0o444)
-	req, err := wire.EncodeSealRequest(wire.SealRequest{Version: wire.SealRequestVersion, Target: "coreos"})
+	for p, body := range files {
+		os.MkdirAll(filepath.Join(r.root, filepath.Dir(p)), 0o755)
+		if err := os.WriteFile(filepath.Join(r.root, p), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	disk, err := wire.EncodeSealRequest(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	request := filepath.Join(dir, "seal.img")
-	os.WriteFile(request, req, 0o644)
-	port, poweredOff := filepath.Join(dir, "port"), filepath.Join(dir, "powered-off")
-	touch(t, port)
-	installed := filepath.Join(dir, "usr", "local", "bin", "snofactory")
+	os.WriteFile(request, disk, 0o644)
+	touch(t, r.port)
+	env := []string{"SNOFACTORY_ROOT=" + r.root, "SNOFACTORY_SYS=" + filepath.Join(dir, "sys"),
+		"SNOFACTORY_AGENT=" + r.installed, "SNOFACTORY_SEAL_REQUEST=" + request, "SNOFACTORY_PORT=" + r.port,
+		"SNOFACTORY_AGENT_STATE=" + filepath.Join(dir, "state"), "SNOFACTORY_POWEROFF=touch " + r.poweredOff,
+		"SNOFACTORY_PRECACHE_DISK=" + precacheDisk(t, bin, true, false)}
+	if standins {
+		stand := filepath.Join(dir, "standins")
+		os.MkdirAll(stand, 0o755)
+		if err := os.WriteFile(filepath.Join(stand, "standin"), []byte(standin), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []string{"oc", "systemctl", "crictl", "podman", "curl"} {
+			if err := os.Symlink("standin", filepath.Join(stand, c)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		env = append(env, "PATH="+stand+":"+os.Getenv("PATH"), "STANDIN_LOG="+r.log, "STANDIN_ROOT="+r.root)
+	}
 	cmd := exec.Command(script)
-	cmd.Env = append(os.Environ(), "SNOFACTORY_ROOT="+root, "SNOFACTORY_SYS="+filepath.Join(dir, "sys"),
-		"SNOFACTORY_AGENT="+installed, "SNOFACTORY_SEAL_REQUEST="+request, "SNOFACTORY_PORT="+port,
-		"SNOFACTORY_AGENT_STATE="+filepath.Join(dir, "state"), "SNOFACTORY_POWEROFF=touch "+poweredOff,
-		"SNOFACTORY_PRECACHE_DISK="+precacheDisk(t, bin, true, false))
+	cmd.Env = append(os.Environ(), env...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("seal script: %v\n%s", err, out)
 	}
-	if fi, err := os.Stat(installed); err != nil || fi.Mode().Perm() != 0o755 {
+	return r
+}
+
+// The seal script, run here with the real agent on a tree shaped like a node: it installs
+// the agent from the data disk where the site's reconfiguration runs it, seals the root as
+// the request asks, reports, and powers off last.
+func TestSealScript(t *testing.T) {
+	r := runSealScript(t, wire.SealRequest{Version: wire.SealRequestVersion, Target: "coreos"}, map[string]string{"etc/machine-id": "0123\n"}, false)
+	if fi, err := os.Stat(r.installed); err != nil || fi.Mode().Perm() != 0o755 {
 		t.Errorf("agent not installed for the site: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(root, wire.SealedFile)); err != nil {
+	if _, err := os.Stat(filepath.Join(r.root, wire.SealedFile)); err != nil {
 		t.Errorf("not sealed: %v", err)
 	}
-	msgs := readMessages(t, port)
+	msgs := readMessages(t, r.port)
 	if len(msgs) != 1 || msgs[0].Phase != wire.PhaseSealed || msgs[0].Status != wire.StatusOK {
 		t.Errorf("reports = %+v, want one sealed ok", msgs)
 	}
-	if _, err := os.Stat(poweredOff); err != nil {
+	if _, err := os.Stat(r.poweredOff); err != nil {
 		t.Error("the node was not powered off after sealing")
 	}
 }
 
 // standin is a recording stand-in for the node commands an OpenShift seal runs (oc,
-// systemctl, crictl, podman): no OpenShift node runs here. It logs each command line and
+// systemctl, crictl, podman, curl): no OpenShift node runs here. It logs each command line and
 // answers as the node would: a ready API, the cluster objects, pools whose machines are
 // ready; setting the pull secret writes the placeholder where the MCO would, and recert
 // (podman with RECERT_CONFIG) leaves its clean summary.
@@ -588,6 +619,7 @@ oc*set\ data\ secret/pull-secret*)
 	cp "${8#--from-file=.dockerconfigjson=}" "$STANDIN_ROOT/var/lib/kubelet/config.json" ;;
 oc*machineconfigpools*) echo '{"items":[{"metadata":{"name":"master"},"spec":{"configuration":{"name":"rendered-master-b"}},"status":{"configuration":{"name":"rendered-master-b"},"machineCount":1,"readyMachineCount":1}}]}' ;;
 oc*get\ machineconfigs*) echo '{"items":[{"metadata":{"name":"rendered-master-a"}},{"metadata":{"name":"rendered-master-b"}}]}' ;;
+curl*/health) echo '{"health":"true","reason":""}' ;;
 crictl\ ps*) echo c1 ;;
 crictl\ pods*) echo p1 ;;
 podman*RECERT_CONFIG=*)
@@ -599,49 +631,12 @@ exit 0
 // The seal script with an OpenShift request, run with the real agent against recording
 // stand-ins: the node seals itself in lifecycle-agent's order and reports sealed.
 func TestSealScriptOpenShift(t *testing.T) {
-	bin, err := testbin.Binary(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	script := filepath.Join(dir, "snofactory-seal")
-	if err := os.WriteFile(script, []byte(sealScript), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	stand := filepath.Join(dir, "standins")
-	os.MkdirAll(stand, 0o755)
-	if err := os.WriteFile(filepath.Join(stand, "standin"), []byte(standin), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []string{"oc", "systemctl", "crictl", "podman"} {
-		if err := os.Symlink("standin", filepath.Join(stand, c)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	root := filepath.Join(dir, "root")
-	for p, body := range map[string]string{"etc/machine-id": "0123\n", "var/lib/kubelet/config.json": `{"auths":{"quay.io":{"auth":"QlVJTEQ6c2VjcmV0"}}}`,
-		"etc/kubernetes/manifests/etcd-pod.yaml": "etcd", NodeIPHintFile[1:]: "KUBELET_NODEIP_HINT=192.168.127.0\n"} {
-		os.MkdirAll(filepath.Join(root, filepath.Dir(p)), 0o755)
-		os.WriteFile(filepath.Join(root, p), []byte(body), 0o600)
-	}
-	req, err := wire.EncodeSealRequest(wire.SealRequest{Version: wire.SealRequestVersion, Target: "openshift",
+	r := runSealScript(t, wire.SealRequest{Version: wire.SealRequestVersion, Target: "openshift",
 		RecertImage: "quay.io/edge-infrastructure/recert@sha256:1111", EtcdImage: "quay.io/openshift-release-dev/etcd@sha256:2222",
-		RequiredFiles: []string{NodeIPHintFile}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	request := filepath.Join(dir, "seal.img")
-	os.WriteFile(request, req, 0o644)
-	port, poweredOff, log := filepath.Join(dir, "port"), filepath.Join(dir, "powered-off"), filepath.Join(dir, "commands.log")
-	touch(t, port)
-	cmd := exec.Command(script)
-	cmd.Env = append(os.Environ(), "PATH="+stand+":"+os.Getenv("PATH"), "STANDIN_LOG="+log, "STANDIN_ROOT="+root,
-		"SNOFACTORY_ROOT="+root, "SNOFACTORY_SYS="+filepath.Join(dir, "sys"), "SNOFACTORY_AGENT="+filepath.Join(dir, "bin", "snofactory"),
-		"SNOFACTORY_SEAL_REQUEST="+request, "SNOFACTORY_PORT="+port, "SNOFACTORY_AGENT_STATE="+filepath.Join(dir, "state"),
-		"SNOFACTORY_POWEROFF=touch "+poweredOff, "SNOFACTORY_PRECACHE_DISK="+precacheDisk(t, bin, true, false))
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("seal script: %v\n%s", err, out)
-	}
+		RequiredFiles: []string{NodeIPHintFile}},
+		map[string]string{"etc/machine-id": "0123\n", "var/lib/kubelet/config.json": `{"auths":{"quay.io":{"auth":"QlVJTEQ6c2VjcmV0"}}}`,
+			"etc/kubernetes/manifests/etcd-pod.yaml": "etcd", NodeIPHintFile[1:]: "KUBELET_NODEIP_HINT=192.168.127.0\n"}, true)
+	root, port, poweredOff, log := r.root, r.port, r.poweredOff, r.log
 	msgs := readMessages(t, port)
 	if len(msgs) != 1 || msgs[0].Phase != wire.PhaseSealed || msgs[0].Status != wire.StatusOK || msgs[0].Details["step.recert"] == "" {
 		t.Fatalf("reports = %+v, want one sealed ok with the recert step", msgs)
@@ -653,7 +648,7 @@ func TestSealScriptOpenShift(t *testing.T) {
 	}
 	last := -1
 	for _, want := range []string{"oc --kubeconfig", "systemctl stop kubelet.service", "systemctl disable kubelet.service", "crictl ps -q",
-		"crictl stop --timeout 5 c1", "crictl pods -q", "crictl rmp -f p1", "systemctl stop crio.service", "podman run --detach",
+		"crictl stop --timeout 5 c1", "crictl pods -q", "crictl rmp -f p1", "systemctl stop crio.service", "podman run --detach", "curl --silent --fail --max-time 5 http://localhost:2379/health",
 		"podman run --rm --replace --name snofactory-recert", "systemctl enable snofactory-reconfigure.service"} {
 		i := at(want)
 		if i <= last {
