@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,7 +21,8 @@ const (
 )
 
 // hasSiteLabel reports whether the file or device at path is an ISO 9660 image labelled
-// siteconfig.VolumeLabel. Anything unreadable (an empty CD-ROM drive) is not.
+// as a site medium (siteconfig.MediumLabels: ours or the image-based installer's).
+// Anything unreadable (an empty CD-ROM drive) is not.
 func hasSiteLabel(path string) bool {
 	f, err := os.Open(path)
 	if err != nil {
@@ -34,7 +36,7 @@ func hasSiteLabel(path string) bool {
 	if pvd[0] != 1 || string(pvd[1:6]) != "CD001" {
 		return false
 	}
-	return string(bytes.TrimRight(pvd[40:72], " \x00")) == siteconfig.VolumeLabel
+	return slices.Contains(siteconfig.MediumLabels(), string(bytes.TrimRight(pvd[40:72], " \x00")))
 }
 
 // candidates lists the paths to look at, in order, without duplicates (the label link

@@ -44,7 +44,11 @@ const (
 // medium, then the image-based installer's), then CD-ROMs and virtio disks (a minimal
 // initramfs has no udev).
 func DefaultMediumGlobs() []string {
-	return []string{"/dev/disk/by-label/" + siteconfig.VolumeLabel, "/dev/disk/by-label/" + siteconfig.ImageBasedVolumeLabel, "/dev/sr*", "/dev/vd*"}
+	var globs []string
+	for _, label := range siteconfig.MediumLabels() {
+		globs = append(globs, "/dev/disk/by-label/"+label)
+	}
+	return append(globs, "/dev/sr*", "/dev/vd*")
 }
 
 // Reporter sends one agent message; agent.Reporter is one, tests record the messages.

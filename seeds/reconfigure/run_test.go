@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kdomanski/iso9660"
+
 	"github.com/snofactory/snofactory/seeds/agent/wire"
 	"github.com/snofactory/snofactory/seeds/siteconfig"
 	"github.com/snofactory/snofactory/seeds/target"
@@ -44,6 +46,43 @@ func TestMediumAppears(t *testing.T) {
 	}
 	if m, ok := h.rep.step("network", wire.StatusOK); !ok || m.Details["address.eth0"] != "10.0.2.15/24" {
 		t.Errorf("network report %v", m.Details)
+	}
+}
+
+// A medium the image-based installer's config-image target made (label cluster-config,
+// cluster-configuration/manifest.json) is found among the devices and applied.
+func TestImageBasedMediumFound(t *testing.T) {
+	h := newHarness(t)
+	devs := t.TempDir()
+	w, err := iso9660.NewWriter()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Cleanup()
+	manifest := `{"api_version":1,"hostname":"sno-0042","raw_nm_state_config":"interfaces:\n- name: eth0\n  type: ethernet\n  state: up\n  ipv4:\n    enabled: true\n    dhcp: true\n"}`
+	if err := w.AddFile(strings.NewReader(manifest), "cluster-configuration/manifest.json"); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(filepath.Join(devs, "sr0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteTo(f, siteconfig.ImageBasedVolumeLabel); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	h.cmds.outputs["ip -o addr show dev eth0"] = "2: eth0    inet 10.0.2.15/24 brd 10.0.2.255 scope global eth0\\       valid_lft forever\n"
+	o := h.options(target.CoreOS, "")
+	o.MediumGlobs = []string{filepath.Join(devs, "by-label-SNOSITE"), filepath.Join(devs, "sr*")}
+	res, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, h.console.String())
+	}
+	if res.Medium != filepath.Join(devs, "sr0") || res.Site != "sno-0042" {
+		t.Errorf("medium %s site %s", res.Medium, res.Site)
+	}
+	if got := h.read(t, "/etc/hostname"); strings.TrimSpace(got) != "sno-0042" {
+		t.Errorf("hostname %q", got)
 	}
 }
 

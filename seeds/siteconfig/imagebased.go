@@ -28,6 +28,12 @@ const (
 	seedReconfigurationVersion = 1
 )
 
+// MediumLabels are the volume labels a site medium may carry: ours, then the image-based
+// installer's and its legacy one.
+func MediumLabels() []string {
+	return []string{VolumeLabel, ImageBasedVolumeLabel, legacyImageBasedLabel}
+}
+
 // seedReconfiguration is the installer's SeedReconfiguration (lifecycle-agent
 // api/seedreconfig), as much as the hook applies. KubeconfigCryptoRetention and its
 // objects have no JSON tags upstream: their keys are the Go field names.
