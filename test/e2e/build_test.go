@@ -38,9 +38,20 @@ type cliResult struct {
 	took           time.Duration
 }
 
+// testContext ends a minute before the test binary's -timeout: a command that hangs is
+// then stopped (and its VMs with it) and reported by name, rather than the binary
+// panicking. No command gets a deadline of its own that a slow or loaded machine could
+// miss while working normally.
+func testContext(t *testing.T) (context.Context, context.CancelFunc) {
+	if d, ok := t.Deadline(); ok {
+		return context.WithDeadline(context.Background(), d.Add(-time.Minute))
+	}
+	return context.WithCancel(context.Background())
+}
+
 func runCLI(t *testing.T, args ...string) cliResult {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := testContext(t)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, snofactoryBin, args...)
 	var out, errb bytes.Buffer

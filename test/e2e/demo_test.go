@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/snofactory/snofactory/stages/vm"
 	"github.com/snofactory/snofactory/test/conformance"
@@ -114,7 +113,7 @@ func TestDemoBuildsThroughPrecache(t *testing.T) {
 // file with that content and that the argument is on its command line. The demo's own
 // files must be there too.
 func TestDemoPipelineISOBoots(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	ctx, cancel := testContext(t)
 	defer cancel()
 	bp := demoBlueprint(t)
 	token := ignitionFile{path: "/etc/snofactory/token-" + randomHex(t, 4), content: []byte(randomHex(t, 16))}

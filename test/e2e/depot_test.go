@@ -70,18 +70,21 @@ func TestDepot(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(4 * time.Minute)
-	for time.Now().Before(deadline) && countQemu(t, cache) < 2 {
-		time.Sleep(500 * time.Millisecond)
-	}
-	if countQemu(t, cache) < 2 {
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	ctx, cancel := testContext(t)
+	defer cancel()
+	// Two VMs at once is an event the depot reaches or not: wait for it, for the depot to
+	// end early, or for the test's own deadline, never for a guess at how long it takes.
+	if !waitUntil(ctx, func() bool { return countQemu(t, cache) >= 2 }, exited) {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		t.Fatal("the depot never ran two factory VMs at once")
 	}
 	cmd.Process.Signal(syscall.SIGKILL)
-	cmd.Wait()
-	time.Sleep(2 * time.Second)
-	if n := countQemu(t, cache); n != 0 {
-		t.Fatalf("%d qemu processes outlived the killed depot", n)
+	<-exited
+	// qemu dies with its parent (Pdeathsig); it may take a moment to be reaped.
+	if !waitUntil(ctx, func() bool { return countQemu(t, cache) == 0 }, nil) {
+		t.Fatalf("%d qemu processes outlived the killed depot", countQemu(t, cache))
 	}
 	killed, err := depot.ReadStatus(out)
 	if err != nil {
@@ -99,6 +102,22 @@ func TestDepot(t *testing.T) {
 	checkDepotBuilds(t, sum, killed, out)
 	checkSharedFetchedOnce(t, reg)
 	checkReportDrawn(t, filepath.Join(out, depot.HTMLFile), len(sum.Builds))
+}
+
+// waitUntil polls cond until it holds (true), ctx ends or done delivers (false).
+func waitUntil(ctx context.Context, cond func() bool, done <-chan error) bool {
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-done:
+			return cond()
+		case <-tick.C:
+		}
+	}
+	return true
 }
 
 // countQemu counts the qemu processes whose command line names a file under dir (a
@@ -168,7 +187,7 @@ func checkReportDrawn(t *testing.T, report string, builds int) {
 		t.Fatal("chromium is missing: install the Debian package chromium (make deps)")
 	}
 	shot := filepath.Join(t.TempDir(), "report.png")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := testContext(t)
 	defer cancel()
 	b, err := exec.CommandContext(ctx, chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
 		"--user-data-dir="+t.TempDir(), "--window-size=1200,900", "--screenshot="+shot, "file://"+report).CombinedOutput()

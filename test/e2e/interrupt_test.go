@@ -3,7 +3,6 @@ package e2e
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -25,7 +24,7 @@ import (
 // link: the build stops promptly with exit 1 and an "interrupted" record, leaves no cache
 // entry for precache, and the next run resumes with every earlier stage a cache hit.
 func TestInterruptDuringPrecacheThenResume(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := testContext(t)
 	defer cancel()
 	reg := registry.StartT(t, registry.Options{})
 	// 8 MiB over a 1 MiB/s link: precache takes seconds, time enough to interrupt it.

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -162,7 +161,7 @@ type lockFile struct {
 // hits; a new base domain re-plans and rebuilds render and what follows it, not resolve or
 // precache. No file the build leaves holds the pull secret, except those that must.
 func TestOpenShiftBuildsThroughPrecache(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := testContext(t)
 	defer cancel()
 	iso, err := conformance.Cached(ctx, nil)
 	if err != nil {
