@@ -66,6 +66,36 @@ func isSeedDir(arg string) bool {
 	return err == nil
 }
 
+// localSeed applies the one rule for a seed argument: what exists locally is a local
+// path (a seed directory, or an error saying it is not one); what does not exist but
+// looks like a path is an error; only the rest is a reference, checked by the caller.
+// It reports whether arg is local.
+func localSeed(arg string) (bool, error) {
+	if _, err := os.Lstat(arg); err == nil {
+		if !isSeedDir(arg) {
+			return true, badInput(fmt.Errorf("%s is not a seed directory: it holds no %s", arg, seed.ManifestFile))
+		}
+		return true, nil
+	}
+	for _, p := range []string{"/", "./", "../", "~"} {
+		if strings.HasPrefix(arg, p) || arg == "." || arg == ".." {
+			return true, badInput(fmt.Errorf("no such seed directory: %s", arg))
+		}
+	}
+	return false, nil
+}
+
+// seedErr makes a problem with the seed itself, or with the target, the user's input
+// (exit 2); a write that stopped part-way stays a failure (exit 1).
+func seedErr(err error) error {
+	var te *seed.TargetError
+	var me *seed.MountedError
+	if errors.Is(err, seed.ErrBadSeed) || errors.As(err, &te) || errors.As(err, &me) {
+		return badInput(err)
+	}
+	return err
+}
+
 func newSeedPushCommand(reg *registryFlags) *cobra.Command {
 	var chunk, source string
 	var attach []string
@@ -141,10 +171,13 @@ func newSeedInspectCommand(reg *registryFlags) *cobra.Command {
 				return badInput(fmt.Errorf("--output %q: want text or json", output))
 			}
 			var m *seed.Manifest
-			var err error
-			if isSeedDir(args[0]) {
+			local, err := localSeed(args[0])
+			if local && err == nil {
 				m, err = seedDir(args[0])
-			} else if err = seedLocation(args[0]); err == nil {
+			} else if err == nil {
+				err = seedLocation(args[0])
+			}
+			if err == nil && !local {
 				m, err = ociseed.Inspect(cmd.Context(), args[0], reg.options()...)
 			}
 			if err != nil {
@@ -194,13 +227,17 @@ func newSeedVerifyCommand(reg *registryFlags) *cobra.Command {
 		Long:  "A REF is pulled into a temporary directory under $TMPDIR, checked chunk by chunk, then as a whole.",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var err error
-			if isSeedDir(args[0]) {
+			local, err := localSeed(args[0])
+			switch {
+			case err != nil:
+			case local:
 				if _, err = seedDir(args[0]); err == nil {
 					err = seed.Verify(cmd.Context(), args[0])
 				}
-			} else if err = seedLocation(args[0]); err == nil {
-				_, err = ociseed.Verify(cmd.Context(), args[0], reg.options()...)
+			default:
+				if err = seedLocation(args[0]); err == nil {
+					_, err = ociseed.Verify(cmd.Context(), args[0], reg.options()...)
+				}
 			}
 			if err != nil {
 				return err
@@ -231,7 +268,11 @@ func newSeedWriteCommand(reg *registryFlags) *cobra.Command {
 				return err
 			}
 			dir := image
-			if !isSeedDir(image) {
+			local, err := localSeed(image)
+			if err != nil {
+				return err
+			}
+			if !local {
 				if err := seedLocation(image); err != nil {
 					return err
 				}
@@ -244,11 +285,8 @@ func newSeedWriteCommand(reg *registryFlags) *cobra.Command {
 				}
 			}
 			d, err := seed.WriteDevice(cmd.Context(), dir, device)
-			if errors.As(err, &me) {
-				return badInput(err)
-			}
 			if err != nil {
-				return err
+				return seedErr(err)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Wrote %s (%s) onto %s; raw digest %s verified\n", d.File,
 				units.BytesSize(float64(d.VirtualSize)), device, d.RawDigest)

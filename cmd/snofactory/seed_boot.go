@@ -59,7 +59,11 @@ network (10.0.2.0/24, gateway 10.0.2.2, DNS 10.0.2.3).`,
 			}
 			defer func() { err = errors.Join(err, os.RemoveAll(work)) }()
 			dir := args[0]
-			if !isSeedDir(dir) {
+			local, err := localSeed(dir)
+			if err != nil {
+				return err
+			}
+			if !local {
 				if err := seedLocation(dir); err != nil {
 					return err
 				}
@@ -103,7 +107,9 @@ func parseForwards(specs []string) ([]vm.Forward, error) {
 
 // bootSeed boots the seed in dir with an overlay in work and follows it.
 func bootSeed(ctx context.Context, dir, work string, forwards []vm.Forward, f seedBootFlags, out io.Writer) error {
-	m, err := seed.ReadManifest(dir)
+	// qemu opens the seed's qcow2 as the overlay's backing file: nothing in it may point
+	// elsewhere on this host.
+	m, err := seed.Check(dir)
 	if err != nil {
 		return badInput(err)
 	}
@@ -163,7 +169,8 @@ func seedOverlay(ctx context.Context, dir string, m *seed.Manifest, overlay stri
 		}
 		defer rc.Close()
 		base, format = filepath.Join(filepath.Dir(overlay), "disk.raw"), "raw"
-		f, err := os.Create(base)
+		// 0600, as the overlay: after the first boot the disk holds the site's pull secret.
+		f, err := os.OpenFile(base, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 		if err != nil {
 			return err
 		}
@@ -175,7 +182,11 @@ func seedOverlay(ctx context.Context, dir string, m *seed.Manifest, overlay stri
 			return fmt.Errorf("decompressing the seed's disk: %w", err)
 		}
 	}
-	return vm.CreateOverlay(ctx, base, format, overlay)
+	if err := vm.CreateOverlay(ctx, base, format, overlay); err != nil {
+		return err
+	}
+	// The site's reconfiguration writes its pull secret into the overlay.
+	return os.Chmod(overlay, 0o600)
 }
 
 // followSeed prints the reconfiguration steps until the seed reports the outcome and, on

@@ -75,6 +75,10 @@ func TestSeedErrors(t *testing.T) {
 	b, _ := os.ReadFile(p)
 	b[len(b)/2] ^= 1
 	os.WriteFile(p, b, 0o644)
+	crafted := t.TempDir()
+	seedtest.Write(t, crafted, seedtest.Options{RawSize: 1 << 20, Formats: []string{seed.FormatRaw}})
+	os.Remove(filepath.Join(crafted, "disk.raw.zst"))
+	os.Symlink("/etc/passwd", filepath.Join(crafted, "disk.raw.zst"))
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -82,7 +86,17 @@ func TestSeedErrors(t *testing.T) {
 		msg  string
 	}{
 		{"push not a seed", []string{"seed", "push", t.TempDir(), "oci:" + t.TempDir()}, 2, "is not a seed directory"},
-		{"push bad ref", []string{"seed", "push", src, "Not A Ref"}, 2, "parsing the seed reference"},
+		{"push bad ref", []string{"seed", "push", src, "Not A Ref"}, 2, "names no registry"},
+		{"push without a registry", []string{"seed", "push", src, "seeds/demo:1"}, 2, `"seeds/demo:1" names no registry`},
+		{"push bad ref with a registry", []string{"seed", "push", src, "registry.example.com/Not A Ref"}, 2, "parsing the seed reference"},
+		{"verify a directory that is not a seed", []string{"seed", "verify", t.TempDir()}, 2, "is not a seed directory: it holds no seed.json"},
+		{"verify a missing path", []string{"seed", "verify", "./no-such-seed"}, 2, "no such seed directory: ./no-such-seed"},
+		{"inspect a bare name", []string{"seed", "inspect", "demo"}, 2, `"demo" names no registry`},
+		{"write a seed with a symlinked disk", []string{"seed", "write", "--image", crafted, "--device", filepath.Join(t.TempDir(), "disk.img")}, 2, "disk.raw.zst: is a symbolic link"},
+		{"boot a seed with a symlinked disk", []string{"seed", "boot", crafted}, 2, "disk.raw.zst: is a symbolic link"},
+		{"write onto a character device", []string{"seed", "write", "--image", src, "--device", "/dev/null"}, 2, "/dev/null: is a character device"},
+		{"write onto the seed's own disk", []string{"seed", "write", "--image", src, "--device", filepath.Join(src, "disk.raw.zst")}, 2, "is the seed's own disk.raw.zst"},
+		{"write a corrupt seed", []string{"seed", "write", "--image", broken, "--device", filepath.Join(t.TempDir(), "disk.img")}, 2, "disk.raw.zst: digest mismatch"},
 		{"push bad chunk size", []string{"seed", "push", "--chunk-size", "lots", src, "oci:" + t.TempDir()}, 2, "--chunk-size"},
 		{"push bad attach", []string{"seed", "push", "--attach", "x.json", src, "oci:" + t.TempDir()}, 2, "FILE=ARTIFACT_TYPE"},
 		{"inspect bad output", []string{"seed", "inspect", "-o", "xml", src}, 2, "--output"},

@@ -35,7 +35,8 @@ func (l Location) String() string {
 }
 
 // ParseLocation reads "oci:DIR[:TAG]", "oci-archive:FILE[:TAG]" or a registry reference,
-// with or without "docker://". insecure lets a registry be reached over plain HTTP;
+// with or without "docker://". A registry reference names its registry: there is no
+// implicit docker.io, so a mistyped local path never goes to the network. insecure lets a registry be reached over plain HTTP;
 // loopback registries (127.0.0.1, localhost) are plain HTTP anyway, as everywhere else.
 func ParseLocation(s string, insecure bool) (Location, error) {
 	for _, t := range []string{TransportOCIArchive, TransportLayout} {
@@ -53,11 +54,15 @@ func ParseLocation(s string, insecure bool) (Location, error) {
 		}
 		return Location{Transport: t, Path: path, Tag: tag}, nil
 	}
+	bare := strings.TrimPrefix(s, "docker://")
+	if host, _, ok := strings.Cut(bare, "/"); !ok || !strings.ContainsAny(host, ".:") && host != "localhost" {
+		return Location{}, fmt.Errorf("%q names no registry: write the reference in full, e.g. registry.example.com/seeds/NAME:TAG (there is no default registry)", s)
+	}
 	var nopts []name.Option
 	if insecure {
 		nopts = append(nopts, name.Insecure)
 	}
-	ref, err := name.ParseReference(strings.TrimPrefix(s, "docker://"), nopts...)
+	ref, err := name.ParseReference(bare, nopts...)
 	if err != nil {
 		return Location{}, fmt.Errorf("parsing the seed reference %q: %w", s, err)
 	}

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 
 	"github.com/opencontainers/go-digest"
 )
@@ -22,13 +24,47 @@ func (e *MountedError) Error() string {
 	return fmt.Sprintf("%s is mounted at %s: refusing to overwrite it", e.Device, e.MountPoint)
 }
 
+// headLen is how much of the start of a disk is written last, as coreos-installer does:
+// the partition tables and boot code live there, so a target is bootable (complete) only
+// once everything else was written and verified.
+const headLen = 1 << 20
+
+// PartialError says a write stopped after the target's content was changed.
+type PartialError struct {
+	Device string
+	Err    error
+}
+
+func (e *PartialError) Error() string {
+	return fmt.Sprintf("%s now holds partial data (its first MiB is cleared, so it will not boot as it is): write the seed again: %v", e.Device, e.Err)
+}
+
+func (e *PartialError) Unwrap() error { return e.Err }
+
+// TargetError refuses a target before anything is written to it.
+type TargetError struct {
+	Device, Problem string
+}
+
+func (e *TargetError) Error() string { return e.Device + ": " + e.Problem }
+
 // WriteDevice streams the raw disk of the seed in dir onto device, a block device or a
 // regular file (created if missing), hashing what it writes and checking it against the
 // manifest's raw digest, as a depot writer or an edge installer does. It prefers the raw
-// (zstd) form, which streams without a temporary file. It refuses a device that is, or
-// has a partition that is, mounted (*MountedError) and a block device smaller than the disk.
-// On a regular file, runs of zeros become holes.
+// (zstd) form, which streams without a temporary file.
+//
+// Everything cheap is checked before the target is touched: the seed directory holds only
+// regular files, the manifest, the stored file's size and digest, the disk's format; the
+// target is not mounted (*MountedError), not a seed file, not a character device, a
+// directory or a read-only file (*TargetError), and a block device is large enough. A block
+// device is written in place, its first MiB last; a failure after the first write clears
+// that MiB and says so (*PartialError). A file target is written beside itself and renamed
+// into place only once verified, so a failure leaves it as it was. On a file, runs of
+// zeros become holes.
 func WriteDevice(ctx context.Context, dir, device string) (Disk, error) {
+	if err := CheckDir(dir); err != nil {
+		return Disk{}, err
+	}
 	m, err := ReadManifest(dir)
 	if err != nil {
 		return Disk{}, err
@@ -39,72 +75,164 @@ func WriteDevice(ctx context.Context, dir, device string) (Disk, error) {
 			d = x
 		}
 	}
+	if err := checkFiles(dir, m); err != nil {
+		return d, err
+	}
 	if err := CheckNotMounted(device); err != nil {
 		return d, err
 	}
-	f, block, err := openDevice(device, d.VirtualSize)
+	block, err := checkTarget(dir, m, device, d.VirtualSize)
 	if err != nil {
 		return d, err
 	}
-	defer f.Close()
+	n, dg, err := storedDigest(ctx, dir, d.File, d.Size)
+	if err != nil {
+		return d, err
+	}
+	if dg != d.Digest || n != d.Size {
+		return d, &MismatchError{File: d.File, What: "digest", Want: d.Digest, Got: dg, WantSize: d.Size, GotSize: n}
+	}
 	rc, err := RawReader(ctx, dir, d)
 	if err != nil {
 		return d, err
 	}
 	defer rc.Close()
 	slog.InfoContext(ctx, "writing seed disk", "file", d.File, "device", device, "bytes", d.VirtualSize)
-	n, got, err := copyHashed(ctx, f, rc, !block)
-	if err != nil {
-		return d, fmt.Errorf("writing %s onto %s: %w", d.File, device, err)
+	if block {
+		return d, writeBlock(ctx, device, d, rc)
 	}
-	if !block {
-		if err := f.Truncate(n); err != nil {
-			return d, fmt.Errorf("writing %s onto %s: %w", d.File, device, err)
-		}
-	}
-	if err := f.Sync(); err != nil {
-		return d, fmt.Errorf("writing %s onto %s: %w", d.File, device, err)
-	}
-	if got != d.RawDigest || n != d.VirtualSize {
-		return d, fmt.Errorf("%s now holds bad data: %w", device,
-			&MismatchError{File: d.File, What: "raw digest", Want: d.RawDigest, Got: got, WantSize: d.VirtualSize, GotSize: n})
-	}
-	return d, f.Close()
+	return d, writeFile(ctx, device, d, rc)
 }
 
-// openDevice opens a block device (checking it can hold size bytes) or creates a regular file.
-func openDevice(device string, size int64) (*os.File, bool, error) {
+// checkTarget refuses a target that must not be written, before anything is: it reports
+// whether it is a block device.
+func checkTarget(dir string, m *Manifest, device string, size int64) (bool, error) {
 	fi, err := os.Stat(device)
-	if errors.Is(err, os.ErrNotExist) {
-		f, err := os.OpenFile(device, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-		return f, false, err
+	if errors.Is(err, fs.ErrNotExist) {
+		parent, perr := os.Stat(filepath.Dir(device))
+		if perr != nil || !parent.IsDir() {
+			return false, &TargetError{Device: device, Problem: "its directory does not exist"}
+		}
+		return false, nil
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("opening the target device: %w", err)
+		return false, fmt.Errorf("the target: %w", err)
+	}
+	for _, name := range m.files() {
+		if sfi, err := os.Lstat(filepath.Join(dir, name)); err == nil && os.SameFile(fi, sfi) {
+			return false, &TargetError{Device: device, Problem: "is the seed's own " + name + ": a command never writes over its input"}
+		}
 	}
 	switch {
-	case fi.Mode().IsRegular():
-		f, err := os.OpenFile(device, os.O_WRONLY|os.O_TRUNC, 0)
-		return f, false, err
-	case fi.Mode()&os.ModeDevice != 0 && fi.Mode()&os.ModeCharDevice == 0:
-		f, err := os.OpenFile(device, os.O_WRONLY|os.O_EXCL, 0)
+	case fi.IsDir():
+		return false, &TargetError{Device: device, Problem: "is a directory; give a block device or a file"}
+	case fi.Mode()&fs.ModeCharDevice != 0:
+		return false, &TargetError{Device: device, Problem: "is a character device; give a block device or a file"}
+	case fi.Mode()&fs.ModeDevice != 0:
+		f, err := os.OpenFile(device, os.O_RDONLY, 0)
 		if err != nil {
-			return nil, true, fmt.Errorf("opening the target device: %w", err)
+			return true, fmt.Errorf("opening the target device: %w", err)
 		}
+		defer f.Close()
 		end, err := f.Seek(0, io.SeekEnd)
-		if err == nil && end < size {
-			err = fmt.Errorf("%s holds %d bytes, the seed's disk needs %d", device, end, size)
+		if err != nil {
+			return true, fmt.Errorf("sizing the target device: %w", err)
 		}
-		if err == nil {
-			_, err = f.Seek(0, io.SeekStart)
+		if end < size {
+			return true, &TargetError{Device: device, Problem: fmt.Sprintf("holds %d bytes, the seed's disk needs %d", end, size)}
 		}
+		return true, nil
+	case !fi.Mode().IsRegular():
+		return false, &TargetError{Device: device, Problem: "is neither a block device nor a regular file"}
+	case fi.Mode().Perm()&0o222 == 0:
+		return false, &TargetError{Device: device, Problem: "is a read-only file; make it writable, or remove it, to replace it"}
+	}
+	return false, nil
+}
+
+// writeBlock writes the raw disk onto a block device in place (never truncated, never
+// renamed over), its first MiB last.
+func writeBlock(ctx context.Context, device string, d Disk, rc io.Reader) error {
+	f, err := os.OpenFile(device, os.O_WRONLY|os.O_EXCL, 0)
+	if err != nil {
+		return fmt.Errorf("opening the target device: %w", err)
+	}
+	defer f.Close()
+	dg := digest.SHA256.Digester()
+	head := make([]byte, headLen)
+	k, err := io.ReadFull(io.TeeReader(rc, dg.Hash()), head)
+	if err != nil && err != io.ErrUnexpectedEOF {
+		return fmt.Errorf("reading %s: %w", d.File, err)
+	}
+	head = head[:k]
+	written := false
+	fail := func(err error) error {
+		if !written {
+			return fmt.Errorf("writing %s onto %s: %w", d.File, device, err)
+		}
+		if _, werr := f.WriteAt(make([]byte, headLen), 0); werr == nil {
+			f.Sync()
+		}
+		return &PartialError{Device: device, Err: err}
+	}
+	if _, err := f.Seek(int64(k), io.SeekStart); err != nil {
+		return fail(err)
+	}
+	written = true
+	n, _, err := copyHashed(ctx, f, io.TeeReader(rc, dg.Hash()), false)
+	if err != nil {
+		return fail(err)
+	}
+	n += int64(k)
+	if got := dg.Digest(); got != d.RawDigest || n != d.VirtualSize {
+		return fail(&MismatchError{File: d.File, What: "raw digest", Want: d.RawDigest, Got: got, WantSize: d.VirtualSize, GotSize: n})
+	}
+	if err := f.Sync(); err != nil {
+		return fail(err)
+	}
+	// Complete: the head goes on only now.
+	if _, err := f.WriteAt(head, 0); err != nil {
+		return fail(err)
+	}
+	if err := f.Sync(); err != nil {
+		return fail(err)
+	}
+	return f.Close()
+}
+
+// writeFile writes the raw disk into a file beside device and renames it into place once
+// its digest is verified; on any failure the partial file is removed.
+func writeFile(ctx context.Context, device string, d Disk, rc io.Reader) (err error) {
+	f, err := os.CreateTemp(filepath.Dir(device), "."+filepath.Base(device)+".partial-*")
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", device, err)
+	}
+	defer func() {
 		if err != nil {
 			f.Close()
-			return nil, true, err
+			os.Remove(f.Name())
 		}
-		return f, true, nil
+	}()
+	n, got, err := copyHashed(ctx, f, rc, true)
+	if err != nil {
+		return fmt.Errorf("writing %s onto %s: %w", d.File, device, err)
 	}
-	return nil, false, fmt.Errorf("%s is neither a block device nor a regular file", device)
+	if got != d.RawDigest || n != d.VirtualSize {
+		return &MismatchError{File: d.File, What: "raw digest", Want: d.RawDigest, Got: got, WantSize: d.VirtualSize, GotSize: n}
+	}
+	if err := f.Truncate(n); err != nil {
+		return fmt.Errorf("writing %s: %w", device, err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("writing %s: %w", device, err)
+	}
+	if err := f.Chmod(0o644); err != nil {
+		return fmt.Errorf("writing %s: %w", device, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("writing %s: %w", device, err)
+	}
+	return os.Rename(f.Name(), device)
 }
 
 // copyHashed copies r to w and returns the bytes and digest of what it read. With sparse,

@@ -3,8 +3,11 @@ package seed
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
+	"strings"
 	"path/filepath"
 )
 
@@ -12,7 +15,12 @@ import (
 // and schema versions are refused: a reader must not silently drop what a newer writer said.
 func ReadManifest(dir string) (*Manifest, error) {
 	p := filepath.Join(dir, ManifestFile)
-	b, err := os.ReadFile(p)
+	f, err := openStored(dir, ManifestFile, -maxManifestSize)
+	if err != nil {
+		return nil, fmt.Errorf("reading the seed manifest: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxManifestSize))
 	if err != nil {
 		return nil, fmt.Errorf("reading the seed manifest: %w", err)
 	}
@@ -24,8 +32,11 @@ func ParseManifest(b []byte, name string) (*Manifest, error) {
 	var version struct {
 		SchemaVersion int `json:"schemaVersion"`
 	}
+	if len(b) > maxManifestSize {
+		return nil, &BadSeedError{File: name, Problem: fmt.Sprintf("is %d bytes, more than a seed manifest's %d", len(b), maxManifestSize)}
+	}
 	if err := json.Unmarshal(b, &version); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, jsonProblem(b, name, err)
 	}
 	if version.SchemaVersion != SchemaVersion {
 		return nil, fmt.Errorf("%s: schemaVersion %d is not supported (this snofactory reads %d)", name, version.SchemaVersion, SchemaVersion)
@@ -34,12 +45,48 @@ func ParseManifest(b []byte, name string) (*Manifest, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&m); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, jsonProblem(b, name, err)
 	}
 	if err := m.Validate(); err != nil {
-		return nil, fmt.Errorf("%s: invalid seed manifest:\n%w", name, err)
+		return nil, &BadSeedError{File: name, Problem: "invalid seed manifest:\n" + err.Error()}
 	}
 	return &m, nil
+}
+
+// jsonProblem locates a JSON decoding error in b as FILE:LINE:COL, without quoting b.
+func jsonProblem(b []byte, name string, err error) error {
+	var off int64 = -1
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		off = se.Offset - 1 // the offending character
+	case errors.As(err, &te):
+		off = valueStart(b, te.Offset) // te.Offset is just past the value
+	}
+	if off < 0 || off > int64(len(b)) {
+		return &BadSeedError{File: name, Problem: "is not a seed manifest: " + err.Error()}
+	}
+	line := 1 + bytes.Count(b[:off], []byte("\n"))
+	col := int(off) - bytes.LastIndexByte(b[:off], '\n')
+	return &BadSeedError{File: fmt.Sprintf("%s:%d:%d", name, line, col), Problem: err.Error()}
+}
+
+// valueStart finds where the scalar JSON value ending at end begins.
+func valueStart(b []byte, end int64) int64 {
+	if end <= 0 || end > int64(len(b)) {
+		return end
+	}
+	i := end - 1
+	if b[i] == '"' {
+		for i--; i > 0 && (b[i] != '"' || b[i-1] == '\\'); i-- {
+		}
+		return i
+	}
+	for i > 0 && !strings.ContainsRune(",:[{ \t\r\n", rune(b[i-1])) {
+		i--
+	}
+	return i
 }
 
 // Marshal returns m's JSON as WriteManifest stores it: indented, keys in a fixed order, the

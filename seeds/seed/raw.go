@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,36 +21,56 @@ import (
 // file (qemu-img writes at offsets, so it cannot write to a pipe), which Close removes.
 // The temporary file goes under $TMPDIR.
 func RawReader(ctx context.Context, dir string, d Disk) (io.ReadCloser, error) {
-	p := filepath.Join(dir, d.File)
+	if !declaredFormat(d.Format) {
+		return nil, &BadSeedError{File: d.File, Problem: fmt.Sprintf("disk format %q is not one a seed may have", d.Format)}
+	}
+	f, err := openStored(dir, d.File, d.Size)
+	if err != nil {
+		return nil, err
+	}
 	switch d.Format {
 	case FormatRaw:
 		if d.Compression != CompressionZstd {
-			return nil, fmt.Errorf("%s: raw disk with compression %q is not supported", d.File, d.Compression)
+			f.Close()
+			return nil, &BadSeedError{File: d.File, Problem: fmt.Sprintf("raw disk with compression %q is not supported", d.Compression)}
 		}
-		f, err := os.Open(p)
-		if err != nil {
-			return nil, fmt.Errorf("opening disk: %w", err)
-		}
-		dec, err := zstd.NewReader(f)
+		// A crafted frame cannot make the decoder take more than a bounded window.
+		dec, err := zstd.NewReader(f, zstd.WithDecoderMaxWindow(maxZstdWindow), zstd.WithDecoderMaxMemory(maxZstdMemory))
 		if err != nil {
 			f.Close()
 			return nil, fmt.Errorf("%s: %w", d.File, err)
 		}
-		return &zstdReader{dec: dec, f: f, name: d.File}, nil
-	case FormatQCOW2:
-		return qcow2Raw(ctx, p)
+		// One byte past the declared size is enough to show the disk is longer than declared.
+		limit := d.VirtualSize + 1
+		if d.VirtualSize < 0 {
+			limit = math.MaxInt64
+		}
+		return &zstdReader{dec: dec, f: f, name: d.File, r: io.LimitReader(dec, limit)}, nil
+	default: // FormatQCOW2
+		if err := checkQCOW2(f, d.File, d.VirtualSize); err != nil {
+			f.Close()
+			return nil, err
+		}
+		return qcow2Raw(ctx, f)
 	}
-	return nil, fmt.Errorf("%s: disk format %q is not supported", d.File, d.Format)
 }
+
+// Bounds on decompressing a seed's raw disk: zstd levels up to 19 use windows of at most
+// 8 MiB; long-distance matching at most 128 MiB.
+const (
+	maxZstdWindow = 128 << 20
+	maxZstdMemory = 1 << 40 // the output itself is bounded by the declared size
+)
 
 type zstdReader struct {
 	dec  *zstd.Decoder
 	f    *os.File
 	name string
+	r    io.Reader // dec, bounded
 }
 
 func (z *zstdReader) Read(p []byte) (int, error) {
-	n, err := z.dec.Read(p)
+	n, err := z.r.Read(p)
 	if err != nil && err != io.EOF {
 		err = fmt.Errorf("decompressing %s: %w", z.name, err)
 	}
@@ -61,26 +82,32 @@ func (z *zstdReader) Close() error {
 	return z.f.Close()
 }
 
-func qcow2Raw(ctx context.Context, p string) (io.ReadCloser, error) {
+// qcow2Raw converts the qcow2 image f (checked by checkQCOW2) into a raw temporary file.
+// qemu-img reads the very file that was checked, through its descriptor, with the format
+// given: it probes nothing and opens nothing else.
+func qcow2Raw(ctx context.Context, f *os.File) (io.ReadCloser, error) {
+	defer f.Close()
+	name := filepath.Base(f.Name())
 	tmp, err := os.MkdirTemp("", "snofactory-seed-raw-")
 	if err != nil {
-		return nil, fmt.Errorf("converting %s to raw: %w", p, err)
+		return nil, fmt.Errorf("converting %s to raw: %w", name, err)
 	}
 	out := filepath.Join(tmp, "disk.raw")
-	cmd := exec.CommandContext(ctx, "qemu-img", "convert", "-q", "-f", FormatQCOW2, "-O", FormatRaw, p, out)
+	cmd := exec.CommandContext(ctx, "qemu-img", "convert", "-q", "-f", FormatQCOW2, "-O", FormatRaw, "/dev/fd/3", out)
+	cmd.ExtraFiles = []*os.File{f}
 	if b, err := cmd.CombinedOutput(); err != nil {
 		os.RemoveAll(tmp)
 		if errors.Is(err, exec.ErrNotFound) {
-			return nil, fmt.Errorf("converting %s to raw: qemu-img is not installed (apt-get install qemu-utils): %w", p, err)
+			return nil, fmt.Errorf("converting %s to raw: qemu-img is not installed (apt-get install qemu-utils): %w", name, err)
 		}
-		return nil, fmt.Errorf("converting %s to raw: qemu-img: %w: %s", p, err, strings.TrimSpace(string(b)))
+		return nil, fmt.Errorf("converting %s to raw: qemu-img: %w: %s", name, err, strings.TrimSpace(string(b)))
 	}
-	f, err := os.Open(out)
+	raw, err := os.Open(out)
 	if err != nil {
 		os.RemoveAll(tmp)
-		return nil, fmt.Errorf("converting %s to raw: %w", p, err)
+		return nil, fmt.Errorf("converting %s to raw: %w", name, err)
 	}
-	return &tempReader{File: f, dir: tmp}, nil
+	return &tempReader{File: raw, dir: tmp}, nil
 }
 
 // tempReader removes its directory on Close.
@@ -92,6 +119,21 @@ type tempReader struct {
 func (t *tempReader) Close() error {
 	err := t.File.Close()
 	return errors.Join(err, os.RemoveAll(t.dir))
+}
+
+// storedDigest hashes the seed file name in dir as data (openStored), reading no more than
+// the size the manifest declares.
+func storedDigest(ctx context.Context, dir, name string, size int64) (int64, digest.Digest, error) {
+	f, err := openStored(dir, name, size)
+	if err != nil {
+		return 0, "", err
+	}
+	defer f.Close()
+	n, d, err := readerDigest(ctx, io.LimitReader(f, size))
+	if err != nil {
+		return 0, "", fmt.Errorf("hashing %s: %w", name, err)
+	}
+	return n, d, nil
 }
 
 // FileDigest returns the size and sha256 digest of the file at path.
@@ -129,6 +171,7 @@ func DescribeDisk(ctx context.Context, dir, file, format string) (Disk, error) {
 	if d.Size, d.Digest, err = FileDigest(ctx, filepath.Join(dir, file)); err != nil {
 		return Disk{}, err
 	}
+	d.VirtualSize = -1 // measured here
 	rc, err := RawReader(ctx, dir, d)
 	if err != nil {
 		return Disk{}, err

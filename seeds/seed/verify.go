@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 
 	"github.com/opencontainers/go-digest"
 )
@@ -20,6 +19,9 @@ type MismatchError struct {
 	WantSize, GotSize int64
 }
 
+// Unwrap makes a mismatch a bad seed: its content is not what its manifest says.
+func (e *MismatchError) Unwrap() error { return ErrBadSeed }
+
 func (e *MismatchError) Error() string {
 	return fmt.Sprintf("%s: %s mismatch: the manifest says %s (%d bytes), the content is %s (%d bytes)",
 		e.File, e.What, e.Want, e.WantSize, e.Got, e.GotSize)
@@ -29,8 +31,14 @@ func (e *MismatchError) Error() string {
 // file as stored, and the digest and size of every disk's raw bytes. It reports every
 // mismatch (as *MismatchError) at once.
 func Verify(ctx context.Context, dir string) error {
+	if err := CheckDir(dir); err != nil {
+		return err
+	}
 	m, err := ReadManifest(dir)
 	if err != nil {
+		return err
+	}
+	if err := checkFiles(dir, m); err != nil {
 		return err
 	}
 	var errs []error
@@ -41,7 +49,7 @@ func Verify(ctx context.Context, dir string) error {
 	}
 	for _, d := range m.Disks {
 		slog.DebugContext(ctx, "verifying seed disk", "file", d.File, "format", d.Format)
-		n, dg, err := FileDigest(ctx, filepath.Join(dir, d.File))
+		n, dg, err := storedDigest(ctx, dir, d.File, d.Size)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -54,7 +62,7 @@ func Verify(ctx context.Context, dir string) error {
 		check(d.File, "raw digest", d.VirtualSize, d.RawDigest, n, dg)
 	}
 	if c := m.Credentials; c != nil {
-		n, dg, err := FileDigest(ctx, filepath.Join(dir, c.File))
+		n, dg, err := storedDigest(ctx, dir, c.File, c.Size)
 		if err != nil {
 			errs = append(errs, err)
 		} else {

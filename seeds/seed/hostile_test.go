@@ -1,0 +1,236 @@
+package seed_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/snofactory/snofactory/seeds/seed"
+	"github.com/snofactory/snofactory/seeds/seed/seedtest"
+)
+
+// hostFile stands for a host file a crafted seed points at: its bytes must never reach
+// an output or a message.
+const hostSecret = "HOST-ONLY-7f3a9c: root:x:0:0"
+
+// craftedSeed builds a good seed (qcow2 and raw) and lets craft break it.
+func craftedSeed(t *testing.T, craft func(t *testing.T, dir string, m *seed.Manifest)) string {
+	t.Helper()
+	dir := t.TempDir()
+	m := seedtest.Write(t, dir, seedtest.Options{RawSize: 1 << 20, Seed: 7})
+	craft(t, dir, m)
+	return dir
+}
+
+// rewrite stores m again (its digests as given) after craft changed it.
+func rewrite(t *testing.T, dir string, m *seed.Manifest) {
+	t.Helper()
+	b, err := m.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, seed.ManifestFile), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func hostFile(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "passwd")
+	if err := os.WriteFile(p, []byte(hostSecret+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// replaceWithSymlink swaps a seed file for a symlink to target.
+func replaceWithSymlink(t *testing.T, dir, name, target string) {
+	t.Helper()
+	os.Remove(filepath.Join(dir, name))
+	if err := os.Symlink(target, filepath.Join(dir, name)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// qcow2With makes a 1 MiB qcow2 with qemu-img create options (a backing file, a data file)
+// and records it in the manifest in place of the seed's qcow2 disk, digests and all, so only
+// the reference outside the file is wrong.
+func qcow2With(t *testing.T, dir string, m *seed.Manifest, args ...string) {
+	t.Helper()
+	p := filepath.Join(dir, "disk.qcow2")
+	os.Remove(p)
+	cmd := exec.Command("qemu-img", append(append([]string{"create", "-q", "-f", "qcow2"}, args...), p, "1M")...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("qemu-img create: %v\n%s", err, out)
+	}
+	n, dg, err := seed.FileDigest(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range m.Disks {
+		if m.Disks[i].Format == seed.FormatQCOW2 {
+			m.Disks[i].Size, m.Disks[i].Digest = n, dg
+		}
+	}
+	rewrite(t, dir, m)
+}
+
+// Crafted seeds are refused by verify and write with a message naming the problem, as a
+// bad seed (exit 2 at the CLI); a write's target is left exactly as it was; no host file's
+// bytes reach the target or the message; every case ends within seconds.
+func TestHostileSeeds(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		craft func(t *testing.T, dir string, m *seed.Manifest)
+		want  string
+	}{
+		{"disk is a symlink to a host file", func(t *testing.T, dir string, m *seed.Manifest) {
+			replaceWithSymlink(t, dir, "disk.raw.zst", hostFile(t))
+		}, "disk.raw.zst: is a symbolic link"},
+		{"disk is a symlink to a device", func(t *testing.T, dir string, m *seed.Manifest) {
+			replaceWithSymlink(t, dir, "disk.raw.zst", "/dev/zero")
+		}, "disk.raw.zst: is a symbolic link"},
+		{"manifest is a symlink", func(t *testing.T, dir string, m *seed.Manifest) {
+			os.Rename(filepath.Join(dir, seed.ManifestFile), filepath.Join(dir, "real.json"))
+			os.Symlink("real.json", filepath.Join(dir, seed.ManifestFile))
+		}, "seed.json: is a symbolic link"},
+		{"disk is a FIFO", func(t *testing.T, dir string, m *seed.Manifest) {
+			os.Remove(filepath.Join(dir, "disk.raw.zst"))
+			if err := syscall.Mkfifo(filepath.Join(dir, "disk.raw.zst"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, "disk.raw.zst: is a FIFO"},
+		{"a stray socket-like entry: a symlink beside the files", func(t *testing.T, dir string, m *seed.Manifest) {
+			os.Symlink("/etc", filepath.Join(dir, "extra"))
+		}, "extra: is a symbolic link"},
+		{"qcow2 with a backing file", func(t *testing.T, dir string, m *seed.Manifest) {
+			back := filepath.Join(t.TempDir(), "host.raw")
+			os.WriteFile(back, bytes.Repeat([]byte(hostSecret), 1<<15), 0o644)
+			qcow2With(t, dir, m, "-F", "raw", "-b", back)
+		}, "disk.qcow2: names a backing file"},
+		{"qcow2 with an external data file", func(t *testing.T, dir string, m *seed.Manifest) {
+			qcow2With(t, dir, m, "-o", "data_file="+filepath.Join(t.TempDir(), "host.data"))
+		}, "disk.qcow2: keeps its data in an external data file"},
+		{"qcow2 larger than declared", func(t *testing.T, dir string, m *seed.Manifest) {
+			for i := range m.Disks {
+				m.Disks[i].VirtualSize = 4096
+			}
+			rewrite(t, dir, m)
+		}, "has a virtual size of 1048576 bytes, the manifest says 4096"},
+		{"raw disk stored as qcow2", func(t *testing.T, dir string, m *seed.Manifest) {
+			for i := range m.Disks {
+				if m.Disks[i].Format == seed.FormatRaw {
+					m.Disks[i].Format = seed.FormatQCOW2
+					m.Disks[i].Compression = ""
+				}
+			}
+			rewrite(t, dir, m)
+		}, "is not a qcow2 image, as the manifest says it is"},
+		{"stored file longer than declared", func(t *testing.T, dir string, m *seed.Manifest) {
+			f, _ := os.OpenFile(filepath.Join(dir, "disk.raw.zst"), os.O_APPEND|os.O_WRONLY, 0)
+			f.Write([]byte(hostSecret))
+			f.Close()
+		}, "disk.raw.zst: holds"},
+		{"flipped byte in the stored disk", func(t *testing.T, dir string, m *seed.Manifest) {
+			p := filepath.Join(dir, "disk.raw.zst")
+			b, _ := os.ReadFile(p)
+			b[len(b)/2] ^= 0xff
+			os.WriteFile(p, b, 0o644)
+		}, "disk.raw.zst: digest mismatch"},
+		{"file name with a path", func(t *testing.T, dir string, m *seed.Manifest) {
+			b, _ := os.ReadFile(filepath.Join(dir, seed.ManifestFile))
+			os.WriteFile(filepath.Join(dir, seed.ManifestFile), bytes.Replace(b, []byte(`"disk.raw.zst"`), []byte(`"../../etc/passwd"`), 1), 0o644)
+		}, "seed.json: invalid seed manifest"},
+		{"manifest larger than any real one", func(t *testing.T, dir string, m *seed.Manifest) {
+			os.WriteFile(filepath.Join(dir, seed.ManifestFile), append([]byte(`{"schemaVersion":1,"name":"`), bytes.Repeat([]byte("a"), 2<<20)...), 0o644)
+		}, "seed.json: holds"},
+		{"manifest with a syntax error", func(t *testing.T, dir string, m *seed.Manifest) {
+			os.WriteFile(filepath.Join(dir, seed.ManifestFile), []byte("{\n  \"schemaVersion\": 1,\n  \"name\": \"x\"\n  \"target\": \"coreos\"\n}\n"), 0o644)
+		}, "seed.json:4:3: invalid character"},
+		{"manifest with a wrong type", func(t *testing.T, dir string, m *seed.Manifest) {
+			os.WriteFile(filepath.Join(dir, seed.ManifestFile), []byte("{\n  \"schemaVersion\": 1,\n  \"disks\": \"all\"\n}\n"), 0o644)
+		}, "seed.json:3:12: json: cannot unmarshal string"},
+		{"manifest is another file", func(t *testing.T, dir string, m *seed.Manifest) {
+			os.WriteFile(filepath.Join(dir, seed.ManifestFile), []byte(hostSecret+"\npassword: hunter2\n"), 0o644)
+		}, "seed.json:1:1: invalid character"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := craftedSeed(t, tc.craft)
+			start := time.Now()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			err := seed.Verify(ctx, dir)
+			checkRefused(t, "verify", err, tc.want)
+
+			target := filepath.Join(t.TempDir(), "target.img")
+			old := bytes.Repeat([]byte{0x5a}, 3<<20)
+			os.WriteFile(target, old, 0o644)
+			_, err = seed.WriteDevice(ctx, dir, target)
+			checkRefused(t, "write", err, tc.want)
+			if got, _ := os.ReadFile(target); !bytes.Equal(got, old) {
+				t.Errorf("write: the target changed (%d bytes)", len(got))
+			}
+			if leftovers, _ := filepath.Glob(filepath.Join(filepath.Dir(target), ".*partial*")); len(leftovers) > 0 {
+				t.Errorf("write left %v behind", leftovers)
+			}
+			if d := time.Since(start); d > 10*time.Second {
+				t.Logf("took %s", d) // reported, not asserted: the bound is the test timeout
+			}
+		})
+	}
+}
+
+func checkRefused(t *testing.T, what string, err error, want string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("%s accepted the crafted seed", what)
+	}
+	if !errors.Is(err, seed.ErrBadSeed) {
+		t.Errorf("%s: %v is not a bad-seed error (exit 2)", what, err)
+	}
+	if !strings.Contains(err.Error(), want) {
+		t.Errorf("%s: %v, want %q", what, err, want)
+	}
+	if strings.Contains(err.Error(), "HOST-ONLY") || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("%s quotes a host file: %v", what, err)
+	}
+}
+
+// Targets that must not be written are refused before the seed is read further, and are
+// left as they were.
+func TestWriteRefusesTargets(t *testing.T) {
+	dir := t.TempDir()
+	seedtest.Write(t, dir, seedtest.Options{RawSize: 1 << 20, Formats: []string{seed.FormatRaw}, Seed: 2})
+	readOnly := filepath.Join(t.TempDir(), "ro.img")
+	os.WriteFile(readOnly, []byte("keep"), 0o444)
+	for _, tc := range []struct{ name, target, want string }{
+		{"the seed's own disk", filepath.Join(dir, "disk.raw.zst"), "is the seed's own disk.raw.zst"},
+		{"the seed's manifest", filepath.Join(dir, seed.ManifestFile), "is the seed's own seed.json"},
+		{"a directory", t.TempDir(), "is a directory"},
+		{"a character device", "/dev/null", "is a character device"},
+		{"a read-only file", readOnly, "is a read-only file"},
+		{"a missing directory", filepath.Join(t.TempDir(), "no", "disk.img"), "its directory does not exist"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before, _ := os.ReadFile(tc.target)
+			_, err := seed.WriteDevice(context.Background(), dir, tc.target)
+			var te *seed.TargetError
+			if !errors.As(err, &te) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("WriteDevice(%s) = %v, want a refusal with %q", tc.target, err, tc.want)
+			}
+			if after, _ := os.ReadFile(tc.target); !bytes.Equal(before, after) {
+				t.Error("the target changed")
+			}
+		})
+	}
+	if err := seed.Verify(context.Background(), dir); err != nil {
+		t.Errorf("the seed itself was harmed: %v", err)
+	}
+}
