@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"path/filepath"
+	"strings"
 )
 
 // ReadManifest reads and validates the manifest of the seed directory dir. Unknown fields
