@@ -55,6 +55,9 @@ func TestISOCommands(t *testing.T) {
 		{"missing ISO", []string{"iso", "show", filepath.Join(dir, "nope.iso")}, 2, "", "no such file"},
 		{"not an ISO", []string{"iso", "show", cfgPath}, 2, "", "not an ISO 9660 image"},
 		{"missing config", []string{"iso", "embed", "-i", filepath.Join(dir, "nope.ign"), out}, 2, "", "reading the Ignition config"},
+		{"embed onto a character device", []string{"iso", "embed", "-i", cfgPath, "-o", "/dev/null", out}, 2, "", "/dev/null: is a character device"},
+		{"embed into a directory", []string{"iso", "embed", "-i", cfgPath, "-o", dir, out}, 2, "", "is a directory"},
+		{"kargs onto a character device", []string{"iso", "kargs", "modify", "-a", "x=1", "-o", "/dev/null", out}, 2, "", "/dev/null: is a character device"},
 		{"no args", []string{"iso", "show"}, 2, "", "exactly one ISO"},
 		{"unknown flag", []string{"iso", "show", "--bogus", out}, 2, "", "bogus"},
 	}

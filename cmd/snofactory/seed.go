@@ -12,6 +12,7 @@ import (
 	units "github.com/docker/go-units"
 	"github.com/spf13/cobra"
 
+	"github.com/snofactory/snofactory/pipeline/output"
 	"github.com/snofactory/snofactory/seeds/ociseed"
 	"github.com/snofactory/snofactory/seeds/seed"
 )
@@ -89,8 +90,7 @@ func localSeed(arg string) (bool, error) {
 // (exit 2); a write that stopped part-way stays a failure (exit 1).
 func seedErr(err error) error {
 	var te *seed.TargetError
-	var me *seed.MountedError
-	if errors.Is(err, seed.ErrBadSeed) || errors.As(err, &te) || errors.As(err, &me) {
+	if errors.Is(err, seed.ErrBadSeed) || errors.As(err, &te) || output.IsRefused(err) {
 		return badInput(err)
 	}
 	return err
@@ -261,11 +261,8 @@ func newSeedWriteCommand(reg *registryFlags) *cobra.Command {
 				return badInput(errors.New("--image and --device are both required"))
 			}
 			// Fail before a long pull if DEV is in use.
-			var me *seed.MountedError
-			if err := seed.CheckNotMounted(device); errors.As(err, &me) {
-				return badInput(err)
-			} else if err != nil {
-				return err
+			if err := output.CheckNotMounted(device); err != nil {
+				return seedErr(err)
 			}
 			dir := image
 			local, err := localSeed(image)

@@ -95,7 +95,7 @@ func TestSeedErrors(t *testing.T) {
 		{"write a seed with a symlinked disk", []string{"seed", "write", "--image", crafted, "--device", filepath.Join(t.TempDir(), "disk.img")}, 2, "disk.raw.zst: is a symbolic link"},
 		{"boot a seed with a symlinked disk", []string{"seed", "boot", crafted}, 2, "disk.raw.zst: is a symbolic link"},
 		{"write onto a character device", []string{"seed", "write", "--image", src, "--device", "/dev/null"}, 2, "/dev/null: is a character device"},
-		{"write onto the seed's own disk", []string{"seed", "write", "--image", src, "--device", filepath.Join(src, "disk.raw.zst")}, 2, "is the seed's own disk.raw.zst"},
+		{"write onto the seed's own disk", []string{"seed", "write", "--image", src, "--device", filepath.Join(src, "disk.raw.zst")}, 2, "is this command's input"},
 		{"write a corrupt seed", []string{"seed", "write", "--image", broken, "--device", filepath.Join(t.TempDir(), "disk.img")}, 2, "disk.raw.zst: digest mismatch"},
 		{"push bad chunk size", []string{"seed", "push", "--chunk-size", "lots", src, "oci:" + t.TempDir()}, 2, "--chunk-size"},
 		{"push bad attach", []string{"seed", "push", "--attach", "x.json", src, "oci:" + t.TempDir()}, 2, "FILE=ARTIFACT_TYPE"},

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/snofactory/snofactory/blueprints/strictyaml"
+	"github.com/snofactory/snofactory/pipeline/output"
 	"github.com/snofactory/snofactory/seeds/credentials"
 	"github.com/snofactory/snofactory/seeds/siteconfig"
 )
@@ -63,8 +64,11 @@ carries a pull secret. Problems are reported as by validate, with exit code 2.
 			if out == "" {
 				return badInput(errors.New("site-config create: name the medium with -o site.iso"))
 			}
-			if fi, err := os.Stat(out); err == nil && fi.IsDir() {
-				return badInput(fmt.Errorf("site-config create: %s is a directory; name the image file", out))
+			// Before anything is made: a device is written in place, a directory, a
+			// character device, a read-only file or the site config itself is refused.
+			block, err := output.Check(out, args[0])
+			if err != nil {
+				return outputErr("site-config create", err)
 			}
 			rcpts, err := credentials.ParseRecipients(recipients)
 			if err != nil {
@@ -80,6 +84,9 @@ carries a pull secret. Problems are reported as by validate, with exit code 2.
 			}
 			var written string
 			if len(rcpts) > 0 {
+				if credsOut == "" && block {
+					return badInput(fmt.Errorf("site-config create: %s is a device; name the credentials file with --credentials-out FILE", out))
+				}
 				if credsOut == "" {
 					credsOut = out + ".credentials.age"
 				}
@@ -92,8 +99,8 @@ carries a pull secret. Problems are reported as by validate, with exit code 2.
 				}
 				written = credsOut
 			}
-			if err := siteconfig.Write(cmd.Context(), sc, out); err != nil {
-				return err
+			if err := siteconfig.Write(cmd.Context(), sc, out, args[0]); err != nil {
+				return outputErr("site-config create", err)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s: %s (volume %s)\n", out, siteSummary(sc), siteconfig.VolumeLabel)
 			if written != "" {
@@ -138,6 +145,14 @@ func oneSiteConfig(_ *cobra.Command, args []string) error {
 		return badInput(fmt.Errorf("site-config: name one site config file, got %d arguments", len(args)))
 	}
 	return nil
+}
+
+// outputErr makes a refused output path the user's input (exit 2).
+func outputErr(what string, err error) error {
+	if output.IsRefused(err) {
+		return badInput(fmt.Errorf("%s: %w", what, err))
+	}
+	return err
 }
 
 // loadSiteConfig loads a site config, printing its problems (all of them) on stderr.

@@ -16,6 +16,11 @@ func TestSiteConfigCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	iso := filepath.Join(dir, "site.iso")
+	readOnly := filepath.Join(dir, "ro.iso")
+	os.WriteFile(readOnly, []byte("keep"), 0o444)
+	input := filepath.Join(dir, "site.yaml")
+	demo, _ := os.ReadFile("../../blueprints/demo/site.yaml")
+	os.WriteFile(input, demo, 0o644)
 	tests := []struct {
 		name     string
 		args     []string
@@ -34,6 +39,9 @@ func TestSiteConfigCommands(t *testing.T) {
 			"site store-0042, hostname sno-0042.store.example.com, 1 interfaces, 0 DNS servers, pull secret yes, 1 mirrors, 0 manifests", nil, false},
 		{"create from image-based", []string{"site-config", "create", "../../seeds/siteconfig/testdata/image-based/image-based-config.yaml", "-o", filepath.Join(dir, "ibi.iso"), "--no-kubeadmin"},
 			exitOK, "hostname sno-0042.store.example.com", nil, false},
+		{"create over its own input", []string{"site-config", "create", input, "-o", input}, exitBadInput, "", []string{"is this command's input"}, false},
+		{"create onto a character device", []string{"site-config", "create", input, "-o", "/dev/null"}, exitBadInput, "", []string{"/dev/null: is a character device"}, false},
+		{"create over a read-only file", []string{"site-config", "create", input, "-o", readOnly}, exitBadInput, "", []string{"is a read-only file"}, false},
 		{"create without -o", []string{"site-config", "create", "../../blueprints/demo/site.yaml"}, exitBadInput, "", []string{"-o site.iso"}, false},
 	}
 	for _, tc := range tests {

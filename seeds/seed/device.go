@@ -3,26 +3,16 @@ package seed
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 
 	"github.com/opencontainers/go-digest"
+
+	"github.com/snofactory/snofactory/pipeline/output"
 )
-
-// MountedError refuses to write a seed over a device that is in use.
-type MountedError struct {
-	Device     string
-	MountPoint string // where it, or one of its partitions, is mounted
-}
-
-func (e *MountedError) Error() string {
-	return fmt.Sprintf("%s is mounted at %s: refusing to overwrite it", e.Device, e.MountPoint)
-}
 
 // headLen is how much of the start of a disk is written last, as coreos-installer does:
 // the partition tables and boot code live there, so a target is bootable (complete) only
@@ -55,8 +45,9 @@ func (e *TargetError) Error() string { return e.Device + ": " + e.Problem }
 //
 // Everything cheap is checked before the target is touched: the seed directory holds only
 // regular files, the manifest, the stored file's size and digest, the disk's format; the
-// target is not mounted (*MountedError), not a seed file, not a character device, a
-// directory or a read-only file (*TargetError), and a block device is large enough. A block
+// target is not mounted (*output.MountedError), not a seed file, not a character device,
+// a directory or a read-only file (*output.Error), and a block device is large enough
+// (*TargetError). A block
 // device is written in place, its first MiB last; a failure after the first write clears
 // that MiB and says so (*PartialError). A file target is written beside itself and renamed
 // into place only once verified, so a failure leaves it as it was. On a file, runs of
@@ -76,9 +67,6 @@ func WriteDevice(ctx context.Context, dir, device string) (Disk, error) {
 		}
 	}
 	if err := checkFiles(dir, m); err != nil {
-		return d, err
-	}
-	if err := CheckNotMounted(device); err != nil {
 		return d, err
 	}
 	block, err := checkTarget(dir, m, device, d.VirtualSize)
@@ -104,50 +92,31 @@ func WriteDevice(ctx context.Context, dir, device string) (Disk, error) {
 	return d, writeFile(ctx, device, d, rc)
 }
 
-// checkTarget refuses a target that must not be written, before anything is: it reports
-// whether it is a block device.
+// checkTarget refuses a target that must not be written, before anything is: the output
+// rules (output.Check, with the seed's own files as inputs), and a block device too small
+// for the disk. It reports whether the target is a block device.
 func checkTarget(dir string, m *Manifest, device string, size int64) (bool, error) {
-	fi, err := os.Stat(device)
-	if errors.Is(err, fs.ErrNotExist) {
-		parent, perr := os.Stat(filepath.Dir(device))
-		if perr != nil || !parent.IsDir() {
-			return false, &TargetError{Device: device, Problem: "its directory does not exist"}
-		}
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("the target: %w", err)
-	}
+	var inputs []string
 	for _, name := range m.files() {
-		if sfi, err := os.Lstat(filepath.Join(dir, name)); err == nil && os.SameFile(fi, sfi) {
-			return false, &TargetError{Device: device, Problem: "is the seed's own " + name + ": a command never writes over its input"}
-		}
+		inputs = append(inputs, filepath.Join(dir, name))
 	}
-	switch {
-	case fi.IsDir():
-		return false, &TargetError{Device: device, Problem: "is a directory; give a block device or a file"}
-	case fi.Mode()&fs.ModeCharDevice != 0:
-		return false, &TargetError{Device: device, Problem: "is a character device; give a block device or a file"}
-	case fi.Mode()&fs.ModeDevice != 0:
-		f, err := os.OpenFile(device, os.O_RDONLY, 0)
-		if err != nil {
-			return true, fmt.Errorf("opening the target device: %w", err)
-		}
-		defer f.Close()
-		end, err := f.Seek(0, io.SeekEnd)
-		if err != nil {
-			return true, fmt.Errorf("sizing the target device: %w", err)
-		}
-		if end < size {
-			return true, &TargetError{Device: device, Problem: fmt.Sprintf("holds %d bytes, the seed's disk needs %d", end, size)}
-		}
-		return true, nil
-	case !fi.Mode().IsRegular():
-		return false, &TargetError{Device: device, Problem: "is neither a block device nor a regular file"}
-	case fi.Mode().Perm()&0o222 == 0:
-		return false, &TargetError{Device: device, Problem: "is a read-only file; make it writable, or remove it, to replace it"}
+	block, err := output.Check(device, inputs...)
+	if err != nil || !block {
+		return block, err
 	}
-	return false, nil
+	f, err := os.OpenFile(device, os.O_RDONLY, 0)
+	if err != nil {
+		return true, fmt.Errorf("opening the target device: %w", err)
+	}
+	defer f.Close()
+	end, err := f.Seek(0, io.SeekEnd)
+	if err != nil {
+		return true, fmt.Errorf("sizing the target device: %w", err)
+	}
+	if end < size {
+		return true, &TargetError{Device: device, Problem: fmt.Sprintf("holds %d bytes, the seed's disk needs %d", end, size)}
+	}
+	return true, nil
 }
 
 // writeBlock writes the raw disk onto a block device in place (never truncated, never

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/snofactory/snofactory/pipeline/output"
 	"github.com/snofactory/snofactory/seeds/seed"
 	"github.com/snofactory/snofactory/seeds/seed/seedtest"
 )
@@ -67,12 +68,12 @@ func TestWriteDeviceRefusesMounted(t *testing.T) {
 	if fi, err := os.Stat(root); root == "" || err != nil || fi.Mode()&os.ModeDevice == 0 {
 		t.Skipf("/ is not on a block device here (%q)", root)
 	}
-	err = seed.CheckNotMounted(root)
-	var me *seed.MountedError
+	err = output.CheckNotMounted(root)
+	var me *output.MountedError
 	if !errors.As(err, &me) || me.MountPoint == "" {
 		t.Fatalf("CheckNotMounted(%s) = %v, want it mounted", root, err)
 	}
-	if err := seed.CheckNotMounted(filepath.Join(t.TempDir(), "disk")); err != nil {
+	if err := output.CheckNotMounted(filepath.Join(t.TempDir(), "disk")); err != nil {
 		t.Errorf("a new file is reported mounted: %v", err)
 	}
 }

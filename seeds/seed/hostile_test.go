@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snofactory/snofactory/pipeline/output"
 	"github.com/snofactory/snofactory/seeds/seed"
 	"github.com/snofactory/snofactory/seeds/seed/seedtest"
 )
@@ -211,8 +212,8 @@ func TestWriteRefusesTargets(t *testing.T) {
 	readOnly := filepath.Join(t.TempDir(), "ro.img")
 	os.WriteFile(readOnly, []byte("keep"), 0o444)
 	for _, tc := range []struct{ name, target, want string }{
-		{"the seed's own disk", filepath.Join(dir, "disk.raw.zst"), "is the seed's own disk.raw.zst"},
-		{"the seed's manifest", filepath.Join(dir, seed.ManifestFile), "is the seed's own seed.json"},
+		{"the seed's own disk", filepath.Join(dir, "disk.raw.zst"), "is this command's input " + filepath.Join(dir, "disk.raw.zst")},
+		{"the seed's manifest", filepath.Join(dir, seed.ManifestFile), "is this command's input " + filepath.Join(dir, seed.ManifestFile)},
 		{"a directory", t.TempDir(), "is a directory"},
 		{"a character device", "/dev/null", "is a character device"},
 		{"a read-only file", readOnly, "is a read-only file"},
@@ -221,8 +222,7 @@ func TestWriteRefusesTargets(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			before, _ := os.ReadFile(tc.target)
 			_, err := seed.WriteDevice(context.Background(), dir, tc.target)
-			var te *seed.TargetError
-			if !errors.As(err, &te) || !strings.Contains(err.Error(), tc.want) {
+			if !output.IsRefused(err) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("WriteDevice(%s) = %v, want a refusal with %q", tc.target, err, tc.want)
 			}
 			if after, _ := os.ReadFile(tc.target); !bytes.Equal(before, after) {

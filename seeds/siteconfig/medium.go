@@ -3,16 +3,16 @@ package siteconfig
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/kdomanski/iso9660"
 	"gopkg.in/yaml.v3"
+
+	"github.com/snofactory/snofactory/pipeline/output"
 )
 
 // VolumeLabel is the ISO 9660 volume identifier of every site-config medium: the
@@ -45,11 +45,13 @@ func (sc *SiteConfig) Normalized() ([]byte, error) {
 }
 
 // Write writes the medium for sc to isoPath: an ISO 9660 image labelled VolumeLabel holding
-// ConfigFileName. The image replaces isoPath atomically; it is mode 0600 when it carries a
-// pull secret, 0644 otherwise. isoPath must not be a directory.
-func Write(ctx context.Context, sc *SiteConfig, isoPath string) error {
-	if fi, err := os.Stat(isoPath); err == nil && fi.IsDir() {
-		return fmt.Errorf("writing the site-config medium: %s is a directory", isoPath)
+// ConfigFileName. A block device (a USB stick) is written in place; a file is replaced
+// atomically, mode 0600 when it carries a pull secret, 0644 otherwise. What output.Check
+// refuses (a directory, a character device, a read-only file, a mounted device, one of
+// inputs) is an *output.Error or *output.MountedError.
+func Write(ctx context.Context, sc *SiteConfig, isoPath string, inputs ...string) error {
+	if _, err := output.Check(isoPath, inputs...); err != nil {
+		return err
 	}
 	data, err := sc.Normalized()
 	if err != nil {
@@ -66,31 +68,21 @@ func Write(ctx context.Context, sc *SiteConfig, isoPath string) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("writing the site-config medium %s: %w", isoPath, err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(isoPath), "."+filepath.Base(isoPath)+".*") // mode 0600
-	if err != nil {
-		return fmt.Errorf("writing the site-config medium %s: %w", isoPath, err)
+	perm := os.FileMode(0o600)
+	if sc.Spec.PullSecret == "" {
+		perm = 0o644
 	}
-	defer os.Remove(tmp.Name()) // after a successful rename there is nothing to remove
-	if err := writeImage(w, tmp, sc.Spec.PullSecret == ""); err != nil {
-		return fmt.Errorf("writing the site-config medium %s: %w", isoPath, err)
-	}
-	if err := os.Rename(tmp.Name(), isoPath); err != nil {
-		return fmt.Errorf("writing the site-config medium %s: %w", isoPath, err)
+	if err := output.Write(isoPath, perm, func(f *os.File) error {
+		if err := w.WriteTo(f, VolumeLabel); err != nil {
+			return fmt.Errorf("writing the site-config medium %s: %w", isoPath, err)
+		}
+		return nil
+	}, inputs...); err != nil {
+		return err
 	}
 	slog.InfoContext(ctx, "site-config medium written", "path", isoPath, "site", sc.Metadata.Name,
 		"hostname", sc.Spec.Hostname, "pullSecret", sc.Spec.PullSecret != "")
 	return nil
-}
-
-func writeImage(w *iso9660.ImageWriter, f *os.File, public bool) error {
-	err := w.WriteTo(f, VolumeLabel)
-	if err == nil && public {
-		err = f.Chmod(0o644)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	return errors.Join(err, f.Close())
 }
 
 // ReadMedium reads the site config from a medium, an ISO 9660 image file or a block device,

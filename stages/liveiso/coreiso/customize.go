@@ -9,6 +9,8 @@ import (
 	"path"
 	"strings"
 	"time"
+
+	"github.com/snofactory/snofactory/pipeline/output"
 )
 
 // Strategy says how a customization reached the ISO.
@@ -135,6 +137,8 @@ func Customize(ctx context.Context, inISO, outISO string, c Customization) (Repo
 		}
 		defer dst.Close()
 	} else if err := checkNotInput(inISO, outISO); err != nil {
+		return rep, err
+	} else if _, err := output.Check(outISO, inISO); err != nil {
 		return rep, err
 	}
 	e, err := planEdits(iso, c, &rep)

@@ -3,6 +3,8 @@ package coreiso
 import (
 	"errors"
 	"io/fs"
+
+	"github.com/snofactory/snofactory/pipeline/output"
 )
 
 // Sentinel errors, wrapped with the file and detail; test with errors.Is.
@@ -38,5 +40,5 @@ func IsBadInput(err error) bool {
 			return true
 		}
 	}
-	return false
+	return output.IsRefused(err)
 }

@@ -14,6 +14,7 @@ import (
 	"slices"
 
 	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/pipeline/output"
 )
 
 // rebuildHeadroom is extra room left in a grown embed area, so a later,
@@ -61,11 +62,8 @@ func rebuild(ctx context.Context, iso *ISO, dst *os.File, out string, e edits, c
 	if dst != nil {
 		return newArea, overwrite(ctx, dst, built)
 	}
-	if err := os.Chmod(built, c.outMode()); err != nil {
-		return 0, err
-	}
-	if err := os.Rename(built, out); err != nil {
-		return 0, fmt.Errorf("moving rebuilt ISO into place: %w", err)
+	if err := output.Place(built, out, c.outMode()); err != nil {
+		return 0, fmt.Errorf("moving the rebuilt ISO into place: %w", err)
 	}
 	return newArea, nil
 }

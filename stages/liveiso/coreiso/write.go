@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sort"
+
+	"github.com/snofactory/snofactory/pipeline/output"
 )
 
 // patch is bytes to write at an absolute offset.
@@ -93,36 +94,11 @@ func patchCopy(ctx context.Context, iso *ISO, out string, patches []patch, perm 
 	return n, err
 }
 
-// writeNew creates out through a temporary file beside it that fill writes,
-// renamed into place only when complete. The final mode is set before any
-// byte lands, so the output is never more open than asked, not even between
-// the copy and the rename.
+// writeNew writes out through fill: a block device in place, a file through a temporary
+// file beside it with its final mode set before any byte lands, renamed into place only
+// when complete (output.Write).
 func writeNew(out string, perm os.FileMode, fill func(*os.File) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("creating output: %w", err)
-	}
-	committed := false
-	defer func() {
-		if !committed {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if err := tmp.Chmod(perm); err != nil {
-		return fmt.Errorf("%s: %w", out, err)
-	}
-	if err := fill(tmp); err != nil {
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("%s: %w", out, err)
-	}
-	if err := os.Rename(tmp.Name(), out); err != nil {
-		return fmt.Errorf("moving output into place: %w", err)
-	}
-	committed = true
-	return nil
+	return output.Write(out, perm, fill)
 }
 
 // overwrite replaces the contents of dst (an ISO opened in place) with the

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package seed
+package output
 
 // CheckNotMounted is only implemented on Linux, where seeds are written.
 func CheckNotMounted(device string) error { return nil }

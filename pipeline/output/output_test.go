@@ -1,0 +1,106 @@
+package output
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Each kind of output path is written as a user who named it expects, or refused before
+// anything is written, and what is refused is left exactly as it was.
+func TestWrite(t *testing.T) {
+	dir := t.TempDir()
+	input := filepath.Join(dir, "input.yaml")
+	os.WriteFile(input, []byte("input"), 0o644)
+	link := filepath.Join(dir, "link.yaml")
+	os.Symlink(input, link)
+	existing := filepath.Join(dir, "existing.iso")
+	os.WriteFile(existing, bytes.Repeat([]byte("old"), 1000), 0o644)
+	readOnly := filepath.Join(dir, "ro.iso")
+	os.WriteFile(readOnly, []byte("keep"), 0o444)
+	for _, tc := range []struct {
+		name, path, refused string
+	}{
+		{"a new file", filepath.Join(dir, "new.iso"), ""},
+		{"an existing file is replaced", existing, ""},
+		{"the input itself", input, "is this command's input"},
+		{"a symlink to the input", link, "is this command's input"},
+		{"a directory", dir, "is a directory"},
+		{"a character device", "/dev/null", "is a character device"},
+		{"a read-only file", readOnly, "is a read-only file"},
+		{"a missing directory", filepath.Join(dir, "no", "x.iso"), "its directory does not exist"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before, _ := os.ReadFile(tc.path)
+			err := Write(tc.path, 0o600, func(f *os.File) error {
+				_, err := f.Write([]byte("new content"))
+				return err
+			}, input)
+			after, _ := os.ReadFile(tc.path)
+			if tc.refused != "" {
+				var oe *Error
+				if !errors.As(err, &oe) || !IsRefused(err) || !strings.Contains(err.Error(), tc.refused) {
+					t.Fatalf("err = %v, want a refusal with %q", err, tc.refused)
+				}
+				if tc.path != "/dev/null" && !bytes.Equal(before, after) {
+					t.Error("a refused path changed")
+				}
+				return
+			}
+			if err != nil || string(after) != "new content" {
+				t.Fatalf("err %v, content %q", err, after)
+			}
+			if fi, _ := os.Stat(tc.path); fi.Mode().Perm() != 0o600 {
+				t.Errorf("mode %v, want 0600", fi.Mode().Perm())
+			}
+		})
+	}
+	// A failed fill leaves the old file and no partial file.
+	err := Write(existing, 0o644, func(f *os.File) error {
+		f.Write([]byte("half"))
+		return errors.New("the source went away")
+	})
+	if err == nil || !strings.Contains(err.Error(), "the source went away") {
+		t.Errorf("err = %v", err)
+	}
+	if b, _ := os.ReadFile(existing); string(b) != "new content" {
+		t.Errorf("a failed write changed the file: %q", b)
+	}
+	if partial, _ := filepath.Glob(filepath.Join(dir, ".*partial*")); len(partial) > 0 {
+		t.Errorf("partial files left: %v", partial)
+	}
+}
+
+// A block device is written in place: not truncated, not renamed over, its inode kept.
+// It uses a loop device where the machine allows one (root, losetup); elsewhere the other
+// cases of TestWrite still run.
+func TestWriteBlockDevice(t *testing.T) {
+	backing := filepath.Join(t.TempDir(), "stick.img")
+	os.WriteFile(backing, bytes.Repeat([]byte{0xee}, 4<<20), 0o644)
+	out, err := exec.Command("losetup", "--find", "--show", backing).Output()
+	if err != nil {
+		t.Skipf("no loop device here (%v): the block-device case needs root and losetup", err)
+	}
+	dev := strings.TrimSpace(string(out))
+	t.Cleanup(func() { exec.Command("losetup", "--detach", dev).Run() })
+	before, _ := os.Stat(dev)
+	if err := Write(dev, 0o600, func(f *os.File) error {
+		_, err := f.Write([]byte("site medium"))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	after, err := os.Stat(dev)
+	if err != nil || !os.SameFile(before, after) || after.Mode()&os.ModeDevice == 0 {
+		t.Fatalf("the device node was replaced: %v", err)
+	}
+	exec.Command("losetup", "--detach", dev).Run()
+	b, _ := os.ReadFile(backing)
+	if len(b) != 4<<20 || string(b[:11]) != "site medium" || b[11] != 0xee {
+		t.Errorf("the device was not written in place (%d bytes, starts %q)", len(b), b[:12])
+	}
+}
