@@ -20,6 +20,8 @@ const (
 	exitOK       = 0
 	exitFailed   = 1
 	exitBadInput = 2
+	// exitInterrupted follows the shell's convention for a command ended by SIGINT.
+	exitInterrupted = 130
 )
 
 func main() {
@@ -53,6 +55,11 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		return exitOK
 	}
 	fmt.Fprintln(stderr, "snofactory:", err)
+	if ctx.Err() != nil && exitCode(err) == exitFailed {
+		// Stopped by Ctrl-C or SIGTERM, having cleaned up (a command that ends normally on
+		// Ctrl-C, such as seed boot --hold, returned no error above).
+		return exitInterrupted
+	}
 	return exitCode(err)
 }
 
@@ -106,7 +113,26 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(newCacheCommand())
 	root.AddCommand(newClusterCommand())
 	// --- end commands ---
+	refuseUnknownSubcommands(root)
 	return root
+}
+
+// refuseUnknownSubcommands makes every command group refuse an unknown subcommand with
+// exit 2, as the root does; cobra would print the group's help and exit 0.
+func refuseUnknownSubcommands(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		refuseUnknownSubcommands(sub)
+	}
+	if !c.HasSubCommands() || c.Run != nil || c.RunE != nil || !c.HasParent() {
+		return
+	}
+	c.Args = cobra.ArbitraryArgs
+	c.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return badInput(fmt.Errorf("unknown command %q for %q; see %s --help", args[0], cmd.CommandPath(), cmd.CommandPath()))
+		}
+		return cmd.Help()
+	}
 }
 
 // isUsageError recognizes the errors cobra makes itself for unknown commands and flags.

@@ -21,7 +21,7 @@ import (
 )
 
 // TestInterruptDuringPrecacheThenResume sends SIGINT while precache is pulling over a slow
-// link: the build stops promptly with exit 1 and an "interrupted" record, leaves no cache
+// link: the build stops promptly with exit 130 and an "interrupted" record, leaves no cache
 // entry for precache, and the next run resumes with every earlier stage a cache hit.
 func TestInterruptDuringPrecacheThenResume(t *testing.T) {
 	ctx, cancel := testContext(t)
@@ -85,8 +85,8 @@ func TestInterruptDuringPrecacheThenResume(t *testing.T) {
 	if took := time.Since(interrupted); took > 10*time.Second {
 		t.Errorf("the build took %s to stop after SIGINT", took)
 	}
-	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
-		t.Fatalf("exit after SIGINT: %v", err)
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 {
+		t.Fatalf("exit after SIGINT: %v, want 130", err)
 	}
 	if rec := loadRecord(t, out); rec.Status != "interrupted" {
 		t.Fatalf("run.json status %q", rec.Status)
