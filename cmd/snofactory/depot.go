@@ -62,6 +62,10 @@ again finishes the remaining builds; what was built is a cache hit.`,
 				return err
 			}
 			sum, err := depot.Run(cmd.Context(), cfg)
+			var busy *depot.BusyError
+			if errors.As(err, &busy) {
+				return badInput(err)
+			}
 			if sum != nil {
 				printDepot(cmd.OutOrStdout(), sum)
 				fmt.Fprintf(cmd.OutOrStdout(), "report: %s\n", filepath.Join(cfg.OutputDir, depot.HTMLFile))
@@ -89,9 +93,20 @@ again finishes the remaining builds; what was built is a cache hit.`,
 // config resolves the target and the flags into a depot run.
 func (f *depotFlags) config(cmd *cobra.Command, target string) (depot.Config, error) {
 	var cfg depot.Config
+	for _, n := range []struct {
+		flag string
+		v    int
+	}{{"parallel", f.parallel}, {"vms", f.vms}, {"attempts", f.attempts}, {"cpus", f.cpus}} {
+		if cmd.Flags().Changed(n.flag) && n.v < 1 {
+			return cfg, badInput(fmt.Errorf("--%s %d: want at least 1", n.flag, n.v))
+		}
+	}
 	paths, spec, err := depotTarget(target)
 	if err != nil {
 		return cfg, badInput(err)
+	}
+	if err := validateAll(cmd.ErrOrStderr(), paths); err != nil {
+		return cfg, err
 	}
 	if cfg.Cache, err = f.build.cache(); err != nil {
 		return cfg, err
@@ -124,6 +139,22 @@ func (f *depotFlags) config(cmd *cobra.Command, target string) (depot.Config, er
 	}
 	cfg.Builds = depotBuilds(paths)
 	return cfg, nil
+}
+
+// validateAll loads every blueprint of the depot before anything runs, printing every
+// problem of every one with its position: a depot never fails late for a bad file.
+func validateAll(stderr io.Writer, paths []string) error {
+	bad := 0
+	for _, p := range paths {
+		if _, _, _, err := loadGraph(p, false); err != nil {
+			fmt.Fprintln(stderr, err)
+			bad++
+		}
+	}
+	if bad > 0 {
+		return badInput(fmt.Errorf("depot: %d of %d blueprints are invalid (above); nothing was built", bad, len(paths)))
+	}
+	return nil
 }
 
 // pick is the first value set: the flag, the depot file's, the default.
@@ -226,12 +257,22 @@ func newDepotStatusCommand() *cobra.Command {
 			case "json":
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
-				return enc.Encode(sum)
+				if err := enc.Encode(sum); err != nil {
+					return err
+				}
 			case "text":
 				printDepot(cmd.OutOrStdout(), sum)
-				return nil
+			default:
+				return badInput(fmt.Errorf("--output %q: want text or json", output))
 			}
-			return badInput(fmt.Errorf("--output %q: want text or json", output))
+			// Scripts poll status: it exits 1 for a depot that failed or died.
+			switch sum.Status {
+			case depot.StatusFailed:
+				return errors.New("depot: some builds failed")
+			case depot.StatusInterrupted:
+				return errors.New("depot: interrupted (its process is gone); run it again to finish the remaining builds")
+			}
+			return nil
 		},
 	}
 	c.Flags().StringVarP(&output, "output", "o", "text", "text or json")

@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -57,7 +60,23 @@ const (
 	StatusRunning   = "running"
 	StatusSucceeded = "succeeded"
 	StatusFailed    = "failed"
+	// StatusInterrupted is a depot (and its unfinished builds) whose process is gone.
+	StatusInterrupted = "interrupted"
 )
+
+// LockFile, in a depot's output directory, is held (flock) by the depot running there; its
+// content is that process's PID. A status that says running while nobody holds it was
+// left by a depot that died.
+const LockFile = "depot.lock"
+
+// BusyError refuses a second depot on an output directory that one is running in.
+type BusyError struct {
+	Dir, Holder string
+}
+
+func (e *BusyError) Error() string {
+	return fmt.Sprintf("another depot (pid %s) is running in %s: wait for it, or give this one another --output-dir", e.Holder, e.Dir)
+}
 
 // Result is one build's outcome.
 type Result struct {
@@ -105,9 +124,17 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	if err := checkNames(cfg.Builds); err != nil {
 		return nil, err
 	}
+	if err := checkWatermark(cfg); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(cfg.OutputDir, 0o755); err != nil {
 		return nil, fmt.Errorf("depot output directory: %w", err)
 	}
+	lock, err := lockOutput(cfg.OutputDir)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Close() // releases the flock
 	r := &runner{cfg: cfg, sum: &Summary{Status: StatusRunning, Started: time.Now()}}
 	for _, b := range cfg.Builds {
 		out := filepath.Join(cfg.OutputDir, "builds", b.Name)
@@ -139,7 +166,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		}
 	}
 	r.mu.Unlock()
-	err := errors.Join(r.save(), WriteReports(cfg.OutputDir, r.sum))
+	err = errors.Join(r.save(), WriteReports(cfg.OutputDir, r.sum))
 	if ctx.Err() != nil {
 		return r.sum, ctx.Err()
 	}
@@ -298,7 +325,39 @@ func (r *runner) save() error {
 	return writeAtomic(filepath.Join(r.cfg.OutputDir, StatusFile), append(b, '\n'))
 }
 
-// ReadStatus reads a depot's status file (while it runs or after).
+// lockOutput takes the output directory's lock, or says which depot holds it.
+func lockOutput(dir string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(dir, LockFile), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("locking the depot output directory: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		holder, _ := io.ReadAll(io.LimitReader(f, 32))
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, &BusyError{Dir: dir, Holder: strings.TrimSpace(string(holder))}
+		}
+		return nil, fmt.Errorf("locking the depot output directory: %w", err)
+	}
+	if err := f.Truncate(0); err == nil {
+		f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	return f, nil
+}
+
+// running tells whether a depot holds dir's lock now.
+func running(dir string) bool {
+	f, err := os.Open(filepath.Join(dir, LockFile))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	return errors.Is(syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB), syscall.EWOULDBLOCK)
+}
+
+// ReadStatus reads a depot's status file (while it runs or after). A status that says
+// running while no depot holds the directory's lock is reported as interrupted, and so
+// are the builds it left running or queued.
 func ReadStatus(dir string) (*Summary, error) {
 	b, err := os.ReadFile(filepath.Join(dir, StatusFile))
 	if err != nil {
@@ -307,6 +366,14 @@ func ReadStatus(dir string) (*Summary, error) {
 	var s Summary
 	if err := json.Unmarshal(b, &s); err != nil {
 		return nil, fmt.Errorf("depot status %s: %w", filepath.Join(dir, StatusFile), err)
+	}
+	if s.Status == StatusRunning && !running(dir) {
+		s.Status = StatusInterrupted
+		for i := range s.Builds {
+			if st := s.Builds[i].Status; st == StatusRunning || st == StatusQueued {
+				s.Builds[i].Status = StatusInterrupted
+			}
+		}
 	}
 	return &s, nil
 }
@@ -326,6 +393,30 @@ func writeAtomic(path string, b []byte) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
+}
+
+// checkWatermark refuses a --min-free the cache's disk can never meet: the depot would
+// wait forever.
+func checkWatermark(cfg Config) error {
+	if cfg.MinFreeBytes == 0 || cfg.Cache == nil {
+		return nil
+	}
+	dir := cfg.Cache.Dir
+	for {
+		if _, err := os.Stat(dir); err == nil || filepath.Dir(dir) == dir {
+			break
+		}
+		dir = filepath.Dir(dir)
+	}
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return nil // measured again while running
+	}
+	if total := st.Blocks * uint64(st.Bsize); cfg.MinFreeBytes > total {
+		return &pipeline.InputError{Err: fmt.Errorf("the free-space watermark (%d bytes) is more than the cache's disk holds in all (%d bytes, %s): no build could ever start; lower --min-free",
+			cfg.MinFreeBytes, total, dir)}
+	}
+	return nil
 }
 
 func freeBytes(dir string) (uint64, error) {

@@ -2,6 +2,7 @@ package depot
 
 import (
 	"context"
+	"encoding/json"
 	"encoding/xml"
 	"errors"
 	"fmt"
@@ -189,5 +190,48 @@ func TestTransient(t *testing.T) {
 		if got := Transient(tc.err); got != tc.want {
 			t.Errorf("Transient(%v) = %v", tc.err, got)
 		}
+	}
+}
+
+// One depot per output directory: a second is refused naming the first. A status left
+// "running" by a depot that is gone reads as interrupted, with its unfinished builds.
+func TestDepotLockAndInterrupted(t *testing.T) {
+	out := t.TempDir()
+	held, err := lockOutput(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeDepot{}
+	_, err = Run(context.Background(), Config{Builds: []Build{{Name: "other", Blueprint: "/b/other"}}, Load: f.load,
+		Cache: &pipeline.Cache{Dir: t.TempDir()}, OutputDir: out, Log: slog.New(slog.DiscardHandler)})
+	var busy *BusyError
+	if !errors.As(err, &busy) || !strings.Contains(err.Error(), fmt.Sprintf("(pid %d)", os.Getpid())) {
+		t.Fatalf("a second depot on %s: %v, want refused naming the first", out, err)
+	}
+
+	left := Summary{Status: StatusRunning, Started: time.Now(), Builds: []Result{
+		{Build: Build{Name: "a"}, Status: StatusSucceeded}, {Build: Build{Name: "b"}, Status: StatusRunning}, {Build: Build{Name: "c"}, Status: StatusQueued}}}
+	b, _ := json.Marshal(left)
+	os.WriteFile(filepath.Join(out, StatusFile), b, 0o644)
+	if s, err := ReadStatus(out); err != nil || s.Status != StatusRunning {
+		t.Fatalf("while the depot holds its lock: %+v, %v; want running", s, err)
+	}
+	held.Close() // the depot dies
+	s, err := ReadStatus(out)
+	if err != nil || s.Status != StatusInterrupted || s.Builds[0].Status != StatusSucceeded ||
+		s.Builds[1].Status != StatusInterrupted || s.Builds[2].Status != StatusInterrupted {
+		t.Fatalf("after the depot died: %+v, %v; want interrupted", s, err)
+	}
+}
+
+// A watermark the cache's disk can never meet is refused at the start, not waited on.
+func TestDepotRefusesUnmeetableWatermark(t *testing.T) {
+	f := &fakeDepot{}
+	_, err := Run(context.Background(), Config{Builds: []Build{{Name: "other", Blueprint: "/b/other"}}, Load: f.load,
+		Cache: &pipeline.Cache{Dir: filepath.Join(t.TempDir(), "cache")}, OutputDir: t.TempDir(), MinFreeBytes: 1 << 62,
+		Log: slog.New(slog.DiscardHandler)})
+	var ie *pipeline.InputError
+	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "no build could ever start") {
+		t.Fatalf("err = %v, want the watermark refused", err)
 	}
 }
