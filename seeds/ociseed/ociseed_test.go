@@ -404,3 +404,31 @@ func TestParseLocation(t *testing.T) {
 		}
 	}
 }
+
+// A pulled seed is verified where it was staged; one whose content is not what its
+// manifest says (here a manifest that lies about the raw disk, pushed to a layout) fails
+// without leaving a seed.json, the disk or the staging directory in DIR.
+func TestPullLeavesNoSeedThatLooksValid(t *testing.T) {
+	src := t.TempDir()
+	m := seedtest.Write(t, src, seedtest.Options{Formats: []string{seed.FormatRaw}})
+	m.Disks[0].RawDigest = m.Disks[0].Digest // well-formed, wrong
+	if err := seed.WriteManifest(src, m); err != nil {
+		t.Fatal(err)
+	}
+	loc := "oci:" + filepath.Join(t.TempDir(), "layout") + ":v1"
+	if _, err := ociseed.Push(context.Background(), src, loc, opts()...); err != nil {
+		t.Fatal(err)
+	}
+	dst := t.TempDir()
+	_, err := ociseed.Pull(context.Background(), loc, dst, opts()...)
+	if err == nil || !strings.Contains(err.Error(), "raw digest mismatch") {
+		t.Fatalf("Pull = %v, want the raw digest mismatch", err)
+	}
+	if left, _ := os.ReadDir(dst); len(left) != 0 {
+		var names []string
+		for _, e := range left {
+			names = append(names, e.Name())
+		}
+		t.Errorf("a failed pull left %v in %s", names, dst)
+	}
+}

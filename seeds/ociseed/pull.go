@@ -78,18 +78,28 @@ func Pull(ctx context.Context, ref, dir string, opts ...Option) (*seed.Manifest,
 		return nil, err
 	}
 	if err := fetchFiles(ctx, src, stage, files, o); err != nil {
+		// Only chunks whose digest matched were kept: the same pull resumes from them.
+		return nil, fmt.Errorf("%w (the chunks fetched so far are kept in %s: run the same pull again to resume, or remove it)", err, stage)
+	}
+	// The seed is verified where it was staged, and its manifest goes into dir last: a pull
+	// that fails or stops leaves nothing in dir that looks like a complete seed.
+	if err := writeFileAtomic(filepath.Join(stage, seed.ManifestFile), cfg); err != nil {
 		return nil, err
 	}
+	if err := seed.Verify(ctx, stage); err != nil {
+		if ctx.Err() == nil {
+			os.RemoveAll(stage)
+		}
+		return nil, fmt.Errorf("the pulled seed from %s: %w", loc, err)
+	}
+	os.Remove(filepath.Join(dir, seed.ManifestFile)) // an older seed's, now being replaced
 	for _, f := range files {
 		if err := os.Rename(filepath.Join(stage, f.name), filepath.Join(dir, f.name)); err != nil {
 			return nil, fmt.Errorf("pulling %s: %w", f.name, err)
 		}
 	}
-	if err := writeFileAtomic(filepath.Join(dir, seed.ManifestFile), cfg); err != nil {
-		return nil, err
-	}
-	if err := seed.Verify(ctx, dir); err != nil {
-		return nil, fmt.Errorf("the pulled seed in %s: %w", dir, err)
+	if err := os.Rename(filepath.Join(stage, seed.ManifestFile), filepath.Join(dir, seed.ManifestFile)); err != nil {
+		return nil, fmt.Errorf("pulling %s: %w", seed.ManifestFile, err)
 	}
 	if err := os.RemoveAll(stage); err != nil {
 		return nil, fmt.Errorf("removing the pull's staging directory: %w", err)
