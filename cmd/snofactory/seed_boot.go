@@ -182,11 +182,8 @@ func seedOverlay(ctx context.Context, dir string, m *seed.Manifest, overlay stri
 			return fmt.Errorf("decompressing the seed's disk: %w", err)
 		}
 	}
-	if err := vm.CreateOverlay(ctx, base, format, overlay); err != nil {
-		return err
-	}
-	// The site's reconfiguration writes its pull secret into the overlay.
-	return os.Chmod(overlay, 0o600)
+	// 0600: the site's reconfiguration writes its pull secret into the overlay.
+	return vm.CreateOverlay(ctx, base, format, overlay)
 }
 
 // followSeed prints the reconfiguration steps until the seed reports the outcome and, on

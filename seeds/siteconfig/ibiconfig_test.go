@@ -169,3 +169,23 @@ func TestLoadImageBasedConfigRefuses(t *testing.T) {
 		t.Errorf("the pull secret is quoted back:\n%s", got)
 	}
 }
+
+// A file that is not a site config at all (a password or shadow file given by mistake, or
+// through a symlink) is refused in one line that quotes none of it.
+func TestLoadDoesNotEchoOtherFiles(t *testing.T) {
+	dir := t.TempDir()
+	other := filepath.Join(dir, "shadow")
+	os.WriteFile(other, []byte("root: $6$saltsalt$HASHEDPASSWORD\nadmin: hunter2\ntoken: ghp_0123456789abcdef\n"), 0o600)
+	link := filepath.Join(dir, "site.yaml")
+	os.Symlink(other, link)
+	_, err := Load(link)
+	var ve *strictyaml.ValidationErrors
+	if !errors.As(err, &ve) || len(ve.Problems) != 1 || !strings.Contains(err.Error(), "is not a site config") {
+		t.Fatalf("err = %v, want one problem saying it is not a site config", err)
+	}
+	for _, secret := range []string{"HASHEDPASSWORD", "hunter2", "ghp_", "admin", "token"} {
+		if strings.Contains(err.Error(), secret) {
+			t.Errorf("the error quotes %q: %v", secret, err)
+		}
+	}
+}

@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"strings"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/snofactory/snofactory/blueprints/strictyaml"
 )
 
@@ -46,6 +48,10 @@ func Parse(data []byte, name, dir string) (sc *SiteConfig, err error) {
 	if len(data) > MaxFileSize {
 		return nil, strictyaml.FileProblem(name, fmt.Sprintf("file is larger than %d bytes", MaxFileSize))
 	}
+	if notSiteConfig(data) {
+		// Another file (a password file, say) is not quoted back key by key.
+		return nil, strictyaml.FileProblem(name, "is not a site config: it has neither apiVersion nor kind; a site config starts with apiVersion: "+APIVersion+" and kind: "+Kind)
+	}
 	d := strictyaml.NewDecoder(name, "site config", []string{APIVersion}, reflect.TypeOf(SiteConfig{}))
 	d.SetUnsupported(unsupportedNMState)
 	root, ok := d.Parse(data)
@@ -68,6 +74,18 @@ func Parse(data []byte, name, dir string) (sc *SiteConfig, err error) {
 		return nil, err
 	}
 	return sc, nil
+}
+
+// notSiteConfig tells a YAML mapping with neither apiVersion nor kind at its top: some
+// other file, whose content the problems must not echo.
+func notSiteConfig(data []byte) bool {
+	var top map[string]any
+	if yaml.Unmarshal(data, &top) != nil || top == nil {
+		return false // a syntax error or a non-mapping: the decoder reports it by position
+	}
+	_, hasVersion := top["apiVersion"]
+	_, hasKind := top["kind"]
+	return !hasVersion && !hasKind
 }
 
 // nmstate keys this version leaves out on purpose, by where they appear.

@@ -337,7 +337,8 @@ func copyFile(src, dst string) error {
 	return os.WriteFile(dst, b, 0o600)
 }
 
-// CreateDisk creates an empty disk image of sizeMiB with qemu-img (format qcow2 or raw).
+// CreateDisk creates an empty disk image of sizeMiB with qemu-img (format qcow2 or raw),
+// mode 0600: a factory disk holds the build's pull secret until the seal removes it.
 func CreateDisk(ctx context.Context, path, format string, sizeMiB int) error {
 	if format == "" {
 		format = "qcow2"
@@ -350,11 +351,12 @@ func CreateDisk(ctx context.Context, path, format string, sizeMiB int) error {
 	if err != nil {
 		return fmt.Errorf("create disk %s: %w: %s", path, err, bytes.TrimSpace(out))
 	}
-	return nil
+	return os.Chmod(path, 0o600)
 }
 
 // CreateOverlay creates a qcow2 image at overlay backed by base (of baseFormat), so a VM
-// writes to the overlay and base stays as it was.
+// writes to the overlay and base stays as it was. It is mode 0600: what a VM writes there
+// (a pull secret, a site's credentials) is nobody else's to read.
 func CreateOverlay(ctx context.Context, base, baseFormat, overlay string) error {
 	abs, err := filepath.Abs(base)
 	if err != nil {
@@ -364,7 +366,7 @@ func CreateOverlay(ctx context.Context, base, baseFormat, overlay string) error 
 	if err != nil {
 		return fmt.Errorf("qemu-img create overlay of %s: %w: %s", base, err, bytes.TrimSpace(out))
 	}
-	return nil
+	return os.Chmod(overlay, 0o600)
 }
 
 // StartManaged starts a VM like Start and registers its Stop with cl at once, so a stage's

@@ -152,3 +152,21 @@ func TestVMOutlivesTheThreadThatStartedIt(t *testing.T) {
 	case <-time.After(500 * time.Millisecond):
 	}
 }
+
+// Disks and overlays a VM writes into are 0600: they hold the build's pull secret, or a
+// site's, once a guest has run on them.
+func TestDisksAreNotWorldReadable(t *testing.T) {
+	dir := t.TempDir()
+	disk, overlay := filepath.Join(dir, "disk.qcow2"), filepath.Join(dir, "overlay.qcow2")
+	if err := CreateDisk(context.Background(), disk, "qcow2", 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := CreateOverlay(context.Background(), disk, "qcow2", overlay); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{disk, overlay} {
+		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: mode %v (%v), want 0600", filepath.Base(p), fi.Mode().Perm(), err)
+		}
+	}
+}
