@@ -221,12 +221,18 @@ func printSeed(w io.Writer, m *seed.Manifest) error {
 }
 
 func newSeedVerifyCommand(reg *registryFlags) *cobra.Command {
-	return &cobra.Command{
-		Use:   "verify REF|DIR",
+	var device string
+	c := &cobra.Command{
+		Use:   "verify REF|DIR [--device DEV]",
 		Short: "Check every digest of a seed: each stored file and each disk's raw bytes",
-		Long:  "A REF is pulled into a temporary directory under $TMPDIR, checked chunk by chunk, then as a whole.",
-		Args:  exactArgs(1),
+		Long: "A REF is pulled into a temporary directory under $TMPDIR, checked chunk by chunk, then as a whole.\n" +
+			"With --device, DEV (a disk or file that seed write wrote) is checked instead: complete (an " +
+			"interrupted write leaves its first MiB cleared) and byte for byte the seed's raw disk.",
+		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if device != "" {
+				return verifyDevice(cmd, reg, args[0], device)
+			}
 			local, err := localSeed(args[0])
 			switch {
 			case err != nil:
@@ -246,6 +252,35 @@ func newSeedVerifyCommand(reg *registryFlags) *cobra.Command {
 			return nil
 		},
 	}
+	c.Flags().StringVar(&device, "device", "", "check this disk or file against the seed instead")
+	return c
+}
+
+// verifyDevice checks that device holds the seed at src (a directory; a REF is pulled).
+func verifyDevice(cmd *cobra.Command, reg *registryFlags, src, device string) (err error) {
+	local, err := localSeed(src)
+	if err != nil {
+		return err
+	}
+	dir := src
+	if !local {
+		if err := seedLocation(src); err != nil {
+			return err
+		}
+		if dir, err = os.MkdirTemp("", "snofactory-seed-verify-"); err != nil {
+			return err
+		}
+		defer func() { err = errors.Join(err, os.RemoveAll(dir)) }()
+		if _, err := ociseed.Pull(cmd.Context(), src, dir, reg.options()...); err != nil {
+			return err
+		}
+	}
+	d, err := seed.VerifyDevice(cmd.Context(), dir, device)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "%s: holds the seed's disk, complete; raw digest %s verified\n", device, d.RawDigest)
+	return nil
 }
 
 func newSeedWriteCommand(reg *registryFlags) *cobra.Command {

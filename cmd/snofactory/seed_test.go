@@ -39,6 +39,7 @@ func TestSeedCommands(t *testing.T) {
 		{[]string{"seed", "verify", pulled}, "every digest matches"},
 		{[]string{"seed", "write", "--image", ref, "--device", dev}, "raw digest " + m.Disks[0].RawDigest.String() + " verified"},
 		{[]string{"seed", "write", "--image", src, "--device", dev}, "verified"},
+		{[]string{"seed", "verify", src, "--device", dev}, "holds the seed's disk, complete"},
 	} {
 		code, stdout, stderr := runMain(t, tc.args...)
 		if code != 0 || !strings.Contains(stdout, tc.out) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
+	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/pipeline/output"
 )
 
@@ -202,6 +203,48 @@ func writeFile(ctx context.Context, device string, d Disk, rc io.Reader) (err er
 		return fmt.Errorf("writing %s: %w", device, err)
 	}
 	return os.Rename(f.Name(), device)
+}
+
+// IncompleteError says a target holds an interrupted write: its first MiB, written last,
+// is cleared.
+type IncompleteError struct{ Device string }
+
+func (e *IncompleteError) Error() string {
+	return e.Device + " holds an incomplete seed: its first MiB is cleared, as an interrupted seed write leaves it; write the seed again"
+}
+
+// VerifyDevice checks that device (a disk or a file that seed write wrote) holds the seed
+// in dir: complete (its first MiB, written last, is there) and byte for byte the raw disk
+// the manifest describes. Only the disk's length is read; what lies beyond is not the seed's.
+func VerifyDevice(ctx context.Context, dir, device string) (Disk, error) {
+	m, err := Check(dir)
+	if err != nil {
+		return Disk{}, err
+	}
+	d := m.Disks[0]
+	f, err := os.Open(device)
+	if err != nil {
+		return d, fmt.Errorf("reading the target: %w", err)
+	}
+	defer f.Close()
+	head := make([]byte, min(int64(headLen), d.VirtualSize))
+	if _, err := io.ReadFull(f, head); err != nil {
+		return d, fmt.Errorf("%s holds less than the seed's disk: %w", device, err)
+	}
+	if bytes.Equal(head, make([]byte, len(head))) {
+		return d, &IncompleteError{Device: device}
+	}
+	dg := digest.SHA256.Digester()
+	dg.Hash().Write(head)
+	n, err := io.Copy(dg.Hash(), pipeline.ContextReader(ctx, io.LimitReader(f, d.VirtualSize-int64(len(head)))))
+	if err != nil {
+		return d, fmt.Errorf("reading %s: %w", device, err)
+	}
+	n += int64(len(head))
+	if got := dg.Digest(); got != d.RawDigest || n != d.VirtualSize {
+		return d, &MismatchError{File: device, What: "raw digest", Want: d.RawDigest, Got: got, WantSize: d.VirtualSize, GotSize: n}
+	}
+	return d, nil
 }
 
 // copyHashed copies r to w and returns the bytes and digest of what it read. With sparse,
