@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"syscall"
 )
 
@@ -260,24 +259,7 @@ func (m *Manifest) files() []string {
 	return names
 }
 
-// declaredFormats are the disk formats a manifest may declare, and only these are opened.
+// declaredFormat tells the disk formats a manifest may declare, and only these are opened.
 func declaredFormat(format string) bool {
 	return slices.Contains([]string{FormatQCOW2, FormatRaw}, format)
-}
-
-// quoteFragment is at most a short, single-line piece of s for an error message, with
-// anything that looks like a credential left out: a file that is not what it claims to be
-// is never echoed back.
-func quoteFragment(s string) string {
-	line, _, _ := strings.Cut(s, "\n")
-	if len(line) > 40 {
-		line = line[:40] + "…"
-	}
-	lower := strings.ToLower(line)
-	for _, w := range []string{"auth", "pass", "secret", "token", "key", "BEGIN"} {
-		if strings.Contains(lower, strings.ToLower(w)) {
-			return "(a line not shown)"
-		}
-	}
-	return fmt.Sprintf("%q", line)
 }
