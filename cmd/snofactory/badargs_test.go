@@ -50,3 +50,23 @@ func TestEveryCommandRefusesBadArguments(t *testing.T) {
 		t.Errorf("unknown top-level command: exit %d, %q", code, stderr)
 	}
 }
+
+// Counts and durations that mean nothing are refused by every command before it runs.
+func TestNonsenseCounts(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"seed", "push", "--jobs", "0", ".", "registry.example.com/x:1"}, "--jobs 0: want at least 1"},
+		{[]string{"seed", "boot", "--cpus", "-1", "."}, "--cpus -1: want at least 1"},
+		{[]string{"seed", "boot", "--timeout", "0s", "."}, "--timeout 0s: want a positive duration"},
+		{[]string{"seed", "boot", "--hold", "-1s", "."}, "--hold -1s: want a positive duration"},
+		{[]string{"release", "info", "--jobs", "-3", "registry.example.com/r:1"}, "--jobs -3: want at least 1"},
+		{[]string{"depot", "run", ".", "--parallel", "0"}, "--parallel 0: want at least 1"},
+	} {
+		code, _, stderr := runMain(t, tc.args...)
+		if code != exitBadInput || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%q: exit %d, stderr %q; want 2 and %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}

@@ -7,12 +7,16 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/containers/storage/pkg/reexec"
-	"github.com/snofactory/snofactory/pipeline"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/snofactory/snofactory/pipeline"
 )
 
 // Exit codes are part of the interface: depots script against them.
@@ -95,6 +99,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return badInput(err) })
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return checkCounts(cmd) }
 	// Each subcommand lives in its own file; add one line here per command.
 	// --- commands ---
 	root.AddCommand(newValidateCommand())
@@ -115,6 +120,30 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	// --- end commands ---
 	refuseUnknownSubcommands(root)
 	return root
+}
+
+// checkCounts refuses, for every command, a count or a duration given on the command line
+// that means nothing: no command runs with --jobs 0, --cpus -1 or --timeout 0s.
+func checkCounts(cmd *cobra.Command) error {
+	var problems []string
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		switch f.Value.Type() {
+		case "int":
+			if n, err := strconv.Atoi(f.Value.String()); err == nil && n < 1 {
+				problems = append(problems, fmt.Sprintf("--%s %d: want at least 1", f.Name, n))
+			}
+		case "duration":
+			d, err := time.ParseDuration(f.Value.String())
+			// --hold and --wait may be 0 (do not hold, do not wait); nothing may be negative.
+			if err == nil && (d < 0 || d == 0 && f.Name != "hold" && f.Name != "wait") {
+				problems = append(problems, fmt.Sprintf("--%s %s: want a positive duration", f.Name, f.Value))
+			}
+		}
+	})
+	if len(problems) > 0 {
+		return badInput(errors.New(strings.Join(problems, "; ")))
+	}
+	return nil
 }
 
 // refuseUnknownSubcommands makes every command group refuse an unknown subcommand with
