@@ -28,7 +28,23 @@ func CheckNotMounted(device string) error {
 	if mp, ok := mountedIn(f, devs); ok {
 		return &MountedError{Device: device, MountPoint: mp}
 	}
+	// A device under LVM, RAID or dm-crypt is in use even when not mounted itself: the
+	// running system's root may live on the device-mapper volume that holds it.
+	if holder, ok := heldBy("/sys/dev/block", devs); ok {
+		return &MountedError{Device: device, MountPoint: "a device it backs (" + holder + ": LVM, RAID or dm-crypt)"}
+	}
 	return nil
+}
+
+// heldBy finds, in a sysfs dev/block directory, a holder (a device-mapper or md device)
+// of one of devs.
+func heldBy(sysDevBlock string, devs map[string]bool) (string, bool) {
+	for dev := range devs {
+		if holders, _ := filepath.Glob(filepath.Join(sysDevBlock, dev, "holders", "*")); len(holders) > 0 {
+			return filepath.Base(holders[0]), true
+		}
+	}
+	return "", false
 }
 
 // deviceNumbers returns "major:minor" of the block devices that hold device's data: the

@@ -16,6 +16,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // Error refuses an output path before anything is written to it: the user's input.
@@ -32,7 +33,10 @@ type MountedError struct {
 }
 
 func (e *MountedError) Error() string {
-	return fmt.Sprintf("%s is mounted at %s: refusing to overwrite it", e.Device, e.MountPoint)
+	if strings.HasPrefix(e.MountPoint, "/") {
+		return fmt.Sprintf("%s is mounted at %s: refusing to overwrite it", e.Device, e.MountPoint)
+	}
+	return fmt.Sprintf("%s is in use by %s: refusing to overwrite it", e.Device, e.MountPoint)
 }
 
 // IsRefused tells whether err refuses the output path (the user's input, exit 2).
