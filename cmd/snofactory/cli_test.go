@@ -101,8 +101,9 @@ func TestPathAndSelectionErrorsAreBadInput(t *testing.T) {
 		{"plan cache dir is a file", []string{"plan", bp, "--cache-dir", file}, []string{"is a file, not a directory"}},
 		{"plan until no such stage", []string{"plan", bp, "--until", "bogus", "--cache-dir", cache}, []string{"--until bogus"}},
 		{"render into a file", []string{"render", bp, "-o", file}, []string{"not a directory"}},
-		{"lock into a directory", []string{"lock", bp, "-o", dir}, []string{"-o " + dir + " is a directory"}},
-		{"iso embed into a directory", []string{"iso", "embed", file, "-i", file, "-o", dir}, []string{"-o " + dir + " is a directory"}},
+		{"lock into a directory", []string{"lock", bp, "-o", dir}, []string{"-o " + dir + ": is a directory"}},
+		{"lock over its own blueprint", []string{"lock", bp, "-o", bp}, []string{"is this command's input"}},
+		{"iso embed into a directory", []string{"iso", "embed", file, "-i", file, "-o", dir}, []string{"-o " + dir + ": is a directory"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

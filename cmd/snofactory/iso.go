@@ -82,7 +82,7 @@ around a larger images/ignition.img (needs xorriso) unless --no-rebuild.`,
 				}
 				c.NetworkKeyfiles[filepath.Base(kf)] = data
 			}
-			if err := outputFile("-o", out); err != nil {
+			if err := outputFile("-o", out, append([]string{args[0], config}, keyfiles...)...); err != nil {
 				return err
 			}
 			rep, err := coreiso.Customize(cmd.Context(), args[0], out, c)
@@ -132,7 +132,7 @@ func newISOChangeCommand(use, short string, c coreiso.Customization) *cobra.Comm
 		Short: short,
 		Args:  oneISO,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := outputFile("-o", out); err != nil {
+			if err := outputFile("-o", out, args[0]); err != nil {
 				return err
 			}
 			_, err := coreiso.Customize(cmd.Context(), args[0], out, c)

@@ -35,7 +35,7 @@ resolve differently.`,
 			if out == "" {
 				out = defaultLockPath(args[0])
 			}
-			if err := outputFile("-o", out); err != nil {
+			if err := outputFile("-o", out, args[0]); err != nil {
 				return err
 			}
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/pipeline/output"
 )
 
 // Exit codes are part of the interface: depots script against them.
@@ -175,11 +176,18 @@ func isUsageError(err error) bool {
 	return false
 }
 
-// outputFile refuses an output file argument (-o FILE) that names a directory, before the
-// command does any work: the user's input, not a failed command.
-func outputFile(flag, path string) error {
-	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		return badInput(fmt.Errorf("%s %s is a directory; give the name of a file to write", flag, path))
+// outputFile refuses an output file argument (-o FILE) that output.Check refuses (a
+// directory, a character device, a read-only file, one of inputs), before the command does
+// any work: the user's input, not a failed command. "" (no output) is fine.
+func outputFile(flag, path string, inputs ...string) error {
+	if path == "" {
+		return nil
+	}
+	if _, err := output.Check(path, inputs...); err != nil {
+		if output.IsRefused(err) {
+			return badInput(fmt.Errorf("%s %w", flag, err))
+		}
+		return err
 	}
 	return nil
 }
