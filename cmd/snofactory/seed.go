@@ -45,10 +45,23 @@ func (r *registryFlags) options(extra ...ociseed.Option) []ociseed.Option {
 
 // seedLocation checks REF before any work, so a malformed one is the user's input.
 func seedLocation(ref string) error {
-	if _, err := ociseed.ParseLocation(ref, false); err != nil {
-		return badInput(err)
+	_, err := seedSourceLocation(ref, false)
+	return err
+}
+
+// seedSourceLocation is seedLocation for a seed to read: with source, an oci: layout or
+// oci-archive: file must exist here.
+func seedSourceLocation(ref string, source bool) (ociseed.Location, error) {
+	loc, err := ociseed.ParseLocation(ref, false)
+	if err != nil {
+		return loc, badInput(err)
 	}
-	return nil
+	if source && loc.Transport != ociseed.TransportRegistry {
+		if _, err := os.Stat(loc.Path); err != nil {
+			return loc, badInput(fmt.Errorf("%s: no such %s: %s", ref, map[string]string{ociseed.TransportLayout: "OCI layout directory", ociseed.TransportOCIArchive: "OCI archive"}[loc.Transport], loc.Path))
+		}
+	}
+	return loc, nil
 }
 
 // seedDir checks that dir holds a readable seed manifest; a missing or invalid one is the
@@ -147,8 +160,11 @@ func newSeedPullCommand(reg *registryFlags) *cobra.Command {
 		Long:  "An interrupted pull resumes where it stopped when run again with the same DIR.",
 		Args:  exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := seedLocation(args[0]); err != nil {
+			if _, err := seedSourceLocation(args[0], true); err != nil {
 				return err
+			}
+			if fi, err := os.Stat(args[1]); err == nil && !fi.IsDir() {
+				return badInput(fmt.Errorf("%s is not a directory: pull a seed into a directory", args[1]))
 			}
 			m, err := ociseed.Pull(cmd.Context(), args[0], args[1], reg.options()...)
 			if err != nil {
@@ -175,7 +191,7 @@ func newSeedInspectCommand(reg *registryFlags) *cobra.Command {
 			if local && err == nil {
 				m, err = seedDir(args[0])
 			} else if err == nil {
-				err = seedLocation(args[0])
+				_, err = seedSourceLocation(args[0], true)
 			}
 			if err == nil && !local {
 				m, err = ociseed.Inspect(cmd.Context(), args[0], reg.options()...)
@@ -241,7 +257,7 @@ func newSeedVerifyCommand(reg *registryFlags) *cobra.Command {
 					err = seed.Verify(cmd.Context(), args[0])
 				}
 			default:
-				if err = seedLocation(args[0]); err == nil {
+				if _, err = seedSourceLocation(args[0], true); err == nil {
 					_, err = ociseed.Verify(cmd.Context(), args[0], reg.options()...)
 				}
 			}
@@ -264,7 +280,7 @@ func verifyDevice(cmd *cobra.Command, reg *registryFlags, src, device string) (e
 	}
 	dir := src
 	if !local {
-		if err := seedLocation(src); err != nil {
+		if _, err := seedSourceLocation(src, true); err != nil {
 			return err
 		}
 		if dir, err = os.MkdirTemp("", "snofactory-seed-verify-"); err != nil {
@@ -305,7 +321,7 @@ func newSeedWriteCommand(reg *registryFlags) *cobra.Command {
 				return err
 			}
 			if !local {
-				if err := seedLocation(image); err != nil {
+				if _, err := seedSourceLocation(image, true); err != nil {
 					return err
 				}
 				if dir, err = os.MkdirTemp("", "snofactory-seed-write-"); err != nil {

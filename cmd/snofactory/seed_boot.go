@@ -64,7 +64,7 @@ network (10.0.2.0/24, gateway 10.0.2.2, DNS 10.0.2.3).`,
 				return err
 			}
 			if !local {
-				if err := seedLocation(dir); err != nil {
+				if _, err := seedSourceLocation(dir, true); err != nil {
 					return err
 				}
 				dir = filepath.Join(work, "seed")
