@@ -140,7 +140,7 @@ func newSeedPushCommand(reg *registryFlags) *cobra.Command {
 			res, err := ociseed.Push(cmd.Context(), args[0], args[1], reg.options(ociseed.WithChunkSize(size),
 				ociseed.WithSource(source), ociseed.WithReferrers(refs...))...)
 			if err != nil {
-				return err
+				return seedErr(err)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Pushed %s@%s: %d blobs, %s, %s sent\n", res.Location, res.Digest, res.Blobs,
 				units.BytesSize(float64(res.Bytes)), units.BytesSize(float64(res.Sent)))
@@ -168,7 +168,7 @@ func newSeedPullCommand(reg *registryFlags) *cobra.Command {
 			}
 			m, err := ociseed.Pull(cmd.Context(), args[0], args[1], reg.options()...)
 			if err != nil {
-				return err
+				return seedErr(err)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Pulled seed %s into %s (%d disks, verified)\n", m.Name, args[1], len(m.Disks))
 			return nil

@@ -94,6 +94,7 @@ func TestSeedErrors(t *testing.T) {
 		{"verify a missing path", []string{"seed", "verify", "./no-such-seed"}, 2, "no such seed directory: ./no-such-seed"},
 		{"inspect a bare name", []string{"seed", "inspect", "demo"}, 2, `"demo" names no registry`},
 		{"write a seed with a symlinked disk", []string{"seed", "write", "--image", crafted, "--device", filepath.Join(t.TempDir(), "disk.img")}, 2, "disk.raw.zst: is a symbolic link"},
+		{"push a seed with a symlinked disk", []string{"seed", "push", crafted, "oci:" + filepath.Join(t.TempDir(), "l") + ":v1"}, 2, "disk.raw.zst: is a symbolic link"},
 		{"boot a seed with a symlinked disk", []string{"seed", "boot", crafted}, 2, "disk.raw.zst: is a symbolic link"},
 		{"write onto a character device", []string{"seed", "write", "--image", src, "--device", "/dev/null"}, 2, "/dev/null: is a character device"},
 		{"write onto the seed's own disk", []string{"seed", "write", "--image", src, "--device", filepath.Join(src, "disk.raw.zst")}, 2, "is this command's input"},

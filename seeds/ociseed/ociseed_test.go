@@ -432,3 +432,22 @@ func TestPullLeavesNoSeedThatLooksValid(t *testing.T) {
 		t.Errorf("a failed pull left %v in %s", names, dst)
 	}
 }
+
+// A seed directory whose disk is a symlink to a host file is refused before anything is
+// sent: no host byte reaches the registry or layout.
+func TestPushRefusesCraftedSeed(t *testing.T) {
+	src := t.TempDir()
+	seedtest.Write(t, src, seedtest.Options{Formats: []string{seed.FormatRaw}})
+	host := filepath.Join(t.TempDir(), "host-secret")
+	os.WriteFile(host, []byte("HOST-ONLY"), 0o600)
+	os.Remove(filepath.Join(src, "disk.raw.zst"))
+	os.Symlink(host, filepath.Join(src, "disk.raw.zst"))
+	layout := filepath.Join(t.TempDir(), "layout")
+	_, err := ociseed.Push(context.Background(), src, "oci:"+layout+":v1", opts()...)
+	if !errors.Is(err, seed.ErrBadSeed) || !strings.Contains(err.Error(), "is a symbolic link") {
+		t.Fatalf("Push = %v, want the symlink refused", err)
+	}
+	if _, err := os.Stat(layout); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused push created %s", layout)
+	}
+}

@@ -34,7 +34,9 @@ type Result struct {
 // stops the push before the manifest is written, so no tag points at a broken seed.
 func Push(ctx context.Context, dir, ref string, opts ...Option) (*Result, error) {
 	o := makeOptions(opts)
-	m, err := seed.ReadManifest(dir)
+	// Nothing a seed file points at is read, let alone sent: only regular files at their
+	// declared sizes, and qcow2 disks that name no other file.
+	m, err := seed.Check(dir)
 	if err != nil {
 		return nil, err
 	}
