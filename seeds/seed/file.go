@@ -39,7 +39,7 @@ func ParseManifest(b []byte, name string) (*Manifest, error) {
 		return nil, jsonProblem(b, name, err)
 	}
 	if version.SchemaVersion != SchemaVersion {
-		return nil, fmt.Errorf("%s: schemaVersion %d is not supported (this snofactory reads %d)", name, version.SchemaVersion, SchemaVersion)
+		return nil, &BadSeedError{File: name, Problem: fmt.Sprintf("schemaVersion %d is not supported (this snofactory reads %d)", version.SchemaVersion, SchemaVersion)}
 	}
 	var m Manifest
 	dec := json.NewDecoder(bytes.NewReader(b))
