@@ -54,10 +54,7 @@ func (e *TargetError) Error() string { return e.Device + ": " + e.Problem }
 // into place only once verified, so a failure leaves it as it was. On a file, runs of
 // zeros become holes.
 func WriteDevice(ctx context.Context, dir, device string) (Disk, error) {
-	if err := CheckDir(dir); err != nil {
-		return Disk{}, err
-	}
-	m, err := ReadManifest(dir)
+	m, err := Check(dir)
 	if err != nil {
 		return Disk{}, err
 	}
@@ -66,9 +63,6 @@ func WriteDevice(ctx context.Context, dir, device string) (Disk, error) {
 		if x.Format == FormatRaw {
 			d = x
 		}
-	}
-	if err := checkFiles(dir, m); err != nil {
-		return d, err
 	}
 	block, err := checkTarget(dir, m, device, d.VirtualSize)
 	if err != nil {
@@ -170,39 +164,22 @@ func writeBlock(ctx context.Context, device string, d Disk, rc io.Reader) error 
 	return f.Close()
 }
 
-// writeFile writes the raw disk into a file beside device and renames it into place once
-// its digest is verified; on any failure the partial file is removed.
-func writeFile(ctx context.Context, device string, d Disk, rc io.Reader) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(device), "."+filepath.Base(device)+".partial-*")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", device, err)
-	}
-	defer func() {
+// writeFile writes the raw disk into a file through output.Write: beside device, renamed
+// into place once its digest is verified; on any failure the partial file is removed.
+func writeFile(ctx context.Context, device string, d Disk, rc io.Reader) error {
+	return output.Write(device, 0o644, func(f *os.File) error {
+		n, got, err := copyHashed(ctx, f, rc, true)
 		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
+			return fmt.Errorf("writing %s onto %s: %w", d.File, device, err)
 		}
-	}()
-	n, got, err := copyHashed(ctx, f, rc, true)
-	if err != nil {
-		return fmt.Errorf("writing %s onto %s: %w", d.File, device, err)
-	}
-	if got != d.RawDigest || n != d.VirtualSize {
-		return &MismatchError{File: d.File, What: "raw digest", Want: d.RawDigest, Got: got, WantSize: d.VirtualSize, GotSize: n}
-	}
-	if err := f.Truncate(n); err != nil {
-		return fmt.Errorf("writing %s: %w", device, err)
-	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("writing %s: %w", device, err)
-	}
-	if err := f.Chmod(0o644); err != nil {
-		return fmt.Errorf("writing %s: %w", device, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", device, err)
-	}
-	return os.Rename(f.Name(), device)
+		if got != d.RawDigest || n != d.VirtualSize {
+			return &MismatchError{File: d.File, What: "raw digest", Want: d.RawDigest, Got: got, WantSize: d.VirtualSize, GotSize: n}
+		}
+		if err := f.Truncate(n); err != nil {
+			return fmt.Errorf("writing %s: %w", device, err)
+		}
+		return nil
+	})
 }
 
 // IncompleteError says a target holds an interrupted write: its first MiB, written last,

@@ -31,14 +31,8 @@ func (e *MismatchError) Error() string {
 // file as stored, and the digest and size of every disk's raw bytes. It reports every
 // mismatch (as *MismatchError) at once.
 func Verify(ctx context.Context, dir string) error {
-	if err := CheckDir(dir); err != nil {
-		return err
-	}
-	m, err := ReadManifest(dir)
+	m, err := Check(dir)
 	if err != nil {
-		return err
-	}
-	if err := checkFiles(dir, m); err != nil {
 		return err
 	}
 	var errs []error

@@ -79,11 +79,12 @@ func applyPatches(f *os.File, patches []patch) (int64, error) {
 	return n, nil
 }
 
-// patchCopy writes a copy of iso with patches applied to out. The output
-// appears atomically under its final name, already with mode perm.
+// patchCopy writes a copy of iso with patches applied to out (output.Write: a
+// file appears atomically under its final name, already with mode perm; a
+// block device is written in place).
 func patchCopy(ctx context.Context, iso *ISO, out string, patches []patch, perm os.FileMode) (int64, error) {
 	var n int64
-	err := writeNew(out, perm, func(tmp *os.File) error {
+	err := output.Write(out, perm, func(tmp *os.File) error {
 		if err := copyRange(ctx, tmp, iso.f, iso.size); err != nil {
 			return fmt.Errorf("copying %s to %s: %w", iso.Path, out, err)
 		}
@@ -92,13 +93,6 @@ func patchCopy(ctx context.Context, iso *ISO, out string, patches []patch, perm 
 		return err
 	})
 	return n, err
-}
-
-// writeNew writes out through fill: a block device in place, a file through a temporary
-// file beside it with its final mode set before any byte lands, renamed into place only
-// when complete (output.Write).
-func writeNew(out string, perm os.FileMode, fill func(*os.File) error) error {
-	return output.Write(out, perm, fill)
 }
 
 // overwrite replaces the contents of dst (an ISO opened in place) with the
