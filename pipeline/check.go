@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/snofactory/snofactory/pipeline/output"
 )
 
 // InputError is a build or plan refused because of what it was asked to do: a selection
@@ -62,7 +64,32 @@ func checkBuild(g *Graph, opts BuildOptions) (map[string]bool, error) {
 	if err := checkDir("cache directory", opts.Cache.Dir, true); err != nil {
 		return nil, err
 	}
+	if err := checkApart(g.Inputs, opts.OutputDir, opts.Cache.Dir); err != nil {
+		return nil, err
+	}
 	return want, nil
+}
+
+// checkApart refuses an output or cache directory that holds one of the build's inputs,
+// and one directory serving as both.
+func checkApart(inputs []string, outputDir, cacheDir string) error {
+	if err := output.CheckDir("the output directory", outputDir, inputs...); err != nil {
+		return &InputError{Err: err}
+	}
+	if err := output.CheckDir("the cache directory", cacheDir, inputs...); err != nil {
+		return &InputError{Err: err}
+	}
+	o, oerr := filepath.Abs(outputDir)
+	c, cerr := filepath.Abs(cacheDir)
+	if oerr == nil && cerr == nil && o == c {
+		return inputErrorf("the output directory and the cache directory are both %s; give each its own", o)
+	}
+	if fo, err := os.Stat(outputDir); err == nil {
+		if fc, err := os.Stat(cacheDir); err == nil && os.SameFile(fo, fc) {
+			return inputErrorf("the output directory %s and the cache directory %s are the same directory; give each its own", outputDir, cacheDir)
+		}
+	}
+	return nil
 }
 
 // checkDir refuses a directory argument that cannot be one: a path naming a file (or below

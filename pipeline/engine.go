@@ -18,6 +18,9 @@ type Graph struct {
 	// Blueprint names the build in events, run records and the last-build index.
 	Blueprint string
 	Stages    []Stage
+	// Inputs are the files the build reads (the blueprint and what it names): neither the
+	// output nor the cache directory may hold one, so no output ever lands on an input.
+	Inputs []string
 }
 
 // Validate checks names are unique, dependencies exist and come earlier, and every stage can run.

@@ -323,3 +323,16 @@ type ResolvedPaths struct {
 	SignaturePolicyFile string
 	OCILayout           string
 }
+
+// Inputs are the files and directories the blueprint reads (its outputs left out); empty
+// entries are dropped.
+func (r ResolvedPaths) Inputs() []string {
+	var in []string
+	for _, p := range append([]string{r.ISO, r.PullSecretFile, r.SSHPublicKeyFile, r.ExtraManifests, r.SignaturePolicyFile},
+		append(r.Butane, r.NetworkKeyfiles...)...) {
+		if p != "" {
+			in = append(in, p)
+		}
+	}
+	return in
+}

@@ -72,6 +72,7 @@ func loadGraph(path string, locked bool) (*v1alpha1.Blueprint, *pipeline.Graph, 
 	if err != nil {
 		return nil, nil, nil, badInput(err)
 	}
+	g.Inputs = append([]string{path}, bp.Resolved.Inputs()...)
 	return bp, g, secrets, nil
 }
 

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"gopkg.in/yaml.v3"
 
 	"github.com/snofactory/snofactory/blueprints/depotfile"
 	"github.com/snofactory/snofactory/blueprints/v1alpha1"
@@ -105,7 +104,8 @@ func (f *depotFlags) config(cmd *cobra.Command, target string) (depot.Config, er
 	if err != nil {
 		return cfg, badInput(err)
 	}
-	if err := validateAll(cmd.ErrOrStderr(), paths); err != nil {
+	loaded, err := validateAll(cmd.ErrOrStderr(), paths)
+	if err != nil {
 		return cfg, err
 	}
 	if cfg.Cache, err = f.build.cache(); err != nil {
@@ -133,28 +133,43 @@ func (f *depotFlags) config(cmd *cobra.Command, target string) (depot.Config, er
 	cfg.Slots = pipeline.NewPool(slots)
 	cfg.MaxParallel, cfg.Attempts, cfg.MinFreeBytes = pick(f.parallel, spec.ParallelBuilds, 4), pick(f.attempts, spec.Attempts, 3), uint64(minFree)
 	cfg.Log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+	// Each build runs the blueprint as validated at the start, even if its file changes
+	// during the run.
 	cfg.Load = func(path string) (*pipeline.Graph, pipeline.SecretSource, error) {
-		_, g, secrets, err := loadGraph(path, false)
-		return g, secrets, err
+		l, ok := loaded[path]
+		if !ok {
+			return nil, nil, fmt.Errorf("%s: not among the depot's validated blueprints", path)
+		}
+		return l.graph, l.secrets, nil
 	}
-	cfg.Builds = depotBuilds(paths)
+	cfg.Builds = depotBuilds(paths, loaded)
 	return cfg, nil
+}
+
+// loadedBlueprint is one depot blueprint, validated and wired.
+type loadedBlueprint struct {
+	graph   *pipeline.Graph
+	secrets pipeline.SecretSource
 }
 
 // validateAll loads every blueprint of the depot before anything runs, printing every
 // problem of every one with its position: a depot never fails late for a bad file.
-func validateAll(stderr io.Writer, paths []string) error {
+func validateAll(stderr io.Writer, paths []string) (map[string]loadedBlueprint, error) {
+	loaded := map[string]loadedBlueprint{}
 	bad := 0
 	for _, p := range paths {
-		if _, _, _, err := loadGraph(p, false); err != nil {
+		_, g, secrets, err := loadGraph(p, false)
+		if err != nil {
 			fmt.Fprintln(stderr, err)
 			bad++
+			continue
 		}
+		loaded[p] = loadedBlueprint{graph: g, secrets: secrets}
 	}
 	if bad > 0 {
-		return badInput(fmt.Errorf("depot: %d of %d blueprints are invalid (above); nothing was built", bad, len(paths)))
+		return nil, badInput(fmt.Errorf("depot: %d of %d blueprints are invalid (above); nothing was built", bad, len(paths)))
 	}
-	return nil
+	return loaded, nil
 }
 
 // pick is the first value set: the flag, the depot file's, the default.
@@ -222,16 +237,13 @@ func kindOf(path string) string {
 
 // depotBuilds names each build by its blueprint's metadata.name (else its file name), made
 // unique.
-func depotBuilds(paths []string) []depot.Build {
+func depotBuilds(paths []string, loaded map[string]loadedBlueprint) []depot.Build {
 	seen := map[string]int{}
 	var out []depot.Build
 	for _, p := range paths {
 		name := strings.TrimSuffix(filepath.Base(p), filepath.Ext(p))
-		var doc struct {
-			Metadata struct{ Name string } `yaml:"metadata"`
-		}
-		if b, err := os.ReadFile(p); err == nil && yaml.Unmarshal(b, &doc) == nil && doc.Metadata.Name != "" {
-			name = doc.Metadata.Name
+		if l, ok := loaded[p]; ok && l.graph.Blueprint != "" {
+			name = l.graph.Blueprint
 		}
 		seen[name]++
 		if n := seen[name]; n > 1 {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/snofactory/snofactory/pipeline"
 	"os"
 	"path/filepath"
 	"slices"
@@ -32,10 +33,11 @@ func TestDepotTarget(t *testing.T) {
 		t.Errorf("depot file spec %+v", spec)
 	}
 	var names []string
-	for _, bd := range depotBuilds([]string{a, b, c}) {
+	loaded := map[string]loadedBlueprint{a: {graph: &pipeline.Graph{Blueprint: "site"}}, b: {graph: &pipeline.Graph{Blueprint: "site"}}}
+	for _, bd := range depotBuilds([]string{a, b, c}, loaded) {
 		names = append(names, bd.Name)
 	}
-	if strings.Join(names, ",") != "site,site-2,other" {
+	if strings.Join(names, ",") != "site,site-2,c" {
 		t.Errorf("names %v", names)
 	}
 	if code, _, stderr := runMain(t, "depot", "run", filepath.Join(t.TempDir(), "none")); code != exitBadInput {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/snofactory/snofactory/seeds/seed"
 	"github.com/snofactory/snofactory/seeds/seed/seedtest"
@@ -151,6 +152,7 @@ func TestHostileInputs(t *testing.T) {
 	os.WriteFile(site, demo, 0o644)
 	passwdLink := filepath.Join(siteDir, "link.yaml")
 	os.Symlink(host, passwdLink)
+	sameDir := t.TempDir()
 	bp, err := testbin.CopyDemo(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -171,6 +173,12 @@ func TestHostileInputs(t *testing.T) {
 		tc{"site medium onto /dev/null", []string{"site-config", "create", site, "-o", "/dev/null"}, exitBadInput, "is a character device", ""},
 		tc{"site medium over a read-only file", []string{"site-config", "create", site, "-o", readOnly}, exitBadInput, "is a read-only file", readOnly},
 		tc{"lock over its own blueprint", []string{"lock", bp, "-o", bp}, exitBadInput, "is this command's input", bp},
+		tc{"render into the blueprint's directory", []string{"render", bp, "-o", filepath.Dir(bp)}, exitBadInput, "-o holds this command's input", bp},
+		tc{"build output directory holding the blueprint", []string{"build", bp, "--until", "render", "--output-dir", filepath.Dir(bp), "--cache-dir", t.TempDir()},
+			exitBadInput, "the output directory holds this command's input", bp},
+		tc{"build cache directory holding the blueprint", []string{"build", bp, "--until", "render", "--output-dir", t.TempDir(), "--cache-dir", filepath.Dir(filepath.Dir(bp))},
+			exitBadInput, "the cache directory holds this command's input", bp},
+		tc{"one directory as output and cache", []string{"build", bp, "--until", "render", "--output-dir", sameDir, "--cache-dir", sameDir}, exitBadInput, "give each its own", ""},
 	)
 	if len(cases) < 40 {
 		t.Fatalf("%d crafted cases, want at least 40", len(cases))
@@ -183,7 +191,17 @@ func TestHostileInputs(t *testing.T) {
 				before, _ = os.ReadFile(c.target)
 				siblings = listDir(c.target)
 			}
-			code, stdout, stderr := runMain(t, c.args...)
+			// The bound: a refusal is cheap, so a case still running after 10 s is
+			// reading something it should have refused (a device, a FIFO, a huge file).
+			// Cases take milliseconds; the deadline stops a runaway instead of hanging.
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			defer cancel()
+			var out, errb bytes.Buffer
+			code := runContext(ctx, c.args, &out, &errb)
+			stdout, stderr := out.String(), errb.String()
+			if ctx.Err() != nil {
+				t.Errorf("still running after 10 s (exit %d): %q", code, stderr)
+			}
 			if code != c.code || !strings.Contains(stderr, c.want) {
 				t.Errorf("exit %d, stderr %q; want %d and %q", code, stderr, c.code, c.want)
 			}

@@ -37,7 +37,12 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-func run(args []string, stdout, stderr io.Writer) (code int) {
+func run(args []string, stdout, stderr io.Writer) int {
+	return runContext(context.Background(), args, stdout, stderr)
+}
+
+// runContext runs one command line under parent; tests bound it with a deadline.
+func runContext(parent context.Context, args []string, stdout, stderr io.Writer) (code int) {
 	defer func() {
 		// A panic is our bug, never the user's: say so plainly instead of dumping a trace.
 		if r := recover(); r != nil {
@@ -45,7 +50,7 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 			code = exitFailed
 		}
 	}()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	// After the first Ctrl-C the build stops cleanly; a second one kills it at once.
 	go func() {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/snofactory/snofactory/blueprints"
+	"github.com/snofactory/snofactory/pipeline/output"
 	"github.com/snofactory/snofactory/stages"
 	"github.com/spf13/cobra"
 )
@@ -23,6 +24,9 @@ func newRenderCommand() *cobra.Command {
 			}
 			bp, err := blueprints.LoadFile(args[0])
 			if err != nil {
+				return badInput(err)
+			}
+			if err := output.CheckDir("-o", out, append([]string{args[0]}, bp.Resolved.Inputs()...)...); err != nil {
 				return badInput(err)
 			}
 			if err := os.MkdirAll(out, 0o755); err != nil {

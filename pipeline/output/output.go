@@ -83,6 +83,39 @@ func Check(path string, inputs ...string) (block bool, err error) {
 	return false, nil
 }
 
+// CheckDir refuses an output directory (named by flag) that exists as something else, or
+// that is, or holds, one of the command's inputs (after symlinks): what a command writes
+// into its output directory must never land on what it reads.
+func CheckDir(flag, dir string, inputs ...string) error {
+	fi, err := os.Stat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", flag, dir, err)
+	}
+	if !fi.IsDir() {
+		return &Error{Path: dir, Problem: flag + " is not a directory"}
+	}
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", flag, dir, err)
+	}
+	for _, in := range inputs {
+		if in == "" {
+			continue
+		}
+		rin, err := filepath.EvalSymlinks(in)
+		if err != nil {
+			continue // an input that does not exist is reported by whoever reads it
+		}
+		if rel, err := filepath.Rel(real, rin); err == nil && filepath.IsLocal(rel) {
+			return &Error{Path: dir, Problem: fmt.Sprintf("%s holds this command's input %s; write into a directory of its own", flag, in)}
+		}
+	}
+	return nil
+}
+
 // Write checks path (Check, with inputs) and writes it through fill: a block device in
 // place (fill gets it at offset 0, nothing is truncated, it is synced), anything else
 // through a file beside it, created with perm, renamed into place once fill succeeded.

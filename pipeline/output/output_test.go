@@ -104,3 +104,39 @@ func TestWriteBlockDevice(t *testing.T) {
 		t.Errorf("the device was not written in place (%d bytes, starts %q)", len(b), b[:12])
 	}
 }
+
+// An output directory may be new or an existing directory, but never a file, nor one that
+// is or holds an input, however it is reached.
+func TestCheckDir(t *testing.T) {
+	root := t.TempDir()
+	in := filepath.Join(root, "site", "blueprint.yaml")
+	os.MkdirAll(filepath.Dir(in), 0o755)
+	os.WriteFile(in, []byte("x"), 0o644)
+	file := filepath.Join(root, "file")
+	os.WriteFile(file, nil, 0o644)
+	link := filepath.Join(root, "link")
+	os.Symlink(filepath.Join(root, "site"), link)
+	os.MkdirAll(filepath.Join(root, "out"), 0o755)
+	tests := []struct {
+		name, dir, want string
+	}{
+		{"new directory", filepath.Join(root, "new"), ""},
+		{"sibling directory", filepath.Join(root, "out"), ""},
+		{"a file", file, "is not a directory"},
+		{"the input's directory", filepath.Join(root, "site"), "holds this command's input " + in},
+		{"an ancestor of the input", root, "holds this command's input"},
+		{"a symlink to the input's directory", link, "holds this command's input"},
+		{"the input itself, as a directory path", filepath.Join(root, "site") + "/", "holds this command's input"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := CheckDir("-o", tt.dir, in, filepath.Join(root, "missing-input"))
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want) || !IsRefused(err)):
+				t.Fatalf("got %v, want a refusal containing %q", err, tt.want)
+			}
+		})
+	}
+}
