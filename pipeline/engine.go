@@ -113,6 +113,9 @@ type PlannedStage struct {
 	Action  string    `json:"action"` // "run", "cached", "skip" (not selected), "unavailable" (Stage.Unavailable)
 	Reasons []string  `json:"reasons,omitempty"`
 	Inputs  KeyInputs `json:"inputs"`
+	// Session is the live session (Stage.Session) a stage that runs would run in, named
+	// as the build will name it: stages naming the same session share one boot.
+	Session string `json:"session,omitempty"`
 }
 
 // keyer computes key inputs for the stages of a graph against one cache. A stage's key
@@ -216,6 +219,9 @@ func Plan(ctx context.Context, g *Graph, c *Cache, secrets SecretSource, sel Sel
 		return nil, err
 	}
 	var plan []PlannedStage
+	// The sessions the build would start, as it numbers them: a stage that runs takes
+	// over the session of its kind an earlier stage handed on.
+	open, started := map[string]string{}, 0
 	for _, s := range g.Stages {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -271,6 +277,13 @@ func Plan(ctx context.Context, g *Graph, c *Cache, secrets SecretSource, sel Sel
 		default:
 			ps.Action = "run"
 			ps.Reasons = changes(c, g.Blueprint, in)
+		}
+		if ps.Action == "run" && s.Session != "" {
+			if open[s.Session] == "" {
+				started++
+				open[s.Session] = fmt.Sprintf("%s-%d", s.Session, started)
+			}
+			ps.Session = open[s.Session]
 		}
 		plan = append(plan, ps)
 	}
@@ -346,7 +359,13 @@ func Build(ctx context.Context, g *Graph, opts BuildOptions) (*Record, error) {
 	// What this build uses stays pinned (safe from prune) while it runs, not after.
 	l := opts.Cache.newLease()
 	defer opts.Cache.releaseLease(l)
-	err = build(withLease(ctx, l), g, want, opts, em, rec)
+	ss := newSessions(filepath.Join(opts.Cache.Dir, "staging"), slog.New(slog.DiscardHandler))
+	err = build(withLease(ctx, l), g, want, opts, em, rec, ss)
+	// What no later stage took (a build that stopped early, failed or was interrupted)
+	// ends with the build, Ctrl-C or not.
+	if cerr := ss.closeAll(context.WithoutCancel(ctx)); cerr != nil && err == nil {
+		err = cerr
+	}
 	rec.Finished = opts.Now()
 	rec.Status = StatusSucceeded
 	if err != nil {
@@ -364,7 +383,7 @@ func Build(ctx context.Context, g *Graph, opts BuildOptions) (*Record, error) {
 }
 
 // build runs the stages in want, rewriting the (running) record after each one finishes.
-func build(ctx context.Context, g *Graph, want map[string]bool, opts BuildOptions, em *emitter, rec *Record) error {
+func build(ctx context.Context, g *Graph, want map[string]bool, opts BuildOptions, em *emitter, rec *Record, ss *sessions) error {
 	k, err := newKeyer(ctx, opts.Cache, opts.Secrets)
 	if err != nil {
 		return err
@@ -382,7 +401,7 @@ func build(ctx context.Context, g *Graph, want map[string]bool, opts BuildOption
 		if err != nil {
 			return err
 		}
-		sr, err := runStage(ctx, s, in, outputs, opts, em)
+		sr, err := runStage(ctx, s, in, outputs, opts, em, ss)
 		rec.Stages = append(rec.Stages, sr)
 		if err != nil {
 			return err
@@ -425,7 +444,7 @@ func reasonsFor(c *Cache, blueprint string, s Stage, in KeyInputs, forced bool) 
 	return strings.Join(changes(c, blueprint, in), "; ")
 }
 
-func runStage(ctx context.Context, s Stage, in KeyInputs, outputs map[string]string, opts BuildOptions, em *emitter) (StageRecord, error) {
+func runStage(ctx context.Context, s Stage, in KeyInputs, outputs map[string]string, opts BuildOptions, em *emitter, ss *sessions) (StageRecord, error) {
 	c := opts.Cache
 	key := in.Key()
 	start := opts.Now()
@@ -464,14 +483,22 @@ func runStage(ctx context.Context, s Stage, in KeyInputs, outputs map[string]str
 	for _, d := range s.Deps {
 		w.env.Inputs[d] = outputs[d]
 	}
-	release, err := acquire(ctx, s, opts, em)
-	if err != nil {
-		return sr, err
+	w.env.sessions, w.env.sessionKind = ss, s.Session
+	// A stage that will take over a handed-on session runs on that session's resources.
+	release := func() {}
+	if s.Session == "" || !ss.has(s.Session) {
+		if release, err = acquire(ctx, s, opts, em); err != nil {
+			return sr, err
+		}
 	}
-	defer release()
 	sr.Waited = since()
 	em.emit(Event{Kind: EventStageStart, Stage: s.Name, Key: key, Message: cmp.Or(expired, reasonsFor(c, em.blueprint, s, in, forced))})
 	runErr := w.run(ctx, s)
+	id, serr := w.env.endSessions(context.WithoutCancel(ctx), runErr == nil, release)
+	sr.Session = id
+	if runErr == nil && serr != nil {
+		runErr = serr
+	}
 	sr.Tools, sr.Summary = w.env.tools, w.env.summary
 	if runErr != nil {
 		sr.Duration = since()

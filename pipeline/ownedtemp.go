@@ -19,8 +19,13 @@ const ownerLock = "owner.lock"
 // directories with the same prefix whose owners died without cleaning up (see
 // ReapOrphanedTempDirs), so a killed run's leftovers go with the next run.
 func OwnedTempDir(prefix string, log *slog.Logger) (dir string, owner *os.File, err error) {
-	ReapOrphanedTempDirs(prefix, log)
-	dir, err = os.MkdirTemp("", prefix)
+	return ownedDir(os.TempDir(), prefix, log)
+}
+
+// ownedDir is OwnedTempDir in parent.
+func ownedDir(parent, prefix string, log *slog.Logger) (dir string, owner *os.File, err error) {
+	reapOrphaned(parent, prefix, log)
+	dir, err = os.MkdirTemp(parent, prefix)
 	if err != nil {
 		return "", nil, fmt.Errorf("creating a temp directory: %w", err)
 	}
@@ -49,10 +54,14 @@ func OwnedTempDir(prefix string, log *slog.Logger) (dir string, owner *os.File, 
 // ReapOrphanedTempDirs removes the temp directories made by OwnedTempDir with prefix whose
 // owner is gone. Directories without an ownerLock are left alone: they are being created.
 func ReapOrphanedTempDirs(prefix string, log *slog.Logger) {
+	reapOrphaned(os.TempDir(), prefix, log)
+}
+
+func reapOrphaned(parent, prefix string, log *slog.Logger) {
 	if log == nil {
 		log = slog.Default()
 	}
-	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), prefix+"*"))
+	dirs, _ := filepath.Glob(filepath.Join(parent, prefix+"*"))
 	for _, dir := range dirs {
 		removed, err := reapIfOrphaned(dir)
 		switch {

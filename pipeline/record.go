@@ -51,6 +51,9 @@ type StageRecord struct {
 	Error   string          `json:"error,omitempty"`
 	LogPath string          `json:"log,omitempty"`
 	KeptDir string          `json:"keptDir,omitempty"`
+	// Session is the live session (a factory VM) the stage ran in, when it ran in one:
+	// stages naming the same session shared one boot.
+	Session string `json:"session,omitempty"`
 	dir     string
 }
 

@@ -40,6 +40,11 @@ type Stage struct {
 	// Resources are what a run of the stage holds (a factory VM); BuildOptions.Slots
 	// hands them out. Not part of the key.
 	Resources Resources
+	// Session is the kind of live session (Session) the stage can start, hand on and take
+	// over from an earlier stage of the same build: "factory-vm" for the stages that boot
+	// the installed disk. A stage that takes one holds no resources of its own: the
+	// session brings those of the stage that started it.
+	Session string
 	// MaxAge, when set, is how long the stage's outputs may be used after they were made
 	// (outputs holding short-lived credentials): an older cache entry is run again, and
 	// plan says why. Not part of the key.
@@ -79,6 +84,12 @@ type Env struct {
 	events   *emitter
 	stage    string
 	cleanups Cleanups
+	// sessions are the build's; sessionKind is Stage.Session; session is the one this
+	// stage started or took, handOn the one it hands on.
+	sessions    *sessions
+	sessionKind string
+	session     *Session
+	handOn      *Session
 }
 
 // UseTool records that the stage used an external tool at a version, for the run record.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -42,7 +43,7 @@ func newPlanCommand() *cobra.Command {
 				}{g.Blueprint, plan})
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "STAGE\tKEY\tACTION\tWHY")
+			fmt.Fprintln(tw, "STAGE\tKEY\tACTION\tSESSION\tWHY")
 			for _, s := range plan {
 				key := s.Key
 				switch {
@@ -51,7 +52,7 @@ func newPlanCommand() *cobra.Command {
 				case key == "":
 					key = "-" // chains on outputs of a stage that has not run yet
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Name, key, s.Action, strings.Join(s.Reasons, "; "))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Name, key, s.Action, cmp.Or(s.Session, "-"), strings.Join(s.Reasons, "; "))
 			}
 			return tw.Flush()
 		},
