@@ -20,6 +20,7 @@ func newAgentCommand() *cobra.Command {
 		Short: "Commands run on the node itself: phase reporting to the factory host, image import, unit start-up",
 	}
 	cmd.AddCommand(newAgentReportCommand())
+	cmd.AddCommand(newAgentAwaitCommand())
 	cmd.AddCommand(newAgentImportCommand())
 	cmd.AddCommand(newAgentFactsCommand())
 	cmd.AddCommand(newAgentRunUnitsCommand())

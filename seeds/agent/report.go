@@ -38,6 +38,13 @@ const DefaultStateDir = "/run/snofactory-agent"
 
 // Report sends one message with the next sequence number and returns it.
 func (r Reporter) Report(ctx context.Context, phase string, status wire.Status, details map[string]string) (wire.Message, error) {
+	m, err := r.send(ctx, phase, status, details, os.O_WRONLY|os.O_APPEND, nil) // append: harmless on a device, right for a log file
+	return m, err
+}
+
+// send writes one message to the port opened with flag; with then, then reads from the
+// port while it is still open (the port drops what the host sends to no open reader).
+func (r Reporter) send(ctx context.Context, phase string, status wire.Status, details map[string]string, flag int, then func(*os.File) error) (wire.Message, error) {
 	now := time.Now
 	if r.Now != nil {
 		now = r.Now
@@ -66,23 +73,42 @@ func (r Reporter) Report(ctx context.Context, phase string, status wire.Status, 
 	if err != nil {
 		return wire.Message{}, err
 	}
-	defer unlock()
 	m.Seq = seq
-	f, err := os.OpenFile(port, os.O_WRONLY|os.O_APPEND, 0) // append: harmless on a device, right for a log file
+	f, err := os.OpenFile(port, flag, 0)
 	if err != nil {
+		unlock()
 		return wire.Message{}, fmt.Errorf("open agent port: %w", err)
 	}
 	defer f.Close()
 	if dl, ok := ctx.Deadline(); ok {
 		_ = f.SetWriteDeadline(dl) // not every device supports deadlines; best effort
 	}
-	if err := wire.Encode(f, m); err != nil {
+	err = wire.Encode(f, m)
+	unlock()
+	if err != nil {
 		return wire.Message{}, fmt.Errorf("report to %s: %w", port, err)
+	}
+	if then != nil {
+		if err := then(f); err != nil {
+			return m, err
+		}
 	}
 	if err := f.Close(); err != nil {
 		return wire.Message{}, fmt.Errorf("close agent port %s: %w", port, err)
 	}
 	return m, nil
+}
+
+// Await tells the host the node takes a command (PhaseAwaiting, with details on the
+// previous one) and returns the command the host answers with, read on the same open port.
+func (r Reporter) Await(ctx context.Context, details map[string]string) (wire.Command, error) {
+	var c wire.Command
+	_, err := r.send(ctx, wire.PhaseAwaiting, wire.StatusOK, details, os.O_RDWR, func(f *os.File) error {
+		var rerr error
+		c, rerr = wire.ReadCommand(f)
+		return rerr
+	})
+	return c, err
 }
 
 func (r Reporter) bootID() (string, error) {

@@ -56,8 +56,10 @@ func New(opts Options) pipeline.Stage {
 		Version: version,
 		Options: opts,
 		Deps:    handoff.Deps(handoff.LiveISO{}, handoff.Precache{}),
-		// One factory VM of the blueprint's size, while it runs.
+		// One factory VM of the blueprint's size, while it runs and, handed on, while
+		// validate and seal use it.
 		Resources: pipeline.Resources{VMs: 1, CPUs: max(opts.CPUs, 1), MemoryMiB: opts.MemoryMiB},
+		Session:   vm.SessionKind,
 		Run: func(ctx context.Context, env *pipeline.Env) error {
 			return run(ctx, opts, env)
 		},
@@ -102,18 +104,81 @@ func run(ctx context.Context, opts Options, env *pipeline.Env) error {
 	if err != nil {
 		return err
 	}
-	m, err := vm.StartManaged(ctx, cfg, acc, env.Log, env)
+	// The VM belongs to a session from the start: if the installed node stays up it is
+	// handed on to validate and seal; if the stage fails, closing the session stops it.
+	sess, err := env.StartSession()
 	if err != nil {
 		return err
 	}
+	m, err := vm.Start(ctx, cfg, acc, env.Log)
+	if err != nil {
+		return err
+	}
+	fac := &vm.Factory{Machine: m, Accel: acc, Console: cfg.ConsoleLog, APIServer: apiServer(cfg)}
+	sess.Value = fac
+	sess.OnClose(fac.Stop)
 	f := follower{opts: opts, env: env, m: m, acc: acc, console: cfg.ConsoleLog, tracker: newTracker(planFor(opts.Target))}
 	if err := f.follow(ctx); err != nil {
 		return f.fail(err)
+	}
+	if vm.TakesCommands(f.messages) {
+		if err := keepRunning(ctx, fac, disk, sess.Dir, env); err == nil {
+			env.HandOn(sess)
+			return finish(env, opts, acc, f.tracker.done)
+		} else if ctx.Err() != nil {
+			return err
+		} else {
+			env.Log.Warn("the installed node cannot stay up for validate and seal; powering it off, and they boot it again", "error", err.Error())
+			if err := fac.Do(ctx, wire.Command{Name: wire.CommandPoweroff}); err != nil {
+				env.Log.Warn("the node took no poweroff command", "error", err.Error())
+			}
+		}
 	}
 	if err := shutdown(ctx, m, acc, env); err != nil {
 		return err
 	}
 	return finish(env, opts, acc, f.tracker.done)
+}
+
+// keepRunning lets the installed node run on for validate and seal while the disk install
+// made stays as it is: the node freezes its root (a clean filesystem on the disk), the
+// VM moves onto an overlay in the session's directory, the node thaws. The disk is the
+// stage's output; the overlay, everything the node writes after, goes with the session.
+func keepRunning(ctx context.Context, fac *vm.Factory, disk, sessionDir string, env *pipeline.Env) error {
+	if err := fac.Do(ctx, wire.Command{Name: wire.CommandFreeze}); err != nil {
+		return err
+	}
+	if err := fac.Ask(ctx); err != nil {
+		return fmt.Errorf("freezing the node's root: %w", err)
+	}
+	overlay := filepath.Join(sessionDir, DiskFile)
+	if err := vm.CreateOverlay(ctx, disk, "qcow2", overlay); err != nil {
+		return err
+	}
+	snapErr := fac.Machine.Snapshot(ctx, overlay)
+	// Thaw whatever happened: a node left frozen hangs.
+	if err := fac.Do(ctx, wire.Command{Name: wire.CommandThaw}); err != nil {
+		return errors.Join(snapErr, err)
+	}
+	if err := errors.Join(snapErr, fac.Ask(ctx)); err != nil {
+		return err
+	}
+	fac.Disk = overlay
+	env.Log.Info("installed disk taken; the node runs on for validate and seal", "overlay", overlay)
+	return nil
+}
+
+// apiServer is the node's API as the host reaches it, when the VM forwards it.
+func apiServer(cfg vm.Config) string {
+	if cfg.Network == nil {
+		return ""
+	}
+	for _, fw := range cfg.Network.Forwards {
+		if fw.GuestPort == apiPort {
+			return fmt.Sprintf("https://127.0.0.1:%d", fw.HostPort)
+		}
+	}
+	return ""
 }
 
 // chooseAccel probes KVM for real (through opts.Prober) and falls back to TCG with a
@@ -134,9 +199,10 @@ func chooseAccel(ctx context.Context, opts Options, env *pipeline.Env) (vm.Accel
 // the API port forwarded to the host.
 func machineConfig(opts Options, in inputs, disk string, env *pipeline.Env) (vm.Config, error) {
 	cfg := vm.Config{
-		Name:      "install",
-		ISO:       in.iso,
-		Disks:     []vm.Disk{{Path: disk, Format: "qcow2", Serial: wire.TargetDiskSerial, BootIndex: 1}},
+		Name: "install",
+		ISO:  in.iso,
+		// Discard: the node's seal trims what it removed, through the overlay it then writes.
+		Disks:     []vm.Disk{{Path: disk, Format: "qcow2", Serial: wire.TargetDiskSerial, BootIndex: 1, Discard: true}},
 		CPUs:      opts.CPUs,
 		MemoryMiB: opts.MemoryMiB,
 		Firmware:  vm.Firmware(opts.Firmware),

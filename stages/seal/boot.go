@@ -16,6 +16,30 @@ import (
 	"github.com/snofactory/snofactory/stages/vm"
 )
 
+// seal seals the node and returns its disk, powered off cleanly: the factory VM an
+// earlier stage of this build handed on, asked to seal, or else a boot of its own.
+func seal(ctx context.Context, opts Options, in inputs, req wire.SealRequest, env *pipeline.Env) (string, error) {
+	sess := env.TakeSession()
+	if sess == nil {
+		work := filepath.Join(env.Scratch, "seal.qcow2")
+		return work, sealDisk(ctx, opts, in, req, work, env)
+	}
+	fac := sess.Value.(*vm.Factory)
+	env.Log.Info("sealing the node left running", "console", fac.Console)
+	if err := fac.Do(ctx, wire.Command{Name: wire.CommandSeal, Seal: &req}); err != nil {
+		return "", err
+	}
+	if err := waitSealed(ctx, opts, req, fac.Machine, fac.Accel, fac.Console, env); err != nil {
+		return "", err
+	}
+	// The overlay names the installed disk where install staged it; the cache entry is
+	// where it is now. Only the header changes: the data is the same.
+	if err := qemuImg(ctx, "rebase", "-u", "-F", in.install.Out.Format, "-b", in.install.Path(in.install.Out.Disk), fac.Disk); err != nil {
+		return "", err
+	}
+	return fac.Disk, nil
+}
+
 // sealDisk boots a copy-on-write overlay of the installed disk at work with the seal
 // request disk attached, waits for the node's sealed report and for the node to power
 // itself off: a clean shutdown, so the disk is consistent when it is converted.
@@ -57,6 +81,11 @@ func sealDisk(ctx context.Context, opts Options, in inputs, req wire.SealRequest
 	if err != nil {
 		return err
 	}
+	return waitSealed(ctx, opts, req, m, acc, cfg.ConsoleLog, env)
+}
+
+// waitSealed follows the node's seal to its report and its power-off.
+func waitSealed(ctx context.Context, opts Options, req wire.SealRequest, m *vm.Machine, acc vm.Accelerator, console string, env *pipeline.Env) error {
 	timeout := opts.BootTimeout
 	if timeout <= 0 {
 		timeout = 10 * time.Minute
@@ -69,14 +98,14 @@ func sealDisk(ctx context.Context, opts Options, in inputs, req wire.SealRequest
 	defer cancel()
 	msgs, err := m.WaitFinal(wctx, wire.PhaseSealed, nil)
 	if err != nil {
-		return fmt.Errorf("sealing the node: %w (console: %s)", err, cfg.ConsoleLog)
+		return fmt.Errorf("sealing the node: %w (console: %s)", err, console)
 	}
 	for _, msg := range msgs {
 		if msg.Phase == wire.PhaseSealed {
 			env.Log.Info("node sealed", "steps", len(msg.Details))
 		}
 	}
-	return waitPoweroff(ctx, m, acc, cfg.ConsoleLog)
+	return waitPoweroff(ctx, m, acc, console)
 }
 
 // waitPoweroff confirms the clean shutdown: the node powers off by itself after its report.

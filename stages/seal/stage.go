@@ -68,8 +68,10 @@ func New(opts Options) pipeline.Stage {
 		Version: version,
 		Options: opts,
 		Deps:    handoff.Deps(handoff.Resolve{}, handoff.Render{}, handoff.Precache{}, handoff.Install{}, handoff.Validate{}),
-		// One factory VM of the blueprint's size, while it runs.
+		// One factory VM of the blueprint's size, while it runs: the one install or
+		// validate handed on, when they ran in this build, else its own.
 		Resources: pipeline.Resources{VMs: 1, CPUs: max(opts.CPUs, 1), MemoryMiB: opts.MemoryMiB},
+		Session:   vm.SessionKind,
 		Run: func(ctx context.Context, env *pipeline.Env) error {
 			return run(ctx, opts, env)
 		},
@@ -111,8 +113,8 @@ func run(ctx context.Context, opts Options, env *pipeline.Env) error {
 	if err != nil {
 		return err
 	}
-	work := filepath.Join(env.Scratch, "seal.qcow2")
-	if err := sealDisk(ctx, opts, in, req, work, env); err != nil {
+	work, err := seal(ctx, opts, in, req, env)
+	if err != nil {
 		return err
 	}
 	dir := filepath.Join(env.Out, SeedDir)

@@ -52,8 +52,10 @@ func New(opts StageOptions) pipeline.Stage {
 		Version: version,
 		Options: opts,
 		Deps:    handoff.Deps(handoff.Resolve{}, handoff.Render{}, handoff.Precache{}, handoff.Install{}),
-		// One factory VM of the blueprint's size, while it runs.
+		// One factory VM of the blueprint's size, while it runs: install's, when it ran in
+		// this build and handed its VM on, else its own, handed on to seal.
 		Resources: pipeline.Resources{VMs: 1, CPUs: max(opts.CPUs, 1), MemoryMiB: opts.MemoryMiB},
+		Session:   vm.SessionKind,
 		Run: func(ctx context.Context, env *pipeline.Env) error {
 			return runStage(ctx, opts, env)
 		},
@@ -151,23 +153,75 @@ func openshiftInputs(env *pipeline.Env, rd handoff.Input[handoff.Render]) (*Open
 	}, nil
 }
 
-// bootFacts boots the installed disk through a private overlay and returns the facts the
-// node's agent reports, and when they arrived (for the clock check).
+// bootFacts returns the facts the node's agent reports, and when they arrived (for the
+// clock check): from the factory VM install handed on, asked to report as a booted node,
+// or else from a boot of the installed disk through an overlay of its own. A node that
+// takes commands afterwards is handed on to seal.
 func bootFacts(ctx context.Context, opts StageOptions, in stageInputs, env *pipeline.Env) (*wire.Facts, time.Time, error) {
+	sess := env.TakeSession()
+	var fac *vm.Factory
+	if sess != nil {
+		fac = sess.Value.(*vm.Factory)
+		env.Log.Info("validating the node install left running", "console", fac.Console)
+		if err := fac.Do(ctx, wire.Command{Name: wire.CommandReport}); err != nil {
+			return nil, time.Time{}, err
+		}
+	} else {
+		var err error
+		if sess, fac, err = bootInstalled(ctx, opts, in, env); err != nil {
+			return nil, time.Time{}, err
+		}
+	}
+	if in.eval.OpenShift != nil {
+		in.eval.OpenShift.Server = fac.APIServer
+	}
+	bootTimeout := opts.BootTimeout
+	if bootTimeout <= 0 {
+		bootTimeout = 10 * time.Minute
+	}
+	wctx, cancel := context.WithTimeout(ctx, fac.Accel.Scale(bootTimeout))
+	defer cancel()
+	var received time.Time
+	msgs, err := fac.Machine.WaitFinal(wctx, wire.PhaseBootComplete, func(msg wire.Message) {
+		if msg.Phase == wire.PhaseFacts {
+			received = time.Now()
+		}
+	})
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("booting the installed disk: %w", err)
+	}
+	if in.eval.OpenShift != nil {
+		if err := waitForCluster(ctx, opts, fac.Accel, in.eval.OpenShift, env); err != nil {
+			return nil, time.Time{}, err
+		}
+	}
+	if vm.TakesCommands(msgs) {
+		env.HandOn(sess)
+	}
+	return factsFrom(msgs, received)
+}
+
+// bootInstalled boots the installed disk through an overlay in a new session's directory.
+func bootInstalled(ctx context.Context, opts StageOptions, in stageInputs, env *pipeline.Env) (*pipeline.Session, *vm.Factory, error) {
 	inst := in.install
 	p := opts.Prober
 	p.Log = env.Log
 	acc, err := p.Resolve(ctx, vm.Accel(opts.Accelerator))
 	if err != nil {
-		return nil, time.Time{}, err
+		return nil, nil, err
 	}
-	overlay := filepath.Join(env.Scratch, "validate.qcow2")
+	sess, err := env.StartSession()
+	if err != nil {
+		return nil, nil, err
+	}
+	overlay := filepath.Join(sess.Dir, "disk.qcow2")
 	if err := vm.CreateOverlay(ctx, inst.Path(inst.Out.Disk), inst.Out.Format, overlay); err != nil {
-		return nil, time.Time{}, err
+		return nil, nil, err
 	}
 	cfg := vm.Config{
-		Name:       "validate",
-		Disks:      []vm.Disk{{Path: overlay, Format: "qcow2", Serial: wire.TargetDiskSerial}},
+		Name: "validate",
+		// Discard, as install's: the seal may run on this VM and trims what it removed.
+		Disks:      []vm.Disk{{Path: overlay, Format: "qcow2", Serial: wire.TargetDiskSerial, Discard: true}},
 		CPUs:       opts.CPUs,
 		MemoryMiB:  opts.MemoryMiB,
 		Firmware:   vm.Firmware(inst.Out.Firmware),
@@ -178,39 +232,21 @@ func bootFacts(ctx context.Context, opts StageOptions, in stageInputs, env *pipe
 		// off this disk (render's node/snofactory-phase.sh).
 		cfg.Disks = append(cfg.Disks, vm.Disk{Path: in.dataDisk, Format: "raw", ReadOnly: true, Serial: wire.PrecacheDiskSerial})
 	}
+	fac := &vm.Factory{Accel: acc, Disk: overlay, Console: cfg.ConsoleLog}
 	if in.eval.OpenShift != nil {
 		port, err := vm.FreePort()
 		if err != nil {
-			return nil, time.Time{}, err
+			return nil, nil, err
 		}
 		cfg.Network = &vm.UserNetwork{Forwards: []vm.Forward{{HostPort: port, GuestPort: apiPort}}}
-		in.eval.OpenShift.Server = fmt.Sprintf("https://127.0.0.1:%d", port)
+		fac.APIServer = fmt.Sprintf("https://127.0.0.1:%d", port)
 	}
-	m, err := vm.StartManaged(ctx, cfg, acc, env.Log, env)
-	if err != nil {
-		return nil, time.Time{}, err
+	if fac.Machine, err = vm.Start(ctx, cfg, acc, env.Log); err != nil {
+		return nil, nil, err
 	}
-	bootTimeout := opts.BootTimeout
-	if bootTimeout <= 0 {
-		bootTimeout = 10 * time.Minute
-	}
-	wctx, cancel := context.WithTimeout(ctx, acc.Scale(bootTimeout))
-	defer cancel()
-	var received time.Time
-	msgs, err := m.WaitFinal(wctx, wire.PhaseBootComplete, func(msg wire.Message) {
-		if msg.Phase == wire.PhaseFacts {
-			received = time.Now()
-		}
-	})
-	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("booting the installed disk: %w", err)
-	}
-	if in.eval.OpenShift != nil {
-		if err := waitForCluster(ctx, opts, acc, in.eval.OpenShift, env); err != nil {
-			return nil, time.Time{}, err
-		}
-	}
-	return factsFrom(msgs, received)
+	sess.Value = fac
+	sess.OnClose(fac.Stop)
+	return sess, fac, nil
 }
 
 // waitForCluster waits for the booted node's API (forwarded to the host) to be ready.

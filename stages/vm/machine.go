@@ -48,10 +48,13 @@ type Machine struct {
 	ln    net.Listener
 	log   *slog.Logger
 
-	qmpPath  string
-	qmpMu    sync.Mutex
-	stopOnce sync.Once
-	stderr   *pipeline.TailBuffer // qemu's stdout and stderr, for its exit error
+	qmpPath string
+	qmpMu   sync.Mutex
+	// agentConn is qemu's current connection to the agent socket: Send writes to it.
+	agentMu   sync.Mutex
+	agentConn net.Conn
+	stopOnce  sync.Once
+	stderr    *pipeline.TailBuffer // qemu's stdout and stderr, for its exit error
 }
 
 // Start boots a VM with cfg and accelerator acc (see ResolveAccel). The VM is killed
@@ -186,6 +189,9 @@ func (m *Machine) readAgent() {
 			<-m.done
 			conn.Close()
 		}()
+		m.agentMu.Lock()
+		m.agentConn = conn
+		m.agentMu.Unlock()
 		d := wire.NewDecoder(conn)
 		for {
 			msg, err := d.Next()
@@ -258,7 +264,31 @@ func (m *Machine) Status(ctx context.Context) (json.RawMessage, error) {
 	return m.machineCommand(ctx, "query-status")
 }
 
-func (m *Machine) machineCommand(ctx context.Context, cmd string) (json.RawMessage, error) {
+// Send writes c to the guest's agent port. Write only to a guest that asked
+// (wire.PhaseAwaiting): a port drops what it is sent while no reader holds it open.
+func (m *Machine) Send(c wire.Command) error {
+	m.agentMu.Lock()
+	defer m.agentMu.Unlock()
+	if m.agentConn == nil {
+		return fmt.Errorf("vm %s: sending %s: the agent port is not connected", m.cfg.Name, c.Name)
+	}
+	if err := wire.EncodeCommand(m.agentConn, c); err != nil {
+		return fmt.Errorf("vm %s: sending %s: %w", m.cfg.Name, c.Name, err)
+	}
+	return nil
+}
+
+// Snapshot moves the VM's target disk (Config.Disks[0]) onto overlay, an existing qcow2
+// whose backing file is that disk (CreateOverlay): from then on the guest writes the
+// overlay and the disk stays as it was, while the guest runs on. Freeze the guest's
+// filesystems first for a clean disk.
+func (m *Machine) Snapshot(ctx context.Context, overlay string) error {
+	_, err := m.machineCommand(ctx, "blockdev-snapshot-sync", map[string]any{
+		"device": "disk0", "snapshot-file": overlay, "format": "qcow2", "mode": "existing"})
+	return err
+}
+
+func (m *Machine) machineCommand(ctx context.Context, cmd string, args ...map[string]any) (json.RawMessage, error) {
 	m.qmpMu.Lock()
 	defer m.qmpMu.Unlock()
 	select {
@@ -273,7 +303,7 @@ func (m *Machine) machineCommand(ctx context.Context, cmd string) (json.RawMessa
 		return nil, fmt.Errorf("vm %s: %s: %w", m.cfg.Name, cmd, err)
 	}
 	defer q.close()
-	ret, err := q.execute(cmd)
+	ret, err := q.execute(cmd, args...)
 	if err != nil {
 		return nil, fmt.Errorf("vm %s: %w", m.cfg.Name, err)
 	}

@@ -70,9 +70,13 @@ func (q *qmp) read() (qmpReply, error) {
 	return r, nil
 }
 
-// execute runs cmd and returns its "return" value.
-func (q *qmp) execute(cmd string) (json.RawMessage, error) {
-	b, _ := json.Marshal(map[string]string{"execute": cmd})
+// execute runs cmd with args (nil for none) and returns its "return" value.
+func (q *qmp) execute(cmd string, args ...map[string]any) (json.RawMessage, error) {
+	req := map[string]any{"execute": cmd}
+	if len(args) > 0 {
+		req["arguments"] = args[0]
+	}
+	b, _ := json.Marshal(req)
 	if _, err := q.conn.Write(append(b, '\n')); err != nil {
 		return nil, fmt.Errorf("qmp %s: %w", cmd, err)
 	}

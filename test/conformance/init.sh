@@ -11,8 +11,10 @@
 #             stay live.
 # Disk boot:  (snofactory.root=LABEL=... on the command line) mount the root. First boot:
 #             report rebooted-from-disk, run Ignition on /boot/ignition/config.ign, run the
-#             root's enabled units (units), report install-complete. Later boots: report
-#             the persisted files, run the facts hook, report boot-complete.
+#             root's enabled units (units), report install-complete, then take the
+#             factory's commands (freeze, thaw, report, seal, poweroff). Later boots: report
+#             the persisted files, run the facts hook, report boot-complete; in the factory,
+#             take its commands; at a site, reconfigure first.
 # Any failure reports its phase failed, then the final phase failed with the same error=
 # and log= details, so the host never waits for a timeout.
 export PATH=/bin
@@ -338,17 +340,15 @@ disk_boot() {
 		if sealdev=$(disk_by_serial snofactory-seal); then
 			seal "$sealdev"
 		fi
-		if [ -f /mnt/disk/root/etc/snofactory/sealed.json ] && [ ! -f /mnt/disk/root/var/lib/snofactory/reconfigured ]; then
-			reconfigure_seed
+		if [ -f /mnt/disk/root/etc/snofactory/sealed.json ]; then
+			# A seed at its site: reconfigure on its first boot there; it takes no factory
+			# commands.
+			[ -f /mnt/disk/root/var/lib/snofactory/reconfigured ] || reconfigure_seed
+			report_booted
+			idle
 		fi
-		report mount-root ok --detail "device=$part" --detail "kernel=$(uname -r)" --detail-file cmdline=/proc/cmdline
-		if [ -f /mnt/disk/boot/ignition/config.ign ]; then
-			# Show the host that what Ignition wrote on the first boot persisted.
-			report persisted-files ok --files-root /mnt/disk/root --ignition-config /mnt/disk/boot/ignition/config.ign
-		fi
-		facts_hook
-		report boot-complete ok --detail mode=disk --detail firstboot=false --detail "root=$part" --detail "firmware=$FIRMWARE"
-		idle
+		report_booted --detail commands=1
+		factory_commands
 	fi
 	FINAL=install-complete
 	# The proof this is the disk, not the ISO: the ISO's loaders pass no snofactory.root,
@@ -362,10 +362,68 @@ disk_boot() {
 	sync
 	run_units /mnt/disk/root
 	sync
-	report install-complete ok --detail mode=disk --detail firstboot=true --detail "root=$part" --detail "firmware=$FIRMWARE"
-	# The install is over (the host had the report first): the node powers off with its
-	# disk unmounted, so the host copies a clean disk without killing a running system.
-	clean_poweroff
+	# The install is over: the node stays up and asks the host what to do next (freeze
+	# for the host's snapshot of the installed disk, then validation and the seal), so
+	# the build boots the installed disk once.
+	report install-complete ok --detail mode=disk --detail firstboot=true --detail "root=$part" --detail "firmware=$FIRMWARE" \
+		--detail commands=1
+	factory_commands
+}
+
+# report_booted [DETAIL...]: what a boot from disk tells the host once the node is up: the
+# root, the files the first boot's Ignition wrote (persisted), the facts, boot-complete.
+report_booted() {
+	PHASE=mount-root
+	FINAL=boot-complete
+	report mount-root ok --detail "device=$part" --detail "kernel=$(uname -r)" --detail-file cmdline=/proc/cmdline
+	if [ -f /mnt/disk/boot/ignition/config.ign ]; then
+		# Show the host that what Ignition wrote on the first boot persisted.
+		report persisted-files ok --files-root /mnt/disk/root --ignition-config /mnt/disk/boot/ignition/config.ign
+	fi
+	facts_hook
+	report boot-complete ok --detail mode=disk --detail firstboot=false --detail "root=$part" --detail "firmware=$FIRMWARE" "$@"
+}
+
+# factory_commands: between the factory's stages the node asks the host for its next
+# command (agent await) and does it: freeze and thaw the root around the host's snapshot
+# of the installed disk, report as a booted node, seal, power off. Each ask says how the
+# previous command went.
+factory_commands() {
+	last=
+	err=
+	while :; do
+		set -- --port "$AGENT_PORT" --seal-request /run/snofactory/seal-request.json
+		[ -n "$last" ] && set -- "$@" --detail "last=$last"
+		[ -n "$err" ] && set -- "$@" --detail "error=$err"
+		if ! cmd=$(/bin/snofactory agent await "$@" 2>/run/snofactory/await.err); then
+			log "no command from the factory host: $(tail -n 1 /run/snofactory/await.err)"
+			idle
+		fi
+		err=
+		case "$cmd" in
+		freeze | thaw)
+			flag=--freeze
+			[ "$cmd" = thaw ] && flag=--unfreeze
+			sync
+			if fsfreeze "$flag" /mnt/disk 2>/run/snofactory/cmd.err; then
+				last=$cmd:ok
+			else
+				last=$cmd:failed
+				err=$(tail -n 1 /run/snofactory/cmd.err)
+			fi
+			;;
+		report)
+			report_booted --detail commands=1
+			last=report:ok
+			;;
+		seal) seal /run/snofactory/seal-request.json ;;
+		poweroff) clean_poweroff ;;
+		*)
+			last=$cmd:failed
+			err="unknown command"
+			;;
+		esac
+	done
 }
 
 # clean_poweroff ends a boot as a shutdown does: services the units left running end

@@ -92,7 +92,8 @@ func junitCases(t *testing.T, path string) map[string]junitCase {
 // conformance OS in a real qemu VM (TCG here, KVM where it works), with BIOS and UEFI: the
 // install reports every phase in order, the installed disk boots and passes every check
 // (one skipped by the blueprint, with its reason), the JUnit file lists every check, and a
-// second build is all cache hits and boots nothing.
+// second build is all cache hits and boots nothing. A build resumed after install boots the
+// cached disk once, for validate and seal.
 func TestDemoInstallsAndValidates(t *testing.T) {
 	for _, fw := range []string{"bios", "uefi"} {
 		t.Run(fw, func(t *testing.T) {
@@ -145,6 +146,19 @@ func TestDemoInstallsAndValidates(t *testing.T) {
 					t.Errorf("the second build booted a VM (%s exists)", console)
 				}
 			}
+			if fw != "bios" {
+				return
+			}
+			// Resumed after install: validate boots the cached disk and hands its VM on to
+			// seal, which boots nothing.
+			out3 := t.TempDir()
+			if r := runCLI(t, "build", bp, "--until", "seal", "--force", "validate", "--cache-dir", cache, "--output-dir", out3); r.code != 0 {
+				t.Fatalf("build through seal: exit %d\n%s", r.code, r.stderr)
+			}
+			if got := stageCache(loadRecord(t, out3)); got["install"] != "hit" || got["validate"] != "miss" || got["seal"] != "miss" {
+				t.Errorf("stages %v", got)
+			}
+			checkOneFactoryBoot(t, out3, "validate", "validate", "seal")
 		})
 	}
 }

@@ -73,6 +73,7 @@ func TestSeedBuildsPublishesAndPulls(t *testing.T) {
 	if got := stageCache(loadRecord(t, out)); len(got) != 8 || got["seal"] != "miss" || got["publish"] != "miss" {
 		t.Fatalf("stages %v", got)
 	}
+	checkOneFactoryBoot(t, out, "install", "install", "validate", "seal")
 	sealed := filepath.Join(out, "seal", "seed")
 	m, err := seed.ReadManifest(sealed)
 	if err != nil {
@@ -321,6 +322,36 @@ func streamContains(r io.Reader, forms [][]byte) (bool, error) {
 		}
 		if err != nil {
 			return false, err
+		}
+	}
+}
+
+// checkOneFactoryBoot: the build boots the installed disk once. The VM launcher logs each
+// qemu it starts; starter's is the only one (install's boots the live ISO, then the
+// installed disk), and the stages named ran in its session.
+func checkOneFactoryBoot(t *testing.T, out, starter string, stages ...string) {
+	t.Helper()
+	logs, _ := filepath.Glob(filepath.Join(out, "logs", "*.log"))
+	starts := map[string]int{}
+	for _, l := range logs {
+		b, err := os.ReadFile(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(string(b), `msg="starting VM"`); n > 0 {
+			starts[strings.TrimSuffix(filepath.Base(l), ".log")] = n
+		}
+	}
+	if len(starts) != 1 || starts[starter] != 1 {
+		t.Errorf("VMs started by the build: %v, want one, by %s", starts, starter)
+	}
+	sessions := map[string]string{}
+	for _, st := range loadRecord(t, out).Stages {
+		sessions[st.Name] = st.Session
+	}
+	for _, name := range stages {
+		if sessions[name] == "" || sessions[name] != sessions[starter] {
+			t.Errorf("sessions in run.json: %v, want %v in %s's", sessions, stages, starter)
 		}
 	}
 }

@@ -148,7 +148,8 @@ type Message struct {
 
 // Final reports whether m ends an install or a boot.
 func (m Message) Final() bool {
-	return (m.Phase == PhaseInstallComplete || m.Phase == PhaseBootComplete || m.Phase == PhaseSealed || m.Phase == PhaseReconfigured) &&
+	return (m.Phase == PhaseInstallComplete || m.Phase == PhaseBootComplete || m.Phase == PhaseSealed || m.Phase == PhaseReconfigured ||
+		m.Phase == PhaseAwaiting) &&
 		(m.Status == StatusOK || m.Status == StatusFailed)
 }
 

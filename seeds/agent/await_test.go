@@ -1,0 +1,102 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/snofactory/snofactory/seeds/agent/wire"
+	"github.com/snofactory/snofactory/seeds/target"
+)
+
+// openPTY returns a raw pseudo-terminal: the host's end and the path of the guest's. Like
+// a virtio-serial port, it is one device the guest both writes and reads.
+func openPTY(t *testing.T) (host *os.File, guest string) {
+	t.Helper()
+	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminals here: %v", err)
+	}
+	t.Cleanup(func() { m.Close() })
+	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	guest = fmt.Sprintf("/dev/pts/%d", n)
+	// Raw on the guest's side: no echo, no line editing, no CR/LF translation.
+	s, err := os.OpenFile(guest, os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Held open for the test: a master with no open slave reads EIO.
+	t.Cleanup(func() { s.Close() })
+	tio, err := unix.IoctlGetTermios(int(s.Fd()), unix.TCGETS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tio.Iflag &^= unix.IGNBRK | unix.BRKINT | unix.PARMRK | unix.ISTRIP | unix.INLCR | unix.IGNCR | unix.ICRNL | unix.IXON
+	tio.Oflag &^= unix.OPOST
+	tio.Lflag &^= unix.ECHO | unix.ECHONL | unix.ICANON | unix.ISIG | unix.IEXTEN
+	tio.Cc[unix.VMIN], tio.Cc[unix.VTIME] = 1, 0
+	if err := unix.IoctlSetTermios(int(s.Fd()), unix.TCSETS, tio); err != nil {
+		t.Fatal(err)
+	}
+	return m, guest
+}
+
+// The guest asks, then reads the host's answer on the port it still holds open.
+func TestAwait(t *testing.T) {
+	seal := &wire.SealRequest{Version: wire.SealRequestVersion, Target: target.CoreOS}
+	tests := []struct {
+		name, answer, want, err string
+	}{
+		{"freeze", `{"version":1,"command":"freeze"}`, wire.CommandFreeze, ""},
+		{"seal with its request", `{"version":1,"command":"seal","seal":{"version":1,"target":"coreos"}}`, wire.CommandSeal, ""},
+		{"seal without a request", `{"version":1,"command":"seal"}`, "", "carries no seal request"},
+		{"unknown command", `{"version":1,"command":"rm -rf /"}`, "", "unknown command"},
+		{"unknown field", `{"version":1,"command":"thaw","also":"x"}`, "", "unknown field"},
+		{"other version", `{"version":2,"command":"thaw"}`, "", "command version 2"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			host, guest := openPTY(t)
+			sysRoot, _ := fakeNode(t)
+			r := Reporter{Port: guest, StateDir: t.TempDir(), SysRoot: sysRoot}
+			done := make(chan error, 1)
+			var got wire.Command
+			go func() {
+				var err error
+				got, err = r.Await(context.Background(), map[string]string{wire.DetailLast: "thaw:ok"})
+				done <- err
+			}()
+			msg, err := wire.NewDecoder(host).Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if msg.Phase != wire.PhaseAwaiting || !msg.Final() || msg.Details[wire.DetailLast] != "thaw:ok" {
+				t.Fatalf("the guest asked with %+v", msg)
+			}
+			if _, err := host.WriteString(tt.answer + "\n"); err != nil {
+				t.Fatal(err)
+			}
+			err = <-done
+			switch {
+			case tt.err == "" && err != nil:
+				t.Fatalf("await: %v", err)
+			case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)):
+				t.Fatalf("await: %v, want %q", err, tt.err)
+			case tt.err == "" && got.Name != tt.want:
+				t.Fatalf("got command %q, want %q", got.Name, tt.want)
+			case tt.want == wire.CommandSeal && (got.Seal == nil || got.Seal.Target != seal.Target):
+				t.Fatalf("seal request %+v", got.Seal)
+			}
+		})
+	}
+}
