@@ -26,6 +26,8 @@ func main() {
 		{"precache", benchPrecache},
 		{"install", benchInstall},
 		{"publish", benchPublish},
+		{"factory", benchFactory},
+		{"depot", benchDepot},
 		// --- end benchmarks ---
 	}
 	failed := false
@@ -62,6 +64,9 @@ func format(r Result) string {
 	line := fmt.Sprintf("BENCH %s ours=%.4g%s baseline=%.4g%s ratio=%s", r.Name, r.Ours, r.Unit, r.Baseline, r.Unit, ratio)
 	if r.Target != "" {
 		line += " target=" + strings.ReplaceAll(r.Target, " ", "")
+	}
+	if r.Note != "" {
+		line += fmt.Sprintf(" note=%q", r.Note)
 	}
 	return line
 }

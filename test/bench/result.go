@@ -8,4 +8,6 @@ type Result struct {
 	Baseline float64
 	// Target says what the figure must reach, e.g. "ratio < 0.01"; printed for the reader.
 	Target string
+	// Note says where the time goes, for a figure that misses its target.
+	Note string
 }

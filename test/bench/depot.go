@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/snofactory/snofactory/test/registry"
+	"github.com/snofactory/snofactory/test/testbin"
+)
+
+// depotBlueprints is how many demo-derived blueprints the depot figure builds.
+const depotBlueprints = 4
+
+// benchDepot builds depotBlueprints copies of the demo (each its own name, so nothing is
+// shared but what really is) through seal: one after another with `build`, against one
+// `depot run` with two VM slots, each with a cache of its own, in wall time.
+func benchDepot(ctx context.Context, dir string) ([]Result, error) {
+	bin, err := testbin.Binary(dir)
+	if err != nil {
+		return nil, err
+	}
+	reg, err := registry.Start(ctx, registry.Options{})
+	if err != nil {
+		return nil, err
+	}
+	defer reg.Stop()
+	image := reg.Ref(strings.TrimPrefix(testbin.DemoImage, testbin.DemoRegistry+"/"))
+	if _, err := registry.PushRandom(ctx, image); err != nil {
+		return nil, err
+	}
+	var bps []string
+	for i := range depotBlueprints {
+		bp, err := copyNamed(ctx, filepath.Join(dir, fmt.Sprintf("bp%d", i)), image, fmt.Sprintf("demo-%d", i))
+		if err != nil {
+			return nil, err
+		}
+		bps = append(bps, bp)
+	}
+	start := time.Now()
+	for i, bp := range bps {
+		if _, err := buildUntil(ctx, bin, bp, "seal", filepath.Join(dir, "cache-seq"), filepath.Join(dir, fmt.Sprintf("seq-%d", i))); err != nil {
+			return nil, err
+		}
+	}
+	seq := time.Since(start)
+	start = time.Now()
+	if _, err := runBuild(ctx, bin, "depot", "run", filepath.Join(dir, "bp*", "blueprints", "demo.yaml"), "--vms", "2", "--until", "seal",
+		"--cache-dir", filepath.Join(dir, "cache-depot"), "--output-dir", filepath.Join(dir, "depot")); err != nil {
+		return nil, err
+	}
+	depot := time.Since(start)
+	fmt.Fprintf(os.Stderr, "depot: %d builds through seal in %.1fs with 2 VM slots, %.1fs one after another\n", depotBlueprints, depot.Seconds(), seq.Seconds())
+	return []Result{
+		{Name: "depot-4-builds-2-slots-vs-sequential", Unit: "s", Ours: depot.Seconds(), Baseline: seq.Seconds(), Target: "ratio <= 0.6"},
+	}, nil
+}
+
+// copyNamed is benchBlueprint's copy of the demo, named name.
+func copyNamed(ctx context.Context, dir, image, name string) (string, error) {
+	bp, err := benchBlueprint(ctx, dir, image)
+	if err != nil {
+		return "", err
+	}
+	b, err := os.ReadFile(bp)
+	if err != nil {
+		return "", err
+	}
+	s := strings.Replace(string(b), "\n  name: demo\n", "\n  name: "+name+"\n", 1)
+	if s == string(b) {
+		return "", fmt.Errorf("%s names no demo to rename", bp)
+	}
+	return bp, os.WriteFile(bp, []byte(s), 0o644)
+}

@@ -1,0 +1,210 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/seeds/agent/wire"
+	"github.com/snofactory/snofactory/seeds/seed"
+	"github.com/snofactory/snofactory/stages/vm"
+	"github.com/snofactory/snofactory/test/registry"
+	"github.com/snofactory/snofactory/test/testbin"
+)
+
+// vmStages boot the installed disk.
+var vmStages = []string{"install", "validate", "seal"}
+
+// benchFactory measures the factory VM's boots: the demo built through seal in one build
+// (install's VM runs on for validate and seal) against the same build as it ran before
+// one VM per build (three builds, each stopping after one of those stages, so each boots
+// the disk afresh), in stage time and in boots; then the sealed seed's reconfiguration at
+// a site under the same accelerator, against a bare boot of the same seed to its first
+// report.
+func benchFactory(ctx context.Context, dir string) ([]Result, error) {
+	bin, err := testbin.Binary(dir)
+	if err != nil {
+		return nil, err
+	}
+	reg, err := registry.Start(ctx, registry.Options{})
+	if err != nil {
+		return nil, err
+	}
+	defer reg.Stop()
+	image := reg.Ref(strings.TrimPrefix(testbin.DemoImage, testbin.DemoRegistry+"/"))
+	if _, err := registry.PushRandom(ctx, image); err != nil {
+		return nil, err
+	}
+	bp, err := benchBlueprint(ctx, dir, image)
+	if err != nil {
+		return nil, err
+	}
+
+	one := filepath.Join(dir, "one")
+	one1, err := buildUntil(ctx, bin, bp, "seal", filepath.Join(dir, "cache-one"), one)
+	if err != nil {
+		return nil, err
+	}
+	ours, err := stagesTime(one1, vmStages...)
+	if err != nil {
+		return nil, err
+	}
+	oursBoots, err := countBoots(one, one1)
+	if err != nil {
+		return nil, err
+	}
+	var base time.Duration
+	baseBoots := 0
+	var where []string
+	for _, until := range vmStages {
+		out := filepath.Join(dir, "three-"+until)
+		rec, err := buildUntil(ctx, bin, bp, until, filepath.Join(dir, "cache-three"), out)
+		if err != nil {
+			return nil, err
+		}
+		d, err := stagesTime(rec, until)
+		if err != nil {
+			return nil, err
+		}
+		n, err := countBoots(out, rec)
+		if err != nil {
+			return nil, err
+		}
+		base, baseBoots = base+d, baseBoots+n
+		o, err := stagesTime(one1, until)
+		if err != nil {
+			return nil, err
+		}
+		where = append(where, fmt.Sprintf("%s %.1fs vs %.1fs", until, o.Seconds(), d.Seconds()))
+	}
+	note := ""
+	if ours.Seconds() > 0.6*base.Seconds() {
+		note = "per stage, one VM vs three: " + strings.Join(where, ", ") +
+			"; a boot of the tiny conformance OS costs seconds, so install's own time dominates; on a node whose boot takes minutes the ratio falls toward install/(install+2 boots)"
+	}
+	fmt.Fprintf(os.Stderr, "factory: install+validate+seal %.1fs in one VM (%d boots), %.1fs in three builds (%d boots)\n",
+		ours.Seconds(), oursBoots, base.Seconds(), baseBoots)
+
+	edge, bare, err := benchEdge(ctx, bin, dir, filepath.Join(one, "seal", "seed"), one1)
+	if err != nil {
+		return nil, err
+	}
+	return []Result{
+		{Name: "factory-install-validate-seal-one-vm-vs-three", Unit: "s", Ours: ours.Seconds(), Baseline: base.Seconds(), Target: "ratio <= 0.6", Note: note},
+		{Name: "factory-boots-per-build", Ours: float64(oursBoots), Baseline: float64(baseBoots), Target: "ours = 2 (live ISO, installed disk)"},
+		{Name: "edge-reconfigure-vs-bare-seed-boot", Unit: "s", Ours: edge.Seconds(), Baseline: bare.Seconds(), Target: "ours < 60 s"},
+	}, nil
+}
+
+// buildUntil runs one build with a cache and output directory and returns its record.
+func buildUntil(ctx context.Context, bin, bp, until, cache, out string) (*pipeline.Record, error) {
+	if _, err := runBuild(ctx, bin, "build", bp, "--until", until, "--cache-dir", cache, "--output-dir", out, "--progress", "plain"); err != nil {
+		return nil, err
+	}
+	raw, err := os.ReadFile(filepath.Join(out, pipeline.RecordFile))
+	if err != nil {
+		return nil, err
+	}
+	return pipeline.ReadRecord(raw)
+}
+
+// countBoots is how many times the build booted a machine: each VM its stages started
+// (their logs say "starting VM"), and once more for install's, which boots the live ISO
+// and then the disk it installed.
+func countBoots(out string, rec *pipeline.Record) (int, error) {
+	logs, err := filepath.Glob(filepath.Join(out, "logs", "*.log"))
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, l := range logs {
+		b, err := os.ReadFile(l)
+		if err != nil {
+			return 0, err
+		}
+		n += strings.Count(string(b), `msg="starting VM"`)
+	}
+	for _, s := range rec.Stages {
+		if s.Name == "install" && s.Cache == "miss" {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// benchEdge boots the sealed seed as a site does, with the demo's site-config medium, and
+// times it from the command's start to "Seed reconfigured and booted"; the baseline is a
+// bare boot of the same seed disk to its first report, under the build's accelerator.
+func benchEdge(ctx context.Context, bin, dir, seedDir string, rec *pipeline.Record) (edge, bare time.Duration, err error) {
+	root, err := testbin.RepoRoot()
+	if err != nil {
+		return 0, 0, err
+	}
+	iso := filepath.Join(dir, "site.iso")
+	if out, err := exec.CommandContext(ctx, bin, "site-config", "create", filepath.Join(root, "blueprints", "demo", "site.yaml"), "-o", iso).CombinedOutput(); err != nil {
+		return 0, 0, fmt.Errorf("site-config create: %v\n%s", err, out)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "seed", "boot", seedDir, "--site-config", iso, "--hold", "1h")
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = 30 * time.Second
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return 0, 0, err
+	}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return 0, 0, err
+	}
+	defer func() {
+		cmd.Process.Signal(os.Interrupt) // ends the hold; seed boot stops its VM
+		cmd.Wait()
+	}()
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), "Seed reconfigured and booted") {
+			edge = time.Since(start)
+			break
+		}
+	}
+	if edge == 0 {
+		return 0, 0, fmt.Errorf("seed boot ended before the seed reconfigured")
+	}
+	acc, err := buildAccel(ctx, rec)
+	if err != nil {
+		return 0, 0, err
+	}
+	bare, err = bareSeedBoot(ctx, dir, seedDir, acc)
+	return edge, bare, err
+}
+
+// bareSeedBoot boots an overlay of the seed's qcow2 disk, no medium, to the guest's first
+// report.
+func bareSeedBoot(ctx context.Context, dir, seedDir string, acc vm.Accelerator) (time.Duration, error) {
+	m, err := seed.ReadManifest(seedDir)
+	if err != nil {
+		return 0, err
+	}
+	overlay := filepath.Join(dir, "bare-seed.qcow2")
+	if err := vm.CreateOverlay(ctx, filepath.Join(seedDir, "disk.qcow2"), "qcow2", overlay); err != nil {
+		return 0, err
+	}
+	defer os.Remove(overlay)
+	return bareBoot(ctx, vm.Config{
+		Name:       "bare-seed",
+		Disks:      []vm.Disk{{Path: overlay, Format: "qcow2", Serial: wire.TargetDiskSerial, BootIndex: 1}},
+		CPUs:       1,
+		MemoryMiB:  1024,
+		Firmware:   vm.Firmware(m.Firmware),
+		ConsoleLog: filepath.Join(dir, "bare-seed-console.log"),
+	}, acc)
+}
