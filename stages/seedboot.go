@@ -15,7 +15,7 @@ import (
 	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/seeds/agent/wire"
 	"github.com/snofactory/snofactory/seeds/seed"
-	"github.com/snofactory/snofactory/stages/vm"
+	"github.com/snofactory/snofactory/stages/internal/vm"
 )
 
 // SeedBoot is a seed booted as at its site (snofactory seed boot).

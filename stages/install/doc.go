@@ -1,5 +1,5 @@
 // Package install is the install stage: it boots the customized live ISO in a factory VM
-// (qemu, stages/vm) with an empty target disk and the precache data disk, and
+// (qemu, stages/internal/vm) with an empty target disk and the precache data disk, and
 // follows the install through the ordered phase reports the guest's agent sends over
 // virtio-serial until the explicit install-complete, never inferring success from the VM
 // powering off. Each phase has its own timeout (scaled under TCG); a timeout names the

@@ -11,7 +11,7 @@ import (
 
 	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/seeds/agent/wire"
-	"github.com/snofactory/snofactory/stages/vm"
+	"github.com/snofactory/snofactory/stages/internal/vm"
 )
 
 // consoleTailLines is how much of the console a timeout shows.

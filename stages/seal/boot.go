@@ -13,7 +13,7 @@ import (
 	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/seeds/agent/wire"
 	"github.com/snofactory/snofactory/seeds/target"
-	"github.com/snofactory/snofactory/stages/vm"
+	"github.com/snofactory/snofactory/stages/internal/vm"
 )
 
 // seal seals the node and returns its disk, powered off cleanly: the factory VM an

@@ -16,7 +16,7 @@ import (
 	"github.com/snofactory/snofactory/seeds/target"
 	"github.com/snofactory/snofactory/stages/internal/handoff"
 	"github.com/snofactory/snofactory/stages/internal/lockfile"
-	"github.com/snofactory/snofactory/stages/vm"
+	"github.com/snofactory/snofactory/stages/internal/vm"
 )
 
 // Name is the stage name.

@@ -15,8 +15,8 @@ import (
 // depotBlueprints is how many demo-derived blueprints the depot figure builds.
 const depotBlueprints = 4
 
-// benchDepot builds depotBlueprints copies of the demo (each its own name, so nothing is
-// shared but what really is) through seal: one after another with `build`, against one
+// benchDepot builds depotBlueprints copies of the demo (each its own name and node
+// content, so nothing is shared but what really is) through seal: one after another with `build`, against one
 // `depot run` with two VM slots, each with a cache of its own, in wall time.
 func benchDepot(ctx context.Context, dir string) ([]Result, error) {
 	bin, err := testbin.Binary(dir)
@@ -59,10 +59,23 @@ func benchDepot(ctx context.Context, dir string) ([]Result, error) {
 	}, nil
 }
 
-// copyNamed is benchBlueprint's copy of the demo, named name.
+// copyNamed is benchBlueprint's copy of the demo, named name, whose message of the day
+// names it too: each installs a disk of its own, as a depot's sites do.
 func copyNamed(ctx context.Context, dir, image, name string) (string, error) {
 	bp, err := benchBlueprint(ctx, dir, image)
 	if err != nil {
+		return "", err
+	}
+	motd := filepath.Join(filepath.Dir(bp), "demo", "motd.bu")
+	frag, err := os.ReadFile(motd)
+	if err != nil {
+		return "", err
+	}
+	edited := strings.Replace(string(frag), "from the demo blueprint.", "from the "+name+" blueprint.", 1)
+	if edited == string(frag) {
+		return "", fmt.Errorf("%s no longer says which blueprint built the node", motd)
+	}
+	if err := os.WriteFile(motd, []byte(edited), 0o644); err != nil {
 		return "", err
 	}
 	b, err := os.ReadFile(bp)

@@ -12,9 +12,8 @@ import (
 	"time"
 
 	"github.com/snofactory/snofactory/pipeline"
-	"github.com/snofactory/snofactory/seeds/agent/wire"
 	"github.com/snofactory/snofactory/seeds/seed"
-	"github.com/snofactory/snofactory/stages/vm"
+	"github.com/snofactory/snofactory/stages"
 	"github.com/snofactory/snofactory/test/registry"
 	"github.com/snofactory/snofactory/test/testbin"
 )
@@ -179,7 +178,7 @@ func benchEdge(ctx context.Context, bin, dir, seedDir string, rec *pipeline.Reco
 	if edge == 0 {
 		return 0, 0, fmt.Errorf("seed boot ended before the seed reconfigured")
 	}
-	acc, err := buildAccel(ctx, rec)
+	acc, err := buildAccel(rec)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -189,22 +188,17 @@ func benchEdge(ctx context.Context, bin, dir, seedDir string, rec *pipeline.Reco
 
 // bareSeedBoot boots an overlay of the seed's qcow2 disk, no medium, to the guest's first
 // report.
-func bareSeedBoot(ctx context.Context, dir, seedDir string, acc vm.Accelerator) (time.Duration, error) {
+func bareSeedBoot(ctx context.Context, dir, seedDir, acc string) (time.Duration, error) {
 	m, err := seed.ReadManifest(seedDir)
 	if err != nil {
 		return 0, err
 	}
 	overlay := filepath.Join(dir, "bare-seed.qcow2")
-	if err := vm.CreateOverlay(ctx, filepath.Join(seedDir, "disk.qcow2"), "qcow2", overlay); err != nil {
-		return 0, err
+	if out, err := exec.CommandContext(ctx, "qemu-img", "create", "-q", "-f", "qcow2", "-F", "qcow2",
+		"-b", filepath.Join(seedDir, "disk.qcow2"), overlay).CombinedOutput(); err != nil {
+		return 0, fmt.Errorf("qemu-img create: %v: %s", err, out)
 	}
 	defer os.Remove(overlay)
-	return bareBoot(ctx, vm.Config{
-		Name:       "bare-seed",
-		Disks:      []vm.Disk{{Path: overlay, Format: "qcow2", Serial: wire.TargetDiskSerial, BootIndex: 1}},
-		CPUs:       1,
-		MemoryMiB:  1024,
-		Firmware:   vm.Firmware(m.Firmware),
-		ConsoleLog: filepath.Join(dir, "bare-seed-console.log"),
-	}, acc)
+	return bareBoot(ctx, stages.ProbeBoot{Name: "bare-seed", Disk: overlay, CPUs: 1, MemoryMiB: 1024,
+		Firmware: m.Firmware, Accelerator: acc, ConsoleLog: filepath.Join(dir, "bare-seed-console.log")})
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,7 +14,8 @@ import (
 
 	"github.com/snofactory/snofactory/blueprints"
 	"github.com/snofactory/snofactory/pipeline"
-	"github.com/snofactory/snofactory/stages/vm"
+	"github.com/snofactory/snofactory/seeds/agent/wire"
+	"github.com/snofactory/snofactory/stages"
 	"github.com/snofactory/snofactory/test/conformance"
 	"github.com/snofactory/snofactory/test/registry"
 	"github.com/snofactory/snofactory/test/testbin"
@@ -51,7 +51,7 @@ func benchInstall(ctx context.Context, dir string) ([]Result, error) {
 		return nil, err
 	}
 	fmt.Fprintf(os.Stderr, "install: accelerator %s; install+validate %.1fs, of which %.1fs waiting on the guest; bare boot to the first phase report %.2fs (median of %d)\n",
-		acc.Name, ours.Seconds(), wait.Seconds(), bare.Seconds(), bareBoots)
+		acc, ours.Seconds(), wait.Seconds(), bare.Seconds(), bareBoots)
 	return []Result{
 		{Name: "install-validate-vs-bare-boot", Unit: "s", Ours: ours.Seconds(), Baseline: bare.Seconds()},
 		{Name: "install-guest-wait-share", Ours: share, Baseline: 1},
@@ -135,8 +135,8 @@ func runBuild(ctx context.Context, bin string, args ...string) ([]byte, error) {
 // bareBootMedian boots the build's live ISO with plain qemu (the VM the build's install
 // starts, without its disks) to the guest's first phase report, bareBoots times, under the
 // accelerator the build recorded, and returns the median time.
-func bareBootMedian(ctx context.Context, b *demoBuild, dir string) (time.Duration, vm.Accelerator, error) {
-	acc, err := buildAccel(ctx, b.rec)
+func bareBootMedian(ctx context.Context, b *demoBuild, dir string) (time.Duration, string, error) {
+	acc, err := buildAccel(b.rec)
 	if err != nil {
 		return 0, acc, err
 	}
@@ -144,17 +144,18 @@ func bareBootMedian(ctx context.Context, b *demoBuild, dir string) (time.Duratio
 	if err != nil {
 		return 0, acc, err
 	}
-	cfg := vm.Config{
-		ISO:       filepath.Join(b.out, "live-iso", "live.iso"),
-		CPUs:      spec.Spec.VM.CPUs,
-		MemoryMiB: int(spec.Spec.VM.Memory.MiB()),
-		Firmware:  vm.Firmware(spec.Spec.VM.Firmware),
+	boot := stages.ProbeBoot{
+		ISO:         filepath.Join(b.out, "live-iso", "live.iso"),
+		CPUs:        spec.Spec.VM.CPUs,
+		MemoryMiB:   int(spec.Spec.VM.Memory.MiB()),
+		Firmware:    spec.Spec.VM.Firmware,
+		Accelerator: acc,
 	}
 	var ds []time.Duration
 	for i := range bareBoots {
-		cfg.Name = fmt.Sprintf("bare-%d", i)
-		cfg.ConsoleLog = filepath.Join(dir, cfg.Name+"-console.log")
-		d, err := bareBoot(ctx, cfg, acc)
+		boot.Name = fmt.Sprintf("bare-%d", i)
+		boot.ConsoleLog = filepath.Join(dir, boot.Name+"-console.log")
+		d, err := bareBoot(ctx, boot)
 		if err != nil {
 			return 0, acc, err
 		}
@@ -164,41 +165,29 @@ func bareBootMedian(ctx context.Context, b *demoBuild, dir string) (time.Duratio
 }
 
 // buildAccel is the accelerator the build's install ran with (its run record's tool entry,
-// "tcg (why)"), resolved again: kvm is probed, tcg is taken as is.
-func buildAccel(ctx context.Context, rec *pipeline.Record) (vm.Accelerator, error) {
+// "tcg (why)"): kvm is probed again when it boots, tcg is taken as is.
+func buildAccel(rec *pipeline.Record) (string, error) {
 	i := slices.IndexFunc(rec.Stages, func(s pipeline.StageRecord) bool { return s.Name == "install" })
 	if i < 0 {
-		return vm.Accelerator{}, fmt.Errorf("%s has no install stage", pipeline.RecordFile)
+		return "", fmt.Errorf("%s has no install stage", pipeline.RecordFile)
 	}
 	name, _, _ := strings.Cut(rec.Stages[i].Tools["accelerator"], " ")
 	if name == "" {
-		return vm.Accelerator{}, fmt.Errorf("%s: install recorded no accelerator", pipeline.RecordFile)
+		return "", fmt.Errorf("%s: install recorded no accelerator", pipeline.RecordFile)
 	}
-	return vm.ResolveAccel(ctx, "", vm.Accel(name), nil)
+	return name, nil
 }
 
-// bareBoot starts qemu with cfg and returns the time from the start to the guest's first
-// agent message. The VM is stopped before it returns.
-func bareBoot(ctx context.Context, cfg vm.Config, acc vm.Accelerator) (time.Duration, error) {
-	ctx, cancel := context.WithTimeout(ctx, acc.Scale(2*time.Minute))
-	defer cancel()
+// bareBoot boots b and returns the time from the start to the guest's first agent
+// message. The VM is stopped before it returns.
+func bareBoot(ctx context.Context, b stages.ProbeBoot) (time.Duration, error) {
 	start := time.Now()
-	m, err := vm.Start(ctx, cfg, acc, slog.New(slog.DiscardHandler))
-	if err != nil {
-		return 0, err
+	var first time.Duration
+	if _, err := stages.Probe(ctx, b, func(wire.Message) bool {
+		first = time.Since(start)
+		return true
+	}); err != nil {
+		return 0, fmt.Errorf("no phase report: %w", err)
 	}
-	defer m.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return 0, fmt.Errorf("vm %s: no phase report: %w (console: %s)", cfg.Name, ctx.Err(), cfg.ConsoleLog)
-		case ev, ok := <-m.Events():
-			if !ok || ev.Exited {
-				return 0, fmt.Errorf("vm %s exited before its first phase report: %v (console: %s)", cfg.Name, ev.ExitErr, cfg.ConsoleLog)
-			}
-			if ev.Message != nil {
-				return time.Since(start), nil
-			}
-		}
-	}
+	return first, nil
 }

@@ -11,7 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/snofactory/snofactory/stages/vm"
+	"github.com/snofactory/snofactory/seeds/agent/wire"
+	"github.com/snofactory/snofactory/stages"
 	"github.com/snofactory/snofactory/test/conformance"
 	"github.com/snofactory/snofactory/test/registry"
 	"github.com/snofactory/snofactory/test/testbin"
@@ -116,13 +117,13 @@ func TestDemoPipelineISOBoots(t *testing.T) {
 	ctx, cancel := testContext(t)
 	defer cancel()
 	bp := demoBlueprint(t)
-	token := ignitionFile{path: "/etc/snofactory/token-" + randomHex(t, 4), content: []byte(randomHex(t, 16))}
-	frag := "variant: fcos\nversion: 1.4.0\nstorage:\n  files:\n    - path: " + token.path +
-		"\n      mode: 0644\n      contents:\n        inline: " + string(token.content) + "\n"
+	token := conformance.File{Path: "/etc/snofactory/token-" + testbin.RandomHex(t, 4), Content: []byte(testbin.RandomHex(t, 16))}
+	frag := "variant: fcos\nversion: 1.4.0\nstorage:\n  files:\n    - path: " + token.Path +
+		"\n      mode: 0644\n      contents:\n        inline: " + string(token.Content) + "\n"
 	if err := os.WriteFile(firstFragmentFile(t, bp), []byte(frag), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	karg := "snofactory.e2e=" + randomHex(t, 6)
+	karg := "snofactory.e2e=" + testbin.RandomHex(t, 6)
 	f, err := os.OpenFile(bp, os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -134,7 +135,17 @@ func TestDemoPipelineISOBoots(t *testing.T) {
 	if r := runCLI(t, "build", bp, "--until", "live-iso", "--cache-dir", t.TempDir(), "--output-dir", out); r.code != 0 {
 		t.Fatalf("build: exit %d\n%s", r.code, r.stderr)
 	}
-	msgs := bootLive(t, ctx, vm.Config{Name: "demo-live", ISO: filepath.Join(out, "live-iso", "live.iso"), NoReboot: true})
-	checkReports(t, msgs, "ignition-applied", karg, token,
-		ignitionFile{path: "/etc/snofactory/demo-site", content: []byte("factory=demo\n")})
+	// Booted as install boots it, without a target disk: the live system reports and stays.
+	var msgs []wire.Message
+	console := filepath.Join(t.TempDir(), "console.log")
+	if _, err := stages.Probe(ctx, stages.ProbeBoot{Name: "demo-live", ISO: filepath.Join(out, "live-iso", "live.iso"), NoReboot: true,
+		MemoryMiB: 768, ConsoleLog: console}, func(m wire.Message) bool {
+		msgs = append(msgs, m)
+		return m.Phase == wire.PhaseBootComplete && m.Final()
+	}); err != nil {
+		b, _ := os.ReadFile(console)
+		t.Fatalf("%v\n%s", err, b)
+	}
+	conformance.CheckReports(t, msgs, "ignition-applied", karg, token,
+		conformance.File{Path: "/etc/snofactory/demo-site", Content: []byte("factory=demo\n")})
 }

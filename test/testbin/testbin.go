@@ -1,6 +1,8 @@
 package testbin
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -109,4 +111,14 @@ func OnEndingThread(f func()) {
 	}
 	go try()
 	<-done
+}
+
+// RandomHex is n random bytes in hex: a value a test can find again, and no one else wrote.
+func RandomHex(t *testing.T, n int) string {
+	t.Helper()
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b)
 }

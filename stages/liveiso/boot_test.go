@@ -1,12 +1,10 @@
-package e2e
+package liveiso_test
 
 import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -29,9 +27,10 @@ import (
 
 	"github.com/snofactory/snofactory/seeds/agent/wire"
 	"github.com/snofactory/snofactory/seeds/precachedisk"
+	"github.com/snofactory/snofactory/stages/internal/vm"
 	"github.com/snofactory/snofactory/stages/liveiso/coreiso"
-	"github.com/snofactory/snofactory/stages/vm"
 	"github.com/snofactory/snofactory/test/conformance"
+	"github.com/snofactory/snofactory/test/testbin"
 )
 
 // Phase timeouts at KVM speed; vm.Accelerator.Scale stretches them for TCG.
@@ -39,21 +38,6 @@ const (
 	bootTimeout    = 20 * time.Second
 	installTimeout = 30 * time.Second
 )
-
-func randomHex(t *testing.T, n int) string {
-	t.Helper()
-	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	return hex.EncodeToString(b)
-}
-
-// ignitionFile is one file for the test's Ignition config.
-type ignitionFile struct {
-	path    string
-	content []byte
-}
 
 // ignitionUnit is one systemd unit for the test's Ignition config.
 type ignitionUnit struct {
@@ -63,22 +47,22 @@ type ignitionUnit struct {
 
 // ignitionConfig renders a spec 3.3.0 config (the newest Debian's ignition 2.14 takes)
 // writing files, and checks it with the real ignition-validate.
-func ignitionConfig(t *testing.T, files ...ignitionFile) []byte {
+func ignitionConfig(t *testing.T, files ...conformance.File) []byte {
 	t.Helper()
 	return ignitionConfigUnits(t, nil, files...)
 }
 
 // ignitionConfigUnits is ignitionConfig with systemd units too.
-func ignitionConfigUnits(t *testing.T, units []ignitionUnit, files ...ignitionFile) []byte {
+func ignitionConfigUnits(t *testing.T, units []ignitionUnit, files ...conformance.File) []byte {
 	t.Helper()
 	cfg := ign.Config{Ignition: ign.Ignition{Version: "3.3.0"}}
 	for _, u := range units {
 		cfg.Systemd.Units = append(cfg.Systemd.Units, ign.Unit{Name: u.name, Enabled: util.BoolToPtr(u.enabled), Contents: util.StrToPtr(u.contents)})
 	}
 	for _, f := range files {
-		src := "data:;base64," + base64.StdEncoding.EncodeToString(f.content)
+		src := "data:;base64," + base64.StdEncoding.EncodeToString(f.Content)
 		cfg.Storage.Files = append(cfg.Storage.Files, ign.File{
-			Node:          ign.Node{Path: f.path, Overwrite: util.BoolToPtr(true)},
+			Node:          ign.Node{Path: f.Path, Overwrite: util.BoolToPtr(true)},
 			FileEmbedded1: ign.FileEmbedded1{Mode: util.IntToPtr(0o644), Contents: ign.Resource{Source: &src}},
 		})
 	}
@@ -169,58 +153,6 @@ func customizedISO(t *testing.T, ctx context.Context, config []byte, kargs ...st
 	return out, rep
 }
 
-// findPhase returns the first report of phase that is not a start: its result.
-func findPhase(msgs []wire.Message, phase string) (wire.Message, bool) {
-	for _, m := range msgs {
-		if m.Phase == phase && m.Status != wire.StatusStart {
-			return m, true
-		}
-	}
-	return wire.Message{}, false
-}
-
-// checkReports asserts the guest's reports: ordered, the karg on /proc/cmdline (reported
-// with the first phase of a boot: live-booted, rebooted-from-disk or mount-root), and every
-// file written by Ignition with the expected content, as the result phase (ignition-applied
-// on a live boot, ignition-firstboot on the first boot from disk) describes it.
-func checkReports(t *testing.T, msgs []wire.Message, resultPhase, karg string, files ...ignitionFile) {
-	t.Helper()
-	for i, m := range msgs {
-		if i > 0 && m.Boot == msgs[i-1].Boot && m.Seq != msgs[i-1].Seq+1 {
-			t.Errorf("message %d (%s) has seq %d after %d", i, m.Phase, m.Seq, msgs[i-1].Seq)
-		}
-	}
-	if len(msgs) == 0 {
-		t.Fatal("no reports")
-	}
-	if first := msgs[0]; karg != "" && !strings.Contains(" "+strings.TrimSpace(first.Details["cmdline"])+" ", " "+karg+" ") {
-		t.Errorf("kernel argument %q not in the guest's /proc/cmdline %q (reported by %s)", karg, first.Details["cmdline"], first.Phase)
-	}
-	for _, phase := range []string{"ignition-fetch-offline", "ignition-files"} {
-		var ok bool
-		for _, m := range msgs {
-			ok = ok || (m.Phase == phase && m.Status == wire.StatusOK)
-		}
-		if !ok {
-			t.Errorf("no successful %s report", phase)
-		}
-	}
-	res, ok := findPhase(msgs, resultPhase)
-	if !ok {
-		t.Fatalf("no %s report", resultPhase)
-	}
-	for _, f := range files {
-		key := "file:" + f.path
-		sum := sha256.Sum256(f.content)
-		if got := res.Details[key+".sha256"]; got != hex.EncodeToString(sum[:]) {
-			t.Errorf("%s: guest reports sha256 %q (error %q), want %x", f.path, got, res.Details[key+".error"], sum)
-		}
-		if len(f.content) <= wire.MaxDetailFileBytes && res.Details[key] != string(f.content) {
-			t.Errorf("%s: guest reports content %q, want %q", f.path, res.Details[key], f.content)
-		}
-	}
-}
-
 // The embedded config and an appended karg reach the guest, with BIOS (isolinux's karg
 // area) and with UEFI (GRUB's karg area).
 func TestLiveISOBootRunsIgnition(t *testing.T) {
@@ -228,14 +160,14 @@ func TestLiveISOBootRunsIgnition(t *testing.T) {
 		t.Run(string(fw), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 			defer cancel()
-			token := ignitionFile{path: "/etc/snofactory/token-" + randomHex(t, 4), content: []byte(randomHex(t, 16))}
-			karg := "snofactory.e2e=" + randomHex(t, 6)
+			token := conformance.File{Path: "/etc/snofactory/token-" + testbin.RandomHex(t, 4), Content: []byte(testbin.RandomHex(t, 16))}
+			karg := "snofactory.e2e=" + testbin.RandomHex(t, 6)
 			iso, rep := customizedISO(t, ctx, ignitionConfig(t, token), karg)
 			if rep.Strategy != coreiso.StrategyPatch {
 				t.Errorf("a small config should be embedded in place, got strategy %s", rep.Strategy)
 			}
 			msgs := bootLive(t, ctx, vm.Config{Name: "live-boot-" + string(fw), ISO: iso, NoReboot: true, Firmware: fw})
-			checkReports(t, msgs, wire.PhaseIgnitionApplied, karg, token)
+			conformance.CheckReports(t, msgs, wire.PhaseIgnitionApplied, karg, token)
 		})
 	}
 }
@@ -251,20 +183,20 @@ func TestLiveISOBootOversizedConfig(t *testing.T) {
 			if _, err := rand.Read(big); err != nil {
 				t.Fatal(err)
 			}
-			bigFile := ignitionFile{path: "/var/lib/snofactory/big.bin", content: big}
-			token := ignitionFile{path: "/etc/snofactory/token", content: []byte(randomHex(t, 16))}
+			bigFile := conformance.File{Path: "/var/lib/snofactory/big.bin", Content: big}
+			token := conformance.File{Path: "/etc/snofactory/token", Content: []byte(testbin.RandomHex(t, 16))}
 			config := ignitionConfig(t, token, bigFile)
 			if len(config) <= conformance.IgnitionImgSize {
 				t.Fatalf("test config is only %d bytes", len(config))
 			}
-			karg := "snofactory.e2e=" + randomHex(t, 6)
+			karg := "snofactory.e2e=" + testbin.RandomHex(t, 6)
 			iso, rep := customizedISO(t, ctx, config, karg)
 			if rep.Strategy != coreiso.StrategyRebuild || rep.AreaBytes <= conformance.IgnitionImgSize {
 				t.Fatalf("oversized config: strategy %s, area %d bytes; want a rebuild with a larger area", rep.Strategy, rep.AreaBytes)
 			}
 			msgs := bootLive(t, ctx, vm.Config{Name: "live-boot-oversized-" + string(fw), ISO: iso, NoReboot: true, Firmware: fw})
 			t.Logf("config %d bytes, embed area %d bytes", len(config), rep.AreaBytes)
-			checkReports(t, msgs, wire.PhaseIgnitionApplied, karg, token, bigFile)
+			conformance.CheckReports(t, msgs, wire.PhaseIgnitionApplied, karg, token, bigFile)
 		})
 	}
 }
@@ -379,8 +311,8 @@ func TestConformanceInstall(t *testing.T) {
 		t.Run(string(fw), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 			defer cancel()
-			token := ignitionFile{path: "/etc/snofactory/token", content: []byte(randomHex(t, 16))}
-			marker := "unit-ran-" + randomHex(t, 4)
+			token := conformance.File{Path: "/etc/snofactory/token", Content: []byte(testbin.RandomHex(t, 16))}
+			marker := "unit-ran-" + testbin.RandomHex(t, 4)
 			units := []ignitionUnit{
 				{name: "e2e-ok.service", enabled: true, contents: "[Service]\nType=oneshot\nExecStart=/bin/sh -c 'echo " + marker + " > /var/lib/e2e-unit'\n[Install]\nWantedBy=multi-user.target\n"},
 				{name: "e2e-off.service", enabled: false, contents: "[Service]\nType=oneshot\nExecStart=/bin/false\n"},
@@ -410,14 +342,14 @@ func TestConformanceInstall(t *testing.T) {
 				}
 			}
 			checkInstallDetails(t, msgs, fw, len(refs))
-			checkReports(t, msgs, wire.PhaseIgnitionApplied, "", token)
-			first, _ := findPhase(msgs, wire.PhaseRebootedFromDisk)
+			conformance.CheckReports(t, msgs, wire.PhaseIgnitionApplied, "", token)
+			first, _ := conformance.FindPhase(msgs, wire.PhaseRebootedFromDisk)
 			i := slices.IndexFunc(msgs, func(m wire.Message) bool { return m.Phase == wire.PhaseRebootedFromDisk })
-			checkReports(t, msgs[i:], "ignition-firstboot", "", token)
+			conformance.CheckReports(t, msgs[i:], "ignition-firstboot", "", token)
 			if first.Boot == msgs[0].Boot {
 				t.Error("rebooted-from-disk carries the live boot's boot id: no reboot happened")
 			}
-			unitsMsg, _ := findPhase(msgs, wire.PhaseUnits)
+			unitsMsg, _ := conformance.FindPhase(msgs, wire.PhaseUnits)
 			if got := unitsMsg.Details["units"]; got != "e2e-ok.service:ok" {
 				t.Errorf("units ran: %q, want only e2e-ok.service, ok", got)
 			}
@@ -439,13 +371,13 @@ func TestConformanceInstall(t *testing.T) {
 				t.Errorf("second disk boot reports %v: want mode=disk firstboot=false firmware=%s", final.Details, fw)
 			}
 			for _, p := range []string{"ignition-files", wire.PhaseUnits, wire.PhaseInstallComplete, wire.PhaseLiveBooted} {
-				if _, ran := findPhase(again, p); ran {
+				if _, ran := conformance.FindPhase(again, p); ran {
 					t.Errorf("the second boot from disk reported %s", p)
 				}
 			}
-			persisted, _ := findPhase(again, "persisted-files")
-			if got := persisted.Details["file:"+token.path]; got != string(token.content) {
-				t.Errorf("after a reboot %s holds %q, want %q", token.path, got, token.content)
+			persisted, _ := conformance.FindPhase(again, "persisted-files")
+			if got := persisted.Details["file:"+token.Path]; got != string(token.Content) {
+				t.Errorf("after a reboot %s holds %q, want %q", token.Path, got, token.Content)
 			}
 		})
 	}
@@ -460,18 +392,18 @@ func checkInstallDetails(t *testing.T, msgs []wire.Message, fw vm.Firmware, imag
 	if images > 0 {
 		dev = "/dev/vdb"
 	}
-	imp, _ := findPhase(msgs, wire.PhaseImagesImported)
+	imp, _ := conformance.FindPhase(msgs, wire.PhaseImagesImported)
 	if imp.Details["images"] != strconv.Itoa(images) {
 		t.Errorf("images-imported %v, want images=%d", imp.Details, images)
 	}
 	if images == 0 && imp.Details["reason"] == "" {
 		t.Errorf("images-imported %v: no reason for importing nothing", imp.Details)
 	}
-	written, _ := findPhase(msgs, wire.PhaseWrittenToDisk)
+	written, _ := conformance.FindPhase(msgs, wire.PhaseWrittenToDisk)
 	if written.Details["device"] != dev || written.Details["root"] != dev+"2" || written.Details["esp"] != dev+"1" {
 		t.Errorf("written-to-disk %v: want device %s, ESP partition 1, root partition 2", written.Details, dev)
 	}
-	rb, _ := findPhase(msgs, wire.PhaseRebootedFromDisk)
+	rb, _ := conformance.FindPhase(msgs, wire.PhaseRebootedFromDisk)
 	loader := map[vm.Firmware]string{vm.FirmwareBIOS: "extlinux", vm.FirmwareUEFI: "grub-efi"}[fw]
 	if rb.Details["root"] != dev+"2" || rb.Details["disk_serial"] != wire.TargetDiskSerial ||
 		rb.Details["firmware"] != string(fw) || rb.Details["loader"] != loader ||
@@ -488,7 +420,7 @@ func TestConformanceInstallFailingUnit(t *testing.T) {
 		t.Run(string(fw), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 			defer cancel()
-			marker := "e2e-unit-output-" + randomHex(t, 6)
+			marker := "e2e-unit-output-" + testbin.RandomHex(t, 6)
 			units := []ignitionUnit{{name: "e2e-fail.service", enabled: true,
 				contents: "[Service]\nType=oneshot\nExecStart=/bin/sh -c 'echo " + marker + "; echo on-stderr >&2; exit 3'\n[Install]\nWantedBy=multi-user.target\n"}}
 			iso, _ := customizedISO(t, ctx, ignitionConfigUnits(t, units))
@@ -532,8 +464,8 @@ func TestConformanceInstallFailingUnit(t *testing.T) {
 func TestLiveISOInstallToDiskAndReboot(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	token := ignitionFile{path: "/etc/snofactory/token", content: []byte(randomHex(t, 16))}
-	karg := "snofactory.e2e=" + randomHex(t, 6)
+	token := conformance.File{Path: "/etc/snofactory/token", Content: []byte(testbin.RandomHex(t, 16))}
+	karg := "snofactory.e2e=" + testbin.RandomHex(t, 6)
 	iso, _ := customizedISO(t, ctx, ignitionConfig(t, token), karg, "coreos.inst.install_dev=/dev/vda")
 	disk := filepath.Join(t.TempDir(), "root.qcow2")
 	if err := vm.CreateDisk(ctx, disk, "qcow2", conformance.MinDiskMiB+16); err != nil {
@@ -555,14 +487,14 @@ func TestLiveISOInstallToDiskAndReboot(t *testing.T) {
 		t.Fatal("no rebooted-from-disk report")
 	}
 	live, installed := msgs[:i], msgs[i:]
-	checkReports(t, live, wire.PhaseIgnitionApplied, karg, token)
-	if _, ok := findPhase(live, wire.PhaseBootComplete); ok {
+	conformance.CheckReports(t, live, wire.PhaseIgnitionApplied, karg, token)
+	if _, ok := conformance.FindPhase(live, wire.PhaseBootComplete); ok {
 		t.Error("the live system reported boot-complete although it was installing")
 	}
 	if installed[0].Boot == live[0].Boot {
 		t.Error("the disk boot reports the live boot's boot id: no reboot happened")
 	}
-	imp, _ := findPhase(live, wire.PhaseImagesImported)
+	imp, _ := conformance.FindPhase(live, wire.PhaseImagesImported)
 	if imp.Details["images"] != "0" || !strings.Contains(imp.Details["reason"], wire.PrecacheDiskSerial) {
 		t.Errorf("images-imported without a data disk: %v", imp.Details)
 	}
@@ -570,7 +502,7 @@ func TestLiveISOInstallToDiskAndReboot(t *testing.T) {
 	if strings.Contains(installed[0].Details["cmdline"], "coreos.inst.install_dev") {
 		t.Errorf("installed system still has the installer karg: %q", installed[0].Details["cmdline"])
 	}
-	checkReports(t, installed, "ignition-firstboot", karg, token)
+	conformance.CheckReports(t, installed, "ignition-firstboot", karg, token)
 	if d := msgs[len(msgs)-1].Details; d["mode"] != "disk" || d["firstboot"] != "true" {
 		t.Errorf("final report %v: want mode=disk firstboot=true", d)
 	}
