@@ -6,24 +6,9 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/snofactory/snofactory/pipeline/clocktest"
 )
-
-// stepClock moves on by what is slept; cancel, when set, runs at the nth sleep.
-type stepClock struct {
-	now    time.Time
-	sleeps int
-	cancel func(n int)
-}
-
-func (c *stepClock) Now() time.Time { return c.now }
-func (c *stepClock) Sleep(ctx context.Context, d time.Duration) error {
-	c.now = c.now.Add(d)
-	c.sleeps++
-	if c.cancel != nil {
-		c.cancel(c.sleeps)
-	}
-	return ctx.Err()
-}
 
 func TestWait(t *testing.T) {
 	broken := errors.New("broken")
@@ -47,7 +32,7 @@ func TestWait(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			c := &stepClock{now: time.Unix(1e9, 0), cancel: func(n int) {
+			c := &clocktest.Clock{T: time.Unix(1e9, 0), OnSleep: func(n int, _ time.Time) {
 				if n == tc.cancelAt {
 					cancel()
 				}

@@ -24,6 +24,7 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/snofactory/snofactory/pipeline/clocktest"
 	"github.com/snofactory/snofactory/seeds/agent/wire"
 	"github.com/snofactory/snofactory/seeds/seedinfo"
 	"github.com/snofactory/snofactory/seeds/steps"
@@ -37,15 +38,6 @@ const (
 	recertImageForTst = "quay.io/edge-infrastructure/recert@sha256:1111"
 	etcdImageForTst   = "quay.io/openshift-release-dev/etcd@sha256:2222"
 )
-
-// fakeClock advances by what is slept, so waits cost no time.
-type fakeClock struct{ now time.Time }
-
-func (c *fakeClock) Now() time.Time { return c.now }
-func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
-	c.now = c.now.Add(d)
-	return ctx.Err()
-}
 
 type exitErr int
 
@@ -206,7 +198,7 @@ func routerCA(t *testing.T) []byte {
 }
 
 func (n *sealNode) sealer() Sealer {
-	return Sealer{Root: n.root, Run: n.run, Clock: &fakeClock{now: time.Unix(1_800_000_000, 0)},
+	return Sealer{Root: n.root, Run: n.run, Clock: clocktest.New(time.Unix(1_800_000_000, 0)),
 		Request: wire.SealRequest{Version: 1, Target: "openshift", RecertImage: recertImageForTst, EtcdImage: etcdImageForTst,
 			RequiredFiles: []string{"/etc/default/nodeip-configuration"}}}
 }

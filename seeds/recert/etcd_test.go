@@ -6,15 +6,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/snofactory/snofactory/pipeline/clocktest"
 )
-
-type stepClock struct{ now time.Time }
-
-func (c *stepClock) Now() time.Time { return c.now }
-func (c *stepClock) Sleep(ctx context.Context, d time.Duration) error {
-	c.now = c.now.Add(d)
-	return ctx.Err()
-}
 
 // The standalone etcd is polled as lifecycle-agent polls it: GET /health every second,
 // for at most a minute, and the error names the last answer.
@@ -40,7 +34,7 @@ func TestWaitEtcd(t *testing.T) {
 				}
 				return nil, errors.New("curl: (7) Failed to connect to localhost port 2379")
 			}
-			err := WaitEtcd(context.Background(), run, &stepClock{now: time.Unix(1e9, 0)})
+			err := WaitEtcd(context.Background(), run, clocktest.New(time.Unix(1e9, 0)))
 			if calls != tc.wantCalls || (tc.wantErr == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.wantErr)) {
 				t.Errorf("calls %d, err %v; want %d, %q", calls, err, tc.wantCalls, tc.wantErr)
 			}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kdomanski/iso9660"
 
+	"github.com/snofactory/snofactory/pipeline/clocktest"
 	"github.com/snofactory/snofactory/seeds/agent/wire"
 	"github.com/snofactory/snofactory/seeds/siteconfig"
 	"github.com/snofactory/snofactory/seeds/target"
@@ -82,23 +83,6 @@ func (c *commands) run(_ context.Context, name string, args ...string) ([]byte, 
 	return nil, nil
 }
 
-// fakeClock moves on by the time slept; onSleep runs before each sleep returns.
-type fakeClock struct {
-	now     time.Time
-	sleeps  int
-	onSleep func(n int)
-}
-
-func (c *fakeClock) Now() time.Time { return c.now }
-func (c *fakeClock) Sleep(_ context.Context, d time.Duration) error {
-	c.now = c.now.Add(d)
-	c.sleeps++
-	if c.onSleep != nil {
-		c.onSleep(c.sleeps)
-	}
-	return nil
-}
-
 // medium writes the site config file src (testdata of siteconfig) onto a medium, with
 // edit applied first.
 func medium(t *testing.T, src string, edit func(*siteconfig.SiteConfig)) string {
@@ -147,13 +131,13 @@ type harness struct {
 	cmds         *commands
 	rep          *recorder
 	console      bytes.Buffer
-	clock        *fakeClock
+	clock        *clocktest.Clock
 }
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
 	return &harness{root: t.TempDir(), resolv: filepath.Join(t.TempDir(), "resolv.conf"),
-		cmds: &commands{outputs: map[string]string{}}, rep: &recorder{}, clock: &fakeClock{now: time.Unix(1e9, 0)}}
+		cmds: &commands{outputs: map[string]string{}}, rep: &recorder{}, clock: clocktest.New(time.Unix(1e9, 0))}
 }
 
 func (h *harness) options(kind target.Target, medium string) Options {

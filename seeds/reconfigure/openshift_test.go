@@ -63,7 +63,7 @@ func openshiftNode(t *testing.T, h *harness) {
 		}
 	}
 	kc := filepath.Join(h.root, DefaultKubeConfig)
-	settled := h.clock.now.Add(-time.Hour).Format(time.RFC3339)
+	settled := h.clock.T.Add(-time.Hour).Format(time.RFC3339)
 	h.cmds.outputs["oc --kubeconfig "+kc+" get --raw /readyz"] = "ok"
 	h.cmds.outputs["oc --kubeconfig "+kc+" get clusterversion.config.openshift.io version -o json"] =
 		`{"metadata":{"name":"version"},"status":{"conditions":[{"type":"Available","status":"True"},{"type":"Failing","status":"False"},{"type":"Progressing","status":"False"}]}}`

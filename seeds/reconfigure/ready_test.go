@@ -61,7 +61,7 @@ func TestWaitReady(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &run{o: o}
-	start := h.clock.now
+	start := h.clock.T
 	calls := 0
 	r.o.Run = func(context.Context, string, ...string) ([]byte, error) {
 		calls++
@@ -74,7 +74,7 @@ func TestWaitReady(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := h.clock.now.Sub(start.Add(20 * time.Second)); got < 30*time.Second {
+	if got := h.clock.T.Sub(start.Add(20 * time.Second)); got < 30*time.Second {
 		t.Errorf("passed %s after the operator settled, inside the settle window (%v)", got, d)
 	}
 	r.o.Run = func(context.Context, string, ...string) ([]byte, error) {

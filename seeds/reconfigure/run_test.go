@@ -25,7 +25,7 @@ func TestMediumAppears(t *testing.T) {
 	os.WriteFile(filepath.Join(devs, "sr1"), mustRead(t, rawMedium(t, "OTHER", "x: 1")), 0o644) // an ISO of another label
 	src := medium(t, "dhcp.yaml", nil)
 	h.cmds.outputs["ip -o addr show dev eth0"] = "2: eth0    inet 10.0.2.15/24 brd 10.0.2.255 scope global eth0\\       valid_lft forever\n"
-	h.clock.onSleep = func(n int) {
+	h.clock.OnSleep = func(n int, _ time.Time) {
 		if n == 7 { // the technician inserts the medium
 			os.WriteFile(filepath.Join(devs, "sr0"), mustRead(t, src), 0o644)
 		}

@@ -6,25 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snofactory/snofactory/pipeline/clocktest"
 	"github.com/snofactory/snofactory/test/kubeapi"
 )
-
-// settleClock moves on by what is slept; onSleep runs as each sleep ends.
-type settleClock struct {
-	now     time.Time
-	sleeps  int
-	onSleep func(n int, now time.Time)
-}
-
-func (c *settleClock) Now() time.Time { return c.now }
-func (c *settleClock) Sleep(ctx context.Context, d time.Duration) error {
-	c.now = c.now.Add(d)
-	c.sleeps++
-	if c.onSleep != nil {
-		c.onSleep(c.sleeps, c.now)
-	}
-	return ctx.Err()
-}
 
 // resultOf runs the cluster checks and returns one check's result.
 func resultOf(t *testing.T, s *kubeapi.Server, now time.Time, id string) Result {
@@ -75,9 +59,9 @@ func TestClusterChecksAgainstAPIServer(t *testing.T) {
 		// not Progressing (as its operator would write it); the wait ends only once the
 		// settle window has passed after that.
 		s.SetStatus(t, kubeapi.ClusterOperators, "ingress", kubeapi.OperatorStatus("False", "True", "False", now))
-		clock := &settleClock{now: now}
+		clock := clocktest.New(now)
 		var stoppedAt time.Time
-		clock.onSleep = func(n int, at time.Time) {
+		clock.OnSleep = func(n int, at time.Time) {
 			if n == 1 {
 				stoppedAt = at
 				s.SetStatus(t, kubeapi.ClusterOperators, "ingress", kubeapi.OperatorStatus("True", "False", "False", at))
@@ -86,8 +70,8 @@ func TestClusterChecksAgainstAPIServer(t *testing.T) {
 		if err := WaitSettled(context.Background(), &OpenShift{Kubeconfig: s.Kubeconfig}, Options{}, clock, 5*time.Second); err != nil {
 			t.Fatal(err)
 		}
-		if stoppedAt.IsZero() || clock.now.Sub(stoppedAt) < DefaultSettleWindow {
-			t.Errorf("settled %s after the operator stopped progressing, want at least %s", clock.now.Sub(stoppedAt), DefaultSettleWindow)
+		if stoppedAt.IsZero() || clock.T.Sub(stoppedAt) < DefaultSettleWindow {
+			t.Errorf("settled %s after the operator stopped progressing, want at least %s", clock.T.Sub(stoppedAt), DefaultSettleWindow)
 		}
 		s.SetStatus(t, kubeapi.ClusterOperators, "ingress", kubeapi.OperatorStatus("True", "False", "False", settled))
 	})
@@ -95,7 +79,7 @@ func TestClusterChecksAgainstAPIServer(t *testing.T) {
 	t.Run("wait gives up naming what is unsettled", func(t *testing.T) {
 		s.SetStatus(t, kubeapi.ClusterOperators, "etcd", kubeapi.OperatorStatus("True", "False", "True", settled))
 		ctx, cancel := context.WithCancel(context.Background())
-		clock := &settleClock{now: now, onSleep: func(n int, _ time.Time) {
+		clock := &clocktest.Clock{T: now, OnSleep: func(n int, _ time.Time) {
 			if n == 3 {
 				cancel()
 			}
