@@ -136,8 +136,6 @@ func Customize(ctx context.Context, inISO, outISO string, c Customization) (Repo
 			return rep, err
 		}
 		defer dst.Close()
-	} else if err := checkNotInput(inISO, outISO); err != nil {
-		return rep, err
 	} else if _, err := output.Check(outISO, inISO); err != nil {
 		return rep, err
 	}

@@ -2,7 +2,6 @@ package coreiso
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -43,26 +42,6 @@ func openInPlace(p string) (*os.File, error) {
 		return nil, fmt.Errorf("opening ISO for writing: %w", err)
 	}
 	return f, nil
-}
-
-// checkNotInput refuses an output path that names the input ISO (through a
-// link or not): writing a new file over it would not be in place.
-func checkNotInput(in, out string) error {
-	si, err := os.Stat(in)
-	if err != nil {
-		return err
-	}
-	so, err := os.Stat(out)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if os.SameFile(si, so) {
-		return fmt.Errorf("%w: output %s is the input ISO; omit the output to change it in place", ErrInvalidInput, out)
-	}
-	return nil
 }
 
 // applyPatches writes patches into f. No fsync: it would flush every dirty

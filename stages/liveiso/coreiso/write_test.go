@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/snofactory/snofactory/stages/liveiso/coreiso/coreisotest"
@@ -19,7 +20,7 @@ func TestWriteModes(t *testing.T) {
 
 	t.Run("output equal to input is refused", func(t *testing.T) {
 		_, err := Customize(context.Background(), in, in, Customization{Ignition: cfg})
-		if !errors.Is(err, ErrInvalidInput) {
+		if !IsBadInput(err) || !strings.Contains(err.Error(), "is this command's input") {
 			t.Fatalf("error = %v", err)
 		}
 	})
