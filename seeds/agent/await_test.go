@@ -2,54 +2,13 @@ package agent
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"strings"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/snofactory/snofactory/seeds/agent/wire"
 	"github.com/snofactory/snofactory/seeds/target"
+	"github.com/snofactory/snofactory/test/testbin"
 )
-
-// openPTY returns a raw pseudo-terminal: the host's end and the path of the guest's. Like
-// a virtio-serial port, it is one device the guest both writes and reads.
-func openPTY(t *testing.T) (host *os.File, guest string) {
-	t.Helper()
-	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
-	if err != nil {
-		t.Skipf("no pseudo-terminals here: %v", err)
-	}
-	t.Cleanup(func() { m.Close() })
-	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
-		t.Fatal(err)
-	}
-	n, err := unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	guest = fmt.Sprintf("/dev/pts/%d", n)
-	// Raw on the guest's side: no echo, no line editing, no CR/LF translation.
-	s, err := os.OpenFile(guest, os.O_RDWR|unix.O_NOCTTY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Held open for the test: a master with no open slave reads EIO.
-	t.Cleanup(func() { s.Close() })
-	tio, err := unix.IoctlGetTermios(int(s.Fd()), unix.TCGETS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tio.Iflag &^= unix.IGNBRK | unix.BRKINT | unix.PARMRK | unix.ISTRIP | unix.INLCR | unix.IGNCR | unix.ICRNL | unix.IXON
-	tio.Oflag &^= unix.OPOST
-	tio.Lflag &^= unix.ECHO | unix.ECHONL | unix.ICANON | unix.ISIG | unix.IEXTEN
-	tio.Cc[unix.VMIN], tio.Cc[unix.VTIME] = 1, 0
-	if err := unix.IoctlSetTermios(int(s.Fd()), unix.TCSETS, tio); err != nil {
-		t.Fatal(err)
-	}
-	return m, guest
-}
 
 // The guest asks, then reads the host's answer on the port it still holds open.
 func TestAwait(t *testing.T) {
@@ -66,7 +25,7 @@ func TestAwait(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			host, guest := openPTY(t)
+			host, guest := testbin.PTY(t)
 			sysRoot, _ := fakeNode(t)
 			r := Reporter{Port: guest, StateDir: t.TempDir(), SysRoot: sysRoot}
 			done := make(chan error, 1)

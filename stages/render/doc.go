@@ -20,7 +20,10 @@
 // from the precache data disk (a tar; entry agent/snofactory) so it never travels in
 // Ignition, waits for its phase, and reports it once; a failure carries the journal of the
 // installer unit doing the work. Without the agent's virtio-serial port (any machine but a
-// factory VM) the units do nothing.
+// factory VM) the units do nothing. After install-complete (or boot-complete on a later
+// factory boot) the node stays up: snofactory-factory (node/snofactory-factory.sh) asks the
+// factory host for each next command (freeze and thaw for the host's snapshot of the
+// installed disk, report for validation, seal, poweroff), so a build boots the node once.
 //
 // The release the installer installs (OPENSHIFT_INSTALL_RELEASE_IMAGE_OVERRIDE) comes from
 // the resolve stage's lock (Options.FromResolve, read through its handoff record): its

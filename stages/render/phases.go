@@ -33,6 +33,24 @@ var phaseScript string
 //go:embed node/snofactory-seal.sh
 var sealScript string
 
+//go:embed node/snofactory-factory.sh
+var factoryScript string
+
+// The installed node's factory commands: once it reported install-complete (or
+// boot-complete on a later factory boot) it stays up and asks the host what to do next,
+// so a build boots it once (node/snofactory-factory.sh).
+const (
+	FactoryScript = "/usr/local/bin/snofactory-factory"
+	FactoryUnit   = "snofactory-factory.service"
+)
+
+// factoryUnitText starts the script after the final phase units.
+func factoryUnitText() string {
+	return "[Unit]\nDescription=snofactory: take the factory's commands between its stages (one boot per build)\n" +
+		"After=snofactory-phase-" + wire.PhaseInstallComplete + ".service snofactory-phase-" + wire.PhaseBootComplete + ".service\n\n" +
+		"[Service]\nType=simple\nExecStart=" + FactoryScript + "\n\n[Install]\nWantedBy=multi-user.target\n"
+}
+
 // phaseUnit is a service that reports one install phase.
 type phaseUnit struct {
 	Phase string
@@ -132,6 +150,9 @@ func phaseButane(b butane, phases []phaseUnit, stamps string) butane {
 // phasesManifest is the MachineConfig with the installed system's phase units.
 func phasesManifest(variant string) (extraManifest, error) {
 	mc := phaseButane(masterMC(variant, PhasesMachineConfig), diskPhases(), diskStamps)
+	t := true
+	mc.Storage.Files = append(mc.Storage.Files, butaneFile{Path: FactoryScript, Mode: 0o755, Overwrite: true, Contents: butaneContents{Inline: factoryScript}})
+	mc.Systemd.Units = append(mc.Systemd.Units, butaneUnit{Name: FactoryUnit, Enabled: &t, Contents: factoryUnitText()})
 	doc, err := translateOwn(PhasesMachineConfig, mc, false)
 	if err != nil {
 		return extraManifest{}, err

@@ -4,8 +4,10 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -210,6 +212,17 @@ func TestOpenShiftPhaseUnits(t *testing.T) {
 		!strings.Contains(*u.Contents, "ConditionPathExists=!"+liveStamps+"/boot-complete\n") || !strings.Contains(*u.Contents, " boot-complete boot-report\n") {
 		t.Errorf("no boot report unit on the installed system: %+v", u)
 	}
+	// The installed system takes the factory's commands after its final reports.
+	if mode, got := fileEntry(t, mcIgn, FactoryScript); got != factoryScript || mode != 0o755 {
+		t.Errorf("%s (mode %o) is not the factory script", FactoryScript, mode)
+	}
+	if u, ok := disk[FactoryUnit]; !ok || u.Enabled == nil || !*u.Enabled || u.Contents == nil ||
+		!slices.Contains(unitAfter(*u.Contents), "snofactory-phase-install-complete.service") || !strings.Contains(*u.Contents, "ExecStart="+FactoryScript+"\n") {
+		t.Errorf("no factory unit after install-complete on the installed system: %+v", u)
+	}
+	if _, ok := live[FactoryUnit]; ok {
+		t.Errorf("the live system takes factory commands")
+	}
 	for _, w := range wantPhases {
 		units, other, stamps := disk, live, diskStamps
 		if w.live {
@@ -265,8 +278,9 @@ func TestPhasesMachineConfigVersions(t *testing.T) {
 				t.Errorf("manifest %+v, want %s at Ignition %s", m.info, PhasesMachineConfig, tc.ign)
 			}
 			raw := assertMachineConfig(t, m.name, m.data, tc.ign)
-			if len(unitsOf(t, raw)) != len(diskPhases()) {
-				t.Errorf("%d units, want %d", len(unitsOf(t, raw)), len(diskPhases()))
+			// The phases, and the factory's command taker.
+			if units := unitsOf(t, raw); len(units) != len(diskPhases())+1 || units[FactoryUnit].Contents == nil {
+				t.Errorf("%d units, want %d and %s", len(units), len(diskPhases())+1, FactoryUnit)
 			}
 			if tc.ign <= "3.3.0" {
 				p := filepath.Join(t.TempDir(), "spec-config.ign")
@@ -377,6 +391,7 @@ func TestPhaseScriptReports(t *testing.T) {
 		gather     bool // installer-gather.sh and the gather port are there
 		preStamps  []string
 		installed  bool // the install finished on an earlier boot (its disk stamp)
+		factory    bool // the factory's command taker is installed
 		rc         int
 		msgs       []want
 		stamp      string
@@ -404,6 +419,10 @@ func TestPhaseScriptReports(t *testing.T) {
 		{name: "boot report after the install", args: []string{"boot-complete", "boot-report"}, installed: true,
 			msgs: []want{{"facts", wire.StatusInfo, ""}, {"boot-complete", wire.StatusOK, "mode"}}, stamp: "boot-complete"},
 		{name: "no boot report during the install", args: []string{"boot-complete", "boot-report"}},
+		// With the factory's command taker there, the final report says the node takes
+		// commands next, and marks it for snofactory-factory.
+		{name: "boot report offers commands", args: []string{"boot-complete", "boot-report"}, installed: true, factory: true,
+			msgs: []want{{"facts", wire.StatusInfo, ""}, {"boot-complete", wire.StatusOK, wire.DetailCommands}}, stamp: "boot-complete"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -435,6 +454,12 @@ func TestPhaseScriptReports(t *testing.T) {
 			if !c.noPort {
 				cmd.Env = append(cmd.Env, "SNOFACTORY_PORT="+port)
 			}
+			factory := filepath.Join(dir, "none")
+			if c.factory {
+				factory = filepath.Join(dir, "snofactory-factory")
+				os.WriteFile(factory, []byte("#!/bin/sh\n"), 0o755)
+			}
+			cmd.Env = append(cmd.Env, "SNOFACTORY_FACTORY="+factory)
 			gatherDev := filepath.Join(dir, "gather-port")
 			if c.gather {
 				// installer-gather.sh writes its bundle to $TAR_FILE; the bundle must reach the
@@ -483,6 +508,9 @@ func TestPhaseScriptReports(t *testing.T) {
 				if _, err := os.Stat(filepath.Join(stamps, c.stamp)); err != nil {
 					t.Errorf("no stamp %s: %v", c.stamp, err)
 				}
+			}
+			if _, err := os.Stat(filepath.Join(run, "commands")); (err == nil) != c.factory {
+				t.Errorf("commands marker: %v, want it only with the factory's command taker", err)
 			}
 			_, err = os.Stat(filepath.Join(run, "bin", "snofactory"))
 			if extracted := err == nil; extracted != (len(c.msgs) > 0) {
@@ -661,5 +689,119 @@ func TestSealScriptOpenShift(t *testing.T) {
 	}
 	if _, err := os.Stat(poweredOff); err != nil {
 		t.Error("the node was not powered off after sealing")
+	}
+}
+
+// The factory script, with the real agent on a pseudo-terminal standing in for the agent
+// port: the test is the host. It asks before each command and says how the last one went;
+// freeze and thaw go through every filesystem in order and back; report sends the facts
+// and boot-complete; seal hands the request to the seal script. A freeze that fails says
+// where, and leaves nothing frozen; poweroff ends it.
+func TestFactoryScript(t *testing.T) {
+	bin, err := testbin.Binary(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(t.TempDir(), "snofactory-factory")
+	if err := os.WriteFile(script, []byte(factoryScript), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	type step struct {
+		send     wire.Command
+		wantLast string   // the ask after it: its last detail ("" when the script ends)
+		phases   []string // what the node reports before that ask
+	}
+	seal := &wire.SealRequest{Version: wire.SealRequestVersion, Target: "openshift", RecertImage: "r", EtcdImage: "e"}
+	cases := []struct {
+		name       string
+		failFreeze string // the filesystem fsfreeze fails on
+		steps      []step
+		freezes    string
+		sealed     bool
+		poweredOff bool
+	}{
+		{name: "freeze, thaw, report, seal", steps: []step{
+			{send: wire.Command{Name: wire.CommandFreeze}, wantLast: "freeze:ok"},
+			{send: wire.Command{Name: wire.CommandThaw}, wantLast: "thaw:ok"},
+			{send: wire.Command{Name: wire.CommandReport}, wantLast: "report:ok", phases: []string{wire.PhaseFacts, wire.PhaseBootComplete}},
+			{send: wire.Command{Name: wire.CommandSeal, Seal: seal}},
+		}, freezes: "--freeze /boot,--freeze /sysroot,--unfreeze /sysroot,--unfreeze /boot,", sealed: true},
+		{name: "a freeze that fails", failFreeze: "/sysroot", steps: []step{
+			{send: wire.Command{Name: wire.CommandFreeze}, wantLast: "freeze:failed"},
+			{send: wire.Command{Name: wire.CommandPoweroff}},
+		}, freezes: "--freeze /boot,--freeze /sysroot,--unfreeze /boot,", poweredOff: true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			run, stand := filepath.Join(dir, "run"), filepath.Join(dir, "standins")
+			for _, d := range []string{run, stand, filepath.Join(dir, "root")} {
+				os.MkdirAll(d, 0o755)
+			}
+			touch(t, filepath.Join(run, "commands"))
+			freezeLog, sealed, poweredOff := filepath.Join(dir, "freezes"), filepath.Join(dir, "sealed.json"), filepath.Join(dir, "powered-off")
+			os.WriteFile(filepath.Join(stand, "fsfreeze"), []byte("#!/bin/sh\nprintf '%s %s,' \"$1\" \"$2\" >>"+freezeLog+
+				"\n[ \"$1 $2\" = \"--freeze "+c.failFreeze+"\" ] && { echo 'Operation not supported' >&2; exit 1; }\nexit 0\n"), 0o755)
+			sealScript := filepath.Join(stand, "seal")
+			os.WriteFile(sealScript, []byte("#!/bin/sh\ncp \"$SNOFACTORY_SEAL_REQUEST\" "+sealed+"\n"), 0o755)
+			host, guest := testbin.PTY(t)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			cmd := exec.CommandContext(ctx, script)
+			cmd.Env = append(os.Environ(), "PATH="+stand+":"+os.Getenv("PATH"), "SNOFACTORY_PORT="+guest, "SNOFACTORY_RUN="+run,
+				"SNOFACTORY_ROOT="+filepath.Join(dir, "root"), "SNOFACTORY_AGENT="+bin, "SNOFACTORY_AGENT_STATE="+filepath.Join(dir, "state"),
+				"SNOFACTORY_SEAL="+sealScript, "SNOFACTORY_POWEROFF=touch "+poweredOff, "SNOFACTORY_POLL=0.1")
+			var out bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &out
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			d := wire.NewDecoder(host)
+			next := func() wire.Message {
+				m, err := d.Next()
+				if err != nil {
+					t.Fatalf("reading the port: %v\n%s", err, out.String())
+				}
+				return m
+			}
+			if m := next(); m.Phase != wire.PhaseAwaiting || m.Details[wire.DetailLast] != "" {
+				t.Fatalf("first message %+v, want a plain ask", m)
+			}
+			for _, s := range c.steps {
+				s.send.Version = wire.CommandVersion
+				if err := wire.EncodeCommand(host, s.send); err != nil {
+					t.Fatal(err)
+				}
+				if s.wantLast == "" {
+					break
+				}
+				var phases []string
+				m := next()
+				for ; m.Phase != wire.PhaseAwaiting; m = next() {
+					phases = append(phases, m.Phase)
+					if m.Phase == wire.PhaseBootComplete && m.Details[wire.DetailCommands] != "1" {
+						t.Errorf("boot-complete does not say the node takes commands: %v", m.Details)
+					}
+				}
+				if fmt.Sprint(phases) != fmt.Sprint(s.phases) || m.Details[wire.DetailLast] != s.wantLast {
+					t.Errorf("after %s: reports %v and an ask with last=%q, want %v and %q", s.send.Name, phases, m.Details[wire.DetailLast], s.phases, s.wantLast)
+				}
+				if strings.HasSuffix(s.wantLast, ":failed") && !strings.Contains(m.Details[wire.DetailError], c.failFreeze+": Operation not supported") {
+					t.Errorf("the failure says %q", m.Details[wire.DetailError])
+				}
+			}
+			if err := cmd.Wait(); err != nil {
+				t.Fatalf("factory script: %v\n%s", err, out.String())
+			}
+			if b, _ := os.ReadFile(freezeLog); string(b) != c.freezes {
+				t.Errorf("fsfreeze calls %q, want %q", b, c.freezes)
+			}
+			if b, err := os.ReadFile(sealed); c.sealed && (err != nil || !strings.Contains(string(b), `"recertImage":"r"`)) {
+				t.Errorf("the seal script got %q (%v)", b, err)
+			}
+			if _, err := os.Stat(poweredOff); (err == nil) != c.poweredOff {
+				t.Errorf("powered off: %v, want %v", err == nil, c.poweredOff)
+			}
+		})
 	}
 }

@@ -44,6 +44,7 @@ state=${SNOFACTORY_AGENT_STATE:-/run/snofactory-agent}
 port=${SNOFACTORY_PORT:-$port_name}
 disk=${SNOFACTORY_PRECACHE_DISK:-/dev/disk/by-id/virtio-$disk_serial}
 poll=${SNOFACTORY_POLL:-5}
+factory=${SNOFACTORY_FACTORY:-/usr/local/bin/snofactory-factory}
 max_restarts=${SNOFACTORY_MAX_RESTARTS:-10}
 details=()
 why=
@@ -212,8 +213,18 @@ while :; do
 	"$fn"
 	case $? in
 	0)
+		# A factory node stays up after its final report and takes the host's commands
+		# (snofactory-factory), unless it is a sealed seed.
+		commands=
+		if [ "$phase" = "$final" ] && [ -x "$factory" ] && [ ! -e "$root/etc/snofactory/sealed.json" ]; then
+			commands=1
+			details+=(--detail commands=1)
+		fi
 		report "$phase" ok "${details[@]}" || exit 1
 		mkdir -p "$stamps" && : >"$stamps/$phase"
+		if [ -n "$commands" ]; then
+			mkdir -p "$run" && : >"$run/commands"
+		fi
 		exit 0
 		;;
 	2) fail "${why:-check $check failed}" ;;
