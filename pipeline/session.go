@@ -169,7 +169,7 @@ func (e *Env) HandOn(s *Session) {
 // own makes s this stage's: the session the record names.
 func (e *Env) own(s *Session) {
 	e.session = s
-	e.Log.Info("VM session", "session", s.ID)
+	e.Log.Info("session", "session", s.ID)
 }
 
 // endSessions settles the stage's session when it ends: a handed-on one (after a
