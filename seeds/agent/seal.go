@@ -30,13 +30,13 @@ func clearTrees(root string, dirs []string) (int, error) {
 	return n, nil
 }
 
-// writeUnder writes a small file at p under root, creating its directory.
-func writeUnder(root, p string, b []byte) error {
+// writeUnder writes a small file at p under root with perm, creating its directory.
+func writeUnder(root, p string, b []byte, perm os.FileMode) error {
 	dst := filepath.Join(root, p)
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return fmt.Errorf("writing %s: %w", p, err)
 	}
-	if err := os.WriteFile(dst, append(b, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(dst, append(b, '\n'), perm); err != nil {
 		return fmt.Errorf("writing %s: %w", p, err)
 	}
 	return nil

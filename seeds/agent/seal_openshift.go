@@ -130,7 +130,7 @@ func (s Sealer) openshiftActions() []sealAction {
 			if err != nil {
 				return "", err
 			}
-			if err := writeUnder(s.Root, seedinfo.File, bytes.TrimSuffix(b, []byte("\n"))); err != nil {
+			if err := writeUnder(s.Root, seedinfo.File, bytes.TrimSuffix(b, []byte("\n")), 0o644); err != nil {
 				return "", err
 			}
 			return fmt.Sprintf("%s.%s, node %s (%s)", info.ClusterName, info.BaseDomain, info.Hostname, strings.Join(info.NodeIPs, ",")), nil
@@ -140,7 +140,7 @@ func (s Sealer) openshiftActions() []sealAction {
 		acts = append(acts,
 			sealAction{steps.Step{Name: "pull-secret-placeholder", Argv: setPlaceholder, Changes: []string{"Secret openshift-config/pull-secret", placeholder},
 				Detail: "the build's pull secret leaves etcd: a placeholder goes in through the API"}, func(ctx context.Context) (string, error) {
-				if err := writeUnder(s.Root, placeholder, []byte(PlaceholderPullSecret)); err != nil {
+				if err := writeUnder(s.Root, placeholder, []byte(PlaceholderPullSecret), 0o600); err != nil {
 					return "", err
 				}
 				if _, err := s.Run(ctx, setPlaceholder[0], setPlaceholder[1:]...); err != nil {

@@ -263,7 +263,7 @@ func (s Sealer) nodeStateActions() []sealAction {
 			if err != nil {
 				return "", err
 			}
-			return wire.ReconfigureImagesFile, writeUnder(s.Root, wire.ReconfigureImagesFile, imgs)
+			return wire.ReconfigureImagesFile, writeUnder(s.Root, wire.ReconfigureImagesFile, imgs, 0o644)
 		}})
 	}
 	if req.Target.IsOpenShift() {
@@ -274,7 +274,7 @@ func (s Sealer) nodeStateActions() []sealAction {
 		if err != nil {
 			return "", err
 		}
-		return wire.SealedFile, writeUnder(s.Root, wire.SealedFile, b)
+		return wire.SealedFile, writeUnder(s.Root, wire.SealedFile, b, 0o644)
 	}})
 }
 

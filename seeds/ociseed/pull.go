@@ -144,7 +144,8 @@ func fetchFiles(ctx context.Context, src source, stage string, files []fileChunk
 		}
 	}()
 	for _, fc := range files {
-		f, err := os.OpenFile(filepath.Join(stage, fc.name), os.O_RDWR|os.O_CREATE, 0o644)
+		// 0600: a seed's disk keeps the cluster's private keys, its credentials the rest.
+		f, err := os.OpenFile(filepath.Join(stage, fc.name), os.O_RDWR|os.O_CREATE, 0o600)
 		if err != nil {
 			return fmt.Errorf("pulling %s: %w", fc.name, err)
 		}

@@ -167,7 +167,8 @@ func writeBlock(ctx context.Context, device string, d Disk, rc io.Reader) error 
 // writeFile writes the raw disk into a file through output.Write: beside device, renamed
 // into place once its digest is verified; on any failure the partial file is removed.
 func writeFile(ctx context.Context, device string, d Disk, rc io.Reader) error {
-	return output.Write(device, 0o644, func(f *os.File) error {
+	// 0600: the disk keeps the cluster's private keys.
+	return output.Write(device, 0o600, func(f *os.File) error {
 		n, got, err := copyHashed(ctx, f, rc, true)
 		if err != nil {
 			return fmt.Errorf("writing %s onto %s: %w", d.File, device, err)

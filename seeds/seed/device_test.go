@@ -31,6 +31,10 @@ func TestWriteDevice(t *testing.T) {
 			if d.Format != formats[0] || !bytes.Equal(got, seedtest.RawDisk(1<<20, 3)) {
 				t.Errorf("the device does not hold the raw disk (%s, %d bytes)", d.Format, len(got))
 			}
+			// A disk in a file keeps what the seed keeps (an OpenShift node's private keys).
+			if fi, _ := os.Stat(dev); fi.Mode().Perm() != 0o600 {
+				t.Errorf("the written disk file has mode %v, want 0600", fi.Mode().Perm())
+			}
 		})
 	}
 }

@@ -93,6 +93,12 @@ func qcow2Raw(ctx context.Context, f *os.File) (io.ReadCloser, error) {
 		return nil, fmt.Errorf("converting %s to raw: %w", name, err)
 	}
 	out := filepath.Join(tmp, "disk.raw")
+	// 0600 before qemu-img fills it (it keeps an existing file's mode): the disk keeps the
+	// cluster's private keys.
+	if err := os.WriteFile(out, nil, 0o600); err != nil {
+		os.RemoveAll(tmp)
+		return nil, fmt.Errorf("converting %s to raw: %w", name, err)
+	}
 	cmd := exec.CommandContext(ctx, "qemu-img", "convert", "-q", "-f", FormatQCOW2, "-O", FormatRaw, "/dev/fd/3", out)
 	cmd.ExtraFiles = []*os.File{f}
 	if b, err := cmd.CombinedOutput(); err != nil {

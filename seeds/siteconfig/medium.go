@@ -65,11 +65,9 @@ func Write(ctx context.Context, sc *SiteConfig, isoPath string, inputs ...string
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("writing the site-config medium %s: %w", isoPath, err)
 	}
-	perm := os.FileMode(0o600)
-	if sc.Spec.PullSecret == "" {
-		perm = 0o644
-	}
-	if err := output.Write(isoPath, perm, func(f *os.File) error {
+	// 0600 always: besides a pull secret, a medium can carry signer keys, the kubeadmin
+	// password hash and Secret manifests.
+	if err := output.Write(isoPath, 0o600, func(f *os.File) error {
 		if err := w.WriteTo(f, VolumeLabel); err != nil {
 			return fmt.Errorf("writing the site-config medium %s: %w", isoPath, err)
 		}

@@ -236,8 +236,9 @@ func TestMediumLabelWithXorriso(t *testing.T) {
 	if err := Write(context.Background(), sc, iso); err != nil {
 		t.Fatal(err)
 	}
-	if fi, _ := os.Stat(iso); fi.Mode().Perm() != 0o644 {
-		t.Errorf("medium without a pull secret has mode %v, want 0644", fi.Mode().Perm())
+	// 0600 even without a pull secret: a medium can carry keys and the password hash.
+	if fi, _ := os.Stat(iso); fi.Mode().Perm() != 0o600 {
+		t.Errorf("medium without a pull secret has mode %v, want 0600", fi.Mode().Perm())
 	}
 	out, err := exec.Command("xorriso", "-indev", iso, "-pvd_info", "-find", "/", "-type", "f").CombinedOutput()
 	if err != nil {

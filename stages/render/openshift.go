@@ -30,7 +30,8 @@ func renderOpenShift(ctx context.Context, opts Options, env *runEnv, rep *Report
 		return err
 	}
 	icPath := ManifestDir + "/install-config.yaml"
-	if err := writeInstallConfig(env.out, icPath, c, secrets.kept(opts.KeepSecrets), 0o644); err != nil {
+	// 0600: with KeepSecrets it holds the pull secret.
+	if err := writeInstallConfig(env.out, icPath, c, secrets.kept(opts.KeepSecrets), 0o600); err != nil {
 		return err
 	}
 	rep.Manifests = append(rep.Manifests, ManifestFile{Path: icPath, Kind: "InstallConfig", Name: c.ClusterName, Redacted: !opts.KeepSecrets})

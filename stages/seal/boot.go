@@ -58,7 +58,7 @@ func sealDisk(ctx context.Context, opts Options, in inputs, req wire.SealRequest
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(reqDisk, b, 0o644); err != nil {
+	if err := os.WriteFile(reqDisk, b, 0o600); err != nil {
 		return err
 	}
 	cfg := vm.Config{

@@ -36,10 +36,17 @@ func writeDisks(ctx context.Context, work, dir string, formats []string, env *pi
 			if err := qemuImg(ctx, "convert", "-q", "-c", "-O", "qcow2", work, filepath.Join(dir, file)); err != nil {
 				return nil, err
 			}
+			// 0600: an OpenShift seed keeps the cluster's private keys on its disk.
+			if err := os.Chmod(filepath.Join(dir, file), 0o600); err != nil {
+				return nil, err
+			}
 		case seed.FormatRaw:
 			file = RawFile
 			raw := filepath.Join(env.Scratch, "disk.raw")
 			if err := qemuImg(ctx, "convert", "-q", "-O", "raw", work, raw); err != nil {
+				return nil, err
+			}
+			if err := os.Chmod(raw, 0o600); err != nil {
 				return nil, err
 			}
 			if err := compressZstd(ctx, raw, filepath.Join(dir, file)); err != nil {
@@ -68,7 +75,7 @@ func compressZstd(ctx context.Context, src, dst string) error {
 		return err
 	}
 	defer in.Close()
-	out, err := os.Create(dst)
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return err
 	}

@@ -105,6 +105,17 @@ func TestSeedBuildsPublishesAndPulls(t *testing.T) {
 			t.Errorf("pulled %s differs from the sealed one", f)
 		}
 	}
+	// A seed's disks keep what the node kept (an OpenShift node's private keys): only their
+	// owner reads them, sealed or pulled.
+	for _, f := range []string{filepath.Join(sealed, "disk.qcow2"), filepath.Join(sealed, "disk.raw.zst"),
+		filepath.Join(pulled, "disk.qcow2"), filepath.Join(pulled, "disk.raw.zst")} {
+		fi, err := os.Stat(f)
+		if err != nil {
+			t.Error(err)
+		} else if fi.Mode().Perm()&0o077 != 0 {
+			t.Errorf("%s: mode %v, want no access for others", f, fi.Mode().Perm())
+		}
+	}
 
 	reg.Reset()
 	if r := runCLI(t, "seed", "push", sealed, ref); r.code != 0 {

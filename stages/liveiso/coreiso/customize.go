@@ -55,10 +55,12 @@ type Customization struct {
 	Log *slog.Logger
 }
 
-// outMode is the permission a new output ISO gets.
+// outMode is the permission a new output ISO gets: 0600 unless the caller says otherwise,
+// since a live ISO's embedded config (this one, or one it already had) usually holds the
+// pull secret.
 func (c Customization) outMode() os.FileMode {
 	if c.Mode == 0 {
-		return 0o644
+		return 0o600
 	}
 	return c.Mode.Perm()
 }

@@ -96,6 +96,10 @@ func buildRebuilt(ctx context.Context, iso *ISO, work string, e edits, log *slog
 		return "", err
 	}
 	built := filepath.Join(work, "out.iso")
+	// Created 0600 before xorriso fills it: it carries the embedded config.
+	if err := os.WriteFile(built, nil, 0o600); err != nil {
+		return "", err
+	}
 	// SORRY-level messages are not fatal: re-replaying the boot setup of an
 	// image xorriso itself wrote yields "cannot make proposal to mark data file
 	// as MBR partition" although the partition is kept; the result is read
@@ -147,7 +151,8 @@ func writeRebuildFiles(iso *ISO, work string, payload []byte) ([]mapping, error)
 	for i, isoPath := range slices.Sorted(maps.Keys(files)) {
 		// numbered: the area file may share its base name with another
 		host := filepath.Join(work, fmt.Sprintf("%d-%s", i, path.Base(isoPath)))
-		if err := os.WriteFile(host, files[isoPath], 0o444); err != nil {
+		// 0400: the config area holds the embedded config, secrets and all.
+		if err := os.WriteFile(host, files[isoPath], 0o400); err != nil {
 			return nil, fmt.Errorf("writing %s for the rebuild: %w", isoPath, err)
 		}
 		out = append(out, mapping{iso: isoPath, host: host})

@@ -186,10 +186,11 @@ func TestOutputModeAndLog(t *testing.T) {
 		want os.FileMode
 		via  Strategy
 	}{
-		{"patch/default", testConfig("mode"), 0, 0o644, StrategyPatch},
-		{"patch/private", testConfig("mode"), 0o600, 0o600, StrategyPatch},
-		{"rebuild/default", bigConfig(400 << 10), 0, 0o644, StrategyRebuild},
-		{"rebuild/private", bigConfig(400 << 10), 0o600, 0o600, StrategyRebuild},
+		// An ISO carrying a config is private unless the caller asks otherwise.
+		{"patch/default", testConfig("mode"), 0, 0o600, StrategyPatch},
+		{"patch/shared", testConfig("mode"), 0o644, 0o644, StrategyPatch},
+		{"rebuild/default", bigConfig(400 << 10), 0, 0o600, StrategyRebuild},
+		{"rebuild/shared", bigConfig(400 << 10), 0o644, 0o644, StrategyRebuild},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			in := coreisotest.Fixture(t, "embed-areas-2023-07.x86_64.iso")
