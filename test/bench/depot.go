@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/snofactory/snofactory/test/registry"
 	"github.com/snofactory/snofactory/test/testbin"
 )
 
@@ -23,15 +22,11 @@ func benchDepot(ctx context.Context, dir string) ([]Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	reg, err := registry.Start(ctx, registry.Options{})
+	reg, image, err := serveDemoImage(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer reg.Stop()
-	image := reg.Ref(strings.TrimPrefix(testbin.DemoImage, testbin.DemoRegistry+"/"))
-	if _, err := registry.PushRandom(ctx, image); err != nil {
-		return nil, err
-	}
 	var bps []string
 	for i := range depotBlueprints {
 		bp, err := copyNamed(ctx, filepath.Join(dir, fmt.Sprintf("bp%d", i)), image, fmt.Sprintf("demo-%d", i))

@@ -14,7 +14,6 @@ import (
 	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/seeds/seed"
 	"github.com/snofactory/snofactory/stages"
-	"github.com/snofactory/snofactory/test/registry"
 	"github.com/snofactory/snofactory/test/testbin"
 )
 
@@ -32,15 +31,11 @@ func benchFactory(ctx context.Context, dir string) ([]Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	reg, err := registry.Start(ctx, registry.Options{})
+	reg, image, err := serveDemoImage(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer reg.Stop()
-	image := reg.Ref(strings.TrimPrefix(testbin.DemoImage, testbin.DemoRegistry+"/"))
-	if _, err := registry.PushRandom(ctx, image); err != nil {
-		return nil, err
-	}
 	bp, err := benchBlueprint(ctx, dir, image)
 	if err != nil {
 		return nil, err

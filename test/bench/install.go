@@ -70,15 +70,11 @@ type demoBuild struct {
 // resolve and precache read it) and runs `snofactory build --until validate` on a copy of the
 // demo blueprint naming it, with a fresh cache and JSON progress.
 func runDemoBuild(ctx context.Context, bin, dir string) (*demoBuild, error) {
-	reg, err := registry.Start(ctx, registry.Options{})
+	reg, image, err := serveDemoImage(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer reg.Stop()
-	image := reg.Ref(strings.TrimPrefix(testbin.DemoImage, testbin.DemoRegistry+"/"))
-	if _, err := registry.PushRandom(ctx, image); err != nil {
-		return nil, err
-	}
 	b := &demoBuild{out: filepath.Join(dir, "out")}
 	if b.blueprint, err = benchBlueprint(ctx, dir, image); err != nil {
 		return nil, err
@@ -190,4 +186,19 @@ func bareBoot(ctx context.Context, b stages.ProbeBoot) (time.Duration, error) {
 		return 0, fmt.Errorf("no phase report: %w", err)
 	}
 	return first, nil
+}
+
+// serveDemoImage starts a registry serving the demo's extra image (random bytes) and
+// returns the registry, to stop, and the image's reference.
+func serveDemoImage(ctx context.Context) (*registry.Registry, string, error) {
+	reg, err := registry.Start(ctx, registry.Options{})
+	if err != nil {
+		return nil, "", err
+	}
+	image := reg.Ref(strings.TrimPrefix(testbin.DemoImage, testbin.DemoRegistry+"/"))
+	if _, err := registry.PushRandom(ctx, image); err != nil {
+		reg.Stop()
+		return nil, "", err
+	}
+	return reg, image, nil
 }
