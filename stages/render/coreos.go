@@ -3,7 +3,6 @@ package render
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/snofactory/snofactory/seeds/agent/wire"
@@ -86,18 +85,11 @@ WantedBy=multi-user.target
 	if err != nil {
 		return err
 	}
-	if err := writeFile(env.out, ConfigPath, cfg, configPerm(opts.SSHKey)); err != nil {
+	// 0600 always: a fragment may carry anything a node needs, secrets included.
+	if err := writeFile(env.out, ConfigPath, cfg, 0o600); err != nil {
 		return fmt.Errorf("writing %s: %w", ConfigPath, err)
 	}
 	rep.Ignition = map[string]IgnitionFile{handoff.ConfigNode: {Path: ConfigPath, Version: m.spec.version, Size: len(cfg), Secret: opts.SSHKey}}
 	env.log.Info("wrote Ignition config", "path", ConfigPath, "ignition", m.spec.version, "bytes", len(cfg), "fragments", len(opts.Fragments))
 	return nil
-}
-
-// configPerm is 0600 for configs that embed secrets.
-func configPerm(secret bool) os.FileMode {
-	if secret {
-		return 0o600
-	}
-	return 0o644
 }

@@ -135,8 +135,9 @@ systemd:
 	if c := rep.Ignition["config"]; c.Version != "3.3.0" || c.Path != ConfigPath || c.Secret {
 		t.Errorf("render.json config = %+v", c)
 	}
-	if st, _ := os.Stat(cfgPath); st.Mode().Perm() != 0o644 {
-		t.Errorf("config.ign mode %v, want 0644 without secrets", st.Mode().Perm())
+	// Private even without an SSH key: a fragment may carry secrets render cannot see.
+	if st, _ := os.Stat(cfgPath); st.Mode().Perm() != 0o600 {
+		t.Errorf("config.ign mode %v, want 0600", st.Mode().Perm())
 	}
 }
 
