@@ -86,7 +86,7 @@ func TestDemoBlueprint(t *testing.T) {
 		{"memory", s.VM.Memory, 512 * v1alpha1.MiB},
 		{"disk", s.VM.DiskSize, 2 * v1alpha1.GiB},
 		{"accelerator", s.VM.Accelerator, "auto"},
-		{"formats", strings.Join(s.Outputs.Formats, ","), "qcow2"},
+		{"formats", strings.Join(s.Outputs.Formats, ","), "chunked"},
 		{"kubelet validity", s.Relocation.KubeletCertValidity.D(), 24 * time.Hour},
 	}
 	for _, c := range checks {

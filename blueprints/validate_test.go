@@ -116,7 +116,7 @@ func TestDefaults(t *testing.T) {
 		{"shutdown timeout", co.Spec.VM.Timeouts.Shutdown.D(), 5 * time.Minute},
 		{"node IP", co.Spec.Relocation.NodeIP, "192.168.127.10/24"},
 		{"kubelet validity", co.Spec.Relocation.KubeletCertValidity.D(), 24 * time.Hour},
-		{"formats", strings.Join(co.Spec.Outputs.Formats, ","), "qcow2"},
+		{"formats", strings.Join(co.Spec.Outputs.Formats, ","), "chunked"},
 		{"compression", co.Spec.Outputs.Compression, "zstd"},
 		{"cluster name", os.Spec.OpenShift.ClusterName, "test"},
 		{"cluster network", os.Spec.OpenShift.ClusterNetwork[0], v1alpha1.ClusterNetwork{CIDR: "10.128.0.0/14", HostPrefix: 23}},

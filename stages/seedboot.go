@@ -99,7 +99,7 @@ func BootSeed(ctx context.Context, b SeedBoot) error {
 }
 
 // seedOverlay makes a qcow2 overlay of the seed's disk: its qcow2, or its raw disk
-// decompressed next to the overlay.
+// (chunked or zstd) unpacked next to the overlay.
 func seedOverlay(ctx context.Context, dir string, m *seed.Manifest, overlay string) error {
 	base, format := "", ""
 	for _, d := range m.Disks {
@@ -108,23 +108,11 @@ func seedOverlay(ctx context.Context, dir string, m *seed.Manifest, overlay stri
 		}
 	}
 	if base == "" {
-		rc, err := seed.RawReader(ctx, dir, m.Disks[0])
-		if err != nil {
-			return err
-		}
-		defer rc.Close()
+		// Sparse, verified against the raw digest, 0600: after the first boot the disk
+		// holds the site's pull secret.
 		base, format = filepath.Join(filepath.Dir(overlay), "disk.raw"), "raw"
-		// 0600, as the overlay: after the first boot the disk holds the site's pull secret.
-		f, err := os.OpenFile(base, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-		if err != nil {
-			return err
-		}
-		_, err = io.Copy(f, rc)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return fmt.Errorf("decompressing the seed's disk: %w", err)
+		if _, err := seed.WriteDevice(ctx, dir, base); err != nil {
+			return fmt.Errorf("unpacking the seed's disk: %w", err)
 		}
 	}
 	// 0600: the site's reconfiguration writes its pull secret into the overlay.

@@ -26,7 +26,7 @@ const (
 	MinSiteConfigTimeout         = Duration(10 * time.Second)
 	MaxSiteConfigTimeout         = Duration(24 * time.Hour)
 	DefaultCompression           = "zstd"
-	DefaultFormat                = "qcow2"
+	DefaultFormat                = "chunked"
 	DefaultClusterNetworkCIDR    = "10.128.0.0/14"
 	DefaultClusterHostPrefix     = 23
 	DefaultServiceNetwork        = "172.30.0.0/16"

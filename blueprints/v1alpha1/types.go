@@ -289,8 +289,9 @@ type Relocation struct {
 
 // Outputs says what the build produces and where it goes.
 type Outputs struct {
-	// Disk image formats of the seed: qcow2 and/or raw. Default: [qcow2].
-	Formats []string `json:"formats,omitempty" yaml:"formats,omitempty" jsonschema:"uniqueItems=true,enum=qcow2,enum=raw"`
+	// Disk image formats of the seed: chunked (content-defined chunks, moved as deltas),
+	// qcow2 and/or raw (zstd). Default: [chunked].
+	Formats []string `json:"formats,omitempty" yaml:"formats,omitempty" jsonschema:"uniqueItems=true,enum=chunked,enum=qcow2,enum=raw"`
 	// Compression of the seed disk: none, zstd, xz or gzip. Default: zstd.
 	Compression string `json:"compression,omitempty" yaml:"compression,omitempty" jsonschema:"enum=none,enum=zstd,enum=xz,enum=gzip"`
 	// OCI reference (fully qualified, with a tag) to push the seed to as an OCI artifact.

@@ -537,7 +537,7 @@ func (b *Blueprint) validateOutputs(c *checker) {
 	seen := map[string]bool{}
 	for i, f := range o.Formats {
 		q := fmt.Sprintf("%s.formats[%d]", p, i)
-		c.oneOf(q, f, "qcow2", "raw")
+		c.oneOf(q, f, "chunked", "qcow2", "raw")
 		if seen[f] {
 			c.add(q, fmt.Sprintf("format %q listed twice", suggest.Clip(f)), "")
 		}

@@ -25,7 +25,7 @@ const hostOnly = "HOST-ONLY-c0ffee"
 func hostileSeed(t *testing.T, craft func(dir string)) string {
 	t.Helper()
 	dir := t.TempDir()
-	seedtest.Write(t, dir, seedtest.Options{RawSize: 1 << 20, Seed: 11})
+	seedtest.Write(t, dir, seedtest.Options{RawSize: 1 << 20, Seed: 11, Formats: []string{seed.FormatQCOW2, seed.FormatRaw}})
 	if craft != nil {
 		craft(dir)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/snofactory/snofactory/pipeline/output"
+	"github.com/snofactory/snofactory/seeds/diskpack"
 	"github.com/snofactory/snofactory/seeds/ociseed"
 	"github.com/snofactory/snofactory/seeds/seed"
 )
@@ -21,7 +22,8 @@ func newSeedCommand() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "seed",
 		Short: "Push, pull, inspect, verify and write seed images",
-		Long: "A seed is a directory (seed.json, the disk as qcow2 and/or raw.zst, credentials.age) or an OCI " +
+		Long: "A seed is a directory (seed.json, the disk as chunks (disk.pack, disk.index), qcow2 and/or raw.zst, " +
+			"credentials.age) or an OCI " +
 			"artifact at REF: a registry reference (docker:// optional), oci:DIR[:TAG] or oci-archive:FILE[:TAG].",
 	}
 	var reg registryFlags
@@ -29,7 +31,7 @@ func newSeedCommand() *cobra.Command {
 		"(registries on 127.0.0.1 or localhost are plain HTTP regardless)")
 	c.PersistentFlags().IntVar(&reg.jobs, "jobs", ociseed.DefaultJobs, "chunks moved in parallel")
 	c.AddCommand(newSeedPushCommand(&reg), newSeedPullCommand(&reg), newSeedInspectCommand(&reg),
-		newSeedVerifyCommand(&reg), newSeedWriteCommand(&reg), newSeedBootCommand(&reg))
+		newSeedVerifyCommand(&reg), newSeedWriteCommand(&reg), newSeedBootCommand(&reg), newSeedDiffCommand(&reg))
 	return c
 }
 
@@ -154,11 +156,14 @@ func newSeedPushCommand(reg *registryFlags) *cobra.Command {
 }
 
 func newSeedPullCommand(reg *registryFlags) *cobra.Command {
-	return &cobra.Command{
+	var from string
+	c := &cobra.Command{
 		Use:   "pull REF DIR",
 		Short: "Pull the seed at REF into DIR and verify every digest",
-		Long:  "An interrupted pull resumes where it stopped when run again with the same DIR.",
-		Args:  exactArgs(2),
+		Long: "An interrupted pull resumes where it stopped when run again with the same DIR. With --from OLD " +
+			"(an earlier seed directory, a raw disk file, or a device holding an earlier seed), a chunked seed " +
+			"fetches only the chunks OLD lacks; each chunk taken from OLD is checked first.",
+		Args: exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if _, err := seedSourceLocation(args[0], true); err != nil {
 				return err
@@ -166,14 +171,109 @@ func newSeedPullCommand(reg *registryFlags) *cobra.Command {
 			if fi, err := os.Stat(args[1]); err == nil && !fi.IsDir() {
 				return badInput(fmt.Errorf("%s is not a directory: pull a seed into a directory", args[1]))
 			}
-			m, err := ociseed.Pull(cmd.Context(), args[0], args[1], reg.options()...)
+			opts, st, err := fromOptions(reg, from)
+			if err != nil {
+				return err
+			}
+			m, err := ociseed.Pull(cmd.Context(), args[0], args[1], opts...)
 			if err != nil {
 				return seedErr(err)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Pulled seed %s into %s (%d disks, verified)\n", m.Name, args[1], len(m.Disks))
+			fmt.Fprintf(cmd.OutOrStdout(), "Pulled seed %s into %s (%d disks, verified)%s\n", m.Name, args[1], len(m.Disks), st.summary(from))
 			return nil
 		},
 	}
+	c.Flags().StringVar(&from, "from", "", "reuse the chunks of OLD: an earlier seed directory, a raw disk or a device")
+	return c
+}
+
+// pullStats reports where a pull's chunks came from.
+type pullStats struct{ ociseed.PullStats }
+
+func (s *pullStats) summary(from string) string {
+	if s.Fetched+s.Reused+s.Resumed == 0 {
+		return ""
+	}
+	out := fmt.Sprintf("; fetched %d chunks (%s)", s.Fetched, units.BytesSize(float64(s.FetchedBytes)))
+	if from != "" {
+		out += fmt.Sprintf(", reused %d (%s) from %s", s.Reused, units.BytesSize(float64(s.ReusedBytes)), from)
+	}
+	if s.Resumed > 0 {
+		out += fmt.Sprintf(", %d staged by the interrupted pull", s.Resumed)
+	}
+	return out
+}
+
+// fromOptions are the registry options with --from OLD, checked to exist, and stats.
+func fromOptions(reg *registryFlags, from string) ([]ociseed.Option, *pullStats, error) {
+	st := &pullStats{}
+	opts := reg.options(ociseed.WithPullStats(&st.PullStats))
+	if from == "" {
+		return opts, st, nil
+	}
+	if _, err := os.Stat(from); err != nil {
+		return nil, nil, badInput(fmt.Errorf("--from: %w", err))
+	}
+	return append(opts, ociseed.WithFrom(from)), st, nil
+}
+
+func newSeedDiffCommand(reg *registryFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "diff A B",
+		Short: "Show how much of seed B seed A already holds: what moving B to where A is costs",
+		Long:  "A and B are seed directories or references; only their manifests and chunk indexes are read.",
+		Args:  exactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var idx [2]*diskpack.Index
+			for i, a := range args {
+				x, err := seedIndex(cmd, reg, a)
+				if err != nil {
+					return err
+				}
+				idx[i] = x
+			}
+			d := diskpack.Compare(idx[0], idx[1])
+			pct := func(a, b int64) float64 {
+				if b == 0 {
+					return 100
+				}
+				return 100 * float64(a) / float64(b)
+			}
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "%s shares with %s:\n", args[1], args[0])
+			fmt.Fprintf(w, "  chunks: %d of %d (%.1f%%)\n", d.SharedChunks, d.Chunks, pct(int64(d.SharedChunks), int64(d.Chunks)))
+			fmt.Fprintf(w, "  raw bytes: %s of %s (%.1f%%)\n", units.BytesSize(float64(d.SharedBytes)), units.BytesSize(float64(d.Bytes)), pct(d.SharedBytes, d.Bytes))
+			fmt.Fprintf(w, "  stored bytes: %s of %s (%.1f%%); moving %s where %s is sends %s\n", units.BytesSize(float64(d.SharedStored)),
+				units.BytesSize(float64(d.Stored)), pct(d.SharedStored, d.Stored), args[1], args[0], units.BytesSize(float64(d.Stored-d.SharedStored)))
+			return nil
+		},
+	}
+}
+
+// seedIndex reads the chunk index of a seed directory or reference.
+func seedIndex(cmd *cobra.Command, reg *registryFlags, arg string) (*diskpack.Index, error) {
+	local, err := localSeed(arg)
+	if err != nil {
+		return nil, err
+	}
+	if !local {
+		if _, err := seedSourceLocation(arg, true); err != nil {
+			return nil, err
+		}
+		_, x, err := ociseed.DiskIndex(cmd.Context(), arg, reg.options()...)
+		return x, seedErr(err)
+	}
+	m, err := seed.Check(arg)
+	if err != nil {
+		return nil, seedErr(err)
+	}
+	for _, d := range m.Disks {
+		if d.Format == seed.FormatChunked {
+			x, err := seed.ReadIndex(arg, d)
+			return x, seedErr(err)
+		}
+	}
+	return nil, badInput(fmt.Errorf("%s has no chunked disk (sealed before schemaVersion 2, or without the chunked format)", arg))
 }
 
 func newSeedInspectCommand(reg *registryFlags) *cobra.Command {
@@ -300,12 +400,14 @@ func verifyDevice(cmd *cobra.Command, reg *registryFlags, src, device string) (e
 }
 
 func newSeedWriteCommand(reg *registryFlags) *cobra.Command {
-	var image, device string
+	var image, device, from string
 	c := &cobra.Command{
 		Use:   "write --image REF|DIR --device DEV",
 		Short: "Write a seed's raw disk onto DEV (a block device or a file), verifying as it writes",
 		Long: "DEV must not be mounted. A REF is first pulled (and verified) into a temporary directory " +
-			"under $TMPDIR; the raw disk is then streamed onto DEV and its digest checked.",
+			"under $TMPDIR; the raw disk is then streamed onto DEV and its digest checked. With --from OLD (an " +
+			"earlier seed directory, or DEV itself when it holds an earlier seed), the pull fetches only the " +
+			"chunks OLD lacks.",
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			if image == "" || device == "" {
@@ -324,13 +426,22 @@ func newSeedWriteCommand(reg *registryFlags) *cobra.Command {
 				if _, err := seedSourceLocation(image, true); err != nil {
 					return err
 				}
+				opts, st, err := fromOptions(reg, from)
+				if err != nil {
+					return err
+				}
 				if dir, err = os.MkdirTemp("", "snofactory-seed-write-"); err != nil {
 					return fmt.Errorf("pulling %s: %w", image, err)
 				}
 				defer func() { err = errors.Join(err, os.RemoveAll(dir)) }()
-				if _, err := ociseed.Pull(cmd.Context(), image, dir, reg.options()...); err != nil {
-					return err
+				if _, err := ociseed.Pull(cmd.Context(), image, dir, opts...); err != nil {
+					return seedErr(err)
 				}
+				if s := st.summary(from); s != "" {
+					fmt.Fprintf(cmd.OutOrStdout(), "Pulled %s%s\n", image, s)
+				}
+			} else if from != "" {
+				return badInput(errors.New("--from reuses chunks for a seed pulled from REF; --image names a local seed directory"))
 			}
 			d, err := seed.WriteDevice(cmd.Context(), dir, device)
 			if err != nil {
@@ -343,5 +454,6 @@ func newSeedWriteCommand(reg *registryFlags) *cobra.Command {
 	}
 	c.Flags().StringVar(&image, "image", "", "the seed: a reference or a seed directory")
 	c.Flags().StringVar(&device, "device", "", "block device or file to write the raw disk onto")
+	c.Flags().StringVar(&from, "from", "", "reuse the chunks of OLD (an earlier seed directory, or DEV itself)")
 	return c
 }

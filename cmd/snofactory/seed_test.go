@@ -46,6 +46,33 @@ func TestSeedCommands(t *testing.T) {
 			t.Fatalf("%s: exit %d, stdout %q (want %q), stderr %s", strings.Join(tc.args, " "), code, stdout, tc.out, stderr)
 		}
 	}
+	// A later build of the seed moves as a delta: diff shows what it shares, and a pull or a
+	// write --from the earlier seed (or the device holding it) fetches only the rest.
+	src2 := t.TempDir()
+	seedtest.Write(t, src2, seedtest.Options{RawSize: 2 << 20, Credentials: true, Seed: 5,
+		Change: func(raw []byte) { copy(raw[1<<20:], "a changed file") }})
+	ref2 := r.Ref("seeds/demo:v2")
+	for _, tc := range []struct {
+		args []string
+		out  string
+	}{
+		{[]string{"seed", "push", src2, ref2}, "Pushed " + ref2},
+		{[]string{"seed", "diff", src, src2}, "chunks: "},
+		{[]string{"seed", "diff", ref, ref2}, "stored bytes: "},
+		{[]string{"seed", "pull", "--from", pulled, ref2, filepath.Join(t.TempDir(), "v2")}, "reused "},
+		{[]string{"seed", "write", "--image", ref2, "--device", dev, "--from", dev}, "reused "},
+		{[]string{"seed", "verify", src2, "--device", dev}, "holds the seed's disk, complete"},
+	} {
+		code, stdout, stderr := runMain(t, tc.args...)
+		if code != 0 || !strings.Contains(stdout, tc.out) {
+			t.Fatalf("%s: exit %d, stdout %q (want %q), stderr %s", strings.Join(tc.args, " "), code, stdout, tc.out, stderr)
+		}
+		t.Logf("%s:\n%s", strings.Join(tc.args[:2], " "), stdout)
+	}
+	if code, _, stderr := runMain(t, "seed", "write", "--image", src2, "--device", dev, "--from", dev); code != 2 || !strings.Contains(stderr, "--from") {
+		t.Errorf("write --from with a local seed: exit %d, %s", code, stderr)
+	}
+
 	code, stdout, stderr := runMain(t, "seed", "inspect", "--output", "json", ref)
 	want, _ := os.ReadFile(filepath.Join(src, seed.ManifestFile))
 	if code != 0 || stdout != string(want) {
@@ -55,7 +82,9 @@ func TestSeedCommands(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &parsed); err != nil || parsed.Name != "demo" {
 		t.Errorf("inspect --output json is not the manifest: %v", err)
 	}
-	if got, _ := os.ReadFile(dev); !bytes.Equal(got, seedtest.RawDisk(2<<20, 5)) {
+	want2 := seedtest.RawDisk(2<<20, 5)
+	copy(want2[1<<20:], "a changed file")
+	if got, _ := os.ReadFile(dev); !bytes.Equal(got, want2) {
 		t.Errorf("seed write: the device does not hold the raw disk")
 	}
 	for _, f := range []string{"disk.qcow2", "disk.raw.zst", "credentials.age", seed.ManifestFile} {

@@ -192,4 +192,8 @@ func (a *archiveReader) fetch(_ context.Context, d ocispec.Descriptor) (io.ReadC
 	return io.NopCloser(io.NewSectionReader(sr, 0, sr.Size())), nil
 }
 
+func (a *archiveReader) manifest(ctx context.Context, d ocispec.Descriptor) ([]byte, error) {
+	return readBlob(ctx, a, d, maxMetadata)
+}
+
 func (a *archiveReader) close() error { return a.f.Close() }

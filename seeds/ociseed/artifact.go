@@ -123,22 +123,8 @@ func (c chunk) blob(d digest.Digest) blob {
 // seedManifest builds the artifact manifest. Nothing in it depends on when or where it is
 // pushed, so an unchanged seed gives the same digest.
 func seedManifest(m *seed.Manifest, config blob, layers []blob, o options) ([]byte, error) {
-	ann := map[string]string{
-		ocispec.AnnotationCreated: m.Created.UTC().Format(time.RFC3339),
-		ocispec.AnnotationTitle:   m.Name,
-		AnnotationTarget:          string(m.Target),
-		AnnotationFirmware:        m.Firmware,
-		AnnotationBlueprintDigest: m.BlueprintDigest.String(),
-		AnnotationLockDigest:      m.LockDigest.String(),
-		AnnotationReconfiguration: m.ReconfigurationAPIVersion,
-		AnnotationChunkSize:       strconv.FormatInt(o.chunkSize, 10),
-	}
-	if m.ReleaseVersion != "" {
-		ann[ocispec.AnnotationVersion] = m.ReleaseVersion
-	}
-	if o.source != "" {
-		ann[ocispec.AnnotationSource] = o.source
-	}
+	ann := seedAnnotations(m, o)
+	ann[AnnotationChunkSize] = strconv.FormatInt(o.chunkSize, 10)
 	man := ocispec.Manifest{
 		Versioned:    specs.Versioned{SchemaVersion: 2},
 		MediaType:    ocispec.MediaTypeImageManifest,
@@ -154,6 +140,26 @@ func seedManifest(m *seed.Manifest, config blob, layers []blob, o options) ([]by
 		return nil, fmt.Errorf("encoding the seed's OCI manifest: %w", err)
 	}
 	return b, nil
+}
+
+// seedAnnotations say what the seed is on its top manifest or index.
+func seedAnnotations(m *seed.Manifest, o options) map[string]string {
+	ann := map[string]string{
+		ocispec.AnnotationCreated: m.Created.UTC().Format(time.RFC3339),
+		ocispec.AnnotationTitle:   m.Name,
+		AnnotationTarget:          string(m.Target),
+		AnnotationFirmware:        m.Firmware,
+		AnnotationBlueprintDigest: m.BlueprintDigest.String(),
+		AnnotationLockDigest:      m.LockDigest.String(),
+		AnnotationReconfiguration: m.ReconfigurationAPIVersion,
+	}
+	if m.ReleaseVersion != "" {
+		ann[ocispec.AnnotationVersion] = m.ReleaseVersion
+	}
+	if o.source != "" {
+		ann[ocispec.AnnotationSource] = o.source
+	}
+	return ann
 }
 
 // fileChunks is what a pull reassembles: each file's chunks in order.
@@ -181,13 +187,18 @@ func parseSeedManifest(raw []byte) (*ocispec.Manifest, error) {
 func layoutFiles(man *ocispec.Manifest, m *seed.Manifest) ([]fileChunks, error) {
 	want := map[string]int64{}
 	for _, d := range m.Disks {
-		want[d.File] = d.Size
+		if d.Format != seed.FormatChunked { // its chunks are in the disk index
+			want[d.File] = d.Size
+		}
 	}
 	if c := m.Credentials; c != nil {
 		want[c.File] = c.Size
 	}
 	byFile := map[string][]ocispec.Descriptor{}
 	for _, l := range man.Layers {
+		if l.MediaType == MediaTypeDiskIndex || l.MediaType == MediaTypeDiskChunk2 {
+			continue
+		}
 		f := l.Annotations[ocispec.AnnotationTitle]
 		if _, ok := want[f]; !ok {
 			return nil, fmt.Errorf("layer %s names %q, which is not a file of the seed", l.Digest, f)

@@ -192,6 +192,10 @@ func (l *layoutStore) fetch(_ context.Context, d ocispec.Descriptor) (io.ReadClo
 	return f, nil
 }
 
+func (l *layoutStore) manifest(ctx context.Context, d ocispec.Descriptor) ([]byte, error) {
+	return readBlob(ctx, l, d, maxMetadata)
+}
+
 func (l *layoutStore) referrers(ctx context.Context, subject ocispec.Descriptor) ([]ocispec.Descriptor, error) {
 	idx, err := l.index()
 	if err != nil {

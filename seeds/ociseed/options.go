@@ -28,6 +28,8 @@ type options struct {
 	source    string
 	logger    *slog.Logger
 	progress  func(Progress)
+	from      string
+	stats     *PullStats
 }
 
 func makeOptions(opts []Option) options {
@@ -100,3 +102,11 @@ type Progress struct {
 
 // WithProgress calls f after each blob; calls never overlap.
 func WithProgress(f func(Progress)) Option { return func(o *options) { o.progress = f } }
+
+// WithFrom names an earlier disk to reuse chunks from: a seed directory with a chunked disk,
+// or a raw disk (a file, or the device a seed write is about to rewrite). Pull fetches only
+// the chunks it lacks; each chunk taken from it is checked first.
+func WithFrom(path string) Option { return func(o *options) { o.from = path } }
+
+// WithPullStats fills st with where a pull's chunks came from (chunked seeds).
+func WithPullStats(st *PullStats) Option { return func(o *options) { o.stats = st } }

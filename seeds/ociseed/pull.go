@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/seeds/diskpack"
 	"github.com/snofactory/snofactory/seeds/seed"
 )
 
@@ -30,27 +31,48 @@ func Inspect(ctx context.Context, ref string, opts ...Option) (*seed.Manifest, e
 		return nil, err
 	}
 	defer src.close()
-	_, _, m, _, err := readSeed(ctx, src, loc)
-	return m, err
+	rs, err := readSeed(ctx, src, loc)
+	if err != nil {
+		return nil, err
+	}
+	return rs.m, nil
+}
+
+// remoteSeed is a seed as a source holds it.
+type remoteSeed struct {
+	desc  ocispec.Descriptor // what the location names: a manifest, or an index (chunked)
+	man   *ocispec.Manifest  // the manifest whose config is seed.json
+	m     *seed.Manifest
+	cfg   []byte
+	delta *deltaSeed // a seed with a chunked disk; nil for one stored as files only
 }
 
 // readSeed resolves the seed at loc: its artifact descriptor and manifest, the seed
 // manifest and the raw seed.json bytes.
-func readSeed(ctx context.Context, src source, loc Location) (ocispec.Descriptor, *ocispec.Manifest, *seed.Manifest, []byte, error) {
+func readSeed(ctx context.Context, src source, loc Location) (*remoteSeed, error) {
 	desc, raw, err := src.resolve(ctx)
 	if err != nil {
-		return desc, nil, nil, nil, err
+		return nil, err
 	}
-	man, err := parseSeedManifest(raw)
-	if err != nil {
-		return desc, nil, nil, nil, fmt.Errorf("%s: %w", loc, err)
+	rs := &remoteSeed{desc: desc}
+	if manifestDescriptor(raw).MediaType == ocispec.MediaTypeImageIndex {
+		if rs.delta, err = readParts(ctx, src, raw); err != nil {
+			return nil, fmt.Errorf("%s: %w", loc, err)
+		}
+		rs.man = rs.delta.first
+	} else if rs.man, err = parseSeedManifest(raw); err != nil {
+		return nil, fmt.Errorf("%s: %w", loc, err)
 	}
-	cfg, err := readBlob(ctx, src, man.Config, maxMetadata)
-	if err != nil {
-		return desc, nil, nil, nil, fmt.Errorf("%s: the seed manifest: %w", loc, err)
+	if rs.cfg, err = readBlob(ctx, src, rs.man.Config, maxMetadata); err != nil {
+		return nil, fmt.Errorf("%s: the seed manifest: %w", loc, err)
 	}
-	m, err := seed.ParseManifest(cfg, loc.String())
-	return desc, man, m, cfg, err
+	if rs.m, err = seed.ParseManifest(rs.cfg, loc.String()); err != nil {
+		return nil, err
+	}
+	if _, chunked := chunkedDisk(rs.m); chunked != (rs.delta != nil) {
+		return nil, fmt.Errorf("%s: seed.json and the artifact's layout disagree on whether the disk is chunked", loc)
+	}
+	return rs, nil
 }
 
 // Pull fetches the seed at ref into dir (created if needed) and verifies it with
@@ -65,11 +87,12 @@ func Pull(ctx context.Context, ref, dir string, opts ...Option) (*seed.Manifest,
 		return nil, err
 	}
 	defer src.close()
-	desc, man, m, cfg, err := readSeed(ctx, src, loc)
+	rs, err := readSeed(ctx, src, loc)
 	if err != nil {
 		return nil, err
 	}
-	files, err := layoutFiles(man, m)
+	desc, m, cfg := rs.desc, rs.m, rs.cfg
+	files, err := layoutFiles(rs.man, m)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", loc, err)
 	}
@@ -80,6 +103,14 @@ func Pull(ctx context.Context, ref, dir string, opts ...Option) (*seed.Manifest,
 	if err := fetchFiles(ctx, src, stage, files, o); err != nil {
 		// Only chunks whose digest matched were kept: the same pull resumes from them.
 		return nil, fmt.Errorf("%w (the chunks fetched so far are kept in %s: run the same pull again to resume, or remove it)", err, stage)
+	}
+	moved := files
+	if rs.delta != nil {
+		d, _ := chunkedDisk(m)
+		if err := pullPack(ctx, src, rs.delta, d, stage, o); err != nil {
+			return nil, fmt.Errorf("%w (the chunks fetched so far are kept in %s: run the same pull again to resume, or remove it)", err, stage)
+		}
+		moved = append(moved, fileChunks{name: d.File}, fileChunks{name: d.Index.File})
 	}
 	// The seed is verified where it was staged, and its manifest goes into dir last: a pull
 	// that fails or stops leaves nothing in dir that looks like a complete seed.
@@ -93,7 +124,7 @@ func Pull(ctx context.Context, ref, dir string, opts ...Option) (*seed.Manifest,
 		return nil, fmt.Errorf("the pulled seed from %s: %w", loc, err)
 	}
 	os.Remove(filepath.Join(dir, seed.ManifestFile)) // an older seed's, now being replaced
-	for _, f := range files {
+	for _, f := range moved {
 		if err := os.Rename(filepath.Join(stage, f.name), filepath.Join(dir, f.name)); err != nil {
 			return nil, fmt.Errorf("pulling %s: %w", f.name, err)
 		}
@@ -106,6 +137,34 @@ func Pull(ctx context.Context, ref, dir string, opts ...Option) (*seed.Manifest,
 	}
 	o.logger.InfoContext(ctx, "pulled seed", "from", loc.String(), "digest", desc.Digest, "to", dir)
 	return m, nil
+}
+
+// pullPack stages the chunked disk d: its index, then its pack, from the staged chunks of
+// an interrupted pull, from --from, and from the source, in that order of preference.
+func pullPack(ctx context.Context, src source, ds *deltaSeed, d seed.Disk, stage string, o options) error {
+	b, x, err := ds.fetchIndex(ctx, src, d)
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(filepath.Join(stage, d.Index.File), b); err != nil {
+		return err
+	}
+	var old *diskpack.Old
+	if o.from != "" {
+		var done func()
+		if old, done, err = openOld(ctx, o.from, x); err != nil {
+			return err
+		}
+		defer done()
+	}
+	var st PullStats
+	err = fillPack(ctx, src, ds, x, filepath.Join(stage, d.File), old, o, &st)
+	if o.stats != nil {
+		*o.stats = st
+	}
+	o.logger.InfoContext(ctx, "pulled chunks", "fetched", st.Fetched, "fetched_bytes", st.FetchedBytes,
+		"reused", st.Reused, "reused_bytes", st.ReusedBytes, "resumed", st.Resumed)
+	return err
 }
 
 // prepareStaging creates stage/done and drops the staging directories of other artifacts

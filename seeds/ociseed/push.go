@@ -58,23 +58,19 @@ func Push(ctx context.Context, dir, ref string, opts ...Option) (*Result, error)
 			t.abort()
 		}
 	}()
-	cs := chunks(dir, m, o.chunkSize)
-	p := &progress{f: o.progress, total: len(cs) + 1}
-	res := &Result{Location: loc.String(), Blobs: len(cs) + 1}
-	layers, err := pushChunks(ctx, t, cs, o, p)
-	if err != nil {
-		return nil, err
-	}
-	config := bytesBlob(seed.MediaTypeManifest, cfg, seed.ManifestFile)
-	if err := putBlob(ctx, t, config, p); err != nil {
-		return nil, err
-	}
-	raw, err := seedManifest(m, config, layers, o)
-	if err != nil {
-		return nil, err
-	}
-	if err := t.putManifest(ctx, raw, true); err != nil {
-		return nil, err
+	p := &progress{f: o.progress}
+	res := &Result{Location: loc.String()}
+	var raw []byte
+	if d, ok := chunkedDisk(m); ok {
+		if raw, err = pushDelta(ctx, t, dir, m, d, cfg, o, p); err != nil {
+			return nil, err
+		}
+		res.Blobs, res.Bytes = p.done, p.size
+	} else {
+		if raw, err = pushFiles(ctx, t, dir, m, cfg, o, p); err != nil {
+			return nil, err
+		}
+		res.Blobs, res.Bytes = p.done, p.size
 	}
 	res.Digest, res.Size = digest.FromBytes(raw), int64(len(raw))
 	subject := manifestDescriptor(raw)
@@ -89,13 +85,30 @@ func Push(ctx context.Context, dir, ref string, opts ...Option) (*Result, error)
 		return nil, err
 	}
 	committed = true
-	for _, l := range append(layers, config) {
-		res.Bytes += l.desc.Size
-	}
 	res.Sent = p.moved
 	o.logger.InfoContext(ctx, "pushed seed", "to", res.Location, "digest", res.Digest, "blobs", res.Blobs,
 		"bytes", res.Bytes, "sent", res.Sent)
 	return res, nil
+}
+
+// pushFiles stores a seed without a chunked disk: each file cut into fixed-size chunks,
+// under one manifest.
+func pushFiles(ctx context.Context, t target, dir string, m *seed.Manifest, cfg []byte, o options, p *progress) ([]byte, error) {
+	cs := chunks(dir, m, o.chunkSize)
+	p.total = len(cs) + 1
+	layers, err := pushChunks(ctx, t, cs, o, p)
+	if err != nil {
+		return nil, err
+	}
+	config := bytesBlob(seed.MediaTypeManifest, cfg, seed.ManifestFile)
+	if err := putBlob(ctx, t, config, p); err != nil {
+		return nil, err
+	}
+	raw, err := seedManifest(m, config, layers, o)
+	if err != nil {
+		return nil, err
+	}
+	return raw, t.putManifest(ctx, raw, true)
 }
 
 // progress counts finished blobs and reports each, one call at a time.
@@ -105,6 +118,7 @@ type progress struct {
 	done  int
 	total int
 	moved int64
+	size  int64 // of every blob finished, sent or not
 }
 
 func (p *progress) add(b blob, moved int64) {
@@ -112,6 +126,7 @@ func (p *progress) add(b blob, moved int64) {
 	defer p.mu.Unlock()
 	p.done++
 	p.moved += moved
+	p.size += b.desc.Size
 	if p.f != nil {
 		p.f(Progress{What: b.what, Digest: b.desc.Digest, Size: b.desc.Size, Moved: moved, Done: p.done, Total: p.total})
 	}

@@ -12,6 +12,8 @@ import (
 	"github.com/opencontainers/go-digest"
 	specs "github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/snofactory/snofactory/seeds/seed"
 )
 
 // Referrer is a file attached to a seed, such as validation.json or run.json.
@@ -94,8 +96,8 @@ func AttachReferrer(ctx context.Context, ref, file, artifactType string, opts ..
 	if err != nil {
 		return "", err
 	}
-	if _, err := parseSeedManifest(raw); err != nil {
-		return "", fmt.Errorf("%s: %w", ref, err)
+	if top := manifestDescriptor(raw); top.ArtifactType != seed.ArtifactType {
+		return "", fmt.Errorf("%s: not a seed: artifactType %q", ref, top.ArtifactType)
 	}
 	t, err := openTarget(ctx, loc, o)
 	if err != nil {

@@ -85,11 +85,28 @@ func (r *registry) fetch(ctx context.Context, d ocispec.Descriptor) (io.ReadClos
 	return rc, nil
 }
 
-// rawManifest is a manifest go-containerregistry pushes as is.
+func (r *registry) manifest(ctx context.Context, d ocispec.Descriptor) ([]byte, error) {
+	if d.Size > maxMetadata {
+		return nil, fmt.Errorf("manifest %s is %d bytes, more than the %d expected", d.Digest, d.Size, maxMetadata)
+	}
+	got, err := r.puller.Get(ctx, r.ref.Context().Digest(d.Digest.String()))
+	if err != nil {
+		return nil, fmt.Errorf("fetching manifest %s from %s: %w", d.Digest, r.ref.Context(), err)
+	}
+	if digest.FromBytes(got.Manifest) != d.Digest {
+		return nil, fmt.Errorf("manifest %s from %s: its content has another digest", d.Digest, r.ref.Context())
+	}
+	return got.Manifest, nil
+}
+
+// rawManifest is a manifest go-containerregistry pushes as is, with the media type it names.
 type rawManifest []byte
 
 func (m rawManifest) RawManifest() ([]byte, error) { return m, nil }
 func (m rawManifest) MediaType() (types.MediaType, error) {
+	if mt := manifestDescriptor(m).MediaType; mt != "" {
+		return types.MediaType(mt), nil
+	}
 	return types.OCIManifestSchema1, nil
 }
 

@@ -26,6 +26,8 @@ type source interface {
 	// resolve returns the descriptor and bytes of the manifest the location names.
 	resolve(ctx context.Context) (ocispec.Descriptor, []byte, error)
 	fetch(ctx context.Context, d ocispec.Descriptor) (io.ReadCloser, error)
+	// manifest reads the manifest d names, checked against its digest.
+	manifest(ctx context.Context, d ocispec.Descriptor) ([]byte, error)
 	// referrers lists the manifests whose subject is subject.
 	referrers(ctx context.Context, subject ocispec.Descriptor) ([]ocispec.Descriptor, error)
 	close() error
@@ -91,7 +93,7 @@ const maxMetadata = 4 << 20
 // putManifestBlob stores an artifact manifest through put and returns its descriptor for an
 // index, carrying the manifest's artifactType.
 func putManifestBlob(ctx context.Context, put func(context.Context, blob) (int64, error), raw []byte) (ocispec.Descriptor, error) {
-	b := bytesBlob(ocispec.MediaTypeImageManifest, raw, "manifest")
+	b := bytesBlob(manifestDescriptor(raw).MediaType, raw, "manifest")
 	if _, err := put(ctx, b); err != nil {
 		return ocispec.Descriptor{}, err
 	}

@@ -240,6 +240,9 @@ func checkFiles(dir string, m *Manifest) error {
 			hdr = func(f *os.File) error { return checkQCOW2(f, d.File, d.VirtualSize) }
 		}
 		check(d.File, d.Size, hdr)
+		if x := d.Index; x != nil {
+			check(x.File, x.Size, nil)
+		}
 	}
 	if c := m.Credentials; c != nil {
 		check(c.File, c.Size, nil)
@@ -252,6 +255,9 @@ func (m *Manifest) files() []string {
 	names := []string{ManifestFile}
 	for _, d := range m.Disks {
 		names = append(names, d.File)
+		if d.Index != nil {
+			names = append(names, d.Index.File)
+		}
 	}
 	if m.Credentials != nil {
 		names = append(names, m.Credentials.File)
@@ -261,5 +267,5 @@ func (m *Manifest) files() []string {
 
 // declaredFormat tells the disk formats a manifest may declare, and only these are opened.
 func declaredFormat(format string) bool {
-	return slices.Contains([]string{FormatQCOW2, FormatRaw}, format)
+	return slices.Contains([]string{FormatQCOW2, FormatRaw, FormatChunked}, format)
 }

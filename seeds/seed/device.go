@@ -58,12 +58,7 @@ func WriteDevice(ctx context.Context, dir, device string) (Disk, error) {
 	if err != nil {
 		return Disk{}, err
 	}
-	d := m.Disks[0]
-	for _, x := range m.Disks {
-		if x.Format == FormatRaw {
-			d = x
-		}
-	}
+	d := streamable(m.Disks)
 	block, err := checkTarget(dir, m, device, d.VirtualSize)
 	if err != nil {
 		return d, err
@@ -85,6 +80,19 @@ func WriteDevice(ctx context.Context, dir, device string) (Disk, error) {
 		return d, writeBlock(ctx, device, d, rc)
 	}
 	return d, writeFile(ctx, device, d, rc)
+}
+
+// streamable picks the disk that streams without a temporary file: chunked, else raw,
+// else the first.
+func streamable(disks []Disk) Disk {
+	for _, f := range []string{FormatChunked, FormatRaw} {
+		for _, d := range disks {
+			if d.Format == f {
+				return d
+			}
+		}
+	}
+	return disks[0]
 }
 
 // checkTarget refuses a target that must not be written, before anything is: the output

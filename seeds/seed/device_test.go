@@ -16,7 +16,7 @@ import (
 )
 
 func TestWriteDevice(t *testing.T) {
-	for _, formats := range [][]string{{seed.FormatRaw}, {seed.FormatQCOW2}} {
+	for _, formats := range [][]string{{seed.FormatRaw}, {seed.FormatQCOW2}, {seed.FormatChunked}} {
 		t.Run(formats[0], func(t *testing.T) {
 			dir := t.TempDir()
 			seedtest.Write(t, dir, seedtest.Options{RawSize: 1 << 20, Formats: formats, Seed: 3})

@@ -38,8 +38,8 @@ func ParseManifest(b []byte, name string) (*Manifest, error) {
 	if err := json.Unmarshal(b, &version); err != nil {
 		return nil, jsonProblem(b, name, err)
 	}
-	if version.SchemaVersion != SchemaVersion {
-		return nil, &BadSeedError{File: name, Problem: fmt.Sprintf("schemaVersion %d is not supported (this snofactory reads %d)", version.SchemaVersion, SchemaVersion)}
+	if version.SchemaVersion != SchemaVersion && version.SchemaVersion != SchemaVersionV1 {
+		return nil, &BadSeedError{File: name, Problem: fmt.Sprintf("schemaVersion %d is not supported (this snofactory reads %d and %d)", version.SchemaVersion, SchemaVersionV1, SchemaVersion)}
 	}
 	var m Manifest
 	dec := json.NewDecoder(bytes.NewReader(b))

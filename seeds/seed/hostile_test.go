@@ -3,6 +3,7 @@ package seed_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -12,7 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/opencontainers/go-digest"
+
 	"github.com/snofactory/snofactory/pipeline/output"
+	"github.com/snofactory/snofactory/seeds/diskpack"
 	"github.com/snofactory/snofactory/seeds/seed"
 	"github.com/snofactory/snofactory/seeds/seed/seedtest"
 )
@@ -22,10 +26,13 @@ import (
 const hostSecret = "HOST-ONLY-7f3a9c: root:x:0:0"
 
 // craftedSeed builds a good seed (qcow2 and raw) and lets craft break it.
-func craftedSeed(t *testing.T, craft func(t *testing.T, dir string, m *seed.Manifest)) string {
+func craftedSeed(t *testing.T, formats []string, craft func(t *testing.T, dir string, m *seed.Manifest)) string {
 	t.Helper()
 	dir := t.TempDir()
-	m := seedtest.Write(t, dir, seedtest.Options{RawSize: 1 << 20, Seed: 7})
+	if formats == nil {
+		formats = []string{seed.FormatQCOW2, seed.FormatRaw}
+	}
+	m := seedtest.Write(t, dir, seedtest.Options{RawSize: 1 << 20, Seed: 7, Formats: formats})
 	craft(t, dir, m)
 	return dir
 }
@@ -60,6 +67,30 @@ func replaceWithSymlink(t *testing.T, dir, name, target string) {
 	}
 }
 
+// rewriteIndex changes the chunked disk's index and records the new index's digest and
+// size in the manifest, so only the index's content is wrong.
+func rewriteIndex(t *testing.T, dir string, m *seed.Manifest, change func(*diskpack.Index)) {
+	t.Helper()
+	d := &m.Disks[0]
+	b, err := os.ReadFile(filepath.Join(dir, d.Index.File))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var x diskpack.Index
+	if err := json.Unmarshal(b, &x); err != nil {
+		t.Fatal(err)
+	}
+	change(&x)
+	if b, err = x.Marshal(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, d.Index.File), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d.Index.Size, d.Index.Digest = int64(len(b)), digest.FromBytes(b)
+	rewrite(t, dir, m)
+}
+
 // qcow2With makes a 1 MiB qcow2 with qemu-img create options (a backing file, a data file)
 // and records it in the manifest in place of the seed's qcow2 disk, digests and all, so only
 // the reference outside the file is wrong.
@@ -87,44 +118,70 @@ func qcow2With(t *testing.T, dir string, m *seed.Manifest, args ...string) {
 // bad seed (exit 2 at the CLI); a write's target is left exactly as it was; no host file's
 // bytes reach the target or the message; every case ends within seconds.
 func TestHostileSeeds(t *testing.T) {
+	chunked := []string{seed.FormatChunked}
 	for _, tc := range []struct {
-		name  string
-		craft func(t *testing.T, dir string, m *seed.Manifest)
-		want  string
+		name    string
+		craft   func(t *testing.T, dir string, m *seed.Manifest)
+		want    string
+		formats []string
 	}{
+		{"pack flipped byte", func(t *testing.T, dir string, m *seed.Manifest) {
+			p := filepath.Join(dir, seedtest.PackFile)
+			b, _ := os.ReadFile(p)
+			b[len(b)/2] ^= 0xff
+			os.WriteFile(p, b, 0o600)
+		}, "disk.pack: digest mismatch", chunked},
+		{"index is a symlink to a host file", func(t *testing.T, dir string, m *seed.Manifest) {
+			replaceWithSymlink(t, dir, seedtest.IndexFile, hostFile(t))
+		}, "disk.index: is a symbolic link", chunked},
+		{"index with overlapping chunks", func(t *testing.T, dir string, m *seed.Manifest) {
+			rewriteIndex(t, dir, m, func(x *diskpack.Index) { x.Chunks[1].Offset = x.Chunks[0].Offset })
+		}, "overlaps the chunk before", chunked},
+		{"index with a chunk past the disk's end", func(t *testing.T, dir string, m *seed.Manifest) {
+			rewriteIndex(t, dir, m, func(x *diskpack.Index) { x.Chunks[len(x.Chunks)-1].Offset = 1 << 40 })
+		}, "ends past the disk", chunked},
+		{"index of a larger disk than the manifest's", func(t *testing.T, dir string, m *seed.Manifest) {
+			rewriteIndex(t, dir, m, func(x *diskpack.Index) { x.Size = 1 << 40 })
+		}, "describes a disk of 1099511627776 bytes", chunked},
+		{"index claims chunks larger than any allowed", func(t *testing.T, dir string, m *seed.Manifest) {
+			rewriteIndex(t, dir, m, func(x *diskpack.Index) { x.Params.Max = 1 << 40 })
+		}, "chunk sizes", chunked},
+		{"index blob shared by chunks of other content", func(t *testing.T, dir string, m *seed.Manifest) {
+			rewriteIndex(t, dir, m, func(x *diskpack.Index) { x.Chunks[1].Blob = x.Chunks[0].Blob })
+		}, "is also a chunk with other content", chunked},
 		{"disk is a symlink to a host file", func(t *testing.T, dir string, m *seed.Manifest) {
 			replaceWithSymlink(t, dir, "disk.raw.zst", hostFile(t))
-		}, "disk.raw.zst: is a symbolic link"},
+		}, "disk.raw.zst: is a symbolic link", nil},
 		{"disk is a symlink to a device", func(t *testing.T, dir string, m *seed.Manifest) {
 			replaceWithSymlink(t, dir, "disk.raw.zst", "/dev/zero")
-		}, "disk.raw.zst: is a symbolic link"},
+		}, "disk.raw.zst: is a symbolic link", nil},
 		{"manifest is a symlink", func(t *testing.T, dir string, m *seed.Manifest) {
 			os.Rename(filepath.Join(dir, seed.ManifestFile), filepath.Join(dir, "real.json"))
 			os.Symlink("real.json", filepath.Join(dir, seed.ManifestFile))
-		}, "seed.json: is a symbolic link"},
+		}, "seed.json: is a symbolic link", nil},
 		{"disk is a FIFO", func(t *testing.T, dir string, m *seed.Manifest) {
 			os.Remove(filepath.Join(dir, "disk.raw.zst"))
 			if err := syscall.Mkfifo(filepath.Join(dir, "disk.raw.zst"), 0o644); err != nil {
 				t.Fatal(err)
 			}
-		}, "disk.raw.zst: is a FIFO"},
+		}, "disk.raw.zst: is a FIFO", nil},
 		{"a stray socket-like entry: a symlink beside the files", func(t *testing.T, dir string, m *seed.Manifest) {
 			os.Symlink("/etc", filepath.Join(dir, "extra"))
-		}, "extra: is a symbolic link"},
+		}, "extra: is a symbolic link", nil},
 		{"qcow2 with a backing file", func(t *testing.T, dir string, m *seed.Manifest) {
 			back := filepath.Join(t.TempDir(), "host.raw")
 			os.WriteFile(back, bytes.Repeat([]byte(hostSecret), 1<<15), 0o644)
 			qcow2With(t, dir, m, "-F", "raw", "-b", back)
-		}, "disk.qcow2: names a backing file"},
+		}, "disk.qcow2: names a backing file", nil},
 		{"qcow2 with an external data file", func(t *testing.T, dir string, m *seed.Manifest) {
 			qcow2With(t, dir, m, "-o", "data_file="+filepath.Join(t.TempDir(), "host.data"))
-		}, "disk.qcow2: keeps its data in an external data file"},
+		}, "disk.qcow2: keeps its data in an external data file", nil},
 		{"qcow2 larger than declared", func(t *testing.T, dir string, m *seed.Manifest) {
 			for i := range m.Disks {
 				m.Disks[i].VirtualSize = 4096
 			}
 			rewrite(t, dir, m)
-		}, "has a virtual size of 1048576 bytes, the manifest says 4096"},
+		}, "has a virtual size of 1048576 bytes, the manifest says 4096", nil},
 		{"raw disk stored as qcow2", func(t *testing.T, dir string, m *seed.Manifest) {
 			for i := range m.Disks {
 				if m.Disks[i].Format == seed.FormatRaw {
@@ -133,37 +190,37 @@ func TestHostileSeeds(t *testing.T) {
 				}
 			}
 			rewrite(t, dir, m)
-		}, "is not a qcow2 image, as the manifest says it is"},
+		}, "is not a qcow2 image, as the manifest says it is", nil},
 		{"stored file longer than declared", func(t *testing.T, dir string, m *seed.Manifest) {
 			f, _ := os.OpenFile(filepath.Join(dir, "disk.raw.zst"), os.O_APPEND|os.O_WRONLY, 0)
 			f.Write([]byte(hostSecret))
 			f.Close()
-		}, "disk.raw.zst: holds"},
+		}, "disk.raw.zst: holds", nil},
 		{"flipped byte in the stored disk", func(t *testing.T, dir string, m *seed.Manifest) {
 			p := filepath.Join(dir, "disk.raw.zst")
 			b, _ := os.ReadFile(p)
 			b[len(b)/2] ^= 0xff
 			os.WriteFile(p, b, 0o644)
-		}, "disk.raw.zst: digest mismatch"},
+		}, "disk.raw.zst: digest mismatch", nil},
 		{"file name with a path", func(t *testing.T, dir string, m *seed.Manifest) {
 			b, _ := os.ReadFile(filepath.Join(dir, seed.ManifestFile))
 			os.WriteFile(filepath.Join(dir, seed.ManifestFile), bytes.Replace(b, []byte(`"disk.raw.zst"`), []byte(`"../../etc/passwd"`), 1), 0o644)
-		}, "seed.json: invalid seed manifest"},
+		}, "seed.json: invalid seed manifest", nil},
 		{"manifest larger than any real one", func(t *testing.T, dir string, m *seed.Manifest) {
 			os.WriteFile(filepath.Join(dir, seed.ManifestFile), append([]byte(`{"schemaVersion":1,"name":"`), bytes.Repeat([]byte("a"), 2<<20)...), 0o644)
-		}, "seed.json: holds"},
+		}, "seed.json: holds", nil},
 		{"manifest with a syntax error", func(t *testing.T, dir string, m *seed.Manifest) {
 			os.WriteFile(filepath.Join(dir, seed.ManifestFile), []byte("{\n  \"schemaVersion\": 1,\n  \"name\": \"x\"\n  \"target\": \"coreos\"\n}\n"), 0o644)
-		}, "seed.json:4:3: invalid character"},
+		}, "seed.json:4:3: invalid character", nil},
 		{"manifest with a wrong type", func(t *testing.T, dir string, m *seed.Manifest) {
 			os.WriteFile(filepath.Join(dir, seed.ManifestFile), []byte("{\n  \"schemaVersion\": 1,\n  \"disks\": \"all\"\n}\n"), 0o644)
-		}, "seed.json:3:12: json: cannot unmarshal string"},
+		}, "seed.json:3:12: json: cannot unmarshal string", nil},
 		{"manifest is another file", func(t *testing.T, dir string, m *seed.Manifest) {
 			os.WriteFile(filepath.Join(dir, seed.ManifestFile), []byte(hostSecret+"\npassword: hunter2\n"), 0o644)
-		}, "seed.json:1:1: invalid character"},
+		}, "seed.json:1:1: invalid character", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := craftedSeed(t, tc.craft)
+			dir := craftedSeed(t, tc.formats, tc.craft)
 			start := time.Now()
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()

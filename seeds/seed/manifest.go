@@ -9,14 +9,19 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
+	"github.com/snofactory/snofactory/seeds/diskpack"
 	"github.com/snofactory/snofactory/seeds/target"
 )
 
 // ManifestFile is the seed manifest's name inside a seed directory.
 const ManifestFile = "seed.json"
 
-// SchemaVersion is the manifest version this package reads and writes.
-const SchemaVersion = 1
+// SchemaVersion is the manifest version this package writes. Version 2 added the chunked
+// disk format; version 1 manifests (qcow2 and raw disks only) are still read.
+const SchemaVersion = 2
+
+// SchemaVersionV1 is the first manifest version, still read.
+const SchemaVersionV1 = 1
 
 // Media types of the seed as an OCI artifact: the manifest is the artifact's config.
 const (
@@ -32,8 +37,11 @@ const (
 
 // Disk formats and the compression each is stored with.
 const (
-	FormatQCOW2     = "qcow2"
-	FormatRaw       = "raw"
+	FormatQCOW2 = "qcow2"
+	FormatRaw   = "raw"
+	// FormatChunked is the raw disk as content-defined chunks, each compressed with zstd
+	// (seeds/diskpack): a pack file and its index. It moves as a delta.
+	FormatChunked   = "chunked"
 	CompressionZstd = "zstd"
 )
 
@@ -41,7 +49,7 @@ const (
 // let anyone check it.
 type Manifest struct {
 	// SchemaVersion of this manifest; readers refuse versions they do not know.
-	SchemaVersion int `json:"schemaVersion" jsonschema:"required,enum=1"`
+	SchemaVersion int `json:"schemaVersion" jsonschema:"required,enum=1,enum=2"`
 	// Name is the blueprint's metadata.name.
 	Name string `json:"name" jsonschema:"required,minLength=1,maxLength=63,pattern=^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"`
 	// Target is the installed system: coreos (the conformance OS) or openshift.
@@ -94,12 +102,16 @@ type Validation struct {
 
 // Disk is one stored form of the sealed disk.
 type Disk struct {
-	// Format of the disk image: qcow2 or raw.
-	Format string `json:"format" jsonschema:"required,enum=qcow2,enum=raw"`
-	// File is the disk's name inside the seed directory.
+	// Format of the disk image: qcow2, raw or chunked (schemaVersion 2).
+	Format string `json:"format" jsonschema:"required,enum=qcow2,enum=raw,enum=chunked"`
+	// File is the disk's name inside the seed directory: for chunked, the pack.
 	File string `json:"file" jsonschema:"required,minLength=1"`
-	// Compression of the file: empty for qcow2 (compressed inside), zstd for raw.
+	// Compression of the file: empty for qcow2 (compressed inside), zstd for raw and for
+	// each chunk of a chunked disk.
 	Compression string `json:"compression,omitempty" jsonschema:"enum=,enum=zstd"`
+	// Index is the chunk index of a chunked disk: where each chunk of the pack lies on the
+	// raw disk, and its digests.
+	Index *DiskIndex `json:"index,omitempty"`
 	// Size of the file as stored, in bytes.
 	Size int64 `json:"size" jsonschema:"required,minimum=1"`
 	// Digest of the file as stored.
@@ -108,6 +120,16 @@ type Disk struct {
 	VirtualSize int64 `json:"virtualSize" jsonschema:"required,minimum=1"`
 	// RawDigest is the digest of the raw disk bytes, what a writer puts on a device.
 	RawDigest digest.Digest `json:"rawDigest" jsonschema:"required"`
+}
+
+// DiskIndex is the file holding a chunked disk's chunk index (seeds/diskpack).
+type DiskIndex struct {
+	// File is the index's name inside the seed directory.
+	File string `json:"file" jsonschema:"required,minLength=1"`
+	// Size of the file in bytes.
+	Size int64 `json:"size" jsonschema:"required,minimum=1"`
+	// Digest of the file.
+	Digest digest.Digest `json:"digest" jsonschema:"required"`
 }
 
 // Credentials is the age-encrypted bundle (kubeconfig, kubeadmin password) beside the disk.
@@ -130,8 +152,8 @@ func (m *Manifest) Validate() error {
 	bad := func(field, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
 	}
-	if m.SchemaVersion != SchemaVersion {
-		bad("schemaVersion", "%d is not %d", m.SchemaVersion, SchemaVersion)
+	if m.SchemaVersion != SchemaVersion && m.SchemaVersion != SchemaVersionV1 {
+		bad("schemaVersion", "%d is not %d or %d", m.SchemaVersion, SchemaVersionV1, SchemaVersion)
 	}
 	if len(m.Name) > 63 || !dns1123Label.MatchString(m.Name) {
 		bad("name", "%q is not a DNS-1123 label", m.Name)
@@ -207,8 +229,24 @@ func (m *Manifest) validateFiles(bad func(field, format string, args ...any)) {
 			bad(f+".compression", "%q: qcow2 is compressed internally, compression must be empty", d.Compression)
 		case d.Format == FormatRaw && d.Compression != CompressionZstd:
 			bad(f+".compression", "%q: a raw disk is stored with %s", d.Compression, CompressionZstd)
-		case d.Format != FormatQCOW2 && d.Format != FormatRaw:
-			bad(f+".format", "%q is not %s or %s", d.Format, FormatQCOW2, FormatRaw)
+		case d.Format == FormatChunked && m.SchemaVersion < SchemaVersion:
+			bad(f+".format", "%s needs schemaVersion %d", FormatChunked, SchemaVersion)
+		case d.Format == FormatChunked && d.Compression != CompressionZstd:
+			bad(f+".compression", "%q: a chunked disk's chunks are stored with %s", d.Compression, CompressionZstd)
+		case !declaredFormat(d.Format):
+			bad(f+".format", "%q is not %s, %s or %s", d.Format, FormatQCOW2, FormatRaw, FormatChunked)
+		}
+		switch x := d.Index; {
+		case d.Format == FormatChunked && x == nil:
+			bad(f+".index", "required for a chunked disk")
+		case d.Format != FormatChunked && x != nil:
+			bad(f+".index", "only a chunked disk has one")
+		case x != nil:
+			file(f+".index.file", x.File)
+			if x.Size <= 0 || x.Size > diskpack.MaxIndexSize {
+				bad(f+".index.size", "%d is not within 1..%d", x.Size, diskpack.MaxIndexSize)
+			}
+			checkDigest(bad, f+".index.digest", x.Digest)
 		}
 		if d.Size <= 0 {
 			bad(f+".size", "%d is not positive", d.Size)

@@ -14,10 +14,12 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"github.com/opencontainers/go-digest"
 	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/seeds/diskpack"
 )
 
 // RawReader streams the raw bytes of disk d of the seed directory dir: a zstd raw disk is
-// decompressed on the fly; a qcow2 disk is converted by qemu-img into a sparse temporary
+// decompressed on the fly, a chunked disk is assembled from its pack chunk by chunk (each
+// checked against its digest); a qcow2 disk is converted by qemu-img into a sparse temporary
 // file (qemu-img writes at offsets, so it cannot write to a pipe), which Close removes.
 // The temporary file goes under $TMPDIR.
 func RawReader(ctx context.Context, dir string, d Disk) (io.ReadCloser, error) {
@@ -29,6 +31,8 @@ func RawReader(ctx context.Context, dir string, d Disk) (io.ReadCloser, error) {
 		return nil, err
 	}
 	switch d.Format {
+	case FormatChunked:
+		return chunkedReader(ctx, dir, d, f)
 	case FormatRaw:
 		if d.Compression != CompressionZstd {
 			f.Close()
@@ -54,6 +58,71 @@ func RawReader(ctx context.Context, dir string, d Disk) (io.ReadCloser, error) {
 		return qcow2Raw(ctx, f)
 	}
 }
+
+// ReadIndex reads the chunk index of the chunked disk d in dir, checked against the
+// digest and size the manifest gives and against the disk's sizes.
+func ReadIndex(dir string, d Disk) (*diskpack.Index, error) {
+	if d.Format != FormatChunked || d.Index == nil {
+		return nil, &BadSeedError{File: d.File, Problem: "is not a chunked disk"}
+	}
+	f, err := openStored(dir, d.Index.File, d.Index.Size)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, d.Index.Size))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", d.Index.File, err)
+	}
+	if got := digest.FromBytes(b); got != d.Index.Digest {
+		return nil, &MismatchError{File: d.Index.File, What: "digest", Want: d.Index.Digest, Got: got, WantSize: d.Index.Size, GotSize: int64(len(b))}
+	}
+	return CheckIndex(b, d)
+}
+
+// CheckIndex parses a chunked disk's index (already checked against its digest) and checks
+// that it describes disk d: its raw size and its pack's size.
+func CheckIndex(b []byte, d Disk) (*diskpack.Index, error) {
+	name := d.File
+	if d.Index != nil {
+		name = d.Index.File
+	}
+	x, err := diskpack.ParseIndex(b)
+	if err != nil {
+		return nil, &BadSeedError{File: name, Problem: err.Error()}
+	}
+	if d.VirtualSize >= 0 && x.Size != d.VirtualSize {
+		return nil, &BadSeedError{File: name, Problem: fmt.Sprintf("describes a disk of %d bytes, the manifest says %d", x.Size, d.VirtualSize)}
+	}
+	if _, size := x.Blobs(); size != d.Size {
+		return nil, &BadSeedError{File: name, Problem: fmt.Sprintf("describes a pack of %d bytes, the manifest says %s holds %d", size, d.File, d.Size)}
+	}
+	return x, nil
+}
+
+// chunkedReader streams the raw disk of a chunked disk from its pack f.
+func chunkedReader(ctx context.Context, dir string, d Disk, f *os.File) (io.ReadCloser, error) {
+	x, err := ReadIndex(dir, d)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	r, err := diskpack.NewReader(f, x, d.File)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	s := r.Stream(ctx)
+	return &closers{ReadCloser: s, after: func() error { r.Close(); return f.Close() }}, nil
+}
+
+// closers closes its reader, then runs after.
+type closers struct {
+	io.ReadCloser
+	after func() error
+}
+
+func (c *closers) Close() error { return errors.Join(c.ReadCloser.Close(), c.after()) }
 
 // Bounds on decompressing a seed's raw disk: zstd levels up to 19 use windows of at most
 // 8 MiB; long-distance matching at most 128 MiB.
@@ -185,6 +254,38 @@ func DescribeDisk(ctx context.Context, dir, file, format string) (Disk, error) {
 	defer rc.Close()
 	if d.VirtualSize, d.RawDigest, err = readerDigest(ctx, rc); err != nil {
 		return Disk{}, fmt.Errorf("hashing the raw bytes of %s: %w", file, err)
+	}
+	return d, nil
+}
+
+// DescribeChunked measures the chunked disk in dir (its pack and index files, written by
+// diskpack.Pack), as the sealer records it.
+func DescribeChunked(ctx context.Context, dir, pack, index string) (Disk, error) {
+	d := Disk{Format: FormatChunked, File: pack, Compression: CompressionZstd, Index: &DiskIndex{File: index}}
+	var err error
+	if d.Size, d.Digest, err = FileDigest(ctx, filepath.Join(dir, pack)); err != nil {
+		return Disk{}, err
+	}
+	if d.Index.Size, d.Index.Digest, err = FileDigest(ctx, filepath.Join(dir, index)); err != nil {
+		return Disk{}, err
+	}
+	d.VirtualSize = -1 // read from the index
+	x, err := ReadIndex(dir, d)
+	if err != nil {
+		return Disk{}, err
+	}
+	d.VirtualSize = x.Size
+	rc, err := RawReader(ctx, dir, d)
+	if err != nil {
+		return Disk{}, err
+	}
+	defer rc.Close()
+	var n int64
+	if n, d.RawDigest, err = readerDigest(ctx, rc); err != nil {
+		return Disk{}, fmt.Errorf("hashing the raw bytes of %s: %w", pack, err)
+	}
+	if n != d.VirtualSize {
+		return Disk{}, fmt.Errorf("%s: assembled %d bytes, the index says %d", pack, n, d.VirtualSize)
 	}
 	return d, nil
 }

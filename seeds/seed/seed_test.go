@@ -44,7 +44,24 @@ func TestValidate(t *testing.T) {
 		{"valid", func(*seed.Manifest) {}, nil},
 		{"coreos without release", func(m *seed.Manifest) { m.Target, m.ReleaseVersion = target.CoreOS, "" }, nil},
 		{"no credentials", func(m *seed.Manifest) { m.Credentials = nil }, nil},
-		{"schema version", func(m *seed.Manifest) { m.SchemaVersion = 2 }, []string{"schemaVersion: 2 is not 1"}},
+		{"schema version", func(m *seed.Manifest) { m.SchemaVersion = 3 }, []string{"schemaVersion: 3 is not 1 or 2"}},
+		{"chunked without index", func(m *seed.Manifest) {
+			m.Disks[0].Format = seed.FormatChunked
+			m.Disks[0].Compression = seed.CompressionZstd
+		},
+			[]string{"disks[0].index: required for a chunked disk"}},
+		{"chunked in a version 1 manifest", func(m *seed.Manifest) {
+			m.SchemaVersion = seed.SchemaVersionV1
+			m.Disks[0].Format, m.Disks[0].Compression = seed.FormatChunked, seed.CompressionZstd
+			m.Disks[0].Index = &seed.DiskIndex{File: "disk.index", Size: 10, Digest: m.Disks[0].Digest}
+		}, []string{"disks[0].format: chunked needs schemaVersion 2"}},
+		{"index on a qcow2 disk", func(m *seed.Manifest) {
+			m.Disks[0].Index = &seed.DiskIndex{File: "disk.index", Size: 10, Digest: m.Disks[0].Digest}
+		}, []string{"disks[0].index: only a chunked disk has one"}},
+		{"index named as the disk", func(m *seed.Manifest) {
+			m.Disks[0].Format, m.Disks[0].Compression = seed.FormatChunked, seed.CompressionZstd
+			m.Disks[0].Index = &seed.DiskIndex{File: m.Disks[0].File, Size: 1 << 30, Digest: "sha256:x"}
+		}, []string{"disks[0].index.file: \"disk.qcow2\" is also disks[0].file", "disks[0].index.size:", "disks[0].index.digest:"}},
 		{"name", func(m *seed.Manifest) { m.Name = "Bad_Name" }, []string{`name: "Bad_Name" is not a DNS-1123 label`}},
 		{"target", func(m *seed.Manifest) { m.Target = "rhel" }, []string{`target: "rhel"`}},
 		{"openshift needs release", func(m *seed.Manifest) { m.ReleaseVersion = "" }, []string{"releaseVersion: required for target openshift"}},
@@ -108,7 +125,7 @@ func TestWriteReadRoundTrip(t *testing.T) {
 		t.Errorf("round trip changed the manifest:\n%s\n%s", a, b)
 	}
 	onDisk, _ := os.ReadFile(filepath.Join(dir, seed.ManifestFile))
-	if !bytes.Equal(onDisk, a) || !bytes.HasPrefix(onDisk, []byte("{\n  \"schemaVersion\": 1,")) {
+	if !bytes.Equal(onDisk, a) || !bytes.HasPrefix(onDisk, []byte("{\n  \"schemaVersion\": 2,")) {
 		t.Errorf("stored bytes are not the stable form:\n%s", onDisk)
 	}
 	entries, _ := os.ReadDir(dir)
@@ -133,7 +150,7 @@ func TestReadRefuses(t *testing.T) {
 	good, _ := valid().Marshal()
 	for _, tc := range []struct{ name, json, want string }{
 		{"unknown field", strings.Replace(string(good), `"name":`, `"colour": "red", "name":`, 1), `unknown field "colour"`},
-		{"newer version", `{"schemaVersion": 2}`, "schemaVersion 2 is not supported"},
+		{"newer version", `{"schemaVersion": 3}`, "schemaVersion 3 is not supported"},
 		{"invalid", strings.Replace(string(good), `"uefi"`, `"efi"`, 1), `firmware: "efi"`},
 		{"not json", `{`, "unexpected end of JSON"},
 	} {
@@ -179,7 +196,7 @@ func TestDescribeAndRawReader(t *testing.T) {
 // TestVerifyCatchesFlippedByte flips one byte in each stored file and expects the mismatch
 // to name that file and both digests.
 func TestVerifyCatchesFlippedByte(t *testing.T) {
-	for _, file := range []string{"disk.qcow2", "disk.raw.zst", "credentials.age"} {
+	for _, file := range []string{"disk.qcow2", "disk.raw.zst", seedtest.PackFile, seedtest.IndexFile, "credentials.age"} {
 		t.Run(file, func(t *testing.T) {
 			dir := t.TempDir()
 			m := seedtest.Write(t, dir, seedtest.Options{RawSize: 1 << 20, Credentials: true})
@@ -211,6 +228,9 @@ func want(m *seed.Manifest, file string) digest.Digest {
 	for _, d := range m.Disks {
 		if d.File == file {
 			return d.Digest
+		}
+		if d.Index != nil && d.Index.File == file {
+			return d.Index.Digest
 		}
 	}
 	return m.Credentials.Digest

@@ -49,6 +49,13 @@ func Verify(ctx context.Context, dir string) error {
 			continue
 		}
 		check(d.File, "digest", d.Size, d.Digest, n, dg)
+		if x := d.Index; x != nil {
+			if n, dg, err := storedDigest(ctx, dir, x.File, x.Size); err != nil {
+				errs = append(errs, err)
+			} else {
+				check(x.File, "digest", x.Size, x.Digest, n, dg)
+			}
+		}
 		if n, dg, err = rawDigest(ctx, dir, d); err != nil {
 			errs = append(errs, err)
 			continue

@@ -11,6 +11,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/seeds/diskpack"
 	"github.com/snofactory/snofactory/seeds/seed"
 )
 
@@ -18,19 +19,30 @@ import (
 const (
 	QCOW2File = "disk.qcow2"
 	RawFile   = "disk.raw.zst"
+	PackFile  = "disk.pack"
+	IndexFile = "disk.index"
 )
 
 // writeDisks converts the sealed overlay at work into each format in dir and describes
 // them for the manifest. qemu-img writes only allocated, non-zero clusters, so the blocks
-// the node trimmed and every hole stay out of both forms.
+// the node trimmed and every hole stay out of every form (diskpack skips holes and zeros).
 func writeDisks(ctx context.Context, work, dir string, formats []string, env *pipeline.Env) ([]seed.Disk, error) {
 	if len(formats) == 0 {
-		formats = []string{seed.FormatQCOW2}
+		formats = []string{seed.FormatChunked}
 	}
 	var disks []seed.Disk
 	for _, f := range formats {
 		var file string
 		switch f {
+		case seed.FormatChunked:
+			d, err := writeChunked(ctx, work, dir, env)
+			if err != nil {
+				return nil, err
+			}
+			env.Log.Info("seed disk written", "file", d.File, "bytes", d.Size, "index", d.Index.File,
+				"virtual_bytes", d.VirtualSize, "digest", d.Digest.String())
+			disks = append(disks, d)
+			continue
 		case seed.FormatQCOW2:
 			file = QCOW2File
 			if err := qemuImg(ctx, "convert", "-q", "-c", "-O", "qcow2", work, filepath.Join(dir, file)); err != nil {
@@ -56,7 +68,7 @@ func writeDisks(ctx context.Context, work, dir string, formats []string, env *pi
 				return nil, err
 			}
 		default:
-			return nil, fmt.Errorf("seed disk format %q is not qcow2 or raw", f)
+			return nil, fmt.Errorf("seed disk format %q is not chunked, qcow2 or raw", f)
 		}
 		d, err := seed.DescribeDisk(ctx, dir, file, f)
 		if err != nil {
@@ -66,6 +78,24 @@ func writeDisks(ctx context.Context, work, dir string, formats []string, env *pi
 		disks = append(disks, d)
 	}
 	return disks, nil
+}
+
+// writeChunked converts the overlay to a sparse raw disk in scratch and packs it as
+// content-defined chunks, so that a later seed sharing content moves as a delta.
+func writeChunked(ctx context.Context, work, dir string, env *pipeline.Env) (seed.Disk, error) {
+	raw := filepath.Join(env.Scratch, "disk.raw")
+	// 0600 before qemu-img fills it: the disk keeps the cluster's private keys.
+	if err := os.WriteFile(raw, nil, 0o600); err != nil {
+		return seed.Disk{}, err
+	}
+	defer os.Remove(raw)
+	if err := qemuImg(ctx, "convert", "-q", "-O", "raw", work, raw); err != nil {
+		return seed.Disk{}, err
+	}
+	if _, err := diskpack.PackFiles(ctx, raw, filepath.Join(dir, PackFile), filepath.Join(dir, IndexFile), diskpack.DefaultParams()); err != nil {
+		return seed.Disk{}, fmt.Errorf("packing the sealed disk: %w", err)
+	}
+	return seed.DescribeChunked(ctx, dir, PackFile, IndexFile)
 }
 
 // compressZstd writes src compressed to dst, using every core.

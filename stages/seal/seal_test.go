@@ -95,7 +95,7 @@ func TestCredentials(t *testing.T) {
 	}
 }
 
-// Both formats come out of one sealed disk with the same raw bytes; the zeros and holes of
+// Every format comes out of one sealed disk with the same raw bytes; the zeros and holes of
 // the disk stay out of the files.
 func TestWriteDisks(t *testing.T) {
 	work := filepath.Join(t.TempDir(), "work.qcow2")
@@ -108,12 +108,23 @@ func TestWriteDisks(t *testing.T) {
 	}
 	dir := t.TempDir()
 	env := &pipeline.Env{Scratch: t.TempDir(), Log: slog.New(slog.DiscardHandler)}
-	disks, err := writeDisks(context.Background(), work, dir, []string{seed.FormatQCOW2, seed.FormatRaw}, env)
+	disks, err := writeDisks(context.Background(), work, dir, []string{seed.FormatQCOW2, seed.FormatRaw, seed.FormatChunked}, env)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(disks) != 2 || disks[0].RawDigest != disks[1].RawDigest || disks[1].Compression != seed.CompressionZstd || disks[0].VirtualSize != 8<<20 {
+	if len(disks) != 3 || disks[0].RawDigest != disks[1].RawDigest || disks[1].RawDigest != disks[2].RawDigest ||
+		disks[1].Compression != seed.CompressionZstd || disks[0].VirtualSize != 8<<20 || disks[2].VirtualSize != 8<<20 {
 		t.Fatalf("disks = %+v", disks)
+	}
+	if disks[2].Index == nil || disks[2].File != PackFile || disks[2].Index.File != IndexFile {
+		t.Fatalf("chunked disk = %+v", disks[2])
+	}
+	// The scratch raw disk is gone, and the pack is private like every seed disk.
+	if entries, _ := os.ReadDir(env.Scratch); len(entries) != 0 {
+		t.Errorf("scratch holds %d files after sealing", len(entries))
+	}
+	if fi, err := os.Stat(filepath.Join(dir, PackFile)); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("pack: %v, %v", fi, err)
 	}
 	for _, d := range disks {
 		if d.Size >= d.VirtualSize {

@@ -181,16 +181,22 @@ func benchEdge(ctx context.Context, bin, dir, seedDir string, rec *pipeline.Reco
 	return edge, bare, err
 }
 
-// bareSeedBoot boots an overlay of the seed's qcow2 disk, no medium, to the guest's first
+// bareSeedBoot boots an overlay of the seed's disk, no medium, to the guest's first
 // report.
 func bareSeedBoot(ctx context.Context, dir, seedDir, acc string) (time.Duration, error) {
 	m, err := seed.ReadManifest(seedDir)
 	if err != nil {
 		return 0, err
 	}
+	// The seed's raw disk, unpacked as seed boot does, under an overlay.
+	base := filepath.Join(dir, "bare-seed.raw")
+	if _, err := seed.WriteDevice(ctx, seedDir, base); err != nil {
+		return 0, err
+	}
+	defer os.Remove(base)
 	overlay := filepath.Join(dir, "bare-seed.qcow2")
-	if out, err := exec.CommandContext(ctx, "qemu-img", "create", "-q", "-f", "qcow2", "-F", "qcow2",
-		"-b", filepath.Join(seedDir, "disk.qcow2"), overlay).CombinedOutput(); err != nil {
+	if out, err := exec.CommandContext(ctx, "qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw",
+		"-b", base, overlay).CombinedOutput(); err != nil {
 		return 0, fmt.Errorf("qemu-img create: %v: %s", err, out)
 	}
 	defer os.Remove(overlay)

@@ -18,15 +18,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/klauspost/compress/zstd"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/snofactory/snofactory/seeds/ociseed"
 	"github.com/snofactory/snofactory/seeds/seed"
 	"github.com/snofactory/snofactory/test/conformance"
 	"github.com/snofactory/snofactory/test/registry"
 	"github.com/snofactory/snofactory/test/testbin"
 )
 
-// seedBlueprint is the demo pushing its seed, in both formats, to reg, with a Butane
+// seedBlueprint is the demo pushing its seed, chunked and qcow2, to reg, with a Butane
 // fragment that leaves a pull secret on the node (as a user's config might): the seal
 // must take it off the seed.
 func seedBlueprint(t *testing.T, reg *registry.Registry, secret string) (bp, ref string) {
@@ -39,7 +40,7 @@ func seedBlueprint(t *testing.T, reg *registry.Registry, secret string) (bp, ref
 	pushRandom(t, image)
 	ref = reg.Ref("demo/seed:1.0")
 	bp, err = testbin.CopyDemo(t.TempDir(), map[string]string{testbin.DemoImage: image, testbin.DemoISOLine: "path: " + iso,
-		"push: " + testbin.DemoRegistry + "/demo/seed:1.0": "push: " + ref, "formats: [qcow2]": "formats: [qcow2, raw]",
+		"push: " + testbin.DemoRegistry + "/demo/seed:1.0": "push: " + ref, "formats: [chunked]": "formats: [chunked, qcow2]",
 		// the seed gives up on a missing site-config medium quickly, for the test below
 		"kubeletCertValidity: 24h\n": "kubeletCertValidity: 24h\n    siteConfigTimeout: 20s\n"})
 	if err != nil {
@@ -87,12 +88,14 @@ func TestSeedBuildsPublishesAndPulls(t *testing.T) {
 	if err != nil {
 		t.Fatalf("skopeo inspect: %v", err)
 	}
+	// A chunked seed is an index of manifests whose layers are its chunks.
 	var art struct {
+		MediaType    string
 		ArtifactType string
-		Config       struct{ MediaType string }
-		Layers       []struct{ Digest string }
+		Manifests    []struct{ Digest, ArtifactType string }
 	}
-	if err := json.Unmarshal(raw, &art); err != nil || art.ArtifactType != seed.ArtifactType || art.Config.MediaType != seed.MediaTypeManifest || len(art.Layers) == 0 {
+	if err := json.Unmarshal(raw, &art); err != nil || art.ArtifactType != seed.ArtifactType || art.MediaType != ocispec.MediaTypeImageIndex ||
+		len(art.Manifests) == 0 || art.Manifests[0].ArtifactType != ociseed.ArtifactTypePart {
 		t.Errorf("skopeo sees %s (%v)", raw, err)
 	}
 
@@ -100,15 +103,15 @@ func TestSeedBuildsPublishesAndPulls(t *testing.T) {
 	if r := runCLI(t, "seed", "pull", ref, pulled); r.code != 0 {
 		t.Fatalf("seed pull: exit %d\n%s", r.code, r.stderr)
 	}
-	for _, f := range []string{seed.ManifestFile, "disk.qcow2", "disk.raw.zst"} {
+	for _, f := range []string{seed.ManifestFile, "disk.qcow2", "disk.pack", "disk.index"} {
 		if fileDigest(t, filepath.Join(pulled, f)) != fileDigest(t, filepath.Join(sealed, f)) {
 			t.Errorf("pulled %s differs from the sealed one", f)
 		}
 	}
 	// A seed's disks keep what the node kept (an OpenShift node's private keys): only their
 	// owner reads them, sealed or pulled.
-	for _, f := range []string{filepath.Join(sealed, "disk.qcow2"), filepath.Join(sealed, "disk.raw.zst"),
-		filepath.Join(pulled, "disk.qcow2"), filepath.Join(pulled, "disk.raw.zst")} {
+	for _, f := range []string{filepath.Join(sealed, "disk.qcow2"), filepath.Join(sealed, "disk.pack"),
+		filepath.Join(pulled, "disk.qcow2"), filepath.Join(pulled, "disk.pack")} {
 		fi, err := os.Stat(f)
 		if err != nil {
 			t.Error(err)
@@ -234,6 +237,10 @@ func freePort(t *testing.T) int {
 // build's logs, run.json and seed directory, the pulled artifact, the registry's storage,
 // and both seed disks uncompressed.
 func noSecret(t *testing.T, secret, out, sealed, pulled, storage string) {
+	m, err := seed.ReadManifest(sealed)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Helper()
 	forms := [][]byte{[]byte(secret), []byte(base64.StdEncoding.EncodeToString([]byte(secret))[:len(secret)])}
 	search := func(name string, r io.Reader) {
@@ -280,17 +287,17 @@ func noSecret(t *testing.T, secret, out, sealed, pulled, storage string) {
 	}
 	search("the qcow2 seed disk, uncompressed", rf)
 	rf.Close()
-	zf, err := os.Open(filepath.Join(sealed, "disk.raw.zst"))
-	if err != nil {
-		t.Fatal(err)
+	for _, d := range m.Disks {
+		if d.Format != seed.FormatChunked {
+			continue
+		}
+		rc, err := seed.RawReader(context.Background(), sealed, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		search("the chunked seed disk, assembled", rc)
+		rc.Close()
 	}
-	defer zf.Close()
-	zr, err := zstd.NewReader(zf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer zr.Close()
-	search("the raw seed disk, uncompressed", zr)
 
 	// The check can fail: the installed disk, before the seal, holds the secret.
 	inst := filepath.Join(t.TempDir(), "installed.raw")

@@ -12,6 +12,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"github.com/opencontainers/go-digest"
 
+	"github.com/snofactory/snofactory/seeds/diskpack"
 	"github.com/snofactory/snofactory/seeds/seed"
 	"github.com/snofactory/snofactory/seeds/target"
 )
@@ -20,12 +21,14 @@ import (
 type Options struct {
 	// RawSize of the disk in bytes (default 3 MiB); rounded up to 512.
 	RawSize int64
-	// Formats to store the disk in (default both qcow2 and raw).
+	// Formats to store the disk in (default qcow2, raw and chunked).
 	Formats []string
 	// Credentials adds a credentials.age file.
 	Credentials bool
 	// Seed makes the disk content reproducible; two Writes with the same Seed are identical.
 	Seed uint64
+	// Change, when set, alters the raw disk before it is stored (a later build of a seed).
+	Change func(raw []byte)
 }
 
 // Write builds a seed in dir (created if needed) and returns its manifest, failing t on error.
@@ -36,12 +39,15 @@ func Write(t testing.TB, dir string, o Options) *seed.Manifest {
 	}
 	o.RawSize = (o.RawSize + 511) &^ 511
 	if len(o.Formats) == 0 {
-		o.Formats = []string{seed.FormatQCOW2, seed.FormatRaw}
+		o.Formats = []string{seed.FormatQCOW2, seed.FormatRaw, seed.FormatChunked}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	raw := RawDisk(o.RawSize, o.Seed)
+	if o.Change != nil {
+		o.Change(raw)
+	}
 	scratch := t.TempDir()
 	rawPath := filepath.Join(scratch, "disk.raw")
 	if err := os.WriteFile(rawPath, raw, 0o644); err != nil {
@@ -63,7 +69,13 @@ func Write(t testing.TB, dir string, o Options) *seed.Manifest {
 	}
 	for _, f := range o.Formats {
 		name := writeDisk(t, dir, rawPath, raw, f)
-		d, err := seed.DescribeDisk(ctx, dir, name, f)
+		var d seed.Disk
+		var err error
+		if f == seed.FormatChunked {
+			d, err = seed.DescribeChunked(ctx, dir, name, IndexFile)
+		} else {
+			d, err = seed.DescribeDisk(ctx, dir, name, f)
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -97,6 +109,11 @@ func writeDisk(t testing.TB, dir, rawPath string, raw []byte, format string) str
 			t.Fatal(err)
 		}
 		return "disk.raw.zst"
+	case seed.FormatChunked:
+		if _, err := diskpack.PackFiles(context.Background(), rawPath, filepath.Join(dir, PackFile), filepath.Join(dir, IndexFile), Params()); err != nil {
+			t.Fatal(err)
+		}
+		return PackFile
 	case seed.FormatQCOW2:
 		out := filepath.Join(dir, "disk.qcow2")
 		if b, err := exec.Command("qemu-img", "convert", "-q", "-c", "-f", "raw", "-O", "qcow2", rawPath, out).CombinedOutput(); err != nil {
@@ -107,6 +124,15 @@ func writeDisk(t testing.TB, dir, rawPath string, raw []byte, format string) str
 	t.Fatalf("unknown format %q", format)
 	return ""
 }
+
+// The files of a chunked disk, as the sealer names them.
+const (
+	PackFile  = "disk.pack"
+	IndexFile = "disk.index"
+)
+
+// Params are small chunk sizes, so that a test disk of a few MiB makes dozens of chunks.
+func Params() diskpack.Params { return diskpack.Params{Min: 16 << 10, Avg: 64 << 10, Max: 256 << 10} }
 
 // RawDisk returns n bytes of disk content from seed: random (incompressible) 64 KiB runs
 // between runs of zeros, as a sparse disk has.

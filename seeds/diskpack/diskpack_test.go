@@ -1,0 +1,247 @@
+package diskpack
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/opencontainers/go-digest"
+)
+
+var small = Params{Min: 16 << 10, Avg: 64 << 10, Max: 256 << 10}
+
+// content is disk-like data: random runs, text-like runs and zeros.
+func content(n int, seed uint64) []byte {
+	r := rand.New(rand.NewPCG(seed, 1))
+	b := make([]byte, n)
+	for off := 0; off < n; off += 96 << 10 {
+		end := min(off+64<<10, n)
+		if r.IntN(2) == 0 {
+			for i := off; i < end; i++ {
+				b[i] = byte(r.Uint32())
+			}
+		} else {
+			words := []string{"etc ", "usr ", "lib64 ", "systemd ", "kubelet ", "\n"}
+			for i := off; i < end; {
+				i += copy(b[i:end], words[r.IntN(len(words))])
+			}
+		}
+	}
+	return b
+}
+
+// sparseFile writes b at off in a file of size bytes, leaving the rest a hole.
+func sparseFile(t *testing.T, size int64, parts map[int64][]byte) *os.File {
+	t.Helper()
+	f, err := os.Create(filepath.Join(t.TempDir(), "disk.raw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	if err := f.Truncate(size); err != nil {
+		t.Fatal(err)
+	}
+	for off, b := range parts {
+		if _, err := f.WriteAt(b, off); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return f
+}
+
+func pack(t *testing.T, f *os.File, size int64, p Params) (*Index, []byte) {
+	t.Helper()
+	var buf bytes.Buffer
+	x, err := Pack(context.Background(), f, size, &buf, p, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x, buf.Bytes()
+}
+
+func rawOf(t *testing.T, f *os.File, size int64) []byte {
+	t.Helper()
+	b := make([]byte, size)
+	if _, err := f.ReadAt(b, 0); err != nil && err != io.EOF {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// A packed disk reads back byte for byte; holes and zero runs are not stored; the index
+// survives its own encoding.
+func TestPackRoundTrip(t *testing.T) {
+	const size = 64 << 20
+	data := content(6<<20, 1)
+	f := sparseFile(t, size, map[int64][]byte{0: data[:2<<20], 20 << 20: data[2<<20:], 40 << 20: make([]byte, 4<<20)})
+	x, p := pack(t, f, size, small)
+	if got, want := x.DataBytes(), int64(len(data)); got < want || got > want+2*small.Max {
+		t.Errorf("chunks cover %d bytes, the disk holds %d of data", got, want)
+	}
+	blobs, packSize := x.Blobs()
+	if packSize != int64(len(p)) || len(blobs) == 0 {
+		t.Fatalf("pack is %d bytes, the index says %d", len(p), packSize)
+	}
+	if packSize >= int64(len(data)) {
+		t.Errorf("pack of %d bytes for %d of data: nothing was compressed", packSize, len(data))
+	}
+	b, err := x.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := ParseIndex(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewReader(bytes.NewReader(p), y, "pack")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var out bytes.Buffer
+	if n, err := r.WriteTo(context.Background(), &out); err != nil || n != size {
+		t.Fatalf("WriteTo = %d, %v", n, err)
+	}
+	if sha256.Sum256(out.Bytes()) != sha256.Sum256(rawOf(t, f, size)) {
+		t.Error("the assembled disk differs from the original")
+	}
+}
+
+// Content-defined chunks: bytes inserted near the start shift everything after them, yet
+// almost every chunk is shared; one changed byte changes one chunk or two.
+func TestChangesCostFewChunks(t *testing.T) {
+	data := content(8<<20, 2)
+	base := sparseFile(t, int64(len(data)), map[int64][]byte{0: data})
+	x, _ := pack(t, base, int64(len(data)), small)
+
+	shifted := append(append(append([]byte{}, data[:100<<10]...), []byte("inserted bytes")...), data[100<<10:]...)
+	fs := sparseFile(t, int64(len(shifted)), map[int64][]byte{0: shifted})
+	xs, _ := pack(t, fs, int64(len(shifted)), small)
+	if d := Compare(x, xs); d.SharedBytes < d.Bytes*95/100 {
+		t.Errorf("after an insertion %d of %d bytes are shared", d.SharedBytes, d.Bytes)
+	}
+
+	changed := append([]byte{}, data...)
+	changed[5<<20] ^= 0xff
+	fc := sparseFile(t, int64(len(changed)), map[int64][]byte{0: changed})
+	xc, _ := pack(t, fc, int64(len(changed)), small)
+	if d := Compare(x, xc); d.Chunks-d.SharedChunks > 2 || d.Chunks-d.SharedChunks < 1 {
+		t.Errorf("one changed byte changed %d of %d chunks", d.Chunks-d.SharedChunks, d.Chunks)
+	}
+}
+
+// An earlier disk, packed or raw, gives the very stored bytes of the chunks it shares; a
+// damaged copy is named and not used.
+func TestOld(t *testing.T) {
+	data := content(4<<20, 3)
+	size := int64(len(data))
+	f := sparseFile(t, size, map[int64][]byte{0: data})
+	x, p := pack(t, f, size, small)
+
+	next := append([]byte{}, data...)
+	copy(next[1<<20:], bytes.Repeat([]byte("new "), 4096))
+	fn := sparseFile(t, size, map[int64][]byte{0: next})
+	xn, _ := pack(t, fn, size, small)
+
+	fromPack, err := OldPack(bytes.NewReader(p), x, "old pack")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fromPack.Close()
+	fromRaw, err := OldRaw(context.Background(), f, size, small, "old disk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fromRaw.Close()
+	for _, old := range []*Old{fromPack, fromRaw} {
+		found, missing := 0, 0
+		for _, c := range xn.Chunks {
+			b, err := old.Stored(c)
+			switch {
+			case err != nil:
+				t.Fatalf("%s: %v", old.Name(), err)
+			case b == nil:
+				missing++
+			case sha256Of(b) != c.Blob:
+				t.Fatalf("%s gave bytes that are not blob %s", old.Name(), c.Blob)
+			default:
+				found++
+			}
+		}
+		if found == 0 || missing == 0 || found < 3*missing {
+			t.Errorf("%s: %d chunks found, %d missing", old.Name(), found, missing)
+		}
+	}
+
+	// Damage the old pack's first chunk: it is named, not used.
+	bad := append([]byte{}, p...)
+	bad[x.Chunks[0].Stored/2] ^= 0xff
+	damaged, err := OldPack(bytes.NewReader(bad), x, "damaged pack")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer damaged.Close()
+	_, err = damaged.Stored(x.Chunks[0])
+	var ce *ChunkError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "damaged pack") {
+		t.Errorf("a damaged chunk gave %v", err)
+	}
+	// And a reader of the damaged pack refuses it as it assembles.
+	r, err := NewReader(bytes.NewReader(bad), x, "damaged pack")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := r.WriteTo(context.Background(), io.Discard); !errors.As(err, &ce) {
+		t.Errorf("assembling a damaged pack: %v", err)
+	}
+}
+
+func sha256Of(b []byte) digest.Digest {
+	return blobDigest(b)
+}
+
+func TestValidate(t *testing.T) {
+	good := func() *Index {
+		id, blob := blobDigest([]byte("a")), blobDigest([]byte("b"))
+		return &Index{Version: IndexVersion, Size: 1 << 20, Algorithm: Algorithm, Params: small, Compression: CompressionZstd,
+			Chunks: []Chunk{{Offset: 0, Size: 100, ID: id, Blob: blob, Stored: 50}, {Offset: 4096, Size: 100, ID: id, Blob: blob, Stored: 50}}}
+	}
+	if err := good().Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(*Index)
+		want   string
+	}{
+		{"version", func(x *Index) { x.Version = 2 }, "version 2"},
+		{"algorithm", func(x *Index) { x.Algorithm = "fastcdc" }, "algorithm"},
+		{"compression", func(x *Index) { x.Compression = "xz" }, "compression"},
+		{"params", func(x *Index) { x.Params.Min = 1 }, "chunk sizes"},
+		{"overlap", func(x *Index) { x.Chunks[1].Offset = 50 }, "overlaps"},
+		{"too long", func(x *Index) { x.Chunks[0].Size = small.Max + 1 }, "size"},
+		{"past the end", func(x *Index) { x.Chunks[1].Offset = x.Size }, "ends past"},
+		{"stored too large", func(x *Index) { x.Chunks[0].Stored = 1 << 30 }, "stored size"},
+		{"bad digest", func(x *Index) { x.Chunks[0].ID = "md5:abc" }, "sha256"},
+		{"blob of two contents", func(x *Index) { x.Chunks[1].Size = 99 }, "other content"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			x := good()
+			tc.change(x)
+			if err := x.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Validate = %v, want %q", err, tc.want)
+			}
+		})
+	}
+	if _, err := ParseIndex([]byte(`{"version":1,"extra":true}`)); err == nil {
+		t.Error("an unknown field was accepted")
+	}
+}

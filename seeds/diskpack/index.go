@@ -1,0 +1,223 @@
+package diskpack
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/opencontainers/go-digest"
+)
+
+// IndexVersion is the index format this package reads and writes.
+const IndexVersion = 1
+
+// Algorithm names the chunker: desync's buzhash over a 48-byte window.
+const Algorithm = "desync-buzhash"
+
+// CompressionZstd is how every chunk is stored.
+const CompressionZstd = "zstd"
+
+// Limits that bound what reading an index or a chunk may cost, whoever wrote it.
+const (
+	// MaxIndexSize bounds the index file: about 300,000 chunks, a disk with 150 GiB of data.
+	MaxIndexSize = 64 << 20
+	// MaxChunkSize bounds Params.Max, and so every chunk's raw size in memory.
+	MaxChunkSize = 16 << 20
+	// minChunkSize is the chunker's own floor (its window) rounded up.
+	minChunkSize = 4 << 10
+)
+
+// Params are the chunk sizes: no chunk is shorter than Min (except at the end of a data
+// range) or longer than Max, and on average Avg long.
+type Params struct {
+	Min int64 `json:"min"`
+	Avg int64 `json:"avg"`
+	Max int64 `json:"max"`
+}
+
+// DefaultParams: chunks of a quarter MiB on average. A rebuild of the demo seed after a
+// one-file change shares 97.6% of its stored bytes at this size, 92.6% at 512 KiB; a
+// disk with 40 GB of data still makes fewer than 200,000 chunks.
+func DefaultParams() Params { return Params{Min: 64 << 10, Avg: 256 << 10, Max: 1 << 20} }
+
+func (p Params) validate() error {
+	if p.Min < minChunkSize || p.Min > p.Avg || p.Avg > p.Max || p.Max > MaxChunkSize {
+		return fmt.Errorf("chunk sizes min %d, avg %d, max %d: want %d <= min <= avg <= max <= %d",
+			p.Min, p.Avg, p.Max, minChunkSize, MaxChunkSize)
+	}
+	return nil
+}
+
+// Chunk is one stored piece of the disk.
+type Chunk struct {
+	// Offset of the chunk on the raw disk.
+	Offset int64 `json:"offset"`
+	// Size of its raw bytes.
+	Size int64 `json:"size"`
+	// ID is the sha256 of its raw bytes.
+	ID digest.Digest `json:"id"`
+	// Blob is the sha256 of its compressed bytes, as stored in the pack and a registry.
+	Blob digest.Digest `json:"blob"`
+	// Stored is the size of its compressed bytes.
+	Stored int64 `json:"stored"`
+}
+
+// Index describes a packed disk. Chunks are in disk order and do not overlap; what no
+// chunk covers holds zeros.
+type Index struct {
+	Version     int     `json:"version"`
+	Size        int64   `json:"size"`
+	Algorithm   string  `json:"algorithm"`
+	Params      Params  `json:"params"`
+	Compression string  `json:"compression"`
+	Chunks      []Chunk `json:"chunks"`
+}
+
+// Blob is one distinct chunk as stored in the pack.
+type Blob struct {
+	Digest digest.Digest // of the compressed bytes
+	Size   int64         // compressed
+	Offset int64         // in the pack
+	ID     digest.Digest // of the raw bytes
+	Raw    int64         // raw size
+}
+
+// Blobs lists the distinct chunks in pack order (the order they first occur on the disk)
+// with their offsets in the pack, and the pack's size.
+func (x *Index) Blobs() ([]Blob, int64) {
+	seen := make(map[digest.Digest]bool, len(x.Chunks))
+	var out []Blob
+	var off int64
+	for _, c := range x.Chunks {
+		if seen[c.Blob] {
+			continue
+		}
+		seen[c.Blob] = true
+		out = append(out, Blob{Digest: c.Blob, Size: c.Stored, Offset: off, ID: c.ID, Raw: c.Size})
+		off += c.Stored
+	}
+	return out, off
+}
+
+// DataBytes is the raw bytes the chunks cover: the disk less its zero ranges.
+func (x *Index) DataBytes() int64 {
+	var n int64
+	for _, c := range x.Chunks {
+		n += c.Size
+	}
+	return n
+}
+
+// maxStored bounds a chunk's compressed size: zstd never grows data by more than a few
+// bytes per 128 KiB block plus its frame header.
+func maxStored(raw int64) int64 { return raw + raw>>7 + 1024 }
+
+// Validate reports every problem of the index at once.
+func (x *Index) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if x.Version != IndexVersion {
+		bad("version %d is not %d", x.Version, IndexVersion)
+	}
+	if x.Algorithm != Algorithm {
+		bad("algorithm %q is not %q", x.Algorithm, Algorithm)
+	}
+	if x.Compression != CompressionZstd {
+		bad("compression %q is not %q", x.Compression, CompressionZstd)
+	}
+	if err := x.Params.validate(); err != nil {
+		bad("%v", err)
+	}
+	if x.Size <= 0 {
+		bad("size %d is not positive", x.Size)
+	}
+	type stored struct {
+		id          digest.Digest
+		size, bytes int64
+	}
+	blobs := map[digest.Digest]stored{}
+	var end int64
+	for i, c := range x.Chunks {
+		if len(errs) > 20 {
+			bad("and more")
+			break
+		}
+		switch {
+		case c.Offset < end:
+			bad("chunks[%d]: offset %d overlaps the chunk before, which ends at %d", i, c.Offset, end)
+		case c.Size <= 0 || c.Size > x.Params.Max || c.Size > MaxChunkSize:
+			bad("chunks[%d]: size %d is not within 1..%d", i, c.Size, x.Params.Max)
+		case c.Offset > x.Size-c.Size:
+			bad("chunks[%d]: ends past the disk's %d bytes", i, x.Size)
+		case c.Stored <= 0 || c.Stored > maxStored(c.Size):
+			bad("chunks[%d]: stored size %d is not within 1..%d", i, c.Stored, maxStored(c.Size))
+		case !sha256Digest(c.ID) || !sha256Digest(c.Blob):
+			bad("chunks[%d]: id %q and blob %q must be sha256 digests", i, c.ID, c.Blob)
+		}
+		if prev, ok := blobs[c.Blob]; ok && (prev.id != c.ID || prev.size != c.Size || prev.bytes != c.Stored) {
+			bad("chunks[%d]: blob %s is also a chunk with other content", i, c.Blob)
+		}
+		blobs[c.Blob] = stored{c.ID, c.Size, c.Stored}
+		end = c.Offset + max(c.Size, 0)
+	}
+	return errors.Join(errs...)
+}
+
+func sha256Digest(d digest.Digest) bool {
+	return d.Validate() == nil && d.Algorithm() == digest.SHA256
+}
+
+// Marshal encodes the index as it is stored: compact JSON with a trailing newline, one
+// chunk per line so that two indexes diff line by line.
+func (x *Index) Marshal() ([]byte, error) {
+	head := *x
+	head.Chunks = nil
+	b, err := json.Marshal(&head)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the disk index: %w", err)
+	}
+	var buf bytes.Buffer
+	buf.Write(b[:len(b)-len(`"chunks":null}`)])
+	buf.WriteString("\"chunks\":[")
+	for i, c := range x.Chunks {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		buf.WriteByte('\n')
+		cb, err := json.Marshal(c)
+		if err != nil {
+			return nil, fmt.Errorf("encoding the disk index: %w", err)
+		}
+		buf.Write(cb)
+	}
+	buf.WriteString("\n]}\n")
+	return buf.Bytes(), nil
+}
+
+// ParseIndex decodes and validates an index; unknown fields are refused.
+func ParseIndex(b []byte) (*Index, error) {
+	if len(b) > MaxIndexSize {
+		return nil, fmt.Errorf("the disk index is %d bytes, more than the %d allowed", len(b), MaxIndexSize)
+	}
+	var x Index
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&x); err != nil {
+		return nil, fmt.Errorf("decoding the disk index: %w", err)
+	}
+	if err := x.Validate(); err != nil {
+		return nil, fmt.Errorf("invalid disk index:\n%w", err)
+	}
+	return &x, nil
+}
+
+// ReadIndex reads and validates an index, at most MaxIndexSize bytes of it.
+func ReadIndex(r io.Reader) (*Index, error) {
+	b, err := io.ReadAll(io.LimitReader(r, MaxIndexSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading the disk index: %w", err)
+	}
+	return ParseIndex(b)
+}

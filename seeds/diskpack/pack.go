@@ -1,0 +1,225 @@
+package diskpack
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+
+	"github.com/folbricht/desync"
+	"github.com/klauspost/compress/zstd"
+	"github.com/opencontainers/go-digest"
+	"golang.org/x/sync/errgroup"
+)
+
+// piece is a chunk cut from the disk, on its way through hashing and compression.
+type piece struct {
+	seq    int
+	off    int64
+	data   []byte
+	id     digest.Digest
+	zero   bool
+	stored []byte
+}
+
+// chunkFile cuts the data of f's first size bytes into chunks and calls each with every
+// chunk in disk order, after work (run on jobs goroutines) has hashed it and, unless it is
+// all zeros, done what else it does. At most 2*jobs chunks are in flight, so memory stays
+// bounded whatever the disk's size.
+func chunkFile(ctx context.Context, f *os.File, size int64, p Params, jobs int, work func(*piece) error, each func(*piece) error) error {
+	if err := p.validate(); err != nil {
+		return err
+	}
+	if jobs <= 0 {
+		jobs = runtime.NumCPU()
+	}
+	exts, err := dataExtents(f, size, p.Max)
+	if err != nil {
+		return err
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	todo := make(chan *piece)
+	done := make(chan *piece, 2*jobs)
+	slots := make(chan struct{}, 2*jobs)
+	g.Go(func() error {
+		defer close(todo)
+		seq := 0
+		for _, e := range exts {
+			ch, err := desync.NewChunker(io.NewSectionReader(f, e.off, e.len), uint64(p.Min), uint64(p.Avg), uint64(p.Max))
+			if err != nil {
+				return err
+			}
+			for {
+				start, b, err := ch.Next()
+				if err != nil {
+					return fmt.Errorf("reading %s at %d: %w", f.Name(), e.off+int64(start), err)
+				}
+				if len(b) == 0 {
+					break
+				}
+				select {
+				case slots <- struct{}{}:
+				case <-gctx.Done():
+					return gctx.Err()
+				}
+				select {
+				case todo <- &piece{seq: seq, off: e.off + int64(start), data: b}:
+				case <-gctx.Done():
+					return gctx.Err()
+				}
+				seq++
+			}
+		}
+		return nil
+	})
+	workers, wctx := errgroup.WithContext(gctx)
+	for range jobs {
+		workers.Go(func() error {
+			zero := make([]byte, 64<<10)
+			for pc := range todo {
+				pc.zero = allZero(pc.data, zero)
+				if !pc.zero {
+					sum := sha256.Sum256(pc.data)
+					pc.id = digest.NewDigestFromBytes(digest.SHA256, sum[:])
+					if err := work(pc); err != nil {
+						return err
+					}
+				}
+				select {
+				case done <- pc:
+				case <-wctx.Done():
+					return wctx.Err()
+				}
+			}
+			return nil
+		})
+	}
+	g.Go(func() error {
+		err := workers.Wait()
+		close(done)
+		return err
+	})
+	g.Go(func() error {
+		// Reorder: workers finish out of order, each must see disk order.
+		waiting := map[int]*piece{}
+		next := 0
+		for pc := range done {
+			waiting[pc.seq] = pc
+			for {
+				pc, ok := waiting[next]
+				if !ok {
+					break
+				}
+				delete(waiting, next)
+				next++
+				if !pc.zero {
+					if err := each(pc); err != nil {
+						return err
+					}
+				}
+				<-slots
+			}
+		}
+		return nil
+	})
+	return g.Wait()
+}
+
+func allZero(b, zero []byte) bool {
+	for len(b) > 0 {
+		n := min(len(b), len(zero))
+		if !bytes.Equal(b[:n], zero[:n]) {
+			return false
+		}
+		b = b[n:]
+	}
+	return true
+}
+
+// newEncoder is the one compressor every chunk goes through: the same settings give the
+// same bytes, so a chunk compressed again elsewhere has the same blob digest.
+func newEncoder(jobs int) (*zstd.Encoder, error) {
+	return zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(max(jobs, 1)))
+}
+
+// Pack chunks the disk in f (its first size bytes), compresses every chunk, writes each
+// distinct one to pack in disk order, and returns the index. jobs bounds the chunks
+// hashed and compressed at once (0: one per core).
+func Pack(ctx context.Context, f *os.File, size int64, pack io.Writer, p Params, jobs int) (*Index, error) {
+	if jobs <= 0 {
+		jobs = runtime.NumCPU()
+	}
+	enc, err := newEncoder(jobs)
+	if err != nil {
+		return nil, err
+	}
+	defer enc.Close()
+	x := &Index{Version: IndexVersion, Size: size, Algorithm: Algorithm, Params: p, Compression: CompressionZstd}
+	written := map[digest.Digest]Chunk{}
+	compress := func(pc *piece) error {
+		pc.stored = enc.EncodeAll(pc.data, make([]byte, 0, len(pc.data)/2))
+		return nil
+	}
+	each := func(pc *piece) error {
+		if c, ok := written[pc.id]; ok {
+			c.Offset = pc.off
+			x.Chunks = append(x.Chunks, c)
+			return nil
+		}
+		sum := sha256.Sum256(pc.stored)
+		c := Chunk{Offset: pc.off, Size: int64(len(pc.data)), ID: pc.id,
+			Blob: digest.NewDigestFromBytes(digest.SHA256, sum[:]), Stored: int64(len(pc.stored))}
+		if _, err := pack.Write(pc.stored); err != nil {
+			return fmt.Errorf("writing the pack: %w", err)
+		}
+		written[pc.id] = c
+		x.Chunks = append(x.Chunks, c)
+		return nil
+	}
+	if err := chunkFile(ctx, f, size, p, jobs, compress, each); err != nil {
+		return nil, err
+	}
+	return x, x.Validate()
+}
+
+// PackFiles packs the raw disk file raw into the files pack (0600: a disk keeps the
+// cluster's private keys) and index.
+func PackFiles(ctx context.Context, raw, pack, index string, p Params) (*Index, error) {
+	in, err := os.Open(raw)
+	if err != nil {
+		return nil, err
+	}
+	defer in.Close()
+	fi, err := in.Stat()
+	if err != nil {
+		return nil, err
+	}
+	out, err := os.OpenFile(pack, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	defer out.Close()
+	bw := bufio.NewWriterSize(out, 4<<20)
+	x, err := Pack(ctx, in, fi.Size(), bw, p, 0)
+	if err != nil {
+		return nil, fmt.Errorf("packing %s: %w", raw, err)
+	}
+	if err := bw.Flush(); err != nil {
+		return nil, fmt.Errorf("writing %s: %w", pack, err)
+	}
+	if err := out.Close(); err != nil {
+		return nil, fmt.Errorf("writing %s: %w", pack, err)
+	}
+	b, err := x.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(index, b, 0o644); err != nil {
+		return nil, err
+	}
+	return x, nil
+}

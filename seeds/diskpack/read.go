@@ -1,0 +1,185 @@
+package diskpack
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"runtime"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/opencontainers/go-digest"
+	"golang.org/x/sync/errgroup"
+)
+
+// ChunkError says a chunk's bytes are not what the index says: where it was read from
+// (Source: "the pack", a registry, an earlier seed), at which disk offset, and how.
+type ChunkError struct {
+	Source string
+	Offset int64
+	Want   digest.Digest
+	Got    digest.Digest
+	What   string // "blob digest", "raw digest", or a decoding error
+}
+
+func (e *ChunkError) Error() string {
+	if e.Got == "" {
+		return fmt.Sprintf("chunk %s at disk offset %d in %s: %s", e.Want.Encoded()[:12], e.Offset, e.Source, e.What)
+	}
+	return fmt.Sprintf("chunk at disk offset %d in %s: %s mismatch: the index says %s, the bytes are %s",
+		e.Offset, e.Source, e.What, e.Want, e.Got)
+}
+
+// Reader reads a packed disk: the pack through r, laid out as the index says.
+type Reader struct {
+	r       io.ReaderAt
+	x       *Index
+	name    string
+	offsets map[digest.Digest]int64
+	dec     *zstd.Decoder
+}
+
+// NewReader reads the pack r (name says what it is in errors) that x describes. Close
+// releases the decoder.
+func NewReader(r io.ReaderAt, x *Index, name string) (*Reader, error) {
+	blobs, _ := x.Blobs()
+	offsets := make(map[digest.Digest]int64, len(blobs))
+	for _, b := range blobs {
+		offsets[b.Digest] = b.Offset
+	}
+	dec, err := NewDecoder(x)
+	if err != nil {
+		return nil, err
+	}
+	return &Reader{r: r, x: x, name: name, offsets: offsets, dec: dec}, nil
+}
+
+// NewDecoder returns a decoder that never makes more than a chunk of x's maximum size.
+func NewDecoder(x *Index) (*zstd.Decoder, error) {
+	return zstd.NewReader(nil, zstd.WithDecoderConcurrency(runtime.NumCPU()),
+		zstd.WithDecoderMaxMemory(uint64(min(x.Params.Max, MaxChunkSize))))
+}
+
+// Close releases the decoder.
+func (r *Reader) Close() { r.dec.Close() }
+
+// Stored returns the compressed bytes of blob b as they lie in the pack.
+func (r *Reader) Stored(b Blob) *io.SectionReader {
+	return io.NewSectionReader(r.r, b.Offset, b.Size)
+}
+
+// Chunk reads, decompresses and checks chunk c, returning its raw bytes.
+func (r *Reader) Chunk(c Chunk) ([]byte, error) {
+	off, ok := r.offsets[c.Blob]
+	if !ok {
+		return nil, fmt.Errorf("chunk %s is not in the index of %s", c.Blob, r.name)
+	}
+	stored := make([]byte, c.Stored)
+	if _, err := r.r.ReadAt(stored, off); err != nil {
+		return nil, fmt.Errorf("reading %s at %d: %w", r.name, off, err)
+	}
+	return DecodeChunk(r.dec, c, stored, r.name)
+}
+
+// DecodeChunk decompresses the stored bytes of c and checks them against its ID.
+func DecodeChunk(dec *zstd.Decoder, c Chunk, stored []byte, source string) ([]byte, error) {
+	raw, err := dec.DecodeAll(stored, make([]byte, 0, c.Size))
+	if err != nil {
+		return nil, &ChunkError{Source: source, Offset: c.Offset, Want: c.ID, What: "cannot be decompressed: " + err.Error()}
+	}
+	sum := sha256.Sum256(raw)
+	if got := digest.NewDigestFromBytes(digest.SHA256, sum[:]); got != c.ID || int64(len(raw)) != c.Size {
+		return nil, &ChunkError{Source: source, Offset: c.Offset, Want: c.ID, Got: got, What: "raw digest"}
+	}
+	return raw, nil
+}
+
+// WriteTo streams the whole raw disk to w in order, zeros where no chunk is, checking
+// every chunk as it goes. Chunks are decompressed ahead on every core, a bounded number
+// at a time.
+func (r *Reader) WriteTo(ctx context.Context, w io.Writer) (int64, error) {
+	jobs := runtime.NumCPU()
+	type result struct {
+		raw []byte
+		err error
+	}
+	ahead := make(chan chan result, 2*jobs)
+	g, gctx := errgroup.WithContext(ctx)
+	sem := make(chan struct{}, jobs)
+	g.Go(func() error {
+		defer close(ahead)
+		for _, c := range r.x.Chunks {
+			ch := make(chan result, 1)
+			select {
+			case ahead <- ch:
+			case <-gctx.Done():
+				return gctx.Err()
+			}
+			sem <- struct{}{}
+			go func() {
+				defer func() { <-sem }()
+				raw, err := r.Chunk(c)
+				ch <- result{raw, err}
+			}()
+		}
+		return nil
+	})
+	var n int64
+	g.Go(func() error {
+		zeros := make([]byte, 1<<20)
+		pad := func(to int64) error {
+			for n < to {
+				k, err := w.Write(zeros[:min(int64(len(zeros)), to-n)])
+				n += int64(k)
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		i := 0
+		for ch := range ahead {
+			res := <-ch
+			if res.err != nil {
+				return res.err
+			}
+			if err := pad(r.x.Chunks[i].Offset); err != nil {
+				return err
+			}
+			k, err := w.Write(res.raw)
+			n += int64(k)
+			if err != nil {
+				return err
+			}
+			i++
+			if err := gctx.Err(); err != nil {
+				return err
+			}
+		}
+		return pad(r.x.Size)
+	})
+	err := g.Wait()
+	return n, err
+}
+
+// Stream returns the raw disk as a reader (WriteTo through a pipe); closing it stops the
+// stream.
+func (r *Reader) Stream(ctx context.Context) io.ReadCloser {
+	pr, pw := io.Pipe()
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		_, err := r.WriteTo(ctx, pw)
+		pw.CloseWithError(err)
+	}()
+	return &stream{PipeReader: pr, cancel: cancel}
+}
+
+type stream struct {
+	*io.PipeReader
+	cancel context.CancelFunc
+}
+
+func (s *stream) Close() error {
+	s.cancel()
+	return s.PipeReader.Close()
+}

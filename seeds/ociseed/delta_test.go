@@ -1,0 +1,199 @@
+package ociseed_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/snofactory/snofactory/seeds/diskpack"
+	"github.com/snofactory/snofactory/seeds/ociseed"
+	"github.com/snofactory/snofactory/seeds/seed"
+	"github.com/snofactory/snofactory/seeds/seed/seedtest"
+	"github.com/snofactory/snofactory/test/registry"
+)
+
+// deltaSeeds writes a chunked seed and a later build of it that differs in one place.
+func deltaSeeds(t *testing.T) (a, b string, ma, mb *seed.Manifest) {
+	t.Helper()
+	a, b = filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")
+	o := seedtest.Options{RawSize: 8 << 20, Seed: 11, Formats: []string{seed.FormatChunked}, Credentials: true}
+	ma = seedtest.Write(t, a, o)
+	o.Change = func(raw []byte) { copy(raw[3<<20:], []byte("one file changed in the rebuild")) }
+	mb = seedtest.Write(t, b, o)
+	return a, b, ma, mb
+}
+
+// A chunked seed goes to a registry as an index of manifests whose layers are its chunks;
+// a later build sends only the chunks that changed, and a pull --from an earlier seed or
+// its raw disk fetches only those; every file comes back byte for byte.
+func TestDeltaRoundTrip(t *testing.T) {
+	r := registry.StartT(t, registry.Options{})
+	a, b, ma, mb := deltaSeeds(t)
+	ctx := context.Background()
+	first, err := ociseed.Push(ctx, a, r.Ref("seeds/demo:a"), opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Sent != first.Bytes || first.Blobs < 20 {
+		t.Errorf("first push sent %d of %d bytes in %d blobs", first.Sent, first.Bytes, first.Blobs)
+	}
+
+	// skopeo, an independent client, reads the index and its first manifest.
+	var top ocispec.Index
+	if err := json.Unmarshal([]byte(skopeo(t, "inspect", "--raw", "--tls-verify=false", "docker://"+r.Ref("seeds/demo:a"))), &top); err != nil {
+		t.Fatal(err)
+	}
+	if top.MediaType != ocispec.MediaTypeImageIndex || top.ArtifactType != seed.ArtifactType || len(top.Manifests) == 0 ||
+		top.Annotations[ocispec.AnnotationTitle] != "demo" {
+		t.Fatalf("top = %+v", top)
+	}
+	var part ocispec.Manifest
+	if err := json.Unmarshal([]byte(skopeo(t, "inspect", "--raw", "--tls-verify=false",
+		"docker://"+r.Ref("seeds/demo@"+top.Manifests[0].Digest.String()))), &part); err != nil {
+		t.Fatal(err)
+	}
+	if part.Config.MediaType != seed.MediaTypeManifest || part.Layers[0].MediaType != ociseed.MediaTypeDiskIndex {
+		t.Errorf("first manifest: config %s, first layer %s", part.Config.MediaType, part.Layers[0].MediaType)
+	}
+
+	// The later build: only the changed chunks are sent.
+	r.Reset()
+	second, err := ociseed.Push(ctx, b, r.Ref("seeds/demo:b"), opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.Sent == 0 || second.Sent > second.Bytes/10 {
+		t.Errorf("the rebuild sent %d of %d bytes", second.Sent, second.Bytes)
+	}
+	if n := uploads(r.Requests()); n == 0 || n > 6 {
+		t.Errorf("the rebuild started %d uploads", n)
+	}
+
+	// An unchanged seed again: no uploads.
+	r.Reset()
+	if again, err := ociseed.Push(ctx, b, r.Ref("seeds/demo:b2"), opts()...); err != nil || again.Sent != 0 {
+		t.Fatalf("re-push: %+v, %v", again, err)
+	}
+	if n := uploads(r.Requests()); n != 0 {
+		t.Errorf("re-push started %d uploads", n)
+	}
+
+	pulledA := filepath.Join(t.TempDir(), "a")
+	if _, err := ociseed.Pull(ctx, r.Ref("seeds/demo:a"), pulledA, opts()...); err != nil {
+		t.Fatal(err)
+	}
+	sameFiles(t, a, pulledA, ma)
+
+	rawA := filepath.Join(t.TempDir(), "a.raw")
+	if _, err := seed.WriteDevice(ctx, a, rawA); err != nil {
+		t.Fatal(err)
+	}
+	for _, from := range []string{pulledA, rawA} {
+		t.Run(filepath.Base(from), func(t *testing.T) {
+			dst := filepath.Join(t.TempDir(), "b")
+			var st ociseed.PullStats
+			r.Reset()
+			if _, err := ociseed.Pull(ctx, r.Ref("seeds/demo:b"), dst, opts(ociseed.WithFrom(from), ociseed.WithPullStats(&st))...); err != nil {
+				t.Fatal(err)
+			}
+			sameFiles(t, b, dst, mb)
+			if st.Reused == 0 || st.Fetched == 0 || st.FetchedBytes > st.ReusedBytes/5 {
+				t.Errorf("pull --from %s: %+v", from, st)
+			}
+			if got := r.Stats().BlobGetBytes; got > second.Bytes/5 {
+				t.Errorf("the registry served %d blob bytes of %d", got, second.Bytes)
+			}
+		})
+	}
+}
+
+// A damaged chunk in OLD is named, then fetched; a damaged chunk in the registry is named
+// and the pull refused, leaving no seed behind.
+func TestDeltaDamagedChunks(t *testing.T) {
+	r := registry.StartT(t, registry.Options{})
+	a, b, _, mb := deltaSeeds(t)
+	ctx := context.Background()
+	for _, p := range [][2]string{{a, "seeds/demo:a"}, {b, "seeds/demo:b"}} {
+		if _, err := ociseed.Push(ctx, p[0], r.Ref(p[1]), opts()...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Damage the first chunk of the earlier seed's pack.
+	pack := filepath.Join(a, seedtest.PackFile)
+	buf, err := os.ReadFile(pack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf[10] ^= 0xff
+	if err := os.WriteFile(pack, buf, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var st ociseed.PullStats
+	dst := filepath.Join(t.TempDir(), "b")
+	if _, err := ociseed.Pull(ctx, r.Ref("seeds/demo:b"), dst, opts(ociseed.WithFrom(a), ociseed.WithPullStats(&st))...); err != nil {
+		t.Fatal(err)
+	}
+	sameFiles(t, b, dst, mb)
+	if st.Reused == 0 || st.Fetched < 2 {
+		t.Errorf("with a damaged OLD: %+v", st)
+	}
+
+	// Damage a chunk blob in the registry's storage.
+	x, err := seed.ReadIndex(b, mb.Disks[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := x.Chunks[len(x.Chunks)/2].Blob
+	p := filepath.Join(r.StorageDir(), "docker/registry/v2/blobs/sha256", bad.Encoded()[:2], bad.Encoded(), "data")
+	blob, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blob[len(blob)/2] ^= 0xff
+	if err := os.WriteFile(p, blob, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fresh := filepath.Join(t.TempDir(), "fresh")
+	_, err = ociseed.Pull(ctx, r.Ref("seeds/demo:b"), fresh, opts()...)
+	var ce *diskpack.ChunkError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), bad.String()) || !strings.Contains(err.Error(), "disk offset") {
+		t.Fatalf("Pull = %v, want a chunk error naming %s", err, bad)
+	}
+	if _, err := os.Stat(filepath.Join(fresh, seed.ManifestFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused pull left seed.json: %v", err)
+	}
+}
+
+// A pull stopped part way resumes from the chunks it staged: they are checked, not fetched.
+func TestDeltaPullResumes(t *testing.T) {
+	r := registry.StartT(t, registry.Options{})
+	a, _, ma, _ := deltaSeeds(t)
+	ctx := context.Background()
+	if _, err := ociseed.Push(ctx, a, r.Ref("seeds/demo:a"), opts()...); err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(t.TempDir(), "a")
+	cctx, cancel := context.WithCancel(ctx)
+	_, err := ociseed.Pull(cctx, r.Ref("seeds/demo:a"), dst, opts(ociseed.WithJobs(1), ociseed.WithProgress(func(p ociseed.Progress) {
+		if strings.HasPrefix(p.What, "chunk at") && p.Done == 5 {
+			cancel()
+		}
+	}))...)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled pull = %v", err)
+	}
+	var st ociseed.PullStats
+	if _, err := ociseed.Pull(ctx, r.Ref("seeds/demo:a"), dst, opts(ociseed.WithPullStats(&st))...); err != nil {
+		t.Fatal(err)
+	}
+	if st.Resumed < 5 || st.Fetched == 0 {
+		t.Errorf("resumed pull: %+v", st)
+	}
+	sameFiles(t, a, dst, ma)
+}
