@@ -7,9 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 
 	units "github.com/docker/go-units"
+	"github.com/opencontainers/go-digest"
 	"github.com/spf13/cobra"
 
 	"github.com/snofactory/snofactory/pipeline/output"
@@ -215,6 +217,28 @@ func fromOptions(reg *registryFlags, from string) ([]ociseed.Option, *pullStats,
 		return nil, nil, badInput(fmt.Errorf("--from: %w", err))
 	}
 	return append(opts, ociseed.WithFrom(from)), st, nil
+}
+
+// writeStaging is where seed write pulls a seed for device: one directory per target under
+// $TMPDIR, 0700, owned by us and not a symlink, so a write that was killed resumes.
+func writeStaging(device string) (string, error) {
+	abs, err := filepath.Abs(device)
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(os.TempDir(), "snofactory-seed-write-"+digest.FromString(abs).Encoded()[:16])
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return "", err
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return "", err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !fi.IsDir() || !ok || int(st.Uid) != os.Getuid() || fi.Mode().Perm() != 0o700 {
+		return "", fmt.Errorf("%s is not a private directory of this user: remove it", dir)
+	}
+	return dir, nil
 }
 
 func newSeedDiffCommand(reg *registryFlags) *cobra.Command {
@@ -430,9 +454,11 @@ func newSeedWriteCommand(reg *registryFlags) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if dir, err = os.MkdirTemp("", "snofactory-seed-write-"); err != nil {
+				if dir, err = writeStaging(device); err != nil {
 					return fmt.Errorf("pulling %s: %w", image, err)
 				}
+				// Removed once the write ends, either way; a killed write leaves it, and
+				// the same write run again resumes its pull from the chunks staged there.
 				defer func() { err = errors.Join(err, os.RemoveAll(dir)) }()
 				if _, err := ociseed.Pull(cmd.Context(), image, dir, opts...); err != nil {
 					return seedErr(err)

@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // Error refuses an output path before anything is written to it: the user's input.
@@ -138,8 +139,16 @@ func Write(path string, perm os.FileMode, fill func(*os.File) error, inputs ...s
 		}
 		return f.Close()
 	}
+	removeStalePartials(path)
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".partial-*")
 	if err != nil {
+		return fmt.Errorf("creating %s: %w", path, err)
+	}
+	// Held while the file fills: a later Write removes only partial files nobody holds,
+	// those of a writer that was killed.
+	if err := syscall.Flock(int(tmp.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
 		return fmt.Errorf("creating %s: %w", path, err)
 	}
 	done := false
@@ -167,6 +176,21 @@ func Write(path string, perm os.FileMode, fill func(*os.File) error, inputs ...s
 	}
 	done = true
 	return nil
+}
+
+// removeStalePartials removes the partial files of path that no live Write holds locked.
+func removeStalePartials(path string) {
+	stale, _ := filepath.Glob(filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".partial-*"))
+	for _, p := range stale {
+		f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+		if err != nil {
+			continue
+		}
+		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
+			os.Remove(p)
+		}
+		f.Close()
+	}
 }
 
 // Place puts the finished file built at path: renamed over a file (with perm), copied

@@ -73,6 +73,25 @@ func TestWrite(t *testing.T) {
 	if partial, _ := filepath.Glob(filepath.Join(dir, ".*partial*")); len(partial) > 0 {
 		t.Errorf("partial files left: %v", partial)
 	}
+
+	// A killed writer's partial file (nobody holds it) goes at the next Write; one that a
+	// live Write holds stays.
+	stale := filepath.Join(dir, "."+filepath.Base(existing)+".partial-killed")
+	os.WriteFile(stale, []byte("half"), 0o600)
+	err = Write(existing, 0o644, func(f *os.File) error {
+		if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the stale partial file is still there: %v", err)
+		}
+		inner := Write(existing, 0o644, func(*os.File) error { return nil })
+		if _, err := os.Stat(f.Name()); inner != nil || err != nil {
+			t.Errorf("a second Write removed the live partial file: %v, %v", inner, err)
+		}
+		_, err := f.Write([]byte("newest"))
+		return err
+	})
+	if b, _ := os.ReadFile(existing); err != nil || string(b) != "newest" {
+		t.Errorf("Write after a killed one: %v, %q", err, b)
+	}
 }
 
 // A block device is written in place: not truncated, not renamed over, its inode kept.

@@ -59,11 +59,14 @@ func sparseFile(t *testing.T, size int64, parts map[int64][]byte) *os.File {
 func pack(t *testing.T, f *os.File, size int64, p Params) (*Index, []byte) {
 	t.Helper()
 	var buf bytes.Buffer
-	x, err := Pack(context.Background(), f, size, &buf, p, 2)
+	res, err := Pack(context.Background(), f, size, &buf, p, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return x, buf.Bytes()
+	if res.PackDigest != blobDigest(buf.Bytes()) || res.PackSize != int64(buf.Len()) || res.RawDigest != blobDigest(rawOf(t, f, size)) {
+		t.Errorf("Pack's sums: pack %s (%d bytes), raw %s", res.PackDigest, res.PackSize, res.RawDigest)
+	}
+	return res.Index, buf.Bytes()
 }
 
 func rawOf(t *testing.T, f *os.File, size int64) []byte {

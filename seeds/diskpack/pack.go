@@ -146,10 +146,19 @@ func newEncoder(jobs int) (*zstd.Encoder, error) {
 	return zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(max(jobs, 1)))
 }
 
+// Packed is what Pack made: the index, and the digests of the pack and of the raw disk,
+// hashed as they went by so that nobody reads either again to describe them.
+type Packed struct {
+	*Index
+	PackSize   int64
+	PackDigest digest.Digest
+	RawDigest  digest.Digest
+}
+
 // Pack chunks the disk in f (its first size bytes), compresses every chunk, writes each
 // distinct one to pack in disk order, and returns the index. jobs bounds the chunks
 // hashed and compressed at once (0: one per core).
-func Pack(ctx context.Context, f *os.File, size int64, pack io.Writer, p Params, jobs int) (*Index, error) {
+func Pack(ctx context.Context, f *os.File, size int64, pack io.Writer, p Params, jobs int) (*Packed, error) {
 	if jobs <= 0 {
 		jobs = runtime.NumCPU()
 	}
@@ -159,12 +168,27 @@ func Pack(ctx context.Context, f *os.File, size int64, pack io.Writer, p Params,
 	}
 	defer enc.Close()
 	x := &Index{Version: IndexVersion, Size: size, Algorithm: Algorithm, Params: p, Compression: CompressionZstd}
+	res := &Packed{Index: x}
+	packHash, rawHash := digest.SHA256.Digester(), digest.SHA256.Digester()
+	zeros := make([]byte, 1<<20)
+	var rawEnd int64
+	// rawTo hashes the zeros between the last chunk and off: the raw digest covers the disk.
+	rawTo := func(off int64) {
+		for rawEnd < off {
+			n := min(int64(len(zeros)), off-rawEnd)
+			rawHash.Hash().Write(zeros[:n])
+			rawEnd += n
+		}
+	}
 	written := map[digest.Digest]Chunk{}
 	compress := func(pc *piece) error {
 		pc.stored = enc.EncodeAll(pc.data, make([]byte, 0, len(pc.data)/2))
 		return nil
 	}
 	each := func(pc *piece) error {
+		rawTo(pc.off)
+		rawHash.Hash().Write(pc.data)
+		rawEnd += int64(len(pc.data))
 		if c, ok := written[pc.id]; ok {
 			c.Offset = pc.off
 			x.Chunks = append(x.Chunks, c)
@@ -176,6 +200,8 @@ func Pack(ctx context.Context, f *os.File, size int64, pack io.Writer, p Params,
 		if _, err := pack.Write(pc.stored); err != nil {
 			return fmt.Errorf("writing the pack: %w", err)
 		}
+		packHash.Hash().Write(pc.stored)
+		res.PackSize += int64(len(pc.stored))
 		written[pc.id] = c
 		x.Chunks = append(x.Chunks, c)
 		return nil
@@ -183,12 +209,14 @@ func Pack(ctx context.Context, f *os.File, size int64, pack io.Writer, p Params,
 	if err := chunkFile(ctx, f, size, p, jobs, compress, each); err != nil {
 		return nil, err
 	}
-	return x, x.Validate()
+	rawTo(size)
+	res.PackDigest, res.RawDigest = packHash.Digest(), rawHash.Digest()
+	return res, x.Validate()
 }
 
 // PackFiles packs the raw disk file raw into the files pack (0600: a disk keeps the
 // cluster's private keys) and index.
-func PackFiles(ctx context.Context, raw, pack, index string, p Params) (*Index, error) {
+func PackFiles(ctx context.Context, raw, pack, index string, p Params) (*Packed, error) {
 	in, err := os.Open(raw)
 	if err != nil {
 		return nil, err

@@ -113,6 +113,33 @@ func TestDeltaRoundTrip(t *testing.T) {
 	}
 }
 
+// Pulling into a directory that holds an earlier seed updates it in place as a delta.
+func TestDeltaPullIntoEarlierSeed(t *testing.T) {
+	r := registry.StartT(t, registry.Options{})
+	a, b, _, mb := deltaSeeds(t)
+	ctx := context.Background()
+	for _, p := range [][2]string{{a, "seeds/demo:a"}, {b, "seeds/demo:b"}} {
+		if _, err := ociseed.Push(ctx, p[0], r.Ref(p[1]), opts()...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := filepath.Join(t.TempDir(), "seed")
+	if _, err := ociseed.Pull(ctx, r.Ref("seeds/demo:a"), dir, opts()...); err != nil {
+		t.Fatal(err)
+	}
+	var st ociseed.PullStats
+	if _, err := ociseed.Pull(ctx, r.Ref("seeds/demo:b"), dir, opts(ociseed.WithPullStats(&st))...); err != nil {
+		t.Fatal(err)
+	}
+	sameFiles(t, b, dir, mb)
+	if st.Reused == 0 || st.FetchedBytes > st.ReusedBytes/5 {
+		t.Errorf("pull over the earlier seed: %+v", st)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 4 {
+		t.Errorf("%d entries left in the seed directory, want its 4 files", len(entries))
+	}
+}
+
 // A damaged chunk in OLD is named, then fetched; a damaged chunk in the registry is named
 // and the pull refused, leaving no seed behind.
 func TestDeltaDamagedChunks(t *testing.T) {

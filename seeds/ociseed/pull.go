@@ -76,7 +76,8 @@ func readSeed(ctx context.Context, src source, loc Location) (*remoteSeed, error
 }
 
 // Pull fetches the seed at ref into dir (created if needed) and verifies it with
-// seed.Verify. Chunks are written at their offsets into files in a staging directory
+// seed.VerifyPulled (a chunked disk's chunks are each checked as they arrive; its raw
+// digest is checked when it is written). Chunks are written at their offsets into files in a staging directory
 // inside dir, each checked against its digest and recorded once synced, so a pull that
 // is interrupted resumes with the chunks it has not finished. Only complete, verified
 // chunks count; the files move into dir at the end.
@@ -117,7 +118,7 @@ func Pull(ctx context.Context, ref, dir string, opts ...Option) (*seed.Manifest,
 	if err := writeFileAtomic(filepath.Join(stage, seed.ManifestFile), cfg); err != nil {
 		return nil, err
 	}
-	if err := seed.Verify(ctx, stage); err != nil {
+	if err := seed.VerifyPulled(ctx, stage); err != nil {
 		if ctx.Err() == nil {
 			os.RemoveAll(stage)
 		}
@@ -150,12 +151,20 @@ func pullPack(ctx context.Context, src source, ds *deltaSeed, d seed.Disk, stage
 		return err
 	}
 	var old *diskpack.Old
-	if o.from != "" {
+	switch dir := filepath.Dir(stage); {
+	case o.from != "":
 		var done func()
 		if old, done, err = openOld(ctx, o.from, x); err != nil {
 			return err
 		}
 		defer done()
+	case isChunkedSeed(dir):
+		// Pulling into a directory that holds a seed already (an earlier version, or this
+		// one from a pull that stopped after it finished): its chunks are reused, checked.
+		if o2, done, err := openOld(ctx, dir, x); err == nil {
+			old = o2
+			defer done()
+		}
 	}
 	var st PullStats
 	err = fillPack(ctx, src, ds, x, filepath.Join(stage, d.File), old, o, &st)
@@ -165,6 +174,16 @@ func pullPack(ctx context.Context, src source, ds *deltaSeed, d seed.Disk, stage
 	o.logger.InfoContext(ctx, "pulled chunks", "fetched", st.Fetched, "fetched_bytes", st.FetchedBytes,
 		"reused", st.Reused, "reused_bytes", st.ReusedBytes, "resumed", st.Resumed)
 	return err
+}
+
+// isChunkedSeed tells whether dir holds a seed with a chunked disk.
+func isChunkedSeed(dir string) bool {
+	m, err := seed.ReadManifest(dir)
+	if err != nil {
+		return false
+	}
+	_, ok := chunkedDisk(m)
+	return ok
 }
 
 // prepareStaging creates stage/done and drops the staging directories of other artifacts
@@ -285,13 +304,17 @@ func (e *ChunkError) Error() string {
 		e.File, e.Index, e.Offset, e.Want, e.WantSize, e.Got, e.GotSize)
 }
 
-// Verify pulls the seed at ref into a temporary directory, which Pull checks chunk by chunk
-// and then with seed.Verify, and removes it. The temporary directory is under $TMPDIR.
+// Verify pulls the seed at ref into a temporary directory, which Pull checks chunk by chunk,
+// then checks it whole with seed.Verify (every raw disk assembled and hashed), and removes
+// it. The temporary directory is under $TMPDIR.
 func Verify(ctx context.Context, ref string, opts ...Option) (*seed.Manifest, error) {
 	tmp, err := os.MkdirTemp("", "snofactory-seed-verify-")
 	if err != nil {
 		return nil, fmt.Errorf("verifying %s: %w", ref, err)
 	}
 	m, err := Pull(ctx, ref, tmp, opts...)
+	if err == nil {
+		err = seed.Verify(ctx, tmp)
+	}
 	return m, errors.Join(err, os.RemoveAll(tmp))
 }

@@ -258,34 +258,19 @@ func DescribeDisk(ctx context.Context, dir, file, format string) (Disk, error) {
 	return d, nil
 }
 
-// DescribeChunked measures the chunked disk in dir (its pack and index files, written by
-// diskpack.Pack), as the sealer records it.
-func DescribeChunked(ctx context.Context, dir, pack, index string) (Disk, error) {
-	d := Disk{Format: FormatChunked, File: pack, Compression: CompressionZstd, Index: &DiskIndex{File: index}}
-	var err error
-	if d.Size, d.Digest, err = FileDigest(ctx, filepath.Join(dir, pack)); err != nil {
-		return Disk{}, err
-	}
-	if d.Index.Size, d.Index.Digest, err = FileDigest(ctx, filepath.Join(dir, index)); err != nil {
-		return Disk{}, err
-	}
-	d.VirtualSize = -1 // read from the index
-	x, err := ReadIndex(dir, d)
+// DescribeChunked records the chunked disk in dir (its pack and index files, written by
+// diskpack.Pack, whose sums say the pack's and the raw disk's digests), as the sealer
+// records it. The index is read and checked against the pack's size.
+func DescribeChunked(dir, pack, index string, sums *diskpack.Packed) (Disk, error) {
+	d := Disk{Format: FormatChunked, File: pack, Compression: CompressionZstd, Index: &DiskIndex{File: index},
+		Size: sums.PackSize, Digest: sums.PackDigest, VirtualSize: sums.Size, RawDigest: sums.RawDigest}
+	b, err := os.ReadFile(filepath.Join(dir, index))
 	if err != nil {
 		return Disk{}, err
 	}
-	d.VirtualSize = x.Size
-	rc, err := RawReader(ctx, dir, d)
-	if err != nil {
+	d.Index.Size, d.Index.Digest = int64(len(b)), digest.FromBytes(b)
+	if _, err := CheckIndex(b, d); err != nil {
 		return Disk{}, err
-	}
-	defer rc.Close()
-	var n int64
-	if n, d.RawDigest, err = readerDigest(ctx, rc); err != nil {
-		return Disk{}, fmt.Errorf("hashing the raw bytes of %s: %w", pack, err)
-	}
-	if n != d.VirtualSize {
-		return Disk{}, fmt.Errorf("%s: assembled %d bytes, the index says %d", pack, n, d.VirtualSize)
 	}
 	return d, nil
 }

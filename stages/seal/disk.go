@@ -92,10 +92,11 @@ func writeChunked(ctx context.Context, work, dir string, env *pipeline.Env) (see
 	if err := qemuImg(ctx, "convert", "-q", "-O", "raw", work, raw); err != nil {
 		return seed.Disk{}, err
 	}
-	if _, err := diskpack.PackFiles(ctx, raw, filepath.Join(dir, PackFile), filepath.Join(dir, IndexFile), diskpack.DefaultParams()); err != nil {
+	sums, err := diskpack.PackFiles(ctx, raw, filepath.Join(dir, PackFile), filepath.Join(dir, IndexFile), diskpack.DefaultParams())
+	if err != nil {
 		return seed.Disk{}, fmt.Errorf("packing the sealed disk: %w", err)
 	}
-	return seed.DescribeChunked(ctx, dir, PackFile, IndexFile)
+	return seed.DescribeChunked(dir, PackFile, IndexFile, sums)
 }
 
 // compressZstd writes src compressed to dst, using every core.

@@ -15,10 +15,17 @@ type benchmark struct {
 }
 
 func main() {
-	only := flag.String("only", "", "run only benchmarks whose name contains this")
-	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	if len(os.Args) == 4 && os.Args[1] == packChild {
+		if err := runPackChild(ctx, os.Args[2], os.Args[3]); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
+	only := flag.String("only", "", "run only benchmarks whose name contains this")
+	flag.Parse()
 
 	benchmarks := []benchmark{
 		// --- benchmarks ---

@@ -68,12 +68,15 @@ func Write(t testing.TB, dir string, o Options) *seed.Manifest {
 		Validation:                seed.Validation{Passed: 3},
 	}
 	for _, f := range o.Formats {
-		name := writeDisk(t, dir, rawPath, raw, f)
 		var d seed.Disk
 		var err error
 		if f == seed.FormatChunked {
-			d, err = seed.DescribeChunked(ctx, dir, name, IndexFile)
+			var sums *diskpack.Packed
+			if sums, err = diskpack.PackFiles(ctx, rawPath, filepath.Join(dir, PackFile), filepath.Join(dir, IndexFile), Params()); err == nil {
+				d, err = seed.DescribeChunked(dir, PackFile, IndexFile, sums)
+			}
 		} else {
+			name := writeDisk(t, dir, rawPath, raw, f)
 			d, err = seed.DescribeDisk(ctx, dir, name, f)
 		}
 		if err != nil {
@@ -109,11 +112,6 @@ func writeDisk(t testing.TB, dir, rawPath string, raw []byte, format string) str
 			t.Fatal(err)
 		}
 		return "disk.raw.zst"
-	case seed.FormatChunked:
-		if _, err := diskpack.PackFiles(context.Background(), rawPath, filepath.Join(dir, PackFile), filepath.Join(dir, IndexFile), Params()); err != nil {
-			t.Fatal(err)
-		}
-		return PackFile
 	case seed.FormatQCOW2:
 		out := filepath.Join(dir, "disk.qcow2")
 		if b, err := exec.Command("qemu-img", "convert", "-q", "-c", "-f", "raw", "-O", "qcow2", rawPath, out).CombinedOutput(); err != nil {

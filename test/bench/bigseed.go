@@ -1,0 +1,196 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+
+	"github.com/snofactory/snofactory/test/testbin"
+)
+
+// The bench seed is a 16 GiB sparse disk holding an ext4 filesystem with 6 GiB of files, as
+// an installed node's disk is laid out: a third an OS (binaries and text), two thirds
+// precached container images; half the bytes incompressible, half text-like; a few
+// thousand files of sizes from 1 KiB to 32 MiB. mkfs.ext4 -d fills the image without
+// mounting it, so offsets and fragmentation are a real filesystem's. A second disk is the
+// same node after a z-stream update: half of the image files replaced by new ones of the
+// same sizes. Both are generated once per machine, under build/bench/.
+const (
+	bigDiskSize   = 16 << 30
+	bigOSBytes    = 2 << 30
+	bigImageBytes = 4 << 30
+	bigSeedDir    = "bigseed-v1" // bump when the generator changes
+)
+
+// benchFile is one file of the bench filesystem, its content made from seed.
+type benchFile struct {
+	path  string
+	size  int64
+	text  bool
+	image bool
+	seed  uint64
+}
+
+// bigSeedFiles lists the files, the same on every machine.
+func bigSeedFiles() []benchFile {
+	r := rand.New(rand.NewPCG(16, 6))
+	var files []benchFile
+	var text, random int64
+	add := func(prefix string, budget int64, image bool) {
+		var n int64
+		for i := 0; n < budget; i++ {
+			// log-uniform between 1 KiB and 32 MiB
+			size := min(int64(math.Exp(math.Log(1<<10)+r.Float64()*(math.Log(32<<20)-math.Log(1<<10)))), budget-n)
+			isText := text <= random
+			if isText {
+				text += size
+			} else {
+				random += size
+			}
+			files = append(files, benchFile{path: fmt.Sprintf("%s/d%03d/f%05d", prefix, i/64, i), size: size,
+				text: isText, image: image, seed: uint64(len(files)) + 1})
+			n += size
+		}
+	}
+	add("usr/lib", bigOSBytes, false)
+	add("var/lib/containers/storage/overlay", bigImageBytes, true)
+	return files
+}
+
+// zstream is the z-stream update: every other image file gets new content.
+func zstream(files []benchFile) []benchFile {
+	out := append([]benchFile{}, files...)
+	k := 0
+	for i := range out {
+		if out[i].image {
+			if k%2 == 1 {
+				out[i].seed += 1 << 32
+			}
+			k++
+		}
+	}
+	return out
+}
+
+// writeContent writes f's content: random bytes, or text-like lines of words and numbers.
+func writeContent(path string, f benchFile) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	out, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(out, 1<<20)
+	words := []string{"the", "node", "kubelet", "etcd", "container", "image", "layer", "config", "systemd", "unit",
+		"service", "network", "route", "address", "interface", "certificate", "key", "secret", "manifest", "operator",
+		"release", "version", "=", ":", "{", "}", "[", "]", "\"name\"", "\"value\"", "true", "false", "null", "0", "1",
+		"/usr/lib", "/etc", "/var", "lib64", ".so", "ExecStart", "After", "Wants", "#", "include", "return", "func"}
+	r := rand.New(rand.NewPCG(f.seed, f.seed^0x9e3779b97f4a7c15))
+	var n int64
+	buf := make([]byte, 0, 64<<10)
+	for n < f.size {
+		buf = buf[:0]
+		if f.text {
+			for len(buf) < cap(buf)-64 {
+				switch k := r.IntN(16); {
+				case k == 0:
+					buf = append(buf, '\n')
+				case k == 1:
+					buf = fmt.Appendf(buf, "%d ", r.IntN(100000))
+				default:
+					buf = append(buf, words[r.IntN(len(words))]...)
+					buf = append(buf, ' ')
+				}
+			}
+		} else {
+			for len(buf) < cap(buf) {
+				v := r.Uint64()
+				buf = append(buf, byte(v), byte(v>>8), byte(v>>16), byte(v>>24), byte(v>>32), byte(v>>40), byte(v>>48), byte(v>>56))
+			}
+		}
+		k := min(int64(len(buf)), f.size-n)
+		if _, err := w.Write(buf[:k]); err != nil {
+			out.Close()
+			return err
+		}
+		n += k
+	}
+	if err := w.Flush(); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// bigSeedDisks returns the two bench disks (the node, and the node after a z-stream),
+// generating them on first use.
+func bigSeedDisks(ctx context.Context) (a, b string, err error) {
+	root, err := testbin.RepoRoot()
+	if err != nil {
+		return "", "", err
+	}
+	dir := filepath.Join(root, "build", "bench", bigSeedDir)
+	a, b = filepath.Join(dir, "node.raw"), filepath.Join(dir, "node-zstream.raw")
+	stamp := filepath.Join(dir, "complete")
+	if _, err := os.Stat(stamp); err == nil {
+		return a, b, nil
+	}
+	if _, err := exec.LookPath("mkfs.ext4"); err != nil {
+		return "", "", errors.New("mkfs.ext4 is missing: install the Debian package e2fsprogs (make deps)")
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return "", "", err
+	}
+	tree := filepath.Join(dir, "tree")
+	files := bigSeedFiles()
+	fmt.Fprintf(os.Stderr, "bench: generating the 16 GiB bench disks (%d files, 6 GiB; once per machine) in %s\n", len(files), dir)
+	for _, f := range files {
+		if err := ctx.Err(); err != nil {
+			return "", "", err
+		}
+		if err := writeContent(filepath.Join(tree, f.path), f); err != nil {
+			return "", "", err
+		}
+	}
+	if err := mkfs(ctx, tree, a); err != nil {
+		return "", "", err
+	}
+	for i, f := range zstream(files) {
+		if f.seed != files[i].seed {
+			if err := writeContent(filepath.Join(tree, f.path), f); err != nil {
+				return "", "", err
+			}
+		}
+	}
+	if err := mkfs(ctx, tree, b); err != nil {
+		return "", "", err
+	}
+	if err := os.RemoveAll(tree); err != nil {
+		return "", "", err
+	}
+	return a, b, os.WriteFile(stamp, nil, 0o644)
+}
+
+func mkfs(ctx context.Context, tree, image string) error {
+	f, err := os.Create(image)
+	if err != nil {
+		return err
+	}
+	if err := f.Truncate(bigDiskSize); err != nil {
+		f.Close()
+		return err
+	}
+	f.Close()
+	out, err := exec.CommandContext(ctx, "mkfs.ext4", "-q", "-F", "-b", "4096", "-d", tree, image).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("mkfs.ext4 -d: %v: %s", err, out)
+	}
+	return nil
+}
