@@ -119,72 +119,86 @@ func pushDelta(ctx context.Context, t target, dir string, m *seed.Manifest, d se
 			others = append(others, c)
 		}
 	}
-	p.total = len(blobs) + len(others) + 2
 	index := bytesBlob(MediaTypeDiskIndex, idxBytes, d.Index.File)
 	index.desc.Annotations = map[string]string{ocispec.AnnotationTitle: d.Index.File}
-	if err := putBlob(ctx, t, index, p); err != nil {
+	store := []blob{index}
+	if err := hashChunks(ctx, others, func(_ int, b blob) error { store = append(store, b); return nil }); err != nil {
 		return nil, err
 	}
-	otherLayers, err := pushChunks(ctx, t, others, o, p)
+	for _, b := range blobs {
+		desc := ocispec.Descriptor{MediaType: MediaTypeDiskChunk2, Digest: b.Digest, Size: b.Size}
+		what := fmt.Sprintf("%s chunk %s", d.File, b.Digest.Encoded()[:12])
+		store = append(store, blob{desc: desc, what: what, open: func() (io.ReadCloser, error) {
+			return io.NopCloser(&verifyingReader{r: io.NewSectionReader(pack, b.Offset, b.Size), dg: digest.SHA256.Digester(), want: desc, what: what}), nil
+		}})
+	}
+	config := bytesBlob(seed.MediaTypeManifest, cfg, seed.ManifestFile)
+	empty := bytesBlob(ocispec.MediaTypeEmptyJSON, []byte("{}"), "empty config")
+	parts, top, err := deltaManifests(m, x, config, empty, store, o)
 	if err != nil {
 		return nil, err
 	}
-	layers := []ocispec.Descriptor{index.desc}
-	for _, l := range otherLayers {
-		layers = append(layers, l.desc)
+	extra := []blob{config}
+	if len(parts) > 1 {
+		extra = append(extra, empty)
+	}
+	p.total = len(store) + len(extra)
+	// A target that has the whole seed already (its top index, which it accepted only with
+	// every manifest and blob it names) needs only the tag: nothing is read or sent.
+	if has, err := t.hasManifest(ctx, digest.FromBytes(top)); err == nil && has {
+		for _, b := range append(store, extra...) {
+			p.add(b, 0)
+		}
+		return top, t.putManifest(ctx, top, true)
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(o.jobs)
-	for _, b := range blobs {
-		desc := ocispec.Descriptor{MediaType: MediaTypeDiskChunk2, Digest: b.Digest, Size: b.Size}
-		layers = append(layers, desc)
-		what := fmt.Sprintf("%s chunk %s", d.File, b.Digest.Encoded()[:12])
-		bl := blob{desc: desc, what: what, open: func() (io.ReadCloser, error) {
-			return io.NopCloser(&verifyingReader{r: io.NewSectionReader(pack, b.Offset, b.Size), dg: digest.SHA256.Digester(), want: desc, what: what}), nil
-		}}
-		g.Go(func() error { return putBlob(gctx, t, bl, p) })
+	for _, b := range append(store, extra...) {
+		g.Go(func() error { return putBlob(gctx, t, b, p) })
 	}
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	config := bytesBlob(seed.MediaTypeManifest, cfg, seed.ManifestFile)
-	if err := putBlob(ctx, t, config, p); err != nil {
-		return nil, err
+	for _, raw := range parts {
+		if err := t.putManifest(ctx, raw, false); err != nil {
+			return nil, err
+		}
 	}
-	empty := bytesBlob(ocispec.MediaTypeEmptyJSON, []byte("{}"), "empty config")
-	var parts []ocispec.Descriptor
+	return top, t.putManifest(ctx, top, true)
+}
+
+// deltaManifests lays the layers out in manifests of at most MaxLayersPerManifest, the
+// first with seed.json as its config, and returns them and the index naming them.
+func deltaManifests(m *seed.Manifest, x *diskpack.Index, config, empty blob, layers []blob, o options) ([][]byte, []byte, error) {
+	var parts [][]byte
+	var descs []ocispec.Descriptor
 	for i := 0; i == 0 || len(layers) > 0; i++ {
 		n := min(len(layers), MaxLayersPerManifest)
 		man := ocispec.Manifest{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageManifest,
-			ArtifactType: ArtifactTypePart, Config: config.desc, Layers: layers[:n],
+			ArtifactType: ArtifactTypePart, Config: config.desc,
 			Annotations: map[string]string{AnnotationPart: strconv.Itoa(i)}}
 		if i > 0 {
-			if i == 1 {
-				if err := putBlob(ctx, t, empty, p); err != nil {
-					return nil, err
-				}
-			}
 			man.Config = empty.desc
+		}
+		for _, l := range layers[:n] {
+			man.Layers = append(man.Layers, l.desc)
 		}
 		layers = layers[n:]
 		raw, err := json.Marshal(man)
 		if err != nil {
-			return nil, fmt.Errorf("encoding the seed's OCI manifest: %w", err)
+			return nil, nil, fmt.Errorf("encoding the seed's OCI manifest: %w", err)
 		}
-		if err := t.putManifest(ctx, raw, false); err != nil {
-			return nil, err
-		}
-		desc := manifestDescriptor(raw)
-		parts = append(parts, desc)
+		parts = append(parts, raw)
+		descs = append(descs, manifestDescriptor(raw))
 	}
 	top := ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageIndex,
-		ArtifactType: seed.ArtifactType, Manifests: parts, Annotations: seedAnnotations(m, o)}
+		ArtifactType: seed.ArtifactType, Manifests: descs, Annotations: seedAnnotations(m, o)}
 	top.Annotations[AnnotationChunkSize] = strconv.FormatInt(x.Params.Avg, 10)
 	raw, err := json.Marshal(top)
 	if err != nil {
-		return nil, fmt.Errorf("encoding the seed's OCI index: %w", err)
+		return nil, nil, fmt.Errorf("encoding the seed's OCI index: %w", err)
 	}
-	return raw, t.putManifest(ctx, raw, true)
+	return parts, raw, nil
 }
 
 // AnnotationPart numbers the manifests of a chunked seed, from 0.

@@ -146,6 +146,20 @@ func writeFileAtomic(path string, b []byte) error {
 	return nil
 }
 
+func (l *layoutStore) hasManifest(_ context.Context, d digest.Digest) (bool, error) {
+	idx, err := l.index()
+	if err != nil {
+		return false, nil
+	}
+	for _, m := range idx.Manifests {
+		if m.Digest == d {
+			_, err := os.Stat(l.blobPath(d))
+			return err == nil, nil
+		}
+	}
+	return false, nil
+}
+
 func (l *layoutStore) commit() error { return nil }
 func (l *layoutStore) abort()        {}
 func (l *layoutStore) close() error  { return nil }

@@ -2,13 +2,16 @@ package ociseed
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"sync/atomic"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -59,6 +62,17 @@ func (r *registry) putManifest(ctx context.Context, raw []byte, tagged bool) err
 		return fmt.Errorf("pushing the manifest to %s: %w", ref, err)
 	}
 	return nil
+}
+
+func (r *registry) hasManifest(ctx context.Context, d digest.Digest) (bool, error) {
+	if _, err := r.puller.Head(ctx, r.ref.Context().Digest(d.String())); err != nil {
+		var te *transport.Error
+		if errors.As(err, &te) && te.StatusCode == http.StatusNotFound {
+			return false, nil
+		}
+		return false, err
+	}
+	return true, nil
 }
 
 func (r *registry) commit() error { return nil }

@@ -16,6 +16,8 @@ type target interface {
 	putBlob(ctx context.Context, b blob) (int64, error)
 	// putManifest stores a manifest, under the location's tag when tagged, else by digest.
 	putManifest(ctx context.Context, raw []byte, tagged bool) error
+	// hasManifest tells whether the target holds the manifest d names already.
+	hasManifest(ctx context.Context, d digest.Digest) (bool, error)
 	// commit finishes the push (an archive is only complete then); abort drops it.
 	commit() error
 	abort()
