@@ -248,3 +248,29 @@ func TestValidate(t *testing.T) {
 		t.Error("an unknown field was accepted")
 	}
 }
+
+// Chunks grow with the disk, in powers of two, from the default up to 2 MiB; every size
+// they pick is valid.
+func TestParamsFor(t *testing.T) {
+	for _, tc := range []struct {
+		size int64
+		avg  int64
+	}{
+		{0, 256 << 10},
+		{1 << 20, 256 << 10},
+		{2 << 30, 256 << 10}, // the demo disk
+		{2<<30 + 1, 512 << 10},
+		{8 << 30, 1 << 20},
+		{16 << 30, 2 << 20}, // the bench disk
+		{120 << 30, 2 << 20},
+		{1 << 50, 2 << 20},
+	} {
+		p := ParamsFor(tc.size)
+		if p.Avg != tc.avg || p.Min != p.Avg/4 || p.Max != p.Avg*4 {
+			t.Errorf("ParamsFor(%d) = %+v, want average %d", tc.size, p, tc.avg)
+		}
+		if err := p.validate(); err != nil {
+			t.Errorf("ParamsFor(%d): %v", tc.size, err)
+		}
+	}
+}

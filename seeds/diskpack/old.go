@@ -116,12 +116,19 @@ func (o *Old) Raw(c Chunk) ([]byte, error) {
 	if !ok {
 		return nil, nil
 	}
+	var raw []byte
 	if o.pack != nil {
-		return o.pack.Chunk(old)
-	}
-	raw := make([]byte, old.Size)
-	if _, err := o.raw.ReadAt(raw, old.Offset); err != nil {
-		return nil, fmt.Errorf("reading %s at %d: %w", o.name, old.Offset, err)
+		// The old pack's chunk is checked against the old index; its raw bytes must also
+		// be the ID the new index asks for, whatever the old index claims.
+		var err error
+		if raw, err = o.pack.Chunk(old); err != nil {
+			return nil, err
+		}
+	} else {
+		raw = make([]byte, old.Size)
+		if _, err := o.raw.ReadAt(raw, old.Offset); err != nil {
+			return nil, fmt.Errorf("reading %s at %d: %w", o.name, old.Offset, err)
+		}
 	}
 	sum := sha256.Sum256(raw)
 	if got := digest.NewDigestFromBytes(digest.SHA256, sum[:]); got != c.ID {

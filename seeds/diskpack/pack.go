@@ -24,6 +24,7 @@ type piece struct {
 	id     digest.Digest
 	zero   bool
 	stored []byte
+	blob   digest.Digest // of stored
 }
 
 // chunkFile cuts the data of f's first size bytes into chunks and calls each with every
@@ -169,34 +170,28 @@ func Pack(ctx context.Context, f *os.File, size int64, pack io.Writer, p Params,
 	defer enc.Close()
 	x := &Index{Version: IndexVersion, Size: size, Algorithm: Algorithm, Params: p, Compression: CompressionZstd}
 	res := &Packed{Index: x}
-	packHash, rawHash := digest.SHA256.Digester(), digest.SHA256.Digester()
-	zeros := make([]byte, 1<<20)
-	var rawEnd int64
-	// rawTo hashes the zeros between the last chunk and off: the raw digest covers the disk.
-	rawTo := func(off int64) {
-		for rawEnd < off {
-			n := min(int64(len(zeros)), off-rawEnd)
-			rawHash.Hash().Write(zeros[:n])
-			rawEnd += n
-		}
-	}
+	packHash := digest.SHA256.Digester()
+	// The raw digest covers the whole disk, zeros too: on a sparse disk most of what it
+	// hashes. It runs beside the pack's writer rather than in it, so the two serial hashes
+	// share the cores.
+	raw := make(chan *piece, 4)
+	rawDigest := make(chan digest.Digest, 1)
+	go func() { rawDigest <- hashRaw(raw, size) }()
 	written := map[digest.Digest]Chunk{}
 	compress := func(pc *piece) error {
 		pc.stored = enc.EncodeAll(pc.data, make([]byte, 0, len(pc.data)/2))
+		sum := sha256.Sum256(pc.stored)
+		pc.blob = digest.NewDigestFromBytes(digest.SHA256, sum[:])
 		return nil
 	}
 	each := func(pc *piece) error {
-		rawTo(pc.off)
-		rawHash.Hash().Write(pc.data)
-		rawEnd += int64(len(pc.data))
+		raw <- pc
 		if c, ok := written[pc.id]; ok {
 			c.Offset = pc.off
 			x.Chunks = append(x.Chunks, c)
 			return nil
 		}
-		sum := sha256.Sum256(pc.stored)
-		c := Chunk{Offset: pc.off, Size: int64(len(pc.data)), ID: pc.id,
-			Blob: digest.NewDigestFromBytes(digest.SHA256, sum[:]), Stored: int64(len(pc.stored))}
+		c := Chunk{Offset: pc.off, Size: int64(len(pc.data)), ID: pc.id, Blob: pc.blob, Stored: int64(len(pc.stored))}
 		if _, err := pack.Write(pc.stored); err != nil {
 			return fmt.Errorf("writing the pack: %w", err)
 		}
@@ -206,12 +201,36 @@ func Pack(ctx context.Context, f *os.File, size int64, pack io.Writer, p Params,
 		x.Chunks = append(x.Chunks, c)
 		return nil
 	}
-	if err := chunkFile(ctx, f, size, p, jobs, compress, each); err != nil {
+	err = chunkFile(ctx, f, size, p, jobs, compress, each)
+	close(raw)
+	res.RawDigest = <-rawDigest
+	if err != nil {
 		return nil, err
 	}
-	rawTo(size)
-	res.PackDigest, res.RawDigest = packHash.Digest(), rawHash.Digest()
+	res.PackDigest = packHash.Digest()
 	return res, x.Validate()
+}
+
+// hashRaw hashes the disk of size bytes whose data pieces come in order on pieces, zeros
+// between and after them.
+func hashRaw(pieces <-chan *piece, size int64) digest.Digest {
+	h := digest.SHA256.Digester()
+	zeros := make([]byte, 1<<20)
+	var end int64
+	zerosTo := func(off int64) {
+		for end < off {
+			n := min(int64(len(zeros)), off-end)
+			h.Hash().Write(zeros[:n])
+			end += n
+		}
+	}
+	for pc := range pieces {
+		zerosTo(pc.off)
+		h.Hash().Write(pc.data)
+		end += int64(len(pc.data))
+	}
+	zerosTo(size)
+	return h.Digest()
 }
 
 // PackFiles packs the raw disk file raw into the files pack (0600: a disk keeps the

@@ -225,3 +225,22 @@ func TestDeltaPullResumes(t *testing.T) {
 	}
 	sameFiles(t, a, dst, ma)
 }
+
+// A pack changed after sealing is not hashed again on its way to a registry, which checks
+// each blob itself: the push fails naming the chunk, as a bad seed, and tags nothing.
+func TestDeltaPushRefusesChangedPack(t *testing.T) {
+	r := registry.StartT(t, registry.Options{})
+	src := t.TempDir()
+	seedtest.Write(t, src, seedtest.Options{Formats: []string{seed.FormatChunked}})
+	p := filepath.Join(src, seedtest.PackFile)
+	b, _ := os.ReadFile(p)
+	b[len(b)/2] ^= 1
+	os.WriteFile(p, b, 0o600)
+	_, err := ociseed.Push(context.Background(), src, r.Ref("seeds/changed:v1"), opts()...)
+	if !errors.Is(err, seed.ErrBadSeed) || !strings.Contains(err.Error(), "the seed changed since it was sealed") || !strings.Contains(err.Error(), "disk.pack chunk") {
+		t.Fatalf("Push = %v, want a bad seed naming the changed chunk", err)
+	}
+	if _, _, err := ociseed.DiskIndex(context.Background(), r.Ref("seeds/changed:v1"), opts()...); err == nil {
+		t.Error("the changed seed was tagged")
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"sync/atomic"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -15,6 +16,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/snofactory/snofactory/seeds/seed"
 )
 
 // registry is a target and a source on an OCI registry, through go-containerregistry.
@@ -48,6 +51,13 @@ func newRegistry(loc Location, o options) (*registry, error) {
 func (r *registry) putBlob(ctx context.Context, b blob) (int64, error) {
 	l := &blobLayer{b: b}
 	if err := r.pusher.Upload(ctx, r.ref.Context(), l); err != nil {
+		var te *transport.Error
+		if errors.As(err, &te) && slices.ContainsFunc(te.Errors, func(d transport.Diagnostic) bool { return d.Code == transport.DigestInvalidErrorCode }) {
+			// The registry hashed what we sent (checksDigests): the seed's file is not
+			// what its manifest says.
+			return l.sent.Load(), fmt.Errorf("%s: %w: the registry found the bytes sent are not its digest %s, so the seed changed since it was sealed; run seed verify (%w)",
+				b.what, seed.ErrBadSeed, b.desc.Digest, err)
+		}
 		return l.sent.Load(), fmt.Errorf("uploading %s (%s) to %s: %w", b.what, b.desc.Digest, r.ref.Context(), err)
 	}
 	return l.sent.Load(), nil
@@ -75,9 +85,10 @@ func (r *registry) hasManifest(ctx context.Context, d digest.Digest) (bool, erro
 	return true, nil
 }
 
-func (r *registry) commit() error { return nil }
-func (r *registry) abort()        {}
-func (r *registry) close() error  { return nil }
+func (r *registry) checksDigests() bool { return true }
+func (r *registry) commit() error       { return nil }
+func (r *registry) abort()              {}
+func (r *registry) close() error        { return nil }
 
 func (r *registry) resolve(ctx context.Context) (ocispec.Descriptor, []byte, error) {
 	d, err := r.puller.Get(ctx, r.ref)

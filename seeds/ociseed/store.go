@@ -18,6 +18,9 @@ type target interface {
 	putManifest(ctx context.Context, raw []byte, tagged bool) error
 	// hasManifest tells whether the target holds the manifest d names already.
 	hasManifest(ctx context.Context, d digest.Digest) (bool, error)
+	// checksDigests tells whether the target refuses a blob whose bytes are not its
+	// digest, as a registry must, so the pusher need not hash them too.
+	checksDigests() bool
 	// commit finishes the push (an archive is only complete then); abort drops it.
 	commit() error
 	abort()
@@ -28,6 +31,10 @@ type source interface {
 	// resolve returns the descriptor and bytes of the manifest the location names.
 	resolve(ctx context.Context) (ocispec.Descriptor, []byte, error)
 	fetch(ctx context.Context, d ocispec.Descriptor) (io.ReadCloser, error)
+	// checksDigests tells whether fetch fails a blob whose bytes are not its digest
+	// (go-containerregistry checks what it reads from a registry), so the puller need
+	// not hash them too.
+	checksDigests() bool
 	// manifest reads the manifest d names, checked against its digest.
 	manifest(ctx context.Context, d ocispec.Descriptor) ([]byte, error)
 	// referrers lists the manifests whose subject is subject.

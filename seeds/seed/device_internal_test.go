@@ -5,12 +5,15 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/opencontainers/go-digest"
+
+	"github.com/snofactory/snofactory/seeds/diskpack"
 )
 
 // failAfter reads from r and fails once n bytes were read.
@@ -72,5 +75,115 @@ func TestWriteBlockHeadLast(t *testing.T) {
 				t.Error("the first MiB was not cleared after a failed write")
 			}
 		})
+	}
+}
+
+// packedDisk packs a 4 MiB raw disk with a hole in the middle (1.5 to 3 MiB) and returns
+// its bytes, index and pack path.
+func packedDisk(t *testing.T) ([]byte, *diskpack.Index, string) {
+	t.Helper()
+	dir := t.TempDir()
+	raw := make([]byte, 4<<20)
+	r := rand.New(rand.NewPCG(7, 8))
+	for i := range raw {
+		if i < 3<<19 || i >= 3<<20 {
+			raw[i] = byte(r.Uint32())
+		}
+	}
+	path := filepath.Join(dir, "disk.raw")
+	f, _ := os.Create(path)
+	f.Truncate(int64(len(raw)))
+	f.WriteAt(raw[:3<<19], 0)
+	f.WriteAt(raw[3<<20:], 3<<20)
+	f.Close()
+	p := diskpack.Params{Min: 16 << 10, Avg: 64 << 10, Max: 256 << 10}
+	if _, err := diskpack.PackFiles(context.Background(), path, filepath.Join(dir, "disk.pack"), filepath.Join(dir, "disk.index"), p); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "disk.index"))
+	x, err := diskpack.ParseIndex(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(x.Gaps()) == 0 {
+		t.Fatal("the test disk has no unstored range")
+	}
+	return raw, x, filepath.Join(dir, "disk.pack")
+}
+
+// A chunked disk goes onto a block device chunk by chunk, the ranges it does not store
+// zeroed over the device's old content, the first MiB last; a chunk that does not match
+// its digest stops the write, and the first MiB is cleared. (A regular file stands in for
+// the device; the loop-device test writes a real one.)
+func TestWriteChunkedBlockHeadLast(t *testing.T) {
+	raw, x, pack := packedDisk(t)
+	d := Disk{File: "disk.pack", VirtualSize: int64(len(raw))}
+	for _, tc := range []struct {
+		name    string
+		damage  bool
+		partial string
+	}{
+		{"complete", false, ""},
+		{"a damaged chunk", true, "at disk offset"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, _ := os.ReadFile(pack)
+			if tc.damage {
+				p[len(p)/2] ^= 0xff // the pack is chunks end to end: this is inside one
+			}
+			f := filepath.Join(t.TempDir(), "pack")
+			os.WriteFile(f, p, 0o600)
+			pf, _ := os.Open(f)
+			defer pf.Close()
+			r, err := diskpack.NewReader(pf, x, "disk.pack")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			dev := filepath.Join(t.TempDir(), "dev")
+			old := bytes.Repeat([]byte{0x5a}, 6<<20)
+			os.WriteFile(dev, old, 0o644)
+			err = writeChunkedBlock(context.Background(), dev, d, x, r)
+			got, _ := os.ReadFile(dev)
+			if len(got) != len(old) {
+				t.Fatalf("the device is %d bytes, was %d: a device is never truncated", len(got), len(old))
+			}
+			if tc.partial == "" {
+				if err != nil || !bytes.Equal(got[:len(raw)], raw) || !bytes.Equal(got[len(raw):], old[len(raw):]) {
+					t.Fatalf("err %v; the device does not hold the disk followed by its old tail", err)
+				}
+				return
+			}
+			var pe *PartialError
+			var ce *diskpack.ChunkError
+			if !errors.As(err, &pe) || !errors.As(err, &ce) || !strings.Contains(err.Error(), tc.partial) {
+				t.Fatalf("err = %v, want a partial-data error naming the chunk (%q)", err, tc.partial)
+			}
+			if !bytes.Equal(got[:headLen], make([]byte, headLen)) {
+				t.Error("the first MiB was not cleared after a failed write")
+			}
+		})
+	}
+}
+
+// heldHead keeps writes to the head and passes on the rest, a write straddling the edge
+// split between them.
+func TestHeldHead(t *testing.T) {
+	dev := filepath.Join(t.TempDir(), "dev")
+	os.WriteFile(dev, make([]byte, 16), 0o644)
+	f, _ := os.OpenFile(dev, os.O_WRONLY, 0)
+	h := &heldHead{w: f, head: make([]byte, 4)}
+	for _, w := range []struct {
+		p   string
+		off int64
+	}{{"ab", 0}, {"cdef", 2}, {"zz", 10}} {
+		if n, err := h.WriteAt([]byte(w.p), w.off); err != nil || n != len(w.p) {
+			t.Fatalf("WriteAt(%q, %d) = %d, %v", w.p, w.off, n, err)
+		}
+	}
+	f.Close()
+	got, _ := os.ReadFile(dev)
+	if string(h.head) != "abcd" || string(got[4:6]) != "ef" || string(got[10:12]) != "zz" || !bytes.Equal(got[:4], make([]byte, 4)) {
+		t.Errorf("head %q, device %q", h.head, got)
 	}
 }

@@ -35,9 +35,10 @@ func Verify(ctx context.Context, dir string) error {
 }
 
 // VerifyPulled is Verify for a seed whose chunked disk was assembled from chunks each
-// checked against its digest as it arrived (ociseed.Pull): it skips assembling that disk
-// again to hash its raw bytes, which a write checks as it writes. Every file's digest is
-// still checked.
+// checked against its digest as it arrived (ociseed.Pull): the index is checked against
+// the manifest, and the pack, which is those checked chunks laid out as the index says, is
+// not hashed again, nor assembled to hash its raw bytes, which a write checks as it
+// writes. Every other file's digest is still checked.
 func VerifyPulled(ctx context.Context, dir string) error {
 	return verify(ctx, dir, false)
 }
@@ -55,6 +56,12 @@ func verify(ctx context.Context, dir string, chunkedRaw bool) error {
 	}
 	for _, d := range m.Disks {
 		slog.DebugContext(ctx, "verifying seed disk", "file", d.File, "format", d.Format)
+		if d.Format == FormatChunked && !chunkedRaw {
+			if _, err := ReadIndex(dir, d); err != nil {
+				errs = append(errs, err)
+			}
+			continue
+		}
 		n, dg, err := storedDigest(ctx, dir, d.File, d.Size)
 		if err != nil {
 			errs = append(errs, err)
@@ -67,12 +74,6 @@ func verify(ctx context.Context, dir string, chunkedRaw bool) error {
 			} else {
 				check(x.File, "digest", x.Size, x.Digest, n, dg)
 			}
-		}
-		if d.Format == FormatChunked && !chunkedRaw {
-			if _, err := ReadIndex(dir, d); err != nil {
-				errs = append(errs, err)
-			}
-			continue
 		}
 		if n, dg, err = rawDigest(ctx, dir, d); err != nil {
 			errs = append(errs, err)

@@ -92,7 +92,11 @@ func writeChunked(ctx context.Context, work, dir string, env *pipeline.Env) (see
 	if err := qemuImg(ctx, "convert", "-q", "-O", "raw", work, raw); err != nil {
 		return seed.Disk{}, err
 	}
-	sums, err := diskpack.PackFiles(ctx, raw, filepath.Join(dir, PackFile), filepath.Join(dir, IndexFile), diskpack.DefaultParams())
+	fi, err := os.Stat(raw)
+	if err != nil {
+		return seed.Disk{}, err
+	}
+	sums, err := diskpack.PackFiles(ctx, raw, filepath.Join(dir, PackFile), filepath.Join(dir, IndexFile), diskpack.ParamsFor(fi.Size()))
 	if err != nil {
 		return seed.Disk{}, fmt.Errorf("packing the sealed disk: %w", err)
 	}

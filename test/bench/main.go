@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 )
 
@@ -72,8 +73,45 @@ func format(r Result) string {
 	if r.Target != "" {
 		line += " target=" + strings.ReplaceAll(r.Target, " ", "")
 	}
+	if ok, known := met(r); known && !ok {
+		line += " MISSED"
+	}
 	if r.Note != "" {
 		line += fmt.Sprintf(" note=%q", r.Note)
 	}
 	return line
+}
+
+// met evaluates a target of the form "ratio|ours OP NUMBER ..." (OP one of <, <=, =);
+// known is false for a target it cannot read.
+func met(r Result) (ok, known bool) {
+	f := strings.Fields(r.Target)
+	if len(f) < 3 {
+		return false, false
+	}
+	bound, err := strconv.ParseFloat(f[2], 64)
+	if err != nil {
+		return false, false
+	}
+	var v float64
+	switch f[0] {
+	case "ratio":
+		if r.Baseline == 0 {
+			return false, false
+		}
+		v = r.Ours / r.Baseline
+	case "ours":
+		v = r.Ours
+	default:
+		return false, false
+	}
+	switch f[1] {
+	case "<":
+		return v < bound, true
+	case "<=":
+		return v <= bound, true
+	case "=":
+		return v == bound, true
+	}
+	return false, false
 }
