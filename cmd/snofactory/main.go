@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/pipeline/output"
+	"github.com/snofactory/snofactory/seeds/diskpack"
 )
 
 // Exit codes are part of the interface: depots script against them.
@@ -33,6 +35,9 @@ func main() {
 	// containers/storage re-executes the binary for some operations; this must run first.
 	if reexec.Init() {
 		return
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(diskpack.HeapLimit)
 	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }

@@ -266,7 +266,7 @@ func TestParamsFor(t *testing.T) {
 		{1 << 50, 2 << 20},
 	} {
 		p := ParamsFor(tc.size)
-		if p.Avg != tc.avg || p.Min != p.Avg/4 || p.Max != p.Avg*4 {
+		if p.Avg != tc.avg || p.Min != p.Avg/4 || p.Max != min(p.Avg*4, 4<<20) {
 			t.Errorf("ParamsFor(%d) = %+v, want average %d", tc.size, p, tc.avg)
 		}
 		if err := p.validate(); err != nil {

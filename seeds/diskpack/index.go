@@ -23,6 +23,11 @@ const CompressionZstd = "zstd"
 const (
 	// MaxIndexSize bounds the index file: about 300,000 chunks, a disk with 150 GiB of data.
 	MaxIndexSize = 64 << 20
+	// HeapLimit is the heap a process packing, moving or writing a disk keeps to
+	// (debug.SetMemoryLimit): what they hold at once is bounded (a few chunks per core),
+	// but left to itself the collector lets the garbage of multi-MiB chunks grow to several
+	// times that.
+	HeapLimit = 128 << 20
 	// MaxChunkSize bounds Params.Max, and so every chunk's raw size in memory.
 	MaxChunkSize = 16 << 20
 	// minChunkSize is the chunker's own floor (its window) rounded up.
@@ -48,10 +53,13 @@ func DefaultParams() Params { return Params{Min: 64 << 10, Avg: 256 << 10, Max: 
 // larger chunks because registries pay per blob: the test registry here spends about
 // 10 ms on each upload whatever its size, which at a quarter MiB would cost a 6 GiB disk
 // four minutes; at 2 MiB, a 40 GB disk still makes about 20,000 chunks.
+//
+// The longest chunk stays at 4 MiB: desync's chunker reads ten of them ahead, and a
+// packing process must stay within HeapLimit.
 func ParamsFor(size int64) Params {
 	p := DefaultParams()
 	for limit := int64(2 << 30); size > limit && p.Avg < 2<<20; limit *= 2 {
-		p = Params{Min: p.Min * 2, Avg: p.Avg * 2, Max: p.Max * 2}
+		p = Params{Min: p.Min * 2, Avg: p.Avg * 2, Max: min(p.Max*2, 4<<20)}
 	}
 	return p
 }

@@ -68,7 +68,9 @@ func chunkFile(ctx context.Context, f *os.File, size int64, p Params, jobs int, 
 					return gctx.Err()
 				}
 				select {
-				case todo <- &piece{seq: seq, off: e.off + int64(start), data: b}:
+				// A copy: b lies in the chunker's read-ahead of ten chunks, which a chunk
+				// still in flight would otherwise keep alive.
+				case todo <- &piece{seq: seq, off: e.off + int64(start), data: bytes.Clone(b)}:
 				case <-gctx.Done():
 					return gctx.Err()
 				}
@@ -174,7 +176,7 @@ func Pack(ctx context.Context, f *os.File, size int64, pack io.Writer, p Params,
 	// The raw digest covers the whole disk, zeros too: on a sparse disk most of what it
 	// hashes. It runs beside the pack's writer rather than in it, so the two serial hashes
 	// share the cores.
-	raw := make(chan *piece, 4)
+	raw := make(chan *piece, 1)
 	rawDigest := make(chan digest.Digest, 1)
 	go func() { rawDigest <- hashRaw(raw, size) }()
 	written := map[digest.Digest]Chunk{}

@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strconv"
 	"strings"
+
+	"github.com/snofactory/snofactory/seeds/diskpack"
 )
 
 type benchmark struct {
@@ -19,6 +22,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if len(os.Args) == 4 && os.Args[1] == packChild {
+		debug.SetMemoryLimit(diskpack.HeapLimit) // as snofactory does
 		if err := runPackChild(ctx, os.Args[2], os.Args[3]); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
