@@ -20,6 +20,7 @@ deps:
 	@./.ci/deps
 	@$(GO) mod download
 	@./test/kubeapi/build.sh
+	@./test/cosign/build.sh
 
 build: $(BIN)
 

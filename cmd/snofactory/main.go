@@ -116,6 +116,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(newValidateCommand())
 	root.AddCommand(newDepotCommand())
 	root.AddCommand(newSeedCommand())
+	root.AddCommand(newKeysCommand())
 	root.AddCommand(newSiteConfigCommand())
 	root.AddCommand(newSchemaCommand())
 	root.AddCommand(newBuildCommand())

@@ -1,23 +1,28 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
+	"time"
 
 	units "github.com/docker/go-units"
 	"github.com/opencontainers/go-digest"
 	"github.com/spf13/cobra"
 
+	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/pipeline/output"
 	"github.com/snofactory/snofactory/seeds/diskpack"
 	"github.com/snofactory/snofactory/seeds/ociseed"
 	"github.com/snofactory/snofactory/seeds/seed"
+	"github.com/snofactory/snofactory/seeds/trust"
 )
 
 func newSeedCommand() *cobra.Command {
@@ -32,6 +37,8 @@ func newSeedCommand() *cobra.Command {
 	c.PersistentFlags().BoolVar(&reg.tlsVerify, "tls-verify", true, "require HTTPS with a verified certificate "+
 		"(registries on 127.0.0.1 or localhost are plain HTTP regardless)")
 	c.PersistentFlags().IntVar(&reg.jobs, "jobs", ociseed.DefaultJobs, "chunks moved in parallel")
+	c.PersistentFlags().StringVar(&reg.policy, "policy", "", "trust policy a seed read from REF must satisfy (containers-policy.json(5); default "+trust.DefaultPolicy+")")
+	c.PersistentFlags().StringVar(&reg.registriesDir, "registries.d", "", "where registries' signatures are (containers-registries.d(5); default "+trust.DefaultRegistriesDir+")")
 	c.AddCommand(newSeedPushCommand(&reg), newSeedPullCommand(&reg), newSeedInspectCommand(&reg),
 		newSeedVerifyCommand(&reg), newSeedWriteCommand(&reg), newSeedBootCommand(&reg), newSeedDiffCommand(&reg))
 	return c
@@ -39,8 +46,38 @@ func newSeedCommand() *cobra.Command {
 
 // registryFlags are the flags every seed subcommand shares.
 type registryFlags struct {
-	tlsVerify bool
-	jobs      int
+	tlsVerify     bool
+	jobs          int
+	policy        string
+	registriesDir string
+}
+
+// trusted checks the seed at ref against the trust policy before anything is read from it,
+// and returns the reference to read: for a registry, the digest the policy accepted, so
+// that what is pulled is what was checked. A refusal is bad input, and names its reason.
+func (r *registryFlags) trusted(ctx context.Context, ref string) (string, error) {
+	loc, err := ociseed.ParseLocation(ref, !r.tlsVerify)
+	if err != nil {
+		return "", badInput(err)
+	}
+	name := "docker://" + loc.String()
+	switch loc.Transport {
+	case ociseed.TransportLayout:
+		name = "oci:" + loc.Path + ":" + loc.Tag
+	case ociseed.TransportOCIArchive:
+		name = "oci-archive:" + loc.Path + ":" + loc.Tag
+	}
+	d, err := trust.Check(ctx, name, trust.Policy{File: r.policy, RegistriesDir: r.registriesDir, Insecure: !r.tlsVerify})
+	if err != nil {
+		if errors.Is(err, trust.ErrUntrusted) {
+			return "", badInput(err)
+		}
+		return "", err
+	}
+	if d == "" || loc.Transport != ociseed.TransportRegistry {
+		return ref, nil
+	}
+	return loc.Ref.Context().Digest(d.String()).String(), nil
 }
 
 func (r *registryFlags) options(extra ...ociseed.Option) []ociseed.Option {
@@ -114,7 +151,7 @@ func seedErr(err error) error {
 }
 
 func newSeedPushCommand(reg *registryFlags) *cobra.Command {
-	var chunk, source string
+	var chunk, source, signBy, passFile string
 	var attach []string
 	c := &cobra.Command{
 		Use:   "push SRC REF",
@@ -141,6 +178,17 @@ func newSeedPushCommand(reg *registryFlags) *cobra.Command {
 			if err := seedLocation(args[1]); err != nil {
 				return err
 			}
+			var signer *trust.Signer
+			if signBy != "" {
+				// The key opens before the push, so a wrong passphrase costs nothing.
+				pass, err := trust.Passphrase(passFile, passphraseEnv)
+				if err != nil {
+					return badInput(err)
+				}
+				if signer, err = trust.LoadSigner(signBy, pass, "snofactory "+pipeline.SelfVersion()); err != nil {
+					return badInput(fmt.Errorf("--sign-by: %w", err))
+				}
+			}
 			res, err := ociseed.Push(cmd.Context(), args[0], args[1], reg.options(ociseed.WithChunkSize(size),
 				ociseed.WithSource(source), ociseed.WithReferrers(refs...))...)
 			if err != nil {
@@ -148,13 +196,57 @@ func newSeedPushCommand(reg *registryFlags) *cobra.Command {
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Pushed %s@%s: %d blobs, %s, %s sent\n", res.Location, res.Digest, res.Blobs,
 				units.BytesSize(float64(res.Bytes)), units.BytesSize(float64(res.Sent)))
+			if signer != nil {
+				tag, err := signSeed(cmd.Context(), signer, reg, args[1], res.Digest, res.Instances)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "Signed %s@%s with %s (%s)\n", res.Location, res.Digest, signBy, tag)
+			}
 			return nil
 		},
 	}
 	c.Flags().StringVar(&chunk, "chunk-size", units.BytesSize(ociseed.DefaultChunkSize), "size of the chunks files are cut into")
 	c.Flags().StringVar(&source, "source", "", "org.opencontainers.image.source annotation (e.g. the blueprint's repository)")
 	c.Flags().StringArrayVar(&attach, "attach", nil, "FILE=ARTIFACT_TYPE attached as a referrer of the seed (repeatable)")
+	c.Flags().StringVar(&signBy, "sign-by", "", "sign the pushed seed with this sigstore private key (snofactory keys generate)")
+	c.Flags().StringVar(&passFile, "passphrase-file", "", "the --sign-by key's passphrase (else $"+passphraseEnv+")")
 	return c
+}
+
+// signSeed signs that the manifest d is the seed at ref and attaches the signature where
+// podman, skopeo and cosign look for it; it returns the signature's tag. The manifests
+// of an index (instances) are signed as well, as cosign sign --recursive does: a copy of
+// the whole index checks each.
+func signSeed(ctx context.Context, s *trust.Signer, reg *registryFlags, ref string, d digest.Digest, instances []digest.Digest) (string, error) {
+	loc, err := ociseed.ParseLocation(ref, !reg.tlsVerify)
+	if err != nil {
+		return "", badInput(err)
+	}
+	if loc.Transport != ociseed.TransportRegistry {
+		return "", badInput(fmt.Errorf("--sign-by: %s is not a registry; signatures are attached in a registry", ref))
+	}
+	at := signingTime()
+	for _, m := range append([]digest.Digest{d}, instances...) {
+		sig, err := s.Sign(m, loc.Ref.String(), at)
+		if err != nil {
+			return "", err
+		}
+		layer := ociseed.SignatureLayer{MediaType: trust.MediaTypeSignature, Payload: sig.Payload,
+			Annotations: map[string]string{trust.AnnotationSignature: sig.Base64}}
+		if err := ociseed.AttachSignature(ctx, ref, m, layer, reg.options()...); err != nil {
+			return "", err
+		}
+	}
+	return ociseed.SignatureTag(d), nil
+}
+
+// signingTime is SOURCE_DATE_EPOCH when set, so that a rebuild signs alike, else now.
+func signingTime() time.Time {
+	if v, err := strconv.ParseInt(os.Getenv("SOURCE_DATE_EPOCH"), 10, 64); err == nil {
+		return time.Unix(v, 0)
+	}
+	return time.Now()
 }
 
 func newSeedPullCommand(reg *registryFlags) *cobra.Command {
@@ -177,7 +269,11 @@ func newSeedPullCommand(reg *registryFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			m, err := ociseed.Pull(cmd.Context(), args[0], args[1], opts...)
+			ref, err := reg.trusted(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			m, err := ociseed.Pull(cmd.Context(), ref, args[1], opts...)
 			if err != nil {
 				return seedErr(err)
 			}
@@ -454,13 +550,17 @@ func newSeedWriteCommand(reg *registryFlags) *cobra.Command {
 				if err != nil {
 					return err
 				}
+				ref, err := reg.trusted(cmd.Context(), image)
+				if err != nil {
+					return err
+				}
 				if dir, err = writeStaging(device); err != nil {
 					return fmt.Errorf("pulling %s: %w", image, err)
 				}
 				// Removed once the write ends, either way; a killed write leaves it, and
 				// the same write run again resumes its pull from the chunks staged there.
 				defer func() { err = errors.Join(err, os.RemoveAll(dir)) }()
-				if _, err := ociseed.Pull(cmd.Context(), image, dir, opts...); err != nil {
+				if _, err := ociseed.Pull(cmd.Context(), ref, dir, opts...); err != nil {
 					return seedErr(err)
 				}
 				if s := st.summary(from); s != "" {

@@ -62,8 +62,12 @@ network (10.0.2.0/24, gateway 10.0.2.2, DNS 10.0.2.3).`,
 				if _, err := seedSourceLocation(dir, true); err != nil {
 					return err
 				}
+				ref, err := reg.trusted(cmd.Context(), args[0])
+				if err != nil {
+					return err
+				}
 				dir = filepath.Join(work, "seed")
-				if _, err := ociseed.Pull(cmd.Context(), args[0], dir, reg.options()...); err != nil {
+				if _, err := ociseed.Pull(cmd.Context(), ref, dir, reg.options()...); err != nil {
 					return err
 				}
 			}

@@ -2,6 +2,7 @@ package ociseed
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/snofactory/snofactory/pipeline"
@@ -25,6 +27,9 @@ type Result struct {
 	// Sent is the blob bytes actually sent: 0 when the target had every blob already.
 	Sent      int64
 	Referrers []digest.Digest
+	// Instances are the manifests an image index names (a chunked seed's parts), each of
+	// which podman and skopeo expect to be signed too when they copy the whole index.
+	Instances []digest.Digest
 }
 
 // Push stores the seed directory dir at ref (see ParseLocation). Blobs the target already
@@ -73,6 +78,12 @@ func Push(ctx context.Context, dir, ref string, opts ...Option) (*Result, error)
 		res.Blobs, res.Bytes = p.done, p.size
 	}
 	res.Digest, res.Size = digest.FromBytes(raw), int64(len(raw))
+	var idx ocispec.Index
+	if json.Unmarshal(raw, &idx) == nil && idx.MediaType == ocispec.MediaTypeImageIndex {
+		for _, m := range idx.Manifests {
+			res.Instances = append(res.Instances, m.Digest)
+		}
+	}
 	subject := manifestDescriptor(raw)
 	for _, r := range o.referrers {
 		d, err := pushReferrer(ctx, t, subject, r, p)

@@ -122,3 +122,18 @@ func RandomHex(t *testing.T, n int) string {
 	}
 	return hex.EncodeToString(b)
 }
+
+// Cosign returns cosign as `make deps` builds it (test/cosign/build.sh), failing the test
+// when it is missing: it is the independent verifier of our signatures.
+func Cosign(t testing.TB) string {
+	t.Helper()
+	root, err := RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(root, "build", "cosign", "cosign")
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("cosign is missing (%v): run `make deps`, which builds it once", err)
+	}
+	return p
+}
