@@ -7,11 +7,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
-	"time"
 
 	units "github.com/docker/go-units"
 	"github.com/opencontainers/go-digest"
@@ -226,7 +224,10 @@ func signSeed(ctx context.Context, s *trust.Signer, reg *registryFlags, ref stri
 	if loc.Transport != ociseed.TransportRegistry {
 		return "", badInput(fmt.Errorf("--sign-by: %s is not a registry; signatures are attached in a registry", ref))
 	}
-	at := signingTime()
+	at, err := seed.SourceDate(nil)
+	if err != nil {
+		return "", badInput(err)
+	}
 	for _, m := range append([]digest.Digest{d}, instances...) {
 		sig, err := s.Sign(m, loc.Ref.String(), at)
 		if err != nil {
@@ -239,14 +240,6 @@ func signSeed(ctx context.Context, s *trust.Signer, reg *registryFlags, ref stri
 		}
 	}
 	return ociseed.SignatureTag(d), nil
-}
-
-// signingTime is SOURCE_DATE_EPOCH when set, so that a rebuild signs alike, else now.
-func signingTime() time.Time {
-	if v, err := strconv.ParseInt(os.Getenv("SOURCE_DATE_EPOCH"), 10, 64); err == nil {
-		return time.Unix(v, 0)
-	}
-	return time.Now()
 }
 
 func newSeedPullCommand(reg *registryFlags) *cobra.Command {

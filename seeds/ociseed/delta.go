@@ -90,7 +90,7 @@ func (v *verifyingReader) Read(p []byte) (int, error) {
 }
 
 // pushDelta stores a seed with a chunked disk at t and returns the top index. Chunks the
-// target has already are neither read nor sent: an unchanged seed costs a HEAD per chunk.
+// target has already are neither read nor sent: an unchanged seed costs one manifest check.
 func pushDelta(ctx context.Context, t target, dir string, m *seed.Manifest, d seed.Disk, cfg []byte, o options, p *progress) ([]byte, error) {
 	x, err := seed.ReadIndex(dir, d)
 	if err != nil {

@@ -76,13 +76,17 @@ func (r *registry) putManifest(ctx context.Context, raw []byte, tagged bool) err
 
 func (r *registry) hasManifest(ctx context.Context, d digest.Digest) (bool, error) {
 	if _, err := r.puller.Head(ctx, r.ref.Context().Digest(d.String())); err != nil {
-		var te *transport.Error
-		if errors.As(err, &te) && te.StatusCode == http.StatusNotFound {
+		if isNotFound(err) {
 			return false, nil
 		}
 		return false, err
 	}
 	return true, nil
+}
+
+func isNotFound(err error) bool {
+	var te *transport.Error
+	return errors.As(err, &te) && te.StatusCode == http.StatusNotFound
 }
 
 func (r *registry) checksDigests() bool { return true }

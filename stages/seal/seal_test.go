@@ -26,22 +26,6 @@ import (
 	"github.com/snofactory/snofactory/test/check"
 )
 
-func TestCreationTime(t *testing.T) {
-	fixed := time.Date(2026, 11, 23, 10, 0, 0, 500, time.UTC)
-	t.Setenv("SOURCE_DATE_EPOCH", "")
-	if got, err := creationTime(func() time.Time { return fixed }); err != nil || !got.Equal(fixed.Truncate(time.Second)) {
-		t.Errorf("without SOURCE_DATE_EPOCH: %v, %v", got, err)
-	}
-	t.Setenv("SOURCE_DATE_EPOCH", "1700000000")
-	if got, err := creationTime(nil); err != nil || got.Unix() != 1700000000 || got.Location() != time.UTC {
-		t.Errorf("SOURCE_DATE_EPOCH: %v, %v", got, err)
-	}
-	t.Setenv("SOURCE_DATE_EPOCH", "yesterday")
-	if _, err := creationTime(nil); err == nil || !strings.Contains(err.Error(), "SOURCE_DATE_EPOCH") {
-		t.Errorf("bad SOURCE_DATE_EPOCH: %v", err)
-	}
-}
-
 // The credentials reach the seed only encrypted, 0600, and decrypt with the recipient's
 // identity to the installer's files; without recipients nothing ships.
 func TestCredentials(t *testing.T) {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"github.com/opencontainers/go-digest"
@@ -157,7 +156,7 @@ func manifest(ctx context.Context, opts Options, in inputs) (*seed.Manifest, err
 	if err != nil {
 		return nil, err
 	}
-	created, err := creationTime(opts.Now)
+	created, err := seed.SourceDate(opts.Now)
 	if err != nil {
 		return nil, err
 	}
@@ -180,21 +179,6 @@ func manifest(ctx context.Context, opts Options, in inputs) (*seed.Manifest, err
 		m.Images = append(m.Images, seed.Image{Name: im.Name, Ref: im.Ref, Digest: digest.Digest(im.Digest)})
 	}
 	return m, nil
-}
-
-// creationTime honours SOURCE_DATE_EPOCH (reproducible builds), else the clock.
-func creationTime(now func() time.Time) (time.Time, error) {
-	if s, ok := os.LookupEnv("SOURCE_DATE_EPOCH"); ok && s != "" {
-		sec, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			return time.Time{}, fmt.Errorf("SOURCE_DATE_EPOCH=%q is not a number of seconds: %w", s, err)
-		}
-		return time.Unix(sec, 0).UTC(), nil
-	}
-	if now == nil {
-		now = time.Now
-	}
-	return now().UTC().Truncate(time.Second), nil
 }
 
 // sealRequest is what the node is asked to do. An OpenShift seed also gets the pinned
