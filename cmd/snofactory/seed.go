@@ -178,7 +178,15 @@ func newSeedPushCommand(reg *registryFlags) *cobra.Command {
 			}
 			var signer *trust.Signer
 			if signBy != "" {
-				// The key opens before the push, so a wrong passphrase costs nothing.
+				// The target and the key are checked before the push, so a seed is never
+				// pushed unsigned by a push asked to sign it.
+				loc, err := ociseed.ParseLocation(args[1], !reg.tlsVerify)
+				if err != nil {
+					return badInput(err)
+				}
+				if loc.Transport != ociseed.TransportRegistry {
+					return badInput(fmt.Errorf("--sign-by: %s is not a registry; signatures are attached in a registry", args[1]))
+				}
 				pass, err := trust.Passphrase(passFile, passphraseEnv)
 				if err != nil {
 					return badInput(err)
@@ -220,9 +228,6 @@ func signSeed(ctx context.Context, s *trust.Signer, reg *registryFlags, ref stri
 	loc, err := ociseed.ParseLocation(ref, !reg.tlsVerify)
 	if err != nil {
 		return "", badInput(err)
-	}
-	if loc.Transport != ociseed.TransportRegistry {
-		return "", badInput(fmt.Errorf("--sign-by: %s is not a registry; signatures are attached in a registry", ref))
 	}
 	at, err := seed.SourceDate(nil)
 	if err != nil {

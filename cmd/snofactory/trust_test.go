@@ -75,6 +75,15 @@ func TestSignedSeeds(t *testing.T) {
 	if code, _, _ := runMain(t, "seed", "inspect", r.Ref("seeds/du:never")); code == 0 {
 		t.Error("a push whose key did not open was sent")
 	}
+	// So is a target where no signature can be attached.
+	layout := filepath.Join(t.TempDir(), "layout")
+	if code, _, stderr := runMain(t, "seed", "push", "--sign-by", filepath.Join(keys, "depot.key"), "--passphrase-file", passFile,
+		src, "oci:"+layout); code != 2 || !strings.Contains(stderr, "is not a registry") {
+		t.Errorf("--sign-by to a layout: exit %d: %s", code, stderr)
+	}
+	if _, err := os.Stat(layout); !os.IsNotExist(err) {
+		t.Error("a push asked to sign was made where it could not be signed")
+	}
 
 	pulled := filepath.Join(t.TempDir(), "pulled")
 	if code, stdout, stderr := runMain(t, append(trust, "seed", "pull", r.Ref("seeds/du:signed"), pulled)...); code != 0 {
