@@ -3,6 +3,7 @@ package blueprints
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -136,7 +137,7 @@ func TestDefaults(t *testing.T) {
 	// Default is idempotent and keeps what the user set.
 	before := *co
 	co.Default()
-	if co.Spec.VM.Memory != before.Spec.VM.Memory || co.Spec.Relocation != before.Spec.Relocation {
+	if co.Spec.VM.Memory != before.Spec.VM.Memory || !reflect.DeepEqual(co.Spec.Relocation, before.Spec.Relocation) {
 		t.Error("Default is not idempotent")
 	}
 	set, err := parseIn(t, dir, coreos("  vm:\n    memory: 3000\n    diskSize: 3GiB\n  relocation:\n    kubeletCertValidity: 2d12h\n"))

@@ -2,6 +2,7 @@ package stages
 
 import (
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/snofactory/snofactory/seeds/agent/wire"
 	"github.com/snofactory/snofactory/seeds/siteconfig"
 	"github.com/snofactory/snofactory/seeds/target"
+	"github.com/snofactory/snofactory/seeds/trust"
 	"github.com/snofactory/snofactory/stages/install"
 	"github.com/snofactory/snofactory/stages/internal/registries"
 	"github.com/snofactory/snofactory/stages/liveiso"
@@ -144,7 +146,69 @@ func Secrets(bp *v1alpha1.Blueprint) pipeline.SecretSource {
 			s.Values = map[string][]byte{render.SecretSSHKey: []byte(osh.SSHPublicKey)}
 		}
 	}
+	if f := bp.Resolved.SiteConfigIdentity; f != "" {
+		if s.Files == nil {
+			s.Files = pipeline.SecretFiles{}
+		}
+		s.Files[render.SecretSiteIdentity] = f
+	}
 	return s
+}
+
+// signingKey is the key a build signs its seed with: build --sign-by's, else the
+// blueprint's spec.outputs.signing; key is empty when the seed is not signed.
+type signingKey struct {
+	key, passphraseFile string
+}
+
+func signing(bp *v1alpha1.Blueprint, opts Options) signingKey {
+	if opts.SignKey != "" {
+		return signingKey{key: opts.SignKey, passphraseFile: opts.SignPassphraseFile}
+	}
+	if bp.Spec.Outputs.Signing != nil {
+		return signingKey{key: bp.Resolved.SigningKey, passphraseFile: bp.Resolved.SigningPassphraseFile}
+	}
+	return signingKey{}
+}
+
+// secrets are Secrets with the signing key and its passphrase, which only publish reads.
+func secrets(bp *v1alpha1.Blueprint, sign signingKey) pipeline.SecretSource {
+	return signingSecrets{SecretSource: Secrets(bp), signingKey: sign}
+}
+
+type signingSecrets struct {
+	pipeline.SecretSource
+	signingKey
+}
+
+func (s signingSecrets) Secret(name string) ([]byte, error) {
+	switch {
+	case name == publish.SecretSigningKey && s.key != "":
+		return pipeline.SecretFiles{name: s.key}.Secret(name)
+	case name == publish.SecretSigningPassphrase && s.key != "":
+		return trust.Passphrase(s.passphraseFile, trust.PassphraseEnv)
+	}
+	return s.SecretSource.Secret(name)
+}
+
+// CheckSigning opens the key the build will sign with, if any, so a missing key or a wrong
+// passphrase is bad input before the build starts rather than a failure at its end.
+func CheckSigning(bp *v1alpha1.Blueprint, opts Options) error {
+	sign := signing(bp, opts)
+	if sign.key == "" {
+		return nil
+	}
+	if bp.Spec.Outputs.Push == "" {
+		return fmt.Errorf("signing needs spec.outputs.push: signatures are attached in a registry")
+	}
+	pass, err := trust.Passphrase(sign.passphraseFile, trust.PassphraseEnv)
+	if err != nil {
+		return fmt.Errorf("the signing key's passphrase: %w", err)
+	}
+	if _, err := trust.LoadSigner(sign.key, pass, ""); err != nil {
+		return fmt.Errorf("the signing key: %w", err)
+	}
+	return nil
 }
 
 // registryConfig is how resolve and precache reach the blueprint's registries; both enforce
@@ -239,6 +303,13 @@ func renderOptions(bp *v1alpha1.Blueprint) render.Options {
 			o.Fragments = append(o.Fragments, render.Fragment{Inline: f.Inline})
 		}
 	}
+	// The site keys go onto the node whatever the target; keyed by content, like fragments.
+	for i, k := range s.Relocation.SiteConfigKeys {
+		label := filepath.ToSlash(k)
+		o.SiteKeys = append(o.SiteKeys, label)
+		o.HostFiles[label] = bp.Resolved.SiteConfigKeys[i]
+	}
+	o.SiteIdentity = s.Relocation.SiteConfigIdentity != ""
 	if s.Target.Type != target.OpenShift || s.OpenShift == nil {
 		return o
 	}

@@ -16,6 +16,9 @@ import (
 	"github.com/snofactory/snofactory/stages/validate"
 )
 
+// Publish is the name of the last stage, the only one that signs.
+const Publish = publish.Name
+
 // Options are build-time choices that are not part of the blueprint.
 type Options struct {
 	// LockFile, when set, makes the build refuse to run if anything resolves differently
@@ -24,6 +27,10 @@ type Options struct {
 	// Agent is the snofactory binary the node runs as its agent when its OS does not carry
 	// one (OpenShift); the precache data disk takes it there. Usually os.Executable().
 	Agent string
+	// SignKey, when set, signs the published seed with this encrypted sigstore private key
+	// instead of the blueprint's spec.outputs.signing (build --sign-by); its passphrase
+	// comes from SignPassphraseFile, else from $SNOFACTORY_KEY_PASSPHRASE.
+	SignKey, SignPassphraseFile string
 }
 
 // Graph maps a loaded blueprint onto the stage graph and the secrets its stages may read.
@@ -33,6 +40,8 @@ func Graph(bp *v1alpha1.Blueprint, opts Options) (*pipeline.Graph, pipeline.Secr
 	if bp.Spec.Target.Type == target.OpenShift {
 		in.precache.Agent = opts.Agent
 	}
+	sign := signing(bp, opts)
+	in.publish.Sign = sign.key != ""
 	g := &pipeline.Graph{Blueprint: bp.Metadata.Name, Stages: []pipeline.Stage{
 		resolve.New(in.resolve),
 		render.New(in.render),
@@ -46,5 +55,5 @@ func Graph(bp *v1alpha1.Blueprint, opts Options) (*pipeline.Graph, pipeline.Secr
 	if err := g.Validate(); err != nil {
 		return nil, nil, fmt.Errorf("wiring blueprint %s: %w", bp.Metadata.Name, err)
 	}
-	return g, Secrets(bp), nil
+	return g, secrets(bp, sign), nil
 }

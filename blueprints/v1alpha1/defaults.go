@@ -150,7 +150,15 @@ func (b *Blueprint) SetDir(dir string) error {
 	for _, f := range s.LiveISO.NetworkKeyfiles {
 		r.NetworkKeyfiles = append(r.NetworkKeyfiles, b.Path(f))
 	}
+	for _, k := range s.Relocation.SiteConfigKeys {
+		r.SiteConfigKeys = append(r.SiteConfigKeys, b.Path(k))
+	}
+	r.SiteConfigIdentity = b.Path(s.Relocation.SiteConfigIdentity)
 	r.SignaturePolicyFile = b.Path(s.SignaturePolicyFile)
+	if sg := s.Outputs.Signing; sg != nil {
+		r.SigningKey = b.Path(sg.Key)
+		r.SigningPassphraseFile = b.Path(sg.PassphraseFile)
+	}
 	b.Resolved = r
 	return nil
 }

@@ -285,6 +285,19 @@ type Relocation struct {
 	// and precached, so the site needs no registry. Default (openshift targets):
 	// quay.io/edge-infrastructure/recert:v0.
 	RecertImage string `json:"recertImage,omitempty" yaml:"recertImage,omitempty"`
+	// Public keys (PEM PREFIX.pub files from `snofactory keys generate`, or cosign.pub),
+	// relative to the blueprint's directory, that a site-config medium must be signed by
+	// (`snofactory site-config create --sign-by`). The seed carries them; its reconfiguration
+	// refuses an unsigned medium, a changed one, or one signed by another key, and waits for
+	// a signed one. Default: none: the seed accepts unsigned media. Example: [keys/sites.pub].
+	SiteConfigKeys []string `json:"siteConfigKeys,omitempty" yaml:"siteConfigKeys,omitempty" jsonschema:"uniqueItems=true"`
+	// An age identity file (AGE-SECRET-KEY-1..., from age-keygen), relative to the
+	// blueprint's directory, with which the seed opens the secrets a site-config medium
+	// carries sealed (`snofactory site-config create --seal-to RECIPIENT`, RECIPIENT being
+	// what age-keygen -y prints for it). A secret: it reaches the node (0600) through the
+	// build's secrets, never a log or a cache key in clear. coreos targets only in this
+	// version. Example: keys/site-identity.txt.
+	SiteConfigIdentity string `json:"siteConfigIdentity,omitempty" yaml:"siteConfigIdentity,omitempty"`
 }
 
 // Outputs says what the build produces and where it goes.
@@ -308,6 +321,21 @@ type Outputs struct {
 	// keys (ssh-ed25519, ssh-rsa). Without recipients an OpenShift seed ships no credentials.
 	// Example: [age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p].
 	CredentialsRecipients []string `json:"credentialsRecipients,omitempty" yaml:"credentialsRecipients,omitempty"`
+	// Signs the pushed seed, as cosign and podman expect: a signature of the seed, and its
+	// SLSA provenance and SBOM as signed attestations. Requires push. `snofactory build
+	// --sign-by` gives a key for one build instead.
+	Signing *Signing `json:"signing,omitempty" yaml:"signing,omitempty"`
+}
+
+// Signing is the key a published seed is signed with.
+type Signing struct {
+	// The encrypted sigstore private key (PREFIX.key from `snofactory keys generate`, or a
+	// cosign.key), relative to the blueprint's directory. Example: keys/depot.key.
+	Key string `json:"key" yaml:"key" jsonschema:"required,minLength=1"`
+	// A file whose first line is the key's passphrase, relative to the blueprint's
+	// directory. Default: the environment variable SNOFACTORY_KEY_PASSPHRASE. The
+	// passphrase itself never goes in a blueprint.
+	PassphraseFile string `json:"passphraseFile,omitempty" yaml:"passphraseFile,omitempty"`
 }
 
 // ResolvedPaths are absolute forms of the paths a blueprint references. Empty when the
@@ -323,14 +351,21 @@ type ResolvedPaths struct {
 	NetworkKeyfiles     []string
 	SignaturePolicyFile string
 	OCILayout           string
+	// One entry per spec.relocation.siteConfigKeys item.
+	SiteConfigKeys []string
+	// SiteConfigIdentity is spec.relocation.siteConfigIdentity's file.
+	SiteConfigIdentity string
+	// SigningKey and SigningPassphraseFile are spec.outputs.signing's files.
+	SigningKey            string
+	SigningPassphraseFile string
 }
 
 // Inputs are the files and directories the blueprint reads (its outputs left out); empty
 // entries are dropped.
 func (r ResolvedPaths) Inputs() []string {
 	var in []string
-	for _, p := range append([]string{r.ISO, r.PullSecretFile, r.SSHPublicKeyFile, r.ExtraManifests, r.SignaturePolicyFile},
-		append(r.Butane, r.NetworkKeyfiles...)...) {
+	for _, p := range append([]string{r.ISO, r.PullSecretFile, r.SSHPublicKeyFile, r.ExtraManifests, r.SignaturePolicyFile, r.SiteConfigIdentity},
+		append(append(r.Butane, r.NetworkKeyfiles...), r.SiteConfigKeys...)...) {
 		if p != "" {
 			in = append(in, p)
 		}

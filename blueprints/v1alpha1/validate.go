@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,9 +15,11 @@ import (
 	"slices"
 	"strings"
 
+	"filippo.io/age"
 	"github.com/containers/image/v5/docker/reference"
 	"github.com/snofactory/snofactory/blueprints/suggest"
 	"github.com/snofactory/snofactory/seeds/target"
+	"github.com/snofactory/snofactory/seeds/trust"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -529,6 +532,48 @@ func (b *Blueprint) validateRelocation(c *checker) {
 	case r.KubeletCertValidity < MinKubeletCertValidity:
 		c.add(p+".kubeletCertValidity", fmt.Sprintf("must be at least 1h, got %s", r.KubeletCertValidity), "e.g. 24h")
 	}
+	b.validateSiteConfigKeys(c)
+	b.validateSiteConfigIdentity(c)
+}
+
+// validateSiteConfigIdentity checks spec.relocation.siteConfigIdentity, a secret: no
+// message quotes it.
+func (b *Blueprint) validateSiteConfigIdentity(c *checker) {
+	const p = "spec.relocation.siteConfigIdentity"
+	if b.Spec.Relocation.SiteConfigIdentity == "" {
+		return
+	}
+	if b.Spec.Target.Type == target.OpenShift {
+		c.add(p, "not supported on openshift targets in this version", "seal nothing on the media of an OpenShift seed, or build a coreos one")
+		return
+	}
+	if data, ok := c.readFile(p, b.Resolved.SiteConfigIdentity, "the site-config identity", maxSSHKeySize); ok {
+		if _, err := age.ParseIdentities(bytes.NewReader(data)); err != nil {
+			c.add(p, "not an age identity file", "make one with age-keygen -o FILE (AGE-SECRET-KEY-1... lines); keep it 0600")
+		}
+	}
+}
+
+// validateSiteConfigKeys checks spec.relocation.siteConfigKeys: each a public key as the
+// reconfiguration hook loads it, no key twice.
+func (b *Blueprint) validateSiteConfigKeys(c *checker) {
+	seen := map[string]int{}
+	for i, k := range b.Spec.Relocation.SiteConfigKeys {
+		q := fmt.Sprintf("spec.relocation.siteConfigKeys[%d]", i)
+		data, ok := c.readFile(q, b.Resolved.SiteConfigKeys[i], "the site-config key", maxSSHKeySize)
+		if !ok {
+			continue
+		}
+		key, err := trust.ParsePublicKey(k, data)
+		if err != nil {
+			c.add(q, err.Error(), "name the .pub file of a pair from snofactory keys generate (or cosign generate-key-pair)")
+			continue
+		}
+		if j, dup := seen[key.Fingerprint]; dup {
+			c.add(q, fmt.Sprintf("the same key as spec.relocation.siteConfigKeys[%d]", j), "list each key once")
+		}
+		seen[key.Fingerprint] = i
+	}
 }
 
 func (b *Blueprint) validateOutputs(c *checker) {
@@ -553,11 +598,33 @@ func (b *Blueprint) validateOutputs(c *checker) {
 			}
 		}
 	}
+	if sg := o.Signing; sg != nil {
+		b.validateSigning(c, sg)
+	}
 	for i, r := range o.CredentialsRecipients {
 		if !strings.HasPrefix(r, "age1") && !strings.HasPrefix(r, "ssh-ed25519 ") && !strings.HasPrefix(r, "ssh-rsa ") {
 			c.add(fmt.Sprintf("%s.credentialsRecipients[%d]", p, i), fmt.Sprintf("%q is not an age or SSH public key", suggest.Clip(r)),
 				"give an age recipient (age1..., from age-keygen -y) or an SSH public key line (ssh-ed25519 AAAA...)")
 		}
+	}
+}
+
+// validateSigning checks spec.outputs.signing: a push to sign, and an encrypted sigstore
+// private key (never a public key or a clear one, which the hint says how to make).
+func (b *Blueprint) validateSigning(c *checker, sg *Signing) {
+	const p = "spec.outputs.signing"
+	if b.Spec.Outputs.Push == "" {
+		c.add(p, "signing needs spec.outputs.push: signatures are attached in a registry", "name the registry to push to in spec.outputs.push")
+	}
+	if sg.Key == "" {
+		c.add(p+".key", "required: the private key to sign with", "make a pair with: snofactory keys generate keys/depot")
+	} else if data, ok := c.readFile(p+".key", b.Resolved.SigningKey, "the signing key", 64<<10); ok &&
+		!bytes.Contains(data, []byte("-----BEGIN ENCRYPTED SIGSTORE PRIVATE KEY-----")) &&
+		!bytes.Contains(data, []byte("-----BEGIN ENCRYPTED COSIGN PRIVATE KEY-----")) {
+		c.add(p+".key", "not an encrypted sigstore private key", "name the PREFIX.key that snofactory keys generate (or cosign generate-key-pair) wrote, not the .pub")
+	}
+	if sg.PassphraseFile != "" {
+		c.file(p+".passphraseFile", b.Resolved.SigningPassphraseFile, "the passphrase file", "")
 	}
 }
 
@@ -754,6 +821,7 @@ const (
 	MaxSkip            = 200
 	MaxNetworks        = 32
 	MaxOperators       = 200
+	MaxSiteConfigKeys  = 32
 )
 
 func (b *Blueprint) withinLimits(c *checker) bool {
@@ -768,6 +836,7 @@ func (b *Blueprint) withinLimits(c *checker) bool {
 		{"spec.registryMirrors", len(s.RegistryMirrors), MaxRegistryMirrors},
 		{"spec.butane", len(s.Butane), MaxButane},
 		{"spec.validation.skip", len(s.Validation.Skip), MaxSkip},
+		{"spec.relocation.siteConfigKeys", len(s.Relocation.SiteConfigKeys), MaxSiteConfigKeys},
 	}
 	for i, m := range s.RegistryMirrors {
 		if i < MaxRegistryMirrors {

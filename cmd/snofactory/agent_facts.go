@@ -27,8 +27,10 @@ func newAgentFactsCommand() *cobra.Command {
 		Long: `facts observes the installed system under --root: the boot source, every file,
 unit and user the Ignition config declares (modes, owners, sha256 of contents; never
 contents or keys), the images in containers-storage, bootstrap leftovers, the disk layout
-and free space, the clock and kubelet certificate lifetimes. It sends them as one
-"` + wire.PhaseFacts + `" report for the host's validation gate.`,
+and free space, the clock and kubelet certificate lifetimes, and for the seed's SBOM the
+installed OS packages (rpm where the root has an rpm database, else dpkg) and the
+snofactory binaries on the node. It sends them as one "` + wire.PhaseFacts + `" report
+for the host's validation gate.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.Root == "" {
@@ -56,7 +58,11 @@ and free space, the clock and kubelet certificate lifetimes. It sends them as on
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "reported %s (seq %d, %d files, %d units)\n", m.Phase, m.Seq, len(f.Files), len(f.Units))
+			packages := "no OS packages"
+			if p := f.Packages; p != nil && p.Manager != "" {
+				packages = fmt.Sprintf("%d %s packages", p.Total, p.Manager)
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "reported %s (seq %d, %d files, %d units, %s)\n", m.Phase, m.Seq, len(f.Files), len(f.Units), packages)
 			return nil
 		},
 	}

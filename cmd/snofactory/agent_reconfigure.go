@@ -41,7 +41,12 @@ a new cluster ID, then the waits for ClusterVersion, every ClusterOperator and t
 the unit disabled. --dry-run prints that list with each command and what it changes.
 Each step is reported as "` + wire.PhaseReconfigureStep + `" and the outcome as "` + wire.PhaseReconfigured + `".
 Progress is kept under the root, so a run cut short resumes; a missing or malformed medium
-applies nothing. The target defaults to the sealed seed's (` + wire.SealedFile + `).`,
+applies nothing. When the seed carries site keys (ROOT` + siteconfig.NodeKeysDir + `, from the
+blueprint's spec.relocation.siteConfigKeys), a medium must be signed by one of them
+(site-config create --sign-by): an unsigned one, one changed after signing or one signed by
+another key is refused, with the reason on the console and in the medium step's report, and
+the hook waits on for a signed one. Secrets the medium carries sealed (site-config create
+--seal-to) are opened with the seed's identity (ROOT` + siteconfig.NodeIdentityFile + `). The target defaults to the sealed seed's (` + wire.SealedFile + `).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dryRun {
@@ -61,7 +66,11 @@ applies nothing. The target defaults to the sealed seed's (` + wire.SealedFile +
 			if err != nil {
 				return err // Run printed the step and the error on the console (stderr)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "reconfigured %s (%s) from %s\n", res.Site, res.SiteDigest, res.Medium)
+			signed := ""
+			if res.SignedBy != "" {
+				signed = ", signed by site key " + res.SignedBy
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "reconfigured %s (%s) from %s%s\n", res.Site, res.SiteDigest, res.Medium, signed)
 			return nil
 		},
 	}
@@ -72,6 +81,8 @@ applies nothing. The target defaults to the sealed seed's (` + wire.SealedFile +
 	fl.StringArrayVar(&mediumGlobs, "medium-glob", reconfigure.DefaultMediumGlobs(), "where to look for the medium, in order (repeatable)")
 	fl.DurationVar(&o.MediumTimeout, "medium-timeout", reconfigure.DefaultMediumTimeout, "give up waiting for the medium after this long")
 	fl.StringVar(&o.ResolvConf, "resolv-conf", "/etc/resolv.conf", "the running system's resolv.conf, written besides the root's")
+	fl.StringVar(&o.SiteKeysDir, "site-keys", "", "the public keys a medium must be signed by (default ROOT"+siteconfig.NodeKeysDir+"; none there: unsigned media are accepted)")
+	fl.StringVar(&o.SiteIdentityFile, "site-identity", "", "the age identity that opens a medium's sealed secrets (default ROOT"+siteconfig.NodeIdentityFile+")")
 	fl.StringVar(&o.StateDir, "progress-dir", "", "where progress is kept across reboots (default ROOT"+reconfigure.DefaultStateDir+")")
 	fl.StringVar(&o.OpenShift.RecertImage, "recert-image", "", "openshift: the pinned recert image (default: from ROOT"+reconfigure.ImagesFile+")")
 	fl.StringVar(&o.OpenShift.EtcdImage, "etcd-image", "", "openshift: the pinned etcd image recert edits through (default: from ROOT"+reconfigure.ImagesFile+")")

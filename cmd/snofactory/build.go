@@ -50,14 +50,24 @@ func (f *buildFlags) cache() (*pipeline.Cache, error) {
 	return &pipeline.Cache{Dir: abs}, nil
 }
 
-// loadGraph reads and validates a blueprint and wires its stage graph. With locked, the
-// build must match the blueprint's lock file.
-func loadGraph(path string, locked bool) (*v1alpha1.Blueprint, *pipeline.Graph, pipeline.SecretSource, error) {
+// graphFlags are how a command wires a blueprint's graph.
+type graphFlags struct {
+	// locked: the build must match the blueprint's lock file.
+	locked bool
+	// signKey and passphraseFile: build --sign-by and --passphrase-file.
+	signKey, passphraseFile string
+	// publishes: the command may run publish, so its signing key must open now.
+	publishes bool
+}
+
+// loadGraph reads and validates a blueprint and wires its stage graph.
+func loadGraph(path string, gf graphFlags) (*v1alpha1.Blueprint, *pipeline.Graph, pipeline.SecretSource, error) {
 	bp, err := blueprints.LoadFile(path)
 	if err != nil {
 		return nil, nil, nil, badInput(err)
 	}
-	var opts stages.Options
+	opts := stages.Options{SignKey: gf.signKey, SignPassphraseFile: gf.passphraseFile}
+	locked := gf.locked
 	// The node agent is this binary: a static Go program, so the same file runs in the guest.
 	if opts.Agent, err = os.Executable(); err != nil {
 		return nil, nil, nil, fmt.Errorf("finding the snofactory binary for the node agent: %w", err)
@@ -72,6 +82,11 @@ func loadGraph(path string, locked bool) (*v1alpha1.Blueprint, *pipeline.Graph, 
 	if err != nil {
 		return nil, nil, nil, badInput(err)
 	}
+	if gf.publishes {
+		if err := stages.CheckSigning(bp, opts); err != nil {
+			return nil, nil, nil, badInput(fmt.Errorf("%s: %w", path, err))
+		}
+	}
 	g.Inputs = append([]string{path}, bp.Resolved.Inputs()...)
 	return bp, g, secrets, nil
 }
@@ -79,7 +94,8 @@ func loadGraph(path string, locked bool) (*v1alpha1.Blueprint, *pipeline.Graph, 
 func newBuildCommand() *cobra.Command {
 	var f buildFlags
 	var progressMode string
-	var keep, locked bool
+	var keep bool
+	gf := graphFlags{publishes: true}
 	c := &cobra.Command{
 		Use:   "build FILE",
 		Short: "Build a blueprint: run every stage that is not cached",
@@ -88,7 +104,10 @@ logs and links to each stage's outputs in the output directory. A build stopped 
 crash resumes where it stopped when run again.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			bp, g, secrets, err := loadGraph(args[0], locked)
+			if f.until != "" && f.until != stages.Publish {
+				gf.publishes = false
+			}
+			bp, g, secrets, err := loadGraph(args[0], gf)
 			if err != nil {
 				return err
 			}
@@ -121,7 +140,9 @@ crash resumes where it stopped when run again.`,
 	}
 	f.register(c, true)
 	c.Flags().StringVar(&progressMode, "progress", "auto", "progress output: auto, plain or json (RFC 7464)")
-	c.Flags().BoolVar(&locked, "locked", false, "refuse to build if anything resolves differently from FILE.lock.json (see snofactory lock)")
+	c.Flags().StringVar(&gf.signKey, "sign-by", "", "sign the published seed with this sigstore private key (instead of spec.outputs.signing)")
+	c.Flags().StringVar(&gf.passphraseFile, "passphrase-file", "", "the signing key's passphrase (else $"+passphraseEnv+")")
+	c.Flags().BoolVar(&gf.locked, "locked", false, "refuse to build if anything resolves differently from FILE.lock.json (see snofactory lock)")
 	c.Flags().BoolVar(&keep, "keep-on-error", false, "keep a failed stage's partial outputs for inspection")
 	return c
 }

@@ -158,7 +158,7 @@ func validateAll(stderr io.Writer, paths []string) (map[string]loadedBlueprint, 
 	loaded := map[string]loadedBlueprint{}
 	bad := 0
 	for _, p := range paths {
-		_, g, secrets, err := loadGraph(p, false)
+		_, g, secrets, err := loadGraph(p, graphFlags{publishes: true})
 		if err != nil {
 			fmt.Fprintln(stderr, err)
 			bad++

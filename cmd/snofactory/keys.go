@@ -9,7 +9,7 @@ import (
 )
 
 // passphraseEnv is where a key's passphrase comes from when no --passphrase-file is given.
-const passphraseEnv = "SNOFACTORY_KEY_PASSPHRASE"
+const passphraseEnv = trust.PassphraseEnv
 
 func newKeysCommand() *cobra.Command {
 	c := &cobra.Command{

@@ -22,7 +22,7 @@ func newPlanCommand() *cobra.Command {
 			if output != "text" && output != "json" {
 				return badInput(fmt.Errorf("--output %q: want text or json", output))
 			}
-			_, g, secrets, err := loadGraph(args[0], false)
+			_, g, secrets, err := loadGraph(args[0], graphFlags{})
 			if err != nil {
 				return err
 			}

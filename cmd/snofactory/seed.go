@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"text/tabwriter"
+	"time"
 
 	units "github.com/docker/go-units"
 	"github.com/opencontainers/go-digest"
@@ -220,29 +223,15 @@ func newSeedPushCommand(reg *registryFlags) *cobra.Command {
 	return c
 }
 
-// signSeed signs that the manifest d is the seed at ref and attaches the signature where
-// podman, skopeo and cosign look for it; it returns the signature's tag. The manifests
-// of an index (instances) are signed as well, as cosign sign --recursive does: a copy of
-// the whole index checks each.
+// signSeed signs the pushed seed (its top manifest d and the manifests of its index) and
+// returns the signature's tag.
 func signSeed(ctx context.Context, s *trust.Signer, reg *registryFlags, ref string, d digest.Digest, instances []digest.Digest) (string, error) {
-	loc, err := ociseed.ParseLocation(ref, !reg.tlsVerify)
-	if err != nil {
-		return "", badInput(err)
-	}
 	at, err := seed.SourceDate(nil)
 	if err != nil {
 		return "", badInput(err)
 	}
-	for _, m := range append([]digest.Digest{d}, instances...) {
-		sig, err := s.Sign(m, loc.Ref.String(), at)
-		if err != nil {
-			return "", err
-		}
-		layer := ociseed.SignatureLayer{MediaType: trust.MediaTypeSignature, Payload: sig.Payload,
-			Annotations: map[string]string{trust.AnnotationSignature: sig.Base64}}
-		if err := ociseed.AttachSignature(ctx, ref, m, layer, reg.options()...); err != nil {
-			return "", err
-		}
+	if err := trust.SignSeed(ctx, s, ref, d, instances, at, reg.options()...); err != nil {
+		return "", err
 	}
 	return ociseed.SignatureTag(d), nil
 }
@@ -396,15 +385,30 @@ func seedIndex(cmd *cobra.Command, reg *registryFlags, arg string) (*diskpack.In
 
 func newSeedInspectCommand(reg *registryFlags) *cobra.Command {
 	var output string
+	var keyFiles []string
+	var sbom bool
 	c := &cobra.Command{
 		Use:   "inspect REF|DIR",
-		Short: "Show a seed's manifest (only the manifest is fetched)",
-		Args:  exactArgs(1),
+		Short: "Show a seed's manifest, signatures and attestations (only metadata is fetched)",
+		Long: "For a seed in a registry, the signatures and attestations attached to it (cosign's sha256-<digest>.sig " +
+			"and .att) are listed; with --key, each is checked against the public keys, and the fingerprint of the key " +
+			"that verified it is shown. --sbom prints the seed's SPDX document instead. -o json prints " +
+			"{\"digest\", \"seed\" (seed.json), \"signatures\", \"attestations\"}.",
+		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if output != "text" && output != "json" {
 				return badInput(fmt.Errorf("--output %q: want text or json", output))
 			}
+			var keys []trust.PublicKey
+			for _, f := range keyFiles {
+				k, err := trust.LoadPublicKey(f)
+				if err != nil {
+					return badInput(fmt.Errorf("--key: %w", err))
+				}
+				keys = append(keys, k)
+			}
 			var m *seed.Manifest
+			var attached *trust.Attached
 			local, err := localSeed(args[0])
 			if local && err == nil {
 				m, err = seedDir(args[0])
@@ -412,27 +416,138 @@ func newSeedInspectCommand(reg *registryFlags) *cobra.Command {
 				_, err = seedSourceLocation(args[0], true)
 			}
 			if err == nil && !local {
-				m, err = ociseed.Inspect(cmd.Context(), args[0], reg.options()...)
+				var d digest.Digest
+				if m, d, err = ociseed.Describe(cmd.Context(), args[0], reg.options()...); err == nil {
+					attached, err = trust.Inspect(cmd.Context(), args[0], d, keys, reg.options()...)
+				}
 			}
 			if err != nil {
 				return err
 			}
+			if sbom {
+				return printSBOM(cmd.OutOrStdout(), args[0], m, local, attached, len(keys) > 0)
+			}
 			if output == "json" {
-				b, err := m.Marshal()
+				view := struct {
+					Digest       digest.Digest           `json:"digest,omitempty"`
+					Seed         *seed.Manifest          `json:"seed"`
+					Signatures   []trust.SignatureInfo   `json:"signatures"`
+					Attestations []trust.AttestationInfo `json:"attestations"`
+				}{Seed: m, Signatures: []trust.SignatureInfo{}, Attestations: []trust.AttestationInfo{}}
+				if attached != nil {
+					view.Digest, view.Signatures, view.Attestations = attached.Digest, attached.Signatures, attached.Attestations
+				}
+				b, err := json.MarshalIndent(view, "", "  ")
 				if err != nil {
 					return err
 				}
-				_, err = cmd.OutOrStdout().Write(b)
+				if _, err = cmd.OutOrStdout().Write(append(b, '\n')); err != nil {
+					return err
+				}
+				return untrusted(args[0], attached, len(keys) > 0)
+			}
+			if err := printSeed(cmd.OutOrStdout(), m, attached, len(keys) > 0); err != nil {
 				return err
 			}
-			return printSeed(cmd.OutOrStdout(), m)
+			return untrusted(args[0], attached, len(keys) > 0)
 		},
 	}
 	c.Flags().StringVarP(&output, "output", "o", "text", "text or json")
+	c.Flags().StringArrayVar(&keyFiles, "key", nil, "check signatures and attestations with this public key (PREFIX.pub; repeatable)")
+	c.Flags().BoolVar(&sbom, "sbom", false, "print the seed's SPDX SBOM (from its attestation, or the seed directory's file)")
 	return c
 }
 
-func printSeed(w io.Writer, m *seed.Manifest) error {
+// untrusted is inspect's verdict when keys were given: the seed must carry a signature one
+// of them verifies, and every attestation must verify (exit 2 otherwise, after the listing
+// that says why).
+func untrusted(ref string, a *trust.Attached, checked bool) error {
+	if !checked || a == nil {
+		return nil
+	}
+	var problems []string
+	signed := false
+	for _, s := range a.Signatures {
+		signed = signed || s.VerifiedBy != ""
+	}
+	if !signed {
+		problems = append(problems, "no signature by a given key")
+	}
+	for _, at := range a.Attestations {
+		if at.VerifiedBy == "" {
+			problems = append(problems, fmt.Sprintf("the %s attestation does not verify: %s", at.PredicateType, at.Problem))
+		}
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	return badInput(fmt.Errorf("%s is not trusted: %s", ref, strings.Join(problems, "; ")))
+}
+
+// printAttached lists a seed's signatures and attestations, each with the key that
+// verified it or the reason it does not verify.
+func printAttached(tw io.Writer, a *trust.Attached, checked bool) {
+	fmt.Fprintf(tw, "Digest:\t%s\n", a.Digest)
+	status := func(verifiedBy, problem string) string {
+		switch {
+		case problem != "":
+			return "NOT VERIFIED: " + problem
+		case verifiedBy != "":
+			return "verified by key " + verifiedBy
+		case !checked:
+			return "not checked (give --key PREFIX.pub)"
+		}
+		return ""
+	}
+	if len(a.Signatures) == 0 {
+		fmt.Fprintf(tw, "Signatures:\tnone\n")
+	}
+	for _, s := range a.Signatures {
+		fmt.Fprintf(tw, "Signature:\t%s, by %s at %s: %s\n", s.Identity, s.Creator, s.Signed.Format(time.RFC3339), status(s.VerifiedBy, s.Problem))
+	}
+	if len(a.Attestations) == 0 {
+		fmt.Fprintf(tw, "Attestations:\tnone\n")
+	}
+	for _, at := range a.Attestations {
+		fmt.Fprintf(tw, "Attestation:\t%s, %s: %s\n", at.PredicateType, units.BytesSize(float64(at.Size)), status(at.VerifiedBy, at.Problem))
+	}
+}
+
+// printSBOM prints the seed's SPDX document: a registry seed's SPDX attestation (verified
+// when keys were given), or a seed directory's own file.
+func printSBOM(w io.Writer, ref string, m *seed.Manifest, local bool, a *trust.Attached, checked bool) error {
+	var doc []byte
+	if local {
+		b, err := seed.ReadSBOM(ref, m)
+		if err != nil {
+			return seedErr(err)
+		}
+		doc = b
+	} else {
+		for _, at := range a.Attestations {
+			if at.PredicateType != trust.PredicateSPDX || at.Predicate == nil {
+				continue
+			}
+			if checked && at.VerifiedBy == "" {
+				return badInput(fmt.Errorf("%s: its SBOM attestation does not verify: %s", ref, at.Problem))
+			}
+			doc = at.Predicate
+			break
+		}
+		if doc == nil {
+			return badInput(fmt.Errorf("%s: no SBOM attestation (a seed published with a signing key carries one)", ref))
+		}
+	}
+	var pretty bytes.Buffer
+	if err := json.Indent(&pretty, doc, "", "  "); err != nil {
+		return fmt.Errorf("%s: the SBOM is not JSON: %w", ref, err)
+	}
+	_, err := w.Write(append(pretty.Bytes(), '\n'))
+	return err
+}
+
+// printSeed describes the seed m and, for a seed in a registry, what is attached to it.
+func printSeed(w io.Writer, m *seed.Manifest, attached *trust.Attached, checked bool) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "Name:\t%s\n", m.Name)
 	fmt.Fprintf(tw, "Target:\t%s %s\n", m.Target, m.ReleaseVersion)
@@ -450,6 +565,9 @@ func printSeed(w io.Writer, m *seed.Manifest) error {
 	}
 	if c := m.Credentials; c != nil {
 		fmt.Fprintf(tw, "Credentials:\t%s, for %s\n", c.File, strings.Join(c.Recipients, ", "))
+	}
+	if attached != nil {
+		printAttached(tw, attached, checked)
 	}
 	return tw.Flush()
 }

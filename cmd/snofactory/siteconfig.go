@@ -12,9 +12,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/snofactory/snofactory/blueprints/strictyaml"
+	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/pipeline/output"
 	"github.com/snofactory/snofactory/seeds/credentials"
 	"github.com/snofactory/snofactory/seeds/siteconfig"
+	"github.com/snofactory/snofactory/seeds/trust"
 )
 
 func newSiteConfigCommand() *cobra.Command {
@@ -47,18 +49,34 @@ stderr as FILE:LINE:COL: PATH: MESSAGE (with a hint where one helps), and the ex
 
 func newSiteConfigCreateCommand() *cobra.Command {
 	var (
-		out, credsOut string
-		recipients    []string
-		noKubeadmin   bool
+		out, credsOut    string
+		recipients       []string
+		noKubeadmin      bool
+		signBy, passFile string
+		sealTo           []string
 	)
 	cmd := &cobra.Command{
-		Use:   "create SITE.yaml -o site.iso [--credentials-recipient KEY]...",
+		Use:   "create SITE.yaml -o site.iso [--sign-by KEY] [--credentials-recipient KEY]...",
 		Short: "Write the site-config medium (an ISO 9660 image) for a site config",
 		Long: fmt.Sprintf(`Create validates a site config and writes its medium: an ISO 9660 image labelled %s
 holding the site config with its referenced files inlined. The image is mode 0600 when it
 carries a pull secret. Problems are reported as by validate, with exit code 2.
 
-`+siteconfig.CredentialsHelp, siteconfig.VolumeLabel),
+--sign-by KEY (a private key from snofactory keys generate, or cosign's) signs the medium:
+%s, the signature of %s exactly as the hook reads it (the site config with its pull
+secret and manifests inlined), as cosign sign-blob makes it. A seed whose blueprint names
+spec.relocation.siteConfigKeys accepts only a medium signed by one of them. The key's
+passphrase comes from --passphrase-file FILE or the environment variable %s. Check a
+medium without snofactory: mount it, then cosign verify-blob --key KEY.pub --signature
+%[2]s %[3]s.
+
+--seal-to RECIPIENT (an age public key, age1..., repeatable) seals the site's secrets: the
+pull secret, the kubeadmin password hash and the signer keys recert keeps go on the medium
+only age-encrypted to it (spec.sealedSecrets), so a lost medium does not leak them. The seed
+opens them with the identity its blueprint names (spec.relocation.siteConfigIdentity); its
+recipient is what age-keygen -y IDENTITY prints.
+
+`+siteconfig.CredentialsHelp, siteconfig.VolumeLabel, siteconfig.SignatureFileName, siteconfig.ConfigFileName, passphraseEnv),
 		Args: oneSiteConfig,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
@@ -73,6 +91,19 @@ carries a pull secret. Problems are reported as by validate, with exit code 2.
 			rcpts, err := credentials.ParseRecipients(recipients)
 			if err != nil {
 				return badInput(err)
+			}
+			sealRcpts, err := ageRecipients(sealTo)
+			if err != nil {
+				return badInput(err)
+			}
+			// The key first: a wrong passphrase must leave nothing written.
+			var signer *trust.Signer
+			if signBy != "" {
+				if signer, err = siteSigner(signBy, passFile); err != nil {
+					return err
+				}
+			} else if cmd.Flags().Changed("passphrase-file") {
+				return badInput(errors.New("site-config create: --passphrase-file is for the key of --sign-by, which is not given"))
 			}
 			sc, err := loadSiteConfig(cmd.ErrOrStderr(), args[0])
 			if err != nil {
@@ -99,10 +130,26 @@ carries a pull secret. Problems are reported as by validate, with exit code 2.
 				}
 				written = credsOut
 			}
-			if err := siteconfig.Write(cmd.Context(), sc, out, args[0]); err != nil {
+			if len(sealRcpts) > 0 {
+				if err := sc.Seal(sealRcpts); err != nil {
+					return badInput(fmt.Errorf("site-config create --seal-to: %w", err))
+				}
+			}
+			inputs := []string{args[0]}
+			if signBy != "" {
+				inputs = append(inputs, signBy)
+			}
+			if err := siteconfig.WriteMedium(cmd.Context(), sc, out, siteconfig.MediumOptions{Signer: signer, Inputs: inputs}); err != nil {
 				return outputErr("site-config create", err)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s: %s (volume %s)\n", out, siteSummary(sc), siteconfig.VolumeLabel)
+			if signer != nil {
+				pub, err := signer.PublicKey()
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s: signed by key %s\n", out, pub.Fingerprint)
+			}
 			if written != "" {
 				fmt.Fprintf(cmd.OutOrStdout(), "%s: the site's credentials, readable only by its recipients\n", written)
 			}
@@ -114,7 +161,37 @@ carries a pull secret. Problems are reported as by validate, with exit code 2.
 	fl.StringArrayVar(&recipients, "credentials-recipient", nil, siteconfig.RecipientHelp)
 	fl.StringVar(&credsOut, "credentials-out", "", "where the sealed credentials go (default OUTPUT.credentials.age)")
 	fl.BoolVar(&noKubeadmin, "no-kubeadmin", false, "make no kubeadmin password: the site's kubeadmin secret is deleted")
+	fl.StringArrayVar(&sealTo, "seal-to", nil, "seal the site's secrets to this age recipient (age1..., the seed's identity's; repeatable)")
+	fl.StringVar(&signBy, "sign-by", "", "sign the medium with this private key (PREFIX.key from snofactory keys generate)")
+	fl.StringVar(&passFile, "passphrase-file", "", "read the --sign-by key's passphrase from FILE (its first line); default: $"+passphraseEnv)
 	return cmd
+}
+
+// ageRecipients parses --seal-to: age X25519 recipients, what a seed's identity opens.
+func ageRecipients(keys []string) ([]age.Recipient, error) {
+	var out []age.Recipient
+	for _, k := range keys {
+		r, err := age.ParseX25519Recipient(k)
+		if err != nil {
+			return nil, fmt.Errorf("--seal-to %.24q: not an age recipient (age1..., as age-keygen -y prints it): %w", k, err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// siteSigner loads the --sign-by key of site-config create; a missing passphrase or a wrong
+// one is the user's to fix (exit 2).
+func siteSigner(keyFile, passFile string) (*trust.Signer, error) {
+	pass, err := trust.Passphrase(passFile, passphraseEnv)
+	if err != nil {
+		return nil, badInput(fmt.Errorf("site-config create --sign-by: %w", err))
+	}
+	s, err := trust.LoadSigner(keyFile, pass, "snofactory "+pipeline.SelfVersion())
+	if err != nil {
+		return nil, badInput(fmt.Errorf("site-config create --sign-by: %w", err))
+	}
+	return s, nil
 }
 
 // writeSiteCredentials seals the site's generated credentials to rcpts, 0600, staged and
@@ -176,7 +253,11 @@ func siteSummary(sc *siteconfig.SiteConfig) string {
 	if s.Network != nil {
 		ifaces = len(s.Network.Interfaces)
 	}
-	return fmt.Sprintf("site %s, hostname %s, %d interfaces, %d DNS servers, pull secret %s, %d mirrors, %d manifests",
+	sum := fmt.Sprintf("site %s, hostname %s, %d interfaces, %d DNS servers, pull secret %s, %d mirrors, %d manifests",
 		sc.Metadata.Name, s.Hostname, ifaces, len(sc.EffectiveDNS().Servers), map[bool]string{true: "yes", false: "no"}[s.PullSecret != ""],
 		len(s.RegistryMirrors), len(s.Manifests))
+	if s.SealedSecrets != "" {
+		sum += ", secrets sealed"
+	}
+	return sum
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/snofactory/snofactory/seeds/seed"
 	"github.com/snofactory/snofactory/seeds/seed/seedtest"
+	trustpkg "github.com/snofactory/snofactory/seeds/trust"
 	"github.com/snofactory/snofactory/test/registry"
 	"github.com/snofactory/snofactory/test/testbin"
 )
@@ -41,14 +43,7 @@ func TestSignedSeeds(t *testing.T) {
 		t.Errorf("regenerating a key: exit %d: %s", code, stderr)
 	}
 
-	policyDir := t.TempDir()
-	policy := filepath.Join(policyDir, "policy.json")
-	os.WriteFile(policy, fmt.Appendf(nil, `{"default":[{"type":"reject"}],"transports":{"docker":{%q:[{"type":"sigstoreSigned","keyPath":%q}]}}}`,
-		r.Addr()+"/seeds", filepath.Join(keys, "depot.pub")), 0o644)
-	regd := filepath.Join(policyDir, "registries.d")
-	os.Mkdir(regd, 0o755)
-	os.WriteFile(filepath.Join(regd, "seeds.yaml"), fmt.Appendf(nil, "docker:\n  %s:\n    use-sigstore-attachments: true\n", r.Addr()), 0o644)
-	trust := []string{"--policy", policy, "--registries.d", regd}
+	trust := enforcingPolicy(t, r, filepath.Join(keys, "depot.pub"))
 
 	push := func(tag string, seedValue uint64, sign ...string) {
 		t.Helper()
@@ -116,6 +111,35 @@ func TestSignedSeeds(t *testing.T) {
 		}
 	}
 
+	// seed inspect lists each seed's signatures; with the depot's key it names the key that
+	// verified each one, and says why the others do not verify.
+	fp, err := trustpkg.LoadPublicKey(filepath.Join(keys, "depot.pub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		tag, want string
+		code      int
+	}{
+		{"signed", "verified by key " + fp.Fingerprint, 0},
+		{"intruder", "NOT VERIFIED: no given key verifies it", 2},
+		{"unsigned", "Signatures:           none", 2},
+	} {
+		code, stdout, stderr := runMain(t, "seed", "inspect", "--key", filepath.Join(keys, "depot.pub"), r.Ref("seeds/du:"+tc.tag))
+		if code != tc.code || !strings.Contains(stdout, tc.want) || (code == 2 && !strings.Contains(stderr, "no signature by a given key")) {
+			t.Errorf("inspect %s: exit %d, want %d and %q in:\n%s%s", tc.tag, code, tc.code, tc.want, stdout, stderr)
+		}
+	}
+	code, stdout, _ := runMain(t, "seed", "inspect", "-o", "json", "--key", filepath.Join(keys, "depot.pub"), r.Ref("seeds/du:signed"))
+	var view struct {
+		Digest     string
+		Signatures []trustpkg.SignatureInfo
+	}
+	if err := json.Unmarshal([]byte(stdout), &view); code != 0 || err != nil || len(view.Signatures) != 1 ||
+		view.Signatures[0].VerifiedBy != fp.Fingerprint || string(view.Signatures[0].Claims) != view.Digest {
+		t.Errorf("inspect -o json: exit %d, %v: %s", code, err, stdout)
+	}
+
 	// cosign, built from its own source, verifies the signature with the public key, and
 	// refuses the seeds the key did not sign.
 	cosign := testbin.Cosign(t)
@@ -130,5 +154,50 @@ func TestSignedSeeds(t *testing.T) {
 		if (err == nil) != tc.ok {
 			t.Errorf("cosign verify %s: %v (want accepted %v)\n%s", tc.tag, err, tc.ok, out)
 		}
+	}
+}
+
+// enforcingPolicy writes a trust policy that accepts only seeds under r's "seeds"
+// namespace signed by the key pub, and the registries.d that says where r keeps
+// signatures; it returns the seed command flags naming both.
+func enforcingPolicy(t *testing.T, r *registry.Registry, pub string) []string {
+	t.Helper()
+	dir := t.TempDir()
+	policy := filepath.Join(dir, "policy.json")
+	os.WriteFile(policy, fmt.Appendf(nil, `{"default":[{"type":"reject"}],"transports":{"docker":{%q:[{"type":"sigstoreSigned","keyPath":%q}]}}}`,
+		r.Addr()+"/seeds", pub), 0o644)
+	regd := filepath.Join(dir, "registries.d")
+	os.Mkdir(regd, 0o755)
+	os.WriteFile(filepath.Join(regd, "seeds.yaml"), fmt.Appendf(nil, "docker:\n  %s:\n    use-sigstore-attachments: true\n", r.Addr()), 0o644)
+	return []string{"--policy", policy, "--registries.d", regd}
+}
+
+// build --sign-by opens the key before any stage runs: a wrong passphrase or a missing key
+// is bad input (exit 2) and the build does not start. Without publish in the selection,
+// the key is not needed.
+func TestBuildChecksItsSigningKeyFirst(t *testing.T) {
+	keys := t.TempDir()
+	if err := trustpkg.GenerateKeys(filepath.Join(keys, "depot"), []byte("right")); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(keys, "wrong"), []byte("wrong\n"), 0o600)
+	for _, tc := range []struct{ name, key, want string }{
+		{"wrong passphrase", filepath.Join(keys, "depot.key"), "wrong passphrase"},
+		{"missing key", filepath.Join(keys, "nope.key"), "no such file"},
+		{"public key", filepath.Join(keys, "depot.pub"), "not an encrypted sigstore private key"},
+	} {
+		out := filepath.Join(t.TempDir(), "out")
+		code, _, stderr := runMain(t, "build", "--sign-by", tc.key, "--passphrase-file", filepath.Join(keys, "wrong"),
+			"--output-dir", out, "--cache-dir", t.TempDir(), "../../blueprints/demo.yaml")
+		if code != 2 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%s: exit %d, want 2 and %q: %s", tc.name, code, tc.want, stderr)
+		}
+		if _, err := os.Stat(out); !os.IsNotExist(err) {
+			t.Errorf("%s: the build started (%s exists)", tc.name, out)
+		}
+	}
+	// plan never publishes, so it needs no key.
+	if code, _, stderr := runMain(t, "plan", "--cache-dir", t.TempDir(), "../../blueprints/demo.yaml"); code != 0 {
+		t.Errorf("plan: exit %d: %s", code, stderr)
 	}
 }

@@ -514,7 +514,8 @@ func TestScripts(t *testing.T) {
 	for _, tc := range []struct {
 		name, file string
 		params     map[string]string
-		dockercfg  string // file in the dockerconfig workspace; "" leaves it unbound
+		dockercfg  string   // file in the dockerconfig workspace; "" leaves it unbound
+		signing    []string // files in the signing-key workspace; nil leaves it unbound
 		published  []ociseed.Result
 		wantArgs   string
 		wantAuth   string
@@ -552,6 +553,22 @@ func TestScripts(t *testing.T) {
 			wantDigest: registry.Digest.String(),
 		},
 		{
+			name:       "publish signs with the Secret's key",
+			file:       "tasks/snofactory-publish.yaml",
+			signing:    []string{"cosign.key", "cosign.password", "cosign.pub"},
+			published:  []ociseed.Result{registry},
+			wantArgs:   "build blueprint.yaml --until publish --cache-dir CACHE --output-dir OUTPUT/snofactory-out --progress plain --sign-by SIGNING/cosign.key --passphrase-file SIGNING/cosign.password",
+			wantURL:    registry.Location,
+			wantDigest: registry.Digest.String(),
+		},
+		{
+			name:      "publish with a signing Secret lacking its password fails",
+			file:      "tasks/snofactory-publish.yaml",
+			signing:   []string{"cosign.key"},
+			published: []ociseed.Result{registry},
+			wantErr:   "needs cosign.key and cosign.password",
+		},
+		{
 			name:      "publish with only an OCI layout fails",
 			file:      "tasks/snofactory-publish.yaml",
 			published: []ociseed.Result{layout},
@@ -565,13 +582,13 @@ func TestScripts(t *testing.T) {
 			}
 			dir := t.TempDir()
 			ws := map[string]string{}
-			for _, w := range []string{"source", "cache", "output", "dockerconfig", "results", "bin"} {
+			for _, w := range []string{"source", "cache", "output", "dockerconfig", "signing-key", "results", "bin"} {
 				ws[w] = filepath.Join(dir, w)
 				if err := os.MkdirAll(ws[w], 0o755); err != nil {
 					t.Fatal(err)
 				}
 			}
-			vars := map[string]string{"workspaces.dockerconfig.bound": "false"}
+			vars := map[string]string{"workspaces.dockerconfig.bound": "false", "workspaces.signing-key.bound": "false"}
 			for _, p := range task.Spec.Params {
 				vars["params."+p.Name] = p.Default.StringVal
 			}
@@ -584,6 +601,12 @@ func TestScripts(t *testing.T) {
 			if tc.dockercfg != "" {
 				vars["workspaces.dockerconfig.bound"] = "true"
 				writeFile(t, filepath.Join(ws["dockerconfig"], tc.dockercfg), `{"auths":{}}`)
+			}
+			if tc.signing != nil {
+				vars["workspaces.signing-key.bound"] = "true"
+				for _, f := range tc.signing {
+					writeFile(t, filepath.Join(ws["signing-key"], f), "not read by the fake")
+				}
 			}
 			for _, r := range task.Spec.Results {
 				vars["results."+r.Name+".path"] = filepath.Join(ws["results"], r.Name)
@@ -624,7 +647,7 @@ func TestScripts(t *testing.T) {
 			if cmd.Dir != ws["source"] {
 				t.Errorf("ran in %s, want the source workspace", cmd.Dir)
 			}
-			short := strings.NewReplacer(ws["cache"], "CACHE", ws["output"], "OUTPUT", ws["dockerconfig"], "DOCKERCONFIG")
+			short := strings.NewReplacer(ws["cache"], "CACHE", ws["output"], "OUTPUT", ws["dockerconfig"], "DOCKERCONFIG", ws["signing-key"], "SIGNING")
 			args := strings.Fields(readString(t, filepath.Join(dir, "args")))
 			if got := short.Replace(strings.Join(args, " ")); got != tc.wantArgs {
 				t.Errorf("snofactory %s\nwant      %s", got, tc.wantArgs)

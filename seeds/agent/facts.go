@@ -81,6 +81,7 @@ func GatherFacts(ctx context.Context, o FactsOptions) (*wire.Facts, error) {
 	if o.GraphRoot != "" {
 		f.Images = gatherImages(ctx, o)
 	}
+	f.Inventory = gatherInventory(ctx, root)
 	now := time.Now
 	if o.Now != nil {
 		now = o.Now

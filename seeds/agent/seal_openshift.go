@@ -44,7 +44,7 @@ const (
 	// ReconfiguredFile marks a finished site reconfiguration (the unit's condition).
 	ReconfiguredFile = "/var/lib/snofactory/reconfigured"
 	// AgentPath is where the seal installs the agent the site's hook runs.
-	AgentPath = "/usr/local/bin/snofactory"
+	AgentPath = wire.AgentPath
 )
 
 // PlaceholderPullSecret is what replaces the cluster's pull secret before the seed is cut:

@@ -22,6 +22,8 @@ import (
 const (
 	MediaTypeDiskChunk   = "application/vnd.snofactory.seed.disk.chunk.v1"
 	MediaTypeCredentials = "application/vnd.snofactory.seed.credentials.v1"
+	// MediaTypeSBOM is SPDX JSON's: the seed's SBOM file, chunked like the others.
+	MediaTypeSBOM = "application/spdx+json"
 )
 
 // Annotations on the layers (each a chunk of a file) and on the artifact manifest.
@@ -79,6 +81,9 @@ func chunks(dir string, m *seed.Manifest, chunkSize int64) []chunk {
 	}
 	if c := m.Credentials; c != nil {
 		files = append(files, file{c.File, MediaTypeCredentials, c.Size, c.Digest})
+	}
+	if x := m.SBOM; x != nil {
+		files = append(files, file{x.File, MediaTypeSBOM, x.Size, x.Digest})
 	}
 	var out []chunk
 	for _, f := range files {
@@ -193,6 +198,9 @@ func layoutFiles(man *ocispec.Manifest, m *seed.Manifest) ([]fileChunks, error) 
 	}
 	if c := m.Credentials; c != nil {
 		want[c.File] = c.Size
+	}
+	if x := m.SBOM; x != nil {
+		want[x.File] = x.Size
 	}
 	byFile := map[string][]ocispec.Descriptor{}
 	for _, l := range man.Layers {

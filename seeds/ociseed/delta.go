@@ -386,18 +386,19 @@ func fillPack(ctx context.Context, src source, ds *deltaSeed, x *diskpack.Index,
 				}
 			}
 			var err error
+			var ce *diskpack.ChunkError
 			for attempt := 0; attempt < 2; attempt++ {
 				if err = fetchChunk(gctx, src, f, b, desc, c); err == nil {
 					break
 				}
-				var ce *diskpack.ChunkError
-				if !errors.As(err, &ce) {
+				if gctx.Err() != nil || !errors.As(err, &ce) {
 					return err
 				}
 				o.logger.WarnContext(gctx, "a fetched chunk did not match its digest", "error", err, "attempt", attempt+1)
 			}
 			if err != nil {
-				return err
+				// Served wrong twice: the registry's copy is damaged, not the transfer.
+				return damagedChunk{ce}
 			}
 			fetched.Add(1)
 			fetchedBytes.Add(b.Size)
@@ -423,6 +424,11 @@ func stagedOK(f *os.File, b diskpack.Blob) bool {
 
 // fetchChunk fetches blob b into the pack at its offset and checks it.
 func fetchChunk(ctx context.Context, src source, f *os.File, b diskpack.Blob, desc ocispec.Descriptor, c diskpack.Chunk) error {
+	if err := ctx.Err(); err != nil {
+		// Another chunk failed or the pull was stopped: its cause, not this chunk's, is
+		// what the caller reports.
+		return err
+	}
 	rc, err := src.fetch(ctx, desc)
 	if err != nil {
 		return fmt.Errorf("chunk at disk offset %d: %w", c.Offset, err)
@@ -451,6 +457,16 @@ func fetchChunk(ctx context.Context, src source, f *os.File, b diskpack.Blob, de
 	}
 	return nil
 }
+
+// damagedChunk is a chunk a source served with the wrong bytes on every try: the seed
+// there is damaged, a bad seed rather than a failed transfer.
+type damagedChunk struct{ *diskpack.ChunkError }
+
+func (e damagedChunk) Error() string {
+	return e.ChunkError.Error() + " (the source's copy of the seed is damaged: push it again from a copy that seed verify accepts)"
+}
+
+func (e damagedChunk) Unwrap() []error { return []error{e.ChunkError, seed.ErrBadSeed} }
 
 // DiskIndex returns the seed manifest and the chunk index of the chunked seed at ref,
 // reading only manifests and the index.

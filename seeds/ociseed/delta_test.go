@@ -22,7 +22,7 @@ import (
 func deltaSeeds(t *testing.T) (a, b string, ma, mb *seed.Manifest) {
 	t.Helper()
 	a, b = filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")
-	o := seedtest.Options{RawSize: 8 << 20, Seed: 11, Formats: []string{seed.FormatChunked}, Credentials: true}
+	o := seedtest.Options{RawSize: 8 << 20, Seed: 11, Formats: []string{seed.FormatChunked}, Credentials: true, SBOM: true}
 	ma = seedtest.Write(t, a, o)
 	o.Change = func(raw []byte) { copy(raw[3<<20:], []byte("one file changed in the rebuild")) }
 	mb = seedtest.Write(t, b, o)
@@ -136,8 +136,8 @@ func TestDeltaPullIntoEarlierSeed(t *testing.T) {
 	if st.Reused == 0 || st.FetchedBytes > st.ReusedBytes/5 {
 		t.Errorf("pull over the earlier seed: %+v", st)
 	}
-	if entries, _ := os.ReadDir(dir); len(entries) != 4 {
-		t.Errorf("%d entries left in the seed directory, want its 4 files", len(entries))
+	if entries, _ := os.ReadDir(dir); len(entries) != 5 {
+		t.Errorf("%d entries left in the seed directory, want its 5 files", len(entries))
 	}
 }
 

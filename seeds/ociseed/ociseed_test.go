@@ -53,6 +53,9 @@ func sameFiles(t *testing.T, a, b string, m *seed.Manifest) {
 	if m.Credentials != nil {
 		names = append(names, m.Credentials.File)
 	}
+	if m.SBOM != nil {
+		names = append(names, m.SBOM.File)
+	}
 	for _, n := range names {
 		x, err := os.ReadFile(filepath.Join(a, n))
 		if err != nil {
@@ -83,7 +86,7 @@ func TestRegistryRoundTrip(t *testing.T) {
 	r := registry.StartT(t, registry.Options{})
 	src := t.TempDir()
 	// Files only: a chunked disk has the layout of delta_test.go.
-	m := seedtest.Write(t, src, seedtest.Options{Credentials: true, Formats: []string{seed.FormatQCOW2, seed.FormatRaw}})
+	m := seedtest.Write(t, src, seedtest.Options{Credentials: true, SBOM: true, Formats: []string{seed.FormatQCOW2, seed.FormatRaw}})
 	ref := r.Ref("seeds/demo:v1")
 	ctx := context.Background()
 
@@ -118,8 +121,9 @@ func TestRegistryRoundTrip(t *testing.T) {
 		l.Annotations[ociseed.AnnotationChunkIndex] != "1" || l.Annotations[ociseed.AnnotationChunkOffset] != "262144" {
 		t.Errorf("second layer annotations %v", l.Annotations)
 	}
-	if last := man.Layers[len(man.Layers)-1]; last.MediaType != ociseed.MediaTypeCredentials {
-		t.Errorf("last layer %v, want the credentials", last)
+	if n := len(man.Layers); man.Layers[n-2].MediaType != ociseed.MediaTypeCredentials ||
+		man.Layers[n-1].MediaType != ociseed.MediaTypeSBOM || man.Layers[n-1].Annotations[ocispec.AnnotationTitle] != seedtest.SBOMFile {
+		t.Errorf("last layers %v, want the credentials, then the SBOM", man.Layers[n-2:])
 	}
 
 	dst := filepath.Join(t.TempDir(), "pulled")
@@ -131,8 +135,8 @@ func TestRegistryRoundTrip(t *testing.T) {
 		t.Errorf("pulled manifest %v", got.Disks)
 	}
 	sameFiles(t, src, dst, m)
-	if entries, _ := os.ReadDir(dst); len(entries) != 4 {
-		t.Errorf("pull left %d entries in %s, want the 4 files", len(entries), dst)
+	if entries, _ := os.ReadDir(dst); len(entries) != 5 {
+		t.Errorf("pull left %d entries in %s, want the 5 files", len(entries), dst)
 	}
 
 	insp, err := ociseed.Inspect(ctx, ref, opts()...)
@@ -291,7 +295,7 @@ func TestPullResumes(t *testing.T) {
 
 func TestArchiveAndLayoutRoundTrip(t *testing.T) {
 	src := t.TempDir()
-	m := seedtest.Write(t, src, seedtest.Options{Credentials: true})
+	m := seedtest.Write(t, src, seedtest.Options{Credentials: true, SBOM: true})
 	report := filepath.Join(t.TempDir(), "validation.json")
 	os.WriteFile(report, []byte(`{"passed":3}`), 0o644)
 	const reportType = "application/vnd.snofactory.validation.v1+json"

@@ -25,17 +25,24 @@ const stagingPrefix = ".seed-pull-"
 // Inspect returns the seed manifest of the seed at ref, reading only the artifact manifest
 // and its config.
 func Inspect(ctx context.Context, ref string, opts ...Option) (*seed.Manifest, error) {
+	m, _, err := Describe(ctx, ref, opts...)
+	return m, err
+}
+
+// Describe is Inspect that also returns the digest of the manifest ref names, the one its
+// signatures and attestations are attached to.
+func Describe(ctx context.Context, ref string, opts ...Option) (*seed.Manifest, digest.Digest, error) {
 	o := makeOptions(opts)
 	src, loc, err := openRef(ctx, ref, o)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	defer src.close()
 	rs, err := readSeed(ctx, src, loc)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return rs.m, nil
+	return rs.m, rs.desc.Digest, nil
 }
 
 // remoteSeed is a seed as a source holds it.

@@ -6,5 +6,7 @@
 // each step over the agent channel. Progress is recorded on disk under the installed root
 // and keyed by the site config's digest, so a run cut short by a power loss resumes where it
 // stopped, and a different site config starts over. A missing or malformed medium applies
-// nothing, so the seed stays bootable until the technician fixes the medium and reboots.
+// nothing, so the seed stays bootable until the technician fixes the medium and reboots. A
+// seed that carries site keys (siteconfig.NodeKeysDir) takes only a medium signed by one of
+// them; any other is refused with its reason and passed over while the hook waits on.
 package reconfigure

@@ -61,34 +61,53 @@ func (r *run) candidates() []string {
 	return out
 }
 
-func (r *run) scan() string {
+// scan returns the first candidate labelled as a site medium that skip does not pass over.
+func (r *run) scan(skip func(path string) bool) string {
 	for _, c := range r.candidates() {
-		if hasSiteLabel(c) {
+		if hasSiteLabel(c) && (skip == nil || !skip(c)) {
 			return c
 		}
 	}
 	return ""
 }
 
+// wait is one wait for a medium: since when (MediumTimeout counts from the hook's start),
+// which media to pass over (those refused), and the last refusal, which the waiting lines
+// and the timeout mention.
+type wait struct {
+	start   time.Time
+	skip    func(path string) bool
+	refused error
+	want    string // what another medium must be, after a refusal
+}
+
 // findMedium polls for the medium until MediumTimeout, telling the console every
 // StatusInterval that it waits and what for.
-func (r *run) findMedium(ctx context.Context) (string, error) {
-	start := r.o.Clock.Now()
+func (r *run) findMedium(ctx context.Context, w wait) (string, error) {
 	var lastStatus time.Time
 	for {
-		if p := r.scan(); p != "" {
+		if p := r.scan(w.skip); p != "" {
 			return p, nil
 		}
 		now := r.o.Clock.Now()
-		elapsed := now.Sub(start)
+		elapsed := now.Sub(w.start)
 		if elapsed >= r.o.MediumTimeout {
+			if w.refused != nil {
+				return "", fmt.Errorf("no other site-config medium came within %s: nothing was applied; insert one %s and reboot. The one inserted was refused: %w",
+					shortDuration(r.o.MediumTimeout), w.want, w.refused)
+			}
 			return "", fmt.Errorf("no site-config medium (volume label %s) after %s, looked at %s: nothing was applied; "+
 				"write one with snofactory site-config create, attach it and reboot",
 				siteconfig.VolumeLabel, shortDuration(r.o.MediumTimeout), strings.Join(r.lookedAt(), ", "))
 		}
 		if lastStatus.IsZero() || now.Sub(lastStatus) >= r.o.StatusInterval {
-			r.say("waiting for the site-config medium (label %s): insert it or see %s; %s of %s",
-				siteconfig.VolumeLabel, MediumHelp, shortDuration(elapsed), shortDuration(r.o.MediumTimeout))
+			if w.refused != nil {
+				r.say("waiting for a site-config medium %s (label %s), the one inserted was refused: replace it; %s of %s",
+					w.want, siteconfig.VolumeLabel, shortDuration(elapsed), shortDuration(r.o.MediumTimeout))
+			} else {
+				r.say("waiting for the site-config medium (label %s): insert it or see %s; %s of %s",
+					siteconfig.VolumeLabel, MediumHelp, shortDuration(elapsed), shortDuration(r.o.MediumTimeout))
+			}
 			lastStatus = now
 		}
 		if err := r.o.Clock.Sleep(ctx, min(r.o.PollInterval, r.o.MediumTimeout-elapsed)); err != nil {

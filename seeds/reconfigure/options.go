@@ -107,6 +107,13 @@ type Options struct {
 	// StateDir is the progress directory as seen by the running system (default
 	// Root+DefaultStateDir).
 	StateDir string
+	// SiteKeysDir holds the public keys a medium must be signed by, as seen by the running
+	// system (default Root+siteconfig.NodeKeysDir); with none there, unsigned media are
+	// accepted.
+	SiteKeysDir string
+	// SiteIdentityFile is the age identity that opens the secrets a medium carries sealed,
+	// as seen by the running system (default Root+siteconfig.NodeIdentityFile).
+	SiteIdentityFile string
 	// ResolvConf is the running system's resolv.conf, written besides Root's (default
 	// /etc/resolv.conf).
 	ResolvConf string
@@ -156,6 +163,12 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.StateDir == "" {
 		o.StateDir = filepath.Join(o.Root, DefaultStateDir)
+	}
+	if o.SiteKeysDir == "" {
+		o.SiteKeysDir = filepath.Join(o.Root, siteconfig.NodeKeysDir)
+	}
+	if o.SiteIdentityFile == "" {
+		o.SiteIdentityFile = filepath.Join(o.Root, siteconfig.NodeIdentityFile)
 	}
 	if o.ResolvConf == "" {
 		o.ResolvConf = "/etc/resolv.conf"

@@ -18,6 +18,7 @@ import (
 	"github.com/snofactory/snofactory/seeds/siteconfig"
 	"github.com/snofactory/snofactory/seeds/steps"
 	"github.com/snofactory/snofactory/seeds/target"
+	"github.com/snofactory/snofactory/seeds/trust"
 )
 
 // StepMedium is the first step: find the medium and read the site config on it. It runs
@@ -31,7 +32,10 @@ type Result struct {
 	// Site is the site config's metadata.name, SiteDigest the sha256 of its
 	// self-contained form.
 	Site, SiteDigest string
-	Steps            []StepResult
+	// SignedBy is the fingerprint of the site key that signed the medium; "" on a seed
+	// without site keys.
+	SignedBy string
+	Steps    []StepResult
 }
 
 // StepResult is one step, with the details it reported.
@@ -100,7 +104,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 
 func (r *run) run(ctx context.Context) (*Result, error) {
 	res := &Result{}
-	sc, medium, err := r.medium(ctx)
+	sc, medium, signedBy, err := r.medium(ctx)
 	if err != nil {
 		return res, &StepError{StepMedium, err}
 	}
@@ -109,8 +113,11 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 		return res, &StepError{StepMedium, err}
 	}
 	sum := sha256.Sum256(norm)
-	res.Medium, res.Site, res.SiteDigest = medium, sc.Metadata.Name, "sha256:"+hex.EncodeToString(sum[:])
+	res.Medium, res.Site, res.SiteDigest, res.SignedBy = medium, sc.Metadata.Name, "sha256:"+hex.EncodeToString(sum[:]), signedBy
 	d := map[string]string{"medium": medium, "site": res.Site, "siteDigest": res.SiteDigest}
+	if signedBy != "" {
+		d["signedBy"] = signedBy
+	}
 	res.Steps = append(res.Steps, StepResult{Name: StepMedium, Details: d})
 	r.stepReport(ctx, StepMedium, wire.StatusOK, d)
 
@@ -152,20 +159,70 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 }
 
 // medium finds the medium and reads the site config on it; nothing is applied when it
-// is missing or wrong.
-func (r *run) medium(ctx context.Context) (*siteconfig.SiteConfig, string, error) {
+// is missing or wrong. On a seed with site keys (Options.SiteKeysDir) its signature is
+// checked before anything on it is parsed; a medium that fails the check is reported, on
+// the console and as a failed medium step, and passed over while the hook waits on for
+// another; so is one whose sealed secrets the seed's identity does not open. It returns the
+// fingerprint of the key that signed the medium ("" without keys).
+func (r *run) medium(ctx context.Context) (*siteconfig.SiteConfig, string, string, error) {
 	r.stepReport(ctx, StepMedium, wire.StatusStart, map[string]string{"label": siteconfig.VolumeLabel})
-	path, err := r.findMedium(ctx)
-	if err == nil {
-		var sc *siteconfig.SiteConfig
-		if sc, err = siteconfig.ReadMedium(path); err == nil {
-			r.secrets = secretsOf(sc.Spec.PullSecret)
-			return sc, path, nil
-		}
-		err = fmt.Errorf("the site config on %s is not valid, nothing was applied; fix the medium and reboot: %w", path, err)
+	sc, path, signedBy, err := r.acceptMedium(ctx)
+	if err != nil {
+		r.stepReport(ctx, StepMedium, wire.StatusFailed, map[string]string{wire.DetailError: err.Error()})
+		return nil, "", "", err
 	}
-	r.stepReport(ctx, StepMedium, wire.StatusFailed, map[string]string{wire.DetailError: err.Error()})
-	return nil, "", err
+	return sc, path, signedBy, nil
+}
+
+func (r *run) acceptMedium(ctx context.Context) (*siteconfig.SiteConfig, string, string, error) {
+	keys, err := loadSiteKeys(r.o.SiteKeysDir)
+	if err != nil {
+		return nil, "", "", fmt.Errorf("this seed's site keys (%s) do not load, so no medium can be trusted; nothing was applied: %w", r.o.SiteKeysDir, err)
+	}
+	refused := map[string]bool{}
+	w := wait{start: r.o.Clock.Now(), skip: func(path string) bool {
+		if len(refused) == 0 {
+			return false
+		}
+		m, err := siteconfig.OpenMedium(path)
+		return err == nil && refused[m.Digest()]
+	}}
+	for {
+		path, err := r.findMedium(ctx, w)
+		if err != nil {
+			return nil, "", "", err
+		}
+		m, err := siteconfig.OpenMedium(path)
+		if err != nil {
+			return nil, "", "", invalidMedium(path, err)
+		}
+		refuse := func(err error, want string) {
+			refused[m.Digest()], w.refused, w.want = true, err, want
+			r.stepReport(ctx, StepMedium, wire.StatusFailed, map[string]string{wire.DetailError: err.Error(), "medium": path, "waiting": "for a medium " + want})
+		}
+		signedBy := ""
+		if len(keys) > 0 {
+			if signedBy, err = m.Verify(keys); err != nil {
+				refuse(err, "signed by one of this seed's site keys")
+				continue
+			}
+			r.say("the site-config medium on %s is signed by site key %s", path, trust.ShortFingerprint(signedBy))
+		}
+		sc, err := m.SiteConfig()
+		if err != nil {
+			return nil, "", "", invalidMedium(path, err)
+		}
+		if err := unseal(sc, r.o.SiteIdentityFile); err != nil {
+			refuse(fmt.Errorf("the site-config medium %s is refused: %w", path, err), "whose secrets this seed can open")
+			continue
+		}
+		r.secrets = secretsOf(sc.Spec.PullSecret)
+		return sc, path, signedBy, nil
+	}
+}
+
+func invalidMedium(path string, err error) error {
+	return fmt.Errorf("the site config on %s is not valid, nothing was applied; fix the medium and reboot: %w", path, err)
 }
 
 // steps are the target's steps after the medium, in order.
@@ -193,7 +250,8 @@ func Plan(o Options, sc *siteconfig.SiteConfig) ([]steps.Step, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := []steps.Step{{Name: StepMedium, Detail: "find the site-config medium (label " + siteconfig.VolumeLabel + ") and read the site config"}}
+	out := []steps.Step{{Name: StepMedium, Detail: "find the site-config medium (label " + siteconfig.VolumeLabel + "), check its signature when the seed carries site keys (" +
+		siteconfig.NodeKeysDir + "), and read the site config"}}
 	for _, a := range acts {
 		st := a.Step
 		st.Argv = slices.Clone(st.Argv)

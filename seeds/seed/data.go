@@ -247,6 +247,9 @@ func checkFiles(dir string, m *Manifest) error {
 	if c := m.Credentials; c != nil {
 		check(c.File, c.Size, nil)
 	}
+	if x := m.SBOM; x != nil {
+		check(x.File, x.Size, nil)
+	}
 	return errors.Join(errs...)
 }
 
@@ -261,6 +264,9 @@ func (m *Manifest) files() []string {
 	}
 	if m.Credentials != nil {
 		names = append(names, m.Credentials.File)
+	}
+	if m.SBOM != nil {
+		names = append(names, m.SBOM.File)
 	}
 	return names
 }

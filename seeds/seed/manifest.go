@@ -76,6 +76,9 @@ type Manifest struct {
 	Disks []Disk `json:"disks" jsonschema:"required,minItems=1"`
 	// Credentials is the age-encrypted credentials bundle shipped beside the disk, if any.
 	Credentials *Credentials `json:"credentials,omitempty"`
+	// SBOM is the seed's software bill of materials beside the disk, if any (seeds older
+	// than it have none).
+	SBOM *SBOM `json:"sbom,omitempty"`
 }
 
 // Image is one image the seed carries.
@@ -144,6 +147,20 @@ type Credentials struct {
 	Digest digest.Digest `json:"digest" jsonschema:"required"`
 }
 
+// SBOM is the SPDX 2.3 JSON document (seeds/sbom) listing what the seed carries: its
+// images, the installed OS packages and the snofactory binaries on the node.
+type SBOM struct {
+	// File is the document's name inside the seed directory.
+	File string `json:"file" jsonschema:"required,minLength=1"`
+	// Size of the file in bytes.
+	Size int64 `json:"size" jsonschema:"required,minimum=1,maximum=33554432"`
+	// Digest of the file.
+	Digest digest.Digest `json:"digest" jsonschema:"required"`
+}
+
+// MaxSBOMSize bounds a seed's SBOM file: thousands of packages take a few MiB.
+const MaxSBOMSize = 32 << 20
+
 var dns1123Label = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 
 // Validate reports every problem of m at once, each prefixed with the JSON path of its field.
@@ -205,7 +222,8 @@ func (m *Manifest) Validate() error {
 	return errors.Join(errs...)
 }
 
-// validateFiles checks the disks and the credentials bundle, and that no two name the same file.
+// validateFiles checks the disks, the credentials bundle and the SBOM, and that no two
+// name the same file.
 func (m *Manifest) validateFiles(bad func(field, format string, args ...any)) {
 	seen := map[string]string{ManifestFile: "the manifest"}
 	file := func(field, name string) {
@@ -271,6 +289,13 @@ func (m *Manifest) validateFiles(bad func(field, format string, args ...any)) {
 			bad("credentials.size", "%d is not positive", c.Size)
 		}
 		checkDigest(bad, "credentials.digest", c.Digest)
+	}
+	if x := m.SBOM; x != nil {
+		file("sbom.file", x.File)
+		if x.Size <= 0 || x.Size > MaxSBOMSize {
+			bad("sbom.size", "%d is not within 1..%d", x.Size, MaxSBOMSize)
+		}
+		checkDigest(bad, "sbom.digest", x.Digest)
 	}
 }
 

@@ -275,6 +275,15 @@ func DescribeChunked(dir, pack, index string, sums *diskpack.Packed) (Disk, erro
 	return d, nil
 }
 
+// DescribeSBOM records the SBOM file in dir.
+func DescribeSBOM(ctx context.Context, dir, file string) (*SBOM, error) {
+	n, d, err := FileDigest(ctx, filepath.Join(dir, file))
+	if err != nil {
+		return nil, err
+	}
+	return &SBOM{File: file, Size: n, Digest: d}, nil
+}
+
 // DescribeCredentials records the credentials bundle file in dir, encrypted to recipients.
 func DescribeCredentials(ctx context.Context, dir, file string, recipients []string) (*Credentials, error) {
 	n, d, err := FileDigest(ctx, filepath.Join(dir, file))

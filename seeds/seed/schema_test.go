@@ -56,7 +56,7 @@ func TestSchemaShape(t *testing.T) {
 			t.Errorf("%s is not required", f)
 		}
 	}
-	if req["releaseVersion"] || req["credentials"] {
+	if req["releaseVersion"] || req["credentials"] || req["sbom"] {
 		t.Errorf("optional fields are required: %v", s["required"])
 	}
 	props := s["properties"].(map[string]any)

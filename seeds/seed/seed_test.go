@@ -32,6 +32,7 @@ func valid() *seed.Manifest {
 			{Format: seed.FormatRaw, File: "disk.raw.zst", Compression: seed.CompressionZstd, Size: 10, Digest: d, VirtualSize: 100, RawDigest: d},
 		},
 		Credentials: &seed.Credentials{File: "credentials.age", Recipients: []string{"age1xyz"}, Size: 5, Digest: d},
+		SBOM:        &seed.SBOM{File: "sbom.spdx.json", Size: 7, Digest: d},
 	}
 }
 
@@ -44,6 +45,12 @@ func TestValidate(t *testing.T) {
 		{"valid", func(*seed.Manifest) {}, nil},
 		{"coreos without release", func(m *seed.Manifest) { m.Target, m.ReleaseVersion = target.CoreOS, "" }, nil},
 		{"no credentials", func(m *seed.Manifest) { m.Credentials = nil }, nil},
+		{"no sbom (older seeds)", func(m *seed.Manifest) { m.SBOM = nil }, nil},
+		{"sbom", func(m *seed.Manifest) {
+			m.SBOM.File, m.SBOM.Size, m.SBOM.Digest = "credentials.age", seed.MaxSBOMSize+1, ""
+		},
+			[]string{`sbom.file: "credentials.age" is also credentials.file`, "sbom.size: 33554433 is not within 1..33554432", "sbom.digest: required"}},
+		{"sbom path", func(m *seed.Manifest) { m.SBOM.File, m.SBOM.Size = "/etc/sbom.json", 0 }, []string{`sbom.file: "/etc/sbom.json" is not a plain file name`, "sbom.size: 0"}},
 		{"schema version", func(m *seed.Manifest) { m.SchemaVersion = 3 }, []string{"schemaVersion: 3 is not 1 or 2"}},
 		{"chunked without index", func(m *seed.Manifest) {
 			m.Disks[0].Format = seed.FormatChunked
@@ -196,10 +203,10 @@ func TestDescribeAndRawReader(t *testing.T) {
 // TestVerifyCatchesFlippedByte flips one byte in each stored file and expects the mismatch
 // to name that file and both digests.
 func TestVerifyCatchesFlippedByte(t *testing.T) {
-	for _, file := range []string{"disk.qcow2", "disk.raw.zst", seedtest.PackFile, seedtest.IndexFile, "credentials.age"} {
+	for _, file := range []string{"disk.qcow2", "disk.raw.zst", seedtest.PackFile, seedtest.IndexFile, "credentials.age", seedtest.SBOMFile} {
 		t.Run(file, func(t *testing.T) {
 			dir := t.TempDir()
-			m := seedtest.Write(t, dir, seedtest.Options{RawSize: 1 << 20, Credentials: true})
+			m := seedtest.Write(t, dir, seedtest.Options{RawSize: 1 << 20, Credentials: true, SBOM: true})
 			p := filepath.Join(dir, file)
 			b, err := os.ReadFile(p)
 			if err != nil {
@@ -233,6 +240,9 @@ func want(m *seed.Manifest, file string) digest.Digest {
 			return d.Index.Digest
 		}
 	}
+	if m.SBOM != nil && m.SBOM.File == file {
+		return m.SBOM.Digest
+	}
 	return m.Credentials.Digest
 }
 
@@ -251,6 +261,38 @@ func TestVerifyRawDigest(t *testing.T) {
 		if !errors.As(err, &mm) || mm.File != m.Disks[i].File || mm.What != "raw digest" {
 			t.Errorf("%s: Verify = %v, want a raw digest mismatch", m.Disks[i].File, err)
 		}
+	}
+}
+
+// TestSBOMOptional: a seed with an SBOM records and verifies it; one written before the
+// SBOM existed (no sbom field) still reads and verifies.
+func TestSBOMOptional(t *testing.T) {
+	for _, withSBOM := range []bool{true, false} {
+		dir := t.TempDir()
+		seedtest.Write(t, dir, seedtest.Options{RawSize: 1 << 20, Formats: []string{seed.FormatRaw}, SBOM: withSBOM})
+		b, err := os.ReadFile(filepath.Join(dir, seed.ManifestFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := bytes.Contains(b, []byte(`"sbom"`)); got != withSBOM {
+			t.Errorf("sbom %v: seed.json has the field: %v", withSBOM, got)
+		}
+		m, err := seed.ReadManifest(dir)
+		if err != nil {
+			t.Fatalf("sbom %v: %v", withSBOM, err)
+		}
+		if (m.SBOM != nil) != withSBOM || (withSBOM && m.SBOM.File != seedtest.SBOMFile) {
+			t.Errorf("sbom %v: manifest sbom %+v", withSBOM, m.SBOM)
+		}
+		if err := seed.Verify(context.Background(), dir); err != nil {
+			t.Errorf("sbom %v: %v", withSBOM, err)
+		}
+	}
+	dir := t.TempDir()
+	seedtest.Write(t, dir, seedtest.Options{RawSize: 1 << 20, Formats: []string{seed.FormatRaw}, SBOM: true})
+	os.Remove(filepath.Join(dir, seedtest.SBOMFile))
+	if _, err := seed.Check(dir); !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), seedtest.SBOMFile) {
+		t.Errorf("Check without the SBOM file = %v", err)
 	}
 }
 

@@ -89,6 +89,14 @@ func verify(ctx context.Context, dir string, chunkedRaw bool) error {
 			check(c.File, "digest", c.Size, c.Digest, n, dg)
 		}
 	}
+	if x := m.SBOM; x != nil {
+		n, dg, err := storedDigest(ctx, dir, x.File, x.Size)
+		if err != nil {
+			errs = append(errs, err)
+		} else {
+			check(x.File, "digest", x.Size, x.Digest, n, dg)
+		}
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}

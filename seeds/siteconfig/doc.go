@@ -22,6 +22,12 @@
 // problem reported at its place in the file that holds it; and ReadMedium reads that
 // installer's cluster-config medium (imagebased.go).
 //
+// A medium can be signed (WriteMedium with a signer): SignatureFileName beside the site
+// config holds a cosign sign-blob signature of ConfigFileName's bytes, which are the whole
+// of what the hook applies, since Normalized inlines every referenced file. A seed that
+// carries site keys (NodeKeysDir) checks it (OpenMedium, Verify) before it parses anything
+// on the medium.
+//
 // The pull secret is the site's own and travels on the medium, which Write therefore
 // creates with mode 0600; no message of this package quotes it.
 package siteconfig

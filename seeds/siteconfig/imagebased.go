@@ -160,8 +160,9 @@ func fromSeedReconfiguration(data []byte, manifests []Manifest) ([]byte, error) 
 	return yaml.Marshal(doc)
 }
 
-// readImageBased reads an image-based installer medium's site configuration.
-func readImageBased(img *iso9660.Image, mediumPath string) (*SiteConfig, error) {
+// imageBasedDocument reads an image-based installer medium's site configuration and
+// returns it as a site config document, for Parse.
+func imageBasedDocument(img *iso9660.Image, mediumPath string) ([]byte, error) {
 	root, err := img.RootDir()
 	if err != nil {
 		return nil, err
@@ -182,7 +183,7 @@ func readImageBased(img *iso9660.Image, mediumPath string) (*SiteConfig, error) 
 	if err != nil {
 		return nil, fmt.Errorf("the image-based installer's medium %s: %w", mediumPath, err)
 	}
-	return Parse(doc, mediumPath+":"+imageBasedManifest+" (as a site config)", "")
+	return doc, nil
 }
 
 // find walks from dir to the entry at p (slash-separated, case-insensitive as ISO 9660

@@ -58,6 +58,10 @@ type Spec struct {
 	// KubeconfigCrypto are keys recert keeps (use_key, use_cert), so an admin kubeconfig
 	// made for the site before the node boots works after recert.
 	KubeconfigCrypto *KubeconfigCrypto `yaml:"kubeconfigCrypto,omitempty"`
+	// SealedSecrets carries pullSecret, kubeadminPasswordHash and kubeconfigCrypto
+	// age-encrypted (ASCII armor) to the seed's identity instead of in clear, so a lost
+	// medium does not leak them (site-config create --seal-to; Seal, Unseal).
+	SealedSecrets string `yaml:"sealedSecrets,omitempty"`
 }
 
 // KubeconfigCrypto is the crypto the image-based installer retains for a site (its

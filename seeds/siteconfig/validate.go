@@ -86,6 +86,7 @@ func (sc *SiteConfig) validate(c *checker) {
 	c.pullSecret(s)
 	c.manifests(s)
 	c.identity(s)
+	c.sealedSecrets(s)
 }
 
 var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)

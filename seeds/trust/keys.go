@@ -72,6 +72,15 @@ func loadPrivateKey(path string, passphrase []byte) (*ecdsa.PrivateKey, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parsePrivateKey(path, b, passphrase)
+}
+
+// parsePrivateKey decrypts the PEM b of an encrypted sigstore private key; path names it
+// in errors.
+func parsePrivateKey(path string, b, passphrase []byte) (*ecdsa.PrivateKey, error) {
+	if len(b) > maxKeyFile {
+		return nil, fmt.Errorf("%s: not a key file (at most %d bytes)", path, maxKeyFile)
+	}
 	block, _ := pem.Decode(b)
 	if block == nil {
 		return nil, fmt.Errorf("%s: not a PEM file", path)
@@ -108,6 +117,10 @@ func readSmall(path string) ([]byte, error) {
 	}
 	return os.ReadFile(path)
 }
+
+// PassphraseEnv is the environment variable a key's passphrase comes from when no file
+// names it.
+const PassphraseEnv = "SNOFACTORY_KEY_PASSPHRASE"
 
 // Passphrase reads a key's passphrase from file, else from the environment variable env;
 // never from a flag's value, which other users can see in the process list.

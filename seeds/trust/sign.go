@@ -43,6 +43,16 @@ func LoadSigner(path string, passphrase []byte, creator string) (*Signer, error)
 	return &Signer{key: k, creator: creator}, nil
 }
 
+// ParseSigner is LoadSigner for a key already read (a secret handed to a stage); name says
+// where it came from, for errors.
+func ParseSigner(name string, pemKey, passphrase []byte, creator string) (*Signer, error) {
+	k, err := parsePrivateKey(name, pemKey, passphrase)
+	if err != nil {
+		return nil, err
+	}
+	return &Signer{key: k, creator: creator}, nil
+}
+
 // payload is the "cosign container image signature" claim; containers/image reads exactly
 // these fields.
 type payload struct {

@@ -416,7 +416,9 @@ func checkInstallDetails(t *testing.T, msgs []wire.Message, fw vm.Firmware, imag
 // reports the units phase failed and then install-complete failed, both carrying the
 // unit's output in log= and naming it in error=, so the host has the reason at once.
 func TestConformanceInstallFailingUnit(t *testing.T) {
-	for _, fw := range []vm.Firmware{vm.FirmwareBIOS, vm.FirmwareUEFI} {
+	// A failing unit is reported the same way whatever the firmware; TestConformanceInstall
+	// covers both firmwares, so this one boots BIOS only.
+	for _, fw := range []vm.Firmware{vm.FirmwareBIOS} {
 		t.Run(string(fw), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 			defer cancel()

@@ -46,6 +46,21 @@ ExecStart=` + agentExecStart + `
 WantedBy=multi-user.target
 `,
 	}}}
+	files, fps, err := siteKeyFiles(opts)
+	if err != nil {
+		return err
+	}
+	rep.SiteKeys = fps
+	if opts.SiteIdentity {
+		id, err := siteIdentityFile(env)
+		if err != nil {
+			return err
+		}
+		files = append(files, id)
+	}
+	if len(files) > 0 {
+		own.Storage = &butaneStorage{Files: files}
+	}
 	if opts.SSHKey {
 		key, err := env.secrets.Secret(SecretSSHKey)
 		if err != nil {
@@ -89,7 +104,7 @@ WantedBy=multi-user.target
 	if err := writeFile(env.out, ConfigPath, cfg, 0o600); err != nil {
 		return fmt.Errorf("writing %s: %w", ConfigPath, err)
 	}
-	rep.Ignition = map[string]IgnitionFile{handoff.ConfigNode: {Path: ConfigPath, Version: m.spec.version, Size: len(cfg), Secret: opts.SSHKey}}
+	rep.Ignition = map[string]IgnitionFile{handoff.ConfigNode: {Path: ConfigPath, Version: m.spec.version, Size: len(cfg), Secret: opts.SSHKey || opts.SiteIdentity}}
 	env.log.Info("wrote Ignition config", "path", ConfigPath, "ignition", m.spec.version, "bytes", len(cfg), "fragments", len(opts.Fragments))
 	return nil
 }

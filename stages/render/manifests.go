@@ -36,6 +36,11 @@ func openshiftManifests(ctx context.Context, opts Options, variant string, rep *
 		out = append(out, dns)
 		rep.Relocation = relocation
 	}
+	keys, err := siteKeysManifest(opts, variant, rep)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, keys...)
 	frags, results, err := fragmentManifests(ctx, opts, variant)
 	if err != nil {
 		return nil, err

@@ -30,6 +30,14 @@ type Options struct {
 	Relocation *Relocation `json:"relocation,omitempty"`
 	// Fragments are the user's Butane configs, applied in order.
 	Fragments []Fragment `json:"fragments,omitempty"`
+	// SiteKeys are labels (resolved through HostFiles, contents keyed like a fragment's) of
+	// the public keys the seed's site-config media must be signed by. The node gets each in
+	// siteconfig.NodeKeysDir.
+	SiteKeys []string `json:"siteKeys,omitempty"`
+	// SiteIdentity says the SecretSiteIdentity secret is configured: the age identity the
+	// node opens a medium's sealed secrets with, put in siteconfig.NodeIdentityFile (coreos
+	// only in this version).
+	SiteIdentity bool `json:"siteIdentity,omitempty"`
 	// WorkerIgnition also emits ignition/worker.ign for day-2 workers.
 	WorkerIgnition bool `json:"workerIgnition,omitempty"`
 	// SSHKey says the "sshKey" secret is configured and must be used.
@@ -46,7 +54,7 @@ type Options struct {
 	// InstallerPath is a host path of openshift-install. Not serialized: its content digest
 	// is keyed through Stage.Files under the label "tools/openshift-install".
 	InstallerPath string `json:"-"`
-	// HostFiles maps every Fragment.File label to its path on this host. Not serialized:
+	// HostFiles maps every Fragment.File and SiteKeys label to its path on this host. Not serialized:
 	// contents are keyed through Stage.Files.
 	HostFiles map[string]string `json:"-"`
 }
@@ -152,12 +160,21 @@ func (o Options) validate() error {
 		if o.OpenShift == nil {
 			bad("openshift: required for the %s target", target.OpenShift)
 		}
+		if o.SiteIdentity {
+			// A MachineConfig would carry it into manifests/, which are not secret.
+			bad("siteIdentity: not supported on the %s target in this version", target.OpenShift)
+		}
 	default:
 		bad("target %q: want %q or %q", o.Target, target.OpenShift, target.CoreOS)
 	}
 	for i, f := range o.Fragments {
 		if f.File != "" && o.HostFiles[f.File] == "" {
 			bad("fragments[%d]: file %q has no host path", i, f.File)
+		}
+	}
+	for i, k := range o.SiteKeys {
+		if o.HostFiles[k] == "" {
+			bad("siteKeys[%d]: %q has no host path", i, k)
 		}
 	}
 	return errors.Join(errs...)

@@ -14,6 +14,8 @@ type Report struct {
 	Manifests []ManifestFile `json:"manifests,omitempty"`
 	// Fragments says what became of each Butane fragment, in order.
 	Fragments []FragmentResult `json:"fragments,omitempty"`
+	// SiteKeys are the fingerprints of the site-config keys put on the node.
+	SiteKeys []string `json:"siteKeys,omitempty"`
 	// Relocation echoes the relocation settings the MachineConfigs carry.
 	Relocation *RelocationReport `json:"relocation,omitempty"`
 	// Release is the release the installer was told to install (openshift).

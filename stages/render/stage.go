@@ -26,6 +26,8 @@ const stageVersion = "4"
 const (
 	SecretPullSecret = "pullSecret"
 	SecretSSHKey     = "sshKey"
+	// SecretSiteIdentity is the age identity a node opens its site media's sealed secrets with.
+	SecretSiteIdentity = "siteIdentity"
 )
 
 // BootstrapConfigLife is how long an OpenShift render may be reused: the installer's
@@ -45,6 +47,9 @@ func New(opts Options) pipeline.Stage {
 			s.Files[f.File] = opts.HostFiles[f.File]
 		}
 	}
+	for _, k := range opts.SiteKeys {
+		s.Files[k] = opts.HostFiles[k]
+	}
 	if opts.Target == target.OpenShift {
 		// The bootstrap-in-place config carries the installer's 24 h certificates (kubelet
 		// signer, localhost serving cert): it must be used within a day of rendering. The
@@ -59,6 +64,9 @@ func New(opts Options) pipeline.Stage {
 	}
 	if opts.SSHKey {
 		s.Secrets = append(s.Secrets, SecretSSHKey)
+	}
+	if opts.SiteIdentity {
+		s.Secrets = append(s.Secrets, SecretSiteIdentity)
 	}
 	s.Run = func(ctx context.Context, env *pipeline.Env) error {
 		renv := &runEnv{

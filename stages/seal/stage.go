@@ -21,7 +21,8 @@ import (
 // Name is the stage name.
 const Name = handoff.StageSeal
 
-const version = "1"
+// version 2: the seed carries its SBOM.
+const version = "2"
 
 // SeedDir is the seed directory inside the stage's output.
 const SeedDir = "seed"
@@ -116,33 +117,45 @@ func run(ctx context.Context, opts Options, env *pipeline.Env) error {
 	if err != nil {
 		return err
 	}
-	dir := filepath.Join(env.Out, SeedDir)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	m, err := manifest(ctx, opts, in)
+	m, err := writeSeed(ctx, opts, in, work, filepath.Join(env.Out, SeedDir), env)
 	if err != nil {
-		return err
-	}
-	if m.Disks, err = writeDisks(ctx, work, dir, opts.Formats, env); err != nil {
-		return err
-	}
-	if m.Credentials, err = writeCredentials(ctx, in, dir, opts.Recipients, env); err != nil {
-		return err
-	}
-	if m.Tools["qemu-img"], err = qemuImgVersion(ctx); err != nil {
-		return err
-	}
-	if err := m.Validate(); err != nil {
-		return fmt.Errorf("the seed manifest: %w", err)
-	}
-	if err := seed.WriteManifest(dir, m); err != nil {
 		return err
 	}
 	if err := env.Summarize(map[string]any{"disks": m.Disks, "created": m.Created}); err != nil {
 		return err
 	}
 	return handoff.Write(env, handoff.Seal{Dir: SeedDir, Manifest: handoff.File(filepath.Join(SeedDir, seed.ManifestFile))})
+}
+
+// writeSeed turns the sealed disk work into the seed directory dir: the disk in each
+// format, the credentials bundle, the SBOM, and last the manifest that describes them.
+func writeSeed(ctx context.Context, opts Options, in inputs, work, dir string, env *pipeline.Env) (*seed.Manifest, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	m, err := manifest(ctx, opts, in)
+	if err != nil {
+		return nil, err
+	}
+	if m.Disks, err = writeDisks(ctx, work, dir, opts.Formats, env); err != nil {
+		return nil, err
+	}
+	if m.Credentials, err = writeCredentials(ctx, in, dir, opts.Recipients, env); err != nil {
+		return nil, err
+	}
+	if m.Tools["qemu-img"], err = qemuImgVersion(ctx); err != nil {
+		return nil, err
+	}
+	if m.SBOM, err = writeSBOM(ctx, in, m, dir); err != nil {
+		return nil, err
+	}
+	if err := m.Validate(); err != nil {
+		return nil, fmt.Errorf("the seed manifest: %w", err)
+	}
+	if err := seed.WriteManifest(dir, m); err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 // manifest is the seed manifest without its files: where the seed came from.

@@ -11,6 +11,8 @@
 // day-2 workers, certificate lifetimes against the shipment window). Checks a blueprint
 // skips, and checks that do not apply, are recorded as skipped with their reason, so the
 // report always lists every check. WriteReports writes the report as JSON and JUnit XML.
+// A node that passes also leaves its inventory (InventoryFile: the OS packages and
+// snofactory binaries from the facts) for the seal's SBOM.
 //
 // Certificate lifetimes are read where the API or the agent can see them: the API server's
 // serving certificate through a TLS handshake with the API endpoint; the kubelet's client

@@ -2,6 +2,7 @@ package validate
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -19,7 +20,8 @@ import (
 // Name is the stage name.
 const Name = handoff.StageValidate
 
-const version = "2"
+// version 3: the output carries the node's inventory (InventoryFile) for the seal's SBOM.
+const version = "3"
 
 // StageOptions is exactly what the validate stage reads.
 type StageOptions struct {
@@ -85,8 +87,27 @@ func runStage(ctx context.Context, opts StageOptions, env *pipeline.Env) error {
 		return fmt.Errorf("%w\nreports: %s, %s", rep.Err(), filepath.Join(env.RunDir, ReportJSON), filepath.Join(env.RunDir, ReportJUnit))
 	}
 	env.Log.Info("validation passed", "passed", rep.Summary.Passed, "skipped", rep.Summary.Skipped, "warnings", rep.Summary.Warnings)
-	return handoff.Write(env, handoff.Validate{Report: ReportJSON, JUnit: ReportJUnit,
+	if err := writeInventory(filepath.Join(env.Out, InventoryFile), facts); err != nil {
+		return err
+	}
+	return handoff.Write(env, handoff.Validate{Report: ReportJSON, JUnit: ReportJUnit, Inventory: InventoryFile,
 		Passed: rep.Summary.Passed, Skipped: rep.Summary.Skipped, Warnings: rep.Summary.Warnings})
+}
+
+// InventoryFile holds the validated node's software (wire.Inventory JSON) in the stage's
+// output: the seal lists it in the seed's SBOM without booting the node again.
+const InventoryFile = "inventory.json"
+
+// writeInventory writes the inventory part of the node's facts to path.
+func writeInventory(path string, f *wire.Facts) error {
+	b, err := json.MarshalIndent(f.Inventory, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding the node's inventory: %w", err)
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("writing the node's inventory: %w", err)
+	}
+	return nil
 }
 
 // stageInputs are the upstream outputs validation checks against.

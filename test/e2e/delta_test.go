@@ -42,6 +42,8 @@ func registryBlobs(t *testing.T, storage string) map[string]int64 {
 // access log shows); a pull of the new seed --from the old one fetches little, and gives
 // the sealed files byte for byte.
 func TestSeedRebuildMovesAsDelta(t *testing.T) {
+	// Each e2e test has its own cache, registry and VMs: they run two at a time.
+	t.Parallel()
 	reg := registry.StartT(t, registry.Options{})
 	iso, err := conformance.Cached(context.Background(), nil)
 	if err != nil {

@@ -114,6 +114,8 @@ func TestDemoBuildsThroughPrecache(t *testing.T) {
 // file with that content and that the argument is on its command line. The demo's own
 // files must be there too.
 func TestDemoPipelineISOBoots(t *testing.T) {
+	// Each e2e test has its own cache, registry and VMs: they run two at a time.
+	t.Parallel()
 	ctx, cancel := testContext(t)
 	defer cancel()
 	bp := demoBlueprint(t)

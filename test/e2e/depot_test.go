@@ -59,6 +59,8 @@ func depotOf(t *testing.T, reg *registry.Registry) string {
 // stages finished before the kill were not redone, and the HTML report draws its
 // timeline in headless Chromium.
 func TestDepot(t *testing.T) {
+	// Each e2e test has its own cache, registry and VMs: they run two at a time.
+	t.Parallel()
 	reg := registry.StartT(t, registry.Options{})
 	file := depotOf(t, reg)
 	cache, out := t.TempDir(), t.TempDir()

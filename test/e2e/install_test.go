@@ -95,6 +95,8 @@ func junitCases(t *testing.T, path string) map[string]junitCase {
 // second build is all cache hits and boots nothing. A build resumed after install boots the
 // cached disk once, for validate and seal.
 func TestDemoInstallsAndValidates(t *testing.T) {
+	// Each e2e test has its own cache, registry and VMs: they run two at a time.
+	t.Parallel()
 	for _, fw := range []string{"bios", "uefi"} {
 		t.Run(fw, func(t *testing.T) {
 			bp := demoBlueprint(t)
@@ -180,6 +182,8 @@ func buildFailing(t *testing.T, butane string) (string, cliResult) {
 // A unit that fails in the guest fails the install with the guest's own report and log,
 // and leaves a gather bundle.
 func TestInstallFailsWithTheGuestReport(t *testing.T) {
+	// Each e2e test has its own cache, registry and VMs: they run two at a time.
+	t.Parallel()
 	out, r := buildFailing(t, `variant: fcos
 version: 1.4.0
 systemd:
@@ -213,6 +217,8 @@ systemd:
 // digest. A unit on the first boot empties the image store's index, as a broken import or a
 // stray cleanup would.
 func TestValidateNamesAMissingImage(t *testing.T) {
+	// Each e2e test has its own cache, registry and VMs: they run two at a time.
+	t.Parallel()
 	out, r := buildFailing(t, `variant: fcos
 version: 1.4.0
 systemd:
@@ -264,6 +270,8 @@ func qemuFor(dir string) []string {
 // kill -9 of snofactory while the factory VM runs leaves no qemu behind, and the re-run
 // resumes: the stages before install are cache hits.
 func TestKill9MidInstallLeavesNoQemu(t *testing.T) {
+	// Each e2e test has its own cache, registry and VMs: they run two at a time.
+	t.Parallel()
 	bp := demoBlueprint(t)
 	cache, out := t.TempDir(), t.TempDir()
 	cmd := exec.Command(snofactoryBin, "build", bp, "--until", "install", "--cache-dir", cache, "--output-dir", out, "--progress", "json")

@@ -24,6 +24,8 @@ import (
 // link: the build stops promptly with exit 130 and an "interrupted" record, leaves no cache
 // entry for precache, and the next run resumes with every earlier stage a cache hit.
 func TestInterruptDuringPrecacheThenResume(t *testing.T) {
+	// Each e2e test has its own cache, registry and VMs: they run two at a time.
+	t.Parallel()
 	ctx, cancel := testContext(t)
 	defer cancel()
 	reg := registry.StartT(t, registry.Options{})

@@ -116,6 +116,8 @@ func killAt(t *testing.T, env []string, reached func() bool, args ...string) boo
 // the result is the seed byte for byte; a write killed while writing leaves no partial
 // file once it is run again.
 func TestSeedTransfersSurviveKills(t *testing.T) {
+	// Each e2e test has its own cache, registry and VMs: they run two at a time.
+	t.Parallel()
 	reg := registry.StartT(t, registry.Options{})
 	src, m := multiGiBSeed(t)
 	x, err := seed.ReadIndex(src, m.Disks[0])

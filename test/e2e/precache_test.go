@@ -127,6 +127,8 @@ func buildPrecache(t *testing.T, cacheDir, blueprint string, ro resolve.Options,
 // image of the layout with skopeo, then builds a second blueprint of the same release and
 // checks, from the report and from the registry's access log, that no blob is fetched again.
 func TestPrecachePayload(t *testing.T) {
+	// Each e2e test has its own cache, registry and VMs: they run two at a time.
+	t.Parallel()
 	testbin.Require(t, "skopeo", "skopeo")
 	reg := registry.StartT(t, registry.Options{})
 	rel := pushPayload(t, reg, payload.Options{Format: payload.OCI, MultiArch: true})

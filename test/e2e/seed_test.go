@@ -21,6 +21,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/snofactory/snofactory/seeds/ociseed"
+	"github.com/snofactory/snofactory/seeds/sbom"
 	"github.com/snofactory/snofactory/seeds/seed"
 	"github.com/snofactory/snofactory/test/conformance"
 	"github.com/snofactory/snofactory/test/registry"
@@ -63,9 +64,22 @@ storage:
 // uploads no blob; and the pull secret the node had is in no log, run record, manifest,
 // artifact or seed disk (the uncompressed disks included).
 func TestSeedBuildsPublishesAndPulls(t *testing.T) {
+	// Each e2e test has its own cache, registry and VMs: they run two at a time.
+	t.Parallel()
 	reg := registry.StartT(t, registry.Options{})
 	secret := "c25vZmFjdG9yeS1lMmUtcHVsbC1zZWNyZXQ" + strings.Repeat("x", 8)
 	bp, ref := seedBlueprint(t, reg, secret)
+	// The blueprint names the depot's key: publish signs the seed and attests its
+	// provenance and SBOM.
+	keys := t.TempDir()
+	passphrase := "depot-e2e-passphrase-" + testbin.RandomHex(t, 6)
+	os.WriteFile(filepath.Join(keys, "pass"), []byte(passphrase+"\n"), 0o600)
+	if r := runCLI(t, "keys", "generate", "--passphrase-file", filepath.Join(keys, "pass"), filepath.Join(keys, "depot")); r.code != 0 {
+		t.Fatalf("keys generate: exit %d\n%s", r.code, r.stderr)
+	}
+	b, _ := os.ReadFile(bp)
+	signing := fmt.Sprintf("push: %s\n    signing:\n      key: %s\n      passphraseFile: %s\n", ref, filepath.Join(keys, "depot.key"), filepath.Join(keys, "pass"))
+	os.WriteFile(bp, []byte(strings.Replace(string(b), "push: "+ref+"\n", signing, 1)), 0o644)
 	out := t.TempDir()
 	r := runCLI(t, "build", bp, "--cache-dir", t.TempDir(), "--output-dir", out, "--progress", "plain")
 	if r.code != 0 {
@@ -99,11 +113,14 @@ func TestSeedBuildsPublishesAndPulls(t *testing.T) {
 		t.Errorf("skopeo sees %s (%v)", raw, err)
 	}
 
+	checkTrusted(t, reg, ref, out, sealed, m, filepath.Join(keys, "depot.pub"))
+
+	// The pull is checked against a policy that requires the depot's signature.
 	pulled := filepath.Join(t.TempDir(), "pulled")
-	if r := runCLI(t, "seed", "pull", ref, pulled); r.code != 0 {
-		t.Fatalf("seed pull: exit %d\n%s", r.code, r.stderr)
+	if r := runCLI(t, append(enforcingPolicy(t, reg, filepath.Join(keys, "depot.pub")), "seed", "pull", ref, pulled)...); r.code != 0 {
+		t.Fatalf("seed pull under the depot's policy: exit %d\n%s", r.code, r.stderr)
 	}
-	for _, f := range []string{seed.ManifestFile, "disk.qcow2", "disk.pack", "disk.index"} {
+	for _, f := range []string{seed.ManifestFile, "disk.qcow2", "disk.pack", "disk.index", "sbom.spdx.json"} {
 		if fileDigest(t, filepath.Join(pulled, f)) != fileDigest(t, filepath.Join(sealed, f)) {
 			t.Errorf("pulled %s differs from the sealed one", f)
 		}
@@ -131,6 +148,7 @@ func TestSeedBuildsPublishesAndPulls(t *testing.T) {
 	}
 
 	noSecret(t, secret, out, sealed, pulled, reg.StorageDir())
+	noSecret(t, passphrase, out, sealed, pulled, reg.StorageDir())
 	bootAtTheSite(t, pulled)
 }
 
@@ -221,6 +239,119 @@ func bootAtTheSite(t *testing.T, seedDir string) {
 	if out, err := exec.Command("pgrep", "-f", disk).Output(); err == nil {
 		t.Errorf("qemu outlived seed boot: %s", out)
 	}
+}
+
+// checkTrusted checks what publish attached to the signed seed at ref: seed inspect and
+// cosign (built from its own source) verify the signature and both attestations with the
+// depot's public key; the SBOM names the seed's disk, its images and the agent binary; the
+// provenance names the lock's inputs and each stage's key as run.json has them.
+func checkTrusted(t *testing.T, reg *registry.Registry, ref, out, sealed string, m *seed.Manifest, pub string) {
+	t.Helper()
+	r := runCLI(t, "seed", "inspect", "--key", pub, ref)
+	if r.code != 0 || strings.Count(r.stdout, "verified by key") != 3 {
+		t.Errorf("seed inspect --key: exit %d, want the signature and two attestations verified:\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	cosign := testbin.Cosign(t)
+	for _, args := range [][]string{{"verify"}, {"verify-attestation", "--type", "slsaprovenance1"}, {"verify-attestation", "--type", "spdxjson"}} {
+		cmd := exec.Command(cosign, append(args, "--key", pub, "--insecure-ignore-tlog=true", "--allow-http-registry", "--allow-insecure-registry", ref)...)
+		cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "TUF_ROOT="+t.TempDir())
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("cosign %s: %v\n%s", strings.Join(args, " "), err, b)
+		}
+	}
+
+	r = runCLI(t, "seed", "inspect", "--sbom", "--key", pub, ref)
+	if r.code != 0 {
+		t.Fatalf("seed inspect --sbom: exit %d\n%s", r.code, r.stderr)
+	}
+	doc, err := sbom.Read(strings.NewReader(r.stdout))
+	if err != nil {
+		t.Fatalf("the attested SBOM: %v\n%s", err, r.stdout)
+	}
+	local, _ := os.ReadFile(filepath.Join(sealed, "sbom.spdx.json"))
+	if compact(t, local) != compact(t, []byte(r.stdout)) {
+		t.Error("the attested SBOM differs from the sealed seed's")
+	}
+	sums := map[string]string{}
+	for _, p := range doc.Packages {
+		for _, c := range p.PackageChecksums {
+			sums[p.PackageName] = strings.ToLower(c.Value)
+		}
+	}
+	if want := m.Disks[0].RawDigest.Encoded(); sums["demo"] != want {
+		t.Errorf("the SBOM's seed package has sha256 %q, want the raw disk's %s", sums["demo"], want)
+	}
+	for _, im := range m.Images {
+		if sums[im.Name] != im.Digest.Encoded() {
+			t.Errorf("the SBOM lists image %s with sha256 %q, want %s", im.Name, sums[im.Name], im.Digest.Encoded())
+		}
+	}
+	if sums["snofactory"] == "" {
+		t.Error("the SBOM does not list the snofactory binary on the node")
+	}
+
+	var rec struct {
+		Stages []struct{ Name, Key string }
+	}
+	if err := readJSON(filepath.Join(out, "run.json"), &rec); err != nil {
+		t.Fatal(err)
+	}
+	var st struct {
+		Subject   []struct{ Digest map[string]string }
+		Predicate struct {
+			BuildDefinition struct {
+				ResolvedDependencies []struct {
+					Name   string
+					Digest map[string]string
+				}
+				InternalParameters struct{ Stages []struct{ Name, Key string } }
+			}
+		}
+	}
+	if err := readJSON(filepath.Join(out, "publish", "provenance.json"), &st); err != nil {
+		t.Fatal(err)
+	}
+	keys := map[string]string{}
+	for _, s := range st.Predicate.BuildDefinition.InternalParameters.Stages {
+		keys[s.Name] = s.Key
+	}
+	for _, s := range rec.Stages {
+		if s.Name != "publish" && keys[s.Name] != s.Key {
+			t.Errorf("the provenance gives stage %s key %q, run.json %q", s.Name, keys[s.Name], s.Key)
+		}
+	}
+	deps := map[string]bool{}
+	for _, d := range st.Predicate.BuildDefinition.ResolvedDependencies {
+		deps[d.Name] = d.Digest["sha256"] != ""
+	}
+	if !deps["lock"] || !deps["iso"] || !deps[m.Images[0].Name] {
+		t.Errorf("the provenance's resolved dependencies %+v lack the lock, the ISO or the image", st.Predicate.BuildDefinition.ResolvedDependencies)
+	}
+}
+
+// compact is JSON without insignificant space, to compare documents.
+func compact(t *testing.T, b []byte) string {
+	t.Helper()
+	var out bytes.Buffer
+	if err := json.Compact(&out, b); err != nil {
+		t.Fatalf("not JSON: %v", err)
+	}
+	return out.String()
+}
+
+// enforcingPolicy writes a trust policy that accepts only seeds under r's "demo" namespace
+// signed by the key pub, and the registries.d that says where r keeps signatures; it
+// returns the seed command flags naming both.
+func enforcingPolicy(t *testing.T, r *registry.Registry, pub string) []string {
+	t.Helper()
+	dir := t.TempDir()
+	policy := filepath.Join(dir, "policy.json")
+	os.WriteFile(policy, fmt.Appendf(nil, `{"default":[{"type":"reject"}],"transports":{"docker":{%q:[{"type":"sigstoreSigned","keyPath":%q}]}}}`,
+		r.Addr()+"/demo", pub), 0o644)
+	regd := filepath.Join(dir, "registries.d")
+	os.Mkdir(regd, 0o755)
+	os.WriteFile(filepath.Join(regd, "demo.yaml"), fmt.Appendf(nil, "docker:\n  %s:\n    use-sigstore-attachments: true\n", r.Addr()), 0o644)
+	return []string{"--policy", policy, "--registries.d", regd}
 }
 
 func freePort(t *testing.T) int {

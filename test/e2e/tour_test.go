@@ -164,8 +164,14 @@ func tourChecks() []tourCheck {
 			return wantContains(out, "console=tty0")
 		}},
 		{"go run ./test/cmd/demoenv", func(dir, out string) error {
-			if err := wantContains(out, "build demo succeeded"); err != nil {
-				return err
+			for _, want := range []string{"build demo succeeded", "Signature:", "verified by key",
+				"https://slsa.dev/provenance/v1", "https://spdx.dev/Document"} {
+				if err := wantContains(out, want); err != nil {
+					return err
+				}
+			}
+			if strings.Contains(out, "NOT VERIFIED") {
+				return fmt.Errorf("inspect found an attachment that does not verify:\n%s", out)
 			}
 			var v struct {
 				Summary struct{ Passed, Failed, Errors int }
@@ -177,6 +183,10 @@ func tourChecks() []tourCheck {
 				return fmt.Errorf("validation summary %+v, want passes and no failure", v.Summary)
 			}
 			return nil
+		}},
+		{"snofactory keys generate", func(dir, _ string) error {
+			_, err := os.Stat(filepath.Join(dir, "out/demo-key.pub"))
+			return err
 		}},
 		{"snofactory depot status", func(dir, out string) error {
 			if err := wantContains(out, "depot succeeded: 1 succeeded"); err != nil {
@@ -227,6 +237,8 @@ func readJSON(path string, v any) error {
 // cache and no network: Go's proxy is off and HTTP(S) goes through a proxy that refuses.
 // Blocks under a sub-heading that needs a real OpenShift release are named and skipped.
 func TestREADMETour(t *testing.T) {
+	// Each e2e test has its own cache, registry and VMs: they run two at a time.
+	t.Parallel()
 	skipped := map[string]string{
 		"With a real OpenShift release": "reads a real release from quay.io with a real pull secret; tests run without a network",
 	}

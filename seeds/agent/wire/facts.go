@@ -40,6 +40,8 @@ type Facts struct {
 	Certs     []CertFact `json:"certs,omitempty"`
 	// DNS are the cluster's names resolved on an OpenShift node (see DNSRecordsFile).
 	DNS []DNSFact `json:"dns,omitempty"`
+	// Inventory is the node's software for the seed's SBOM (its fields sit at the top level).
+	Inventory
 	// Truncated maps a list dropped in part to keep the message under MaxLineBytes to the
 	// number of entries it had.
 	Truncated map[string]int `json:"truncated,omitempty"`
@@ -242,8 +244,11 @@ func (f *Facts) shrink() bool {
 	if f.Images != nil {
 		lens["images"] = len(f.Images.Images)
 	}
+	if f.Packages != nil {
+		lens["packages"] = len(f.Packages.Packages)
+	}
 	longest, n := "", 0
-	for _, k := range []string{"files", "images", "units", "users"} {
+	for _, k := range []string{"files", "images", "packages", "units", "users"} {
 		if lens[k] > n {
 			longest, n = k, lens[k]
 		}
@@ -270,6 +275,12 @@ func (f *Facts) shrink() bool {
 		img := *f.Images
 		img.Images = img.Images[:n/2]
 		f.Images = &img
+	case "packages":
+		// Total still counts them all, so the SBOM says the list is incomplete.
+		pk := *f.Packages
+		pk.Packages = pk.Packages[:n/2]
+		pk.Reason = fmt.Sprintf("the agent's report carries %d of the %d packages: the rest did not fit one message", n/2, pk.Total)
+		f.Packages = &pk
 	}
 	return true
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/snofactory/snofactory/seeds/diskpack"
+	"github.com/snofactory/snofactory/seeds/sbom"
 	"github.com/snofactory/snofactory/seeds/seed"
 	"github.com/snofactory/snofactory/seeds/target"
 )
@@ -25,6 +26,8 @@ type Options struct {
 	Formats []string
 	// Credentials adds a credentials.age file.
 	Credentials bool
+	// SBOM adds the seed's SBOM (seeds/sbom) as SBOMFile.
+	SBOM bool
 	// Seed makes the disk content reproducible; two Writes with the same Seed are identical.
 	Seed uint64
 	// Change, when set, alters the raw disk before it is stored (a later build of a seed).
@@ -94,6 +97,9 @@ func Write(t testing.TB, dir string, o Options) *seed.Manifest {
 		}
 		m.Credentials = c
 	}
+	if o.SBOM {
+		m.SBOM = writeSBOM(t, dir, m)
+	}
 	if err := seed.WriteManifest(dir, m); err != nil {
 		t.Fatal(err)
 	}
@@ -147,4 +153,29 @@ func RawDisk(n int64, seedValue uint64) []byte {
 		}
 	}
 	return b
+}
+
+// SBOMFile is the SBOM Write adds with Options.SBOM.
+const SBOMFile = sbom.FileName
+
+// writeSBOM writes the SBOM of the seed m, with a few Debian packages, into dir.
+func writeSBOM(t testing.TB, dir string, m *seed.Manifest) *seed.SBOM {
+	t.Helper()
+	doc, err := sbom.Build(sbom.Input{Manifest: m, OS: sbom.OSPackages{Manager: sbom.ManagerDpkg, DistroID: "debian", DistroVersion: "12", Total: 2,
+		Packages: []sbom.Package{{Name: "busybox-static", Version: "1:1.35.0-4+b3", Arch: "amd64"}, {Name: "ignition", Version: "2.14.0-1+b5", Arch: "amd64"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := sbom.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, SBOMFile), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	x, err := seed.DescribeSBOM(context.Background(), dir, SBOMFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x
 }

@@ -111,6 +111,9 @@ func (i Install) files() []File { return []File{i.Disk} }
 type Validate struct {
 	Report File `json:"report"`
 	JUnit  File `json:"junit"`
+	// Inventory is the node's software as its agent reported it (wire.Inventory JSON),
+	// which the seal's SBOM lists; "" from a validation that predates it.
+	Inventory File `json:"inventory,omitempty"`
 	// Passed, Skipped and Warnings count the checks (a recorded validation failed none).
 	Passed   int `json:"passed"`
 	Skipped  int `json:"skipped"`
@@ -119,7 +122,7 @@ type Validate struct {
 
 func (Validate) stage() string { return StageValidate }
 
-func (v Validate) files() []File { return []File{v.Report, v.JUnit} }
+func (v Validate) files() []File { return []File{v.Report, v.JUnit, v.Inventory} }
 
 // Seal is the seal stage's output: the seed directory (seeds/seed) and its manifest.
 type Seal struct {

@@ -22,6 +22,10 @@ import (
 	"github.com/snofactory/snofactory/test/registry"
 )
 
+// RegistryEnv names the demo registry's address (127.0.0.1:PORT) in the command's
+// environment.
+const RegistryEnv = "DEMO_REGISTRY"
+
 // DemoImage is the repository and tag of the demo's extra image, under the registry address.
 const DemoImage = "demo/hello:1.0"
 
@@ -63,7 +67,8 @@ func run(ctx context.Context, args []string) (int, error) {
 	}
 	command, _ = replaceArg(fs.Args(), *blueprint, derived)
 	fmt.Fprintf(os.Stderr, "demoenv: registry on %s serving %s; blueprint %s\n", reg.Addr(), ref, derived)
-	return runCommand(ctx, command)
+	// The command finds the registry (and the seed the blueprint pushes there) by name.
+	return runCommand(ctx, command, RegistryEnv+"="+reg.Addr())
 }
 
 // replaceArg returns args with every element equal to old replaced by repl, and whether
@@ -82,8 +87,9 @@ func replaceArg(args []string, old, repl string) ([]string, bool) {
 // runCommand runs the command and returns its exit code. It dies with demoenv, even with
 // a SIGKILL that runs no cleanup: the kernel sends it the parent-death signal when the
 // thread that started it ends, so it is started and waited for on one locked thread.
-func runCommand(ctx context.Context, args []string) (int, error) {
+func runCommand(ctx context.Context, args []string, env ...string) (int, error) {
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	// Ctrl-C reaches the command through the terminal's process group; on SIGTERM we pass it on.
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }

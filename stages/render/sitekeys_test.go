@@ -1,0 +1,210 @@
+package render
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"filippo.io/age"
+
+	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/seeds/siteconfig"
+	"github.com/snofactory/snofactory/seeds/target"
+	"github.com/snofactory/snofactory/seeds/trust"
+)
+
+// siteKeys makes key pairs and returns render options' labels, host files and public keys.
+func siteKeys(t *testing.T, names ...string) ([]string, map[string]string, []trust.PublicKey) {
+	t.Helper()
+	dir := t.TempDir()
+	var labels []string
+	host := map[string]string{}
+	var keys []trust.PublicKey
+	for _, n := range names {
+		prefix := filepath.Join(dir, n)
+		if err := trust.GenerateKeys(prefix, []byte("pass")); err != nil {
+			t.Fatal(err)
+		}
+		k, err := trust.LoadPublicKey(trust.PubFile(prefix))
+		if err != nil {
+			t.Fatal(err)
+		}
+		label := "keys/" + n + ".pub"
+		labels, host[label], keys = append(labels, label), trust.PubFile(prefix), append(keys, k)
+	}
+	return labels, host, keys
+}
+
+// A coreos node gets each site key at NodeKeysDir/FINGERPRINT.pub, readable by the hook,
+// in a config the real ignition-validate accepts; render.json lists the fingerprints.
+func TestSiteKeysOnCoreOSNode(t *testing.T) {
+	labels, host, keys := siteKeys(t, "a", "b")
+	out := renderTo(t, Options{Target: target.CoreOS, IgnitionVersion: "3.3.0", SiteKeys: labels, HostFiles: host})
+	cfgPath := filepath.Join(out, ConfigPath)
+	ignitionValidate(t, cfgPath)
+	cfg := parse33(t, cfgPath)
+	for i, k := range keys {
+		path := siteconfig.NodeKeysDir + "/" + k.Fingerprint + ".pub"
+		got, ok := fileContents(t, cfg, path)
+		want, _ := os.ReadFile(host[labels[i]])
+		if !ok || got != string(want) {
+			t.Errorf("%s = %q (present %v), want the key file %s", path, got, ok, want)
+		}
+		if again, err := trust.ParsePublicKey(path, []byte(got)); err != nil || again.Fingerprint != k.Fingerprint {
+			t.Errorf("the node's %s does not load as the key: %v", path, err)
+		}
+	}
+	for _, f := range cfg.Storage.Files {
+		if strings.HasPrefix(f.Path, siteconfig.NodeKeysDir) && (f.Mode == nil || *f.Mode != 0o644) {
+			t.Errorf("%s mode %v, want 0644", f.Path, f.Mode)
+		}
+	}
+	var rep Report
+	if err := json.Unmarshal(mustRead(t, filepath.Join(out, "render.json")), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(rep.SiteKeys, ",") != keys[0].Fingerprint+","+keys[1].Fingerprint {
+		t.Errorf("render.json siteKeys = %v", rep.SiteKeys)
+	}
+}
+
+// On OpenShift the keys come in a MachineConfig of their own, which the MCO keeps in place.
+func TestSiteKeysOnOpenShiftNode(t *testing.T) {
+	labels, host, keys := siteKeys(t, "a")
+	o := clusterOptions(t)
+	o.SiteKeys, o.HostFiles = labels, host
+	out := renderTo(t, o)
+	mc := string(mustRead(t, filepath.Join(out, ManifestDir, "90-master-snofactory-site-keys.yaml")))
+	if !strings.Contains(mc, "kind: MachineConfig") || !strings.Contains(mc, siteconfig.NodeKeysDir+"/"+keys[0].Fingerprint+".pub") {
+		t.Errorf("the site keys MachineConfig:\n%s", mc)
+	}
+	var rep Report
+	if err := json.Unmarshal(mustRead(t, filepath.Join(out, "render.json")), &rep); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, m := range rep.Manifests {
+		found = found || (m.Concern == siteKeysConcern && m.Kind == "MachineConfig")
+	}
+	if !found || len(rep.SiteKeys) != 1 || rep.SiteKeys[0] != keys[0].Fingerprint {
+		t.Errorf("render.json: manifests %+v, siteKeys %v", rep.Manifests, rep.SiteKeys)
+	}
+}
+
+// The keys' contents are part of the stage's key (through Stage.Files, under their labels,
+// never their host paths): another key in the same file renders again; the same key does not.
+func TestSiteKeysInCacheKey(t *testing.T) {
+	labels, host, _ := siteKeys(t, "a")
+	_, otherHost, _ := siteKeys(t, "b")
+	cache := &pipeline.Cache{Dir: t.TempDir()}
+	key := func() string {
+		t.Helper()
+		s := New(Options{Target: target.CoreOS, IgnitionVersion: "3.3.0", SiteKeys: labels, HostFiles: host})
+		plan, err := pipeline.Plan(context.Background(), &pipeline.Graph{Blueprint: "t", Stages: []pipeline.Stage{s}}, cache, pipeline.SecretSet{}, pipeline.Selection{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		kj, _ := json.Marshal(plan[0].Inputs)
+		if strings.Contains(string(kj), filepath.Dir(host[labels[0]])) {
+			t.Errorf("the key inputs hold a host path: %s", kj)
+		}
+		return plan[0].Key
+	}
+	first := key()
+	if again := key(); again != first {
+		t.Errorf("the same key file keyed %s, then %s", first, again)
+	}
+	b, _ := os.ReadFile(otherHost["keys/b.pub"])
+	if err := os.WriteFile(host[labels[0]], b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if changed := key(); changed == first {
+		t.Error("another key in the file left the render key unchanged")
+	}
+}
+
+// A file that is not a public key fails the render, naming the label.
+func TestSiteKeysRefused(t *testing.T) {
+	labels, host, _ := siteKeys(t, "a")
+	host[labels[0]] = strings.TrimSuffix(host[labels[0]], ".pub") + ".key"
+	err := Render(context.Background(), Options{Target: target.CoreOS, IgnitionVersion: "3.3.0", SiteKeys: labels, HostFiles: host},
+		testSecrets(t), t.TempDir(), testLog(t))
+	if err == nil || !strings.Contains(err.Error(), "site-config key keys/a.pub") || !strings.Contains(err.Error(), "never the private .key") {
+		t.Errorf("Render with a private key as site key: %v", err)
+	}
+	err = Render(context.Background(), Options{Target: target.CoreOS, IgnitionVersion: "3.3.0", SiteKeys: []string{"keys/x.pub"}, HostFiles: map[string]string{}},
+		testSecrets(t), t.TempDir(), testLog(t))
+	if err == nil || !strings.Contains(err.Error(), "siteKeys[0]") {
+		t.Errorf("Render with a key label without a host path: %v", err)
+	}
+}
+
+// The site identity, a secret, reaches the node 0600 through the secrets channel: the
+// config that carries it is marked secret and 0600, and neither the stage's key inputs nor
+// its log hold it. An OpenShift render refuses it (a MachineConfig is no place for it).
+func TestSiteIdentityOnCoreOSNode(t *testing.T) {
+	id, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	idFile := filepath.Join(t.TempDir(), "site-identity.txt")
+	if err := os.WriteFile(idFile, []byte(id.String()+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	secrets := pipeline.SecretFiles{SecretSiteIdentity: idFile}
+	o := Options{Target: target.CoreOS, IgnitionVersion: "3.3.0", SiteIdentity: true}
+	s := New(o)
+	if !slices.Contains(s.Secrets, SecretSiteIdentity) {
+		t.Fatalf("the stage does not ask for the identity: %v", s.Secrets)
+	}
+	var log bytes.Buffer
+	out := t.TempDir()
+	if err := Render(context.Background(), o, secrets, out, slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))); err != nil {
+		t.Fatal(err)
+	}
+	cfgPath := filepath.Join(out, ConfigPath)
+	ignitionValidate(t, cfgPath)
+	cfg := parse33(t, cfgPath)
+	got, ok := fileContents(t, cfg, siteconfig.NodeIdentityFile)
+	if !ok || strings.TrimSpace(got) != id.String() {
+		t.Errorf("%s on the node: present %v, the identity %v", siteconfig.NodeIdentityFile, ok, strings.TrimSpace(got) == id.String())
+	}
+	for _, f := range cfg.Storage.Files {
+		if f.Path == siteconfig.NodeIdentityFile && (f.Mode == nil || *f.Mode != 0o600) {
+			t.Errorf("%s mode %v, want 0600", f.Path, f.Mode)
+		}
+	}
+	if fi, _ := os.Stat(cfgPath); fi.Mode().Perm() != 0o600 {
+		t.Errorf("config.ign mode %v", fi.Mode().Perm())
+	}
+	var rep Report
+	if err := json.Unmarshal(mustRead(t, filepath.Join(out, "render.json")), &rep); err != nil || !rep.Ignition["config"].Secret {
+		t.Errorf("render.json does not mark the config secret: %+v (%v)", rep.Ignition, err)
+	}
+	plan, err := pipeline.Plan(context.Background(), &pipeline.Graph{Blueprint: "t", Stages: []pipeline.Stage{s}}, &pipeline.Cache{Dir: t.TempDir()}, secrets, pipeline.Selection{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kj, _ := json.Marshal(plan[0].Inputs)
+	secretKey := strings.TrimPrefix(id.String(), "AGE-SECRET-KEY-")
+	for what, text := range map[string]string{"key inputs": string(kj), "log": log.String()} {
+		if strings.Contains(text, secretKey) {
+			t.Errorf("the %s hold the identity", what)
+		}
+	}
+	if !strings.Contains(string(kj), SecretSiteIdentity) {
+		t.Errorf("the key inputs do not name the identity secret (its digest keys the stage): %s", kj)
+	}
+
+	osh := clusterOptions(t)
+	osh.SiteIdentity = true
+	if err := Render(context.Background(), osh, secrets, t.TempDir(), testLog(t)); err == nil || !strings.Contains(err.Error(), "siteIdentity: not supported") {
+		t.Errorf("an OpenShift render with a site identity: %v", err)
+	}
+}

@@ -1,0 +1,32 @@
+// Package sitemedia runs signed site-config media end to end: the real binary builds the
+// demo seed with site keys (real registry, real qemu VMs, the conformance OS), and `seed
+// boot` shows the seed refusing an unsigned medium and reconfiguring from a signed one.
+package sitemedia
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/snofactory/snofactory/test/testbin"
+)
+
+// snofactoryBin is the binary under test, built once by TestMain.
+var snofactoryBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "snofactory-sitemedia-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	snofactoryBin, err = testbin.Binary(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
