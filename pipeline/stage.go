@@ -143,6 +143,12 @@ func SelfVersion() string {
 	if !ok {
 		return "unknown"
 	}
+	return BuildVersion(bi)
+}
+
+// BuildVersion is the version SelfVersion gives for the binary bi describes, so another
+// binary (the agent on a node) is named the same way.
+func BuildVersion(bi *debug.BuildInfo) string {
 	v := bi.Main.Version
 	var rev, dirty string
 	for _, s := range bi.Settings {

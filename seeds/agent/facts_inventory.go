@@ -12,12 +12,12 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
-	"runtime/debug"
 	"sort"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/seeds/agent/wire"
 )
 
@@ -382,31 +382,7 @@ func describeBinary(path, full string, installed bool) wire.BinaryFact {
 		b.Error = fmt.Sprintf("no Go build information: %v", err)
 		return b
 	}
-	b.Module, b.Version = bi.Main.Path, buildVersion(bi)
+	b.Module, b.Version = bi.Main.Path, pipeline.BuildVersion(bi)
 	return b
 }
 
-// buildVersion is a binary's version as pipeline.SelfVersion gives a running one's: the
-// module version, and for a build from a checkout its revision ("+dirty" when modified),
-// so the SBOM names a binary the way `snofactory version` and run records do.
-func buildVersion(bi *debug.BuildInfo) string {
-	v := bi.Main.Version
-	var rev, dirty string
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			if s.Value == "true" {
-				dirty = "+dirty"
-			}
-		}
-	}
-	if len(rev) > 12 {
-		rev = rev[:12]
-	}
-	if rev != "" && !strings.Contains(v, rev) {
-		v += " " + rev + dirty
-	}
-	return v
-}

@@ -270,8 +270,8 @@ func TestGatherBinaries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := buildVersion(bi); got != pipeline.SelfVersion() {
-		t.Errorf("buildVersion = %q, pipeline.SelfVersion = %q: the SBOM would name the agent differently", got, pipeline.SelfVersion())
+	if got := pipeline.BuildVersion(bi); got != pipeline.SelfVersion() {
+		t.Errorf("BuildVersion = %q, SelfVersion = %q: the SBOM would name the agent differently", got, pipeline.SelfVersion())
 	}
 	tests := []struct {
 		name   string
@@ -279,19 +279,19 @@ func TestGatherBinaries(t *testing.T) {
 		want   []wire.BinaryFact
 	}{
 		{"installed copy", func(tr tree) { tr.file(AgentPath, string(body), 0o755) }, []wire.BinaryFact{
-			{Path: AgentPath, Installed: true, SHA256: sum, Size: int64(len(body)), Module: bi.Main.Path, Version: buildVersion(bi)},
+			{Path: AgentPath, Installed: true, SHA256: sum, Size: int64(len(body)), Module: bi.Main.Path, Version: pipeline.BuildVersion(bi)},
 		}},
 		{"installed through a link inside the root", func(tr tree) {
 			tr.file("/opt/bin/agent", string(body), 0o755)
 			tr.link(AgentPath, "/opt/bin/agent")
 		}, []wire.BinaryFact{
-			{Path: AgentPath, Installed: true, SHA256: sum, Size: int64(len(body)), Module: bi.Main.Path, Version: buildVersion(bi)},
+			{Path: AgentPath, Installed: true, SHA256: sum, Size: int64(len(body)), Module: bi.Main.Path, Version: pipeline.BuildVersion(bi)},
 		}},
 		{"not a Go binary", func(tr tree) { tr.file(AgentPath, "#!/bin/sh\n", 0o755) }, []wire.BinaryFact{
 			{Path: AgentPath, Installed: true, SHA256: sha("#!/bin/sh\n"), Size: 10, Error: "no Go build information: "},
 		}},
 		{"none installed (OpenShift before its seal)", func(tree) {}, []wire.BinaryFact{
-			{Path: self, SHA256: sum, Size: int64(len(body)), Module: bi.Main.Path, Version: buildVersion(bi)},
+			{Path: self, SHA256: sum, Size: int64(len(body)), Module: bi.Main.Path, Version: pipeline.BuildVersion(bi)},
 		}},
 	}
 	for _, tt := range tests {

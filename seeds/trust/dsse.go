@@ -1,6 +1,7 @@
 package trust
 
 import (
+	"bytes"
 	"crypto/ecdsa"
 	"crypto/rand"
 	"crypto/sha256"
@@ -90,10 +91,14 @@ func pae(payloadType string, payload []byte) []byte {
 
 // Attest signs the statement as a DSSE envelope and returns the envelope's JSON.
 func (s *Signer) Attest(st Statement) ([]byte, error) {
-	payload, err := json.Marshal(st)
-	if err != nil {
+	// Without HTML escaping, so the predicate keeps its bytes ("&" in a purl stays "&").
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(st); err != nil {
 		return nil, fmt.Errorf("encoding the %s statement: %w", st.PredicateType, err)
 	}
+	payload := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	sum := sha256.Sum256(pae(PayloadTypeInToto, payload))
 	sig, err := ecdsa.SignASN1(rand.Reader, s.key, sum[:])
 	if err != nil {

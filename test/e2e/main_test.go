@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"fmt"
 	"os"
 	"testing"
 
@@ -13,19 +12,4 @@ import (
 // snofactoryBin is the binary under test, built once by TestMain.
 var snofactoryBin string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "snofactory-e2e-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	snofactoryBin, err = testbin.Binary(dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(testbin.RunWithBinary(m, &snofactoryBin)) }

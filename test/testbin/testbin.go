@@ -16,6 +16,23 @@ import (
 	"time"
 )
 
+// RunWithBinary is a TestMain's body for packages that run the real binary: it builds
+// snofactory into a temporary directory, points *bin at it, runs the tests and removes the
+// directory. It returns the exit code.
+func RunWithBinary(m *testing.M, bin *string) int {
+	dir, err := os.MkdirTemp("", "snofactory-test-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	if *bin, err = Binary(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
+}
+
 // Binary builds cmd/snofactory into dir (static, with the project's build tags) and returns
 // its path. Call it from TestMain with a directory the caller removes.
 func Binary(dir string) (string, error) {

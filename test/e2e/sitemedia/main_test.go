@@ -4,7 +4,6 @@
 package sitemedia
 
 import (
-	"fmt"
 	"os"
 	"testing"
 
@@ -14,19 +13,4 @@ import (
 // snofactoryBin is the binary under test, built once by TestMain.
 var snofactoryBin string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "snofactory-sitemedia-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	snofactoryBin, err = testbin.Binary(dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(testbin.RunWithBinary(m, &snofactoryBin)) }
