@@ -158,14 +158,15 @@ func TestSignedSeeds(t *testing.T) {
 }
 
 // enforcingPolicy writes a trust policy that accepts only seeds under r's "seeds"
-// namespace signed by the key pub, and the registries.d that says where r keeps
-// signatures; it returns the seed command flags naming both.
-func enforcingPolicy(t *testing.T, r *registry.Registry, pub string) []string {
+// namespace signed by the key pub (extra: more fields of the requirement), and the
+// registries.d that says where r keeps signatures; it returns the seed command flags
+// naming both.
+func enforcingPolicy(t *testing.T, r *registry.Registry, pub string, extra ...string) []string {
 	t.Helper()
 	dir := t.TempDir()
 	policy := filepath.Join(dir, "policy.json")
-	os.WriteFile(policy, fmt.Appendf(nil, `{"default":[{"type":"reject"}],"transports":{"docker":{%q:[{"type":"sigstoreSigned","keyPath":%q}]}}}`,
-		r.Addr()+"/seeds", pub), 0o644)
+	os.WriteFile(policy, fmt.Appendf(nil, `{"default":[{"type":"reject"}],"transports":{"docker":{%q:[{"type":"sigstoreSigned","keyPath":%q%s}]}}}`,
+		r.Addr()+"/seeds", pub, strings.Join(extra, "")), 0o644)
 	regd := filepath.Join(dir, "registries.d")
 	os.Mkdir(regd, 0o755)
 	os.WriteFile(filepath.Join(regd, "seeds.yaml"), fmt.Appendf(nil, "docker:\n  %s:\n    use-sigstore-attachments: true\n", r.Addr()), 0o644)
@@ -199,5 +200,49 @@ func TestBuildChecksItsSigningKeyFirst(t *testing.T) {
 	// plan never publishes, so it needs no key.
 	if code, _, stderr := runMain(t, "plan", "--cache-dir", t.TempDir(), "../../blueprints/demo.yaml"); code != 0 {
 		t.Errorf("plan: exit %d: %s", code, stderr)
+	}
+}
+
+// The other direction: a seed cosign signed (with a key pair cosign made) is accepted by
+// seed pull under a policy naming cosign's public key, and refused under the depot's.
+// cosign's signatures name the repository without a tag, so the policy matches the
+// repository (signedIdentity matchRepository), as podman's documentation advises for them.
+// (Debian's skopeo cannot sign with sigstore keys: its build answers "Debian-local change:
+// sigstore disabled".)
+func TestCosignSignedSeedIsAccepted(t *testing.T) {
+	r := registry.StartT(t, registry.Options{})
+	t.Setenv("REGISTRY_AUTH_FILE", filepath.Join(t.TempDir(), "auth.json"))
+	t.Setenv("DOCKER_CONFIG", t.TempDir())
+	cosign := testbin.Cosign(t)
+	keys := t.TempDir()
+	cosignEnv := append(os.Environ(), "HOME="+t.TempDir(), "TUF_ROOT="+t.TempDir(), "COSIGN_PASSWORD=cosign secret")
+	gen := exec.Command(cosign, "generate-key-pair")
+	gen.Dir, gen.Env = keys, cosignEnv
+	if out, err := gen.CombinedOutput(); err != nil {
+		t.Fatalf("cosign generate-key-pair: %v\n%s", err, out)
+	}
+	src := t.TempDir()
+	seedtest.Write(t, src, seedtest.Options{RawSize: 1 << 20, Formats: []string{seed.FormatChunked}, Seed: 7})
+	ref := r.Ref("seeds/du:cosigned")
+	if code, _, stderr := runMain(t, "seed", "push", src, ref); code != 0 {
+		t.Fatalf("push: exit %d: %s", code, stderr)
+	}
+	sign := exec.Command(cosign, "sign", "--yes", "--key", filepath.Join(keys, "cosign.key"), "--tlog-upload=false",
+		"--allow-http-registry", "--allow-insecure-registry", "--recursive", ref)
+	sign.Env = cosignEnv
+	if out, err := sign.CombinedOutput(); err != nil {
+		t.Fatalf("cosign sign: %v\n%s", err, out)
+	}
+	const byRepository = `,"signedIdentity":{"type":"matchRepository"}`
+	if code, stdout, stderr := runMain(t, append(enforcingPolicy(t, r, filepath.Join(keys, "cosign.pub"), byRepository), "seed", "pull", ref, filepath.Join(t.TempDir(), "p"))...); code != 0 {
+		t.Fatalf("pull of the seed cosign signed: exit %d: %s%s", code, stdout, stderr)
+	}
+	if err := trustpkg.GenerateKeys(filepath.Join(keys, "depot"), []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "p")
+	if code, _, stderr := runMain(t, append(enforcingPolicy(t, r, filepath.Join(keys, "depot.pub"), byRepository), "seed", "pull", ref, dir)...); code != 2 ||
+		!strings.Contains(stderr, "is refused by the trust policy") {
+		t.Errorf("pull under another key's policy: exit %d: %s", code, stderr)
 	}
 }
