@@ -385,4 +385,3 @@ func describeBinary(path, full string, installed bool) wire.BinaryFact {
 	b.Module, b.Version = bi.Main.Path, pipeline.BuildVersion(bi)
 	return b
 }
-
