@@ -17,6 +17,7 @@ import (
 	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/seeds/agent/wire"
 	"github.com/snofactory/snofactory/seeds/steps"
+	"github.com/snofactory/snofactory/seeds/target"
 )
 
 // SealStep is one thing Seal did, for the report.
@@ -269,13 +270,21 @@ func (s Sealer) nodeStateActions() []sealAction {
 	if req.Target.IsOpenShift() {
 		acts = append(acts, s.reconfigureUnitActions()...)
 	}
-	return append(acts, sealAction{steps.Step{Name: "sealed", Changes: []string{wire.SealedFile}}, func(context.Context) (string, error) {
+	if req.Target == target.CoreOS {
+		acts = append(acts, s.ignitionResultAction())
+	}
+	acts = append(acts, sealAction{steps.Step{Name: "sealed", Changes: []string{wire.SealedFile}}, func(context.Context) (string, error) {
 		b, err := json.Marshal(req)
 		if err != nil {
 			return "", err
 		}
 		return wire.SealedFile, writeUnder(s.Root, wire.SealedFile, b, 0o644)
 	}})
+	// Last: every file the seal wrote gets the source date too.
+	if req.Target == target.CoreOS && req.SourceDateEpoch > 0 {
+		acts = append(acts, s.clampTimesAction())
+	}
+	return acts
 }
 
 // removePullSecretFiles shreds the pull secret files unless the request keeps them.

@@ -42,6 +42,8 @@ func GenerateSchema(srcDir string) ([]byte, error) {
 	s := r.Reflect(&Manifest{})
 	s.ID = SchemaID
 	s.Title = fmt.Sprintf("snofactory seed manifest (schemaVersion %d)", SchemaVersion)
+	// What two builds of one lock may differ in is part of the format, for any reader.
+	s.Extras = map[string]any{PerBuildKeyword: PerBuildFields()}
 	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("encoding the seed manifest schema: %w", err)

@@ -7,6 +7,10 @@
 // its log. On failure a gather bundle (console, agent messages, QMP status) is written to
 // the build's output directory.
 //
+// A conformance OS install also gets a small request disk (wire.InstallRequest): the root
+// file system's UUID and hash seed derived from the lock's digest, and its creation time
+// from SOURCE_DATE_EPOCH, so two builds of one lock make the same file system.
+//
 // The installed disk is the stage's output, so validate and seal reuse it without
 // installing again.
 package install

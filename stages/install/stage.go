@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/seeds/agent/wire"
+	"github.com/snofactory/snofactory/seeds/seed"
 	"github.com/snofactory/snofactory/seeds/target"
 	"github.com/snofactory/snofactory/stages/internal/handoff"
 	"github.com/snofactory/snofactory/stages/internal/vm"
@@ -17,7 +19,8 @@ import (
 // Name is the stage name.
 const Name = handoff.StageInstall
 
-const version = "1"
+// version 2: a conformance OS install gets its root file system's identity from the lock.
+const version = "2"
 
 // DiskFile is the installed disk inside the stage's output.
 const DiskFile = "disk.qcow2"
@@ -55,7 +58,7 @@ func New(opts Options) pipeline.Stage {
 		Name:    Name,
 		Version: version,
 		Options: opts,
-		Deps:    handoff.Deps(handoff.LiveISO{}, handoff.Precache{}),
+		Deps:    handoff.Deps(handoff.Resolve{}, handoff.LiveISO{}, handoff.Precache{}),
 		// One factory VM of the blueprint's size, while it runs and, handed on, while
 		// validate and seal use it.
 		Resources: pipeline.Resources{VMs: 1, CPUs: max(opts.CPUs, 1), MemoryMiB: opts.MemoryMiB},
@@ -66,12 +69,16 @@ func New(opts Options) pipeline.Stage {
 	}
 }
 
-// inputs are the upstream outputs the install boots.
+// inputs are the upstream outputs the install boots, and the lock that pinned them.
 type inputs struct {
-	iso, dataDisk string
+	iso, dataDisk, lock string
 }
 
 func readInputs(env *pipeline.Env) (inputs, error) {
+	res, err := handoff.Read[handoff.Resolve](env)
+	if err != nil {
+		return inputs{}, err
+	}
 	live, err := handoff.Read[handoff.LiveISO](env)
 	if err != nil {
 		return inputs{}, err
@@ -80,7 +87,7 @@ func readInputs(env *pipeline.Env) (inputs, error) {
 	if err != nil {
 		return inputs{}, err
 	}
-	in := inputs{iso: live.Path(live.Out.ISO)}
+	in := inputs{iso: live.Path(live.Out.ISO), lock: res.Path(res.Out.Lock)}
 	if pc.Out.DataDisk != "" {
 		in.dataDisk = pc.Path(pc.Out.DataDisk)
 	}
@@ -103,6 +110,13 @@ func run(ctx context.Context, opts Options, env *pipeline.Env) error {
 	cfg, err := machineConfig(opts, in, disk, env)
 	if err != nil {
 		return err
+	}
+	if opts.Target == target.CoreOS {
+		req, err := installRequest(ctx, in.lock, env)
+		if err != nil {
+			return err
+		}
+		cfg.Disks = append(cfg.Disks, req)
 	}
 	// The VM belongs to a session from the start: if the installed node stays up it is
 	// handed on to validate and seal; if the stage fails, closing the session stops it.
@@ -166,6 +180,36 @@ func keepRunning(ctx context.Context, fac *vm.Factory, disk, sessionDir string, 
 	fac.Disk = overlay
 	env.Log.Info("installed disk taken; the node runs on for validate and seal", "overlay", overlay)
 	return nil
+}
+
+// installRequest writes the conformance OS installer's request disk into scratch: the root
+// file system's UUID and hash seed derived from the lock's digest, and its creation time
+// from SOURCE_DATE_EPOCH when that is set, so two installs from one lock make the same
+// file system. (RHCOS makes its own on first boot: its install writes an image.)
+func installRequest(ctx context.Context, lock string, env *pipeline.Env) (vm.Disk, error) {
+	_, lockDigest, err := seed.FileDigest(ctx, lock)
+	if err != nil {
+		return vm.Disk{}, fmt.Errorf("the lock the root file system's identity comes from: %w", err)
+	}
+	req := wire.InstallRequest{}
+	req.RootUUID, req.HashSeed = wire.FSIdentity(lockDigest.String())
+	switch date, ok, err := seed.SourceDateEpoch(); {
+	case err != nil:
+		return vm.Disk{}, err
+	case ok:
+		req.MkfsTime = date.Unix()
+	}
+	b, err := wire.EncodeInstallRequest(req)
+	if err != nil {
+		return vm.Disk{}, err
+	}
+	p := filepath.Join(env.Scratch, "install-request.img")
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		return vm.Disk{}, fmt.Errorf("writing the install request: %w", err)
+	}
+	env.Log.Info("the root file system's identity comes from the lock", "uuid", req.RootUUID, "lock", lockDigest.String(),
+		"mkfs_time", req.MkfsTime)
+	return vm.Disk{Path: p, Format: "raw", ReadOnly: true, Serial: wire.InstallDiskSerial}, nil
 }
 
 // apiServer is the node's API as the host reaches it, when the VM forwards it.

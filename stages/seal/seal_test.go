@@ -121,7 +121,8 @@ func TestWriteDisks(t *testing.T) {
 }
 
 // An OpenShift seed gets the pinned recert and etcd images its site reconfiguration runs;
-// a lock without them is refused before anything boots.
+// a lock without them is refused before anything boots. A coreos seed's seal clamps file
+// times to SOURCE_DATE_EPOCH.
 func TestSealRequestImages(t *testing.T) {
 	const recert = "registry.example/edge-infrastructure/recert:v0"
 	pinned := func(name, ref string) lockfile.LockedImage {
@@ -131,15 +132,20 @@ func TestSealRequestImages(t *testing.T) {
 		name    string
 		target  target.Target
 		images  []lockfile.LockedImage
+		epoch   string // SOURCE_DATE_EPOCH
 		want    wire.SealRequest
 		wantErr string
 	}{
-		{"coreos needs neither", "coreos", nil, wire.SealRequest{Version: 1, Target: "coreos", SiteConfigTimeout: "20s"}, ""},
-		{"openshift", "openshift", []lockfile.LockedImage{pinned(recert, "registry.example/edge-infrastructure/recert@sha256:aa"), pinned("etcd", "quay.io/ocp/etcd@sha256:bb")},
+		{"coreos needs neither", "coreos", nil, "", wire.SealRequest{Version: 1, Target: "coreos", SiteConfigTimeout: "20s"}, ""},
+		{"coreos with SOURCE_DATE_EPOCH", "coreos", nil, "1700000000",
+			wire.SealRequest{Version: 1, Target: "coreos", SiteConfigTimeout: "20s", SourceDateEpoch: 1700000000}, ""},
+		{"coreos with a bad SOURCE_DATE_EPOCH", "coreos", nil, "today", wire.SealRequest{}, "SOURCE_DATE_EPOCH"},
+		{"openshift", "openshift", []lockfile.LockedImage{pinned(recert, "registry.example/edge-infrastructure/recert@sha256:aa"), pinned("etcd", "quay.io/ocp/etcd@sha256:bb")}, "1700000000",
 			wire.SealRequest{Version: 1, Target: "openshift", SiteConfigTimeout: "20s", RecertImage: "registry.example/edge-infrastructure/recert@sha256:aa", EtcdImage: "quay.io/ocp/etcd@sha256:bb", RequiredFiles: []string{"/etc/x"}}, ""},
-		{"openshift without recert", "openshift", []lockfile.LockedImage{pinned("etcd", "quay.io/ocp/etcd@sha256:bb")}, wire.SealRequest{}, "no recert image"},
+		{"openshift without recert", "openshift", []lockfile.LockedImage{pinned("etcd", "quay.io/ocp/etcd@sha256:bb")}, "", wire.SealRequest{}, "no recert image"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("SOURCE_DATE_EPOCH", tc.epoch)
 			dir := t.TempDir()
 			if err := lockfile.WriteLock(filepath.Join(dir, lockfile.File), &lockfile.Lock{SchemaVersion: lockfile.SchemaVersion, Images: tc.images}); err != nil {
 				t.Fatal(err)

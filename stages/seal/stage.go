@@ -202,7 +202,12 @@ func sealRequest(opts Options, in inputs) (wire.SealRequest, error) {
 		req.SiteConfigTimeout = opts.SiteConfigTimeout.String()
 	}
 	if req.Target != target.OpenShift {
-		return req, nil
+		// The conformance OS's seal clamps the root's file times to the source date.
+		date, ok, err := seed.SourceDateEpoch()
+		if ok {
+			req.SourceDateEpoch = date.Unix()
+		}
+		return req, err
 	}
 	req.RequiredFiles = opts.RelocationFiles
 	lock, err := lockfile.ReadLock(in.resolve.Path(in.resolve.Out.Lock))

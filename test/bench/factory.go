@@ -137,7 +137,14 @@ func benchOneFileChange(ctx context.Context, bin, dir, bp, cache, first string, 
 
 // buildUntil runs one build with a cache and output directory and returns its record.
 func buildUntil(ctx context.Context, bin, bp, until, cache, out string) (*pipeline.Record, error) {
-	if _, err := runBuild(ctx, bin, "build", bp, "--until", until, "--cache-dir", cache, "--output-dir", out, "--progress", "plain"); err != nil {
+	return buildUntilEnv(ctx, bin, bp, until, cache, out, nil)
+}
+
+// buildUntilEnv is buildUntil with env (NAME=VALUE) added to the build's environment and
+// flags added to its command line.
+func buildUntilEnv(ctx context.Context, bin, bp, until, cache, out string, env []string, flags ...string) (*pipeline.Record, error) {
+	args := append([]string{"build", bp, "--until", until, "--cache-dir", cache, "--output-dir", out, "--progress", "plain"}, flags...)
+	if _, err := runBuildEnv(ctx, bin, env, args...); err != nil {
 		return nil, err
 	}
 	raw, err := os.ReadFile(filepath.Join(out, pipeline.RecordFile))

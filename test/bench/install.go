@@ -110,9 +110,17 @@ func benchBlueprint(ctx context.Context, dir, image string) (string, error) {
 // runBuild runs snofactory and returns its stderr. An interrupt reaches it as SIGINT, so it
 // stops its VMs itself; it dies with this process if that is killed outright.
 func runBuild(ctx context.Context, bin string, args ...string) ([]byte, error) {
+	return runBuildEnv(ctx, bin, nil, args...)
+}
+
+// runBuildEnv is runBuild with env (NAME=VALUE) added to snofactory's environment.
+func runBuildEnv(ctx context.Context, bin string, env []string, args ...string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }

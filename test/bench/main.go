@@ -40,6 +40,7 @@ func main() {
 		{"publish", benchPublish},
 		{"factory", benchFactory},
 		{"depot", benchDepot},
+		{"reproducible", benchReproducible},
 		// --- end benchmarks ---
 	}
 	failed := false
@@ -86,8 +87,8 @@ func format(r Result) string {
 	return line
 }
 
-// met evaluates a target of the form "ratio|ours OP NUMBER ..." (OP one of <, <=, =);
-// known is false for a target it cannot read.
+// met evaluates a target of the form "ratio|ours OP NUMBER ..." (OP one of <, <=, =, >=,
+// >); known is false for a target it cannot read.
 func met(r Result) (ok, known bool) {
 	f := strings.Fields(r.Target)
 	if len(f) < 3 {
@@ -116,6 +117,10 @@ func met(r Result) (ok, known bool) {
 		return v <= bound, true
 	case "=":
 		return v == bound, true
+	case ">=":
+		return v >= bound, true
+	case ">":
+		return v > bound, true
 	}
 	return false, false
 }

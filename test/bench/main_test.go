@@ -26,6 +26,9 @@ func TestMissedTargets(t *testing.T) {
 		{Result{Ours: 300, Baseline: 256, Target: "ours <= 256 MiB (baseline is the bound)"}, true},
 		{Result{Ours: 2, Baseline: 4, Target: "ours = 2 (live ISO, installed disk)"}, false},
 		{Result{Ours: 59, Baseline: 10, Target: "ours < 60 s"}, false},
+		{Result{Ours: 96, Baseline: 100, Target: "ratio >= 0.95"}, false},
+		{Result{Ours: 94, Baseline: 100, Target: "ratio >= 0.95"}, true},
+		{Result{Ours: 0, Baseline: 9, Target: "ours > 0"}, true},
 		{Result{Ours: 5, Baseline: 0, Target: "ratio <= 0.5"}, false},
 		{Result{Ours: 5, Baseline: 1, Target: "as fast as possible"}, false},
 	} {

@@ -24,7 +24,7 @@ import (
 
 // builderVersion changes whenever the layout this package produces changes, so cached
 // ISOs from an older builder are rebuilt.
-const builderVersion = "conformance-iso/7"
+const builderVersion = "conformance-iso/8"
 
 //go:embed init.sh
 var initScript []byte
@@ -83,6 +83,7 @@ const (
 	pkgExtlinux  = "extlinux"
 	pkgXorriso   = "xorriso"
 	pkgGrubEFI   = "grub-efi-amd64-bin"
+	pkgE2fsprogs = "e2fsprogs"
 	ignitionPath = "/usr/lib/dracut/modules.d/30ignition/ignition"
 )
 
@@ -99,6 +100,11 @@ var (
 	extlinuxBin = hostFile{"/usr/bin/extlinux", pkgExtlinux}
 	ignitionBin = hostFile{ignitionPath, pkgIgnition}
 	grubEFIDir  = hostFile{"/usr/lib/grub/x86_64-efi/linux.mod", pkgGrubEFI}
+	// e2fsprogs' mke2fs rather than busybox's: it takes the UUID, hash seed and time the
+	// install request fixes. Its chattr marks /var/lib a top of directory hierarchy
+	// (busybox has none).
+	mke2fsBin = hostFile{"/sbin/mke2fs", pkgE2fsprogs}
+	chattrBin = hostFile{"/usr/bin/chattr", pkgE2fsprogs}
 )
 
 // Host tools, by the Debian package that provides them.
@@ -136,7 +142,7 @@ func Build(ctx context.Context, o Options) (Result, error) {
 		return res, err
 	}
 	defer unlock()
-	for _, h := range []hostFile{isolinuxBin, isohdpfx, ldlinuxC32, mbrBin, busyboxBin, extlinuxBin, ignitionBin, grubEFIDir} {
+	for _, h := range []hostFile{isolinuxBin, isohdpfx, ldlinuxC32, mbrBin, busyboxBin, extlinuxBin, ignitionBin, mke2fsBin, chattrBin, grubEFIDir} {
 		if err := h.check(); err != nil {
 			return res, fmt.Errorf("conformance ISO: %w", err)
 		}

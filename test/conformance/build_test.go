@@ -132,7 +132,7 @@ func TestInitramfsContents(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range []string{"/init", "/bin/busybox", "/bin/sh", "/bin/ignition", "/bin/extlinux", "/bin/snofactory",
-		"/bin/setfiles", "/bin/systemctl", "/lib64/ld-linux-x86-64.so.2", MBRImagePath, "/etc/modules.load"} {
+		"/bin/setfiles", "/bin/systemctl", "/lib64/ld-linux-x86-64.so.2", MBRImagePath, "/etc/modules.load", mke2fsPath, chattrPath, DpkgStatusPath} {
 		if _, ok := tr.files[p]; !ok {
 			t.Errorf("initramfs lacks %s", p)
 		}

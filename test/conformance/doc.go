@@ -12,9 +12,14 @@
 // disk (the virtio disk with serial wire.TargetDiskSerial, or coreos.inst.install_dev)
 // it imports the precache data disk's images (serial wire.PrecacheDiskSerial) into the
 // target root's containers-storage, writes an MBR disk with an EFI System Partition
-// (GRUB) and an ext2 root (extlinux), so the same disk boots under UEFI and BIOS, and
-// reboots into it; the first boot from disk runs Ignition again and the root's enabled
+// (GRUB) and an ext2 root (extlinux; its UUID, hash seed and creation time from the install
+// request disk, serial wire.InstallDiskSerial, so one lock installs one file system), so
+// the same disk boots under UEFI and BIOS, and reboots into it; the first boot from disk runs Ignition again and the root's enabled
 // units, then reports install-complete (phases: wire.InstallPhases).
+//
+// The installed root carries a dpkg status file (DpkgStatusPath) listing the Debian
+// packages the OS takes its files from, at the build host's versions, so the node's agent
+// lists them and a seed's SBOM names them.
 //
 // Build is cached: the output is rebuilt only when one of its inputs changes.
 package conformance

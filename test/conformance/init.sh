@@ -4,11 +4,13 @@
 # Live boot:  load modules, report live-booted, run Ignition (fetch-offline, files) on
 #             /config.ign against /sysroot (ignition-applied). With a target disk
 #             (coreos.inst.install_dev=DEV, else the virtio disk with serial
-#             snofactory-target), install: partition and format it, import the precache
-#             data disk's images (serial snofactory-precache) into the target root's
-#             containers-storage (images-imported), write the OS and both boot loaders
-#             (written-to-disk) and reboot. With no target disk, report boot-complete and
-#             stay live.
+#             snofactory-target), install: partition and format it (the file system's
+#             UUID, hash seed and time from the disk with serial snofactory-install, when
+#             the host attached one), write the root's userland and package database,
+#             import the precache data disk's images (serial snofactory-precache) into
+#             the target root's containers-storage (images-imported), write the kernel
+#             and both boot loaders (written-to-disk) and reboot. With no target disk,
+#             report boot-complete and stay live.
 # Disk boot:  (snofactory.root=LABEL=... on the command line) mount the root. First boot:
 #             report rebooted-from-disk, run Ignition on /boot/ignition/config.ign, run the
 #             root's enabled units (units), report install-complete, then take the
@@ -28,6 +30,14 @@ mkdir -p /run/snofactory
 
 TARGET_SERIAL=snofactory-target
 PRECACHE_SERIAL=snofactory-precache
+INSTALL_SERIAL=snofactory-install
+# e2fsprogs' mke2fs and chattr, by their paths: busybox's sh runs its own applets before
+# PATH's files.
+MKE2FS=/bin/mke2fs.e2fsprogs
+CHATTR=/bin/chattr.e2fsprogs
+# nodelalloc: blocks are allocated as each file is written, in the installer's order, not
+# when the kernel's writeback gets to them, so one lock's installs lay files out alike.
+ROOT_MOUNT_OPTIONS=nodelalloc
 ROOT_LABEL_DEFAULT=sfroot
 
 log() { echo "conformance: $*"; }
@@ -177,11 +187,49 @@ prepare_target() {
 	ROOTPART=$(partition "$dev" 2)
 	wait_for "$ESP" && wait_for "$ROOTPART" || die "partitions of $dev did not appear"
 	dd if=/usr/share/conformance/esp.img of="$ESP" bs=1M conv=fsync 2>/dev/null || die "writing the ESP $ESP"
-	mke2fs -q -L "$ROOT_LABEL_DEFAULT" "$ROOTPART" >/dev/null || die "mke2fs $ROOTPART"
+	mkfs_root "$ROOTPART" "$(disk_by_serial "$INSTALL_SERIAL")"
 	mkdir -p /mnt/target
-	mount -t ext4 "$ROOTPART" /mnt/target || die "mounting $ROOTPART"
+	mount -t ext4 -o "$ROOT_MOUNT_OPTIONS" "$ROOTPART" /mnt/target || die "mounting $ROOTPART"
 	mkdir -p /mnt/target/boot/extlinux /mnt/target/boot/grub /mnt/target/boot/ignition /mnt/target/root/var/tmp
 }
+
+# ---- mkfs_root ----
+# mkfs_root PART [REQUEST]: the root's empty ext2 file system, labelled $ROOT_LABEL_DEFAULT.
+# REQUEST (the install stage's request disk: key=value lines, NUL-padded) fixes its UUID,
+# directory hash seed (which also places top-level directories) and creation time, so two
+# installs from one lock make the same file system; without one, mke2fs picks them.
+mkfs_root() {
+	uuid=
+	seed=
+	mtime=
+	if [ -n "$2" ]; then
+		while IFS='=' read -r k v; do
+			case "$k" in
+			root_uuid) uuid=$v ;;
+			hash_seed) seed=$v ;;
+			mkfs_time) mtime=$v ;;
+			esac
+		done <<REQ
+$(tr -d '\000' <"$2")
+REQ
+		[ -n "$uuid" ] && [ -n "$seed" ] || die "the install request on $2 names no root_uuid and hash_seed"
+		set -- "$1" -U "$uuid" -E "hash_seed=$seed"
+	else
+		log "no install request disk (serial $INSTALL_SERIAL): mke2fs picks the root's UUID and hash seed"
+		set -- "$1"
+	fi
+	fsdev=$1
+	shift
+	# mke2fs's built-in defaults (this OS has no mke2fs.conf) with the layout pinned. An
+	# empty E2FSPROGS_FAKE_TIME would mean 1970, so it is only set with a time.
+	if ! (
+		[ -z "$mtime" ] || export E2FSPROGS_FAKE_TIME="$mtime"
+		"$MKE2FS" -F -q -t ext2 -b 4096 -I 256 -L "$ROOT_LABEL_DEFAULT" "$@" "$fsdev"
+	); then
+		die "mke2fs $fsdev failed (its message is on the console above)"
+	fi
+}
+# ---- end of mkfs_root ----
 
 # grow_root DEV: the root partition, the MBR's second entry, takes the rest of the disk, as
 # CoreOS grows its root on first boot: the template's size is only the minimum.
@@ -217,9 +265,8 @@ import_images() {
 		--detail "storage=${root#/mnt/target/root}/var/lib/containers/storage" --detail driver=vfs
 }
 
-# write_os DEV: the installed OS on the mounted target: the live kernel and initramfs,
-# a userland for the root (busybox, the agent) so the units' commands and scripts find
-# /bin/sh, the config for the first boot, and both boot loaders' menus.
+# write_os DEV: the rest of the installed OS on the mounted target: the live kernel and
+# initramfs, the config for the first boot, and both boot loaders' menus.
 write_os() {
 	PHASE=written-to-disk
 	dev=$1
@@ -229,15 +276,6 @@ write_os() {
 	done
 	[ -f /run/media/iso/images/pxeboot/vmlinuz ] || die "live ISO not found"
 	cp /run/media/iso/images/pxeboot/vmlinuz /run/media/iso/images/pxeboot/initrd.img /mnt/target/boot/ || die "copying the kernel"
-	root=/mnt/target/root
-	mkdir -p "$root/usr/bin" "$root/usr/local/bin" "$root/etc" "$root/var/log"
-	cp /bin/busybox "$root/usr/bin/busybox" || die "copying busybox"
-	for a in $(/bin/busybox --list); do
-		[ "$a" = busybox ] || ln -sf busybox "$root/usr/bin/$a"
-	done
-	ln -s usr/bin "$root/bin" && ln -s usr/bin "$root/sbin" && ln -s bin "$root/usr/sbin" || die "linking the root's bin directories"
-	cp /bin/snofactory "$root/usr/local/bin/snofactory" || die "copying the agent"
-	cp /etc/os-release "$root/etc/os-release"
 	# Like coreos-installer -i: the first boot from disk runs Ignition on this config.
 	[ -f /config.ign ] && cp /config.ign /mnt/target/boot/ignition/config.ign
 	touch /mnt/target/boot/ignition.firstboot
@@ -276,10 +314,36 @@ CFG
 		--detail "loaders=extlinux(bios),grub(uefi)" --detail "firmware=$FIRMWARE"
 }
 
+# write_root ROOT: the installed root's userland (busybox, the agent) so the units' commands
+# and scripts find /bin/sh, and its package database. Before the image import, which frees
+# inodes (its temporary files) that the kernel reuses or not depending on how recently they
+# were freed: what comes after them could get other inode numbers from one install to the
+# next.
+write_root() {
+	root=$1
+	mkdir -p "$root/usr/bin" "$root/usr/local/bin" "$root/etc" "$root/var/log"
+	cp /bin/busybox "$root/usr/bin/busybox" || die "copying busybox"
+	for a in $(/bin/busybox --list); do
+		[ "$a" = busybox ] || ln -sf busybox "$root/usr/bin/$a"
+	done
+	ln -s usr/bin "$root/bin" && ln -s usr/bin "$root/sbin" && ln -s bin "$root/usr/sbin" || die "linking the root's bin directories"
+	cp /bin/snofactory "$root/usr/local/bin/snofactory" || die "copying the agent"
+	cp /etc/os-release "$root/etc/os-release"
+	# The Debian packages this OS is made of, for the node's package listing and the SBOM.
+	mkdir -p "$root/var/lib/dpkg" && cp /usr/share/conformance/dpkg-status "$root/var/lib/dpkg/status" ||
+		die "writing the package database"
+	# /var/lib as a top of directory hierarchy: ext4 gives each directory made in it from now
+	# on (the image import's containers storage) a block group of its own, found from the
+	# hash seed, so the import's temporary files, whose number varies with timing, do not
+	# shift the inode numbers of what the first boot writes beside the OS.
+	"$CHATTR" +T "$root/var/lib" || die "marking /var/lib a top of directory hierarchy"
+}
+
 install_to_disk() {
 	dev=$INSTALL_DEV
 	PHASE=written-to-disk
 	prepare_target "$dev"
+	write_root /mnt/target/root
 	import_images /mnt/target/root
 	write_os "$dev"
 	log "installed to $dev; rebooting"
@@ -333,7 +397,7 @@ disk_boot() {
 	done
 	[ -n "$part" ] || die "root LABEL=$ROOT_LABEL not found"
 	mkdir -p /mnt/disk
-	mount -t ext4 "$part" /mnt/disk || die "mounting $part"
+	mount -t ext4 -o "$ROOT_MOUNT_OPTIONS" "$part" /mnt/disk || die "mounting $part"
 	disk=/dev/$(basename "$(dirname "$(readlink -f "/sys/class/block/${part#/dev/}")")")
 	serial=$(cat "/sys/block/${disk#/dev/}/serial" 2>/dev/null)
 	if [ ! -f /mnt/disk/boot/ignition.firstboot ]; then

@@ -134,9 +134,13 @@ func (t *tree) initramfs() ([]byte, error) {
 	return out.Bytes(), nil
 }
 
-// populate fills the initramfs: busybox, ignition and extlinux with their libraries, the
-// agent, kernel modules and the init script.
+// populate fills the initramfs: busybox, ignition, extlinux and mke2fs with their
+// libraries, the agent, kernel modules, the init script, and the package list of the
+// Debian packages all of it (and the installed disk's boot code) comes from.
 func populate(ctx context.Context, t *tree, kver, agentBin string) error {
+	// Host files from Debian packages that the installed disk carries, in the initramfs or
+	// as its boot code: the package list names their packages.
+	debFiles := []string{busyboxBin.src, mbrBin.src, grubEFIDir.src}
 	t.addData("/init", initScript, 0o755)
 	t.addHost("/bin/busybox", busyboxBin.src, 0o755)
 	applets, err := exec.CommandContext(ctx, busyboxBin.src, "--list").Output()
@@ -158,7 +162,10 @@ func populate(ctx context.Context, t *tree, kver, agentBin string) error {
 	// presets); this OS has no systemd, so this stand-in does what that means on disk.
 	t.addData("/bin/systemctl", []byte(systemctlShim), 0o755)
 	t.addHost("/bin/snofactory", agentBin, 0o755)
-	for dst, src := range map[string]string{"/bin/ignition": ignitionBin.src, "/bin/extlinux": extlinuxBin.src} {
+	// e2fsprogs' mke2fs beside busybox's, which cannot fix a UUID or hash seed, and its
+	// chattr, which busybox lacks (init.sh's MKE2FS and CHATTR).
+	for dst, src := range map[string]string{"/bin/ignition": ignitionBin.src, "/bin/extlinux": extlinuxBin.src,
+		mke2fsPath: mke2fsBin.src, chattrPath: chattrBin.src} {
 		t.addHost(dst, src, 0o755)
 		libs, err := sharedLibs(ctx, src)
 		if err != nil {
@@ -167,6 +174,7 @@ func populate(ctx context.Context, t *tree, kver, agentBin string) error {
 		for _, l := range libs {
 			t.addHost(l, l, 0o755)
 		}
+		debFiles = append(append(debFiles, src), libs...)
 	}
 	mbr, err := mbrImage()
 	if err != nil {
@@ -184,6 +192,7 @@ func populate(ctx context.Context, t *tree, kver, agentBin string) error {
 	for _, rel := range order {
 		dst := "/lib/modules/" + modName(rel) + ".ko"
 		src := filepath.Join("/lib/modules", kver, rel)
+		debFiles = append(debFiles, src)
 		if strings.HasSuffix(rel, ".ko") {
 			t.addHost(dst, src, 0o644)
 		} else {
@@ -197,7 +206,15 @@ func populate(ctx context.Context, t *tree, kver, agentBin string) error {
 		fmt.Fprintln(&list, dst)
 	}
 	t.addData("/etc/modules.load", list.Bytes(), 0o644)
-	t.addData("/etc/os-release", []byte("NAME=\"snofactory conformance OS\"\nID=snofactory-conformance\nVERSION_ID="+builderVersion+"\n"), 0o644)
+	// VERSION_ID is the builder's version number: os-release allows no "/" there, and SBOM
+	// package URLs carry it.
+	t.addData("/etc/os-release", []byte("NAME=\"snofactory conformance OS\"\nID=snofactory-conformance\nVERSION_ID="+
+		strings.TrimPrefix(builderVersion, "conformance-iso/")+"\n"), 0o644)
+	status, err := dpkgStatus(ctx, debFiles)
+	if err != nil {
+		return err
+	}
+	t.addData(DpkgStatusPath, status, 0o644)
 	return nil
 }
 
@@ -345,6 +362,12 @@ func modName(rel string) string {
 	b = strings.TrimSuffix(b, ".ko")
 	return strings.ReplaceAll(b, "-", "_")
 }
+
+// e2fsprogs' mke2fs and chattr in the initramfs (init.sh's MKE2FS and CHATTR).
+const (
+	mke2fsPath = "/bin/mke2fs.e2fsprogs"
+	chattrPath = "/bin/chattr.e2fsprogs"
+)
 
 // MBRImagePath is where the initramfs carries the installed disk's sector 0.
 const MBRImagePath = "/usr/share/conformance/mbr.img"

@@ -291,6 +291,10 @@ func checkTrusted(t *testing.T, reg *registry.Registry, ref, out, sealed string,
 	if sums["snofactory"] == "" {
 		t.Error("the SBOM does not list the snofactory binary on the node")
 	}
+	// The conformance OS's Debian packages, from its dpkg database, as the agent read them.
+	if missing, err := conformance.MissingPackages(context.Background(), doc); err != nil || len(missing) > 0 {
+		t.Errorf("the SBOM lacks the OS packages %v (%v)", missing, err)
+	}
 
 	var rec struct {
 		Stages []struct{ Name, Key string }

@@ -44,6 +44,9 @@ type SealRequest struct {
 	// runs; Seal writes them to ReconfigureImagesFile for the hook.
 	RecertImage string `json:"recertImage,omitempty"`
 	EtcdImage   string `json:"etcdImage,omitempty"`
+	// SourceDateEpoch is the build's SOURCE_DATE_EPOCH in Unix seconds (0: none). A coreos
+	// seal clamps the file times of the root to it, so rebuilds of one lock match.
+	SourceDateEpoch int64 `json:"sourceDateEpoch,omitempty"`
 }
 
 // ReconfigureImagesFile, under the node's root, names the pinned recert and etcd images

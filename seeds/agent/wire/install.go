@@ -1,0 +1,68 @@
+package wire
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// InstallDiskSerial is the serial of the small read-only disk the install stage attaches
+// to a conformance OS install: an InstallRequest, which the installer (a busybox shell)
+// reads before it makes the root file system. A disk, like the seal request, because the
+// agent channel only goes from guest to host.
+const InstallDiskSerial = "snofactory-install"
+
+// InstallRequestSize is the install request disk's size: the request, NUL-padded.
+const InstallRequestSize = 4096
+
+// InstallRequest fixes what mkfs would otherwise pick at random or from the clock, so that
+// two installs from one lock make the same file system.
+type InstallRequest struct {
+	// RootUUID is the root file system's UUID.
+	RootUUID string
+	// HashSeed is the root's directory hash seed (a UUID). Besides the order of hashed
+	// directories, ext4 uses it to place each new top-level directory in a block group.
+	HashSeed string
+	// MkfsTime is the file system's creation time (and last check) in Unix seconds,
+	// SOURCE_DATE_EPOCH; 0 leaves mkfs the clock.
+	MkfsTime int64
+}
+
+// FSIdentity derives a root file system's UUID and hash seed from seed (the lock's
+// digest): the same lock installs the same identities, another lock other ones.
+func FSIdentity(seed string) (rootUUID, hashSeed string) {
+	return nameUUID("root-uuid", seed), nameUUID("hash-seed", seed)
+}
+
+// nameUUID is a UUID of RFC 9562's version 8 (custom) made of the SHA-256 of purpose and
+// seed.
+func nameUUID(purpose, seed string) string {
+	b := sha256.Sum256([]byte("snofactory/" + purpose + "\n" + seed))
+	b[6] = b[6]&0x0f | 0x80 // version 8
+	b[8] = b[8]&0x3f | 0x80 // RFC 9562 variant
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+var uuidPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+// EncodeInstallRequest is the install request disk's content: key=value lines (root_uuid,
+// hash_seed, and mkfs_time when set) that a shell reads, NUL-padded to InstallRequestSize.
+func EncodeInstallRequest(r InstallRequest) ([]byte, error) {
+	for _, u := range []struct{ name, v string }{{"root UUID", r.RootUUID}, {"hash seed", r.HashSeed}} {
+		if !uuidPattern.MatchString(u.v) {
+			return nil, fmt.Errorf("install request: the %s %q is not a lower-case UUID", u.name, u.v)
+		}
+	}
+	if r.MkfsTime < 0 {
+		return nil, fmt.Errorf("install request: mkfs time %d is before 1970", r.MkfsTime)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "root_uuid=%s\nhash_seed=%s\n", r.RootUUID, r.HashSeed)
+	if r.MkfsTime > 0 {
+		fmt.Fprintf(&b, "mkfs_time=%d\n", r.MkfsTime)
+	}
+	out := make([]byte, InstallRequestSize)
+	copy(out, b.String())
+	return out, nil
+}
