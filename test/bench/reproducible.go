@@ -3,11 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/seeds/diskpack"
 	"github.com/snofactory/snofactory/seeds/sbom"
 	"github.com/snofactory/snofactory/seeds/seed"
@@ -82,6 +84,13 @@ func benchReproducible(ctx context.Context, dir string) ([]Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The provenance is made of seed.json's build-independent fields, the lock and each
+	// stage's key: with the first two equal, the stage keys decide whether two builds'
+	// provenance differs in more than its start and finish times.
+	keys, err := differingStageKeys(filepath.Join(dir, "first", pipeline.RecordFile), filepath.Join(dir, "second", pipeline.RecordFile))
+	if err != nil {
+		return nil, err
+	}
 	if err := sbomListsOSPackages(ctx, seeds[0]); err != nil {
 		return nil, err
 	}
@@ -100,7 +109,48 @@ func benchReproducible(ctx context.Context, dir string) ([]Result, error) {
 		// The baseline is how many fields the schema declares per-build.
 		{Name: "reproducible-seed-json-fields-differing-outside-per-build", Ours: float64(len(fields)),
 			Baseline: float64(len(seed.PerBuildFields())), Target: "ours = 0", Note: identical},
+		// The baseline is how many stages the two records list.
+		{Name: "reproducible-provenance-stage-keys-differing", Ours: float64(len(keys.differ)), Baseline: float64(keys.stages),
+			Target: "ours = 0", Note: "stages whose keys differ between the two builds: " + keys.String()},
 	}, nil
+}
+
+// stageKeys is how two run records' stage keys compare.
+type stageKeys struct {
+	stages int
+	differ []string
+}
+
+func (k stageKeys) String() string {
+	if len(k.differ) == 0 {
+		return "none"
+	}
+	return strings.Join(k.differ, ", ")
+}
+
+// differingStageKeys names the stages whose keys differ between the run records a and b.
+func differingStageKeys(a, b string) (stageKeys, error) {
+	var recs [2]pipeline.Record
+	for i, p := range []string{a, b} {
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			return stageKeys{}, err
+		}
+		if err := json.Unmarshal(raw, &recs[i]); err != nil {
+			return stageKeys{}, fmt.Errorf("%s: %w", p, err)
+		}
+	}
+	second := map[string]string{}
+	for _, s := range recs[1].Stages {
+		second[s.Name] = s.Key
+	}
+	out := stageKeys{stages: len(recs[0].Stages)}
+	for _, s := range recs[0].Stages {
+		if second[s.Name] != s.Key {
+			out.differ = append(out.differ, s.Name)
+		}
+	}
+	return out, nil
 }
 
 // chunkIndex reads the chunk index of the seed directory's chunked disk.
