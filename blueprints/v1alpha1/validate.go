@@ -19,7 +19,7 @@ import (
 	"github.com/containers/image/v5/docker/reference"
 	"github.com/snofactory/snofactory/blueprints/suggest"
 	"github.com/snofactory/snofactory/seeds/target"
-	"github.com/snofactory/snofactory/seeds/trust"
+	"github.com/snofactory/snofactory/seeds/trust/pubkey"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -564,7 +564,7 @@ func (b *Blueprint) validateSiteConfigKeys(c *checker) {
 		if !ok {
 			continue
 		}
-		key, err := trust.ParsePublicKey(k, data)
+		key, err := pubkey.Parse(k, data)
 		if err != nil {
 			c.add(q, err.Error(), "name the .pub file of a pair from snofactory keys generate (or cosign generate-key-pair)")
 			continue

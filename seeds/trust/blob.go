@@ -5,15 +5,14 @@ import (
 	"crypto/ecdsa"
 	"crypto/rand"
 	"crypto/sha256"
-	"crypto/x509"
 	"encoding/asn1"
 	"encoding/base64"
-	"encoding/hex"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"math/big"
 	"strings"
+
+	"github.com/snofactory/snofactory/seeds/trust/pubkey"
 )
 
 // Blob signatures are cosign's `sign-blob` format: the base64 ASN.1 ECDSA signature of the
@@ -36,37 +35,12 @@ var (
 const maxBlobSignature = 1024
 
 // PublicKey is a sigstore public key (the PEM PREFIX.pub of `snofactory keys generate` or
-// `cosign generate-key-pair`) that verifies blob signatures.
-type PublicKey struct {
-	key *ecdsa.PublicKey
-	// Fingerprint is the sha256 of the key's DER SubjectPublicKeyInfo, in hex.
-	Fingerprint string
-}
+// `cosign generate-key-pair`) with its fingerprint.
+type PublicKey = pubkey.Key
 
 // ParsePublicKey reads one PEM "PUBLIC KEY" block holding an ECDSA key; name names the
 // key in errors.
-func ParsePublicKey(name string, b []byte) (PublicKey, error) {
-	block, rest := pem.Decode(b)
-	if block == nil {
-		return PublicKey{}, fmt.Errorf("%s: not a PEM public key (a PREFIX.pub from snofactory keys generate)", name)
-	}
-	if block.Type != "PUBLIC KEY" {
-		return PublicKey{}, fmt.Errorf("%s: a PEM %q, want a \"PUBLIC KEY\" (the .pub file of the pair, never the private .key)", name, block.Type)
-	}
-	if len(bytes.TrimSpace(rest)) > 0 {
-		return PublicKey{}, fmt.Errorf("%s: more than one PEM block; give one public key per file", name)
-	}
-	k, err := x509.ParsePKIXPublicKey(block.Bytes)
-	if err != nil {
-		return PublicKey{}, fmt.Errorf("%s: %w", name, err)
-	}
-	ec, ok := k.(*ecdsa.PublicKey)
-	if !ok {
-		return PublicKey{}, fmt.Errorf("%s: a %T key; sigstore key pairs here are ECDSA (snofactory keys generate)", name, k)
-	}
-	sum := sha256.Sum256(block.Bytes)
-	return PublicKey{key: ec, Fingerprint: hex.EncodeToString(sum[:])}, nil
-}
+func ParsePublicKey(name string, b []byte) (PublicKey, error) { return pubkey.Parse(name, b) }
 
 // LoadPublicKey reads and parses the public key file at path.
 func LoadPublicKey(path string) (PublicKey, error) {
@@ -75,15 +49,6 @@ func LoadPublicKey(path string) (PublicKey, error) {
 		return PublicKey{}, fmt.Errorf("reading the public key: %w", err)
 	}
 	return ParsePublicKey(path, b)
-}
-
-// PEM is the key as a PEM "PUBLIC KEY" block, the form PREFIX.pub holds.
-func (k PublicKey) PEM() ([]byte, error) {
-	der, err := x509.MarshalPKIXPublicKey(k.key)
-	if err != nil {
-		return nil, fmt.Errorf("encoding the public key %s: %w", k.Fingerprint, err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), nil
 }
 
 // SignBlob signs data as `cosign sign-blob --key` does and returns the base64 signature.
@@ -97,14 +62,7 @@ func (s *Signer) SignBlob(data []byte) (string, error) {
 }
 
 // PublicKey is the signer's public key.
-func (s *Signer) PublicKey() (PublicKey, error) {
-	der, err := x509.MarshalPKIXPublicKey(&s.key.PublicKey)
-	if err != nil {
-		return PublicKey{}, fmt.Errorf("encoding the signer's public key: %w", err)
-	}
-	sum := sha256.Sum256(der)
-	return PublicKey{key: &s.key.PublicKey, Fingerprint: hex.EncodeToString(sum[:])}, nil
-}
+func (s *Signer) PublicKey() (PublicKey, error) { return pubkey.FromECDSA(&s.key.PublicKey) }
 
 // VerifyBlob checks sig, a base64 signature as SignBlob and `cosign sign-blob` write it
 // (white space around it is ignored), over data against keys, and returns the fingerprint
@@ -133,7 +91,7 @@ func VerifyBlob(keys []PublicKey, data, sig []byte) (string, error) {
 	sum := sha256.Sum256(data)
 	fps := make([]string, 0, len(keys))
 	for _, k := range keys {
-		if k.key != nil && ecdsa.VerifyASN1(k.key, sum[:], raw) {
+		if k.ECDSA() != nil && ecdsa.VerifyASN1(k.ECDSA(), sum[:], raw) {
 			return k.Fingerprint, nil
 		}
 		fps = append(fps, k.Fingerprint)

@@ -133,7 +133,7 @@ func OpenEnvelope(b []byte, keys []PublicKey) (Statement, int, error) {
 	search:
 		for _, sig := range env.Signatures {
 			for i, k := range keys {
-				if k.key != nil && ecdsa.VerifyASN1(k.key, sum[:], sig.Sig) {
+				if k.ECDSA() != nil && ecdsa.VerifyASN1(k.ECDSA(), sum[:], sig.Sig) {
 					verified = i
 					break search
 				}

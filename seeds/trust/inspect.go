@@ -98,7 +98,7 @@ func describeSignature(l ociseed.SignatureLayer, d digest.Digest, keys []PublicK
 	}
 	sum := sha256.Sum256(l.Payload)
 	for _, k := range keys {
-		if k.key != nil && ecdsa.VerifyASN1(k.key, sum[:], sig) {
+		if k.ECDSA() != nil && ecdsa.VerifyASN1(k.ECDSA(), sum[:], sig) {
 			info.VerifiedBy = k.Fingerprint
 			return info
 		}
