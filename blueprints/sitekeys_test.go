@@ -87,7 +87,7 @@ func TestSiteConfigKeys(t *testing.T) {
 }
 
 // spec.relocation.siteConfigIdentity names an age identity file, a secret no message
-// quotes; an OpenShift seed cannot carry one in this version.
+// quotes.
 func TestSiteConfigIdentity(t *testing.T) {
 	dir := fixtureDir(t)
 	id, err := age.GenerateX25519Identity()
@@ -95,17 +95,19 @@ func TestSiteConfigIdentity(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(dir, "site.age"), []byte("# created by age-keygen\n"+id.String()+"\n"), 0o600)
-	bp, err := parseIn(t, dir, coreos("  relocation:\n    siteConfigIdentity: site.age\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if bp.Resolved.SiteConfigIdentity != filepath.Join(dir, "site.age") || !slices.Contains(bp.Resolved.Inputs(), bp.Resolved.SiteConfigIdentity) {
-		t.Errorf("resolved %q, inputs %v", bp.Resolved.SiteConfigIdentity, bp.Resolved.Inputs())
+	// Both targets: the seal places it on the node, whatever the install config is.
+	for _, doc := range []string{coreos("  relocation:\n    siteConfigIdentity: site.age\n"), openshift("") + "  relocation:\n    siteConfigIdentity: site.age\n"} {
+		bp, err := parseIn(t, dir, doc)
+		if err != nil {
+			t.Fatalf("%v\n%s", err, doc)
+		}
+		if bp.Resolved.SiteConfigIdentity != filepath.Join(dir, "site.age") || !slices.Contains(bp.Resolved.Inputs(), bp.Resolved.SiteConfigIdentity) {
+			t.Errorf("resolved %q, inputs %v", bp.Resolved.SiteConfigIdentity, bp.Resolved.Inputs())
+		}
 	}
 	for _, tc := range []struct{ name, doc, msg string }{
 		{"missing", coreos("  relocation:\n    siteConfigIdentity: nope.age\n"), "does not exist"},
 		{"not an identity", coreos("  relocation:\n    siteConfigIdentity: secrets/badchar\n"), "not an age identity file"},
-		{"openshift", openshift("") + "  relocation:\n    siteConfigIdentity: site.age\n", "not supported on openshift targets"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := parseIn(t, dir, tc.doc)

@@ -72,8 +72,8 @@ func sealOptions(bp *v1alpha1.Blueprint) seal.Options {
 		Name: bp.Metadata.Name, BlueprintDigest: dg, Formats: o.Formats, KeepPullSecret: o.KeepPullSecret,
 		Recipients: o.CredentialsRecipients, ReconfigurationAPIVersion: siteconfig.APIVersion,
 		SiteConfigTimeout: bp.Spec.Relocation.SiteConfigTimeout.D(), RecertImage: bp.Spec.Relocation.RecertImage,
-		RelocationFiles: relocationFiles(bp),
-		CPUs:            v.CPUs, MemoryMiB: int(v.Memory.MiB()), Accelerator: v.Accelerator, BootTimeout: v.Timeouts.Boot.D(),
+		RelocationFiles: relocationFiles(bp), SiteIdentity: bp.Spec.Relocation.SiteConfigIdentity != "",
+		CPUs: v.CPUs, MemoryMiB: int(v.Memory.MiB()), Accelerator: v.Accelerator, BootTimeout: v.Timeouts.Boot.D(),
 		ClusterTimeout: v.Timeouts.Cluster.D(),
 	}
 }
@@ -150,7 +150,7 @@ func Secrets(bp *v1alpha1.Blueprint) pipeline.SecretSource {
 		if s.Files == nil {
 			s.Files = pipeline.SecretFiles{}
 		}
-		s.Files[render.SecretSiteIdentity] = f
+		s.Files[seal.SecretSiteIdentity] = f
 	}
 	return s
 }
@@ -309,7 +309,6 @@ func renderOptions(bp *v1alpha1.Blueprint) render.Options {
 		o.SiteKeys = append(o.SiteKeys, label)
 		o.HostFiles[label] = bp.Resolved.SiteConfigKeys[i]
 	}
-	o.SiteIdentity = s.Relocation.SiteConfigIdentity != ""
 	if s.Target.Type != target.OpenShift || s.OpenShift == nil {
 		return o
 	}

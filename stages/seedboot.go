@@ -33,6 +33,9 @@ type SeedBoot struct {
 	// that long afterwards.
 	Timeout, Hold time.Duration
 	Accelerator   string
+	// MachineSerial is the serial number the VM's firmware reports ("": none), which a
+	// site-config medium may be bound to.
+	MachineSerial string
 	// Out gets the steps the seed reports.
 	Out io.Writer
 }
@@ -75,13 +78,14 @@ func BootSeed(ctx context.Context, b SeedBoot) error {
 		return &pipeline.InputError{Err: err}
 	}
 	cfg := vm.Config{
-		Name:       "seed",
-		Disks:      []vm.Disk{{Path: overlay, Format: "qcow2", Serial: wire.TargetDiskSerial, BootIndex: 1}},
-		CPUs:       b.CPUs,
-		MemoryMiB:  b.MemoryMiB,
-		Firmware:   vm.Firmware(m.Firmware),
-		ConsoleLog: filepath.Join(b.Work, "console.log"),
-		Network:    &vm.UserNetwork{Forwards: forwards},
+		Name:         "seed",
+		Disks:        []vm.Disk{{Path: overlay, Format: "qcow2", Serial: wire.TargetDiskSerial, BootIndex: 1}},
+		CPUs:         b.CPUs,
+		MemoryMiB:    b.MemoryMiB,
+		Firmware:     vm.Firmware(m.Firmware),
+		ConsoleLog:   filepath.Join(b.Work, "console.log"),
+		Network:      &vm.UserNetwork{Forwards: forwards},
+		SystemSerial: b.MachineSerial,
 	}
 	if b.SiteConfig != "" {
 		cfg.Disks = append(cfg.Disks, vm.Disk{Path: b.SiteConfig, Format: "raw", ReadOnly: true, Serial: "site-config"})

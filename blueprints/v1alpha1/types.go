@@ -294,9 +294,9 @@ type Relocation struct {
 	// An age identity file (AGE-SECRET-KEY-1..., from age-keygen), relative to the
 	// blueprint's directory, with which the seed opens the secrets a site-config medium
 	// carries sealed (`snofactory site-config create --seal-to RECIPIENT`, RECIPIENT being
-	// what age-keygen -y prints for it). A secret: it reaches the node (0600) through the
-	// build's secrets, never a log or a cache key in clear. coreos targets only in this
-	// version. Example: keys/site-identity.txt.
+	// what age-keygen -y prints for it). A secret: the seal places it on the node (0600)
+	// from the build's secrets; no log, cache key, install config or OpenShift manifest
+	// holds it. Example: keys/site-identity.txt.
 	SiteConfigIdentity string `json:"siteConfigIdentity,omitempty" yaml:"siteConfigIdentity,omitempty"`
 }
 

@@ -543,10 +543,6 @@ func (b *Blueprint) validateSiteConfigIdentity(c *checker) {
 	if b.Spec.Relocation.SiteConfigIdentity == "" {
 		return
 	}
-	if b.Spec.Target.Type == target.OpenShift {
-		c.add(p, "not supported on openshift targets in this version", "seal nothing on the media of an OpenShift seed, or build a coreos one")
-		return
-	}
 	if data, ok := c.readFile(p, b.Resolved.SiteConfigIdentity, "the site-config identity", maxSSHKeySize); ok {
 		if _, err := age.ParseIdentities(bytes.NewReader(data)); err != nil {
 			c.add(p, "not an age identity file", "make one with age-keygen -o FILE (AGE-SECRET-KEY-1... lines); keep it 0600")

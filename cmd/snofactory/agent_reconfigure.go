@@ -134,6 +134,9 @@ func fromSealedRequest(o *reconfigure.Options, timeoutSet bool) error {
 	if o.Target == "" {
 		o.Target = req.Target
 	}
+	if o.SeedName == "" {
+		o.SeedName = req.Seed
+	}
 	if !timeoutSet && req.SiteConfigTimeout != "" {
 		d, err := time.ParseDuration(req.SiteConfigTimeout)
 		if err != nil {

@@ -26,6 +26,7 @@ type seedBootFlags struct {
 	hold        time.Duration
 	accelerator string
 	overlay     string
+	serial      string
 }
 
 // newSeedBootCommand boots a seed as its site would: a VM with the seed's disk and the
@@ -74,7 +75,7 @@ network (10.0.2.0/24, gateway 10.0.2.2, DNS 10.0.2.3).`,
 			err = stages.BootSeed(cmd.Context(), stages.SeedBoot{
 				Dir: dir, Work: work, Overlay: f.overlay, SiteConfig: f.siteConfig, Forwards: forwards,
 				CPUs: f.cpus, MemoryMiB: f.memoryMiB, Timeout: f.timeout, Hold: f.hold, Accelerator: f.accelerator,
-				Out: cmd.OutOrStdout(),
+				MachineSerial: f.serial, Out: cmd.OutOrStdout(),
 			})
 			if errors.Is(err, seed.ErrBadSeed) {
 				return badInput(err)
@@ -90,6 +91,7 @@ network (10.0.2.0/24, gateway 10.0.2.2, DNS 10.0.2.3).`,
 	fl.DurationVar(&f.timeout, "timeout", 15*time.Minute, "give up after this long (scaled under TCG)")
 	fl.DurationVar(&f.hold, "hold", 0, "keep the reconfigured VM running this long (Ctrl-C ends it)")
 	fl.StringVar(&f.accelerator, "accelerator", "auto", "auto, kvm or tcg")
+	fl.StringVar(&f.serial, "machine-serial", "", "the serial number the VM's firmware reports, as the site's server would (a medium bound with --for-serial checks it)")
 	fl.StringVar(&f.overlay, "overlay", "", "keep the VM's disk (an overlay of the seed's) in this file and boot it again if it exists, as a machine keeps its disk across power cycles (default: a temporary one)")
 	return c
 }

@@ -54,9 +54,10 @@ func newSiteConfigCreateCommand() *cobra.Command {
 		noKubeadmin      bool
 		signBy, passFile string
 		sealTo           []string
+		forSeed, serial  string
 	)
 	cmd := &cobra.Command{
-		Use:   "create SITE.yaml -o site.iso [--sign-by KEY] [--credentials-recipient KEY]...",
+		Use:   "create SITE.yaml -o site.iso [--sign-by KEY] [--for-seed NAME] [--for-serial SERIAL] [--credentials-recipient KEY]...",
 		Short: "Write the site-config medium (an ISO 9660 image) for a site config",
 		Long: fmt.Sprintf(`Create validates a site config and writes its medium: an ISO 9660 image labelled %s
 holding the site config with its referenced files inlined. The image is mode 0600 when it
@@ -75,6 +76,11 @@ pull secret, the kubeadmin password hash and the signer keys recert keeps go on 
 only age-encrypted to it (spec.sealedSecrets), so a lost medium does not leak them. The seed
 opens them with the identity its blueprint names (spec.relocation.siteConfigIdentity); its
 recipient is what age-keygen -y IDENTITY prints.
+
+--for-seed NAME and --for-serial SERIAL bind the medium (spec.binding): the seed refuses it
+unless it is the seed named NAME (seed inspect shows the name) on the machine whose
+firmware reports SERIAL (the chassis label; dmidecode -s system-serial-number). With
+--sign-by the binding is signed too, so a medium made for one site is refused at another.
 
 `+siteconfig.CredentialsHelp, siteconfig.VolumeLabel, siteconfig.SignatureFileName, siteconfig.ConfigFileName, passphraseEnv),
 		Args: oneSiteConfig,
@@ -108,6 +114,9 @@ recipient is what age-keygen -y IDENTITY prints.
 			sc, err := loadSiteConfig(cmd.ErrOrStderr(), args[0])
 			if err != nil {
 				return err
+			}
+			if err := sc.Bind(forSeed, serial); err != nil {
+				return badInput(fmt.Errorf("site-config create: %w", err))
 			}
 			if len(rcpts) == 0 && sc.Spec.ClusterName != "" && sc.Spec.KubeadminPasswordHash == "" && !noKubeadmin {
 				return badInput(fmt.Errorf("site-config create: %w; give --credentials-recipient KEY (an age or SSH public key), "+
@@ -150,6 +159,7 @@ recipient is what age-keygen -y IDENTITY prints.
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "%s: signed by key %s\n", out, pub.Fingerprint)
 			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", out, bindingSummary(sc.Spec.Binding))
 			if written != "" {
 				fmt.Fprintf(cmd.OutOrStdout(), "%s: the site's credentials, readable only by its recipients\n", written)
 			}
@@ -162,9 +172,26 @@ recipient is what age-keygen -y IDENTITY prints.
 	fl.StringVar(&credsOut, "credentials-out", "", "where the sealed credentials go (default OUTPUT.credentials.age)")
 	fl.BoolVar(&noKubeadmin, "no-kubeadmin", false, "make no kubeadmin password: the site's kubeadmin secret is deleted")
 	fl.StringArrayVar(&sealTo, "seal-to", nil, "seal the site's secrets to this age recipient (age1..., the seed's identity's; repeatable)")
+	fl.StringVar(&forSeed, "for-seed", "", "bind the medium to the seed of this name (spec.binding.seed)")
+	fl.StringVar(&serial, "for-serial", "", "bind the medium to the machine with this serial number (spec.binding.machineSerial)")
 	fl.StringVar(&signBy, "sign-by", "", "sign the medium with this private key (PREFIX.key from snofactory keys generate)")
 	fl.StringVar(&passFile, "passphrase-file", "", "read the --sign-by key's passphrase from FILE (its first line); default: $"+passphraseEnv)
 	return cmd
+}
+
+// bindingSummary says where a medium may be applied.
+func bindingSummary(b *siteconfig.Binding) string {
+	if b == nil {
+		return "not bound: any seed that trusts it takes it, on any machine (bind it with --for-seed and --for-serial)"
+	}
+	seed, machine := "any seed", "any machine"
+	if b.Seed != "" {
+		seed = "seed " + b.Seed
+	}
+	if b.MachineSerial != "" {
+		machine = "the machine with serial number " + b.MachineSerial
+	}
+	return "bound to " + seed + " on " + machine
 }
 
 // ageRecipients parses --seal-to: age X25519 recipients, what a seed's identity opens.

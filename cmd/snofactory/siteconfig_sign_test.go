@@ -150,3 +150,62 @@ func TestSiteConfigCreateSealed(t *testing.T) {
 		})
 	}
 }
+
+// site-config create --for-seed and --for-serial write the binding into the signed site
+// config, say where the medium may be used, and refuse a value the seed could never match
+// (exit 2, no medium).
+func TestSiteConfigCreateBound(t *testing.T) {
+	dir := t.TempDir()
+	prefix := filepath.Join(dir, "site")
+	if err := trust.GenerateKeys(prefix, []byte("site pass")); err != nil {
+		t.Fatal(err)
+	}
+	key, err := trust.LoadPublicKey(trust.PubFile(prefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(passphraseEnv, "site pass")
+	site := "../../blueprints/demo/site.yaml"
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		code    int
+		out     string
+		binding *siteconfig.Binding
+	}{
+		{"seed and machine", []string{"--for-seed", "demo", "--for-serial", "CZ2345 B"}, exitOK,
+			"bound to seed demo on the machine with serial number CZ2345 B", &siteconfig.Binding{Seed: "demo", MachineSerial: "CZ2345 B"}},
+		{"machine only", []string{"--for-serial", "CZ2345"}, exitOK, "bound to any seed on the machine with serial number CZ2345", &siteconfig.Binding{MachineSerial: "CZ2345"}},
+		{"unbound", nil, exitOK, "not bound: any seed that trusts it takes it", nil},
+		{"bad seed name", []string{"--for-seed", "Demo_1"}, exitBadInput, "spec.binding.seed", nil},
+		{"bad serial", []string{"--for-serial", " CZ2345"}, exitBadInput, "spec.binding.machineSerial", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			iso := filepath.Join(t.TempDir(), "site.iso")
+			code, stdout, stderr := runMain(t, append([]string{"site-config", "create", site, "-o", iso, "--sign-by", trust.KeyFile(prefix)}, tc.args...)...)
+			if code != tc.code || !strings.Contains(stdout+stderr, tc.out) {
+				t.Fatalf("exit %d, want %d with %q\nstdout: %s\nstderr: %s", code, tc.code, tc.out, stdout, stderr)
+			}
+			if tc.code != exitOK {
+				if _, err := os.Stat(iso); !os.IsNotExist(err) {
+					t.Errorf("a refused create left %s behind (%v)", iso, err)
+				}
+				return
+			}
+			m, err := siteconfig.OpenMedium(iso)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := m.Verify([]trust.PublicKey{key}); err != nil {
+				t.Fatalf("the bound medium does not verify: %v", err)
+			}
+			sc, err := m.SiteConfig()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (sc.Spec.Binding == nil) != (tc.binding == nil) || (tc.binding != nil && *sc.Spec.Binding != *tc.binding) {
+				t.Errorf("binding on the medium %+v, want %+v", sc.Spec.Binding, tc.binding)
+			}
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/seeds/agent/wire"
+	"github.com/snofactory/snofactory/seeds/siteconfig"
 	"github.com/snofactory/snofactory/seeds/steps"
 	"github.com/snofactory/snofactory/seeds/target"
 )
@@ -273,8 +275,11 @@ func (s Sealer) nodeStateActions() []sealAction {
 	if req.Target == target.CoreOS {
 		acts = append(acts, s.ignitionResultAction())
 	}
+	if req.SiteIdentity != "" {
+		acts = append(acts, s.siteIdentityAction())
+	}
 	acts = append(acts, sealAction{steps.Step{Name: "sealed", Changes: []string{wire.SealedFile}}, func(context.Context) (string, error) {
-		b, err := json.Marshal(req)
+		b, err := json.Marshal(req.Public())
 		if err != nil {
 			return "", err
 		}
@@ -285,6 +290,22 @@ func (s Sealer) nodeStateActions() []sealAction {
 		acts = append(acts, s.clampTimesAction())
 	}
 	return acts
+}
+
+// siteIdentityAction places the identity that opens the site media's sealed secrets,
+// 0600, replacing whatever was there (its mode too). The step's detail never quotes it.
+func (s Sealer) siteIdentityAction() sealAction {
+	p := siteconfig.NodeIdentityFile
+	return sealAction{steps.Step{Name: "site-identity", Changes: []string{p}, Detail: "the site media's identity placed, 0600"}, func(context.Context) (string, error) {
+		id := []byte(s.Request.SiteIdentity)
+		if _, err := siteconfig.ParseIdentities(id); err != nil {
+			return "", fmt.Errorf("the request's site identity: %w", err)
+		}
+		if err := os.Remove(s.under(p)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("replacing %s: %w", p, err)
+		}
+		return "placed " + p + ", 0600", writeUnder(s.Root, p, bytes.TrimRight(id, "\n"), 0o600)
+	}}
 }
 
 // removePullSecretFiles shreds the pull secret files unless the request keeps them.

@@ -114,6 +114,11 @@ type Options struct {
 	// SiteIdentityFile is the age identity that opens the secrets a medium carries sealed,
 	// as seen by the running system (default Root+siteconfig.NodeIdentityFile).
 	SiteIdentityFile string
+	// SeedName is the seed's name, which a medium's binding may name (sealed.json's seed).
+	SeedName string
+	// MachineSerialFile holds the machine's serial number, which a medium's binding may
+	// name, as seen by the running system (default DefaultMachineSerialFile).
+	MachineSerialFile string
 	// ResolvConf is the running system's resolv.conf, written besides Root's (default
 	// /etc/resolv.conf).
 	ResolvConf string
@@ -169,6 +174,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.SiteIdentityFile == "" {
 		o.SiteIdentityFile = filepath.Join(o.Root, siteconfig.NodeIdentityFile)
+	}
+	if o.MachineSerialFile == "" {
+		o.MachineSerialFile = DefaultMachineSerialFile
 	}
 	if o.ResolvConf == "" {
 		o.ResolvConf = "/etc/resolv.conf"

@@ -118,6 +118,14 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 	if signedBy != "" {
 		d["signedBy"] = signedBy
 	}
+	if b := sc.Spec.Binding; b != nil {
+		if b.Seed != "" {
+			d["boundToSeed"] = b.Seed
+		}
+		if b.MachineSerial != "" {
+			d["boundToMachine"] = b.MachineSerial
+		}
+	}
 	res.Steps = append(res.Steps, StepResult{Name: StepMedium, Details: d})
 	r.stepReport(ctx, StepMedium, wire.StatusOK, d)
 
@@ -211,6 +219,11 @@ func (r *run) acceptMedium(ctx context.Context) (*siteconfig.SiteConfig, string,
 		sc, err := m.SiteConfig()
 		if err != nil {
 			return nil, "", "", invalidMedium(path, err)
+		}
+		if err := sc.CheckBinding(r.o.SeedName, machineSerial(r.o.MachineSerialFile)); err != nil {
+			refuse(&siteconfig.RefusedError{Path: path, Reason: err, Msg: err.Error() + "; bring the medium made for this site, or make one with site-config create --for-seed and --for-serial"},
+				"made for this seed and this machine")
+			continue
 		}
 		if err := unseal(sc, r.o.SiteIdentityFile); err != nil {
 			refuse(fmt.Errorf("the site-config medium %s is refused: %w", path, err), "whose secrets this seed can open")

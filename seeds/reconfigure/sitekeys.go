@@ -81,3 +81,18 @@ func loadIdentity(path string) ([]age.Identity, error) {
 	}
 	return siteconfig.ParseIdentities(b)
 }
+
+// DefaultMachineSerialFile is where Linux shows the firmware's system serial number.
+const DefaultMachineSerialFile = "/sys/class/dmi/id/product_serial"
+
+// machineSerial reads the machine's serial number: "" when the firmware reports none or it
+// cannot be read, which matches no binding that names one.
+func machineSerial(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	b, _ := io.ReadAll(io.LimitReader(f, siteconfig.MaxMachineSerial+2))
+	return strings.TrimSpace(string(b))
+}

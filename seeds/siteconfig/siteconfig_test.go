@@ -151,6 +151,9 @@ func TestValidation(t *testing.T) {
 		{"manifests named twice", head + "  extraManifests: [m, m2]\n", "spec.extraManifests", "two manifests are named a.yaml", "", 7, 19},
 		{"string got list", head + "  clusterName: [a]\n", "spec.clusterName", "expected a string", "", 7, 16},
 		{"duplicate key", head + "  hostname: edge-02\n", "spec.hostname", "duplicate key", "", 7, 3},
+		{"binding seed", head + "  binding: {seed: Du_Edge}\n", "spec.binding.seed", "not a seed name", "du-edge", 7, 19},
+		{"binding serial with a newline", head + "  binding: {machineSerial: \"CZ\\n1\"}\n", "spec.binding.machineSerial", "not a serial number", "dmidecode", 7, 28},
+		{"binding serial too long", head + "  binding: {machineSerial: " + strings.Repeat("A", 65) + "}\n", "spec.binding.machineSerial", "at most 64", "", 7, 28},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,5 +1,10 @@
 package siteconfig
 
+import (
+	"errors"
+	"fmt"
+)
+
 // APIVersion and Kind identify this schema version in a site config file; a seed's manifest
 // records the APIVersion its reconfiguration hook understands.
 const (
@@ -62,6 +67,56 @@ type Spec struct {
 	// age-encrypted (ASCII armor) to the seed's identity instead of in clear, so a lost
 	// medium does not leak them (site-config create --seal-to; Seal, Unseal).
 	SealedSecrets string `yaml:"sealedSecrets,omitempty"`
+	// Binding ties the medium to one seed and one machine; the hook refuses it anywhere
+	// else. It is part of what a signature covers, so a signed medium made for one site
+	// cannot be replayed at another.
+	Binding *Binding `yaml:"binding,omitempty"`
+}
+
+// Binding names the seed and the machine a site config is for; an empty field binds
+// nothing.
+type Binding struct {
+	// Seed is the seed's name: its blueprint's metadata.name, seed.json's name.
+	Seed string `yaml:"seed,omitempty"`
+	// MachineSerial is the server's serial number as its firmware reports it (the SMBIOS
+	// system serial: dmidecode -s system-serial-number, /sys/class/dmi/id/product_serial),
+	// usually printed on the chassis label.
+	MachineSerial string `yaml:"machineSerial,omitempty"`
+}
+
+// MaxMachineSerial bounds a serial number: SMBIOS strings are short.
+const MaxMachineSerial = 64
+
+// ErrBoundElsewhere is what a CheckBinding refusal wraps.
+var ErrBoundElsewhere = errors.New("the site config is bound to another seed or machine")
+
+type bindingError struct{ msg string }
+
+func (e *bindingError) Error() string        { return e.msg }
+func (e *bindingError) Is(target error) bool { return target == ErrBoundElsewhere }
+
+// CheckBinding says why the medium must not be applied to the seed named seedName on the
+// machine whose serial is serial (nil: it may). A serial that could not be read ("") does
+// not match a binding that names one.
+func (sc *SiteConfig) CheckBinding(seedName, serial string) error {
+	b := sc.Spec.Binding
+	if b == nil {
+		return nil
+	}
+	switch {
+	case b.Seed == "" || b.Seed == seedName:
+	case seedName == "":
+		return &bindingError{fmt.Sprintf("it was made for seed %q, and this seed records no name (it was sealed by an older snofactory)", b.Seed)}
+	default:
+		return &bindingError{fmt.Sprintf("it was made for seed %q, and this is seed %q", b.Seed, seedName)}
+	}
+	if b.MachineSerial != "" && b.MachineSerial != serial {
+		if serial == "" {
+			return &bindingError{fmt.Sprintf("it was made for the machine with serial number %q, and this machine reports none", b.MachineSerial)}
+		}
+		return &bindingError{fmt.Sprintf("it was made for the machine with serial number %q, and this machine's is %q", b.MachineSerial, serial)}
+	}
+	return nil
 }
 
 // KubeconfigCrypto is the crypto the image-based installer retains for a site (its

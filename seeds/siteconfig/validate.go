@@ -87,6 +87,54 @@ func (sc *SiteConfig) validate(c *checker) {
 	c.manifests(s)
 	c.identity(s)
 	c.sealedSecrets(s)
+	c.binding(s.Binding)
+}
+
+// Bind binds the site config to the seed named seed and the machine whose serial number is
+// serial (site-config create --for-seed, --for-serial); an empty one keeps what the file
+// says. The values are checked as the file's would be.
+func (sc *SiteConfig) Bind(seed, serial string) error {
+	var b Binding
+	if sc.Spec.Binding != nil {
+		b = *sc.Spec.Binding
+	}
+	if seed != "" {
+		b.Seed = seed
+	}
+	if serial != "" {
+		b.MachineSerial = serial
+	}
+	var c checker
+	c.binding(&b)
+	var msgs []string
+	for _, e := range c.errs {
+		msgs = append(msgs, fmt.Sprintf("%s: %s (%s)", e.path, e.msg, e.hint))
+	}
+	if len(msgs) > 0 {
+		return errors.New(strings.Join(msgs, "; "))
+	}
+	if b != (Binding{}) {
+		sc.Spec.Binding = &b
+	}
+	return nil
+}
+
+// binding checks spec.binding: a seed name as a blueprint's metadata.name is, a serial
+// number of printable characters.
+func (c *checker) binding(b *Binding) {
+	if b == nil {
+		return
+	}
+	if b.Seed != "" && !isLabel(b.Seed) {
+		c.add("spec.binding.seed", fmt.Sprintf("%q is not a seed name (a DNS-1123 label)", suggest.Clip(b.Seed)), "the seed's name as seed inspect shows it, e.g. du-edge")
+	}
+	if sn := b.MachineSerial; sn != "" {
+		printable := strings.IndexFunc(sn, func(r rune) bool { return r < 0x20 || r > 0x7e }) < 0
+		if len(sn) > MaxMachineSerial || !printable || sn != strings.TrimSpace(sn) {
+			c.add("spec.binding.machineSerial", fmt.Sprintf("%q is not a serial number: at most %d printable ASCII characters, no space at either end", suggest.Clip(sn), MaxMachineSerial),
+				"as the server's label or dmidecode -s system-serial-number gives it")
+		}
+	}
 }
 
 var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)

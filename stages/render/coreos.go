@@ -51,13 +51,6 @@ WantedBy=multi-user.target
 		return err
 	}
 	rep.SiteKeys = fps
-	if opts.SiteIdentity {
-		id, err := siteIdentityFile(env)
-		if err != nil {
-			return err
-		}
-		files = append(files, id)
-	}
 	if len(files) > 0 {
 		own.Storage = &butaneStorage{Files: files}
 	}
@@ -104,7 +97,7 @@ WantedBy=multi-user.target
 	if err := writeFile(env.out, ConfigPath, cfg, 0o600); err != nil {
 		return fmt.Errorf("writing %s: %w", ConfigPath, err)
 	}
-	rep.Ignition = map[string]IgnitionFile{handoff.ConfigNode: {Path: ConfigPath, Version: m.spec.version, Size: len(cfg), Secret: opts.SSHKey || opts.SiteIdentity}}
+	rep.Ignition = map[string]IgnitionFile{handoff.ConfigNode: {Path: ConfigPath, Version: m.spec.version, Size: len(cfg), Secret: opts.SSHKey}}
 	env.log.Info("wrote Ignition config", "path", ConfigPath, "ignition", m.spec.version, "bytes", len(cfg), "fragments", len(opts.Fragments))
 	return nil
 }

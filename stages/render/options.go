@@ -34,10 +34,6 @@ type Options struct {
 	// the public keys the seed's site-config media must be signed by. The node gets each in
 	// siteconfig.NodeKeysDir.
 	SiteKeys []string `json:"siteKeys,omitempty"`
-	// SiteIdentity says the SecretSiteIdentity secret is configured: the age identity the
-	// node opens a medium's sealed secrets with, put in siteconfig.NodeIdentityFile (coreos
-	// only in this version).
-	SiteIdentity bool `json:"siteIdentity,omitempty"`
 	// WorkerIgnition also emits ignition/worker.ign for day-2 workers.
 	WorkerIgnition bool `json:"workerIgnition,omitempty"`
 	// SSHKey says the "sshKey" secret is configured and must be used.
@@ -159,10 +155,6 @@ func (o Options) validate() error {
 	case target.OpenShift:
 		if o.OpenShift == nil {
 			bad("openshift: required for the %s target", target.OpenShift)
-		}
-		if o.SiteIdentity {
-			// A MachineConfig would carry it into manifests/, which are not secret.
-			bad("siteIdentity: not supported on the %s target in this version", target.OpenShift)
 		}
 	default:
 		bad("target %q: want %q or %q", o.Target, target.OpenShift, target.CoreOS)

@@ -59,16 +59,3 @@ func siteKeysManifest(opts Options, variant string, rep *Report) ([]extraManifes
 	rep.SiteKeys = fps
 	return []extraManifest{m}, nil
 }
-
-// siteIdentityFile is the file that puts the site identity (a secret, from the secrets
-// channel) on the node, 0600. It is checked, never quoted.
-func siteIdentityFile(env *runEnv) (butaneFile, error) {
-	id, err := env.secrets.Secret(SecretSiteIdentity)
-	if err != nil {
-		return butaneFile{}, fmt.Errorf("render: %w", err)
-	}
-	if _, err := siteconfig.ParseIdentities(id); err != nil {
-		return butaneFile{}, fmt.Errorf("render: secret %s: %w", SecretSiteIdentity, err)
-	}
-	return butaneFile{Path: siteconfig.NodeIdentityFile, Mode: 0o600, Overwrite: true, Contents: butaneContents{Inline: string(id)}}, nil
-}

@@ -1,17 +1,12 @@
 package render
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
-
-	"filippo.io/age"
 
 	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/seeds/siteconfig"
@@ -142,69 +137,5 @@ func TestSiteKeysRefused(t *testing.T) {
 		testSecrets(t), t.TempDir(), testLog(t))
 	if err == nil || !strings.Contains(err.Error(), "siteKeys[0]") {
 		t.Errorf("Render with a key label without a host path: %v", err)
-	}
-}
-
-// The site identity, a secret, reaches the node 0600 through the secrets channel: the
-// config that carries it is marked secret and 0600, and neither the stage's key inputs nor
-// its log hold it. An OpenShift render refuses it (a MachineConfig is no place for it).
-func TestSiteIdentityOnCoreOSNode(t *testing.T) {
-	id, err := age.GenerateX25519Identity()
-	if err != nil {
-		t.Fatal(err)
-	}
-	idFile := filepath.Join(t.TempDir(), "site-identity.txt")
-	if err := os.WriteFile(idFile, []byte(id.String()+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	secrets := pipeline.SecretFiles{SecretSiteIdentity: idFile}
-	o := Options{Target: target.CoreOS, IgnitionVersion: "3.3.0", SiteIdentity: true}
-	s := New(o)
-	if !slices.Contains(s.Secrets, SecretSiteIdentity) {
-		t.Fatalf("the stage does not ask for the identity: %v", s.Secrets)
-	}
-	var log bytes.Buffer
-	out := t.TempDir()
-	if err := Render(context.Background(), o, secrets, out, slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))); err != nil {
-		t.Fatal(err)
-	}
-	cfgPath := filepath.Join(out, ConfigPath)
-	ignitionValidate(t, cfgPath)
-	cfg := parse33(t, cfgPath)
-	got, ok := fileContents(t, cfg, siteconfig.NodeIdentityFile)
-	if !ok || strings.TrimSpace(got) != id.String() {
-		t.Errorf("%s on the node: present %v, the identity %v", siteconfig.NodeIdentityFile, ok, strings.TrimSpace(got) == id.String())
-	}
-	for _, f := range cfg.Storage.Files {
-		if f.Path == siteconfig.NodeIdentityFile && (f.Mode == nil || *f.Mode != 0o600) {
-			t.Errorf("%s mode %v, want 0600", f.Path, f.Mode)
-		}
-	}
-	if fi, _ := os.Stat(cfgPath); fi.Mode().Perm() != 0o600 {
-		t.Errorf("config.ign mode %v", fi.Mode().Perm())
-	}
-	var rep Report
-	if err := json.Unmarshal(mustRead(t, filepath.Join(out, "render.json")), &rep); err != nil || !rep.Ignition["config"].Secret {
-		t.Errorf("render.json does not mark the config secret: %+v (%v)", rep.Ignition, err)
-	}
-	plan, err := pipeline.Plan(context.Background(), &pipeline.Graph{Blueprint: "t", Stages: []pipeline.Stage{s}}, &pipeline.Cache{Dir: t.TempDir()}, secrets, pipeline.Selection{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	kj, _ := json.Marshal(plan[0].Inputs)
-	secretKey := strings.TrimPrefix(id.String(), "AGE-SECRET-KEY-")
-	for what, text := range map[string]string{"key inputs": string(kj), "log": log.String()} {
-		if strings.Contains(text, secretKey) {
-			t.Errorf("the %s hold the identity", what)
-		}
-	}
-	if !strings.Contains(string(kj), SecretSiteIdentity) {
-		t.Errorf("the key inputs do not name the identity secret (its digest keys the stage): %s", kj)
-	}
-
-	osh := clusterOptions(t)
-	osh.SiteIdentity = true
-	if err := Render(context.Background(), osh, secrets, t.TempDir(), testLog(t)); err == nil || !strings.Contains(err.Error(), "siteIdentity: not supported") {
-		t.Errorf("an OpenShift render with a site identity: %v", err)
 	}
 }

@@ -26,8 +26,6 @@ const stageVersion = "4"
 const (
 	SecretPullSecret = "pullSecret"
 	SecretSSHKey     = "sshKey"
-	// SecretSiteIdentity is the age identity a node opens its site media's sealed secrets with.
-	SecretSiteIdentity = "siteIdentity"
 )
 
 // BootstrapConfigLife is how long an OpenShift render may be reused: the installer's
@@ -64,9 +62,6 @@ func New(opts Options) pipeline.Stage {
 	}
 	if opts.SSHKey {
 		s.Secrets = append(s.Secrets, SecretSSHKey)
-	}
-	if opts.SiteIdentity {
-		s.Secrets = append(s.Secrets, SecretSiteIdentity)
 	}
 	s.Run = func(ctx context.Context, env *pipeline.Env) error {
 		renv := &runEnv{

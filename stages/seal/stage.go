@@ -12,6 +12,7 @@ import (
 	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/seeds/agent/wire"
 	"github.com/snofactory/snofactory/seeds/seed"
+	"github.com/snofactory/snofactory/seeds/siteconfig"
 	"github.com/snofactory/snofactory/seeds/target"
 	"github.com/snofactory/snofactory/stages/internal/handoff"
 	"github.com/snofactory/snofactory/stages/internal/lockfile"
@@ -27,6 +28,12 @@ const version = "2"
 // SeedDir is the seed directory inside the stage's output.
 const SeedDir = "seed"
 
+// SecretSiteIdentity is the secret the seal places on the node when Options.SiteIdentity
+// is set: the age identity that opens the sealed secrets of the seed's site media. The
+// seal, not the install config, carries it, so that no install cache entry and no
+// OpenShift manifest holds it.
+const SecretSiteIdentity = "siteIdentity"
+
 // Options is exactly what the stage reads.
 type Options struct {
 	// Name is the blueprint's metadata.name; BlueprintDigest the digest of its file.
@@ -39,6 +46,8 @@ type Options struct {
 	// Recipients are the age (or SSH) public keys the OpenShift credentials are encrypted
 	// to; none ships no credentials.
 	Recipients []string `json:"recipients,omitempty"`
+	// SiteIdentity says the SecretSiteIdentity secret is configured.
+	SiteIdentity bool `json:"siteIdentity,omitempty"`
 	// SiteConfigTimeout is how long the seed waits for its site-config medium at the site.
 	SiteConfigTimeout time.Duration `json:"siteConfigTimeout,omitempty"`
 	// RecertImage is the blueprint's recert image (openshift): the seal looks up its pinned
@@ -63,7 +72,12 @@ type Options struct {
 
 // New returns the seal stage.
 func New(opts Options) pipeline.Stage {
+	var secrets []string
+	if opts.SiteIdentity {
+		secrets = []string{SecretSiteIdentity}
+	}
 	return pipeline.Stage{
+		Secrets: secrets,
 		Name:    Name,
 		Version: version,
 		Options: opts,
@@ -112,6 +126,11 @@ func run(ctx context.Context, opts Options, env *pipeline.Env) error {
 	req, err := sealRequest(opts, in)
 	if err != nil {
 		return err
+	}
+	if opts.SiteIdentity {
+		if req.SiteIdentity, err = siteIdentity(env.Secrets); err != nil {
+			return err
+		}
 	}
 	work, err := seal(ctx, opts, in, req, env)
 	if err != nil {
@@ -197,7 +216,7 @@ func manifest(ctx context.Context, opts Options, in inputs) (*seed.Manifest, err
 // sealRequest is what the node is asked to do. An OpenShift seed also gets the pinned
 // recert and etcd images its reconfiguration runs.
 func sealRequest(opts Options, in inputs) (wire.SealRequest, error) {
-	req := wire.SealRequest{Version: wire.SealRequestVersion, Target: in.install.Out.Target, KeepPullSecret: opts.KeepPullSecret}
+	req := wire.SealRequest{Version: wire.SealRequestVersion, Target: in.install.Out.Target, KeepPullSecret: opts.KeepPullSecret, Seed: opts.Name}
 	if opts.SiteConfigTimeout > 0 {
 		req.SiteConfigTimeout = opts.SiteConfigTimeout.String()
 	}
@@ -226,6 +245,18 @@ func sealRequest(opts Options, in inputs) (wire.SealRequest, error) {
 		return req, fmt.Errorf("the lock pins no recert image (%s) or no release %s image: the seed could not be reconfigured at its site", opts.RecertImage, etcdComponent)
 	}
 	return req, nil
+}
+
+// siteIdentity reads the site identity secret and checks it is one; no error quotes it.
+func siteIdentity(secrets pipeline.SecretSource) (string, error) {
+	id, err := secrets.Secret(SecretSiteIdentity)
+	if err != nil {
+		return "", fmt.Errorf("seal: %w", err)
+	}
+	if _, err := siteconfig.ParseIdentities(id); err != nil {
+		return "", fmt.Errorf("seal: secret %s: %w", SecretSiteIdentity, err)
+	}
+	return string(id), nil
 }
 
 // etcdComponent is the release component recert edits the cluster through.

@@ -47,6 +47,20 @@ type SealRequest struct {
 	// SourceDateEpoch is the build's SOURCE_DATE_EPOCH in Unix seconds (0: none). A coreos
 	// seal clamps the file times of the root to it, so rebuilds of one lock match.
 	SourceDateEpoch int64 `json:"sourceDateEpoch,omitempty"`
+	// Seed is the seed's name (its blueprint's metadata.name). SealedFile keeps it, so the
+	// hook refuses a site-config medium bound to another seed.
+	Seed string `json:"seed,omitempty"`
+	// SiteIdentity is the age identity (a secret) that opens the sealed secrets of the
+	// seed's site media: Seal places it 0600 at the siteconfig package's NodeIdentityFile
+	// and never keeps it in SealedFile. It travels in the request, not in the node's
+	// install config, so that no install cache entry or OpenShift manifest carries it.
+	SiteIdentity string `json:"siteIdentity,omitempty"`
+}
+
+// Public is the request without its secrets: what SealedFile keeps and a log may show.
+func (r SealRequest) Public() SealRequest {
+	r.SiteIdentity = ""
+	return r
 }
 
 // ReconfigureImagesFile, under the node's root, names the pinned recert and etcd images

@@ -64,6 +64,9 @@ type Config struct {
 	GatherFile string
 	// Network, when set, gives the guest one virtio NIC on qemu's user-mode network.
 	Network *UserNetwork
+	// SystemSerial, when set, is the serial number the firmware reports for the machine
+	// (SMBIOS type 1), as a server's does: a site-config medium may be bound to it.
+	SystemSerial string
 	// ExtraArgs are appended to the qemu command line.
 	ExtraArgs []string
 }
@@ -256,6 +259,9 @@ func (c Config) args(acc Accelerator, rp runtimePaths) []string {
 	}
 	if c.Network != nil {
 		a = append(a, c.Network.args()...)
+	}
+	if c.SystemSerial != "" {
+		a = append(a, "-smbios", "type=1,serial="+optValue(c.SystemSerial))
 	}
 	return append(a, c.ExtraArgs...)
 }

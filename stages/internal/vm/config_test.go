@@ -43,6 +43,12 @@ func TestArgs(t *testing.T) {
 			want: []string{"-drive file=/d/w.qcow2,format=qcow2,if=none,id=disk0,discard=unmap,detect-zeroes=unmap"},
 		},
 		{
+			name: "the machine's serial number",
+			cfg:  Config{ISO: "/x/live.iso", ConsoleLog: "/c", SystemSerial: "CZ,2345"},
+			acc:  TCG("test"),
+			want: []string{"-smbios type=1,serial=CZ,,2345"},
+		},
+		{
 			name: "gather port to a file",
 			cfg:  Config{ISO: "/x/live.iso", ConsoleLog: "/c", GatherFile: "/g,h/gather.bin"},
 			acc:  TCG("test"),

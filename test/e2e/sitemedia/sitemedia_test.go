@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -122,6 +123,27 @@ func TestSeedTakesOnlySignedMedia(t *testing.T) {
 			t.Errorf("the %s holds the site identity", what)
 		}
 	}
+	// The seal places the identity; no earlier stage's output holds it.
+	for _, stage := range []string{"render", "install", "validate"} {
+		entry, err := filepath.EvalSymlinks(filepath.Join(out, stage)) // the output dir links each stage's cache entry
+		if err != nil {
+			t.Fatal(err)
+		}
+		files := 0
+		filepath.WalkDir(entry, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			files++
+			if b, _ := os.ReadFile(p); bytes.Contains(b, []byte(secretKey)) {
+				t.Errorf("%s holds the site identity", p)
+			}
+			return nil
+		})
+		if files == 0 {
+			t.Errorf("no %s output under %s", stage, entry)
+		}
+	}
 	var rendered struct{ SiteKeys []string }
 	if b, err := os.ReadFile(filepath.Join(out, "render", "render.json")); err != nil || json.Unmarshal(b, &rendered) != nil ||
 		len(rendered.SiteKeys) != 1 || rendered.SiteKeys[0] != key.Fingerprint {
@@ -133,9 +155,13 @@ func TestSeedTakesOnlySignedMedia(t *testing.T) {
 	if r := runCLI(t, nil, "site-config", "create", site, "-o", unsigned); r.code != 0 {
 		t.Fatalf("site-config create: exit %d\n%s", r.code, r.stderr)
 	}
+	// Bound to this seed and to the serial number the site's server reports, so that the
+	// signed medium cannot be replayed at another site.
+	const serial = "SNF-E2E-0042"
 	if r := runCLI(t, pass, "site-config", "create", site, "-o", signed, "--sign-by", filepath.Join(keys, "site.key"),
-		"--seal-to", id.Recipient().String()); r.code != 0 || !strings.Contains(r.stdout, "signed by key "+key.Fingerprint) || !strings.Contains(r.stdout, "secrets sealed") {
-		t.Fatalf("site-config create --sign-by --seal-to: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+		"--seal-to", id.Recipient().String(), "--for-seed", "demo", "--for-serial", serial); r.code != 0 || !strings.Contains(r.stdout, "signed by key "+key.Fingerprint) ||
+		!strings.Contains(r.stdout, "secrets sealed") || !strings.Contains(r.stdout, "bound to seed demo on the machine with serial number "+serial) {
+		t.Fatalf("site-config create --sign-by --seal-to --for-seed --for-serial: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	if b, _ := os.ReadFile(signed); bytes.Contains(b, []byte(token)) {
 		t.Error("the sealed medium holds the pull secret in clear")
@@ -155,12 +181,12 @@ func TestSeedTakesOnlySignedMedia(t *testing.T) {
 	}
 
 	start = time.Now()
-	r = runCLI(t, nil, "seed", "boot", seedDir, "--overlay", disk, "--site-config", signed)
+	r = runCLI(t, nil, "seed", "boot", seedDir, "--overlay", disk, "--site-config", signed, "--machine-serial", serial)
 	t.Logf("boot with the signed medium (%s):\n%s", time.Since(start).Round(time.Second), r.stdout)
 	if r.code != 0 || !strings.Contains(r.stdout, "Seed reconfigured and booted") {
 		t.Fatalf("boot with the signed medium: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
-	for _, want := range []string{"signedBy=" + key.Fingerprint, "hostname=edge-01", "address.eth0=10.0.2.50/24", "file=/etc/containers/auth.json"} {
+	for _, want := range []string{"signedBy=" + key.Fingerprint, "boundToSeed=demo", "boundToMachine=" + serial, "hostname=edge-01", "address.eth0=10.0.2.50/24", "file=/etc/containers/auth.json"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("the seed did not report %s:\n%s", want, r.stdout)
 		}
