@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"encoding/xml"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -89,7 +90,9 @@ func junitCases(t *testing.T, path string) map[string]junitCase {
 }
 
 // TestDemoInstallsAndValidates runs the demo through install and validate on the
-// conformance OS in a real qemu VM (TCG here, KVM where it works), with BIOS and UEFI: the
+// conformance OS in a real qemu VM (TCG here, KVM where it works), with UEFI (every other
+// demo build in these tests boots BIOS, the demo's firmware; stages/liveiso installs with
+// both): the
 // install reports every phase in order, the installed disk boots and passes every check
 // (one skipped by the blueprint, with its reason), the JUnit file lists every check, and a
 // second build is all cache hits and boots nothing. A build resumed after install boots the
@@ -97,72 +100,65 @@ func junitCases(t *testing.T, path string) map[string]junitCase {
 func TestDemoInstallsAndValidates(t *testing.T) {
 	// Each e2e test has its own cache, registry and VMs: they run two at a time.
 	t.Parallel()
-	for _, fw := range []string{"bios", "uefi"} {
-		t.Run(fw, func(t *testing.T) {
-			bp := demoBlueprint(t)
-			withFirmware(t, bp, fw)
-			editBlueprint(t, bp, "  relocation:\n", "  validation:\n    skip: [host.time.sync]\n    skipReasons:\n      host.time.sync: the conformance OS keeps no NTP client\n  relocation:\n")
-			cache, out := t.TempDir(), t.TempDir()
-			r := runCLI(t, "build", bp, "--until", "validate", "--cache-dir", cache, "--output-dir", out, "--progress", "plain")
-			if r.code != 0 {
-				t.Fatalf("build: exit %d\n%s", r.code, r.stderr)
-			}
-			rec := loadRecord(t, out)
-			if got := stageCache(rec); len(got) != 6 || got["install"] != "miss" || got["validate"] != "miss" {
-				t.Fatalf("stages %v", got)
-			}
-			cases := junitCases(t, filepath.Join(out, "validation.junit.xml"))
-			for _, c := range validate.KnownChecks() {
-				if _, ok := cases[c.ID]; !ok {
-					t.Errorf("JUnit report lacks check %s", c.ID)
-				}
-			}
-			for id, c := range cases {
-				if c.Failure != nil {
-					t.Errorf("check %s failed: %s", id, c.Failure.Message)
-				}
-			}
-			if c := cases["host.time.sync"]; c.Skipped == nil || !strings.Contains(c.Skipped.Message, "keeps no NTP client") {
-				t.Errorf("skipped check: %+v", c)
-			}
-			for _, id := range []string{"host.boot.from-disk", "host.ignition.files", "host.images.present", "host.bootstrap.cleaned"} {
-				if c := cases[id]; c.Skipped != nil || c.Failure != nil {
-					t.Errorf("%s did not pass: %+v", id, c)
-				}
-			}
-			if _, err := os.Stat(filepath.Join(out, "install", "disk.qcow2")); err != nil {
-				t.Errorf("installed disk: %v", err)
-			}
-
-			out2 := t.TempDir()
-			if r := runCLI(t, "build", bp, "--until", "validate", "--cache-dir", cache, "--output-dir", out2); r.code != 0 {
-				t.Fatalf("second build: exit %d\n%s", r.code, r.stderr)
-			}
-			for name, c := range stageCache(loadRecord(t, out2)) {
-				if c != "hit" {
-					t.Errorf("second build: %s was %s", name, c)
-				}
-			}
-			for _, console := range []string{"install-console.log", "validate-console.log"} {
-				if _, err := os.Stat(filepath.Join(out2, "logs", console)); err == nil {
-					t.Errorf("the second build booted a VM (%s exists)", console)
-				}
-			}
-			if fw != "bios" {
-				return
-			}
-			// Resumed after install: validate boots the cached disk and hands its VM on to
-			// seal, which boots nothing.
-			out3 := t.TempDir()
-			if r := runCLI(t, "build", bp, "--until", "seal", "--force", "validate", "--cache-dir", cache, "--output-dir", out3); r.code != 0 {
-				t.Fatalf("build through seal: exit %d\n%s", r.code, r.stderr)
-			}
-			if got := stageCache(loadRecord(t, out3)); got["install"] != "hit" || got["validate"] != "miss" || got["seal"] != "miss" {
-				t.Errorf("stages %v", got)
-			}
-			checkOneFactoryBoot(t, out3, "validate", "validate", "seal")
-		})
+	bp := demoBlueprint(t)
+	withFirmware(t, bp, "uefi")
+	editBlueprint(t, bp, "  relocation:\n", "  validation:\n    skip: [host.time.sync]\n    skipReasons:\n      host.time.sync: the conformance OS keeps no NTP client\n  relocation:\n")
+	cache, out := t.TempDir(), t.TempDir()
+	r := runCLI(t, "build", bp, "--until", "validate", "--cache-dir", cache, "--output-dir", out, "--progress", "plain")
+	if r.code != 0 {
+		t.Fatalf("build: exit %d\n%s", r.code, r.stderr)
 	}
+	rec := loadRecord(t, out)
+	if got := stageCache(rec); len(got) != 6 || got["install"] != "miss" || got["validate"] != "miss" {
+		t.Fatalf("stages %v", got)
+	}
+	cases := junitCases(t, filepath.Join(out, "validation.junit.xml"))
+	for _, c := range validate.KnownChecks() {
+		if _, ok := cases[c.ID]; !ok {
+			t.Errorf("JUnit report lacks check %s", c.ID)
+		}
+	}
+	for id, c := range cases {
+		if c.Failure != nil {
+			t.Errorf("check %s failed: %s", id, c.Failure.Message)
+		}
+	}
+	if c := cases["host.time.sync"]; c.Skipped == nil || !strings.Contains(c.Skipped.Message, "keeps no NTP client") {
+		t.Errorf("skipped check: %+v", c)
+	}
+	for _, id := range []string{"host.boot.from-disk", "host.ignition.files", "host.images.present", "host.bootstrap.cleaned"} {
+		if c := cases[id]; c.Skipped != nil || c.Failure != nil {
+			t.Errorf("%s did not pass: %+v", id, c)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(out, "install", "disk.qcow2")); err != nil {
+		t.Errorf("installed disk: %v", err)
+	}
+
+	out2 := t.TempDir()
+	if r := runCLI(t, "build", bp, "--until", "validate", "--cache-dir", cache, "--output-dir", out2); r.code != 0 {
+		t.Fatalf("second build: exit %d\n%s", r.code, r.stderr)
+	}
+	for name, c := range stageCache(loadRecord(t, out2)) {
+		if c != "hit" {
+			t.Errorf("second build: %s was %s", name, c)
+		}
+	}
+	for _, console := range []string{"install-console.log", "validate-console.log"} {
+		if _, err := os.Stat(filepath.Join(out2, "logs", console)); err == nil {
+			t.Errorf("the second build booted a VM (%s exists)", console)
+		}
+	}
+	// Resumed after install: validate boots the cached disk and hands its VM on to
+	// seal, which boots nothing.
+	out3 := t.TempDir()
+	if r := runCLI(t, "build", bp, "--until", "seal", "--force", "validate", "--cache-dir", cache, "--output-dir", out3); r.code != 0 {
+		t.Fatalf("build through seal: exit %d\n%s", r.code, r.stderr)
+	}
+	if got := stageCache(loadRecord(t, out3)); got["install"] != "hit" || got["validate"] != "miss" || got["seal"] != "miss" {
+		t.Errorf("stages %v", got)
+	}
+	checkOneFactoryBoot(t, out3, "validate", "validate", "seal")
 }
 
 // buildFailing builds the demo with one more Butane fragment through validate, expecting the
@@ -268,33 +264,16 @@ func qemuFor(dir string) []string {
 }
 
 // kill -9 of snofactory while the factory VM runs leaves no qemu behind, and the re-run
-// resumes: the stages before install are cache hits.
+// resumes: the stages before install are cache hits, and the killed build's VM directory is
+// reaped when the next VM starts. The re-run is then interrupted (Ctrl-C) mid-install: it
+// stops its qemu, exits 130 and leaves no install entry. (Installs that finish are
+// covered by every other demo build.)
 func TestKill9MidInstallLeavesNoQemu(t *testing.T) {
 	// Each e2e test has its own cache, registry and VMs: they run two at a time.
 	t.Parallel()
 	bp := demoBlueprint(t)
 	cache, out := t.TempDir(), t.TempDir()
-	cmd := exec.Command(snofactoryBin, "build", bp, "--until", "install", "--cache-dir", cache, "--output-dir", out, "--progress", "json")
-	events, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	// Wait for the guest's first phase: qemu runs and the guest is mid-install.
-	sc := bufio.NewScanner(events)
-	inVM := false
-	for sc.Scan() {
-		if strings.Contains(sc.Text(), `"stage":"install"`) && strings.Contains(sc.Text(), `"kind":"progress"`) {
-			inVM = true
-			break
-		}
-	}
-	if !inVM {
-		cmd.Wait()
-		t.Fatalf("the build ended before the VM reported a phase")
-	}
+	cmd := startUntilInstallVM(t, bp, cache, out)
 	running := qemuFor(out)
 	if len(running) == 0 {
 		t.Fatal("no qemu running for this build mid-install")
@@ -307,6 +286,65 @@ func TestKill9MidInstallLeavesNoQemu(t *testing.T) {
 	}
 	cmd.Process.Kill()
 	cmd.Wait()
+	noQemuLeft(t, out, "the killed build")
+
+	out2 := t.TempDir()
+	rerun := startUntilInstallVM(t, bp, cache, out2)
+	if len(qemuFor(out2)) == 0 {
+		t.Error("no qemu running for the re-run mid-install")
+	}
+	if _, err := os.Stat(vmDir[1]); err == nil {
+		t.Errorf("the killed build's VM directory %s is still there once the re-run's VM started", vmDir[1])
+	}
+	got := stageCache(loadRecord(t, out2))
+	for _, s := range []string{"resolve", "render", "live-iso", "precache"} {
+		if got[s] != "hit" {
+			t.Errorf("re-run: %s was %s, want a cache hit", s, got[s])
+		}
+	}
+	rerun.Process.Signal(syscall.SIGINT)
+	err := rerun.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 {
+		t.Errorf("re-run after SIGINT: %v, want exit 130", err)
+	}
+	noQemuLeft(t, out2, "the interrupted re-run")
+	if rec := loadRecord(t, out2); rec.Status != "interrupted" {
+		t.Errorf("re-run's run.json status %q, want interrupted", rec.Status)
+	}
+	if e, _ := filepath.Glob(filepath.Join(cache, "entries", "install", "*")); len(e) != 0 {
+		t.Errorf("an interrupted install left a cache entry: %v", e)
+	}
+}
+
+// startUntilInstallVM starts build --until install and returns once the install's guest
+// reports its first phase: qemu runs and the guest is mid-install.
+func startUntilInstallVM(t *testing.T, bp, cache, out string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(snofactoryBin, "build", bp, "--until", "install", "--cache-dir", cache, "--output-dir", out, "--progress", "json")
+	events, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	sc := bufio.NewScanner(events)
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), `"stage":"install"`) && strings.Contains(sc.Text(), `"kind":"progress"`) {
+			// The rest of the stream is drained so the build never blocks on its stderr.
+			go io.Copy(io.Discard, events)
+			return cmd
+		}
+	}
+	cmd.Wait()
+	t.Fatalf("the build ended before the VM reported a phase")
+	return nil
+}
+
+// noQemuLeft fails the test, and kills them, if qemu processes of out's build still run.
+func noQemuLeft(t *testing.T, out, what string) {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for len(qemuFor(out)) > 0 && time.Now().Before(deadline) {
 		time.Sleep(100 * time.Millisecond)
@@ -316,23 +354,6 @@ func TestKill9MidInstallLeavesNoQemu(t *testing.T) {
 			pid, _ := strconv.Atoi(strings.SplitN(l, ":", 2)[0])
 			syscall.Kill(pid, syscall.SIGKILL)
 		}
-		t.Fatalf("qemu outlived the killed build: %v", left)
-	}
-	out2 := t.TempDir()
-	r := runCLI(t, "build", bp, "--until", "install", "--cache-dir", cache, "--output-dir", out2)
-	if r.code != 0 {
-		t.Fatalf("re-run: exit %d\n%s", r.code, r.stderr)
-	}
-	got := stageCache(loadRecord(t, out2))
-	for _, s := range []string{"resolve", "render", "live-iso", "precache"} {
-		if got[s] != "hit" {
-			t.Errorf("re-run: %s was %s, want a cache hit\n%s", s, got[s], r.stderr)
-		}
-	}
-	if got["install"] != "miss" {
-		t.Errorf("re-run: install was %s", got["install"])
-	}
-	if _, err := os.Stat(vmDir[1]); err == nil {
-		t.Errorf("the killed build's VM directory %s is still there after the re-run", vmDir[1])
+		t.Fatalf("qemu outlived %s: %v", what, left)
 	}
 }
