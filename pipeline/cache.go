@@ -69,12 +69,10 @@ type Entry struct {
 	Dir string `json:"-"`
 }
 
-// OutputDigest identifies the entry's outputs; downstream keys chain on it.
-func (e Entry) OutputDigest() string { return OutputDigest(e.Artifacts) }
-
-// OutputDigest is the sha256 of a stage's artifact list (paths, digests, sizes).
-func OutputDigest(arts []Artifact) string {
-	sorted := slices.Clone(arts)
+// OutputDigest is the sha256 of a stage's artifact list (paths, digests, sizes), without
+// the reports (Stage.Reports): downstream keys chain on it.
+func OutputDigest(arts []Artifact, reports ...string) string {
+	sorted := slices.DeleteFunc(slices.Clone(arts), func(a Artifact) bool { return slices.Contains(reports, a.Path) })
 	slices.SortFunc(sorted, func(a, b Artifact) int { return strings.Compare(a.Path, b.Path) })
 	h := sha256.New()
 	for _, a := range sorted {

@@ -266,7 +266,7 @@ func Plan(ctx context.Context, g *Graph, c *Cache, secrets SecretSource, sel Sel
 			ps.Reasons = []string{"always runs (its effect is outside the cache)"}
 		case hit:
 			ps.Action = "cached"
-			k.outs[s.Name] = entry.OutputDigest()
+			k.outs[s.Name] = OutputDigest(entry.Artifacts, s.Reports...)
 		case len(pending) > 0:
 			ps.Action = "run"
 			ps.Key = ""
@@ -409,7 +409,7 @@ func build(ctx context.Context, g *Graph, want map[string]bool, opts BuildOption
 		if err := rec.write(filepath.Join(opts.OutputDir, RecordFile)); err != nil {
 			return err
 		}
-		k.outs[s.Name] = OutputDigest(sr.Artifacts)
+		k.outs[s.Name] = OutputDigest(sr.Artifacts, s.Reports...)
 		outputs[s.Name] = sr.dir
 		link := filepath.Join(opts.OutputDir, s.Name)
 		os.Remove(link)

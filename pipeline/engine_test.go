@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -489,6 +490,46 @@ func TestDownstreamChainsOnUpstreamOutputs(t *testing.T) {
 	}
 	if out, _ := os.ReadFile(filepath.Join(o.OutputDir, "c", "out.txt")); string(out) != "v2c1;" {
 		t.Fatalf("c: %q", out)
+	}
+}
+
+// A report (Stage.Reports) that differs between two runs of a stage which made the same
+// thing does not re-key the stages after it; a product file that differs does.
+func TestReportsDoNotKeyDownstream(t *testing.T) {
+	ctx := context.Background()
+	cache := t.TempDir()
+	tg := newTestGraph()
+	run, product := 0, "same"
+	g := func() *Graph {
+		gr := tg.graph()
+		gr.Stages[1].Reports = []string{"report.json"}
+		gr.Stages[1].Run = func(ctx context.Context, env *Env) error {
+			run++
+			if err := os.WriteFile(filepath.Join(env.Out, "report.json"), fmt.Appendf(nil, `{"run":%d}`, run), 0o644); err != nil {
+				return err
+			}
+			return os.WriteFile(filepath.Join(env.Out, "out.txt"), []byte(product), 0o644)
+		}
+		return gr
+	}
+	for _, step := range []struct{ product, want string }{
+		{"same", "a=miss b=miss c=miss"},
+		{"same", "a=hit b=miss c=hit"},     // a new report only
+		{"changed", "a=hit b=miss c=miss"}, // a new product
+	} {
+		product = step.product
+		o := buildOpts(t, cache)
+		o.Selection.Force = []string{"b"}
+		if _, err := Build(ctx, g(), o); err != nil {
+			t.Fatal(err)
+		}
+		rec := readRecord(t, o.OutputDir)
+		if got := cacheStates(rec); got != step.want {
+			t.Fatalf("b's product %q, run %d: %s, want %s", product, run, got, step.want)
+		}
+		if !slices.ContainsFunc(rec.Stages[1].Artifacts, func(a Artifact) bool { return a.Path == "report.json" }) {
+			t.Errorf("the report is not recorded as an output: %+v", rec.Stages[1].Artifacts)
+		}
 	}
 }
 

@@ -37,6 +37,12 @@ type Stage struct {
 	// in this version"). Plan shows the stage as "unavailable" with this reason, and a build
 	// that selects it is refused before anything runs. Such a stage needs no Run.
 	Unavailable string
+	// Reports are output files (slash-separated, under Out) that tell how the stage ran
+	// (durations, bytes fetched, retries) rather than what it made. They are kept and
+	// recorded like any output, but left out of the digest downstream keys chain on, so two
+	// runs that made the same thing key the stages after them alike. No stage may read
+	// another's reports.
+	Reports []string
 	// Resources are what a run of the stage holds (a factory VM); BuildOptions.Slots
 	// hands them out. Not part of the key.
 	Resources Resources

@@ -84,6 +84,8 @@ func New(opts StageOptions) pipeline.Stage {
 		Name:    Name,
 		Version: stageVersion,
 		Options: opts,
+		// The report says how the run went (its time, what it fetched): not part of the product.
+		Reports: []string{ReportFile},
 		Deps:    handoff.Deps(reads...),
 		Run: func(ctx context.Context, env *pipeline.Env) error {
 			return runStage(ctx, opts, env)

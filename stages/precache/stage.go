@@ -82,6 +82,8 @@ func New(opts Options) pipeline.Stage {
 		Name:    Name,
 		Version: version,
 		Options: opts,
+		// The report says how the run went (its time, what it fetched): not part of the product.
+		Reports: []string{ReportFile},
 		Deps:    handoff.Deps(handoff.Resolve{}),
 		Run: func(ctx context.Context, env *pipeline.Env) error {
 			env.UseTool("containers/image", pipeline.ModuleVersion("github.com/containers/image/v5"))

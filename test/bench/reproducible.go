@@ -115,17 +115,23 @@ func benchReproducible(ctx context.Context, dir string) ([]Result, error) {
 	}, nil
 }
 
-// stageKeys is how two run records' stage keys compare.
+// stageKeys is how two run records' stage keys compare, and which outputs differ (a
+// stage's key chains on the outputs of the stages before it).
 type stageKeys struct {
-	stages int
-	differ []string
+	stages  int
+	differ  []string
+	outputs []string // stage/path of each output file whose digest differs
 }
 
 func (k stageKeys) String() string {
-	if len(k.differ) == 0 {
-		return "none"
+	s := "none"
+	if len(k.differ) > 0 {
+		s = strings.Join(k.differ, ", ")
 	}
-	return strings.Join(k.differ, ", ")
+	if len(k.outputs) > 0 {
+		s += "; outputs that differ (later keys chain on them): " + strings.Join(k.outputs, ", ")
+	}
+	return s
 }
 
 // differingStageKeys names the stages whose keys differ between the run records a and b.
@@ -140,14 +146,24 @@ func differingStageKeys(a, b string) (stageKeys, error) {
 			return stageKeys{}, fmt.Errorf("%s: %w", p, err)
 		}
 	}
-	second := map[string]string{}
+	second := map[string]pipeline.StageRecord{}
 	for _, s := range recs[1].Stages {
-		second[s.Name] = s.Key
+		second[s.Name] = s
 	}
 	out := stageKeys{stages: len(recs[0].Stages)}
 	for _, s := range recs[0].Stages {
-		if second[s.Name] != s.Key {
+		other := second[s.Name]
+		if other.Key != s.Key {
 			out.differ = append(out.differ, s.Name)
+		}
+		digests := map[string]string{}
+		for _, a := range other.Artifacts {
+			digests[a.Path] = a.SHA256
+		}
+		for _, a := range s.Artifacts {
+			if d, ok := digests[a.Path]; ok && d != a.SHA256 {
+				out.outputs = append(out.outputs, s.Name+"/"+a.Path)
+			}
 		}
 	}
 	return out, nil

@@ -9,7 +9,8 @@ import (
 	"github.com/snofactory/snofactory/pipeline"
 )
 
-// Stage keys are compared by stage name, whatever order the records list them in.
+// Stage keys are compared by stage name, whatever order the records list them in, and the
+// outputs whose digests differ are named.
 func TestDifferingStageKeys(t *testing.T) {
 	write := func(stages ...pipeline.StageRecord) string {
 		p := filepath.Join(t.TempDir(), pipeline.RecordFile)
@@ -17,15 +18,18 @@ func TestDifferingStageKeys(t *testing.T) {
 		os.WriteFile(p, b, 0o644)
 		return p
 	}
-	a := write(pipeline.StageRecord{Name: "resolve", Key: "k1"}, pipeline.StageRecord{Name: "seal", Key: "k2"})
+	a := write(pipeline.StageRecord{Name: "resolve", Key: "k1", Artifacts: []pipeline.Artifact{{Path: "lock.json", SHA256: "a"}}},
+		pipeline.StageRecord{Name: "seal", Key: "k2"})
 	for _, tc := range []struct {
 		name string
 		b    string
 		want string
 	}{
-		{"same", write(pipeline.StageRecord{Name: "seal", Key: "k2"}, pipeline.StageRecord{Name: "resolve", Key: "k1"}), "none"},
+		{"same", write(pipeline.StageRecord{Name: "seal", Key: "k2"}, pipeline.StageRecord{Name: "resolve", Key: "k1", Artifacts: []pipeline.Artifact{{Path: "lock.json", SHA256: "a"}}}), "none"},
 		{"one differs", write(pipeline.StageRecord{Name: "resolve", Key: "k1"}, pipeline.StageRecord{Name: "seal", Key: "other"}), "seal"},
 		{"one missing", write(pipeline.StageRecord{Name: "seal", Key: "k2"}), "resolve"},
+		{"an output differs", write(pipeline.StageRecord{Name: "resolve", Key: "k1", Artifacts: []pipeline.Artifact{{Path: "lock.json", SHA256: "b"}}},
+			pipeline.StageRecord{Name: "seal", Key: "other"}), "seal; outputs that differ (later keys chain on them): resolve/lock.json"},
 	} {
 		got, err := differingStageKeys(a, tc.b)
 		if err != nil || got.String() != tc.want || got.stages != 2 {
