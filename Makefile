@@ -21,6 +21,7 @@ deps:
 	@$(GO) mod download
 	@./test/kubeapi/build.sh
 	@./test/cosign/build.sh
+	@./test/skopeo/build.sh
 
 build: $(BIN)
 
@@ -66,8 +67,8 @@ bench: deps
 # The demo runs offline: demoenv serves the demo's extra image from a local registry on a free
 # port and hands the build a copy of the blueprint naming it (the seed is pushed there too);
 # then the sealed seed boots in a second VM with the demo's site config.
-# The seed is signed with a demo key made once in build/demo-keys; cosign (built by deps)
-# checks the signature and the provenance attestation while the registry is up.
+# The seed is signed with a demo key made once in build/demo-keys; cosign and skopeo (built
+# by deps) check the signature, and cosign the provenance attestation, while the registry is up.
 DEMO_UNTIL ?= publish
 DEMO_KEY := build/demo-keys/demo
 COSIGN_FLAGS := --insecure-ignore-tlog=true --allow-http-registry --allow-insecure-registry --key $(DEMO_KEY).pub
@@ -82,7 +83,8 @@ demo: deps
 	    ./$(BIN) seed inspect --key $(DEMO_KEY).pub "$$seed"; \
 	    build/cosign/cosign verify $(COSIGN_FLAGS) "$$seed" >/dev/null; \
 	    build/cosign/cosign verify-attestation --type slsaprovenance1 $(COSIGN_FLAGS) "$$seed" >/dev/null; \
-	    echo "cosign verified the signature and the provenance of $$seed"; fi' sh blueprints/demo.yaml
+	    echo "cosign verified the signature and the provenance of $$seed"; \
+	    test/skopeo/verify-seed.sh $(DEMO_KEY).pub "$$seed"; fi' sh blueprints/demo.yaml
 	./$(BIN) site-config create blueprints/demo/site.yaml -o build/demo/site.iso
 	./$(BIN) seed boot build/demo/seal/seed --site-config build/demo/site.iso
 

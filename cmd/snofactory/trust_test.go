@@ -20,9 +20,8 @@ import (
 // requires that key take the signed seed and refuse an unsigned one, a seed signed by
 // another key, and one whose manifest changed after signing, each with its reason and
 // exit 2, writing nothing. (The policy is evaluated by containers/image, the library
-// podman and skopeo evaluate it with. Debian's skopeo 1.9 cannot be the oracle here: its
-// build answers every sigstoreSigned requirement with "Debian-local change: sigstore
-// disabled"; cosign, built by make deps, verifies the signatures instead.)
+// podman and skopeo evaluate it with; cosign, built by make deps, verifies the signatures
+// here, and skopeo in TestSkopeoChecksAndSignsSeeds.)
 func TestSignedSeeds(t *testing.T) {
 	r := registry.StartT(t, registry.Options{})
 	t.Setenv("REGISTRY_AUTH_FILE", filepath.Join(t.TempDir(), "auth.json"))
@@ -207,8 +206,7 @@ func TestBuildChecksItsSigningKeyFirst(t *testing.T) {
 // seed pull under a policy naming cosign's public key, and refused under the depot's.
 // cosign's signatures name the repository without a tag, so the policy matches the
 // repository (signedIdentity matchRepository), as podman's documentation advises for them.
-// (Debian's skopeo cannot sign with sigstore keys: its build answers "Debian-local change:
-// sigstore disabled".)
+// (skopeo signs in TestSkopeoChecksAndSignsSeeds.)
 func TestCosignSignedSeedIsAccepted(t *testing.T) {
 	r := registry.StartT(t, registry.Options{})
 	t.Setenv("REGISTRY_AUTH_FILE", filepath.Join(t.TempDir(), "auth.json"))

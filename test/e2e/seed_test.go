@@ -261,6 +261,26 @@ func checkTrusted(t *testing.T, reg *registry.Registry, ref, out, sealed string,
 			t.Errorf("cosign %s: %v\n%s", strings.Join(args, " "), err, b)
 		}
 	}
+	// skopeo (built from its own source) checks the signature under a containers policy, as
+	// make demo does with the same script; with another key it refuses the seed.
+	testbin.Skopeo(t)
+	root, err := testbin.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(root, "test", "skopeo", "verify-seed.sh")
+	if b, err := exec.Command(script, pub, ref).CombinedOutput(); err != nil || !strings.Contains(string(b), "skopeo verified the signature") {
+		t.Errorf("%s: %v\n%s", script, err, b)
+	}
+	other := filepath.Join(t.TempDir(), "other")
+	otherPass := other + ".pass"
+	os.WriteFile(otherPass, []byte("x\n"), 0o600)
+	if r := runCLI(t, "keys", "generate", "--passphrase-file", otherPass, other); r.code != 0 {
+		t.Fatalf("keys generate: %s", r.stderr)
+	}
+	if b, err := exec.Command(script, other+".pub", ref).CombinedOutput(); err == nil || !strings.Contains(string(b), "signature verification failed") {
+		t.Errorf("%s with another key: %v, want a refusal\n%s", script, err, b)
+	}
 
 	r = runCLI(t, "seed", "inspect", "--sbom", "--key", pub, ref)
 	if r.code != 0 {

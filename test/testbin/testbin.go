@@ -142,15 +142,23 @@ func RandomHex(t *testing.T, n int) string {
 
 // Cosign returns cosign as `make deps` builds it (test/cosign/build.sh), failing the test
 // when it is missing: it is the independent verifier of our signatures.
-func Cosign(t testing.TB) string {
+func Cosign(t testing.TB) string { return builtTool(t, "cosign") }
+
+// Skopeo is the path of the skopeo that make deps builds (test/skopeo/build.sh); the test
+// fails when it is missing. Debian's skopeo is built without sigstore, so this one checks
+// our signatures under a containers policy and signs seeds for ours to check.
+func Skopeo(t testing.TB) string { return builtTool(t, "skopeo") }
+
+// builtTool is build/NAME/NAME, which make deps builds once.
+func builtTool(t testing.TB, name string) string {
 	t.Helper()
 	root, err := RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := filepath.Join(root, "build", "cosign", "cosign")
+	p := filepath.Join(root, "build", name, name)
 	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("cosign is missing (%v): run `make deps`, which builds it once", err)
+		t.Fatalf("%s is missing (%v): run `make deps`, which builds it once", name, err)
 	}
 	return p
 }
