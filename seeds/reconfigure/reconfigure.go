@@ -264,7 +264,7 @@ func Plan(o Options, sc *siteconfig.SiteConfig) ([]steps.Step, error) {
 		return nil, err
 	}
 	out := []steps.Step{{Name: StepMedium, Detail: "find the site-config medium (label " + siteconfig.VolumeLabel + "), check its signature when the seed carries site keys (" +
-		siteconfig.NodeKeysDir + "), and read the site config"}}
+		siteconfig.NodeKeysDir + "), read the site config, and refuse it when its binding names another seed or machine serial (" + DefaultMachineSerialFile + ")"}}
 	for _, a := range acts {
 		st := a.Step
 		st.Argv = slices.Clone(st.Argv)
