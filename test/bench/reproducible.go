@@ -129,7 +129,7 @@ func (k stageKeys) String() string {
 		s = strings.Join(k.differ, ", ")
 	}
 	if len(k.outputs) > 0 {
-		s += "; outputs that differ (later keys chain on them): " + strings.Join(k.outputs, ", ")
+		s += "; outputs that differ (keys chain on those that are not reports): " + strings.Join(k.outputs, ", ")
 	}
 	return s
 }

@@ -29,7 +29,7 @@ func TestDifferingStageKeys(t *testing.T) {
 		{"one differs", write(pipeline.StageRecord{Name: "resolve", Key: "k1"}, pipeline.StageRecord{Name: "seal", Key: "other"}), "seal"},
 		{"one missing", write(pipeline.StageRecord{Name: "seal", Key: "k2"}), "resolve"},
 		{"an output differs", write(pipeline.StageRecord{Name: "resolve", Key: "k1", Artifacts: []pipeline.Artifact{{Path: "lock.json", SHA256: "b"}}},
-			pipeline.StageRecord{Name: "seal", Key: "other"}), "seal; outputs that differ (later keys chain on them): resolve/lock.json"},
+			pipeline.StageRecord{Name: "seal", Key: "other"}), "seal; outputs that differ (keys chain on those that are not reports): resolve/lock.json"},
 	} {
 		got, err := differingStageKeys(a, tc.b)
 		if err != nil || got.String() != tc.want || got.stages != 2 {
