@@ -29,19 +29,11 @@ var vmStages = []string{"install", "validate", "seal"}
 // a site under the same accelerator, against a bare boot of the same seed to its first
 // report.
 func benchFactory(ctx context.Context, dir string) ([]Result, error) {
-	bin, err := testbin.Binary(dir)
-	if err != nil {
-		return nil, err
-	}
-	reg, image, err := serveDemoImage(ctx)
+	bin, bp, reg, err := demoBench(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
 	defer reg.Stop()
-	bp, err := benchBlueprint(ctx, dir, image)
-	if err != nil {
-		return nil, err
-	}
 
 	one := filepath.Join(dir, "one")
 	one1, err := buildUntil(ctx, bin, bp, "seal", filepath.Join(dir, "cache-one"), one)

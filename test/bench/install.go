@@ -196,6 +196,24 @@ func bareBoot(ctx context.Context, b stages.ProbeBoot) (time.Duration, error) {
 	return first, nil
 }
 
+// demoBench is what the benchmarks that build the demo share: the snofactory binary, and
+// the demo blueprint in dir naming its extra image in the registry that serves it (the
+// caller stops it).
+func demoBench(ctx context.Context, dir string) (bin, bp string, reg *registry.Registry, err error) {
+	if bin, err = testbin.Binary(dir); err != nil {
+		return "", "", nil, err
+	}
+	reg, image, err := serveDemoImage(ctx)
+	if err != nil {
+		return "", "", nil, err
+	}
+	if bp, err = benchBlueprint(ctx, dir, image); err != nil {
+		reg.Stop()
+		return "", "", nil, err
+	}
+	return bin, bp, reg, nil
+}
+
 // serveDemoImage starts a registry serving the demo's extra image (random bytes) and
 // returns the registry, to stop, and the image's reference.
 func serveDemoImage(ctx context.Context) (*registry.Registry, string, error) {

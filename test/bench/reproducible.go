@@ -14,7 +14,6 @@ import (
 	"github.com/snofactory/snofactory/seeds/sbom"
 	"github.com/snofactory/snofactory/seeds/seed"
 	"github.com/snofactory/snofactory/test/conformance"
-	"github.com/snofactory/snofactory/test/testbin"
 )
 
 // sourceDateEpoch is the SOURCE_DATE_EPOCH both builds of the reproducibility figure share.
@@ -45,19 +44,11 @@ const (
 // the schema declares per-build. It checks on the way that the seed's SBOM names the
 // conformance OS's Debian packages.
 func benchReproducible(ctx context.Context, dir string) ([]Result, error) {
-	bin, err := testbin.Binary(dir)
-	if err != nil {
-		return nil, err
-	}
-	reg, image, err := serveDemoImage(ctx)
+	bin, bp, reg, err := demoBench(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
 	defer reg.Stop()
-	bp, err := benchBlueprint(ctx, dir, image)
-	if err != nil {
-		return nil, err
-	}
 	if _, err := runBuild(ctx, bin, "lock", bp); err != nil {
 		return nil, err
 	}
