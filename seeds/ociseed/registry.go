@@ -7,10 +7,10 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"sync"
 	"sync/atomic"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/google/go-containerregistry/pkg/v1/types"
@@ -26,6 +26,10 @@ type registry struct {
 	pusher *remote.Pusher
 	puller *remote.Puller
 	opts   []remote.Option
+	o      options
+	// up uploads blobs; made, under upMu, on the first upload.
+	upMu sync.Mutex
+	up   *blobUploader
 }
 
 func newRegistry(loc Location, o options) (*registry, error) {
@@ -43,24 +47,43 @@ func newRegistry(loc Location, o options) (*registry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("registry client for %s: %w", loc.Ref, err)
 	}
-	return &registry{ref: loc.Ref, pusher: pusher, puller: puller, opts: ropts}, nil
+	return &registry{ref: loc.Ref, pusher: pusher, puller: puller, opts: ropts, o: o}, nil
 }
 
-// putBlob lets go-containerregistry HEAD the blob first and upload it only when the
-// registry lacks it. Whether it uploaded shows in whether it opened the content.
+// uploader is the registry's blobUploader, made (authenticated) on first use.
+func (r *registry) uploader(ctx context.Context) (*blobUploader, error) {
+	r.upMu.Lock()
+	defer r.upMu.Unlock()
+	if r.up == nil {
+		up, err := newBlobUploader(ctx, r.ref.Context(), r.o)
+		if err != nil {
+			return nil, err
+		}
+		r.up = up
+	}
+	return r.up, nil
+}
+
+// putBlob HEADs the blob first and uploads it only when the registry lacks it, in one
+// monolithic upload (blobUploader). Whether it uploaded shows in whether it opened the
+// content.
 func (r *registry) putBlob(ctx context.Context, b blob) (int64, error) {
-	l := &blobLayer{b: b}
-	if err := r.pusher.Upload(ctx, r.ref.Context(), l); err != nil {
+	up, err := r.uploader(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("uploading to %s: %w", r.ref.Context(), err)
+	}
+	sent, err := up.put(ctx, b)
+	if err != nil {
 		var te *transport.Error
 		if errors.As(err, &te) && slices.ContainsFunc(te.Errors, func(d transport.Diagnostic) bool { return d.Code == transport.DigestInvalidErrorCode }) {
 			// The registry hashed what we sent (checksDigests): the seed's file is not
 			// what its manifest says.
-			return l.sent.Load(), fmt.Errorf("%s: %w: the registry found the bytes sent are not its digest %s, so the seed changed since it was sealed; run seed verify (%w)",
+			return sent, fmt.Errorf("%s: %w: the registry found the bytes sent are not its digest %s, so the seed changed since it was sealed; run seed verify (%w)",
 				b.what, seed.ErrBadSeed, b.desc.Digest, err)
 		}
-		return l.sent.Load(), fmt.Errorf("uploading %s (%s) to %s: %w", b.what, b.desc.Digest, r.ref.Context(), err)
+		return sent, fmt.Errorf("uploading %s (%s) to %s: %w", b.what, b.desc.Digest, r.ref.Context(), err)
 	}
-	return l.sent.Load(), nil
+	return sent, nil
 }
 
 func (r *registry) putManifest(ctx context.Context, raw []byte, tagged bool) error {
@@ -137,28 +160,6 @@ func (m rawManifest) MediaType() (types.MediaType, error) {
 		return types.MediaType(mt), nil
 	}
 	return types.OCIManifestSchema1, nil
-}
-
-// blobLayer is a blob as the v1.Layer go-containerregistry uploads; it counts the bytes
-// read from it, which are the bytes sent.
-type blobLayer struct {
-	b    blob
-	sent atomic.Int64
-}
-
-func (l *blobLayer) Digest() (v1.Hash, error) { return v1.NewHash(l.b.desc.Digest.String()) }
-func (l *blobLayer) DiffID() (v1.Hash, error) { return l.Digest() }
-func (l *blobLayer) Size() (int64, error)     { return l.b.desc.Size, nil }
-func (l *blobLayer) MediaType() (types.MediaType, error) {
-	return types.MediaType(l.b.desc.MediaType), nil
-}
-func (l *blobLayer) Uncompressed() (io.ReadCloser, error) { return l.Compressed() }
-func (l *blobLayer) Compressed() (io.ReadCloser, error) {
-	rc, err := l.b.open()
-	if err != nil {
-		return nil, err
-	}
-	return countingReader{rc, &l.sent}, nil
 }
 
 type countingReader struct {
