@@ -54,11 +54,10 @@ func (u *blobUploader) put(ctx context.Context, b blob) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	// CheckError reads the registry's explanation from the body before it is closed.
+	err = transport.CheckError(resp, http.StatusOK, http.StatusNotFound)
 	resp.Body.Close()
-	if resp.StatusCode == http.StatusOK {
-		return 0, nil
-	}
-	if err := transport.CheckError(resp, http.StatusNotFound); err != nil {
+	if err != nil || resp.StatusCode == http.StatusOK {
 		return 0, err
 	}
 
