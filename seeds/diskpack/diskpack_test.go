@@ -213,9 +213,9 @@ func sha256Of(b []byte) digest.Digest {
 
 func TestValidate(t *testing.T) {
 	good := func() *Index {
-		id, blob := blobDigest([]byte("a")), blobDigest([]byte("b"))
+		id, blob, check := blobDigest([]byte("a")), blobDigest([]byte("b")), checkOf([]byte("b"))
 		return &Index{Version: IndexVersion, Size: 1 << 20, Algorithm: Algorithm, Params: small, Compression: CompressionZstd,
-			Chunks: []Chunk{{Offset: 0, Size: 100, ID: id, Blob: blob, Stored: 50}, {Offset: 4096, Size: 100, ID: id, Blob: blob, Stored: 50}}}
+			Chunks: []Chunk{{Offset: 0, Size: 100, ID: id, Blob: blob, Stored: 50, Check: check}, {Offset: 4096, Size: 100, ID: id, Blob: blob, Stored: 50, Check: check}}}
 	}
 	if err := good().Validate(); err != nil {
 		t.Fatal(err)
@@ -225,7 +225,13 @@ func TestValidate(t *testing.T) {
 		change func(*Index)
 		want   string
 	}{
-		{"version", func(x *Index) { x.Version = 2 }, "version 2"},
+		{"version", func(x *Index) { x.Version = 3 }, "version 3"},
+		{"no check", func(x *Index) { x.Chunks[0].Check = "" }, "check"},
+		{"check not blake3", func(x *Index) { x.Chunks[0].Check = string(blobDigest([]byte("b"))) }, "check"},
+		{"check not hex", func(x *Index) { x.Chunks[0].Check = "blake3:" + strings.Repeat("G", 64) }, "check"},
+		{"check upper case", func(x *Index) { x.Chunks[0].Check = strings.ToUpper(x.Chunks[0].Check) }, "check"},
+		{"check in version 1", func(x *Index) { x.Version = 1 }, "version 1 index has no check"},
+		{"blob of two checks", func(x *Index) { x.Chunks[1].Check = checkOf([]byte("c")) }, "other content"},
 		{"algorithm", func(x *Index) { x.Algorithm = "fastcdc" }, "algorithm"},
 		{"compression", func(x *Index) { x.Compression = "xz" }, "compression"},
 		{"params", func(x *Index) { x.Params.Min = 1 }, "chunk sizes"},
@@ -272,5 +278,65 @@ func TestParamsFor(t *testing.T) {
 		if err := p.validate(); err != nil {
 			t.Errorf("ParamsFor(%d): %v", tc.size, err)
 		}
+	}
+}
+
+// Every chunk of a new index carries the BLAKE3 check of its stored bytes. An index of
+// version 1 (no checks: a seed sealed before them) still reads, its chunks checked by
+// their blob digests, and a damaged chunk is refused by either check.
+func TestChecksAndVersion1(t *testing.T) {
+	data := content(3<<20, 4)
+	size := int64(len(data))
+	f := sparseFile(t, size, map[int64][]byte{0: data})
+	x, p := pack(t, f, size, small)
+	if x.Version != IndexVersion {
+		t.Fatalf("Pack wrote version %d", x.Version)
+	}
+	blobs, _ := x.Blobs()
+	for _, b := range blobs {
+		if want := checkOf(p[b.Offset : b.Offset+b.Size]); b.Check != want {
+			t.Fatalf("blob at %d: check %s, its bytes are %s", b.Offset, b.Check, want)
+		}
+	}
+	v1 := *x
+	v1.Version = 1
+	v1.Chunks = nil
+	for _, c := range x.Chunks {
+		c.Check = ""
+		v1.Chunks = append(v1.Chunks, c)
+	}
+	enc, err := v1.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := ParseIndex(enc)
+	if err != nil {
+		t.Fatalf("a version 1 index: %v", err)
+	}
+	bad := append([]byte{}, p...)
+	bad[blobs[1].Offset+blobs[1].Size/2] ^= 0x01
+	for _, tc := range []struct {
+		x    *Index
+		what string
+	}{{x, "blake3 check mismatch"}, {old, "blob digest mismatch"}} {
+		r, err := NewReader(bytes.NewReader(p), tc.x, "pack")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		if _, err := r.WriteTo(context.Background(), &out); err != nil || !bytes.Equal(out.Bytes(), data) {
+			t.Errorf("version %d: WriteTo = %v, same bytes %v", tc.x.Version, err, bytes.Equal(out.Bytes(), data))
+		}
+		r.Close()
+		r, err = NewReader(bytes.NewReader(bad), tc.x, "damaged pack")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = r.WriteTo(context.Background(), io.Discard)
+		var ce *ChunkError
+		if !errors.As(err, &ce) || !strings.Contains(err.Error(), tc.what) {
+			t.Errorf("version %d, a damaged chunk: %v, want %q", tc.x.Version, err, tc.what)
+		}
+		r.Close()
 	}
 }

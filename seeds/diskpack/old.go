@@ -93,8 +93,8 @@ func (o *Old) Stored(c Chunk) ([]byte, error) {
 		if _, err := o.pack.Stored(Blob{Offset: o.pack.offsets[old.Blob], Size: old.Stored}).ReadAt(b, 0); err != nil {
 			return nil, fmt.Errorf("reading %s: %w", o.name, err)
 		}
-		if got := blobDigest(b); got != c.Blob {
-			return nil, &ChunkError{Source: o.name, Offset: old.Offset, Want: c.Blob, Got: got, What: "blob digest"}
+		if k := c.Checker(); !storedOK(k, b) {
+			return nil, &ChunkError{Source: o.name, Offset: old.Offset, Want: k.Want(), Got: k.Got(), What: k.What()}
 		}
 		return b, nil
 	}
@@ -103,7 +103,7 @@ func (o *Old) Stored(c Chunk) ([]byte, error) {
 		return nil, err
 	}
 	b := o.enc.EncodeAll(raw, make([]byte, 0, len(raw)/2))
-	if blobDigest(b) != c.Blob {
+	if !storedOK(c.Checker(), b) {
 		return nil, nil
 	}
 	return b, nil

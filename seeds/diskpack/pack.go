@@ -25,6 +25,7 @@ type piece struct {
 	zero   bool
 	stored []byte
 	blob   digest.Digest // of stored
+	check  string        // of stored
 }
 
 // chunkFile cuts the data of f's first size bytes into chunks and calls each with every
@@ -184,6 +185,7 @@ func Pack(ctx context.Context, f *os.File, size int64, pack io.Writer, p Params,
 		pc.stored = enc.EncodeAll(pc.data, make([]byte, 0, len(pc.data)/2))
 		sum := sha256.Sum256(pc.stored)
 		pc.blob = digest.NewDigestFromBytes(digest.SHA256, sum[:])
+		pc.check = checkOf(pc.stored)
 		return nil
 	}
 	each := func(pc *piece) error {
@@ -193,7 +195,7 @@ func Pack(ctx context.Context, f *os.File, size int64, pack io.Writer, p Params,
 			x.Chunks = append(x.Chunks, c)
 			return nil
 		}
-		c := Chunk{Offset: pc.off, Size: int64(len(pc.data)), ID: pc.id, Blob: pc.blob, Stored: int64(len(pc.stored))}
+		c := Chunk{Offset: pc.off, Size: int64(len(pc.data)), ID: pc.id, Blob: pc.blob, Stored: int64(len(pc.stored)), Check: pc.check}
 		if _, err := pack.Write(pc.stored); err != nil {
 			return fmt.Errorf("writing the pack: %w", err)
 		}

@@ -80,14 +80,15 @@ func (r *Reader) Chunk(c Chunk) ([]byte, error) {
 	return DecodeChunk(r.dec, c, stored, r.name)
 }
 
-// DecodeChunk checks the stored bytes of c against its blob digest and decompresses them.
-// The blob digest is the whole check: the index (itself checked against the seed's
-// manifest) binds it to the chunk's raw bytes, decompression is deterministic, and the zstd
-// frame's own checksum guards the decoder. Hashing the stored bytes instead of the raw
-// ones saves a third of the hashing, the bulk of a seed write's work.
+// DecodeChunk checks the stored bytes of c (c.Checker) and decompresses them. That is the
+// whole check: the index (itself checked against the seed's manifest) binds it to the
+// chunk's raw bytes, decompression is deterministic, and the zstd frame's own checksum
+// guards the decoder. Hashing the stored bytes instead of the raw ones saves a third of
+// the hashing, and BLAKE3 instead of sha256 most of the rest: together the bulk of a seed
+// write's work.
 func DecodeChunk(dec *zstd.Decoder, c Chunk, stored []byte, source string) ([]byte, error) {
-	if got := blobDigest(stored); got != c.Blob || int64(len(stored)) != c.Stored {
-		return nil, &ChunkError{Source: source, Offset: c.Offset, Want: c.Blob, Got: got, What: "blob digest"}
+	if k := c.Checker(); !storedOK(k, stored) || int64(len(stored)) != c.Stored {
+		return nil, &ChunkError{Source: source, Offset: c.Offset, Want: k.Want(), Got: k.Got(), What: k.What()}
 	}
 	raw, err := dec.DecodeAll(stored, make([]byte, 0, c.Size))
 	if err != nil {

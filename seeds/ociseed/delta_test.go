@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/snofactory/snofactory/seeds/diskpack"
@@ -190,8 +191,9 @@ func TestDeltaDamagedChunks(t *testing.T) {
 	fresh := filepath.Join(t.TempDir(), "fresh")
 	_, err = ociseed.Pull(ctx, r.Ref("seeds/demo:b"), fresh, opts()...)
 	var ce *diskpack.ChunkError
-	if !errors.As(err, &ce) || !strings.Contains(err.Error(), bad.String()) || !strings.Contains(err.Error(), "disk offset") {
-		t.Fatalf("Pull = %v, want a chunk error naming %s", err, bad)
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), bad.String()) || !strings.Contains(err.Error(), "disk offset") ||
+		!strings.Contains(err.Error(), "blake3 check mismatch") {
+		t.Fatalf("Pull = %v, want a chunk error naming %s and its blake3 check", err, bad)
 	}
 	if _, err := os.Stat(filepath.Join(fresh, seed.ManifestFile)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a refused pull left seed.json: %v", err)
@@ -242,5 +244,62 @@ func TestDeltaPushRefusesChangedPack(t *testing.T) {
 	}
 	if _, _, err := ociseed.DiskIndex(context.Background(), r.Ref("seeds/changed:v1"), opts()...); err == nil {
 		t.Error("the changed seed was tagged")
+	}
+}
+
+// A seed whose chunk index is version 1 (sealed before chunks carried a BLAKE3 check)
+// still pushes, pulls and verifies: its chunks are checked by their sha256 digests, and a
+// damaged one is refused.
+func TestDeltaVersion1Index(t *testing.T) {
+	r := registry.StartT(t, registry.Options{})
+	a, _, ma, _ := deltaSeeds(t)
+	d := ma.Disks[0]
+	x, err := seed.ReadIndex(a, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x.Version = 1
+	for i := range x.Chunks {
+		x.Chunks[i].Check = ""
+	}
+	enc, err := x.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(a, d.Index.File), enc, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d.Index.Size, d.Index.Digest = int64(len(enc)), digest.FromBytes(enc)
+	ma.Disks[0] = d
+	if err := seed.WriteManifest(a, ma); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := ociseed.Push(ctx, a, r.Ref("seeds/old:1"), opts()...); err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(t.TempDir(), "pulled")
+	if _, err := ociseed.Pull(ctx, r.Ref("seeds/old:1"), dst, opts()...); err != nil {
+		t.Fatal(err)
+	}
+	sameFiles(t, a, dst, ma)
+	if err := seed.Verify(ctx, dst); err != nil {
+		t.Fatalf("seed verify of the pulled version 1 seed: %v", err)
+	}
+
+	bad := x.Chunks[0].Blob
+	p := filepath.Join(r.StorageDir(), "docker/registry/v2/blobs/sha256", bad.Encoded()[:2], bad.Encoded(), "data")
+	blob, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blob[len(blob)/2] ^= 0xff
+	if err := os.WriteFile(p, blob, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = ociseed.Pull(ctx, r.Ref("seeds/old:1"), filepath.Join(t.TempDir(), "fresh"), opts()...)
+	var ce *diskpack.ChunkError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), bad.String()) {
+		t.Fatalf("Pull of a damaged version 1 chunk = %v, want a chunk error naming %s", err, bad)
 	}
 }

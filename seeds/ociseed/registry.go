@@ -27,9 +27,9 @@ type registry struct {
 	puller *remote.Puller
 	opts   []remote.Option
 	o      options
-	// up uploads blobs; made, under upMu, on the first upload.
-	upMu sync.Mutex
-	up   *blobUploader
+	// up uploads blobs and down downloads them; each made, under mu, on first use.
+	mu       sync.Mutex
+	up, down *blobClient
 }
 
 func newRegistry(loc Location, o options) (*registry, error) {
@@ -50,25 +50,30 @@ func newRegistry(loc Location, o options) (*registry, error) {
 	return &registry{ref: loc.Ref, pusher: pusher, puller: puller, opts: ropts, o: o}, nil
 }
 
-// uploader is the registry's blobUploader, made (authenticated) on first use.
-func (r *registry) uploader(ctx context.Context) (*blobUploader, error) {
-	r.upMu.Lock()
-	defer r.upMu.Unlock()
-	if r.up == nil {
-		up, err := newBlobUploader(ctx, r.ref.Context(), r.o)
+// blobs is the registry's blobClient for pushing (push) or for pulling, made
+// (authenticated) on first use.
+func (r *registry) blobs(ctx context.Context, push bool) (*blobClient, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, scope := &r.down, transport.PullScope
+	if push {
+		c, scope = &r.up, transport.PushScope
+	}
+	if *c == nil {
+		bc, err := newBlobClient(ctx, r.ref.Context(), r.o, scope)
 		if err != nil {
 			return nil, err
 		}
-		r.up = up
+		*c = bc
 	}
-	return r.up, nil
+	return *c, nil
 }
 
 // putBlob HEADs the blob first and uploads it only when the registry lacks it, in one
-// monolithic upload (blobUploader). Whether it uploaded shows in whether it opened the
+// monolithic upload (blobClient). Whether it uploaded shows in whether it opened the
 // content.
 func (r *registry) putBlob(ctx context.Context, b blob) (int64, error) {
-	up, err := r.uploader(ctx)
+	up, err := r.blobs(ctx, true)
 	if err != nil {
 		return 0, fmt.Errorf("uploading to %s: %w", r.ref.Context(), err)
 	}
@@ -135,6 +140,19 @@ func (r *registry) fetch(ctx context.Context, d ocispec.Descriptor) (io.ReadClos
 		return nil, fmt.Errorf("fetching blob %s from %s: %w", d.Digest, r.ref.Context(), err)
 	}
 	return rc, nil
+}
+
+// fetchUnchecked opens blob d without go-containerregistry's sha256 check of its bytes,
+// for a caller that checks them itself.
+func (r *registry) fetchUnchecked(ctx context.Context, d ocispec.Descriptor) (io.ReadCloser, error) {
+	c, err := r.blobs(ctx, false)
+	if err == nil {
+		var rc io.ReadCloser
+		if rc, err = c.get(ctx, d.Digest); err == nil {
+			return rc, nil
+		}
+	}
+	return nil, fmt.Errorf("fetching blob %s from %s: %w", d.Digest, r.ref.Context(), err)
 }
 
 func (r *registry) manifest(ctx context.Context, d ocispec.Descriptor) ([]byte, error) {

@@ -121,7 +121,7 @@ func TestHostileSeeds(t *testing.T) {
 	chunked := []string{seed.FormatChunked}
 	// A chunked disk is written without a whole-pack hash first: its damaged chunk is
 	// named as it is reached.
-	writeWants := map[string]string{"pack flipped byte": "in disk.pack: blob digest mismatch"}
+	writeWants := map[string]string{"pack flipped byte": "in disk.pack: blake3 check mismatch"}
 	for _, tc := range []struct {
 		name    string
 		craft   func(t *testing.T, dir string, m *seed.Manifest)

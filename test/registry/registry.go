@@ -297,6 +297,26 @@ func (r *Registry) Stop() error {
 	return r.stopErr
 }
 
+// CPU is the processor time (user and system) the registry process has used so far, from
+// /proc: what a benchmark reads before and after a transfer to see the server's share.
+func (r *Registry) CPU() (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", r.cmd.Process.Pid))
+	if err != nil {
+		return 0, fmt.Errorf("registry: reading its CPU time: %w", err)
+	}
+	// The command name (field 2) is in parentheses and may hold spaces: count from its end.
+	fields := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("registry: /proc/%d/stat has %d fields after the name", r.cmd.Process.Pid, len(fields))
+	}
+	var utime, stime int64
+	if _, err := fmt.Sscan(fields[11]+" "+fields[12], &utime, &stime); err != nil {
+		return 0, fmt.Errorf("registry: /proc/%d/stat: %w", r.cmd.Process.Pid, err)
+	}
+	// /proc counts in USER_HZ, which Linux fixes at 100 for user space.
+	return time.Duration(utime+stime) * 10 * time.Millisecond, nil
+}
+
 // Done is closed when the registry process has exited.
 func (r *Registry) Done() <-chan struct{} { return r.exited }
 

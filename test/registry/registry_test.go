@@ -41,6 +41,10 @@ func TestPushPull(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			r := StartT(t, tc.opts)
+			cpu0, err := r.CPU()
+			if err != nil {
+				t.Fatal(err)
+			}
 			img, err := random.Image(2048, 2)
 			if err != nil {
 				t.Fatal(err)
@@ -71,6 +75,25 @@ func TestPushPull(t *testing.T) {
 			got := strings.TrimSpace(skopeo(t, append(args, "docker://"+r.Ref("test/app:v1"))...))
 			if got != want.String() {
 				t.Fatalf("skopeo sees %s, pushed %s", got, want)
+			}
+			// Serving requests takes the registry process CPU time, which /proc counts in
+			// 10 ms steps: requests until the count moves, never more than it can take.
+			client := &http.Client{Transport: r.Transport()}
+			cpu1 := cpu0
+			for i := 0; i < 20000 && cpu1 == cpu0; i++ {
+				resp, err := client.Head(r.URL() + "/v2/test/app/blobs/" + want.String())
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				if i%100 == 0 {
+					if cpu1, err = r.CPU(); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if cpu1 <= cpu0 {
+				t.Errorf("registry CPU %v before, %v after a push and thousands of requests", cpu0, cpu1)
 			}
 
 			if tc.opts.Username != "" {

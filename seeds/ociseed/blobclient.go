@@ -11,41 +11,43 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+	"github.com/opencontainers/go-digest"
 )
 
-// blobUploader puts blobs into one repository with the fewest requests the distribution
-// spec allows: a HEAD (the registry may have it), then a POST that opens an upload and one
-// PUT that sends the whole blob and commits it. go-containerregistry's Upload sends the
-// bytes in a PATCH between the two, one request more per blob; a seed of thousands of
-// chunk blobs pays each request thousands of times, and registries spend most of a small
-// blob's time on the requests, not the bytes.
-type blobUploader struct {
+// blobClient moves blobs of one repository with the fewest requests the distribution spec
+// allows. An upload is a HEAD (the registry may have it), then a POST that opens an upload
+// and one PUT that sends the whole blob and commits it: go-containerregistry's Upload sends
+// the bytes in a PATCH between the two, one request more per blob, and a seed of thousands
+// of chunk blobs pays each request thousands of times; registries spend most of a small
+// blob's time on the requests, not the bytes. A download is one GET whose bytes the caller
+// checks (go-containerregistry would hash them with sha256 on top).
+type blobClient struct {
 	client *http.Client
 	repo   name.Repository
 }
 
-// newBlobUploader authenticates for pushing to repo as go-containerregistry does (the
-// keychain, bearer tokens, retries of temporary failures).
-func newBlobUploader(ctx context.Context, repo name.Repository, o options) (*blobUploader, error) {
+// newBlobClient authenticates for scope (transport.PushScope or PullScope) on repo as
+// go-containerregistry does (the keychain, bearer tokens, retries of temporary failures).
+func newBlobClient(ctx context.Context, repo name.Repository, o options, scope string) (*blobClient, error) {
 	auth, err := authn.Resolve(ctx, o.keychain, repo)
 	if err != nil {
 		return nil, fmt.Errorf("credentials for %s: %w", repo, err)
 	}
 	base := transport.NewUserAgent(transport.NewRetry(o.transport), "snofactory")
-	tr, err := transport.NewWithContext(ctx, repo.Registry, auth, base, []string{repo.Scope(transport.PushScope)})
+	tr, err := transport.NewWithContext(ctx, repo.Registry, auth, base, []string{repo.Scope(scope)})
 	if err != nil {
 		return nil, err
 	}
-	return &blobUploader{client: &http.Client{Transport: tr}, repo: repo}, nil
+	return &blobClient{client: &http.Client{Transport: tr}, repo: repo}, nil
 }
 
-func (u *blobUploader) url(path string) *url.URL {
+func (u *blobClient) url(path string) *url.URL {
 	return &url.URL{Scheme: u.repo.Scheme(), Host: u.repo.RegistryStr(), Path: "/v2/" + u.repo.RepositoryStr() + path}
 }
 
 // put uploads b unless the registry has it, and returns the bytes sent. A registry that
 // refuses the bytes for their digest answers with a *transport.Error.
-func (u *blobUploader) put(ctx context.Context, b blob) (int64, error) {
+func (u *blobClient) put(ctx context.Context, b blob) (int64, error) {
 	head, err := http.NewRequestWithContext(ctx, http.MethodHead, u.url("/blobs/"+b.desc.Digest.String()).String(), nil)
 	if err != nil {
 		return 0, err
@@ -108,4 +110,21 @@ func (u *blobUploader) put(ctx context.Context, b blob) (int64, error) {
 	}
 	defer resp.Body.Close()
 	return sent.Load(), transport.CheckError(resp, http.StatusCreated)
+}
+
+// get opens blob d for reading, unchecked: the caller checks what it reads.
+func (u *blobClient) get(ctx context.Context, d digest.Digest) (io.ReadCloser, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.url("/blobs/"+d.String()).String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := u.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := transport.CheckError(resp, http.StatusOK); err != nil {
+		resp.Body.Close()
+		return nil, err
+	}
+	return resp.Body, nil
 }
