@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"sync"
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/opencontainers/go-digest"
@@ -69,15 +70,33 @@ func (r *Reader) Stored(b Blob) *io.SectionReader {
 
 // Chunk reads, decompresses and checks chunk c, returning its raw bytes.
 func (r *Reader) Chunk(c Chunk) ([]byte, error) {
+	return r.chunkInto(c, nil)
+}
+
+// chunkBuffers are a reader's buffers for one chunk at a time, kept at the index's
+// largest chunk so that one pair serves every chunk.
+type chunkBuffers struct{ stored, raw []byte }
+
+// chunkInto is Chunk with b's buffers (nil: new ones of the chunk's size). The raw bytes it
+// returns are b's until its next use.
+func (r *Reader) chunkInto(c Chunk, b *chunkBuffers) ([]byte, error) {
 	off, ok := r.offsets[c.Blob]
 	if !ok {
 		return nil, fmt.Errorf("chunk %s is not in the index of %s", c.Blob, r.name)
 	}
-	stored := make([]byte, c.Stored)
+	var stored, raw []byte
+	if b == nil {
+		stored, raw = make([]byte, c.Stored), make([]byte, 0, c.Size)
+	} else {
+		if b.stored == nil {
+			b.stored, b.raw = make([]byte, maxStored(r.x.Params.Max)), make([]byte, 0, r.x.Params.Max)
+		}
+		stored, raw = b.stored[:c.Stored], b.raw
+	}
 	if _, err := r.r.ReadAt(stored, off); err != nil {
 		return nil, fmt.Errorf("reading %s at %d: %w", r.name, off, err)
 	}
-	return DecodeChunk(r.dec, c, stored, r.name)
+	return decodeChunkInto(r.dec, c, stored, raw, r.name)
 }
 
 // DecodeChunk checks the stored bytes of c (c.Checker) and decompresses them. That is the
@@ -87,10 +106,17 @@ func (r *Reader) Chunk(c Chunk) ([]byte, error) {
 // the hashing, and BLAKE3 instead of sha256 most of the rest: together the bulk of a seed
 // write's work.
 func DecodeChunk(dec *zstd.Decoder, c Chunk, stored []byte, source string) ([]byte, error) {
+	return decodeChunkInto(dec, c, stored, nil, source)
+}
+
+func decodeChunkInto(dec *zstd.Decoder, c Chunk, stored, raw []byte, source string) ([]byte, error) {
 	if k := c.Checker(); !storedOK(k, stored) || int64(len(stored)) != c.Stored {
 		return nil, &ChunkError{Source: source, Offset: c.Offset, Want: k.Want(), Got: k.Got(), What: k.What()}
 	}
-	raw, err := dec.DecodeAll(stored, make([]byte, 0, c.Size))
+	if int64(cap(raw)) < c.Size {
+		raw = make([]byte, 0, c.Size)
+	}
+	raw, err := dec.DecodeAll(stored, raw[:0])
 	if err != nil {
 		return nil, &ChunkError{Source: source, Offset: c.Offset, Want: c.Blob, What: "cannot be decompressed: " + err.Error()}
 	}
@@ -199,6 +225,9 @@ func (s *stream) Close() error {
 func (r *Reader) WriteAt(ctx context.Context, w io.WriterAt) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(2 * runtime.NumCPU())
+	// Buffers go back for the next chunk: a write of a 16 GiB disk would otherwise
+	// allocate (and zero) its 10 GiB of data and pack once more.
+	pool := sync.Pool{New: func() any { return &chunkBuffers{} }}
 	for _, c := range r.x.Chunks {
 		if gctx.Err() != nil {
 			break
@@ -207,7 +236,9 @@ func (r *Reader) WriteAt(ctx context.Context, w io.WriterAt) error {
 			if err := gctx.Err(); err != nil {
 				return err
 			}
-			raw, err := r.Chunk(c)
+			b := pool.Get().(*chunkBuffers)
+			defer pool.Put(b)
+			raw, err := r.chunkInto(c, b)
 			if err != nil {
 				return err
 			}
