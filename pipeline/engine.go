@@ -109,6 +109,7 @@ func (g *Graph) names() string {
 type PlannedStage struct {
 	Name    string    `json:"name"`
 	Key     string    `json:"key"`
+	Recipe  string    `json:"recipe"` // KeyInputs.Recipe: known even while Key waits on upstream outputs
 	Deps    []string  `json:"deps,omitempty"`
 	Action  string    `json:"action"` // "run", "cached", "skip" (not selected), "unavailable" (Stage.Unavailable)
 	Reasons []string  `json:"reasons,omitempty"`
@@ -127,6 +128,7 @@ type keyer struct {
 	secrets SecretSource
 	hmacKey []byte
 	keys    map[string]string
+	recipes map[string]string // KeyInputs.Recipe of each stage keyed so far
 	// outs holds each stage's output digest once known: from its cache entry, or after it ran.
 	outs map[string]string
 	ctx  context.Context
@@ -140,7 +142,7 @@ func newKeyer(ctx context.Context, c *Cache, secrets SecretSource) (*keyer, erro
 	if err != nil {
 		return nil, err
 	}
-	return &keyer{cache: c, secrets: secrets, hmacKey: k, keys: map[string]string{}, outs: map[string]string{}, ctx: ctx}, nil
+	return &keyer{cache: c, secrets: secrets, hmacKey: k, keys: map[string]string{}, recipes: map[string]string{}, outs: map[string]string{}, ctx: ctx}, nil
 }
 
 // pendingOutput stands for the outputs of an upstream stage that has not run yet.
@@ -186,6 +188,7 @@ func (k *keyer) inputs(s Stage) (KeyInputs, error) {
 		in.Secrets[name] = secretDigest(k.hmacKey, v)
 	}
 	k.keys[s.Name] = in.Key()
+	k.recipes[s.Name] = in.Recipe(k.recipes)
 	return in, nil
 }
 
@@ -241,7 +244,7 @@ func Plan(ctx context.Context, g *Graph, c *Cache, secrets SecretSource, sel Sel
 			}
 			return nil, err
 		}
-		ps := PlannedStage{Name: s.Name, Key: in.Key(), Deps: s.Deps, Inputs: in}
+		ps := PlannedStage{Name: s.Name, Key: in.Key(), Recipe: k.recipes[s.Name], Deps: s.Deps, Inputs: in}
 		var entry Entry
 		hit, expired := false, ""
 		if len(pending) == 0 {
@@ -402,6 +405,7 @@ func build(ctx context.Context, g *Graph, want map[string]bool, opts BuildOption
 			return err
 		}
 		sr, err := runStage(ctx, s, in, outputs, opts, em, ss)
+		sr.Recipe = k.recipes[s.Name]
 		rec.Stages = append(rec.Stages, sr)
 		if err != nil {
 			return err

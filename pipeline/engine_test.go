@@ -533,6 +533,57 @@ func TestReportsDoNotKeyDownstream(t *testing.T) {
 	}
 }
 
+// Two builds of one graph in two caches whose middle stage makes other bytes each time (an
+// installed disk is never bit-identical) give the stages after it other keys but the same
+// recipes; a changed option changes the recipe of its stage and of those after it, and
+// Plan gives each recipe before upstream stages have run.
+func TestRecipesDoNotChainOnUpstreamBytes(t *testing.T) {
+	ctx := context.Background()
+	tg := newTestGraph()
+	run := 0
+	g := func() *Graph {
+		gr := tg.graph()
+		gr.Stages[1].Run = func(ctx context.Context, env *Env) error {
+			run++
+			return os.WriteFile(filepath.Join(env.Out, "out.txt"), fmt.Appendf(nil, "disk of build %d", run), 0o644)
+		}
+		return gr
+	}
+	build := func() *Record {
+		o := buildOpts(t, t.TempDir())
+		if _, err := Build(ctx, g(), o); err != nil {
+			t.Fatal(err)
+		}
+		return readRecord(t, o.OutputDir)
+	}
+	first, second := build(), build()
+	for i, s := range first.Stages {
+		o := second.Stages[i]
+		if s.Recipe == "" || s.Recipe != o.Recipe {
+			t.Errorf("stage %s: recipes %q and %q", s.Name, s.Recipe, o.Recipe)
+		}
+		if keysDiffer := s.Key != o.Key; keysDiffer != (s.Name == "c") {
+			t.Errorf("stage %s: keys %s and %s", s.Name, s.Key, o.Key)
+		}
+	}
+	plan, err := Plan(ctx, g(), &Cache{Dir: t.TempDir()}, nil, Selection{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range plan {
+		if p.Recipe != first.Stages[i].Recipe {
+			t.Errorf("plan of %s (%s): recipe %s, the build's %s", p.Name, p.Action, p.Recipe, first.Stages[i].Recipe)
+		}
+	}
+	tg.opt["b"] = "2"
+	third := build()
+	for i, s := range third.Stages {
+		if changed := s.Recipe != first.Stages[i].Recipe; changed != (s.Name != "a") {
+			t.Errorf("after b's option changed, stage %s's recipe changed: %v", s.Name, changed)
+		}
+	}
+}
+
 // A stage's secrets never reach its log, its events, its error or run.json, even when a
 // tool prints them.
 func TestSecretsRedactedFromLogsAndErrors(t *testing.T) {

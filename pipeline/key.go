@@ -37,6 +37,37 @@ func (k KeyInputs) Key() string {
 	return hex.EncodeToString(sum[:])
 }
 
+// Recipe is the hex sha256 of what the stage is asked to do, leaving out what upstream
+// stages happened to produce: its name, version, options and files, the names (not the
+// values) of the secrets it reads, and each upstream stage's recipe. Two builds of one
+// blueprint and lock give every stage the same recipe, on any machine and in any cache,
+// even where an upstream output is not bit-for-bit reproducible (an installed disk's
+// kernel-stamped times; on OpenShift, the keys the installer generates), which keys chain
+// on. It is what provenance records as the build's definition; keys, which do name the
+// very bytes a stage consumed, are what this run made of it.
+func (k KeyInputs) Recipe(upstream map[string]string) string {
+	r := struct {
+		Stage   string            `json:"stage"`
+		Version string            `json:"version"`
+		Options json.RawMessage   `json:"options"`
+		Deps    map[string]string `json:"deps,omitempty"`
+		Files   map[string]string `json:"files,omitempty"`
+		Secrets []string          `json:"secrets,omitempty"`
+	}{Stage: k.Stage, Version: k.Version, Options: k.Options, Files: k.Files, Secrets: slices.Sorted(maps.Keys(k.Secrets))}
+	for name := range k.Deps {
+		if r.Deps == nil {
+			r.Deps = map[string]string{}
+		}
+		r.Deps[name] = upstream[name]
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		panic(fmt.Sprintf("marshal recipe: %v", err)) // only raw JSON we produced ourselves
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
 // Diff lists, in plain words, what differs between an earlier set of inputs and this one.
 func (k KeyInputs) Diff(old KeyInputs) []string {
 	var why []string

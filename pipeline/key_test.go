@@ -58,3 +58,32 @@ func TestMemoDigest(t *testing.T) {
 		t.Fatal("directory change not noticed")
 	}
 }
+
+// A recipe is the stage's own inputs and its upstream recipes: secrets count by name only
+// (their keyed digests differ from cache to cache), upstream output digests not at all.
+func TestRecipe(t *testing.T) {
+	base := KeyInputs{Stage: "seal", Version: "1", Options: []byte(`{"a":1}`),
+		Deps: map[string]string{"install": "k1/out1"}, Files: map[string]string{"f": "d1"}, Secrets: map[string]string{"pull": "hmac1"}}
+	up := map[string]string{"install": "r-install"}
+	want := base.Recipe(up)
+	for _, tc := range []struct {
+		name   string
+		change func(*KeyInputs, map[string]string)
+		same   bool
+	}{
+		{"upstream bytes", func(k *KeyInputs, _ map[string]string) { k.Deps = map[string]string{"install": "k2/out2"} }, true},
+		{"secret's keyed digest", func(k *KeyInputs, _ map[string]string) { k.Secrets = map[string]string{"pull": "hmac2"} }, true},
+		{"secret's name", func(k *KeyInputs, _ map[string]string) { k.Secrets = map[string]string{"other": "hmac1"} }, false},
+		{"upstream recipe", func(_ *KeyInputs, u map[string]string) { u["install"] = "r-other" }, false},
+		{"option", func(k *KeyInputs, _ map[string]string) { k.Options = []byte(`{"a":2}`) }, false},
+		{"file", func(k *KeyInputs, _ map[string]string) { k.Files = map[string]string{"f": "d2"} }, false},
+		{"version", func(k *KeyInputs, _ map[string]string) { k.Version = "2" }, false},
+	} {
+		k := base
+		u := map[string]string{"install": up["install"]}
+		tc.change(&k, u)
+		if got := k.Recipe(u); (got == want) != tc.same {
+			t.Errorf("%s: recipe %s, before %s; want same=%v", tc.name, got, want, tc.same)
+		}
+	}
+}

@@ -36,9 +36,12 @@ type Record struct {
 
 // StageRecord is one stage's line in run.json.
 type StageRecord struct {
-	Name  string `json:"name"`
-	Key   string `json:"key"`
-	Cache string `json:"cache"` // hit or miss
+	Name string `json:"name"`
+	Key  string `json:"key"`
+	// Recipe is what the stage was asked to do (KeyInputs.Recipe): the same in every build
+	// of one blueprint and lock, where Key also names the upstream bytes it consumed.
+	Recipe string `json:"recipe,omitempty"`
+	Cache  string `json:"cache"` // hit or miss
 	// Started is when the stage began; Duration includes Waited, the time it waited for
 	// its resources (a depot's VM slots).
 	Started   time.Time         `json:"started,omitzero"`

@@ -29,10 +29,14 @@ const BuildType = "https://snofactory.io/provenance/seed/v1"
 const BuilderID = "https://snofactory.io/builder/snofactory"
 
 // PerBuildProvenanceFields are the only fields in which the provenance of two builds from
-// the same blueprint and lock may differ: when the build ran. Stage keys of stages that
-// read secrets (an OpenShift pull secret) also depend on the cache they ran in, whose
-// random key hides the secret's digest.
-var PerBuildProvenanceFields = []string{"runDetails.metadata.startedOn", "runDetails.metadata.finishedOn"}
+// the same blueprint and lock may differ: when the build ran, and the stages' cache keys,
+// recorded as the run's byproducts. A key names the very bytes its stage consumed, and an
+// installed disk is not bit-for-bit reproducible (the kernel stamps inode change times; on
+// OpenShift the installer generates the cluster's keys), so the keys of validate and seal
+// differ between builds; a key of a stage that reads secrets also depends on the cache's
+// random HMAC key. The build definition records each stage's recipe instead
+// (pipeline.KeyInputs.Recipe), which two such builds share.
+var PerBuildProvenanceFields = []string{"runDetails.metadata.startedOn", "runDetails.metadata.finishedOn", "runDetails.byproducts"}
 
 // provenance is a SLSA v1 provenance predicate.
 type provenance struct {
@@ -57,17 +61,21 @@ type blueprintParameter struct {
 	Digest map[string]string `json:"digest"`
 }
 
-// internalParameters are what snofactory chose: its stages, each with the cache key that
-// names its inputs, and the target the seed carries.
+// internalParameters are what snofactory chose: its stages, each with its recipe (what it
+// was asked to do, from its options, files and upstream recipes), and the target the seed
+// carries.
 type internalParameters struct {
 	Target string       `json:"target"`
 	Stages []stageEntry `json:"stages"`
 }
 
 type stageEntry struct {
-	Name string `json:"name"`
-	Key  string `json:"key"`
+	Name   string `json:"name"`
+	Recipe string `json:"recipe"`
 }
+
+// stageKeyPrefix names a stage's cache key among the run's byproducts.
+const stageKeyPrefix = "stage-key/"
 
 type resourceDescriptor struct {
 	Name        string            `json:"name"`
@@ -79,6 +87,10 @@ type resourceDescriptor struct {
 type runDetails struct {
 	Builder  builder  `json:"builder"`
 	Metadata metadata `json:"metadata"`
+	// Byproducts are each stage's cache key in this run ("stage-key/NAME"): the key
+	// chains on the digests of what upstream stages made, so it finds the run's records
+	// and cache entries.
+	Byproducts []resourceDescriptor `json:"byproducts,omitempty"`
 }
 
 type builder struct {
@@ -156,7 +168,8 @@ func makeProvenance(in provenanceInputs) (json.RawMessage, error) {
 	p.BuildDefinition.InternalParameters.Stages = []stageEntry{}
 	if r := in.Record; r != nil {
 		for _, s := range r.Stages {
-			p.BuildDefinition.InternalParameters.Stages = append(p.BuildDefinition.InternalParameters.Stages, stageEntry{Name: s.Name, Key: s.Key})
+			p.BuildDefinition.InternalParameters.Stages = append(p.BuildDefinition.InternalParameters.Stages, stageEntry{Name: s.Name, Recipe: s.Recipe})
+			p.RunDetails.Byproducts = append(p.RunDetails.Byproducts, resourceDescriptor{Name: stageKeyPrefix + s.Name, Digest: map[string]string{"sha256": s.Key}})
 		}
 		p.RunDetails.Metadata.StartedOn = r.Started.UTC()
 	}

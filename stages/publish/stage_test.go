@@ -112,7 +112,7 @@ func TestPublishSigned(t *testing.T) {
 	write(resolveDir, handoff.Resolve{Lock: "lock.json"})
 	started := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
 	rec, _ := json.Marshal(pipeline.Record{Status: "running", Started: started,
-		Stages: []pipeline.StageRecord{{Name: "resolve", Key: "sha256:1111"}, {Name: "seal", Key: "sha256:2222"}}})
+		Stages: []pipeline.StageRecord{{Name: "resolve", Key: "1111", Recipe: "aaaa"}, {Name: "seal", Key: "2222", Recipe: "bbbb"}}})
 	os.WriteFile(filepath.Join(runDir, pipeline.RecordFile), rec, 0o644)
 
 	keys := t.TempDir()
@@ -179,8 +179,11 @@ func TestPublishSigned(t *testing.T) {
 	if deps["iso"] != isoSum || "sha256:"+deps["hello"] != imgDigest || "sha256:"+deps["lock"] != string(m.LockDigest) {
 		t.Errorf("resolvedDependencies = %+v", p.BuildDefinition.ResolvedDependencies)
 	}
-	if s := p.BuildDefinition.InternalParameters.Stages; len(s) != 2 || s[1] != (stageEntry{Name: "seal", Key: "sha256:2222"}) {
+	if s := p.BuildDefinition.InternalParameters.Stages; len(s) != 2 || s[1] != (stageEntry{Name: "seal", Recipe: "bbbb"}) {
 		t.Errorf("stages = %+v", s)
+	}
+	if b := p.RunDetails.Byproducts; len(b) != 2 || b[1].Name != "stage-key/seal" || b[1].Digest["sha256"] != "2222" {
+		t.Errorf("byproducts = %+v", b)
 	}
 	if !p.RunDetails.Metadata.StartedOn.Equal(started) || !p.RunDetails.Metadata.FinishedOn.Equal(finished) ||
 		p.RunDetails.Builder.Version["snofactory"] == "" {

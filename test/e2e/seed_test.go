@@ -246,7 +246,7 @@ func bootAtTheSite(t *testing.T, seedDir string) {
 // checkTrusted checks what publish attached to the signed seed at ref: seed inspect and
 // cosign (built from its own source) verify the signature and both attestations with the
 // depot's public key; the SBOM names the seed's disk, its images and the agent binary; the
-// provenance names the lock's inputs and each stage's key as run.json has them.
+// provenance names the lock's inputs, and each stage's recipe and key as run.json has them.
 func checkTrusted(t *testing.T, reg *registry.Registry, ref, out, sealed string, m *seed.Manifest, pub string) {
 	t.Helper()
 	r := runCLI(t, "seed", "inspect", "--key", pub, ref)
@@ -317,7 +317,7 @@ func checkTrusted(t *testing.T, reg *registry.Registry, ref, out, sealed string,
 	}
 
 	var rec struct {
-		Stages []struct{ Name, Key string }
+		Stages []struct{ Name, Key, Recipe string }
 	}
 	if err := readJSON(filepath.Join(out, "run.json"), &rec); err != nil {
 		t.Fatal(err)
@@ -330,20 +330,34 @@ func checkTrusted(t *testing.T, reg *registry.Registry, ref, out, sealed string,
 					Name   string
 					Digest map[string]string
 				}
-				InternalParameters struct{ Stages []struct{ Name, Key string } }
+				InternalParameters struct {
+					Stages []struct{ Name, Recipe string }
+				}
+			}
+			RunDetails struct {
+				Byproducts []struct {
+					Name   string
+					Digest map[string]string
+				}
 			}
 		}
 	}
 	if err := readJSON(filepath.Join(out, "publish", "provenance.json"), &st); err != nil {
 		t.Fatal(err)
 	}
-	keys := map[string]string{}
+	recipes, keys := map[string]string{}, map[string]string{}
 	for _, s := range st.Predicate.BuildDefinition.InternalParameters.Stages {
-		keys[s.Name] = s.Key
+		recipes[s.Name] = s.Recipe
+	}
+	for _, b := range st.Predicate.RunDetails.Byproducts {
+		keys[strings.TrimPrefix(b.Name, "stage-key/")] = b.Digest["sha256"]
 	}
 	for _, s := range rec.Stages {
-		if s.Name != "publish" && keys[s.Name] != s.Key {
-			t.Errorf("the provenance gives stage %s key %q, run.json %q", s.Name, keys[s.Name], s.Key)
+		if s.Name == "publish" {
+			continue
+		}
+		if keys[s.Name] != s.Key || recipes[s.Name] != s.Recipe || s.Recipe == "" {
+			t.Errorf("the provenance gives stage %s recipe %q and key %q, run.json %q and %q", s.Name, recipes[s.Name], keys[s.Name], s.Recipe, s.Key)
 		}
 	}
 	deps := map[string]bool{}
