@@ -179,15 +179,7 @@ func TestDeltaDamagedChunks(t *testing.T) {
 		t.Fatal(err)
 	}
 	bad := x.Chunks[len(x.Chunks)/2].Blob
-	p := filepath.Join(r.StorageDir(), "docker/registry/v2/blobs/sha256", bad.Encoded()[:2], bad.Encoded(), "data")
-	blob, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	blob[len(blob)/2] ^= 0xff
-	if err := os.WriteFile(p, blob, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	damageBlob(t, r, bad)
 	fresh := filepath.Join(t.TempDir(), "fresh")
 	_, err = ociseed.Pull(ctx, r.Ref("seeds/demo:b"), fresh, opts()...)
 	var ce *diskpack.ChunkError
@@ -288,7 +280,18 @@ func TestDeltaVersion1Index(t *testing.T) {
 	}
 
 	bad := x.Chunks[0].Blob
-	p := filepath.Join(r.StorageDir(), "docker/registry/v2/blobs/sha256", bad.Encoded()[:2], bad.Encoded(), "data")
+	damageBlob(t, r, bad)
+	_, err = ociseed.Pull(ctx, r.Ref("seeds/old:1"), filepath.Join(t.TempDir(), "fresh"), opts()...)
+	var ce *diskpack.ChunkError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), bad.String()) {
+		t.Fatalf("Pull of a damaged version 1 chunk = %v, want a chunk error naming %s", err, bad)
+	}
+}
+
+// damageBlob flips a byte in the middle of blob d in the registry's storage.
+func damageBlob(t *testing.T, r *registry.Registry, d digest.Digest) {
+	t.Helper()
+	p := filepath.Join(r.StorageDir(), "docker/registry/v2/blobs/sha256", d.Encoded()[:2], d.Encoded(), "data")
 	blob, err := os.ReadFile(p)
 	if err != nil {
 		t.Fatal(err)
@@ -296,10 +299,5 @@ func TestDeltaVersion1Index(t *testing.T) {
 	blob[len(blob)/2] ^= 0xff
 	if err := os.WriteFile(p, blob, 0o644); err != nil {
 		t.Fatal(err)
-	}
-	_, err = ociseed.Pull(ctx, r.Ref("seeds/old:1"), filepath.Join(t.TempDir(), "fresh"), opts()...)
-	var ce *diskpack.ChunkError
-	if !errors.As(err, &ce) || !strings.Contains(err.Error(), bad.String()) {
-		t.Fatalf("Pull of a damaged version 1 chunk = %v, want a chunk error naming %s", err, bad)
 	}
 }
