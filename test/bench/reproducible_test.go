@@ -2,11 +2,15 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/opencontainers/go-digest"
+
 	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/seeds/diskpack"
 )
 
 // Stage recipes and keys are compared by stage name, whatever order the records list them
@@ -47,5 +51,43 @@ func TestDifferingStageKeys(t *testing.T) {
 	}
 	if _, err := differingStageKeys(a, filepath.Join(t.TempDir(), "missing")); err == nil {
 		t.Error("a missing record was compared")
+	}
+}
+
+// Grouping chunks into blobs: one chunk a blob sends exactly the chunks the old disk
+// lacks; larger groups send whole groups around each of them; an unchanged disk sends
+// nothing whatever the grouping.
+func TestGroupingTradeoff(t *testing.T) {
+	chunk := func(i int) diskpack.Chunk {
+		id := digest.FromString(fmt.Sprint("raw", i))
+		return diskpack.Chunk{Offset: int64(i) << 20, Size: 1 << 20, ID: id, Blob: digest.FromString(fmt.Sprint("stored", i)), Stored: 1000}
+	}
+	disk := func(ids ...int) *diskpack.Index {
+		x := &diskpack.Index{Size: 1 << 40}
+		for _, i := range ids {
+			x.Chunks = append(x.Chunks, chunk(i))
+		}
+		return x
+	}
+	var old, next []int
+	for i := range 64 {
+		old = append(old, i)
+		if i == 30 {
+			next = append(next, 1000)
+		} else {
+			next = append(next, i)
+		}
+	}
+	got := groupingTradeoff(disk(old...), disk(next...), []int{1, 4})
+	if got[0] != (grouping{k: 1, blobs: 64, sent: 1.0 / 64}) {
+		t.Errorf("one chunk a blob: %+v", got[0])
+	}
+	if g := got[1]; g.blobs >= 32 || g.blobs < 2 || g.sent <= 1.0/64 || g.sent > 0.5 {
+		t.Errorf("four chunks a blob: %+v", g)
+	}
+	for _, g := range groupingTradeoff(disk(old...), disk(old...), []int{1, 2, 8}) {
+		if g.sent != 0 {
+			t.Errorf("an unchanged disk, %d chunks a blob, sends %.2f", g.k, g.sent)
+		}
 	}
 }
