@@ -3,8 +3,11 @@
 // renderers consume.
 //
 // A stage's cache key is a hash chain over its name, version, the canonical JSON of the
-// options it reads, the keys of the stages it consumes, the digests of the files it reads and
-// keyed digests (never clear text) of the secrets it reads. Outputs are written to a staging
+// options it reads, the keys and output digests of the stages it consumes, the digests of
+// the files it reads and keyed digests (never clear text) of the secrets it reads. Its
+// recipe is the same chain without what upstream stages happened to produce or the
+// secrets' values: two builds of one blueprint share every recipe, even where a stage's
+// output is not bit-for-bit reproducible. Outputs are written to a staging
 // directory and renamed into the cache, so a killed build leaves no half-written entry and a
 // re-run resumes where it stopped.
 //
