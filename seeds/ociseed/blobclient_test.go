@@ -23,12 +23,13 @@ func (k staticKeychain) Resolve(authn.Resource) (authn.Authenticator, error) {
 }
 
 // A push to a registry behind TLS and a login sends each missing blob in one PUT after the
-// POST that opens its upload (no PATCH), and the seed pulls back whole; a wrong password is
-// refused with the registry's answer and nothing is uploaded.
+// POST that opens its upload (no PATCH), and the seed pulls back whole, its chunks by plain
+// GETs with the login's pull token; a wrong password is refused with the registry's answer
+// and nothing is uploaded.
 func TestPushToAuthenticatedTLSRegistry(t *testing.T) {
 	r := registry.StartT(t, registry.Options{TLS: true, Username: "depot", Password: "s3cret"})
 	src := t.TempDir()
-	m := seedtest.Write(t, src, seedtest.Options{Formats: []string{seed.FormatRaw}})
+	m := seedtest.Write(t, src, seedtest.Options{Formats: []string{seed.FormatChunked, seed.FormatRaw}})
 	ref := r.Ref("seeds/demo:v1")
 	ctx := context.Background()
 	tls := ociseed.WithTransport(r.Transport())
@@ -62,8 +63,12 @@ func TestPushToAuthenticatedTLSRegistry(t *testing.T) {
 		t.Errorf("sent %d of %d bytes", res.Sent, res.Bytes)
 	}
 	dst := filepath.Join(t.TempDir(), "pulled")
+	r.Reset()
 	if _, err := ociseed.Pull(ctx, ref, dst, opts(tls, ociseed.WithKeychain(staticKeychain{"depot", "s3cret"}))...); err != nil {
 		t.Fatal(err)
 	}
 	sameFiles(t, src, dst, m)
+	if st := r.Stats(); st.BlobGets < 10 {
+		t.Errorf("the pull fetched %d blobs", st.BlobGets)
+	}
 }
