@@ -19,7 +19,7 @@ type ChunkError struct {
 	Offset int64
 	Want   digest.Digest
 	Got    digest.Digest
-	What   string // "blob digest", "raw digest", or a decoding error
+	What   string // "blob digest", "blake3 check", "raw digest", or a decoding error
 }
 
 func (e *ChunkError) Error() string {
@@ -88,8 +88,12 @@ func (r *Reader) chunkInto(c Chunk, b *chunkBuffers) ([]byte, error) {
 	if b == nil {
 		stored, raw = make([]byte, c.Stored), make([]byte, 0, c.Size)
 	} else {
-		if b.stored == nil {
-			b.stored, b.raw = make([]byte, maxStored(r.x.Params.Max)), make([]byte, 0, r.x.Params.Max)
+		if int64(cap(b.stored)) < c.Stored {
+			// An index that was never validated may hold a chunk larger than its Max.
+			b.stored = make([]byte, max(c.Stored, maxStored(r.x.Params.Max)))
+		}
+		if int64(cap(b.raw)) < c.Size {
+			b.raw = make([]byte, 0, max(c.Size, r.x.Params.Max))
 		}
 		stored, raw = b.stored[:c.Stored], b.raw
 	}

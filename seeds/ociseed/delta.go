@@ -451,18 +451,35 @@ func fetchChunk(ctx context.Context, src source, f *os.File, b diskpack.Blob, de
 		w = io.MultiWriter(w, k)
 	}
 	from := "the registry's blob " + b.Digest.String()
-	n, err := io.Copy(w, io.LimitReader(rc, b.Size+1))
+	// Only the blob's size reaches the pack: a longer answer must not spill into the next
+	// blob's place, which may be fetched and checked already.
+	n, err := io.CopyN(w, rc, b.Size)
+	if err == io.EOF {
+		err = nil // short: the size check below says so
+	} else if err == nil {
+		// Read on to the end: go-containerregistry checks the digest only there.
+		var extra [1]byte
+		switch k, rerr := io.ReadFull(rc, extra[:]); {
+		case k > 0:
+			n++
+		case rerr != io.EOF:
+			err = rerr
+		}
+	}
 	if err != nil && strings.Contains(err.Error(), "error verifying") {
 		// go-containerregistry checks the digest as it reads, with an error type of its own
 		// internal package: the blob's bytes are not its digest.
 		return &diskpack.ChunkError{Source: from, Offset: c.Offset, Want: b.Digest, What: err.Error()}
 	}
 	if err != nil {
-		return fmt.Errorf("chunk at disk offset %d: %w", c.Offset, err)
+		return fmt.Errorf("chunk at disk offset %d from %s: %w", c.Offset, from, err)
 	}
 	if n != b.Size {
-		return &diskpack.ChunkError{Source: from, Offset: c.Offset, Want: b.Digest,
-			What: fmt.Sprintf("holds %d bytes, the index says %d", n, b.Size)}
+		what := fmt.Sprintf("holds %d bytes, the index says %d", n, b.Size)
+		if n > b.Size {
+			what = fmt.Sprintf("holds more than the %d bytes the index says", b.Size)
+		}
+		return &diskpack.ChunkError{Source: from, Offset: c.Offset, Want: b.Digest, What: what}
 	}
 	if !checked && !k.OK() {
 		return &diskpack.ChunkError{Source: from, Offset: c.Offset, Want: k.Want(), Got: k.Got(), What: k.What()}

@@ -283,21 +283,50 @@ func TestDeltaVersion1Index(t *testing.T) {
 	damageBlob(t, r, bad)
 	_, err = ociseed.Pull(ctx, r.Ref("seeds/old:1"), filepath.Join(t.TempDir(), "fresh"), opts()...)
 	var ce *diskpack.ChunkError
-	if !errors.As(err, &ce) || !strings.Contains(err.Error(), bad.String()) {
-		t.Fatalf("Pull of a damaged version 1 chunk = %v, want a chunk error naming %s", err, bad)
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), bad.String()) || strings.Contains(err.Error(), "blake3") {
+		t.Fatalf("Pull of a damaged version 1 chunk = %v, want a chunk error naming %s, found by sha256", err, bad)
 	}
 }
 
 // damageBlob flips a byte in the middle of blob d in the registry's storage.
 func damageBlob(t *testing.T, r *registry.Registry, d digest.Digest) {
 	t.Helper()
+	editBlob(t, r, d, func(b []byte) []byte {
+		b[len(b)/2] ^= 0xff
+		return b
+	})
+}
+
+// editBlob replaces blob d in the registry's storage with what edit makes of it.
+func editBlob(t *testing.T, r *registry.Registry, d digest.Digest, edit func([]byte) []byte) {
+	t.Helper()
 	p := filepath.Join(r.StorageDir(), "docker/registry/v2/blobs/sha256", d.Encoded()[:2], d.Encoded(), "data")
 	blob, err := os.ReadFile(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	blob[len(blob)/2] ^= 0xff
-	if err := os.WriteFile(p, blob, 0o644); err != nil {
+	if err := os.WriteFile(p, edit(blob), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A chunk the registry serves with bytes after its own is refused, naming it.
+func TestDeltaLongBlobRefused(t *testing.T) {
+	r := registry.StartT(t, registry.Options{})
+	a, _, ma, _ := deltaSeeds(t)
+	ctx := context.Background()
+	if _, err := ociseed.Push(ctx, a, r.Ref("seeds/demo:a"), opts()...); err != nil {
+		t.Fatal(err)
+	}
+	x, err := seed.ReadIndex(a, ma.Disks[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := x.Chunks[1].Blob
+	editBlob(t, r, long, func(b []byte) []byte { return append(b, "and more"...) })
+	_, err = ociseed.Pull(ctx, r.Ref("seeds/demo:a"), filepath.Join(t.TempDir(), "a"), opts(ociseed.WithJobs(1))...)
+	var ce *diskpack.ChunkError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), long.String()) || !strings.Contains(err.Error(), "holds more than") {
+		t.Fatalf("Pull = %v, want a chunk error naming %s as too long", err, long)
 	}
 }
