@@ -3,6 +3,7 @@ package stages
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -69,7 +70,8 @@ func sealOptions(bp *v1alpha1.Blueprint) seal.Options {
 		dg = digest.FromBytes(b).String()
 	}
 	return seal.Options{
-		Name: bp.Metadata.Name, BlueprintDigest: dg, Formats: o.Formats, KeepPullSecret: o.KeepPullSecret,
+		SourceDateEpoch: os.Getenv("SOURCE_DATE_EPOCH"),
+		Name:            bp.Metadata.Name, BlueprintDigest: dg, Formats: o.Formats, KeepPullSecret: o.KeepPullSecret,
 		Recipients: o.CredentialsRecipients, ReconfigurationAPIVersion: siteconfig.APIVersion,
 		SiteConfigTimeout: bp.Spec.Relocation.SiteConfigTimeout.D(), RecertImage: bp.Spec.Relocation.RecertImage,
 		RelocationFiles: relocationFiles(bp), SiteIdentity: bp.Spec.Relocation.SiteConfigIdentity != "",
@@ -117,14 +119,16 @@ func installOptions(bp *v1alpha1.Blueprint) install.Options {
 	v := bp.Spec.VM
 	t := v.Timeouts
 	o := install.Options{
-		Target:         bp.Spec.Target.Type,
-		CPUs:           v.CPUs,
-		MemoryMiB:      int(v.Memory.MiB()),
-		DiskSizeMiB:    int(v.DiskSize.MiB()),
-		Firmware:       v.Firmware,
-		Accelerator:    v.Accelerator,
-		DefaultTimeout: t.Install.D(),
-		Timeouts:       map[string]time.Duration{wire.PhaseLiveBooted: t.Boot.D()},
+		Target:      bp.Spec.Target.Type,
+		CPUs:        v.CPUs,
+		MemoryMiB:   int(v.Memory.MiB()),
+		DiskSizeMiB: int(v.DiskSize.MiB()),
+		Firmware:    v.Firmware,
+		Accelerator: v.Accelerator,
+		// The build's environment, in the options so that it keys the stage.
+		SourceDateEpoch: os.Getenv("SOURCE_DATE_EPOCH"),
+		DefaultTimeout:  t.Install.D(),
+		Timeouts:        map[string]time.Duration{wire.PhaseLiveBooted: t.Boot.D()},
 	}
 	if o.Target == target.OpenShift {
 		for _, p := range []string{wire.PhaseAPIUp, wire.PhaseBootstrapComplete, wire.PhaseInstallComplete} {

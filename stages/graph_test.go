@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -11,8 +12,10 @@ import (
 	"github.com/snofactory/snofactory/blueprints"
 	"github.com/snofactory/snofactory/blueprints/v1alpha1"
 	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/stages/install"
 	"github.com/snofactory/snofactory/stages/liveiso"
 	"github.com/snofactory/snofactory/stages/precache"
+	"github.com/snofactory/snofactory/stages/seal"
 )
 
 func loadBlueprint(t *testing.T, spec string) *v1alpha1.Blueprint {
@@ -146,5 +149,41 @@ func TestMissingISOFailsOnlyTheStagesThatReadIt(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "make conformance-iso") {
 			t.Errorf("%s: %v, want the command that builds the ISO", s.Name, err)
 		}
+	}
+}
+
+// SOURCE_DATE_EPOCH shapes the install's file system and the seal's times, so it is in
+// those stages' options: builds with other values get other keys and recipes, and no
+// other stage changes.
+func TestSourceDateEpochKeysInstallAndSeal(t *testing.T) {
+	bp := loadBlueprint(t, `  target:
+    type: coreos
+  source:
+    path: live.iso
+`)
+	options := func(epoch string) map[string]any {
+		t.Setenv("SOURCE_DATE_EPOCH", epoch)
+		g, _, err := Graph(bp, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]any{}
+		for _, s := range g.Stages {
+			out[s.Name] = s.Options
+		}
+		return out
+	}
+	a, b := options("1700000000"), options("1800000000")
+	for name, o := range a {
+		changed := !reflect.DeepEqual(o, b[name])
+		if want := name == "install" || name == "seal"; changed != want {
+			t.Errorf("stage %s: options changed with SOURCE_DATE_EPOCH: %v, want %v", name, changed, want)
+		}
+	}
+	if got := a["install"].(install.Options).SourceDateEpoch; got != "1700000000" {
+		t.Errorf("install's SourceDateEpoch = %q", got)
+	}
+	if got := b["seal"].(seal.Options).SourceDateEpoch; got != "1800000000" {
+		t.Errorf("seal's SourceDateEpoch = %q", got)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strconv"
 	"time"
 )
 
@@ -38,16 +39,22 @@ func PerBuildFields() []string {
 // array of another length (its path alone). No paths means the builds reproduced each
 // other. Every field is compared as JSON, including fields the Go types do not know.
 func DiffManifests(a, b []byte) ([]string, error) {
-	va, err := decodeManifestJSON(a, "the first manifest")
+	return DiffJSON(a, b, PerBuildFields())
+}
+
+// DiffJSON is DiffManifests for any two JSON objects of a seed's size (a provenance
+// statement), ignoring the fields perBuild names in PerBuildFields' form.
+func DiffJSON(a, b []byte, perBuild []string) ([]string, error) {
+	va, err := decodeManifestJSON(a, "the first document")
 	if err != nil {
 		return nil, err
 	}
-	vb, err := decodeManifestJSON(b, "the second manifest")
+	vb, err := decodeManifestJSON(b, "the second document")
 	if err != nil {
 		return nil, err
 	}
 	skip := map[string]bool{}
-	for _, f := range PerBuildFields() {
+	for _, f := range perBuild {
 		skip[f] = true
 	}
 	var out []string
@@ -134,9 +141,18 @@ func diffJSON(path, field string, a, b any, skip map[string]bool, out *[]string)
 // that reproduces another clamps what it makes to. Unlike SourceDate, it has no clock to
 // fall back on.
 func SourceDateEpoch() (t time.Time, ok bool, err error) {
-	if os.Getenv("SOURCE_DATE_EPOCH") == "" {
+	return ParseSourceDateEpoch(os.Getenv("SOURCE_DATE_EPOCH"))
+}
+
+// ParseSourceDateEpoch reads a SOURCE_DATE_EPOCH value, as a stage's options carry it:
+// ok is false for "" (not set).
+func ParseSourceDateEpoch(s string) (t time.Time, ok bool, err error) {
+	if s == "" {
 		return time.Time{}, false, nil
 	}
-	t, err = SourceDate(nil)
-	return t, err == nil, err
+	sec, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("SOURCE_DATE_EPOCH=%q is not a number of seconds: %w", s, err)
+	}
+	return time.Unix(sec, 0).UTC(), true, nil
 }

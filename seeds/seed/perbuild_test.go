@@ -122,7 +122,7 @@ func TestDiffManifestsRefuses(t *testing.T) {
 		b    []byte
 		want string
 	}{
-		{"not JSON", []byte(`{"name": `), "the second manifest"},
+		{"not JSON", []byte(`{"name": `), "the second document"},
 		{"not an object", []byte(`[1, 2]`), "not a JSON object"},
 		{"two objects", append(marshal(t, chunked()), `{}`...), "more after its JSON object"},
 		{"too big", []byte(`{"name": "` + strings.Repeat("x", 2<<20) + `"}`), "more than a seed manifest's"},

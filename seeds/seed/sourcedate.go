@@ -1,21 +1,20 @@
 package seed
 
 import (
-	"fmt"
 	"os"
-	"strconv"
 	"time"
 )
 
 // SourceDate is the time a seed's records carry: SOURCE_DATE_EPOCH when it is set
 // (reproducible builds), else now() (time.Now when nil) to the second, in UTC.
 func SourceDate(now func() time.Time) (time.Time, error) {
-	if s, ok := os.LookupEnv("SOURCE_DATE_EPOCH"); ok && s != "" {
-		sec, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			return time.Time{}, fmt.Errorf("SOURCE_DATE_EPOCH=%q is not a number of seconds: %w", s, err)
-		}
-		return time.Unix(sec, 0).UTC(), nil
+	return SourceDateFrom(os.Getenv("SOURCE_DATE_EPOCH"), now)
+}
+
+// SourceDateFrom is SourceDate with the SOURCE_DATE_EPOCH value given ("" for not set).
+func SourceDateFrom(epoch string, now func() time.Time) (time.Time, error) {
+	if t, ok, err := ParseSourceDateEpoch(epoch); ok || err != nil {
+		return t, err
 	}
 	if now == nil {
 		now = time.Now

@@ -26,10 +26,11 @@ func TestInstallRequest(t *testing.T) {
 		return p
 	}
 	a, b := lock("a.lock.json", `{"schemaVersion":1}`), lock("b.lock.json", `{"schemaVersion":1,"arch":"amd64"}`)
+	epoch := "1700000000"
 	request := func(lock string) []byte {
 		t.Helper()
 		env := &pipeline.Env{Scratch: t.TempDir(), Log: slog.New(slog.DiscardHandler)}
-		d, err := installRequest(context.Background(), lock, env)
+		d, err := installRequest(context.Background(), lock, epoch, env)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -42,7 +43,6 @@ func TestInstallRequest(t *testing.T) {
 		}
 		return out
 	}
-	t.Setenv("SOURCE_DATE_EPOCH", "1700000000")
 	first := request(a)
 	uuid, seed := wire.FSIdentity(digest.FromString(`{"schemaVersion":1}`).String())
 	want, err := wire.EncodeInstallRequest(wire.InstallRequest{RootUUID: uuid, HashSeed: seed, MkfsTime: 1700000000})
@@ -58,7 +58,7 @@ func TestInstallRequest(t *testing.T) {
 	if bytes.Equal(request(b), first) {
 		t.Error("two locks made one request")
 	}
-	t.Setenv("SOURCE_DATE_EPOCH", "")
+	epoch = ""
 	if bytes.Contains(request(a), []byte("mkfs_time=")) {
 		t.Error("a mkfs time without SOURCE_DATE_EPOCH")
 	}

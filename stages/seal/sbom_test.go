@@ -90,12 +90,11 @@ func conformanceInventory() *wire.Inventory {
 // (its raw disk digest) described, its images, the node's packages and agent in it, its
 // creation time the seed's (SOURCE_DATE_EPOCH); seed.json records it and verify checks it.
 func TestWriteSeedSBOM(t *testing.T) {
-	t.Setenv("SOURCE_DATE_EPOCH", "1700000000")
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), SeedDir)
 	env := &pipeline.Env{Scratch: t.TempDir(), Log: slog.New(slog.DiscardHandler)}
 	opts := Options{Name: "demo", BlueprintDigest: "sha256:" + strings.Repeat("b", 64), Formats: []string{seed.FormatRaw},
-		ReconfigurationAPIVersion: "snofactory.io/v1alpha1"}
+		ReconfigurationAPIVersion: "snofactory.io/v1alpha1", SourceDateEpoch: "1700000000"}
 	m, err := writeSeed(ctx, opts, sealInputs(t, conformanceInventory()), sealedDisk(t), dir, env)
 	if err != nil {
 		t.Fatal(err)

@@ -145,14 +145,13 @@ func TestSealRequestImages(t *testing.T) {
 		{"openshift without recert", "openshift", []lockfile.LockedImage{pinned("etcd", "quay.io/ocp/etcd@sha256:bb")}, "", wire.SealRequest{}, "no recert image"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Setenv("SOURCE_DATE_EPOCH", tc.epoch)
 			dir := t.TempDir()
 			if err := lockfile.WriteLock(filepath.Join(dir, lockfile.File), &lockfile.Lock{SchemaVersion: lockfile.SchemaVersion, Images: tc.images}); err != nil {
 				t.Fatal(err)
 			}
 			in := inputs{resolve: handoff.Input[handoff.Resolve]{Dir: dir, Out: handoff.Resolve{Lock: lockfile.File}},
 				install: handoff.Input[handoff.Install]{Out: handoff.Install{Target: tc.target}}}
-			got, err := sealRequest(Options{RecertImage: recert, SiteConfigTimeout: 20 * time.Second, RelocationFiles: []string{"/etc/x"}}, in)
+			got, err := sealRequest(Options{RecertImage: recert, SiteConfigTimeout: 20 * time.Second, RelocationFiles: []string{"/etc/x"}, SourceDateEpoch: tc.epoch}, in)
 			if check.Error(t, err, tc.wantErr) {
 				return
 			}

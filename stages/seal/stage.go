@@ -57,8 +57,12 @@ type Options struct {
 	RelocationFiles []string `json:"relocationFiles,omitempty"`
 	// ReconfigurationAPIVersion is the site-config apiVersion the seed's hook reads.
 	ReconfigurationAPIVersion string `json:"reconfigurationAPIVersion"`
-	CPUs                      int    `json:"cpus"`
-	MemoryMiB                 int    `json:"memoryMiB"`
+	// SourceDateEpoch is SOURCE_DATE_EPOCH as the build saw it ("" when not set): the
+	// time the seal clamps file times to and the seed's creation time, so it keys the
+	// seal (and its recipe).
+	SourceDateEpoch string `json:"sourceDateEpoch,omitempty"`
+	CPUs            int    `json:"cpus"`
+	MemoryMiB       int    `json:"memoryMiB"`
 	// How the VM runs, not what the seed is.
 	Accelerator string        `json:"-"`
 	BootTimeout time.Duration `json:"-"`
@@ -188,7 +192,7 @@ func manifest(ctx context.Context, opts Options, in inputs) (*seed.Manifest, err
 	if err != nil {
 		return nil, err
 	}
-	created, err := seed.SourceDate(opts.Now)
+	created, err := seed.SourceDateFrom(opts.SourceDateEpoch, opts.Now)
 	if err != nil {
 		return nil, err
 	}
@@ -222,7 +226,7 @@ func sealRequest(opts Options, in inputs) (wire.SealRequest, error) {
 	}
 	if req.Target != target.OpenShift {
 		// The conformance OS's seal clamps the root's file times to the source date.
-		date, ok, err := seed.SourceDateEpoch()
+		date, ok, err := seed.ParseSourceDateEpoch(opts.SourceDateEpoch)
 		if ok {
 			req.SourceDateEpoch = date.Unix()
 		}
