@@ -56,6 +56,13 @@ func storedOK(k *Checker, stored []byte) bool {
 	return k.OK()
 }
 
+// sha256Of is the sha256 digest of b: a chunk's ID (of its raw bytes) or blob digest (of
+// its stored bytes).
+func sha256Of(b []byte) digest.Digest {
+	sum := sha256.Sum256(b)
+	return digest.NewDigestFromBytes(digest.SHA256, sum[:])
+}
+
 // checkOf is the Check of stored bytes.
 func checkOf(stored []byte) string {
 	sum := blake3.Sum256(stored)

@@ -2,7 +2,6 @@ package diskpack
 
 import (
 	"context"
-	"crypto/sha256"
 	"fmt"
 	"io"
 	"os"
@@ -130,16 +129,10 @@ func (o *Old) Raw(c Chunk) ([]byte, error) {
 			return nil, fmt.Errorf("reading %s at %d: %w", o.name, old.Offset, err)
 		}
 	}
-	sum := sha256.Sum256(raw)
-	if got := digest.NewDigestFromBytes(digest.SHA256, sum[:]); got != c.ID {
+	if got := sha256Of(raw); got != c.ID {
 		return nil, &ChunkError{Source: o.name, Offset: old.Offset, Want: c.ID, Got: got, What: "raw digest (it changed since it was read)"}
 	}
 	return raw, nil
-}
-
-func blobDigest(b []byte) digest.Digest {
-	sum := sha256.Sum256(b)
-	return digest.NewDigestFromBytes(digest.SHA256, sum[:])
 }
 
 // Diff is how much of one disk another already holds.

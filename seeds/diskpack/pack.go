@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"fmt"
 	"io"
 	"os"
@@ -87,8 +86,7 @@ func chunkFile(ctx context.Context, f *os.File, size int64, p Params, jobs int, 
 			for pc := range todo {
 				pc.zero = allZero(pc.data, zero)
 				if !pc.zero {
-					sum := sha256.Sum256(pc.data)
-					pc.id = digest.NewDigestFromBytes(digest.SHA256, sum[:])
+					pc.id = sha256Of(pc.data)
 					if err := work(pc); err != nil {
 						return err
 					}
@@ -183,8 +181,7 @@ func Pack(ctx context.Context, f *os.File, size int64, pack io.Writer, p Params,
 	written := map[digest.Digest]Chunk{}
 	compress := func(pc *piece) error {
 		pc.stored = enc.EncodeAll(pc.data, make([]byte, 0, len(pc.data)/2))
-		sum := sha256.Sum256(pc.stored)
-		pc.blob = digest.NewDigestFromBytes(digest.SHA256, sum[:])
+		pc.blob = sha256Of(pc.stored)
 		pc.check = checkOf(pc.stored)
 		return nil
 	}
