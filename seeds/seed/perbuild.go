@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strconv"
 	"time"
@@ -137,15 +136,10 @@ func diffJSON(path, field string, a, b any, skip map[string]bool, out *[]string)
 	}
 }
 
-// SourceDateEpoch is SOURCE_DATE_EPOCH's time when it is set (ok true): the time a build
-// that reproduces another clamps what it makes to. Unlike SourceDate, it has no clock to
-// fall back on.
-func SourceDateEpoch() (t time.Time, ok bool, err error) {
-	return ParseSourceDateEpoch(os.Getenv("SOURCE_DATE_EPOCH"))
-}
-
 // ParseSourceDateEpoch reads a SOURCE_DATE_EPOCH value, as a stage's options carry it:
-// ok is false for "" (not set).
+// its time when it is set (ok true), the time a build that reproduces another clamps what
+// it makes to; ok is false for "" (not set). Unlike SourceDate, it has no clock to fall
+// back on.
 func ParseSourceDateEpoch(s string) (t time.Time, ok bool, err error) {
 	if s == "" {
 		return time.Time{}, false, nil
