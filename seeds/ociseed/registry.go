@@ -145,14 +145,15 @@ func (r *registry) fetch(ctx context.Context, d ocispec.Descriptor) (io.ReadClos
 // fetchUnchecked opens blob d without go-containerregistry's sha256 check of its bytes,
 // for a caller that checks them itself.
 func (r *registry) fetchUnchecked(ctx context.Context, d ocispec.Descriptor) (io.ReadCloser, error) {
+	var rc io.ReadCloser
 	c, err := r.blobs(ctx, false)
 	if err == nil {
-		var rc io.ReadCloser
-		if rc, err = c.get(ctx, d.Digest); err == nil {
-			return rc, nil
-		}
+		rc, err = c.get(ctx, d.Digest)
 	}
-	return nil, fmt.Errorf("fetching blob %s from %s: %w", d.Digest, r.ref.Context(), err)
+	if err != nil {
+		return nil, fmt.Errorf("fetching blob %s from %s: %w", d.Digest, r.ref.Context(), err)
+	}
+	return rc, nil
 }
 
 func (r *registry) manifest(ctx context.Context, d ocispec.Descriptor) ([]byte, error) {
