@@ -13,12 +13,12 @@ import (
 	"github.com/coreos/butane/config/common"
 	"github.com/coreos/go-semver/semver"
 	vreport "github.com/coreos/vcontext/report"
-	"github.com/snofactory/snofactory/blueprints/suggest"
+	"github.com/snofactory/snofactory/seeds/checks/suggest"
 	"gopkg.in/yaml.v3"
 
-	"github.com/snofactory/snofactory/blueprints/strictyaml"
 	"github.com/snofactory/snofactory/blueprints/v1alpha1"
-	"github.com/snofactory/snofactory/seeds/target"
+	"github.com/snofactory/snofactory/seeds/checks/strictyaml"
+	"github.com/snofactory/snofactory/seeds/contract/oskind"
 )
 
 var errTooLarge = errors.New("file too large")
@@ -120,7 +120,7 @@ func (d *decoder) butaneProblems(bp *v1alpha1.Blueprint, path string, src []byte
 	}
 	out, rep, err := translateButane(src)
 	reportButane(bp, err, rep, report)
-	if err != nil || len(rep.Entries) > 0 || bp.Spec.Target.Type != target.CoreOS {
+	if err != nil || len(rep.Entries) > 0 || bp.Spec.Target.Type != oskind.CoreOS {
 		return
 	}
 	checkEmittedSpec(bp, head, out, report)
@@ -140,10 +140,10 @@ func checkButaneHead(bp *v1alpha1.Blueprint, src []byte, report butaneReport) (b
 	case head.Variant == "" || head.Version == "":
 		report(0, 0, "Butane: variant and version are required at the top", butaneHint(bp))
 		return head, false
-	case kind == target.OpenShift && head.Variant != "openshift":
+	case kind == oskind.OpenShift && head.Variant != "openshift":
 		report(0, 0, fmt.Sprintf("Butane variant %s cannot configure an OpenShift node", suggest.Clip(head.Variant)), "use variant: openshift with the release's version, e.g. 4.16.0")
 		return head, false
-	case kind == target.CoreOS && head.Variant == "openshift":
+	case kind == oskind.CoreOS && head.Variant == "openshift":
 		report(0, 0, "Butane variant openshift makes MachineConfigs, not a CoreOS config", butaneHint(bp))
 		return head, false
 	}
@@ -220,7 +220,7 @@ func translateButane(src []byte) (out []byte, rep vreport.Report, err error) {
 }
 
 func butaneHint(bp *v1alpha1.Blueprint) string {
-	if bp.Spec.Target.Type == target.CoreOS {
+	if bp.Spec.Target.Type == oskind.CoreOS {
 		if v, ok := fcosForIgnition[bp.Spec.Target.IgnitionVersion]; ok {
 			return fmt.Sprintf("for Ignition %s start the fragment with variant: fcos and version: %s (or older)", bp.Spec.Target.IgnitionVersion, v)
 		}

@@ -3,7 +3,7 @@ package blueprints
 import (
 	"reflect"
 
-	"github.com/snofactory/snofactory/blueprints/strictyaml"
+	"github.com/snofactory/snofactory/seeds/checks/strictyaml"
 )
 
 // Problem is one thing wrong with a blueprint, located in its file. Blueprints share the

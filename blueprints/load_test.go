@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/snofactory/snofactory/blueprints/v1alpha1"
-	"github.com/snofactory/snofactory/seeds/target"
+	"github.com/snofactory/snofactory/seeds/contract/oskind"
 )
 
 // loadWithin runs LoadFile under a deadline: hostile files must fail fast, never hang.
@@ -74,7 +74,7 @@ func TestDemoBlueprint(t *testing.T) {
 		name      string
 		got, want any
 	}{
-		{"target", s.Target.Type, target.CoreOS},
+		{"target", s.Target.Type, oskind.CoreOS},
 		{"ignition version", s.Target.IgnitionVersion, "3.3.0"},
 		{"iso", bp.Resolved.ISO, filepath.Join(repo, "build/conformance/conformance.iso")},
 		{"generatedBy", s.Source.GeneratedBy, "make conformance-iso"},

@@ -9,7 +9,7 @@ import (
 	"github.com/invopop/jsonschema"
 
 	"github.com/snofactory/snofactory/blueprints/v1alpha1"
-	"github.com/snofactory/snofactory/seeds/target"
+	"github.com/snofactory/snofactory/seeds/contract/oskind"
 )
 
 //go:generate go test -run TestSchemaUpToDate . -args -update
@@ -35,9 +35,9 @@ func GenerateSchema(srcDir string) ([]byte, error) {
 		RequiredFromJSONSchemaTags: true,
 		ExpandedStruct:             true,
 		Mapper:                     mapType,
-		// target.Target shares its name with the Target struct; keep them apart in $defs.
+		// oskind.Kind shares its name with the Target struct; keep them apart in $defs.
 		Namer: func(t reflect.Type) string {
-			if t == reflect.TypeOf(target.Target("")) {
+			if t == reflect.TypeOf(oskind.Kind("")) {
 				return "TargetName"
 			}
 			return t.Name()
@@ -67,7 +67,7 @@ func mapType(t reflect.Type) *jsonschema.Schema {
 			{Type: "integer", Minimum: json.Number("1"), Description: "MiB"},
 			{Type: "string", Pattern: `^[0-9]+\s*([KkMmGgTt]([Ii]?[Bb])?|[Bb])?$`, Examples: []any{"512MiB", "2GiB"}},
 		}}
-	case reflect.TypeOf(target.Target("")):
+	case reflect.TypeOf(oskind.Kind("")):
 		return &jsonschema.Schema{Type: "string"} // the field's enum tag lists the values
 	case reflect.TypeOf(v1alpha1.Duration(0)):
 		return &jsonschema.Schema{Type: "string",

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/snofactory/snofactory/seeds/trust"
+	"github.com/snofactory/snofactory/seeds/artifact/trust"
 )
 
 // spec.outputs.signing names an encrypted private key (and optionally a passphrase file)

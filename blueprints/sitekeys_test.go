@@ -10,7 +10,7 @@ import (
 
 	"filippo.io/age"
 
-	"github.com/snofactory/snofactory/seeds/trust"
+	"github.com/snofactory/snofactory/seeds/artifact/trust"
 )
 
 // siteKeysDir is a blueprint directory with two site key pairs (keys/a, keys/b), an SSH

@@ -11,10 +11,10 @@ import (
 
 	"github.com/snofactory/snofactory/blueprints/v1alpha1"
 	"github.com/snofactory/snofactory/pipeline"
-	"github.com/snofactory/snofactory/seeds/agent/wire"
-	"github.com/snofactory/snofactory/seeds/siteconfig"
-	"github.com/snofactory/snofactory/seeds/target"
-	"github.com/snofactory/snofactory/seeds/trust"
+	"github.com/snofactory/snofactory/seeds/artifact/trust"
+	"github.com/snofactory/snofactory/seeds/contract/oskind"
+	"github.com/snofactory/snofactory/seeds/contract/wire"
+	"github.com/snofactory/snofactory/seeds/site/siteconfig"
 	"github.com/snofactory/snofactory/stages/install"
 	"github.com/snofactory/snofactory/stages/internal/registries"
 	"github.com/snofactory/snofactory/stages/liveiso"
@@ -82,7 +82,7 @@ func sealOptions(bp *v1alpha1.Blueprint) seal.Options {
 
 // relocationFiles are what an OpenShift node must hold before it is sealed.
 func relocationFiles(bp *v1alpha1.Blueprint) []string {
-	if bp.Spec.Target.Type != target.OpenShift {
+	if bp.Spec.Target.Type != oskind.OpenShift {
 		return nil
 	}
 	return render.RelocationFiles()
@@ -130,7 +130,7 @@ func installOptions(bp *v1alpha1.Blueprint) install.Options {
 		DefaultTimeout:  t.Install.D(),
 		Timeouts:        map[string]time.Duration{wire.PhaseLiveBooted: t.Boot.D()},
 	}
-	if o.Target == target.OpenShift {
+	if o.Target == oskind.OpenShift {
 		for _, p := range []string{wire.PhaseAPIUp, wire.PhaseBootstrapComplete, wire.PhaseInstallComplete} {
 			o.Timeouts[p] = t.Cluster.D()
 		}
@@ -313,7 +313,7 @@ func renderOptions(bp *v1alpha1.Blueprint) render.Options {
 		o.SiteKeys = append(o.SiteKeys, label)
 		o.HostFiles[label] = bp.Resolved.SiteConfigKeys[i]
 	}
-	if s.Target.Type != target.OpenShift || s.OpenShift == nil {
+	if s.Target.Type != oskind.OpenShift || s.OpenShift == nil {
 		return o
 	}
 	osh := s.OpenShift

@@ -5,7 +5,7 @@ import (
 
 	"github.com/snofactory/snofactory/blueprints/v1alpha1"
 	"github.com/snofactory/snofactory/pipeline"
-	"github.com/snofactory/snofactory/seeds/target"
+	"github.com/snofactory/snofactory/seeds/contract/oskind"
 	"github.com/snofactory/snofactory/stages/install"
 	"github.com/snofactory/snofactory/stages/liveiso"
 	"github.com/snofactory/snofactory/stages/precache"
@@ -37,7 +37,7 @@ type Options struct {
 func Graph(bp *v1alpha1.Blueprint, opts Options) (*pipeline.Graph, pipeline.SecretSource, error) {
 	in := mapBlueprint(bp)
 	in.resolve.Locked = opts.LockFile
-	if bp.Spec.Target.Type == target.OpenShift {
+	if bp.Spec.Target.Type == oskind.OpenShift {
 		in.precache.Agent = opts.Agent
 	}
 	sign := signing(bp, opts)

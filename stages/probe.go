@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/snofactory/snofactory/seeds/agent/wire"
+	"github.com/snofactory/snofactory/seeds/contract/wire"
 	"github.com/snofactory/snofactory/stages/internal/vm"
 )
 

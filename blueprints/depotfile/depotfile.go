@@ -7,8 +7,8 @@ import (
 	"reflect"
 	"sort"
 
-	"github.com/snofactory/snofactory/blueprints/strictyaml"
 	"github.com/snofactory/snofactory/blueprints/v1alpha1"
+	"github.com/snofactory/snofactory/seeds/checks/strictyaml"
 )
 
 // APIVersion and Kind of a depot file.

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/snofactory/snofactory/seeds/target"
+	"github.com/snofactory/snofactory/seeds/contract/oskind"
 )
 
 // Defaults that do not depend on the target.
@@ -36,9 +36,9 @@ const (
 // only place defaults are applied; call it before Validate.
 func (b *Blueprint) Default() {
 	s := &b.Spec
-	openshift := s.Target.Type == target.OpenShift
+	openshift := s.Target.Type == oskind.OpenShift
 
-	if s.Target.Type == target.CoreOS && s.Target.IgnitionVersion == "" {
+	if s.Target.Type == oskind.CoreOS && s.Target.IgnitionVersion == "" {
 		s.Target.IgnitionVersion = DefaultIgnitionVersionCoreOS
 	}
 

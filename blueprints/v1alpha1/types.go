@@ -1,6 +1,6 @@
 package v1alpha1
 
-import "github.com/snofactory/snofactory/seeds/target"
+import "github.com/snofactory/snofactory/seeds/contract/oskind"
 
 // APIVersion and Kind identify this schema version in a blueprint file.
 const (
@@ -78,7 +78,7 @@ type Target struct {
 	// openshift: a single-node OpenShift cluster installed from a release image (bootstrap-in-place).
 	// coreos: a plain CoreOS-style live-ISO target (appliances, and the conformance OS used by
 	// the demo and the tests), configured by Ignition rendered from Butane.
-	Type target.Target `json:"type" yaml:"type" jsonschema:"required,enum=openshift,enum=coreos"`
+	Type oskind.Kind `json:"type" yaml:"type" jsonschema:"required,enum=openshift,enum=coreos"`
 	// The Ignition spec version to emit; a property of the target's OS: the conformance OS runs
 	// Debian's Ignition 2.14, which accepts at most 3.3.0; RHCOS for OpenShift 4.14+ takes 3.4.0
 	// and 4.19+ 3.5.0. For openshift, empty means the version the release's installer emits.

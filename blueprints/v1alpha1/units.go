@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/snofactory/snofactory/blueprints/suggest"
+	"github.com/snofactory/snofactory/seeds/checks/suggest"
 	"gopkg.in/yaml.v3"
 )
 

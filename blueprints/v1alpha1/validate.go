@@ -17,10 +17,10 @@ import (
 
 	"filippo.io/age"
 	"github.com/containers/image/v5/docker/reference"
-	"github.com/snofactory/snofactory/blueprints/suggest"
-	"github.com/snofactory/snofactory/seeds/target"
-	"github.com/snofactory/snofactory/seeds/trust/pubkey"
-	"golang.org/x/crypto/ssh"
+	"github.com/snofactory/snofactory/seeds/artifact/trust/pubkey"
+	"github.com/snofactory/snofactory/seeds/checks"
+	"github.com/snofactory/snofactory/seeds/checks/suggest"
+	"github.com/snofactory/snofactory/seeds/contract/oskind"
 )
 
 // FieldError is one problem found by Validate, named by its path in the document
@@ -44,9 +44,6 @@ const (
 	maxSSHKeySize     = 64 << 10
 	minMemory         = 256 * MiB
 	minDisk           = 1 * GiB
-	// maxReferenceLen bounds image references before the reference grammar sees them:
-	// repository names are at most 255 bytes, plus a tag or a digest.
-	maxReferenceLen = 1024
 )
 
 var (
@@ -82,7 +79,7 @@ func (b *Blueprint) Validate() []FieldError {
 	}
 	b.validateMetadata(c)
 	s := &b.Spec
-	c.oneOf("spec.target.type", string(s.Target.Type), string(target.OpenShift), string(target.CoreOS))
+	c.oneOf("spec.target.type", string(s.Target.Type), string(oskind.OpenShift), string(oskind.CoreOS))
 	if s.Target.IgnitionVersion != "" {
 		c.oneOf("spec.target.ignitionVersion", s.Target.IgnitionVersion, "3.3.0", "3.4.0", "3.5.0")
 	}
@@ -186,7 +183,7 @@ func isDNSSubdomain(s string) bool {
 func (b *Blueprint) validateSource(c *checker) {
 	s := b.Spec.Source
 	if s == nil {
-		if b.Spec.Target.Type == target.CoreOS {
+		if b.Spec.Target.Type == oskind.CoreOS {
 			c.add("spec.source", "required for a coreos target", "give the live ISO as source.url (with sha256) or source.path")
 		}
 		return
@@ -262,8 +259,8 @@ func (b *Blueprint) validateLiveISO(c *checker) {
 
 func (b *Blueprint) validateOpenShift(c *checker) {
 	o := b.Spec.OpenShift
-	if b.Spec.Target.Type != target.OpenShift {
-		if o != nil && b.Spec.Target.Type == target.CoreOS {
+	if b.Spec.Target.Type != oskind.OpenShift {
+		if o != nil && b.Spec.Target.Type == oskind.CoreOS {
 			c.add("spec.openshift", "only allowed when target.type is openshift", "")
 		}
 		return
@@ -328,7 +325,7 @@ func (b *Blueprint) validatePullSecret(c *checker) {
 		c.add(p, "must name a file, not hold the pull secret itself", "save the secret to a file (mode 0600) and give its path; remove it from the blueprint")
 	default:
 		if data, ok := c.readFile(p, b.Resolved.PullSecretFile, "the pull secret", maxPullSecretSize); ok {
-			if msg := CheckPullSecret(data); msg != "" {
+			if msg := checks.PullSecret(data); msg != "" {
 				c.add(p, msg, "the file must hold {\"auths\": {\"REGISTRY\": {\"auth\": \"...\"}}}")
 			}
 		}
@@ -343,13 +340,13 @@ func (b *Blueprint) validateSSHKey(c *checker) {
 		c.add(p+".sshPublicKeyFile", "sshPublicKey and sshPublicKeyFile are mutually exclusive", "keep one of them")
 	}
 	if o.SSHPublicKey != "" {
-		if err := CheckSSHKey([]byte(o.SSHPublicKey)); err != nil {
+		if err := checks.SSHKey([]byte(o.SSHPublicKey)); err != nil {
 			c.add(p+".sshPublicKey", err.Error(), "one line of authorized_keys format, e.g. ssh-ed25519 AAAA... user@host")
 		}
 	}
 	if o.SSHPublicKeyFile != "" {
 		if data, ok := c.readFile(p+".sshPublicKeyFile", b.Resolved.SSHPublicKeyFile, "the SSH public key", maxSSHKeySize); ok {
-			if err := CheckSSHKey(data); err != nil {
+			if err := checks.SSHKey(data); err != nil {
 				c.add(p+".sshPublicKeyFile", err.Error(), "the file must hold a public key (the .pub file), in authorized_keys format")
 			}
 		}
@@ -644,8 +641,8 @@ func (c *checker) oneOf(path, v string, allowed ...string) {
 
 // image checks a fully qualified image reference; requireVersion asks for a tag or digest.
 func (c *checker) image(path, s string, requireVersion bool) (reference.Named, bool) {
-	if len(s) > maxReferenceLen {
-		c.add(path, fmt.Sprintf("image reference is %d bytes long, more than %d", len(s), maxReferenceLen), "")
+	if len(s) > checks.MaxReferenceLen {
+		c.add(path, fmt.Sprintf("image reference is %d bytes long, more than %d", len(s), checks.MaxReferenceLen), "")
 		return nil, false
 	}
 	ref, err := reference.ParseNamed(s)
@@ -667,34 +664,9 @@ func (c *checker) image(path, s string, requireVersion bool) (reference.Named, b
 // repository checks a mirror source or mirror: a repository or a registry host, without
 // tag or digest.
 func (c *checker) repository(path, s string) {
-	if msg, hint := RepositoryProblem(s); msg != "" {
+	if msg, hint := checks.Repository(s); msg != "" {
 		c.add(path, msg, hint)
 	}
-}
-
-// RepositoryProblem says what is wrong with s as a mirror source or mirror (a repository
-// or a registry host[:port], without tag or digest), or "" when nothing is. Blueprints and
-// site configs both name mirrors.
-func RepositoryProblem(s string) (msg, hint string) {
-	switch {
-	case len(s) > maxReferenceLen:
-		return fmt.Sprintf("repository is %d bytes long, more than %d", len(s), maxReferenceLen), ""
-	case s == "":
-		return "required", "a repository such as quay.io/openshift-release-dev/ocp-release"
-	}
-	if ref, err := reference.ParseNamed(s); err == nil {
-		if !reference.IsNameOnly(ref) {
-			return fmt.Sprintf("%q carries a tag or digest", suggest.Clip(s)), "mirrors map repositories: drop the :tag or @digest"
-		}
-		return "", ""
-	}
-	// A bare registry (host[:port]) is a valid mirror scope too.
-	if !strings.Contains(s, "/") && (strings.ContainsAny(s, ".:") || s == "localhost") {
-		if _, err := reference.ParseNamed(s + "/x"); err == nil {
-			return "", ""
-		}
-	}
-	return fmt.Sprintf("%q is not a repository or registry", suggest.Clip(s)), "e.g. quay.io/openshift-release-dev/ocp-release or registry.example:5000"
 }
 
 // network checks a CIDR that names a network (no host bits set).
@@ -762,49 +734,6 @@ func (c *checker) readFile(path, abs, what string, limit int64) ([]byte, bool) {
 		return nil, false
 	}
 	return data, true
-}
-
-// CheckPullSecret returns what is wrong with a pull secret ("" when nothing), without
-// quoting it: json's syntax errors can echo a character of the input, so only the offset is reported.
-func CheckPullSecret(data []byte) string {
-	var doc map[string]json.RawMessage
-	if err := json.Unmarshal(data, &doc); err != nil {
-		var se *json.SyntaxError
-		if errors.As(err, &se) {
-			return fmt.Sprintf("the pull secret is not valid JSON (syntax error at byte offset %d)", se.Offset)
-		}
-		return "the pull secret is not a JSON object"
-	}
-	raw, ok := doc["auths"]
-	if !ok {
-		return "the pull secret has no \"auths\" object"
-	}
-	var auths map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &auths); err != nil || auths == nil {
-		return "the pull secret's \"auths\" is not an object"
-	}
-	if len(auths) == 0 {
-		return "the pull secret's \"auths\" is empty"
-	}
-	return ""
-}
-
-// CheckSSHKey accepts one or more authorized_keys lines; errors never quote the key.
-func CheckSSHKey(data []byte) error {
-	rest := data
-	n := 0
-	for len(strings.TrimSpace(string(rest))) > 0 {
-		_, _, _, r, err := ssh.ParseAuthorizedKey(rest)
-		if err != nil {
-			return errors.New("not an SSH public key in authorized_keys format")
-		}
-		n++
-		rest = r
-	}
-	if n == 0 {
-		return errors.New("no SSH public key found")
-	}
-	return nil
 }
 
 // Upper bounds on list lengths, far above any real seed.

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/snofactory/snofactory/seeds/steps"
+	"github.com/snofactory/snofactory/seeds/node/steps"
 )
 
 func dryRun(t *testing.T, args ...string) []steps.Step {

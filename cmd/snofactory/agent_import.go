@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/snofactory/snofactory/seeds/imports"
+	"github.com/snofactory/snofactory/seeds/node/imageimport"
 )
 
 // newAgentImportCommand imports the precache data disk into the node's container storage, so
@@ -30,7 +30,7 @@ containers-storage. Images already there are skipped, so a restarted import resu
 				return badInput(fmt.Errorf("--disk %s: %w", disk, err))
 			}
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
-			got, err := imports.ImportDisk(cmd.Context(), disk, scratch, imports.Options{GraphRoot: graphRoot, RunRoot: runRoot, Driver: driver, Log: log})
+			got, err := imageimport.ImportDisk(cmd.Context(), disk, scratch, imageimport.Options{GraphRoot: graphRoot, RunRoot: runRoot, Driver: driver, Log: log})
 			if err != nil {
 				return err
 			}

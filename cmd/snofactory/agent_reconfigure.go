@@ -10,12 +10,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/snofactory/snofactory/seeds/agent"
-	"github.com/snofactory/snofactory/seeds/agent/wire"
-	"github.com/snofactory/snofactory/seeds/reconfigure"
-	"github.com/snofactory/snofactory/seeds/siteconfig"
-	"github.com/snofactory/snofactory/seeds/steps"
-	"github.com/snofactory/snofactory/seeds/target"
+	"github.com/snofactory/snofactory/seeds/contract/oskind"
+	"github.com/snofactory/snofactory/seeds/contract/wire"
+	"github.com/snofactory/snofactory/seeds/node/agent"
+	"github.com/snofactory/snofactory/seeds/node/reconfigure"
+	"github.com/snofactory/snofactory/seeds/node/steps"
+	"github.com/snofactory/snofactory/seeds/site/siteconfig"
 )
 
 // newAgentReconfigureCommand is the seed's site reconfiguration hook.
@@ -76,7 +76,7 @@ the hook waits on for a signed one. Secrets the medium carries sealed (site-conf
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&o.Root, "root", "/", "root of the installed system")
-	fl.Var(&o.Target, "target", target.Names()+" (default: the target in "+wire.SealedFile+" under --root)")
+	fl.Var(&o.Target, "target", oskind.Names()+" (default: the target in "+wire.SealedFile+" under --root)")
 	fl.StringVar(&o.Medium, "medium", "", "the site-config medium, an ISO image or device (default: look for the label "+siteconfig.VolumeLabel+")")
 	fl.StringArrayVar(&mediumGlobs, "medium-glob", reconfigure.DefaultMediumGlobs(), "where to look for the medium, in order (repeatable)")
 	fl.DurationVar(&o.MediumTimeout, "medium-timeout", reconfigure.DefaultMediumTimeout, "give up waiting for the medium after this long")
@@ -98,7 +98,7 @@ the hook waits on for a signed one. Secrets the medium carries sealed (site-conf
 // reconfigurePlan prints the steps a reconfiguration would take, secrets as placeholders.
 func reconfigurePlan(cmd *cobra.Command, o reconfigure.Options, siteConfig, output string) error {
 	if o.Target == "" {
-		return badInput(fmt.Errorf("--dry-run needs --target %s", target.Names()))
+		return badInput(fmt.Errorf("--dry-run needs --target %s", oskind.Names()))
 	}
 	if output != "json" && output != "text" {
 		return badInput(fmt.Errorf("-o %q: want text or json", output))

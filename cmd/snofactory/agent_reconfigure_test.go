@@ -8,14 +8,14 @@ import (
 
 	"github.com/kdomanski/iso9660"
 
-	"github.com/snofactory/snofactory/seeds/agent/wire"
-	"github.com/snofactory/snofactory/seeds/siteconfig"
+	"github.com/snofactory/snofactory/seeds/contract/wire"
+	"github.com/snofactory/snofactory/seeds/site/siteconfig"
 )
 
 // reconfigure fails with exit 1, the step and the error on stderr, and the failure reported
 // on the port, for a malformed medium and for a missing one; with no --target and no
 // sealed seed it is the user's input that is wrong (exit 2). (A successful run would run
-// ip and hostname against this machine; seeds/reconfigure tests those with recorded
+// ip and hostname against this machine; seeds/node/reconfigure tests those with recorded
 // command lines.)
 func TestAgentReconfigureFailures(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "bad.iso")

@@ -11,10 +11,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/snofactory/snofactory/seeds/agent"
-	"github.com/snofactory/snofactory/seeds/agent/wire"
-	"github.com/snofactory/snofactory/seeds/steps"
-	"github.com/snofactory/snofactory/seeds/target"
+	"github.com/snofactory/snofactory/seeds/contract/oskind"
+	"github.com/snofactory/snofactory/seeds/contract/wire"
+	"github.com/snofactory/snofactory/seeds/node/agent"
+	"github.com/snofactory/snofactory/seeds/node/steps"
 )
 
 // newAgentSealCommand prepares the installed system for relocation at the seal stage's
@@ -23,7 +23,7 @@ func newAgentSealCommand() *cobra.Command {
 	var (
 		root, bootDir, request, port, stateDir, sys string
 		output                                      string
-		kind                                        target.Target
+		kind                                        oskind.Kind
 		dryRun                                      bool
 		timeout                                     time.Duration
 	)
@@ -46,7 +46,7 @@ changes, and touches nothing.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dryRun {
 				if kind == "" {
-					return badInput(fmt.Errorf("--dry-run needs --target %s", target.Names()))
+					return badInput(fmt.Errorf("--dry-run needs --target %s", oskind.Names()))
 				}
 				if output != "json" && output != "text" {
 					return badInput(fmt.Errorf("-o %q: want text or json", output))
@@ -94,7 +94,7 @@ changes, and touches nothing.`,
 	fl.StringVar(&stateDir, "state-dir", agent.DefaultStateDir, "where the sequence counter lives (must be a tmpfs)")
 	fl.DurationVar(&timeout, "timeout", 45*time.Minute, "give up after this long")
 	fl.BoolVar(&dryRun, "dry-run", false, "print the steps the seal would take, in order, and touch nothing")
-	fl.Var(&kind, "target", "with --dry-run: "+target.Names())
+	fl.Var(&kind, "target", "with --dry-run: "+oskind.Names())
 	fl.StringVarP(&output, "output", "o", "text", "with --dry-run: text or json")
 	return cmd
 }

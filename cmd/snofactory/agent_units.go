@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/snofactory/snofactory/seeds/agent"
-	"github.com/snofactory/snofactory/seeds/agent/wire"
+	"github.com/snofactory/snofactory/seeds/contract/wire"
+	"github.com/snofactory/snofactory/seeds/node/agent"
 )
 
 // newAgentRunUnitsCommand starts the enabled units of an installed root on a node without

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snofactory/snofactory/seeds/seed"
-	"github.com/snofactory/snofactory/seeds/seed/seedtest"
+	"github.com/snofactory/snofactory/seeds/artifact/seed"
+	"github.com/snofactory/snofactory/seeds/artifact/seed/seedtest"
 	"github.com/snofactory/snofactory/test/testbin"
 )
 
@@ -58,7 +58,7 @@ func restamp(t *testing.T, dir string) {
 // Each case must be refused with the right exit code and a message naming the problem;
 // the target must be left exactly as it was; no host file's bytes may reach stdout, stderr
 // or any output; nothing may be left beside the target. Block devices are exercised in
-// seeds/seed and pipeline/output on loop devices where the machine allows them; here
+// seeds/artifact/seed and pipeline/output on loop devices where the machine allows them; here
 // targets are files, /dev/null and directories.
 func TestHostileInputs(t *testing.T) {
 	host := filepath.Join(t.TempDir(), "passwd")

@@ -19,7 +19,7 @@ import (
 
 	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/pipeline/output"
-	"github.com/snofactory/snofactory/seeds/diskpack"
+	"github.com/snofactory/snofactory/seeds/artifact/diskpack"
 )
 
 // Exit codes are part of the interface: depots script against them.

@@ -20,10 +20,10 @@ import (
 
 	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/pipeline/output"
-	"github.com/snofactory/snofactory/seeds/diskpack"
-	"github.com/snofactory/snofactory/seeds/ociseed"
-	"github.com/snofactory/snofactory/seeds/seed"
-	"github.com/snofactory/snofactory/seeds/trust"
+	"github.com/snofactory/snofactory/seeds/artifact/diskpack"
+	"github.com/snofactory/snofactory/seeds/artifact/ociseed"
+	"github.com/snofactory/snofactory/seeds/artifact/seed"
+	"github.com/snofactory/snofactory/seeds/artifact/trust"
 )
 
 func newSeedCommand() *cobra.Command {

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/snofactory/snofactory/seeds/seed"
-	"github.com/snofactory/snofactory/seeds/seed/seedtest"
+	"github.com/snofactory/snofactory/seeds/artifact/seed"
+	"github.com/snofactory/snofactory/seeds/artifact/seed/seedtest"
 	"github.com/snofactory/snofactory/test/registry"
 )
 

@@ -11,12 +11,12 @@ import (
 	"filippo.io/age"
 	"github.com/spf13/cobra"
 
-	"github.com/snofactory/snofactory/blueprints/strictyaml"
 	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/pipeline/output"
-	"github.com/snofactory/snofactory/seeds/credentials"
-	"github.com/snofactory/snofactory/seeds/siteconfig"
-	"github.com/snofactory/snofactory/seeds/trust"
+	"github.com/snofactory/snofactory/seeds/artifact/trust"
+	"github.com/snofactory/snofactory/seeds/checks/strictyaml"
+	"github.com/snofactory/snofactory/seeds/site/credentials"
+	"github.com/snofactory/snofactory/seeds/site/siteconfig"
 )
 
 func newSiteConfigCommand() *cobra.Command {

@@ -15,8 +15,8 @@ import (
 	"golang.org/x/crypto/bcrypt"
 	"gopkg.in/yaml.v3"
 
-	"github.com/snofactory/snofactory/seeds/credentials"
-	"github.com/snofactory/snofactory/seeds/siteconfig"
+	"github.com/snofactory/snofactory/seeds/site/credentials"
+	"github.com/snofactory/snofactory/seeds/site/siteconfig"
 )
 
 // site-config create makes a site's own credentials, as the image-based installer does:

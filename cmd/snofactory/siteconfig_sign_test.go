@@ -9,8 +9,8 @@ import (
 
 	"filippo.io/age"
 
-	"github.com/snofactory/snofactory/seeds/siteconfig"
-	"github.com/snofactory/snofactory/seeds/trust"
+	"github.com/snofactory/snofactory/seeds/artifact/trust"
+	"github.com/snofactory/snofactory/seeds/site/siteconfig"
 	"github.com/snofactory/snofactory/test/testbin"
 )
 

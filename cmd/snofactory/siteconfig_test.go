@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/snofactory/snofactory/seeds/siteconfig"
+	"github.com/snofactory/snofactory/seeds/site/siteconfig"
 )
 
 func TestSiteConfigCommands(t *testing.T) {

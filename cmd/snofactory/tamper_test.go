@@ -19,10 +19,10 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/opencontainers/go-digest"
 
-	"github.com/snofactory/snofactory/seeds/ociseed"
-	"github.com/snofactory/snofactory/seeds/seed"
-	"github.com/snofactory/snofactory/seeds/seed/seedtest"
-	trustpkg "github.com/snofactory/snofactory/seeds/trust"
+	"github.com/snofactory/snofactory/seeds/artifact/ociseed"
+	"github.com/snofactory/snofactory/seeds/artifact/seed"
+	"github.com/snofactory/snofactory/seeds/artifact/seed/seedtest"
+	trustpkg "github.com/snofactory/snofactory/seeds/artifact/trust"
 	"github.com/snofactory/snofactory/test/registry"
 	"github.com/snofactory/snofactory/test/testbin"
 )
@@ -32,7 +32,7 @@ import (
 // of the disk, the signature, and the provenance attestation. Under an enforcing policy
 // pull and write refuse each seed whose bytes they would use, name the reason, exit 2 and
 // write nothing; seed inspect --key and cosign refuse the tampered provenance. (The site
-// medium's row of the matrix is the reconfiguration hook's, in seeds/reconfigure and
+// medium's row of the matrix is the reconfiguration hook's, in seeds/node/reconfigure and
 // test/e2e/sitemedia.)
 func TestTamperedSeedsAreRefused(t *testing.T) {
 	ctx := context.Background()

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/snofactory/snofactory/seeds/seed"
-	"github.com/snofactory/snofactory/seeds/seed/seedtest"
-	trustpkg "github.com/snofactory/snofactory/seeds/trust"
+	"github.com/snofactory/snofactory/seeds/artifact/seed"
+	"github.com/snofactory/snofactory/seeds/artifact/seed/seedtest"
+	trustpkg "github.com/snofactory/snofactory/seeds/artifact/trust"
 	"github.com/snofactory/snofactory/test/registry"
 	"github.com/snofactory/snofactory/test/testbin"
 )

@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/snofactory/snofactory/pipeline/tekton"
-	"github.com/snofactory/snofactory/seeds/ociseed"
+	"github.com/snofactory/snofactory/seeds/artifact/ociseed"
 	"github.com/snofactory/snofactory/stages/publish"
 	"github.com/snofactory/snofactory/test/testbin"
 )

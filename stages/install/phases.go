@@ -6,13 +6,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/snofactory/snofactory/seeds/agent/wire"
-	"github.com/snofactory/snofactory/seeds/target"
+	"github.com/snofactory/snofactory/seeds/contract/oskind"
+	"github.com/snofactory/snofactory/seeds/contract/wire"
 )
 
 // planFor is the ordered phases an install reports, by target type.
-func planFor(t target.Target) []string {
-	if t == target.OpenShift {
+func planFor(t oskind.Kind) []string {
+	if t == oskind.OpenShift {
 		return wire.OpenShiftInstallPhases()
 	}
 	return wire.InstallPhases()

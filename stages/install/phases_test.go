@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snofactory/snofactory/seeds/agent/wire"
-	"github.com/snofactory/snofactory/seeds/target"
+	"github.com/snofactory/snofactory/seeds/contract/oskind"
+	"github.com/snofactory/snofactory/seeds/contract/wire"
 )
 
 func msg(phase string, status wire.Status, details ...string) wire.Message {
@@ -28,14 +28,14 @@ func TestTracker(t *testing.T) {
 		msg(wire.PhaseRebootedFromDisk, ok), msg(wire.PhaseUnits, ok), msg(wire.PhaseInstallComplete, ok)}
 	tests := []struct {
 		name     string
-		target   target.Target
+		target   oskind.Kind
 		msgs     []wire.Message
 		finished bool
 		wantErr  string
 		wantLog  string
 	}{
 		{name: "conformance install in order", target: "coreos", msgs: conformance, finished: true},
-		{name: "openshift install in order", target: target.OpenShift, finished: true, msgs: []wire.Message{
+		{name: "openshift install in order", target: oskind.OpenShift, finished: true, msgs: []wire.Message{
 			msg(wire.PhaseLiveBooted, ok), msg(wire.PhaseBootkubeDone, ok), msg(wire.PhaseWrittenToDisk, ok),
 			msg(wire.PhaseRebootedFromDisk, ok), msg(wire.PhaseImagesImported, ok), msg(wire.PhaseAPIUp, ok), msg(wire.PhaseBootstrapComplete, ok), msg(wire.PhaseInstallComplete, ok)}},
 		{name: "stops short", target: "coreos", msgs: conformance[:5]},

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/snofactory/snofactory/pipeline"
-	"github.com/snofactory/snofactory/seeds/agent/wire"
-	"github.com/snofactory/snofactory/seeds/seed"
-	"github.com/snofactory/snofactory/seeds/target"
+	"github.com/snofactory/snofactory/seeds/artifact/seed"
+	"github.com/snofactory/snofactory/seeds/contract/oskind"
+	"github.com/snofactory/snofactory/seeds/contract/wire"
 	"github.com/snofactory/snofactory/stages/internal/handoff"
 	"github.com/snofactory/snofactory/stages/internal/vm"
 )
@@ -34,9 +34,9 @@ const (
 // key; how fast the VM runs (accelerator, timeouts) is not.
 type Options struct {
 	// Target is the blueprint's target: it picks the phases.
-	Target    target.Target `json:"target"`
-	CPUs      int           `json:"cpus"`
-	MemoryMiB int           `json:"memoryMiB"`
+	Target    oskind.Kind `json:"target"`
+	CPUs      int         `json:"cpus"`
+	MemoryMiB int         `json:"memoryMiB"`
 	// DiskSizeMiB is the target disk's size.
 	DiskSizeMiB int `json:"diskSizeMiB"`
 	// Firmware is bios or uefi.
@@ -114,7 +114,7 @@ func run(ctx context.Context, opts Options, env *pipeline.Env) error {
 	if err != nil {
 		return err
 	}
-	if opts.Target == target.CoreOS {
+	if opts.Target == oskind.CoreOS {
 		req, err := installRequest(ctx, in.lock, opts.SourceDateEpoch, env)
 		if err != nil {
 			return err
@@ -262,7 +262,7 @@ func machineConfig(opts Options, in inputs, disk string, env *pipeline.Env) (vm.
 	if in.dataDisk != "" {
 		cfg.Disks = append(cfg.Disks, vm.Disk{Path: in.dataDisk, Format: "raw", ReadOnly: true, Serial: wire.PrecacheDiskSerial})
 	}
-	if opts.Target == target.OpenShift {
+	if opts.Target == oskind.OpenShift {
 		port, err := vm.FreePort()
 		if err != nil {
 			return cfg, err

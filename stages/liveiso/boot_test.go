@@ -25,8 +25,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/opencontainers/go-digest"
 
-	"github.com/snofactory/snofactory/seeds/agent/wire"
-	"github.com/snofactory/snofactory/seeds/precachedisk"
+	"github.com/snofactory/snofactory/seeds/contract/precachedisk"
+	"github.com/snofactory/snofactory/seeds/contract/wire"
 	"github.com/snofactory/snofactory/stages/internal/vm"
 	"github.com/snofactory/snofactory/stages/liveiso/coreiso"
 	"github.com/snofactory/snofactory/test/conformance"
@@ -201,7 +201,7 @@ func TestLiveISOBootOversizedConfig(t *testing.T) {
 	}
 }
 
-// precacheDataDisk writes a precache data disk (seeds/precachedisk) holding n tiny
+// precacheDataDisk writes a precache data disk (seeds/contract/precachedisk) holding n tiny
 // images and returns its path and the images' pinned references.
 func precacheDataDisk(t *testing.T, ctx context.Context, n int) (string, []string) {
 	t.Helper()

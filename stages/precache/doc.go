@@ -26,7 +26,7 @@
 // Outputs: layout/ (OCI layout; index.json has one manifest per pinned reference, annotated
 // org.opencontainers.image.ref.name; its blobs are hardlinks into the store, so a build copies
 // no blob bytes), precache.tar (the data disk the node imports from; its format, writer and
-// reader are seeds/precachedisk) and precache-report.json (images, blobs and bytes fetched
+// reader are seeds/contract/precachedisk) and precache-report.json (images, blobs and bytes fetched
 // and reused, retries).
 //
 // Manifest lists are kept byte for byte (so digests match the registry); only the instance

@@ -8,7 +8,7 @@ import (
 	"syscall"
 
 	"github.com/opencontainers/go-digest"
-	"github.com/snofactory/snofactory/seeds/precachedisk"
+	"github.com/snofactory/snofactory/seeds/contract/precachedisk"
 )
 
 // LayoutStats says how a layout's blobs were placed.
@@ -18,7 +18,7 @@ type LayoutStats struct {
 	BytesCopied int64 `json:"bytesCopied"`
 }
 
-// WriteLayout writes the OCI image layout of the precache data disk (seeds/precachedisk) in
+// WriteLayout writes the OCI image layout of the precache data disk (seeds/contract/precachedisk) in
 // dir, with one index entry per image named by its pinned reference. Blobs are hardlinks into
 // the store, so writing a layout copies nothing unless the store is on another filesystem.
 func (res *Result) WriteLayout(dir string, st *Store) (LayoutStats, error) {

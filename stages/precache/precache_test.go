@@ -29,7 +29,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/pipeline/blobstore"
-	"github.com/snofactory/snofactory/seeds/precachedisk"
+	"github.com/snofactory/snofactory/seeds/contract/precachedisk"
 	"github.com/snofactory/snofactory/stages/internal/registries"
 	"github.com/snofactory/snofactory/test/check"
 	"github.com/snofactory/snofactory/test/registry"

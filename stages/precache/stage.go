@@ -9,7 +9,7 @@ import (
 
 	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/pipeline/blobstore"
-	"github.com/snofactory/snofactory/seeds/precachedisk"
+	"github.com/snofactory/snofactory/seeds/contract/precachedisk"
 	"github.com/snofactory/snofactory/stages/internal/handoff"
 	"github.com/snofactory/snofactory/stages/internal/lockfile"
 	"github.com/snofactory/snofactory/stages/internal/registries"

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/snofactory/snofactory/pipeline"
-	"github.com/snofactory/snofactory/seeds/precachedisk"
+	"github.com/snofactory/snofactory/seeds/contract/precachedisk"
 	"github.com/snofactory/snofactory/stages/internal/handoff"
 	"github.com/snofactory/snofactory/stages/internal/lockfile"
 	"github.com/snofactory/snofactory/stages/internal/registries"

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/snofactory/snofactory/seeds/target"
+	"github.com/snofactory/snofactory/seeds/contract/oskind"
 )
 
 // A broken fragment fails the render with an error that names the fragment and gives
@@ -49,7 +49,7 @@ func TestButaneErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			frags, host := writeFragments(t, tc.text)
-			o := Options{Target: target.CoreOS, IgnitionVersion: "3.3.0"}
+			o := Options{Target: oskind.CoreOS, IgnitionVersion: "3.3.0"}
 			if tc.openshift {
 				o = clusterOptions(t)
 			}

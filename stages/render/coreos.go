@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/snofactory/snofactory/seeds/agent/wire"
-	"github.com/snofactory/snofactory/seeds/target"
+	"github.com/snofactory/snofactory/seeds/contract/oskind"
+	"github.com/snofactory/snofactory/seeds/contract/wire"
 	"github.com/snofactory/snofactory/stages/internal/handoff"
 )
 
@@ -77,7 +77,7 @@ WantedBy=multi-user.target
 			return err
 		}
 		if h.Variant == "openshift" {
-			return &ButaneError{Name: name, Err: fmt.Errorf("variant openshift makes MachineConfigs; a %s target takes a CoreOS variant such as fcos %s", target.CoreOS, m.spec.fcos)}
+			return &ButaneError{Name: name, Err: fmt.Errorf("variant openshift makes MachineConfigs; a %s target takes a CoreOS variant such as fcos %s", oskind.CoreOS, m.spec.fcos)}
 		}
 		out, err := translate(name, src, false)
 		if err != nil {

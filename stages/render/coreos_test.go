@@ -14,8 +14,8 @@ import (
 	"github.com/vincent-petithory/dataurl"
 
 	"github.com/snofactory/snofactory/pipeline"
-	"github.com/snofactory/snofactory/seeds/agent/wire"
-	"github.com/snofactory/snofactory/seeds/target"
+	"github.com/snofactory/snofactory/seeds/contract/oskind"
+	"github.com/snofactory/snofactory/seeds/contract/wire"
 )
 
 func fileContents(t *testing.T, cfg v33types.Config, path string) (string, bool) {
@@ -97,7 +97,7 @@ systemd:
     - name: demo.service
       contents: "[Service]\nExecStart=/bin/echo third\n"
 `})
-	out := renderTo(t, Options{Target: target.CoreOS, IgnitionVersion: "3.3.0", Fragments: frags, HostFiles: host})
+	out := renderTo(t, Options{Target: oskind.CoreOS, IgnitionVersion: "3.3.0", Fragments: frags, HostFiles: host})
 	cfgPath := filepath.Join(out, ConfigPath)
 	cfg := parse33(t, cfgPath)
 	ignitionValidate(t, cfgPath)
@@ -146,7 +146,7 @@ systemd:
 func TestCoreOSVersions(t *testing.T) {
 	for _, v := range []string{"3.2.0", "3.3.0", "3.4.0", "3.5.0"} {
 		t.Run(v, func(t *testing.T) {
-			out := renderTo(t, Options{Target: target.CoreOS, IgnitionVersion: v, SSHKey: true})
+			out := renderTo(t, Options{Target: oskind.CoreOS, IgnitionVersion: v, SSHKey: true})
 			p := filepath.Join(out, ConfigPath)
 			b := mustRead(t, p)
 			got, err := configVersion(b)
@@ -173,7 +173,7 @@ func TestCoreOSVersions(t *testing.T) {
 // The stage runs under the real engine: outputs land in the cache and a second build hits.
 func TestCoreOSStageInEngine(t *testing.T) {
 	frags, host := writeFragments(t, "variant: fcos\nversion: 1.4.0\nstorage:\n  files:\n    - path: /etc/hello\n      contents: {inline: hi}\n")
-	g := &pipeline.Graph{Blueprint: "demo", Stages: []pipeline.Stage{New(Options{Target: target.CoreOS, IgnitionVersion: "3.3.0", Fragments: frags, HostFiles: host})}}
+	g := &pipeline.Graph{Blueprint: "demo", Stages: []pipeline.Stage{New(Options{Target: oskind.CoreOS, IgnitionVersion: "3.3.0", Fragments: frags, HostFiles: host})}}
 	cache := &pipeline.Cache{Dir: t.TempDir()}
 	var dirs []string
 	for i := 0; i < 2; i++ {
@@ -211,13 +211,13 @@ func TestOptionsValidation(t *testing.T) {
 		want string
 	}{
 		{"no target", Options{}, `target ""`},
-		{"relocation on coreos", Options{Target: target.CoreOS, IgnitionVersion: "3.3.0", Relocation: &Relocation{}}, "relocation: relocation MachineConfigs need the openshift target"},
-		{"worker on coreos", Options{Target: target.CoreOS, IgnitionVersion: "3.3.0", WorkerIgnition: true}, "workerIgnition"},
-		{"no cluster", Options{Target: target.OpenShift}, "openshift: required"},
-		{"fragment no host path", Options{Target: target.CoreOS, IgnitionVersion: "3.3.0", Fragments: []Fragment{{File: "a.bu"}}}, `file "a.bu" has no host path`},
-		{"unknown ignition spec", Options{Target: target.CoreOS, IgnitionVersion: "3.9.0"}, `ignition spec "3.9.0": want one of 3.2.0, 3.3.0, 3.4.0, 3.5.0`},
-		{"unknown release", Options{Target: target.OpenShift, OpenShift: &OpenShift{Version: "4.99", ClusterName: "sno", BaseDomain: "x", InstallationDisk: "/dev/vda"}}, "no openshift 4.99.0 variant"},
-		{"not a release version", Options{Target: target.OpenShift, OpenShift: &OpenShift{Version: "latest", ClusterName: "sno", BaseDomain: "x", InstallationDisk: "/dev/vda"}}, "want an OpenShift 4 release"},
+		{"relocation on coreos", Options{Target: oskind.CoreOS, IgnitionVersion: "3.3.0", Relocation: &Relocation{}}, "relocation: relocation MachineConfigs need the openshift target"},
+		{"worker on coreos", Options{Target: oskind.CoreOS, IgnitionVersion: "3.3.0", WorkerIgnition: true}, "workerIgnition"},
+		{"no cluster", Options{Target: oskind.OpenShift}, "openshift: required"},
+		{"fragment no host path", Options{Target: oskind.CoreOS, IgnitionVersion: "3.3.0", Fragments: []Fragment{{File: "a.bu"}}}, `file "a.bu" has no host path`},
+		{"unknown ignition spec", Options{Target: oskind.CoreOS, IgnitionVersion: "3.9.0"}, `ignition spec "3.9.0": want one of 3.2.0, 3.3.0, 3.4.0, 3.5.0`},
+		{"unknown release", Options{Target: oskind.OpenShift, OpenShift: &OpenShift{Version: "4.99", ClusterName: "sno", BaseDomain: "x", InstallationDisk: "/dev/vda"}}, "no openshift 4.99.0 variant"},
+		{"not a release version", Options{Target: oskind.OpenShift, OpenShift: &OpenShift{Version: "latest", ClusterName: "sno", BaseDomain: "x", InstallationDisk: "/dev/vda"}}, "want an OpenShift 4 release"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := Render(context.Background(), tc.opts, testSecrets(t), t.TempDir(), nil)

@@ -11,7 +11,7 @@ import (
 // installer's 50-master-dnsmasq-configuration MachineConfig provides them with a local
 // dnsmasq; this is its overridable form, which lifecycle-agent requires of every seed: the
 // records come from an overrides file that the site's reconfiguration rewrites for the
-// renamed cluster (seeds/reconfigure, DnsmasqOverridesFile).
+// renamed cluster (seeds/node/reconfigure, DnsmasqOverridesFile).
 const (
 	// DnsmasqMachineConfig is the MachineConfig's name (lifecycle-agent looks for it).
 	DnsmasqMachineConfig = "50-master-dnsmasq-configuration"

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/snofactory/snofactory/seeds/reconfigure"
+	"github.com/snofactory/snofactory/seeds/node/reconfigure"
 )
 
 // The DNS MachineConfig is the overridable single-node form lifecycle-agent requires: its

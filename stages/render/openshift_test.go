@@ -22,7 +22,7 @@ import (
 	"github.com/vincent-petithory/dataurl"
 	"gopkg.in/yaml.v3"
 
-	"github.com/snofactory/snofactory/seeds/target"
+	"github.com/snofactory/snofactory/seeds/contract/oskind"
 	"github.com/snofactory/snofactory/test/testbin"
 )
 
@@ -33,7 +33,7 @@ func clusterOptions(t *testing.T) Options {
 	c.MachineNetwork = []string{"192.168.127.0/24"}
 	c.Mirrors = []Mirror{{Source: "quay.io/openshift-release-dev/ocp-release", Mirrors: []string{"mirror.factory.local:5000/ocp/release"}}}
 	return Options{
-		Target:        target.OpenShift,
+		Target:        oskind.OpenShift,
 		OpenShift:     c,
 		SSHKey:        true,
 		InstallerPath: standIn(t),
@@ -572,7 +572,7 @@ func TestDeterminism(t *testing.T) {
 	o.WorkerIgnition = true
 	o.Fragments, o.HostFiles = osFrags, osHost
 	for name, opts := range map[string]Options{
-		"coreos":    {Target: target.CoreOS, IgnitionVersion: "3.3.0", Fragments: frags, HostFiles: host, SSHKey: true},
+		"coreos":    {Target: oskind.CoreOS, IgnitionVersion: "3.3.0", Fragments: frags, HostFiles: host, SSHKey: true},
 		"openshift": o,
 	} {
 		t.Run(name, func(t *testing.T) {

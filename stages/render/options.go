@@ -6,7 +6,7 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/snofactory/snofactory/seeds/target"
+	"github.com/snofactory/snofactory/seeds/contract/oskind"
 	"github.com/snofactory/snofactory/stages/internal/handoff"
 )
 
@@ -18,13 +18,13 @@ const Name = handoff.StageRender
 // HostFiles (which goes to pipeline.Stage.Files and is not serialized) and the pull secret and
 // SSH key come from the secrets channel.
 type Options struct {
-	Target target.Target `json:"target"`
+	Target oskind.Kind `json:"target"`
 	// IgnitionVersion is the Ignition spec the coreos target's config is written in
 	// ("3.2.0" … "3.5.0"); the conformance OS's Debian ignition accepts at most 3.3.0.
 	// The openshift target takes the installer's version for config.ign and the Butane
 	// openshift variant's for MachineConfigs, so it ignores this field.
 	IgnitionVersion string `json:"ignitionVersion,omitempty"`
-	// OpenShift holds the cluster for target.OpenShift.
+	// OpenShift holds the cluster for oskind.OpenShift.
 	OpenShift *OpenShift `json:"openshift,omitempty"`
 	// Relocation, when set, adds the relocatable-seed MachineConfigs (openshift only).
 	Relocation *Relocation `json:"relocation,omitempty"`
@@ -145,19 +145,19 @@ func (o Options) validate() error {
 	var errs []error
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
 	switch o.Target {
-	case target.CoreOS:
+	case oskind.CoreOS:
 		if o.Relocation != nil {
-			bad("relocation: relocation MachineConfigs need the %s target", target.OpenShift)
+			bad("relocation: relocation MachineConfigs need the %s target", oskind.OpenShift)
 		}
 		if o.WorkerIgnition {
-			bad("workerIgnition: day-2 worker configs need the %s target", target.OpenShift)
+			bad("workerIgnition: day-2 worker configs need the %s target", oskind.OpenShift)
 		}
-	case target.OpenShift:
+	case oskind.OpenShift:
 		if o.OpenShift == nil {
-			bad("openshift: required for the %s target", target.OpenShift)
+			bad("openshift: required for the %s target", oskind.OpenShift)
 		}
 	default:
-		bad("target %q: want %q or %q", o.Target, target.OpenShift, target.CoreOS)
+		bad("target %q: want %q or %q", o.Target, oskind.OpenShift, oskind.CoreOS)
 	}
 	for i, f := range o.Fragments {
 		if f.File != "" && o.HostFiles[f.File] == "" {

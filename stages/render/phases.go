@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/snofactory/snofactory/seeds/agent/wire"
+	"github.com/snofactory/snofactory/seeds/contract/wire"
 )
 
 // The OpenShift install phases reach the factory host from units render adds: some to the

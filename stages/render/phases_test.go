@@ -19,7 +19,7 @@ import (
 	v32 "github.com/coreos/ignition/v2/config/v3_2"
 	"github.com/vincent-petithory/dataurl"
 
-	"github.com/snofactory/snofactory/seeds/agent/wire"
+	"github.com/snofactory/snofactory/seeds/contract/wire"
 	"github.com/snofactory/snofactory/test/testbin"
 )
 
@@ -321,7 +321,7 @@ func TestLivePhasesRefuseCollision(t *testing.T) {
 	}
 }
 
-// precacheDisk writes a tar disk as seeds/precachedisk lays it out, with the agent among
+// precacheDisk writes a tar disk as seeds/contract/precachedisk lays it out, with the agent among
 // its entries (first, or after a blob), and garbage after the agent when cut is set: the
 // script must stop reading at the agent.
 func precacheDisk(t *testing.T, agentBin string, agentFirst, cut bool) string {
@@ -410,7 +410,7 @@ func TestPhaseScriptReports(t *testing.T) {
 		{name: "an earlier phase failed", args: []string{"--prev", "bootkube-done", "written-to-disk", "always"}, preStamps: []string{"failed"}},
 		{name: "no agent port", args: []string{"live-booted", "always"}, noPort: true},
 		// The data disk here holds no image layout: the import fails, and so does the install,
-		// with the import's log (the import itself is tested in seeds/imports).
+		// with the import's log (the import itself is tested in seeds/node/imageimport).
 		{name: "images-imported from a broken data disk", args: []string{"--prev", "rebooted-from-disk", "images-imported", "import-images"},
 			preStamps: []string{"rebooted-from-disk"}, rc: 1,
 			msgs: []want{{"images-imported", wire.StatusFailed, wire.DetailLog}, {"install-complete", wire.StatusFailed, wire.DetailLog}}, stamp: "failed"},

@@ -1,13 +1,13 @@
 package render
 
 import (
-	"github.com/snofactory/snofactory/seeds/target"
+	"github.com/snofactory/snofactory/seeds/contract/oskind"
 )
 
 // Report is render.json: what render produced, so later stages need not guess.
 type Report struct {
-	Target       target.Target `json:"target"`
-	StageVersion string        `json:"stageVersion"`
+	Target       oskind.Kind `json:"target"`
+	StageVersion string      `json:"stageVersion"`
 	// Ignition maps "config" (and "worker") to the produced Ignition configs.
 	Ignition map[string]IgnitionFile `json:"ignition"`
 	// Manifests lists manifests/*.yaml.

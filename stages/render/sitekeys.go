@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"path"
 
-	"github.com/snofactory/snofactory/seeds/siteconfig"
-	"github.com/snofactory/snofactory/seeds/trust"
+	"github.com/snofactory/snofactory/seeds/artifact/trust"
+	"github.com/snofactory/snofactory/seeds/site/siteconfig"
 )
 
 // siteKeysConcern is the concern of the MachineConfig that carries the site keys.

@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/snofactory/snofactory/pipeline"
-	"github.com/snofactory/snofactory/seeds/siteconfig"
-	"github.com/snofactory/snofactory/seeds/target"
-	"github.com/snofactory/snofactory/seeds/trust"
+	"github.com/snofactory/snofactory/seeds/artifact/trust"
+	"github.com/snofactory/snofactory/seeds/contract/oskind"
+	"github.com/snofactory/snofactory/seeds/site/siteconfig"
 )
 
 // siteKeys makes key pairs and returns render options' labels, host files and public keys.
@@ -40,7 +40,7 @@ func siteKeys(t *testing.T, names ...string) ([]string, map[string]string, []tru
 // in a config the real ignition-validate accepts; render.json lists the fingerprints.
 func TestSiteKeysOnCoreOSNode(t *testing.T) {
 	labels, host, keys := siteKeys(t, "a", "b")
-	out := renderTo(t, Options{Target: target.CoreOS, IgnitionVersion: "3.3.0", SiteKeys: labels, HostFiles: host})
+	out := renderTo(t, Options{Target: oskind.CoreOS, IgnitionVersion: "3.3.0", SiteKeys: labels, HostFiles: host})
 	cfgPath := filepath.Join(out, ConfigPath)
 	ignitionValidate(t, cfgPath)
 	cfg := parse33(t, cfgPath)
@@ -100,7 +100,7 @@ func TestSiteKeysInCacheKey(t *testing.T) {
 	cache := &pipeline.Cache{Dir: t.TempDir()}
 	key := func() string {
 		t.Helper()
-		s := New(Options{Target: target.CoreOS, IgnitionVersion: "3.3.0", SiteKeys: labels, HostFiles: host})
+		s := New(Options{Target: oskind.CoreOS, IgnitionVersion: "3.3.0", SiteKeys: labels, HostFiles: host})
 		plan, err := pipeline.Plan(context.Background(), &pipeline.Graph{Blueprint: "t", Stages: []pipeline.Stage{s}}, cache, pipeline.SecretSet{}, pipeline.Selection{})
 		if err != nil {
 			t.Fatal(err)
@@ -128,12 +128,12 @@ func TestSiteKeysInCacheKey(t *testing.T) {
 func TestSiteKeysRefused(t *testing.T) {
 	labels, host, _ := siteKeys(t, "a")
 	host[labels[0]] = strings.TrimSuffix(host[labels[0]], ".pub") + ".key"
-	err := Render(context.Background(), Options{Target: target.CoreOS, IgnitionVersion: "3.3.0", SiteKeys: labels, HostFiles: host},
+	err := Render(context.Background(), Options{Target: oskind.CoreOS, IgnitionVersion: "3.3.0", SiteKeys: labels, HostFiles: host},
 		testSecrets(t), t.TempDir(), testLog(t))
 	if err == nil || !strings.Contains(err.Error(), "site-config key keys/a.pub") || !strings.Contains(err.Error(), "never the private .key") {
 		t.Errorf("Render with a private key as site key: %v", err)
 	}
-	err = Render(context.Background(), Options{Target: target.CoreOS, IgnitionVersion: "3.3.0", SiteKeys: []string{"keys/x.pub"}, HostFiles: map[string]string{}},
+	err = Render(context.Background(), Options{Target: oskind.CoreOS, IgnitionVersion: "3.3.0", SiteKeys: []string{"keys/x.pub"}, HostFiles: map[string]string{}},
 		testSecrets(t), t.TempDir(), testLog(t))
 	if err == nil || !strings.Contains(err.Error(), "siteKeys[0]") {
 		t.Errorf("Render with a key label without a host path: %v", err)

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/snofactory/snofactory/pipeline"
-	"github.com/snofactory/snofactory/seeds/target"
+	"github.com/snofactory/snofactory/seeds/contract/oskind"
 	"github.com/snofactory/snofactory/stages/internal/handoff"
 )
 
@@ -48,7 +48,7 @@ func New(opts Options) pipeline.Stage {
 	for _, k := range opts.SiteKeys {
 		s.Files[k] = opts.HostFiles[k]
 	}
-	if opts.Target == target.OpenShift {
+	if opts.Target == oskind.OpenShift {
 		// The bootstrap-in-place config carries the installer's 24 h certificates (kubelet
 		// signer, localhost serving cert): it must be used within a day of rendering. The
 		// margin leaves time for the live ISO, the install and its retries.
@@ -71,7 +71,7 @@ func New(opts Options) pipeline.Stage {
 			exec:    env.Exec,
 			useTool: env.UseTool,
 		}
-		if opts.FromResolve && opts.Target == target.OpenShift {
+		if opts.FromResolve && opts.Target == oskind.OpenShift {
 			in, err := handoff.Read[handoff.Resolve](env)
 			if err != nil {
 				return err
@@ -137,9 +137,9 @@ func run(ctx context.Context, opts Options, env *runEnv) (*Report, error) {
 	}
 	var err error
 	switch opts.Target {
-	case target.CoreOS:
+	case oskind.CoreOS:
 		err = renderCoreOS(ctx, opts, env, rep)
-	case target.OpenShift:
+	case oskind.OpenShift:
 		err = renderOpenShift(ctx, opts, env, rep)
 	}
 	if err != nil {

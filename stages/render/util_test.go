@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/snofactory/snofactory/seeds/target"
+	"github.com/snofactory/snofactory/seeds/contract/oskind"
 )
 
 // Outputs are replaced, not written through: an earlier file's other links keep its old
@@ -27,7 +27,7 @@ func TestOutputsReplaceEarlierFiles(t *testing.T) {
 	if err := os.Link(old, other); err != nil {
 		t.Fatal(err)
 	}
-	o := Options{Target: target.CoreOS, IgnitionVersion: "3.3.0", SSHKey: true}
+	o := Options{Target: oskind.CoreOS, IgnitionVersion: "3.3.0", SSHKey: true}
 	if err := Render(t.Context(), o, testSecrets(t), out, testLog(t)); err != nil {
 		t.Fatal(err)
 	}

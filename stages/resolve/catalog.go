@@ -13,7 +13,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/snofactory/snofactory/blueprints/suggest"
+	"github.com/snofactory/snofactory/seeds/checks/suggest"
 	"github.com/snofactory/snofactory/stages/internal/lockfile"
 
 	ciimage "github.com/containers/image/v5/image"

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/snofactory/snofactory/pipeline"
-	"github.com/snofactory/snofactory/seeds/agent/wire"
-	"github.com/snofactory/snofactory/seeds/target"
+	"github.com/snofactory/snofactory/seeds/contract/oskind"
+	"github.com/snofactory/snofactory/seeds/contract/wire"
 	"github.com/snofactory/snofactory/stages/internal/vm"
 )
 
@@ -74,7 +74,7 @@ func sealDisk(ctx context.Context, opts Options, in inputs, req wire.SealRequest
 	}
 	// An OpenShift node takes the agent that seals it off the precache data disk, as its
 	// install did, and keeps it for the reconfiguration at the site.
-	if req.Target == target.OpenShift && in.precache.Out.DataDisk != "" {
+	if req.Target == oskind.OpenShift && in.precache.Out.DataDisk != "" {
 		cfg.Disks = append(cfg.Disks, vm.Disk{Path: in.precache.Path(in.precache.Out.DataDisk), Format: "raw", ReadOnly: true, Serial: wire.PrecacheDiskSerial})
 	}
 	m, err := vm.StartManaged(ctx, cfg, acc, env.Log, env)
@@ -90,7 +90,7 @@ func waitSealed(ctx context.Context, opts Options, req wire.SealRequest, m *vm.M
 	if timeout <= 0 {
 		timeout = 10 * time.Minute
 	}
-	if req.Target == target.OpenShift {
+	if req.Target == oskind.OpenShift {
 		// The node waits for its API and the MCO's rollout, and runs recert, before it reports.
 		timeout += cmp.Or(opts.ClusterTimeout, 30*time.Minute)
 	}

@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 
 	"github.com/snofactory/snofactory/pipeline"
-	"github.com/snofactory/snofactory/seeds/credentials"
-	"github.com/snofactory/snofactory/seeds/seed"
+	"github.com/snofactory/snofactory/seeds/artifact/seed"
+	"github.com/snofactory/snofactory/seeds/site/credentials"
 	"github.com/snofactory/snofactory/stages/internal/handoff"
 )
 

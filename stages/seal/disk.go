@@ -11,8 +11,8 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/snofactory/snofactory/pipeline"
-	"github.com/snofactory/snofactory/seeds/diskpack"
-	"github.com/snofactory/snofactory/seeds/seed"
+	"github.com/snofactory/snofactory/seeds/artifact/diskpack"
+	"github.com/snofactory/snofactory/seeds/artifact/seed"
 )
 
 // Seed disk file names, by format.

@@ -8,10 +8,10 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/snofactory/snofactory/seeds/agent/wire"
-	"github.com/snofactory/snofactory/seeds/sbom"
-	"github.com/snofactory/snofactory/seeds/seed"
-	"github.com/snofactory/snofactory/seeds/target"
+	"github.com/snofactory/snofactory/seeds/artifact/sbom"
+	"github.com/snofactory/snofactory/seeds/artifact/seed"
+	"github.com/snofactory/snofactory/seeds/contract/oskind"
+	"github.com/snofactory/snofactory/seeds/contract/wire"
 	"github.com/snofactory/snofactory/stages/internal/handoff"
 )
 
@@ -87,14 +87,14 @@ func osPackages(pf *wire.PackageFacts) sbom.OSPackages {
 // that is the agent its installer copied onto the root. An OpenShift node has none at
 // validation: the seal installs, at wire.AgentPath, the agent the node ran from the
 // precache data disk, the same one that reported the facts.
-func nodeBinaries(t target.Target, facts []wire.BinaryFact) []sbom.Binary {
+func nodeBinaries(t oskind.Kind, facts []wire.BinaryFact) []sbom.Binary {
 	var out []sbom.Binary
 	for _, b := range facts {
 		path := b.Path
 		switch {
-		case t == target.OpenShift && !b.Installed:
+		case t == oskind.OpenShift && !b.Installed:
 			path = wire.AgentPath
-		case t == target.OpenShift, !b.Installed:
+		case t == oskind.OpenShift, !b.Installed:
 			continue
 		}
 		out = append(out, sbom.Binary{Path: path, SHA256: b.SHA256, Size: b.Size, Module: b.Module, Version: b.Version})

@@ -17,11 +17,11 @@ import (
 	"github.com/spdx/tools-golang/spdxlib"
 
 	"github.com/snofactory/snofactory/pipeline"
-	"github.com/snofactory/snofactory/seeds/agent/wire"
-	"github.com/snofactory/snofactory/seeds/sbom"
-	"github.com/snofactory/snofactory/seeds/seed"
-	"github.com/snofactory/snofactory/seeds/seed/seedtest"
-	"github.com/snofactory/snofactory/seeds/target"
+	"github.com/snofactory/snofactory/seeds/artifact/sbom"
+	"github.com/snofactory/snofactory/seeds/artifact/seed"
+	"github.com/snofactory/snofactory/seeds/artifact/seed/seedtest"
+	"github.com/snofactory/snofactory/seeds/contract/oskind"
+	"github.com/snofactory/snofactory/seeds/contract/wire"
 	"github.com/snofactory/snofactory/stages/internal/handoff"
 	"github.com/snofactory/snofactory/stages/internal/lockfile"
 )
@@ -39,7 +39,7 @@ func sealInputs(t *testing.T, inv *wire.Inventory) inputs {
 	}
 	in := inputs{
 		resolve: handoff.Input[handoff.Resolve]{Dir: resolveDir, Out: handoff.Resolve{Lock: lockfile.File}},
-		install: handoff.Input[handoff.Install]{Out: handoff.Install{Target: target.CoreOS, Firmware: seed.FirmwareBIOS}},
+		install: handoff.Input[handoff.Install]{Out: handoff.Install{Target: oskind.CoreOS, Firmware: seed.FirmwareBIOS}},
 		precache: handoff.Input[handoff.Precache]{Out: handoff.Precache{Images: []handoff.Image{
 			{Name: "demo-app", Ref: "127.0.0.1:5000/demo/app@sha256:" + strings.Repeat("1", 64), Digest: "sha256:" + strings.Repeat("1", 64)},
 			{Name: "pause", Ref: "127.0.0.1:5000/demo/pause:3.9@sha256:" + strings.Repeat("2", 64), Digest: "sha256:" + strings.Repeat("2", 64)},
@@ -204,14 +204,14 @@ func TestNodeBinaries(t *testing.T) {
 	installed := wire.BinaryFact{Path: wire.AgentPath, Installed: true, SHA256: "aa"}
 	running := wire.BinaryFact{Path: "/run/snofactory/bin/snofactory", SHA256: "bb", Version: "v1"}
 	tests := []struct {
-		target target.Target
+		target oskind.Kind
 		facts  []wire.BinaryFact
 		want   []sbom.Binary
 	}{
-		{target.CoreOS, []wire.BinaryFact{installed, running}, []sbom.Binary{{Path: wire.AgentPath, SHA256: "aa"}}},
-		{target.CoreOS, []wire.BinaryFact{running}, nil},
-		{target.OpenShift, []wire.BinaryFact{running}, []sbom.Binary{{Path: wire.AgentPath, SHA256: "bb", Version: "v1"}}},
-		{target.OpenShift, []wire.BinaryFact{installed, running}, []sbom.Binary{{Path: wire.AgentPath, SHA256: "bb", Version: "v1"}}},
+		{oskind.CoreOS, []wire.BinaryFact{installed, running}, []sbom.Binary{{Path: wire.AgentPath, SHA256: "aa"}}},
+		{oskind.CoreOS, []wire.BinaryFact{running}, nil},
+		{oskind.OpenShift, []wire.BinaryFact{running}, []sbom.Binary{{Path: wire.AgentPath, SHA256: "bb", Version: "v1"}}},
+		{oskind.OpenShift, []wire.BinaryFact{installed, running}, []sbom.Binary{{Path: wire.AgentPath, SHA256: "bb", Version: "v1"}}},
 	}
 	for _, tt := range tests {
 		if got := nodeBinaries(tt.target, tt.facts); !reflect.DeepEqual(got, tt.want) {

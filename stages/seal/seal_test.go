@@ -17,10 +17,10 @@ import (
 	"filippo.io/age"
 
 	"github.com/snofactory/snofactory/pipeline"
-	"github.com/snofactory/snofactory/seeds/agent/wire"
-	"github.com/snofactory/snofactory/seeds/seed"
-	"github.com/snofactory/snofactory/seeds/seed/seedtest"
-	"github.com/snofactory/snofactory/seeds/target"
+	"github.com/snofactory/snofactory/seeds/artifact/seed"
+	"github.com/snofactory/snofactory/seeds/artifact/seed/seedtest"
+	"github.com/snofactory/snofactory/seeds/contract/oskind"
+	"github.com/snofactory/snofactory/seeds/contract/wire"
 	"github.com/snofactory/snofactory/stages/internal/handoff"
 	"github.com/snofactory/snofactory/stages/internal/lockfile"
 	"github.com/snofactory/snofactory/test/check"
@@ -130,7 +130,7 @@ func TestSealRequestImages(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name    string
-		target  target.Target
+		target  oskind.Kind
 		images  []lockfile.LockedImage
 		epoch   string // SOURCE_DATE_EPOCH
 		want    wire.SealRequest

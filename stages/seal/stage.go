@@ -10,10 +10,10 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/snofactory/snofactory/pipeline"
-	"github.com/snofactory/snofactory/seeds/agent/wire"
-	"github.com/snofactory/snofactory/seeds/seed"
-	"github.com/snofactory/snofactory/seeds/siteconfig"
-	"github.com/snofactory/snofactory/seeds/target"
+	"github.com/snofactory/snofactory/seeds/artifact/seed"
+	"github.com/snofactory/snofactory/seeds/contract/oskind"
+	"github.com/snofactory/snofactory/seeds/contract/wire"
+	"github.com/snofactory/snofactory/seeds/site/siteconfig"
 	"github.com/snofactory/snofactory/stages/internal/handoff"
 	"github.com/snofactory/snofactory/stages/internal/lockfile"
 	"github.com/snofactory/snofactory/stages/internal/vm"
@@ -224,7 +224,7 @@ func sealRequest(opts Options, in inputs) (wire.SealRequest, error) {
 	if opts.SiteConfigTimeout > 0 {
 		req.SiteConfigTimeout = opts.SiteConfigTimeout.String()
 	}
-	if req.Target != target.OpenShift {
+	if req.Target != oskind.OpenShift {
 		// The conformance OS's seal clamps the root's file times to the source date.
 		date, ok, err := seed.ParseSourceDateEpoch(opts.SourceDateEpoch)
 		if ok {

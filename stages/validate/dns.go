@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/snofactory/snofactory/seeds/agent/wire"
+	"github.com/snofactory/snofactory/seeds/contract/wire"
 )
 
 // checkClusterDNS checks what the node's own resolver answered for api, api-int and a name

@@ -7,8 +7,8 @@ import (
 	"sort"
 	"time"
 
-	"github.com/snofactory/snofactory/blueprints/suggest"
-	"github.com/snofactory/snofactory/seeds/agent/wire"
+	"github.com/snofactory/snofactory/seeds/checks/suggest"
+	"github.com/snofactory/snofactory/seeds/contract/wire"
 	"github.com/snofactory/snofactory/stages/internal/handoff"
 )
 

@@ -11,7 +11,7 @@ import (
 
 	"github.com/containers/image/v5/docker/reference"
 
-	"github.com/snofactory/snofactory/seeds/agent/wire"
+	"github.com/snofactory/snofactory/seeds/contract/wire"
 	"github.com/snofactory/snofactory/stages/internal/handoff"
 )
 

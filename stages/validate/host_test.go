@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/snofactory/snofactory/blueprints/v1alpha1"
-	"github.com/snofactory/snofactory/seeds/agent"
-	"github.com/snofactory/snofactory/seeds/agent/wire"
+	"github.com/snofactory/snofactory/seeds/contract/wire"
+	"github.com/snofactory/snofactory/seeds/node/agent"
 	"github.com/snofactory/snofactory/stages/internal/handoff"
 )
 

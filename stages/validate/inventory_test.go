@@ -7,7 +7,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/snofactory/snofactory/seeds/agent/wire"
+	"github.com/snofactory/snofactory/seeds/contract/wire"
 )
 
 // The inventory validate hands the seal is the facts' packages and binaries, and nothing

@@ -21,8 +21,8 @@ import (
 	"time"
 
 	"github.com/snofactory/snofactory/pipeline"
-	"github.com/snofactory/snofactory/seeds/agent/wire"
-	"github.com/snofactory/snofactory/seeds/target"
+	"github.com/snofactory/snofactory/seeds/contract/oskind"
+	"github.com/snofactory/snofactory/seeds/contract/wire"
 	"github.com/snofactory/snofactory/stages/internal/handoff"
 	"github.com/snofactory/snofactory/stages/internal/lockfile"
 	"github.com/snofactory/snofactory/test/kubeapi"
@@ -451,7 +451,7 @@ func TestOpenShiftInputsFromRecords(t *testing.T) {
 	}
 	write(resolveDir, handoff.Resolve{Lock: lockfile.File})
 	os.WriteFile(filepath.Join(renderDir, "kubeconfig"), []byte("apiVersion: v1\n"), 0o600)
-	rec := handoff.Render{Target: target.OpenShift, Kubeconfig: "kubeconfig", RelocationMachineConfigs: relocationMCs(),
+	rec := handoff.Render{Target: oskind.OpenShift, Kubeconfig: "kubeconfig", RelocationMachineConfigs: relocationMCs(),
 		Configs: map[string]handoff.IgnitionConfig{handoff.ConfigNode: {Path: "config.ign"}, handoff.ConfigWorker: {Path: "worker.ign"}}}
 	write(renderDir, rec)
 	env := &pipeline.Env{Inputs: map[string]string{handoff.StageResolve: resolveDir, handoff.StageRender: renderDir}}

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/snofactory/snofactory/pipeline"
-	"github.com/snofactory/snofactory/seeds/agent/wire"
-	"github.com/snofactory/snofactory/seeds/target"
+	"github.com/snofactory/snofactory/seeds/contract/oskind"
+	"github.com/snofactory/snofactory/seeds/contract/wire"
 	"github.com/snofactory/snofactory/stages/internal/handoff"
 	"github.com/snofactory/snofactory/stages/internal/lockfile"
 	"github.com/snofactory/snofactory/stages/internal/vm"
@@ -137,7 +137,7 @@ func readInputs(env *pipeline.Env) (stageInputs, error) {
 	if err != nil {
 		return in, err
 	}
-	if rd.Out.Target == target.OpenShift {
+	if rd.Out.Target == oskind.OpenShift {
 		in.eval.OpenShift, err = openshiftInputs(env, rd)
 		return in, err
 	}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/snofactory/snofactory/pipeline"
-	"github.com/snofactory/snofactory/seeds/agent/wire"
+	"github.com/snofactory/snofactory/seeds/contract/wire"
 )
 
 // parseEvents reads a `--progress json` stream: RFC 7464 records, each RS, JSON, LF.

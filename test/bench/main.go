@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/snofactory/snofactory/seeds/diskpack"
+	"github.com/snofactory/snofactory/seeds/artifact/diskpack"
 )
 
 type benchmark struct {

@@ -24,10 +24,10 @@ import (
 	"github.com/zeebo/blake3"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/snofactory/snofactory/seeds/diskpack"
-	"github.com/snofactory/snofactory/seeds/ociseed"
-	"github.com/snofactory/snofactory/seeds/seed"
-	"github.com/snofactory/snofactory/seeds/target"
+	"github.com/snofactory/snofactory/seeds/artifact/diskpack"
+	"github.com/snofactory/snofactory/seeds/artifact/ociseed"
+	"github.com/snofactory/snofactory/seeds/artifact/seed"
+	"github.com/snofactory/snofactory/seeds/contract/oskind"
 	"github.com/snofactory/snofactory/test/registry"
 	"github.com/snofactory/snofactory/test/testbin"
 )
@@ -56,7 +56,7 @@ func runPackChild(ctx context.Context, raw, dir string) error {
 		return err
 	}
 	m := &seed.Manifest{
-		SchemaVersion: seed.SchemaVersion, Name: "bench", Target: target.CoreOS, Firmware: seed.FirmwareBIOS,
+		SchemaVersion: seed.SchemaVersion, Name: "bench", Target: oskind.CoreOS, Firmware: seed.FirmwareBIOS,
 		BlueprintDigest: d.RawDigest, LockDigest: d.RawDigest, ReconfigurationAPIVersion: "snofactory.io/v1alpha1",
 		Created: time.Unix(0, 0).UTC(), Tools: map[string]string{"bench": "1"}, Images: []seed.Image{}, Disks: []seed.Disk{d},
 	}

@@ -10,9 +10,9 @@ import (
 	"strings"
 
 	"github.com/snofactory/snofactory/pipeline"
-	"github.com/snofactory/snofactory/seeds/diskpack"
-	"github.com/snofactory/snofactory/seeds/sbom"
-	"github.com/snofactory/snofactory/seeds/seed"
+	"github.com/snofactory/snofactory/seeds/artifact/diskpack"
+	"github.com/snofactory/snofactory/seeds/artifact/sbom"
+	"github.com/snofactory/snofactory/seeds/artifact/seed"
 	"github.com/snofactory/snofactory/test/conformance"
 )
 

@@ -10,7 +10,7 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/snofactory/snofactory/pipeline"
-	"github.com/snofactory/snofactory/seeds/diskpack"
+	"github.com/snofactory/snofactory/seeds/artifact/diskpack"
 )
 
 // Stage recipes and keys are compared by stage name, whatever order the records list them

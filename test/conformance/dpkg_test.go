@@ -14,11 +14,11 @@ import (
 	"github.com/opencontainers/go-digest"
 	spdx "github.com/spdx/tools-golang/spdx/v2/v2_3"
 
-	"github.com/snofactory/snofactory/seeds/agent"
-	"github.com/snofactory/snofactory/seeds/agent/wire"
-	"github.com/snofactory/snofactory/seeds/sbom"
-	"github.com/snofactory/snofactory/seeds/seed"
-	"github.com/snofactory/snofactory/seeds/target"
+	"github.com/snofactory/snofactory/seeds/artifact/sbom"
+	"github.com/snofactory/snofactory/seeds/artifact/seed"
+	"github.com/snofactory/snofactory/seeds/contract/oskind"
+	"github.com/snofactory/snofactory/seeds/contract/wire"
+	"github.com/snofactory/snofactory/seeds/node/agent"
 )
 
 // The conformance OS's package database lists, as installed, the Debian packages its
@@ -111,7 +111,7 @@ func TestDpkgStatusListsThePackages(t *testing.T) {
 	}
 
 	// The SBOM of a seed whose node reported these facts names every package, as read back
-	// by seeds/sbom; MissingPackages (which the bench asks of a real demo seed's SBOM) sees
+	// by seeds/artifact/sbom; MissingPackages (which the bench asks of a real demo seed's SBOM) sees
 	// one left out.
 	sbomOf := func(pkgs []wire.PackageFact) *spdx.Document {
 		t.Helper()
@@ -119,7 +119,7 @@ func TestDpkgStatusListsThePackages(t *testing.T) {
 		for _, p := range pkgs {
 			osp.Packages = append(osp.Packages, sbom.Package{Name: p.Name, Version: p.Version, Arch: p.Arch})
 		}
-		m := &seed.Manifest{Name: "demo", Target: target.CoreOS, Created: time.Unix(1700000000, 0),
+		m := &seed.Manifest{Name: "demo", Target: oskind.CoreOS, Created: time.Unix(1700000000, 0),
 			Disks: []seed.Disk{{Format: seed.FormatChunked, RawDigest: digest.FromString("disk")}}}
 		doc, err := sbom.Build(sbom.Input{Manifest: m, OS: osp})
 		if err != nil {

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snofactory/snofactory/seeds/agent/wire"
+	"github.com/snofactory/snofactory/seeds/contract/wire"
 )
 
 // mkfsRoot runs the installer's mkfs_root (init.sh) on img with the request file req (""

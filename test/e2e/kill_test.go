@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snofactory/snofactory/seeds/diskpack"
-	"github.com/snofactory/snofactory/seeds/seed"
-	"github.com/snofactory/snofactory/seeds/target"
+	"github.com/snofactory/snofactory/seeds/artifact/diskpack"
+	"github.com/snofactory/snofactory/seeds/artifact/seed"
+	"github.com/snofactory/snofactory/seeds/contract/oskind"
 	"github.com/snofactory/snofactory/test/registry"
 )
 
@@ -59,7 +59,7 @@ func multiGiBSeed(t *testing.T) (string, *seed.Manifest) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := &seed.Manifest{SchemaVersion: seed.SchemaVersion, Name: "big", Target: target.CoreOS, Firmware: seed.FirmwareBIOS,
+	m := &seed.Manifest{SchemaVersion: seed.SchemaVersion, Name: "big", Target: oskind.CoreOS, Firmware: seed.FirmwareBIOS,
 		BlueprintDigest: d.RawDigest, LockDigest: d.RawDigest, ReconfigurationAPIVersion: "snofactory.io/v1alpha1",
 		Created: time.Unix(0, 0).UTC(), Tools: map[string]string{"test": "1"}, Images: []seed.Image{}, Disks: []seed.Disk{d}}
 	if err := seed.WriteManifest(dir, m); err != nil {

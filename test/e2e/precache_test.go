@@ -18,7 +18,7 @@ import (
 
 	"github.com/containers/storage/pkg/reexec"
 	"github.com/snofactory/snofactory/pipeline"
-	"github.com/snofactory/snofactory/seeds/imports"
+	"github.com/snofactory/snofactory/seeds/node/imageimport"
 	"github.com/snofactory/snofactory/stages/precache"
 	"github.com/snofactory/snofactory/stages/resolve"
 	"github.com/snofactory/snofactory/test/faultproxy"
@@ -27,7 +27,7 @@ import (
 	"github.com/snofactory/snofactory/test/testbin"
 )
 
-// containers/storage may re-execute the test binary (seeds/imports); answer that before
+// containers/storage may re-execute the test binary (seeds/node/imageimport); answer that before
 // the tests run.
 func init() {
 	if reexec.Init() {
@@ -476,8 +476,8 @@ func TestPrecacheImportOnNode(t *testing.T) {
 	setRegistry(t, &po.Registry, []string{reg.Addr()}, mirrors)
 	res := buildPrecache(t, t.TempDir(), "node", ro, po)
 	root := t.TempDir()
-	opts := imports.Options{GraphRoot: filepath.Join(root, "graph"), RunRoot: filepath.Join(root, "run"), Driver: "vfs"}
-	got, err := imports.ImportDisk(context.Background(), filepath.Join(res.out, precache.Name, precache.DiskFile), t.TempDir(), opts)
+	opts := imageimport.Options{GraphRoot: filepath.Join(root, "graph"), RunRoot: filepath.Join(root, "run"), Driver: "vfs"}
+	got, err := imageimport.ImportDisk(context.Background(), filepath.Join(res.out, precache.Name, precache.DiskFile), t.TempDir(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}

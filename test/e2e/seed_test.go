@@ -21,9 +21,9 @@ import (
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
-	"github.com/snofactory/snofactory/seeds/ociseed"
-	"github.com/snofactory/snofactory/seeds/sbom"
-	"github.com/snofactory/snofactory/seeds/seed"
+	"github.com/snofactory/snofactory/seeds/artifact/ociseed"
+	"github.com/snofactory/snofactory/seeds/artifact/sbom"
+	"github.com/snofactory/snofactory/seeds/artifact/seed"
 	"github.com/snofactory/snofactory/test/conformance"
 	"github.com/snofactory/snofactory/test/registry"
 	"github.com/snofactory/snofactory/test/testbin"

@@ -145,3 +145,69 @@ func TestGoCodeOnlyInTheFixedTopLevel(t *testing.T) {
 		}
 	}
 }
+
+// layers ranks the tree from the generic bottom to the CLI on top; an import may only run to
+// a lower rank or stay within its own. Inside seeds/ the owners are ranked too: the shared
+// checks and the host-node contracts at the bottom, then the artifact, the site's document,
+// and the node's code, which reads all of them. Longest prefix wins.
+var layers = []struct {
+	prefix string
+	rank   int
+}{
+	{"pipeline/", 0},
+	{"seeds/checks", 1},
+	{"seeds/contract", 2},
+	{"seeds/artifact", 3},
+	{"seeds/site", 4},
+	{"seeds/node", 5},
+	{"blueprints", 6},
+	{"stages", 7},
+	{"cmd/", 8},
+}
+
+// rankOf is the layer of a directory; pipeline itself (the engine) ranks with its helpers.
+func rankOf(dir string) (int, bool) {
+	best, rank := -1, 0
+	for _, l := range layers {
+		p := strings.TrimSuffix(l.prefix, "/")
+		if (dir == p || strings.HasPrefix(dir, p+"/") || strings.HasPrefix(dir, l.prefix)) && len(l.prefix) > best {
+			best, rank = len(l.prefix), l.rank
+		}
+	}
+	return rank, best >= 0
+}
+
+func TestNoImportRunsBackUp(t *testing.T) {
+	checked := 0
+	for _, f := range moduleFiles(t, false) {
+		own, ok := rankOf(f.dir)
+		if !ok {
+			continue
+		}
+		checked++
+		for _, im := range f.imports {
+			if r, ok := rankOf(im); ok && r > own {
+				t.Errorf("%s imports %s, which sits above it: move the shared code down (layers: %v)", f.path, im, layers)
+			}
+		}
+	}
+	if checked < 50 {
+		t.Fatalf("checked only %d files", checked)
+	}
+}
+
+// The seeds area shows who owns each package: the artifact, the node, the site, the
+// host-node contracts, and the checks blueprints and site configs share.
+func TestSeedsGroupedByOwner(t *testing.T) {
+	owners := map[string]bool{"artifact": true, "node": true, "site": true, "contract": true, "checks": true}
+	for _, f := range moduleFiles(t, true) {
+		rest, ok := strings.CutPrefix(f.dir, "seeds/")
+		if f.dir == "seeds" || !ok {
+			continue
+		}
+		owner, _, _ := strings.Cut(rest, "/")
+		if !owners[owner] {
+			t.Errorf("%s: seeds/%s is not one of the owners %v", f.path, owner, owners)
+		}
+	}
+}

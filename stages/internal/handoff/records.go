@@ -1,6 +1,6 @@
 package handoff
 
-import "github.com/snofactory/snofactory/seeds/target"
+import "github.com/snofactory/snofactory/seeds/contract/oskind"
 
 // Resolve is the resolve stage's output: the lock that pins every input, and the files it
 // extracted from the release.
@@ -21,7 +21,7 @@ func (r Resolve) files() []File { return []File{r.Lock, r.Installer, r.ISO} }
 // Render is the render stage's output: the Ignition configs it produced.
 type Render struct {
 	// Target is the blueprint's target.
-	Target target.Target `json:"target"`
+	Target oskind.Kind `json:"target"`
 	// Configs maps a config's role to the config: ConfigNode always, ConfigWorker for a
 	// seed that takes day-2 workers.
 	Configs map[string]IgnitionConfig `json:"configs"`
@@ -100,7 +100,7 @@ type Install struct {
 	// Firmware is what the disk boots with (bios or uefi).
 	Firmware string `json:"firmware"`
 	// Target is the blueprint's target.
-	Target target.Target `json:"target"`
+	Target oskind.Kind `json:"target"`
 }
 
 func (Install) stage() string { return StageInstall }
@@ -124,7 +124,7 @@ func (Validate) stage() string { return StageValidate }
 
 func (v Validate) files() []File { return []File{v.Report, v.JUnit, v.Inventory} }
 
-// Seal is the seal stage's output: the seed directory (seeds/seed) and its manifest.
+// Seal is the seal stage's output: the seed directory (seeds/artifact/seed) and its manifest.
 type Seal struct {
 	// Dir is the seed directory; Manifest is its seed.json.
 	Dir      File `json:"dir"`

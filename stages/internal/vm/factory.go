@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/snofactory/snofactory/seeds/agent/wire"
+	"github.com/snofactory/snofactory/seeds/contract/wire"
 )
 
 // SessionKind is the pipeline session kind of the factory VM (pipeline.Stage.Session).

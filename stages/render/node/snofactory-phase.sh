@@ -11,7 +11,7 @@
 # (any boot that is not a factory install) it does nothing.
 #
 # The agent binary is not in the Ignition config: it is taken from the precache data disk,
-# a tar archive (seeds/precachedisk) whose entry agent/snofactory is the agent.
+# a tar archive (seeds/contract/precachedisk) whose entry agent/snofactory is the agent.
 #
 # The SNOFACTORY_* variables below exist for tests; a node uses the defaults.
 set -uo pipefail

@@ -1,0 +1,330 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/seeds/contract/oskind"
+	"github.com/snofactory/snofactory/seeds/contract/wire"
+	"github.com/snofactory/snofactory/seeds/node/steps"
+	"github.com/snofactory/snofactory/seeds/site/siteconfig"
+)
+
+// SealStep is one thing Seal did, for the report.
+type SealStep struct {
+	Name   string `json:"name"`
+	Detail string `json:"detail"`
+}
+
+// Runner runs a command on the node and returns its standard output; tests record the
+// calls. A failed command's error carries its exit code (ExitCode() int) and stderr.
+type Runner func(ctx context.Context, name string, args ...string) ([]byte, error)
+
+// ExecRunner runs commands for real.
+func ExecRunner(ctx context.Context, name string, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, name, args...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return out, &CommandError{Argv: append([]string{name}, args...), Err: err, Stderr: strings.TrimSpace(stderr.String())}
+	}
+	return out, nil
+}
+
+// CommandError is a command that failed.
+type CommandError struct {
+	Argv   []string
+	Err    error
+	Stderr string
+}
+
+func (e *CommandError) Error() string {
+	msg := fmt.Sprintf("%s: %v", strings.Join(e.Argv, " "), e.Err)
+	if e.Stderr != "" {
+		s := e.Stderr
+		if len(s) > 512 {
+			s = "..." + s[len(s)-512:]
+		}
+		msg += ": " + s
+	}
+	return msg
+}
+
+func (e *CommandError) Unwrap() error { return e.Err }
+
+// exitCode is a failed command's exit code, or -1 when err carries none.
+func exitCode(err error) int {
+	var ec interface{ ExitCode() int }
+	if errors.As(err, &ec) {
+		return ec.ExitCode()
+	}
+	return -1
+}
+
+// Clock is the time source of the seal's waits (pipeline.Clock).
+type Clock = pipeline.Clock
+
+// RealClock is the wall clock.
+type RealClock = pipeline.RealClock
+
+// Sealer seals the installed system under Root as Request asks. The same list of steps
+// (Plan) is what a dry run prints and what Seal executes.
+type Sealer struct {
+	// Root is the installed system's root ("/" on a running node).
+	Root string
+	// BootDir is the boot directory whose ignition/config.ign goes ("" for none).
+	BootDir string
+	Request wire.SealRequest
+	// Run runs commands (default ExecRunner); Clock paces the waits (default RealClock).
+	Run   Runner
+	Clock Clock
+	// Rand feeds the disposable kubeadmin password (default crypto/rand).
+	Rand io.Reader
+	// KubeConfig reaches the local API (default LocalhostKubeConfig), a node path.
+	KubeConfig string
+	// APITimeout bounds the wait for the API before the cluster is read (default 20 min);
+	// PullSecretTimeout and PullSecretPoll pace the wait for the MCO to roll the placeholder
+	// pull secret out (lifecycle-agent: 10 min, every 30 s).
+	APITimeout, PullSecretTimeout, PullSecretPoll time.Duration
+	// Warn receives what goes wrong but does not stop the seal (default: discarded).
+	Warn io.Writer
+
+	planOnly bool // Plan: list the steps for any node, not this root's
+}
+
+// sealAction is a step and what carries it out; do returns the step's detail.
+type sealAction struct {
+	steps.Step
+	do func(ctx context.Context) (string, error)
+}
+
+func (s Sealer) withDefaults() Sealer {
+	if s.Root == "" {
+		s.Root = "/"
+	}
+	if s.Run == nil {
+		s.Run = ExecRunner
+	}
+	if s.Clock == nil {
+		s.Clock = RealClock{}
+	}
+	if s.Rand == nil {
+		s.Rand = rand.Reader
+	}
+	if s.KubeConfig == "" {
+		s.KubeConfig = LocalhostKubeConfig
+	}
+	if s.APITimeout <= 0 {
+		s.APITimeout = 20 * time.Minute
+	}
+	if s.PullSecretTimeout <= 0 {
+		s.PullSecretTimeout = 10 * time.Minute
+	}
+	if s.PullSecretPoll <= 0 {
+		s.PullSecretPoll = 30 * time.Second
+	}
+	if s.Warn == nil {
+		s.Warn = io.Discard
+	}
+	return s
+}
+
+// Plan lists the steps Seal takes, in order, without taking any.
+func (s Sealer) Plan() []steps.Step {
+	s.planOnly = true
+	acts := s.withDefaults().actions()
+	out := make([]steps.Step, len(acts))
+	for i, a := range acts {
+		out[i] = a.Step
+	}
+	return out
+}
+
+// Seal carries out the plan. Each step is safe to repeat, so a seal cut short by a power
+// loss is sealed again from the start.
+func (s Sealer) Seal(ctx context.Context) ([]SealStep, error) {
+	s = s.withDefaults()
+	var done []SealStep
+	for _, a := range s.actions() {
+		detail, err := a.do(ctx)
+		if err != nil {
+			return done, fmt.Errorf("seal step %s: %w", a.Name, err)
+		}
+		done = append(done, SealStep{a.Name, detail})
+	}
+	return done, nil
+}
+
+// Seal seals the installed system under root with the real commands and clock.
+func Seal(ctx context.Context, root, bootDir string, req wire.SealRequest, run Runner) ([]SealStep, error) {
+	return Sealer{Root: root, BootDir: bootDir, Request: req, Run: run}.Seal(ctx)
+}
+
+// actions is the target's sequence. Cheap checks come first; on OpenShift the cluster is
+// read and cleaned through its API while it runs, then stopped, then re-signed by the
+// seed-time recert, and only then are files removed (lifecycle-agent's order).
+func (s Sealer) actions() []sealAction {
+	acts := []sealAction{s.requiredFiles()}
+	if s.Request.Target.IsOpenShift() {
+		acts = append(acts, s.openshiftActions()...)
+	}
+	return append(acts, s.nodeStateActions()...)
+}
+
+// under is a node path under the root.
+func (s Sealer) under(p string) string { return filepath.Join(s.Root, p) }
+
+// cmd is a step that runs one command.
+func (s Sealer) cmd(name, detail string, changes []string, argv ...string) sealAction {
+	return sealAction{steps.Step{Name: name, Argv: argv, Changes: changes, Detail: detail}, func(ctx context.Context) (string, error) {
+		if _, err := s.Run(ctx, argv[0], argv[1:]...); err != nil {
+			return "", err
+		}
+		return strings.Join(argv, " "), nil
+	}}
+}
+
+func (s Sealer) requiredFiles() sealAction {
+	req := s.Request.RequiredFiles
+	return sealAction{steps.Step{Name: "relocation-config", Detail: "the relocation configuration render wrote is in place"}, func(context.Context) (string, error) {
+		var missing []string
+		for _, p := range req {
+			if _, err := os.Lstat(s.under(p)); err != nil {
+				missing = append(missing, p)
+			}
+		}
+		if len(missing) > 0 {
+			return "", fmt.Errorf("the relocation configuration is not in place (were its MachineConfigs applied?): missing %s", strings.Join(missing, ", "))
+		}
+		return fmt.Sprintf("%d files in place", len(req)), nil
+	}}
+}
+
+// pullSecretPaths are where a node keeps the build-time pull secret: the kubelet's and
+// CRI-O's global pull secret, and the registry auth files of root.
+func pullSecretPaths() []string {
+	return []string{"/var/lib/kubelet/config.json", "/root/.docker/config.json", "/run/containers/0/auth.json", "/etc/containers/auth.json"}
+}
+
+// perNodeState is what belongs to this one boot of this one machine and must not ship:
+// logs, scratch, pods, CNI leases, and the per-node OVN and multus certificates
+// lifecycle-agent removes (seedcreator.go removeOvnCertsFolders).
+func perNodeState() []string {
+	return []string{"/var/log", "/var/tmp", "/var/lib/kubelet/pods", "/var/lib/cni/networks", "/var/lib/ovn-ic/etc",
+		"/var/lib/ovn-ic/etc/ovnkube-node-certs", "/etc/cni/multus/certs"}
+}
+
+// nodeStateActions clear what must not ship, on every target.
+func (s Sealer) nodeStateActions() []sealAction {
+	req := s.Request
+	acts := []sealAction{
+		{steps.Step{Name: "per-node-state", Changes: perNodeState(), Detail: "emptied, the directories kept"}, func(context.Context) (string, error) {
+			n, err := clearTrees(s.Root, perNodeState())
+			if err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("%d entries removed under %s", n, strings.Join(perNodeState(), ", ")), nil
+		}},
+		{steps.Step{Name: "machine-id", Changes: []string{"/etc/machine-id"}, Detail: "emptied: the site's first boot makes a new one"}, func(context.Context) (string, error) {
+			return "emptied: the site's first boot makes a new one", truncateIfExists(s.under("/etc/machine-id"))
+		}},
+		// Upstream leaves the host keys for recert to replace at the site; removing them here
+		// also keeps one seed's sites from sharing keys when a site run keeps them.
+		{steps.Step{Name: "ssh-host-keys", Changes: []string{"/etc/ssh/ssh_host_*"}, Detail: "removed: regenerated at the site"}, func(context.Context) (string, error) {
+			keys, _ := filepath.Glob(s.under("/etc/ssh/ssh_host_*"))
+			return fmt.Sprintf("%d removed", len(keys)), removeAll(keys)
+		}},
+		{steps.Step{Name: "pull-secret", Changes: pullSecretPaths(), Detail: "the build's pull secret files shredded"}, func(context.Context) (string, error) {
+			return s.removePullSecretFiles()
+		}},
+	}
+	if s.BootDir != "" {
+		cfg := filepath.Join(s.BootDir, "ignition", "config.ign")
+		acts = append(acts, sealAction{steps.Step{Name: "ignition-config", Changes: []string{cfg}, Detail: "the first-boot config may embed secrets"}, func(context.Context) (string, error) {
+			if err := shred(cfg); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return "", fmt.Errorf("removing the first-boot Ignition config: %w", err)
+			}
+			return "removed " + cfg, nil
+		}})
+	}
+	if req.RecertImage != "" {
+		acts = append(acts, sealAction{steps.Step{Name: "reconfigure-images", Changes: []string{wire.ReconfigureImagesFile}}, func(context.Context) (string, error) {
+			imgs, err := json.Marshal(map[string]string{"recertImage": req.RecertImage, "etcdImage": req.EtcdImage})
+			if err != nil {
+				return "", err
+			}
+			return wire.ReconfigureImagesFile, writeUnder(s.Root, wire.ReconfigureImagesFile, imgs, 0o644)
+		}})
+	}
+	if req.Target.IsOpenShift() {
+		acts = append(acts, s.reconfigureUnitActions()...)
+	}
+	if req.Target == oskind.CoreOS {
+		acts = append(acts, s.ignitionResultAction())
+	}
+	if req.SiteIdentity != "" {
+		acts = append(acts, s.siteIdentityAction())
+	}
+	acts = append(acts, sealAction{steps.Step{Name: "sealed", Changes: []string{wire.SealedFile}}, func(context.Context) (string, error) {
+		b, err := json.Marshal(req.Public())
+		if err != nil {
+			return "", err
+		}
+		return wire.SealedFile, writeUnder(s.Root, wire.SealedFile, b, 0o644)
+	}})
+	// Last: every file the seal wrote gets the source date too.
+	if req.Target == oskind.CoreOS && req.SourceDateEpoch > 0 {
+		acts = append(acts, s.clampTimesAction())
+	}
+	return acts
+}
+
+// siteIdentityAction places the identity that opens the site media's sealed secrets,
+// 0600, replacing whatever was there (its mode too). The step's detail never quotes it.
+func (s Sealer) siteIdentityAction() sealAction {
+	p := siteconfig.NodeIdentityFile
+	return sealAction{steps.Step{Name: "site-identity", Changes: []string{p}, Detail: "the site media's identity placed, 0600"}, func(context.Context) (string, error) {
+		id := []byte(s.Request.SiteIdentity)
+		if _, err := siteconfig.ParseIdentities(id); err != nil {
+			return "", fmt.Errorf("the request's site identity: %w", err)
+		}
+		if err := os.Remove(s.under(p)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("replacing %s: %w", p, err)
+		}
+		return "placed " + p + ", 0600", writeUnder(s.Root, p, bytes.TrimRight(id, "\n"), 0o600)
+	}}
+}
+
+// removePullSecretFiles shreds the pull secret files unless the request keeps them.
+func (s Sealer) removePullSecretFiles() (string, error) {
+	if s.Request.KeepPullSecret {
+		return "kept: the blueprint keeps it", nil
+	}
+	var removed []string
+	for _, p := range pullSecretPaths() {
+		err := shred(s.under(p))
+		switch {
+		case err == nil:
+			removed = append(removed, p)
+		case !errors.Is(err, fs.ErrNotExist):
+			return "", fmt.Errorf("removing the pull secret: %w", err)
+		}
+	}
+	if len(removed) == 0 {
+		return "none on the node", nil
+	}
+	return "removed " + strings.Join(removed, ", "), nil
+}

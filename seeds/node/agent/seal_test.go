@@ -1,0 +1,96 @@
+package agent
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/snofactory/snofactory/seeds/contract/wire"
+)
+
+// Nothing runs before the relocation configuration is checked to be in place.
+func TestSealNeedsRequiredFiles(t *testing.T) {
+	if _, err := Seal(context.Background(), t.TempDir(), "", wire.SealRequest{Version: 1, Target: "openshift", RequiredFiles: []string{"/etc/default/nodeip-configuration"}},
+		func(context.Context, string, ...string) ([]byte, error) {
+			t.Error("a command ran before the check")
+			return nil, nil
+		}); err == nil || !strings.Contains(err.Error(), "missing /etc/default/nodeip-configuration") {
+		t.Errorf("sealing without the relocation configuration: %v", err)
+	}
+}
+
+// Seal on a tree shaped like a node: per-node state, machine-id, host keys and the pull
+// secret go, the directories stay, the marker is written. (The OpenShift sequence has its
+// own tests in seal_openshift_test.go.)
+func TestSeal(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		req    wire.SealRequest
+		keepPS bool
+	}{
+		{name: "coreos", req: wire.SealRequest{Version: 1, Target: "coreos"}},
+		{name: "coreos keeps the pull secret", req: wire.SealRequest{Version: 1, Target: "coreos", KeepPullSecret: true}, keepPS: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			files := map[string]string{
+				"etc/machine-id": "0123456789abcdef\n", "etc/ssh/ssh_host_ed25519_key": "k", "etc/ssh/sshd_config": "keep",
+				"var/log/journal/x/system.journal": "j", "var/tmp/scratch": "s", "var/lib/kubelet/config.json": `{"auths":{}}`,
+				"var/lib/kubelet/pods/p1/volume": "v", "usr/bin/tool": "keep", "etc/cni/multus/certs/multus-client.pem": "c",
+			}
+			for p, body := range files {
+				os.MkdirAll(filepath.Join(root, filepath.Dir(p)), 0o755)
+				os.WriteFile(filepath.Join(root, p), []byte(body), 0o600)
+			}
+			run := func(_ context.Context, name string, args ...string) ([]byte, error) {
+				t.Errorf("a coreos seal ran %s %q", name, args)
+				return nil, nil
+			}
+			boot := filepath.Join(root, "boot")
+			os.MkdirAll(filepath.Join(boot, "ignition"), 0o755)
+			os.WriteFile(filepath.Join(boot, "ignition", "config.ign"), []byte(`{"ignition":{}}`), 0o600)
+			steps, err := Seal(context.Background(), root, boot, tc.req, run)
+			if err != nil {
+				t.Fatal(err)
+			}
+			exists := func(p string) bool { _, err := os.Stat(filepath.Join(root, p)); return err == nil }
+			for _, gone := range []string{"boot/ignition/config.ign", "etc/ssh/ssh_host_ed25519_key", "var/log/journal", "var/tmp/scratch",
+				"var/lib/kubelet/pods/p1", "etc/cni/multus/certs/multus-client.pem"} {
+				if exists(gone) {
+					t.Errorf("%s survived the seal", gone)
+				}
+			}
+			for _, kept := range []string{"etc/ssh/sshd_config", "usr/bin/tool", "var/log", "var/tmp", wire.SealedFile[1:]} {
+				if !exists(kept) {
+					t.Errorf("%s is gone", kept)
+				}
+			}
+			if exists("var/lib/kubelet/config.json") != tc.keepPS {
+				t.Errorf("pull secret kept = %v, want %v", !tc.keepPS, tc.keepPS)
+			}
+			if b, _ := os.ReadFile(filepath.Join(root, "etc/machine-id")); len(b) != 0 {
+				t.Errorf("machine-id = %q", b)
+			}
+			d := SealDetails(steps)
+			if d["step.sealed"] != wire.SealedFile || d["step.machine-id"] == "" {
+				t.Errorf("details = %v", d)
+			}
+			// The real run took exactly the dry run's steps.
+			plan := Sealer{Root: root, BootDir: boot, Request: tc.req}.Plan()
+			if len(plan) != len(steps) {
+				t.Fatalf("ran %d steps, the plan has %d", len(steps), len(plan))
+			}
+			for i := range plan {
+				if plan[i].Name != steps[i].Name {
+					t.Errorf("step %d ran %s, the plan says %s", i, steps[i].Name, plan[i].Name)
+				}
+			}
+			// Sealing again (a power cut after the marker) does the same and succeeds.
+			if _, err := Seal(context.Background(), root, boot, tc.req, run); err != nil {
+				t.Errorf("second seal: %v", err)
+			}
+		})
+	}
+}

@@ -1,0 +1,365 @@
+package reconfigure
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/snofactory/snofactory/seeds/contract/wire"
+	"github.com/snofactory/snofactory/seeds/node/agent"
+	"github.com/snofactory/snofactory/seeds/node/steps"
+	"github.com/snofactory/snofactory/seeds/site/siteconfig"
+)
+
+// OpenShift paths under the root.
+const (
+	// OpenShiftNetworkFile and OpenShiftDNSFile are the nmstate states applied.
+	OpenShiftNetworkFile = "/etc/snofactory/site-network.yml"
+	OpenShiftDNSFile     = "/etc/snofactory/site-dns.yml"
+	// OpenShiftPullSecretFile is the kubelet's and CRI-O's global pull secret.
+	OpenShiftPullSecretFile = "/var/lib/kubelet/config.json"
+	// OpenShiftKeysFile is read by RHCOS's sshd for user core (authorized_keys.d).
+	OpenShiftKeysFile = "/home/core/.ssh/authorized_keys.d/snofactory-site"
+	// GeneratedManifestsDir holds the manifests the hook makes (the ImageDigestMirrorSet).
+	GeneratedManifestsDir = "/etc/snofactory/generated-manifests"
+	// MirrorSetName names the site's ImageDigestMirrorSet.
+	MirrorSetName = "snofactory-site-mirrors"
+	// ChronyConf is chronyd's configuration.
+	ChronyConf = "/etc/chrony.conf"
+)
+
+// openshiftSteps follow lifecycle-agent's post-pivot (lca-cli/postpivot/postpivot.go
+// PostPivotConfiguration): network, hostname and the pull secret file, the dnsmasq
+// overrides for the new names, recert (which rewrites every copy of the pull secret, the
+// kubeadmin hash, the names and the certificates) while kubelet is down, kubelet, the API,
+// the inherited mirror objects out and the site's manifests in, the new cluster ID, then
+// the waits for a settled cluster and the unit disabled. Our own medium and its extra
+// steps (DNS resolver, NTP, mirrors, SSH keys) stay where they were.
+func (r *run) openshiftSteps(sc *siteconfig.SiteConfig) ([]step, error) {
+	site, err := r.siteIdentity(sc)
+	if err != nil {
+		return nil, err
+	}
+	kc := under(r.o.Root, r.o.OpenShift.KubeConfig)
+	oc := func(args ...string) []string { return append([]string{"oc", "--kubeconfig", kc}, args...) }
+	rc, recertArgv, err := r.recertPlan(sc, site)
+	if err != nil {
+		return nil, err
+	}
+	patch := fmt.Sprintf(`{"spec":{"clusterID":%q}}`, site.clusterID)
+	return []step{
+		{steps.Step{Name: "network", Argv: []string{"nmstatectl", "apply", under(r.o.Root, OpenShiftNetworkFile)}, Changes: []string{OpenShiftNetworkFile, "NetworkManager connections"}}, r.nmstateNetwork},
+		{steps.Step{Name: "hostname", Argv: []string{"hostnamectl", "set-hostname", sc.Spec.Hostname}, Changes: []string{"/etc/hostname"}}, func(ctx context.Context, sc *siteconfig.SiteConfig) (map[string]string, error) {
+			if _, err := r.cmd(ctx, "hostnamectl", "set-hostname", sc.Spec.Hostname); err != nil {
+				return nil, err
+			}
+			return map[string]string{"hostname": sc.Spec.Hostname}, nil
+		}},
+		{steps.Step{Name: "dns", Argv: []string{"nmstatectl", "apply", under(r.o.Root, OpenShiftDNSFile)}, Changes: []string{OpenShiftDNSFile}}, r.nmstateDNS},
+		{steps.Step{Name: "ntp", Argv: []string{"systemctl", "restart", "chronyd.service"}, Changes: []string{ChronyConf}}, r.chrony},
+		// lifecycle-agent writes the file too (createPullSecretFile); recert then rewrites the
+		// copies in etcd, the MachineConfigs and currentconfig to the same secret, so the MCD
+		// sees no drift.
+		{steps.Step{Name: "pull-secret", Changes: []string{OpenShiftPullSecretFile}}, func(_ context.Context, sc *siteconfig.SiteConfig) (map[string]string, error) {
+			return r.writeSecretFile(sc, OpenShiftPullSecretFile)
+		}},
+		{steps.Step{Name: "mirrors", Changes: []string{MirrorsFile, GeneratedManifestsDir}}, r.openshiftMirrors},
+		{steps.Step{Name: "ssh-keys", Changes: []string{OpenShiftKeysFile}}, r.coreKeys},
+		{steps.Step{Name: "dnsmasq", Argv: []string{"systemctl", "restart", "dnsmasq.service"}, Changes: []string{DnsmasqOverridesFile},
+			Detail: "api, api-int and *.apps of the renamed cluster resolve on the node"}, func(ctx context.Context, _ *siteconfig.SiteConfig) (map[string]string, error) {
+			return r.dnsmasqOverrides(ctx, site)
+		}},
+		{steps.Step{Name: "recert", Argv: recertArgv, Changes: recertChanges(rc), Detail: r.recertSettings(rc)}, func(ctx context.Context, sc *siteconfig.SiteConfig) (map[string]string, error) {
+			return r.recert(ctx, sc, site, rc)
+		}},
+		{steps.Step{Name: "kubelet", Argv: []string{"systemctl", "enable", "kubelet.service"}, Changes: []string{"kubelet.service"},
+			Detail: "then systemctl start --no-block crio.service kubelet.service"}, func(ctx context.Context, _ *siteconfig.SiteConfig) (map[string]string, error) {
+			// The seal disabled kubelet and stopped CRI-O; --no-block because this hook runs
+			// as a unit that kubelet may be ordered after.
+			if _, err := r.cmd(ctx, "systemctl", "enable", "kubelet.service"); err != nil {
+				return nil, err
+			}
+			if _, err := r.cmd(ctx, "systemctl", "start", "--no-block", "crio.service", "kubelet.service"); err != nil {
+				return nil, err
+			}
+			return map[string]string{"started": "crio.service,kubelet.service"}, nil
+		}},
+		{steps.Step{Name: "api", Argv: oc("get", "--raw", "/readyz")}, r.waitAPI},
+		{steps.Step{Name: "old-mirrors", Argv: oc(deleteOldMirrors()...), Changes: []string{"every ImageContentSourcePolicy and ImageDigestMirrorSet", "CatalogSources in openshift-marketplace"},
+			Detail: "the seed's mirror objects are not the site's"}, func(ctx context.Context, _ *siteconfig.SiteConfig) (map[string]string, error) {
+			for _, args := range [][]string{deleteOldMirrors(), deleteOldCatalogs()} {
+				if _, err := r.cmd(ctx, "oc", append([]string{"--kubeconfig", kc}, args...)...); err != nil {
+					return nil, fmt.Errorf("removing the seed's mirror objects: %w", err)
+				}
+			}
+			return map[string]string{"deleted": "ImageContentSourcePolicies,ImageDigestMirrorSets,CatalogSources"}, nil
+		}},
+		{steps.Step{Name: "manifests", Argv: oc("apply", "-f", under(r.o.Root, ManifestsDir)), Changes: []string{GeneratedManifestsDir, ManifestsDir}}, r.applyManifests},
+		{steps.Step{Name: "cluster-id", Argv: oc("patch", "clusterversion.config.openshift.io", "version", "--type", "merge", "-p", patch),
+			Changes: []string{"ClusterVersion version spec.clusterID"}}, func(ctx context.Context, _ *siteconfig.SiteConfig) (map[string]string, error) {
+			if _, err := r.cmd(ctx, "oc", "--kubeconfig", kc, "patch", "clusterversion.config.openshift.io", "version", "--type", "merge", "-p", patch); err != nil {
+				return nil, fmt.Errorf("setting the cluster ID: %w", err)
+			}
+			return map[string]string{"clusterID": site.clusterID}, nil
+		}},
+		{steps.Step{Name: "wait-cluster-version", Argv: oc("get", "clusterversion.config.openshift.io", "version", "-o", "json"),
+			Detail: "Available=True: recert left it False until the CVO re-evaluates"}, func(ctx context.Context, _ *siteconfig.SiteConfig) (map[string]string, error) {
+			return r.waitReady(ctx, "ClusterVersion", oc("get", "clusterversion.config.openshift.io", "version", "-o", "json"), r.o.Clock, clusterVersionReady)
+		}},
+		{steps.Step{Name: "wait-cluster-operators", Argv: oc("get", "clusteroperators.config.openshift.io", "-o", "json"),
+			Detail: "every ClusterOperator Available, not Progressing, not Degraded, settled for the settle window"}, func(ctx context.Context, _ *siteconfig.SiteConfig) (map[string]string, error) {
+			return r.waitReady(ctx, "ClusterOperators", oc("get", "clusteroperators.config.openshift.io", "-o", "json"), r.o.Clock, r.operatorsSettled)
+		}},
+		{steps.Step{Name: "wait-node", Argv: oc("get", "nodes", "-o", "json"), Detail: "the Node Ready"}, func(ctx context.Context, _ *siteconfig.SiteConfig) (map[string]string, error) {
+			return r.waitReady(ctx, "Node", oc("get", "nodes", "-o", "json"), r.o.Clock, nodesReady)
+		}},
+		{steps.Step{Name: "reconfigure-disable", Argv: []string{"systemctl", "disable", wire.ReconfigureUnitName}, Changes: []string{wire.ReconfigureUnitName},
+			Detail: "the hook has done its work (lifecycle-agent disables its unit too)"}, func(ctx context.Context, _ *siteconfig.SiteConfig) (map[string]string, error) {
+			if _, err := r.cmd(ctx, "systemctl", "disable", wire.ReconfigureUnitName); err != nil {
+				return nil, err
+			}
+			return map[string]string{"disabled": wire.ReconfigureUnitName}, nil
+		}},
+	}, nil
+}
+
+func deleteOldMirrors() []string {
+	return []string{"delete", "--ignore-not-found", "--all", "imagecontentsourcepolicies.operator.openshift.io,imagedigestmirrorsets.config.openshift.io"}
+}
+
+func deleteOldCatalogs() []string {
+	return []string{"delete", "--ignore-not-found", "--all", "-n", "openshift-marketplace", "catalogsources.operators.coreos.com"}
+}
+
+func (r *run) nmstateApply(ctx context.Context, path string, state any) error {
+	b, err := yaml.Marshal(state)
+	if err != nil {
+		return fmt.Errorf("rendering %s: %w", path, err)
+	}
+	if _, err := r.writeUnder(path, b, 0o644); err != nil {
+		return err
+	}
+	// nmstatectl apply STATE_FILE: applies the desired state and, by default, makes it
+	// persistent through NetworkManager.
+	_, err = r.cmd(ctx, "nmstatectl", "apply", under(r.o.Root, path))
+	return err
+}
+
+func (r *run) nmstateNetwork(ctx context.Context, sc *siteconfig.SiteConfig) (map[string]string, error) {
+	if sc.Spec.Network == nil || len(sc.Spec.Network.Interfaces) == 0 && sc.Spec.Network.Routes == nil {
+		return map[string]string{"applied": "nothing: the site config has no network"}, nil
+	}
+	n := *sc.Spec.Network
+	n.DNSResolver = nil // the dns step applies it, from spec.dns or the nmstate resolver
+	if err := r.nmstateApply(ctx, OpenShiftNetworkFile, &n); err != nil {
+		return nil, fmt.Errorf("applying the network: %w", err)
+	}
+	d := map[string]string{"file": OpenShiftNetworkFile}
+	var names []string
+	for _, iface := range n.Interfaces {
+		names = append(names, iface.Name)
+		d["address."+iface.Name] = staticAddresses(iface)
+	}
+	d["interfaces"] = strings.Join(names, ",")
+	return d, nil
+}
+
+func staticAddresses(iface siteconfig.Interface) string {
+	var out []string
+	for _, c := range []*siteconfig.IPConfig{iface.IPv4, iface.IPv6} {
+		if !c.IsEnabled() {
+			continue
+		}
+		if c.DHCP {
+			out = append(out, "dhcp")
+		}
+		for _, a := range c.Address {
+			out = append(out, fmt.Sprintf("%s/%d", a.IP, a.PrefixLength))
+		}
+	}
+	return strings.Join(out, ",")
+}
+
+func (r *run) nmstateDNS(ctx context.Context, sc *siteconfig.SiteConfig) (map[string]string, error) {
+	d := sc.EffectiveDNS()
+	if len(d.Servers) == 0 && len(d.Search) == 0 {
+		return map[string]string{"applied": "nothing: the site config has no DNS"}, nil
+	}
+	state := struct {
+		DNSResolver siteconfig.DNSResolver `yaml:"dns-resolver"`
+	}{siteconfig.DNSResolver{Config: siteconfig.DNSResolverConfig{Server: d.Servers, Search: d.Search}}}
+	if err := r.nmstateApply(ctx, OpenShiftDNSFile, &state); err != nil {
+		return nil, fmt.Errorf("applying the DNS resolver: %w", err)
+	}
+	return map[string]string{"dns.servers": strings.Join(d.Servers, ","), "dns.search": strings.Join(d.Search, ","), "file": OpenShiftDNSFile}, nil
+}
+
+// chronyConf renders chrony.conf for the site's servers, with RHCOS's other defaults.
+func chronyConf(servers []string) string {
+	var b strings.Builder
+	b.WriteString(generated)
+	for _, s := range servers {
+		fmt.Fprintf(&b, "server %s iburst\n", s)
+	}
+	b.WriteString("driftfile /var/lib/chrony/drift\nmakestep 1.0 3\nrtcsync\nlogdir /var/log/chrony\n")
+	return b.String()
+}
+
+func (r *run) chrony(ctx context.Context, sc *siteconfig.SiteConfig) (map[string]string, error) {
+	if sc.Spec.NTP == nil || len(sc.Spec.NTP.Servers) == 0 {
+		return map[string]string{"applied": "nothing: the site config has no NTP servers"}, nil
+	}
+	if _, err := r.writeUnder(ChronyConf, []byte(chronyConf(sc.Spec.NTP.Servers)), 0o644); err != nil {
+		return nil, fmt.Errorf("writing the NTP servers: %w", err)
+	}
+	if _, err := r.cmd(ctx, "systemctl", "restart", "chronyd.service"); err != nil {
+		return nil, err
+	}
+	return map[string]string{"ntp.servers": strings.Join(sc.Spec.NTP.Servers, ","), "file": ChronyConf}, nil
+}
+
+// openshiftMirrors writes the registries.conf drop-in CRI-O reads at once, and the
+// ImageDigestMirrorSet the cluster keeps (applied with the manifests).
+func (r *run) openshiftMirrors(_ context.Context, sc *siteconfig.SiteConfig) (map[string]string, error) {
+	d, err := r.writeMirrors(sc)
+	if err != nil || len(sc.Spec.RegistryMirrors) == 0 {
+		return d, err
+	}
+	idms, err := siteconfig.ImageDigestMirrorSet(MirrorSetName, sc.Spec.RegistryMirrors)
+	if err != nil {
+		return nil, err
+	}
+	p := filepath.Join(GeneratedManifestsDir, MirrorSetName+".yaml")
+	if _, err := r.writeUnder(p, idms, 0o644); err != nil {
+		return nil, err
+	}
+	d["imageDigestMirrorSet"] = p
+	return d, nil
+}
+
+// coreKeys writes the keys for user core, owned by core (the owner of its home).
+func (r *run) coreKeys(_ context.Context, sc *siteconfig.SiteConfig) (map[string]string, error) {
+	d, err := r.writeKeys(sc, OpenShiftKeysFile)
+	if err != nil || len(sc.Spec.SSHAuthorizedKeys) == 0 {
+		return d, err
+	}
+	fi, err := os.Stat(under(r.o.Root, "/home/core"))
+	if err != nil {
+		return nil, fmt.Errorf("finding user core's home: %w", err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return d, nil
+	}
+	for _, p := range []string{"/home/core/.ssh", "/home/core/.ssh/authorized_keys.d", OpenShiftKeysFile} {
+		if err := os.Lchown(under(r.o.Root, p), int(st.Uid), int(st.Gid)); err != nil {
+			return nil, fmt.Errorf("giving %s to user core: %w", p, err)
+		}
+	}
+	return d, nil
+}
+
+// waitAPI polls the local API's /readyz until it answers ok.
+func (r *run) waitAPI(ctx context.Context, _ *siteconfig.SiteConfig) (map[string]string, error) {
+	readyz := []string{"oc", "--kubeconfig", under(r.o.Root, r.o.OpenShift.KubeConfig), "get", "--raw", "/readyz"}
+	took, err := agent.WaitAPI(ctx, r.o.Run, r.o.Clock, readyz, r.o.PollInterval, r.o.OpenShift.APITimeout)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]string{"readyz": "ok", "after": shortDuration(took)}, nil
+}
+
+// applyManifests applies the generated and the site's manifests. (The cluster's pull
+// secret is recert's: it rewrote every copy before kubelet started.)
+func (r *run) applyManifests(ctx context.Context, sc *siteconfig.SiteConfig) (map[string]string, error) {
+	d, err := r.writeManifests(sc)
+	if err != nil {
+		return nil, err
+	}
+	kc := under(r.o.Root, r.o.OpenShift.KubeConfig)
+	var applied []string
+	for _, dir := range []string{GeneratedManifestsDir, ManifestsDir} {
+		entries, err := os.ReadDir(under(r.o.Root, dir))
+		if errors.Is(err, fs.ErrNotExist) || err == nil && len(entries) == 0 {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("listing %s: %w", dir, err)
+		}
+		if _, err := r.cmd(ctx, "oc", "--kubeconfig", kc, "apply", "-f", under(r.o.Root, dir)); err != nil {
+			return nil, fmt.Errorf("applying %s: %w", dir, err)
+		}
+		applied = append(applied, dir)
+	}
+	d["applied"] = strings.Join(applied, ",")
+	return d, nil
+}
+
+// siteIPs are the site's first static IPv4 and IPv6 addresses, IPv4 first, as recert
+// takes them.
+func siteIPs(sc *siteconfig.SiteConfig) []string {
+	var v4, v6 string
+	if sc.Spec.Network != nil {
+		for _, iface := range sc.Spec.Network.Interfaces {
+			for _, c := range []*siteconfig.IPConfig{iface.IPv4, iface.IPv6} {
+				if !c.IsEnabled() {
+					continue
+				}
+				for _, a := range c.Address {
+					ip, err := netip.ParseAddr(a.IP)
+					switch {
+					case err != nil:
+					case ip.Is4() && v4 == "":
+						v4 = a.IP
+					case ip.Is6() && v6 == "":
+						v6 = a.IP
+					}
+				}
+			}
+		}
+	}
+	var out []string
+	for _, ip := range []string{v4, v6} {
+		if ip != "" {
+			out = append(out, ip)
+		}
+	}
+	return out
+}
+
+// images are the pinned recert and etcd images: from the options, else ImagesFile.
+func (r *run) images() (recert, etcd string, err error) {
+	recert, etcd = r.o.OpenShift.RecertImage, r.o.OpenShift.EtcdImage
+	if recert != "" && etcd != "" {
+		return recert, etcd, nil
+	}
+	if r.dry {
+		return cmp.Or(recert, "<recert image>"), cmp.Or(etcd, "<etcd image>"), nil
+	}
+	b, err := os.ReadFile(under(r.o.Root, ImagesFile))
+	if err != nil {
+		return "", "", fmt.Errorf("no recert image given and none recorded on the seed: %w", err)
+	}
+	var f struct {
+		RecertImage string `json:"recertImage"`
+		EtcdImage   string `json:"etcdImage"`
+	}
+	if err := json.Unmarshal(b, &f); err != nil {
+		return "", "", fmt.Errorf("reading %s: %w", ImagesFile, err)
+	}
+	recert, etcd = cmp.Or(recert, f.RecertImage), cmp.Or(etcd, f.EtcdImage)
+	if recert == "" || etcd == "" {
+		return "", "", fmt.Errorf("%s names no recert or no etcd image", ImagesFile)
+	}
+	return recert, etcd, nil
+}

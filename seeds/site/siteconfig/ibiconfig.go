@@ -1,0 +1,236 @@
+package siteconfig
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/snofactory/snofactory/seeds/checks/strictyaml"
+)
+
+// The image-based installer's site inputs: `openshift-install image-based create
+// config-image --dir DIR` reads DIR/image-based-config.yaml (kind ImageBasedConfig) and
+// DIR/install-config.yaml. A site that already writes these keeps them: Load converts
+// them into a site config, and refuses by position what the hook cannot apply.
+const (
+	ImageBasedConfigKind    = "ImageBasedConfig"
+	imageBasedConfigVersion = "v1beta1"
+	installConfigFile       = "install-config.yaml"
+	extraManifestsDir       = "extra-manifests"
+)
+
+// imageBasedConfig is the installer's ImageBasedConfig (pkg/types/imagebased Config).
+type imageBasedConfig struct {
+	APIVersion string `yaml:"apiVersion"`
+	Kind       string `yaml:"kind"`
+	Metadata   struct {
+		Name      string `yaml:"name"`
+		Namespace string `yaml:"namespace,omitempty"`
+	} `yaml:"metadata"`
+	Hostname string `yaml:"hostname"`
+	// ReleaseRegistry is where the site pulls the release from; a seed carries its release
+	// precached and never pulls it, so it is accepted and not needed.
+	ReleaseRegistry      string            `yaml:"releaseRegistry,omitempty"`
+	NetworkConfig        *Network          `yaml:"networkConfig,omitempty"`
+	AdditionalNTPSources []string          `yaml:"additionalNTPSources,omitempty"`
+	NodeLabels           map[string]string `yaml:"nodeLabels,omitempty"`
+	ClusterID            string            `yaml:"cluster_id,omitempty"`
+	InfraID              string            `yaml:"infra_id,omitempty"`
+}
+
+// installConfig is the part of install-config.yaml that a site's reconfiguration takes.
+type installConfig struct {
+	BaseDomain string `yaml:"baseDomain"`
+	Metadata   struct {
+		Name string `yaml:"name"`
+	} `yaml:"metadata"`
+	PullSecret         string `yaml:"pullSecret"`
+	SSHKey             string `yaml:"sshKey"`
+	ImageDigestSources []struct {
+		Source  string   `yaml:"source"`
+		Mirrors []string `yaml:"mirrors"`
+	} `yaml:"imageDigestSources"`
+}
+
+// installConfigRefused are install-config.yaml settings the hook does not apply at a site.
+var installConfigRefused = map[string]string{
+	"proxy":                 "a cluster-wide proxy",
+	"additionalTrustBundle": "an additional trust bundle",
+	"imageContentSources":   "imageContentSources (deprecated)",
+}
+
+// ibiPaths maps a site config path to where the same value sits in an ImageBasedConfig,
+// longest prefix first, so problems name the user's own field.
+var ibiPaths = []struct{ spec, ibi string }{
+	{"spec.network", "networkConfig"},
+	{"spec.ntp.servers", "additionalNTPSources"},
+	{"spec.hostname", "hostname"},
+	{"spec.clusterID", "cluster_id"},
+	{"spec.infraID", "infra_id"},
+	{"metadata.name", "metadata.name"},
+}
+
+// isImageBasedConfig tells whether data is an ImageBasedConfig document (its top-level
+// kind), without judging anything else about it.
+func isImageBasedConfig(data []byte) bool {
+	var head struct {
+		Kind string `yaml:"kind"`
+	}
+	return yaml.Unmarshal(data, &head) == nil && head.Kind == ImageBasedConfigKind
+}
+
+// parseImageBasedConfig converts an ImageBasedConfig, and the install-config.yaml beside it
+// when there is one, into a site config, validated as strictly as our own: every problem
+// is reported at its place in the file that holds it.
+func parseImageBasedConfig(data []byte, name, dir string) (sc *SiteConfig, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			sc, err = nil, strictyaml.FileProblem(name, fmt.Sprintf("internal error reading the image-based config (a bug in snofactory): %v", r))
+		}
+	}()
+	d := strictyaml.NewDecoder(name, "image-based config", []string{imageBasedConfigVersion}, reflect.TypeOf(imageBasedConfig{}))
+	d.SetUnsupported(func(path string) (string, string) {
+		if rest, ok := strings.CutPrefix(path, "networkConfig"); ok {
+			return unsupportedNMState("spec.network" + rest)
+		}
+		return "", ""
+	})
+	root, ok := d.Parse(data)
+	if !ok {
+		return nil, &strictyaml.ValidationErrors{Problems: d.Problems()}
+	}
+	var ibi imageBasedConfig
+	d.Decode(root, &ibi)
+	if d.Aborted() {
+		return nil, &strictyaml.ValidationErrors{Problems: d.Problems()}
+	}
+	if ibi.Kind != ImageBasedConfigKind {
+		d.Report("kind", "must be "+ImageBasedConfigKind, "")
+	}
+	if len(ibi.NodeLabels) > 0 {
+		d.Report("nodeLabels", "node labels are "+notSupported, "label the node with an extra manifest instead, or leave nodeLabels out")
+	}
+	sc = &SiteConfig{APIVersion: APIVersion, Kind: Kind, dir: dir}
+	sc.Metadata.Name = ibi.Metadata.Name
+	s := &sc.Spec
+	s.Hostname, s.Network, s.ClusterID, s.InfraID = ibi.Hostname, ibi.NetworkConfig, ibi.ClusterID, ibi.InfraID
+	if len(ibi.AdditionalNTPSources) > 0 {
+		s.NTP = &NTP{Servers: ibi.AdditionalNTPSources}
+	}
+	var icProblems []strictyaml.Problem
+	icPath := filepath.Join(dir, installConfigFile)
+	fromInstallConfig := map[string]string{}
+	if dir != "" {
+		icProblems, fromInstallConfig = readInstallConfig(icPath, s)
+		// config-image also carries DIR/extra-manifests onto the medium.
+		if fi, err := os.Lstat(filepath.Join(dir, extraManifestsDir)); err == nil && fi.IsDir() {
+			s.ExtraManifests = []string{extraManifestsDir}
+		}
+	}
+	c := &checker{dir: dir}
+	sc.validate(c)
+	for _, fe := range c.errs {
+		if field, ok := installConfigField(fromInstallConfig, fe.path); ok {
+			icProblems = append(icProblems, strictyaml.Problem{File: icPath, Path: field, Message: fe.msg, Hint: fe.hint})
+			continue
+		}
+		if !d.Report(ibiPath(fe.path), fe.msg, fe.hint) {
+			break
+		}
+	}
+	problems := d.Problems()
+	if err := d.Err(); err != nil {
+		var ve *strictyaml.ValidationErrors
+		if errors.As(err, &ve) {
+			problems = ve.Problems
+		}
+	}
+	if all := append(problems, icProblems...); len(all) > 0 {
+		return nil, &strictyaml.ValidationErrors{Problems: all}
+	}
+	return sc, nil
+}
+
+// installConfigField is the install-config.yaml field a site config path came from: the
+// field of the path itself or of the nearest enclosing one.
+func installConfigField(from map[string]string, specPath string) (string, bool) {
+	for p := specPath; p != ""; p = strictyaml.Parent(p) {
+		if field, ok := from[p]; ok {
+			return field + strings.TrimPrefix(specPath, p), true
+		}
+	}
+	return "", false
+}
+
+// ibiPath is where a site config path's value sits in an ImageBasedConfig.
+func ibiPath(specPath string) string {
+	for _, m := range ibiPaths {
+		if rest, ok := strings.CutPrefix(specPath, m.spec); ok {
+			return m.ibi + rest
+		}
+	}
+	return specPath
+}
+
+// readInstallConfig takes the cluster name, base domain, pull secret, SSH keys and mirrors
+// from install-config.yaml into s. It returns the problems found there (at their
+// positions) and, for each site config path it filled, the install-config field it came
+// from. No install-config.yaml is no problem: the seed keeps its cluster's name.
+func readInstallConfig(path string, s *Spec) ([]strictyaml.Problem, map[string]string) {
+	from := map[string]string{}
+	data, err := readLimited(path, MaxFileSize)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, from
+	}
+	if err != nil {
+		return []strictyaml.Problem{{File: path, Message: fmt.Sprintf("cannot read the install config: %v", err)}}, from
+	}
+	var doc yaml.Node
+	if err := yaml.NewDecoder(bytes.NewReader(data)).Decode(&doc); err != nil {
+		return []strictyaml.Problem{{File: path, Message: "invalid YAML: " + err.Error()}}, from
+	}
+	var problems []strictyaml.Problem
+	if len(doc.Content) == 1 && doc.Content[0].Kind == yaml.MappingNode {
+		m := doc.Content[0]
+		for i := 0; i+1 < len(m.Content); i += 2 {
+			k := m.Content[i]
+			if what, ok := installConfigRefused[k.Value]; ok {
+				problems = append(problems, strictyaml.Problem{File: path, Line: k.Line, Col: k.Column, Path: k.Value,
+					Message: what + " is " + notSupported, Hint: "leave " + k.Value + " out of " + installConfigFile + " for a seed's site"})
+			}
+		}
+	}
+	var ic installConfig
+	if err := doc.Decode(&ic); err != nil {
+		return append(problems, strictyaml.Problem{File: path, Message: "not an install config: " + err.Error()}), from
+	}
+	fill := func(dst *string, v, specPath, field string) {
+		if v != "" {
+			*dst = v
+			from[specPath] = field
+		}
+	}
+	fill(&s.ClusterName, ic.Metadata.Name, "spec.clusterName", "metadata.name")
+	fill(&s.BaseDomain, ic.BaseDomain, "spec.baseDomain", "baseDomain")
+	fill(&s.PullSecret, strings.TrimSpace(ic.PullSecret), "spec.pullSecret", "pullSecret")
+	for _, line := range strings.Split(ic.SSHKey, "\n") {
+		if line = strings.TrimSpace(line); line != "" {
+			s.SSHAuthorizedKeys = append(s.SSHAuthorizedKeys, line)
+		}
+	}
+	for i := range s.SSHAuthorizedKeys {
+		from[fmt.Sprintf("spec.sshAuthorizedKeys[%d]", i)] = "sshKey"
+	}
+	for i, src := range ic.ImageDigestSources {
+		s.RegistryMirrors = append(s.RegistryMirrors, RegistryMirror{Source: src.Source, Mirrors: src.Mirrors})
+		from[fmt.Sprintf("spec.registryMirrors[%d]", i)] = fmt.Sprintf("imageDigestSources[%d]", i)
+	}
+	return problems, from
+}
