@@ -14,6 +14,7 @@ import (
 
 	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/seeds/contract/wire"
+	"github.com/snofactory/snofactory/test/testbin"
 )
 
 // dpkgStatus is a dpkg status file: an installed package with an epoch and a revision, a
@@ -68,9 +69,7 @@ func TestGatherPackagesDpkg(t *testing.T) {
 			tr.file("/usr/lib/os-release", "NAME=\"Debian GNU/Linux\"\nID=debian\nVERSION_ID=\"12\"\n", 0o644)
 			tr.link("/etc/os-release", "../usr/lib/os-release")
 			if tt.dpkgQuery {
-				if _, err := exec.LookPath("dpkg-query"); err != nil {
-					t.Skip("no dpkg-query on this machine (Debian package dpkg)")
-				}
+				testbin.Require(t, "dpkg-query", "dpkg")
 			} else {
 				t.Setenv("PATH", t.TempDir())
 			}
@@ -88,9 +87,7 @@ func TestGatherPackagesDpkg(t *testing.T) {
 // real rpm and rpmbuild (Debian package rpm), and lists them as RHCOS's would be.
 func TestGatherPackagesRPM(t *testing.T) {
 	for _, tool := range []string{"rpm", "rpmbuild"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("no %s on this machine (Debian package rpm); the rpm line format is covered by TestParseRPMLine", tool)
-		}
+		testbin.Require(t, tool, "rpm")
 	}
 	work := t.TempDir()
 	root := filepath.Join(work, "root")

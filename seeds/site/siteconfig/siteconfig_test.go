@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/snofactory/snofactory/seeds/checks/strictyaml"
+	"github.com/snofactory/snofactory/test/testbin"
 )
 
 const secret = "c2l0ZTpTSVRFU0VDUkVU" // the auth in testdata/pull-secret.json
@@ -228,9 +229,7 @@ func TestMediumRoundTrip(t *testing.T) {
 // TestMediumLabelWithXorriso: xorriso, an independent ISO 9660 implementation, reads the
 // volume label and finds the config file.
 func TestMediumLabelWithXorriso(t *testing.T) {
-	if _, err := exec.LookPath("xorriso"); err != nil {
-		t.Skip("xorriso not installed (make deps installs it)")
-	}
+	testbin.Require(t, "xorriso", "xorriso")
 	sc, err := Load("../../../blueprints/demo/site.yaml")
 	if err != nil {
 		t.Fatal(err)
