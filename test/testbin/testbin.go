@@ -111,9 +111,11 @@ func zombie(pid int) bool {
 // OnEndingThread runs f on an OS thread that ends when f returns, for tests of children
 // started with a parent-death signal, which the kernel sends when the starting thread ends.
 // A goroutine that locked its thread and returns ends it, unless it is the main thread,
-// which Go never ends: on that one, hold it and try again on another.
+// which Go never ends: on that one, hold it and try again on another. It returns once the
+// thread is gone, so any parent-death signal has been sent by then.
 func OnEndingThread(f func()) {
 	done := make(chan struct{})
+	var tid int
 	var try func()
 	try = func() {
 		runtime.LockOSThread()
@@ -123,11 +125,20 @@ func OnEndingThread(f func()) {
 			runtime.UnlockOSThread()
 			return
 		}
+		tid = syscall.Gettid()
 		f()
 		close(done) // returning still locked ends the thread
 	}
 	go try()
 	<-done
+	// The kernel sends the signal on the thread's exit, before the thread leaves /proc.
+	task := fmt.Sprintf("/proc/self/task/%d", tid)
+	for {
+		if _, err := os.Stat(task); errors.Is(err, os.ErrNotExist) {
+			return
+		}
+		runtime.Gosched()
+	}
 }
 
 // RandomHex is n random bytes in hex: a value a test can find again, and no one else wrote.

@@ -2,6 +2,7 @@ package vm
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -109,7 +110,10 @@ func TestContextCancelKillsVM(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(m.Stop)
-	time.Sleep(300 * time.Millisecond)
+	// Cancel a VM that is up: qemu answers on its monitor once it runs.
+	if _, err := m.Status(ctx); err != nil {
+		t.Fatalf("qemu not running before the cancel: %v", err)
+	}
 	cancel()
 	select {
 	case <-m.Done():
@@ -146,10 +150,15 @@ func TestVMOutlivesTheThreadThatStartedIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(m.Stop)
-	select {
-	case <-m.Done():
-		t.Fatalf("qemu died with the thread that started it: %v", m.ExitErr())
-	case <-time.After(500 * time.Millisecond):
+	// The thread is gone, so a parent-death signal would have been sent: qemu, killed
+	// by it, could not answer its monitor.
+	status, err := m.Status(context.Background())
+	if err != nil {
+		t.Fatalf("qemu does not answer after the thread that started it ended: %v", err)
+	}
+	var st struct{ Running bool }
+	if err := json.Unmarshal(status, &st); err != nil || !st.Running {
+		t.Fatalf("qemu status after the thread that started it ended: %s", status)
 	}
 }
 
