@@ -109,6 +109,7 @@ type Proxy struct {
 	stats    Stats
 	closeErr error
 	once     sync.Once
+	closed   chan struct{} // closed once Close has stopped the server
 }
 
 // BlobGets makes only blob downloads eligible: the requests that carry the
@@ -162,6 +163,7 @@ func Start(ctx context.Context, target string, opts Options) (*Proxy, error) {
 		seen:    map[string]int{},
 		faulted: map[string]int{},
 		stats:   Stats{Faults: map[Kind]int{}},
+		closed:  make(chan struct{}),
 	}
 	if opts.Bandwidth > 0 {
 		p.link = newLimiter(opts.Bandwidth)
@@ -225,9 +227,13 @@ func (p *Proxy) Stats() Stats {
 func (p *Proxy) Close() error {
 	p.once.Do(func() {
 		p.closeErr = p.srv.Close()
+		close(p.closed)
 	})
 	return p.closeErr
 }
+
+// Done is closed once the proxy has stopped listening (Close, or the end of Start's ctx).
+func (p *Proxy) Done() <-chan struct{} { return p.closed }
 
 // decide is the fault schedule: a hash of the seed, the request and its
 // repetition count, so the same requests get the same faults in any order.
