@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -37,7 +38,7 @@ func TestMain(m *testing.M) {
 }
 
 // command stands in for snofactory build: it pulls the extra image the blueprint names,
-// says so on stdout, and waits until the file release exists.
+// says so on stdout, and waits until its stdin, which demoenv passes through, ends.
 func command(args []string) int {
 	bp, err := blueprints.LoadFile(args[0])
 	if err != nil {
@@ -53,12 +54,11 @@ func command(args []string) int {
 		return 1
 	}
 	fmt.Printf("ready %d %s %s\n", os.Getpid(), ref, args[0])
-	for {
-		if _, err := os.Stat(args[1]); err == nil {
-			return 0
-		}
-		time.Sleep(20 * time.Millisecond)
+	if _, err := io.Copy(io.Discard, os.Stdin); err != nil {
+		fmt.Fprintln(os.Stderr, "waiting for the release:", err)
+		return 1
 	}
+	return 0
 }
 
 func demoBlueprint(t *testing.T) string {
@@ -77,14 +77,21 @@ type ready struct {
 	blueprint string // the copy demoenv handed the command
 }
 
-// startDemoenv runs demoenv around command until release exists, and returns it with the
-// command's report.
-func startDemoenv(t *testing.T, release string) (*exec.Cmd, ready) {
+// startDemoenv runs demoenv around command, and returns it with the command's report and
+// release, which lets the command end (by closing its stdin).
+func startDemoenv(t *testing.T) (cmd *exec.Cmd, r ready, release func()) {
 	t.Helper()
 	bp := demoBlueprint(t)
 	testbin.Require(t, "docker-registry", registry.AptPackage)
-	cmd := exec.Command(os.Args[0], "--blueprint", bp, "--", "env", roleEnv+"=command", os.Args[0], bp, release)
+	cmd = exec.Command(os.Args[0], "--blueprint", bp, "--", "env", roleEnv+"=command", os.Args[0], bp)
 	cmd.Env = append(os.Environ(), roleEnv+"=demoenv")
+	// The test holds the write end: the command runs until release closes it, or is killed.
+	stdin, hold, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { hold.Close() })
+	cmd.Stdin = stdin
 	// A command left running would hold demoenv's output open; do not wait for it forever.
 	cmd.WaitDelay = 2 * time.Second
 	stderr := pipeline.NewTailBuffer(4096)
@@ -96,6 +103,7 @@ func startDemoenv(t *testing.T, release string) (*exec.Cmd, ready) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	stdin.Close()
 	t.Cleanup(func() {
 		cmd.Process.Kill()
 		cmd.Wait()
@@ -111,31 +119,34 @@ func startDemoenv(t *testing.T, release string) (*exec.Cmd, ready) {
 			}
 		}
 	}()
+	// Give up only shortly before the test binary would, to say why with demoenv's stderr.
+	var giveUp <-chan time.Time
+	if d, ok := t.Deadline(); ok {
+		giveUp = time.After(time.Until(d) - 10*time.Second)
+	}
 	select {
 	case r, ok := <-got:
 		if !ok {
 			t.Fatalf("demoenv ended before its command pulled the demo image:\n%s", stderr)
 		}
-		return cmd, r
-	case <-time.After(30 * time.Second):
-		t.Fatalf("the command did not pull the demo image within 30s:\n%s", stderr)
+		return cmd, r, func() { hold.Close() }
+	case <-giveUp:
+		t.Fatalf("the command has not pulled the demo image and the test is about to time out:\n%s", stderr)
 	}
-	return nil, ready{}
+	return nil, ready{}, nil
 }
 
 // Two demo environments at once: each serves its own registry on its own port, and each
 // command reaches it through its blueprint copy.
 func TestTwoDemoEnvironmentsAtOnce(t *testing.T) {
-	release := filepath.Join(t.TempDir(), "release")
-	a, ra := startDemoenv(t, release)
-	b, rb := startDemoenv(t, release)
+	a, ra, releaseA := startDemoenv(t)
+	b, rb, releaseB := startDemoenv(t)
 	hostA, hostB := strings.Split(ra.ref, "/")[0], strings.Split(rb.ref, "/")[0]
 	if hostA == hostB || hostA == DemoRegistry || hostB == DemoRegistry {
 		t.Fatalf("both demos serve on %s and %s", hostA, hostB)
 	}
-	if err := os.WriteFile(release, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	releaseA()
+	releaseB()
 	for _, cmd := range []*exec.Cmd{a, b} {
 		if err := cmd.Wait(); err != nil {
 			t.Fatalf("demoenv: %v", err)
@@ -151,24 +162,18 @@ func TestTwoDemoEnvironmentsAtOnce(t *testing.T) {
 // kill -9 of demoenv leaves no command, no registry, and (after the next registry start)
 // no registry directory behind.
 func TestKilledDemoenvLeavesNothingBehind(t *testing.T) {
-	cmd, r := startDemoenv(t, filepath.Join(t.TempDir(), "never"))
+	cmd, r, _ := startDemoenv(t)
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	cmd.Wait()
 	testbin.WaitExited(t, r.pid, 5*time.Second)
+	// demoenv is reaped, so the kernel has sent the registry its parent-death signal: a
+	// killed registry cannot answer, even if its socket has not closed yet.
 	url := "http://" + strings.Split(r.ref, "/")[0] + "/v2/"
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		resp, err := http.Get(url)
-		if err != nil {
-			break
-		}
+	if resp, err := http.Get(url); err == nil {
 		resp.Body.Close()
-		if time.Now().After(deadline) {
-			t.Fatalf("the registry at %s still answers after demoenv was killed", url)
-		}
-		time.Sleep(20 * time.Millisecond)
+		t.Fatalf("the registry at %s still answers after demoenv was killed", url)
 	}
 	dir := filepath.Dir(r.blueprint)
 	if _, err := os.Stat(dir); err != nil {
