@@ -11,8 +11,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
-	"time"
 )
 
 // extract reads one file out of an ISO with xorriso, an independent ISO 9660 reader.
@@ -179,29 +179,54 @@ func TestBuildWaitsForTheOutputLock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	parent, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	start := time.Now()
-	_, err = Build(ctx, Options{Out: out, Log: slog.New(slog.DiscardHandler)})
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Build while the lock is held: %v, want it to wait until its deadline", err)
+	ctx := &doneWatch{Context: parent, asked: make(chan struct{})}
+	result := make(chan error, 1)
+	go func() {
+		_, err := Build(ctx, Options{Out: out, Log: slog.New(slog.DiscardHandler)})
+		result <- err
+	}()
+	// Nothing before the lock takes the context: the first to ask for its Done channel is
+	// the lock wait, after a failed attempt.
+	select {
+	case <-ctx.asked:
+	case err := <-result:
+		t.Fatalf("Build returned while the lock is held: %v", err)
 	}
-	if took := time.Since(start); took < 400*time.Millisecond || took > 5*time.Second {
-		t.Fatalf("gave up after %s", took)
-	}
-	entries, _ := os.ReadDir(filepath.Dir(out))
-	for _, e := range entries {
-		if e.Name() != "c.iso.lock" {
-			t.Errorf("Build wrote %s without the lock", e.Name())
+	onlyTheLock := func(when string) {
+		t.Helper()
+		entries, _ := os.ReadDir(filepath.Dir(out))
+		for _, e := range entries {
+			if e.Name() != "c.iso.lock" {
+				t.Errorf("%s: Build wrote %s without the lock", when, e.Name())
+			}
 		}
 	}
+	onlyTheLock("waiting")
+	cancel()
+	if err := <-result; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Build while the lock is held: %v, want it to wait until its context ends", err)
+	}
+	onlyTheLock("cancelled")
 	unlock()
-	// released: the lock is free again at once
-	ctx2, cancel2 := context.WithTimeout(context.Background(), time.Second)
-	defer cancel2()
-	unlock, err = lockOutput(ctx2, out)
+	// Released, the lock is free again at once: the first attempt takes it, before a
+	// context that has already ended is consulted.
+	unlock, err = lockOutput(parent, out)
 	if err != nil {
 		t.Fatalf("lock after release: %v", err)
 	}
 	unlock()
+}
+
+// doneWatch is a context that reports the first time something asks for its Done channel.
+type doneWatch struct {
+	context.Context
+	asked chan struct{}
+	once  sync.Once
+}
+
+func (c *doneWatch) Done() <-chan struct{} {
+	c.once.Do(func() { close(c.asked) })
+	return c.Context.Done()
 }
