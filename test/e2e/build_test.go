@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -151,11 +152,13 @@ func firstFragmentFile(t *testing.T, bp string) string {
 	return matches[0]
 }
 
-// TestKilledBuildsLeaveNoCorruptEntry kills --force rebuilds with SIGKILL at many points, all
-// into one output directory that starts with a successful build's record, then checks every
-// committed cache entry is whole (its record's digests match its files), that the record a
-// killed build leaves says "running" (never the earlier build's "succeeded"), and that a
-// re-run completes and leaves no temporary record files.
+// TestKilledBuildsLeaveNoCorruptEntry kills --force rebuilds with SIGKILL at every event
+// they emit, all into one output directory that starts with a successful build's record,
+// then checks every committed cache entry is whole (its record's digests match its files),
+// that the record a killed build leaves says "running" (never the earlier build's
+// "succeeded"), and that a re-run completes and leaves no temporary record files. The kill
+// points are the build's own events (--progress json), not delays, so every round lands at
+// the same place on any machine.
 func TestKilledBuildsLeaveNoCorruptEntry(t *testing.T) {
 	bp := demoBlueprint(t)
 	cache, out := t.TempDir(), t.TempDir()
@@ -165,18 +168,29 @@ func TestKilledBuildsLeaveNoCorruptEntry(t *testing.T) {
 	frag := firstFragmentFile(t, bp)
 	orig, _ := os.ReadFile(frag)
 	killed, running, rounds := 0, 0, 0
-	round := func(delay time.Duration) {
+	// round kills a rebuild once it has emitted n events; it reports whether the build
+	// ended by itself first (n is past its last event).
+	round := func(n int) (ended bool) {
 		// A different fragment each round so render really runs every time.
 		rounds++
 		os.WriteFile(frag, append(append([]byte{}, orig...), fmt.Appendf(nil, "\n# round %d\n", rounds)...), 0o644)
 		started := time.Now()
-		cmd := exec.Command(snofactoryBin, "build", bp, "--until", "render", "--force", "render", "--cache-dir", cache, "--output-dir", out, "--progress", "plain")
+		cmd := exec.Command(snofactoryBin, "build", bp, "--until", "render", "--force", "render", "--cache-dir", cache, "--output-dir", out, "--progress", "json")
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		events, err := cmd.StderrPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(delay)
+		sc := bufio.NewScanner(events)
+		seen := 0
+		for seen < n && sc.Scan() {
+			seen++
+		}
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		go io.Copy(io.Discard, events)
 		if err := cmd.Wait(); err != nil {
 			killed++
 			if killedRecordIsRunning(t, out, started) {
@@ -184,14 +198,9 @@ func TestKilledBuildsLeaveNoCorruptEntry(t *testing.T) {
 			}
 		}
 		checkCacheWhole(t, cache)
+		return seen < n
 	}
-	for _, delay := range []time.Duration{5, 20, 40, 60, 80, 120, 160, 250} {
-		round(delay * time.Millisecond)
-	}
-	// The window between a build writing its record and finishing is a few tens of ms and
-	// moves with the machine's load: sweep it until one kill lands inside.
-	for delay := 10 * time.Millisecond; running == 0 && delay <= 400*time.Millisecond; delay += 15 * time.Millisecond {
-		round(delay)
+	for n := 0; !round(n); n++ {
 	}
 	t.Logf("%d of %d builds killed while running, %d after writing their record", killed, rounds, running)
 	// The test means nothing if every build finished before its kill, or none was killed

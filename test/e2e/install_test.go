@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/snofactory/snofactory/stages/validate"
+	"github.com/snofactory/snofactory/test/testbin"
 )
 
 // editBlueprint applies replacements to a blueprint file; each old text must be there.
@@ -342,18 +343,19 @@ func startUntilInstallVM(t *testing.T, bp, cache, out string) *exec.Cmd {
 	return nil
 }
 
-// noQemuLeft fails the test, and kills them, if qemu processes of out's build still run.
+// noQemuLeft fails the test, and kills them, if qemu processes of out's build do not exit.
+// Each is awaited on its exit event, with a guard far above any shutdown.
 func noQemuLeft(t *testing.T, out, what string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for len(qemuFor(out)) > 0 && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-	}
-	if left := qemuFor(out); len(left) > 0 {
-		for _, l := range left {
-			pid, _ := strconv.Atoi(strings.SplitN(l, ":", 2)[0])
+	var left []string
+	for _, l := range qemuFor(out) {
+		pid, _ := strconv.Atoi(strings.SplitN(l, ":", 2)[0])
+		if err := testbin.WaitExitedWithin(pid, time.Minute); err != nil {
 			syscall.Kill(pid, syscall.SIGKILL)
+			left = append(left, l)
 		}
+	}
+	if len(left) > 0 {
 		t.Fatalf("qemu outlived %s: %v", what, left)
 	}
 }

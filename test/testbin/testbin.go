@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // RunWithBinary is a TestMain's body for packages that run the real binary: it builds
@@ -81,19 +83,43 @@ func Require(t testing.TB, tool, aptPackage string) string {
 	return p
 }
 
-// WaitExited waits up to within for process pid to be gone (or a zombie its new parent has
-// not reaped yet) and fails the test if it is still running then.
+// WaitExited waits for process pid to be gone (or a zombie its new parent has not reaped
+// yet) and fails the test if it is still running after within, a guard against a hang, not a
+// figure. The wait is the kernel's exit event on a pidfd, not a poll of the clock.
 func WaitExited(t testing.TB, pid int, within time.Duration) {
 	t.Helper()
+	if err := WaitExitedWithin(pid, within); err != nil {
+		t.Fatalf("process %d: %v", pid, err)
+	}
+}
+
+// WaitExitedWithin blocks until pid exits, or within passes, and says which.
+func WaitExitedWithin(pid int, within time.Duration) error {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if errors.Is(err, unix.ESRCH) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("pidfd_open: %w", err)
+	}
+	defer unix.Close(fd)
 	deadline := time.Now().Add(within)
 	for {
-		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) || zombie(pid) {
-			return
+		if zombie(pid) {
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d is still running after %s", pid, within)
+		left := time.Until(deadline)
+		if left <= 0 {
+			return fmt.Errorf("still running after %s", within)
 		}
-		time.Sleep(20 * time.Millisecond)
+		// A pidfd turns readable when its process exits.
+		n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, int(left.Milliseconds())+1)
+		if err != nil && !errors.Is(err, unix.EINTR) {
+			return fmt.Errorf("poll pidfd: %w", err)
+		}
+		if n > 0 {
+			return nil
+		}
 	}
 }
 
