@@ -7,16 +7,16 @@ import (
 	"testing"
 )
 
-// The blueprint shown in the README must stay valid as the schema evolves.
-func TestREADMEBlueprintValidates(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+// The blueprint shown in docs/blueprints.md must stay valid as the schema evolves.
+func TestDocsBlueprintValidates(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "docs", "blueprints.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, rest, ok := strings.Cut(string(readme), "```yaml\n")
 	example, _, ok2 := strings.Cut(rest, "```")
 	if !ok || !ok2 {
-		t.Fatal("README.md has no yaml example")
+		t.Fatal("docs/blueprints.md has no yaml example")
 	}
 	dir := t.TempDir()
 	files := map[string]string{
@@ -34,6 +34,6 @@ func TestREADMEBlueprintValidates(t *testing.T) {
 		}
 	}
 	if _, err := LoadFile(filepath.Join(dir, "bp.yaml")); err != nil {
-		t.Fatalf("the README's blueprint is invalid:\n%v", err)
+		t.Fatalf("the blueprint of docs/blueprints.md is invalid:\n%v", err)
 	}
 }
