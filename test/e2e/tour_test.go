@@ -11,10 +11,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/test/conformance"
@@ -410,18 +413,140 @@ func runTourCommand(t *testing.T, dir string, env []string, command string, chec
 	}
 }
 
-// reapGroup waits a moment for the command's process group to be empty (a child killed by
-// its parent's death may still be exiting), then kills and reports whatever is left.
+// reapGroup makes sure nothing the command started outlives it. A process still in its
+// group is either dying already (a child its parent's death killed: SIGKILL pending,
+// exiting, or a zombie) or was left running, which is reported. The group is then killed,
+// and the test waits on each member's pidfd until it has exited, however long that takes:
+// the wait is on the event, not on a clock. Members are listed again until none is left
+// alive, so one forked while the first were listed is not missed.
 func reapGroup(t *testing.T, command string, pgid int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for syscall.Kill(-pgid, 0) == nil {
-		if time.Now().After(deadline) {
-			syscall.Kill(-pgid, syscall.SIGKILL)
-			t.Errorf("%q left processes running in its group; killed them", command)
+	for first := true; ; first = false {
+		members, err := groupMembers(pgid)
+		if err != nil {
+			t.Errorf("listing what %q left in its process group: %v", command, err)
 			return
 		}
-		time.Sleep(50 * time.Millisecond)
+		var fds []unix.PollFd
+		for _, pid := range members {
+			fd, err := unix.PidfdOpen(pid, 0)
+			if err != nil {
+				continue // gone since it was listed
+			}
+			defer unix.Close(fd)
+			// Read its state only now: the pidfd pins the process, so a reused pid cannot
+			// be mistaken for it.
+			if first {
+				if dying, err := procDying(pid); err == nil && !dying {
+					t.Errorf("%q left %s running in its process group; killed it", command, procName(pid))
+				}
+			}
+			fds = append(fds, unix.PollFd{Fd: int32(fd), Events: unix.POLLIN})
+		}
+		if len(fds) == 0 {
+			return
+		}
+		syscall.Kill(-pgid, syscall.SIGKILL)
+		if err := waitExited(fds); err != nil {
+			t.Errorf("waiting for what %q left in its process group: %v", command, err)
+			return
+		}
+	}
+}
+
+// groupMembers lists the live (not zombie) processes of a process group from /proc.
+func groupMembers(pgid int) ([]int, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		st, err := procStat(pid)
+		if err != nil || len(st) < 3 || st[0] == "Z" || st[0] == "X" {
+			continue // gone, or exited and waiting to be reaped
+		}
+		if g, err := strconv.Atoi(st[2]); err == nil && g == pgid {
+			out = append(out, pid)
+		}
+	}
+	return out, nil
+}
+
+// procStat is /proc/PID/stat after the command name: state, ppid, pgrp, session, tty,
+// tpgid, flags, ...
+func procStat(pid int) ([]string, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil, err
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return nil, fmt.Errorf("/proc/%d/stat: no command name", pid)
+	}
+	return strings.Fields(string(b[i+1:])), nil
+}
+
+// procDying reports whether a process is on its way out: a zombie, exiting (PF_EXITING in
+// its flags), or with SIGKILL pending, as Pdeathsig leaves a child whose parent died.
+func procDying(pid int) (bool, error) {
+	const pfExiting, sigkill = 0x4, uint64(1) << (syscall.SIGKILL - 1)
+	st, err := procStat(pid)
+	if err != nil || len(st) < 7 {
+		return false, fmt.Errorf("/proc/%d/stat: %v", pid, err)
+	}
+	flags, err := strconv.ParseUint(st[6], 10, 64)
+	if err != nil {
+		return false, fmt.Errorf("/proc/%d/stat flags: %w", pid, err)
+	}
+	if st[0] == "Z" || st[0] == "X" || flags&pfExiting != 0 {
+		return true, nil
+	}
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return false, err
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		k, v, _ := strings.Cut(line, ":")
+		if k != "SigPnd" && k != "ShdPnd" {
+			continue
+		}
+		if mask, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64); err == nil && mask&sigkill != 0 {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// procName names a process for a message: its pid and command line.
+func procName(pid int) string {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	return fmt.Sprintf("pid %d (%s)", pid, strings.TrimSpace(strings.ReplaceAll(string(b), "\x00", " ")))
+}
+
+// waitExited blocks until every pidfd is readable, which it becomes when its process exits.
+func waitExited(fds []unix.PollFd) error {
+	for {
+		_, err := unix.Poll(fds, -1)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("poll: %w", err)
+		}
+		left := fds[:0]
+		for _, fd := range fds {
+			if fd.Revents == 0 {
+				left = append(left, unix.PollFd{Fd: fd.Fd, Events: unix.POLLIN})
+			}
+		}
+		if fds = left; len(fds) == 0 {
+			return nil
+		}
 	}
 }
 
