@@ -7,10 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -23,6 +20,7 @@ import (
 	"github.com/snofactory/snofactory/seeds/artifact/diskpack"
 	"github.com/snofactory/snofactory/seeds/artifact/ociseed"
 	"github.com/snofactory/snofactory/seeds/artifact/seed"
+	"github.com/snofactory/snofactory/seeds/artifact/seedref"
 	"github.com/snofactory/snofactory/seeds/artifact/trust"
 )
 
@@ -53,57 +51,15 @@ type registryFlags struct {
 	registriesDir string
 }
 
-// trusted checks the seed at ref against the trust policy before anything is read from it,
-// and returns the reference to read: for a registry, the digest the policy accepted, so
-// that what is pulled is what was checked. A refusal is bad input, and names its reason.
-func (r *registryFlags) trusted(ctx context.Context, ref string) (string, error) {
-	loc, err := ociseed.ParseLocation(ref, !r.tlsVerify)
-	if err != nil {
-		return "", badInput(err)
-	}
-	name := "docker://" + loc.String()
-	switch loc.Transport {
-	case ociseed.TransportLayout:
-		name = "oci:" + loc.Path + ":" + loc.Tag
-	case ociseed.TransportOCIArchive:
-		name = "oci-archive:" + loc.Path + ":" + loc.Tag
-	}
-	d, err := trust.Check(ctx, name, trust.Policy{File: r.policy, RegistriesDir: r.registriesDir, Insecure: !r.tlsVerify})
-	if err != nil {
-		if errors.Is(err, trust.ErrUntrusted) {
-			return "", badInput(err)
-		}
-		return "", err
-	}
-	if d == "" || loc.Transport != ociseed.TransportRegistry {
-		return ref, nil
-	}
-	return loc.Ref.Context().Digest(d.String()).String(), nil
+// open resolves a seed argument with the registry flags and the trust policy.
+func (r *registryFlags) open(ctx context.Context, ref string, extra ...seedref.Option) (*seedref.Seed, error) {
+	p := trust.Policy{File: r.policy, RegistriesDir: r.registriesDir}
+	return seedref.Open(ctx, ref, append([]seedref.Option{seedref.WithPolicy(p),
+		seedref.WithInsecure(!r.tlsVerify), seedref.WithJobs(r.jobs)}, extra...)...)
 }
 
 func (r *registryFlags) options(extra ...ociseed.Option) []ociseed.Option {
 	return append([]ociseed.Option{ociseed.WithInsecure(!r.tlsVerify), ociseed.WithJobs(r.jobs)}, extra...)
-}
-
-// seedLocation checks REF before any work, so a malformed one is the user's input.
-func seedLocation(ref string) error {
-	_, err := seedSourceLocation(ref, false)
-	return err
-}
-
-// seedSourceLocation is seedLocation for a seed to read: with source, an oci: layout or
-// oci-archive: file must exist here.
-func seedSourceLocation(ref string, source bool) (ociseed.Location, error) {
-	loc, err := ociseed.ParseLocation(ref, false)
-	if err != nil {
-		return loc, badInput(err)
-	}
-	if source && loc.Transport != ociseed.TransportRegistry {
-		if _, err := os.Stat(loc.Path); err != nil {
-			return loc, badInput(fmt.Errorf("%s: no such %s: %s", ref, map[string]string{ociseed.TransportLayout: "OCI layout directory", ociseed.TransportOCIArchive: "OCI archive"}[loc.Transport], loc.Path))
-		}
-	}
-	return loc, nil
 }
 
 // seedDir checks that dir holds a readable seed manifest; a missing or invalid one is the
@@ -114,31 +70,6 @@ func seedDir(dir string) (*seed.Manifest, error) {
 		return nil, badInput(fmt.Errorf("%s is not a seed directory: %w", dir, err))
 	}
 	return m, nil
-}
-
-// isSeedDir tells a local seed directory from a reference.
-func isSeedDir(arg string) bool {
-	_, err := os.Stat(filepath.Join(arg, seed.ManifestFile))
-	return err == nil
-}
-
-// localSeed applies the one rule for a seed argument: what exists locally is a local
-// path (a seed directory, or an error saying it is not one); what does not exist but
-// looks like a path is an error; only the rest is a reference, checked by the caller.
-// It reports whether arg is local.
-func localSeed(arg string) (bool, error) {
-	if _, err := os.Lstat(arg); err == nil {
-		if !isSeedDir(arg) {
-			return true, badInput(fmt.Errorf("%s is not a seed directory: it holds no %s", arg, seed.ManifestFile))
-		}
-		return true, nil
-	}
-	for _, p := range []string{"/", "./", "../", "~"} {
-		if strings.HasPrefix(arg, p) || arg == "." || arg == ".." {
-			return true, badInput(fmt.Errorf("no such seed directory: %s", arg))
-		}
-	}
-	return false, nil
 }
 
 // seedErr makes a problem with the seed itself, or with the target, the user's input
@@ -176,8 +107,8 @@ func newSeedPushCommand(reg *registryFlags) *cobra.Command {
 			if _, err := seedDir(args[0]); err != nil {
 				return err
 			}
-			if err := seedLocation(args[1]); err != nil {
-				return err
+			if _, err := ociseed.ParseLocation(args[1], false); err != nil {
+				return badInput(err)
 			}
 			var signer *trust.Signer
 			if signBy != "" {
@@ -246,21 +177,12 @@ func newSeedPullCommand(reg *registryFlags) *cobra.Command {
 			"fetches only the chunks OLD lacks; each chunk taken from OLD is checked first.",
 		Args: exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if _, err := seedSourceLocation(args[0], true); err != nil {
-				return err
-			}
-			if fi, err := os.Stat(args[1]); err == nil && !fi.IsDir() {
-				return badInput(fmt.Errorf("%s is not a directory: pull a seed into a directory", args[1]))
-			}
-			opts, st, err := fromOptions(reg, from)
+			st := &pullStats{}
+			s, err := reg.open(cmd.Context(), args[0], seedref.RemoteOnly(), seedref.WithFrom(from), seedref.WithPullStats(&st.PullStats))
 			if err != nil {
 				return err
 			}
-			ref, err := reg.trusted(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			m, err := ociseed.Pull(cmd.Context(), ref, args[1], opts...)
+			m, err := s.Pull(cmd.Context(), args[1])
 			if err != nil {
 				return seedErr(err)
 			}
@@ -289,41 +211,6 @@ func (s *pullStats) summary(from string) string {
 	return out
 }
 
-// fromOptions are the registry options with --from OLD, checked to exist, and stats.
-func fromOptions(reg *registryFlags, from string) ([]ociseed.Option, *pullStats, error) {
-	st := &pullStats{}
-	opts := reg.options(ociseed.WithPullStats(&st.PullStats))
-	if from == "" {
-		return opts, st, nil
-	}
-	if _, err := os.Stat(from); err != nil {
-		return nil, nil, badInput(fmt.Errorf("--from: %w", err))
-	}
-	return append(opts, ociseed.WithFrom(from)), st, nil
-}
-
-// writeStaging is where seed write pulls a seed for device: one directory per target under
-// $TMPDIR, 0700, owned by us and not a symlink, so a write that was killed resumes.
-func writeStaging(device string) (string, error) {
-	abs, err := filepath.Abs(device)
-	if err != nil {
-		return "", err
-	}
-	dir := filepath.Join(os.TempDir(), "snofactory-seed-write-"+digest.FromString(abs).Encoded()[:16])
-	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-		return "", err
-	}
-	fi, err := os.Lstat(dir)
-	if err != nil {
-		return "", err
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !fi.IsDir() || !ok || int(st.Uid) != os.Getuid() || fi.Mode().Perm() != 0o700 {
-		return "", fmt.Errorf("%s is not a private directory of this user: remove it", dir)
-	}
-	return dir, nil
-}
-
 func newSeedDiffCommand(reg *registryFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "diff A B",
@@ -333,11 +220,13 @@ func newSeedDiffCommand(reg *registryFlags) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var idx [2]*diskpack.Index
 			for i, a := range args {
-				x, err := seedIndex(cmd, reg, a)
+				s, err := reg.open(cmd.Context(), a)
 				if err != nil {
 					return err
 				}
-				idx[i] = x
+				if idx[i], err = s.Index(cmd.Context()); err != nil {
+					return seedErr(err)
+				}
 			}
 			d := diskpack.Compare(idx[0], idx[1])
 			pct := func(a, b int64) float64 {
@@ -355,32 +244,6 @@ func newSeedDiffCommand(reg *registryFlags) *cobra.Command {
 			return nil
 		},
 	}
-}
-
-// seedIndex reads the chunk index of a seed directory or reference.
-func seedIndex(cmd *cobra.Command, reg *registryFlags, arg string) (*diskpack.Index, error) {
-	local, err := localSeed(arg)
-	if err != nil {
-		return nil, err
-	}
-	if !local {
-		if _, err := seedSourceLocation(arg, true); err != nil {
-			return nil, err
-		}
-		_, x, err := ociseed.DiskIndex(cmd.Context(), arg, reg.options()...)
-		return x, seedErr(err)
-	}
-	m, err := seed.Check(arg)
-	if err != nil {
-		return nil, seedErr(err)
-	}
-	for _, d := range m.Disks {
-		if d.Format == seed.FormatChunked {
-			x, err := seed.ReadIndex(arg, d)
-			return x, seedErr(err)
-		}
-	}
-	return nil, badInput(fmt.Errorf("%s has no chunked disk (sealed before schemaVersion 2, or without the chunked format)", arg))
 }
 
 func newSeedInspectCommand(reg *registryFlags) *cobra.Command {
@@ -407,25 +270,16 @@ func newSeedInspectCommand(reg *registryFlags) *cobra.Command {
 				}
 				keys = append(keys, k)
 			}
-			var m *seed.Manifest
-			var attached *trust.Attached
-			local, err := localSeed(args[0])
-			if local && err == nil {
-				m, err = seedDir(args[0])
-			} else if err == nil {
-				_, err = seedSourceLocation(args[0], true)
+			s, err := reg.open(cmd.Context(), args[0])
+			if err != nil {
+				return err
 			}
-			if err == nil && !local {
-				var d digest.Digest
-				if m, d, err = ociseed.Describe(cmd.Context(), args[0], reg.options()...); err == nil {
-					attached, err = trust.Inspect(cmd.Context(), args[0], d, keys, reg.options()...)
-				}
-			}
+			m, attached, err := s.Inspect(cmd.Context(), keys)
 			if err != nil {
 				return err
 			}
 			if sbom {
-				return printSBOM(cmd.OutOrStdout(), args[0], m, local, attached, len(keys) > 0)
+				return printSBOM(cmd.OutOrStdout(), args[0], m, s.Local(), attached, len(keys) > 0)
 			}
 			if output == "json" {
 				view := struct {
@@ -585,19 +439,11 @@ func newSeedVerifyCommand(reg *registryFlags) *cobra.Command {
 			if device != "" {
 				return verifyDevice(cmd, reg, args[0], device)
 			}
-			local, err := localSeed(args[0])
-			switch {
-			case err != nil:
-			case local:
-				if _, err = seedDir(args[0]); err == nil {
-					err = seed.Verify(cmd.Context(), args[0])
-				}
-			default:
-				if _, err = seedSourceLocation(args[0], true); err == nil {
-					_, err = ociseed.Verify(cmd.Context(), args[0], reg.options()...)
-				}
-			}
+			s, err := reg.open(cmd.Context(), args[0])
 			if err != nil {
+				return err
+			}
+			if err := s.Verify(cmd.Context()); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s: every digest matches\n", args[0])
@@ -608,25 +454,18 @@ func newSeedVerifyCommand(reg *registryFlags) *cobra.Command {
 	return c
 }
 
-// verifyDevice checks that device holds the seed at src (a directory; a REF is pulled).
+// verifyDevice checks that device holds the seed at src (a directory; a REF is pulled,
+// once the trust policy accepts it).
 func verifyDevice(cmd *cobra.Command, reg *registryFlags, src, device string) (err error) {
-	local, err := localSeed(src)
+	s, err := reg.open(cmd.Context(), src, seedref.WithTempStaging("snofactory-seed-verify-"))
 	if err != nil {
 		return err
 	}
-	dir := src
-	if !local {
-		if _, err := seedSourceLocation(src, true); err != nil {
-			return err
-		}
-		if dir, err = os.MkdirTemp("", "snofactory-seed-verify-"); err != nil {
-			return err
-		}
-		defer func() { err = errors.Join(err, os.RemoveAll(dir)) }()
-		if _, err := ociseed.Pull(cmd.Context(), src, dir, reg.options()...); err != nil {
-			return err
-		}
+	dir, done, err := s.Dir(cmd.Context())
+	if err != nil {
+		return err
 	}
+	defer func() { err = errors.Join(err, done()) }()
 	d, err := seed.VerifyDevice(cmd.Context(), dir, device)
 	if err != nil {
 		return err
@@ -653,37 +492,23 @@ func newSeedWriteCommand(reg *registryFlags) *cobra.Command {
 			if err := output.CheckNotMounted(device); err != nil {
 				return seedErr(err)
 			}
-			dir := image
-			local, err := localSeed(image)
+			st := &pullStats{}
+			s, err := reg.open(cmd.Context(), image, seedref.WithStagingFor(device), seedref.WithFrom(from), seedref.WithPullStats(&st.PullStats))
 			if err != nil {
 				return err
 			}
-			if !local {
-				if _, err := seedSourceLocation(image, true); err != nil {
-					return err
-				}
-				opts, st, err := fromOptions(reg, from)
-				if err != nil {
-					return err
-				}
-				ref, err := reg.trusted(cmd.Context(), image)
-				if err != nil {
-					return err
-				}
-				if dir, err = writeStaging(device); err != nil {
-					return fmt.Errorf("pulling %s: %w", image, err)
-				}
-				// Removed once the write ends, either way; a killed write leaves it, and
-				// the same write run again resumes its pull from the chunks staged there.
-				defer func() { err = errors.Join(err, os.RemoveAll(dir)) }()
-				if _, err := ociseed.Pull(cmd.Context(), ref, dir, opts...); err != nil {
-					return seedErr(err)
-				}
-				if s := st.summary(from); s != "" {
-					fmt.Fprintf(cmd.OutOrStdout(), "Pulled %s%s\n", image, s)
-				}
-			} else if from != "" {
+			if s.Local() && from != "" {
 				return badInput(errors.New("--from reuses chunks for a seed pulled from REF; --image names a local seed directory"))
+			}
+			// Staged for the write and removed once it ends, either way; a killed write
+			// leaves it, and the same write run again resumes its pull from there.
+			dir, done, err := s.Dir(cmd.Context())
+			if err != nil {
+				return seedErr(err)
+			}
+			defer func() { err = errors.Join(err, done()) }()
+			if sum := st.summary(from); sum != "" {
+				fmt.Fprintf(cmd.OutOrStdout(), "Pulled %s%s\n", image, sum)
 			}
 			d, err := seed.WriteDevice(cmd.Context(), dir, device)
 			if err != nil {

@@ -11,8 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/snofactory/snofactory/seeds/artifact/ociseed"
 	"github.com/snofactory/snofactory/seeds/artifact/seed"
+	"github.com/snofactory/snofactory/seeds/artifact/seedref"
 	"github.com/snofactory/snofactory/stages"
 )
 
@@ -54,23 +54,13 @@ network (10.0.2.0/24, gateway 10.0.2.2, DNS 10.0.2.3).`,
 				return err
 			}
 			defer func() { err = errors.Join(err, os.RemoveAll(work)) }()
-			dir := args[0]
-			local, err := localSeed(dir)
+			s, err := reg.open(cmd.Context(), args[0], seedref.WithStagingDir(filepath.Join(work, "seed")))
 			if err != nil {
 				return err
 			}
-			if !local {
-				if _, err := seedSourceLocation(dir, true); err != nil {
-					return err
-				}
-				ref, err := reg.trusted(cmd.Context(), args[0])
-				if err != nil {
-					return err
-				}
-				dir = filepath.Join(work, "seed")
-				if _, err := ociseed.Pull(cmd.Context(), ref, dir, reg.options()...); err != nil {
-					return err
-				}
+			dir, _, err := s.Dir(cmd.Context())
+			if err != nil {
+				return err
 			}
 			err = stages.BootSeed(cmd.Context(), stages.SeedBoot{
 				Dir: dir, Work: work, Overlay: f.overlay, SiteConfig: f.siteConfig, Forwards: forwards,
