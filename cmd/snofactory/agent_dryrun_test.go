@@ -80,7 +80,7 @@ func TestAgentReconfigureDryRun(t *testing.T) {
 		last = i
 	}
 	plan = dryRun(t, "agent", "reconfigure", "--dry-run", "--target", "openshift", "--root", t.TempDir(), "-o", "json",
-		"--site-config", "../../seeds/siteconfig/testdata/site.yaml")
+		"--site-config", "../../seeds/site/siteconfig/testdata/site.yaml")
 	b, _ := json.Marshal(plan)
 	if strings.Contains(string(b), "auths") {
 		t.Errorf("the dry run shows the pull secret: %s", b)

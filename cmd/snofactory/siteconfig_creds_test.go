@@ -23,7 +23,7 @@ import (
 // only the password's hash and the keys recert keeps go on the medium; the password and an
 // admin kubeconfig that trusts those keys open only with the site's age identity.
 func TestSiteConfigCreateCredentials(t *testing.T) {
-	site := "../../seeds/siteconfig/testdata/site.yaml"
+	site := "../../seeds/site/siteconfig/testdata/site.yaml"
 	dir := t.TempDir()
 	iso := filepath.Join(dir, "site.iso")
 	if code, _, errOut := runMain(t, "site-config", "create", site, "-o", iso); code != 2 || !strings.Contains(errOut, "--credentials-recipient") {

@@ -106,7 +106,7 @@ func TestSiteConfigCreateSealed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const site = "../../seeds/siteconfig/testdata/site.yaml"
+	const site = "../../seeds/site/siteconfig/testdata/site.yaml"
 	sc, err := siteconfig.Load(site)
 	if err != nil {
 		t.Fatal(err)

@@ -29,15 +29,15 @@ func TestSiteConfigCommands(t *testing.T) {
 		stderr   []string
 		wantFile bool
 	}{
-		{"validate good", []string{"site-config", "validate", "../../seeds/siteconfig/testdata/site.yaml"}, exitOK, "site store-0042, hostname sno-0042, 1 interfaces, 1 DNS servers, pull secret yes, 1 mirrors, 1 manifests", nil, false},
+		{"validate good", []string{"site-config", "validate", "../../seeds/site/siteconfig/testdata/site.yaml"}, exitOK, "site store-0042, hostname sno-0042, 1 interfaces, 1 DNS servers, pull secret yes, 1 mirrors, 1 manifests", nil, false},
 		{"validate bad", []string{"site-config", "validate", bad}, exitBadInput, "", []string{bad + ":6:13: spec.hostname: \"Bad_Host\" is not an RFC 1123 host name", bad + ":7:3: spec.ntpp: unknown field; hint: did you mean \"ntp\"?"}, false},
 		{"validate two files", []string{"site-config", "validate", bad, bad}, exitBadInput, "", []string{"name one site config file"}, false},
 		{"create", []string{"site-config", "create", "../../blueprints/demo/site.yaml", "-o", iso}, exitOK, "hostname edge-01", nil, true},
 		{"create bad", []string{"site-config", "create", bad, "-o", filepath.Join(dir, "bad.iso")}, exitBadInput, "", []string{"spec.hostname"}, false},
 		{"create over a directory", []string{"site-config", "create", "../../blueprints/demo/site.yaml", "-o", dir}, exitBadInput, "", []string{"is a directory"}, false},
-		{"validate image-based", []string{"site-config", "validate", "../../seeds/siteconfig/testdata/image-based/image-based-config.yaml"}, exitOK,
+		{"validate image-based", []string{"site-config", "validate", "../../seeds/site/siteconfig/testdata/image-based/image-based-config.yaml"}, exitOK,
 			"site store-0042, hostname sno-0042.store.example.com, 1 interfaces, 0 DNS servers, pull secret yes, 1 mirrors, 0 manifests", nil, false},
-		{"create from image-based", []string{"site-config", "create", "../../seeds/siteconfig/testdata/image-based/image-based-config.yaml", "-o", filepath.Join(dir, "ibi.iso"), "--no-kubeadmin"},
+		{"create from image-based", []string{"site-config", "create", "../../seeds/site/siteconfig/testdata/image-based/image-based-config.yaml", "-o", filepath.Join(dir, "ibi.iso"), "--no-kubeadmin"},
 			exitOK, "hostname sno-0042.store.example.com", nil, false},
 		{"create over its own input", []string{"site-config", "create", input, "-o", input}, exitBadInput, "", []string{"is this command's input"}, false},
 		{"create onto a character device", []string{"site-config", "create", input, "-o", "/dev/null"}, exitBadInput, "", []string{"/dev/null: is a character device"}, false},
