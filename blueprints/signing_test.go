@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/snofactory/snofactory/seeds/artifact/trust"
+	"github.com/snofactory/snofactory/seeds/artifact/trust/trusttest"
 )
 
 // spec.outputs.signing names an encrypted private key (and optionally a passphrase file)
@@ -15,9 +15,7 @@ import (
 func TestSigning(t *testing.T) {
 	dir := fixtureDir(t)
 	os.Mkdir(filepath.Join(dir, "keys"), 0o755)
-	if err := trust.GenerateKeys(filepath.Join(dir, "keys", "depot"), []byte("pass")); err != nil {
-		t.Fatal(err)
-	}
+	trusttest.Generate(t, filepath.Join(dir, "keys", "depot"), "pass")
 	os.WriteFile(filepath.Join(dir, "keys", "pass"), []byte("pass\n"), 0o600)
 	const push = "  outputs:\n    push: registry.example:5000/seeds/du:1\n"
 	bp, err := parseIn(t, dir, coreos(push+"    signing:\n      key: keys/depot.key\n      passphraseFile: keys/pass\n"))

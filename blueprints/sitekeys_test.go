@@ -10,7 +10,7 @@ import (
 
 	"filippo.io/age"
 
-	"github.com/snofactory/snofactory/seeds/artifact/trust"
+	"github.com/snofactory/snofactory/seeds/artifact/trust/trusttest"
 )
 
 // siteKeysDir is a blueprint directory with two site key pairs (keys/a, keys/b), an SSH
@@ -20,9 +20,7 @@ func siteKeysDir(t *testing.T) string {
 	dir := fixtureDir(t)
 	os.Mkdir(filepath.Join(dir, "keys"), 0o755)
 	for _, name := range []string{"a", "b"} {
-		if err := trust.GenerateKeys(filepath.Join(dir, "keys", name), []byte("pass")); err != nil {
-			t.Fatal(err)
-		}
+		trusttest.Generate(t, filepath.Join(dir, "keys", name), "pass")
 	}
 	a, _ := os.ReadFile(filepath.Join(dir, "keys", "a.pub"))
 	os.WriteFile(filepath.Join(dir, "keys", "a-copy.pub"), a, 0o644)

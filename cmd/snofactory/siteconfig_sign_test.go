@@ -10,6 +10,7 @@ import (
 	"filippo.io/age"
 
 	"github.com/snofactory/snofactory/seeds/artifact/trust"
+	"github.com/snofactory/snofactory/seeds/artifact/trust/trusttest"
 	"github.com/snofactory/snofactory/seeds/site/siteconfig"
 	"github.com/snofactory/snofactory/test/testbin"
 )
@@ -20,18 +21,12 @@ import (
 func TestSiteConfigCreateSigned(t *testing.T) {
 	dir := t.TempDir()
 	prefix := filepath.Join(dir, "site")
-	if err := trust.GenerateKeys(prefix, []byte("site pass")); err != nil {
-		t.Fatal(err)
-	}
+	key := trusttest.Generate(t, prefix, "site pass").Public
 	passFile := filepath.Join(dir, "pass")
 	wrongFile := filepath.Join(dir, "wrong")
 	os.WriteFile(passFile, []byte("site pass\n"), 0o600)
 	os.WriteFile(wrongFile, []byte("not it\n"), 0o600)
 	site := "../../blueprints/demo/site.yaml"
-	key, err := trust.LoadPublicKey(trust.PubFile(prefix))
-	if err != nil {
-		t.Fatal(err)
-	}
 
 	for _, tc := range []struct {
 		name   string
@@ -157,13 +152,7 @@ func TestSiteConfigCreateSealed(t *testing.T) {
 func TestSiteConfigCreateBound(t *testing.T) {
 	dir := t.TempDir()
 	prefix := filepath.Join(dir, "site")
-	if err := trust.GenerateKeys(prefix, []byte("site pass")); err != nil {
-		t.Fatal(err)
-	}
-	key, err := trust.LoadPublicKey(trust.PubFile(prefix))
-	if err != nil {
-		t.Fatal(err)
-	}
+	key := trusttest.Generate(t, prefix, "site pass").Public
 	t.Setenv(passphraseEnv, "site pass")
 	site := "../../blueprints/demo/site.yaml"
 	for _, tc := range []struct {

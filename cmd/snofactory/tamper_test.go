@@ -23,6 +23,7 @@ import (
 	"github.com/snofactory/snofactory/seeds/artifact/seed"
 	"github.com/snofactory/snofactory/seeds/artifact/seed/seedtest"
 	trustpkg "github.com/snofactory/snofactory/seeds/artifact/trust"
+	"github.com/snofactory/snofactory/seeds/artifact/trust/trusttest"
 	"github.com/snofactory/snofactory/test/registry"
 	"github.com/snofactory/snofactory/test/testbin"
 )
@@ -40,16 +41,9 @@ func TestTamperedSeedsAreRefused(t *testing.T) {
 	t.Setenv("REGISTRY_AUTH_FILE", filepath.Join(t.TempDir(), "auth.json"))
 	t.Setenv("DOCKER_CONFIG", t.TempDir())
 	keys := t.TempDir()
-	prefix := filepath.Join(keys, "depot")
-	pass := []byte("depot secret")
-	if err := trustpkg.GenerateKeys(prefix, pass); err != nil {
-		t.Fatal(err)
-	}
-	signer, err := trustpkg.LoadSigner(trustpkg.KeyFile(prefix), pass, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	policy := enforcingPolicy(t, r, trustpkg.PubFile(prefix))
+	key := trusttest.Generate(t, filepath.Join(keys, "depot"), "depot secret")
+	signer := key.Signer
+	policy := enforcingPolicy(t, r, key.PubFile())
 
 	// Each variant is its own signed seed with its own bytes, so changing one leaves the
 	// others whole; the provenance is attested as publish attests it.
@@ -140,14 +134,14 @@ func TestTamperedSeedsAreRefused(t *testing.T) {
 	}
 
 	// The provenance is checked by whoever reads it: seed inspect --key, and cosign.
-	code, stdout, stderr := runMain(t, "seed", "inspect", "--key", trustpkg.PubFile(prefix), provRef)
+	code, stdout, stderr := runMain(t, "seed", "inspect", "--key", key.PubFile(), provRef)
 	if code != 2 || !strings.Contains(stdout, "NOT VERIFIED") || !strings.Contains(stderr, "attestation does not verify") {
 		t.Errorf("inspect of the changed provenance: exit %d:\n%s%s", code, stdout, stderr)
 	}
-	if code, stdout, stderr := runMain(t, "seed", "inspect", "--key", trustpkg.PubFile(prefix), good); code != 0 {
+	if code, stdout, stderr := runMain(t, "seed", "inspect", "--key", key.PubFile(), good); code != 0 {
 		t.Errorf("inspect of the untouched seed: exit %d:\n%s%s", code, stdout, stderr)
 	}
-	cmd := exec.Command(testbin.Cosign(t), "verify-attestation", "--type", "slsaprovenance1", "--key", trustpkg.PubFile(prefix),
+	cmd := exec.Command(testbin.Cosign(t), "verify-attestation", "--type", "slsaprovenance1", "--key", key.PubFile(),
 		"--insecure-ignore-tlog=true", "--allow-http-registry", "--allow-insecure-registry", provRef)
 	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "TUF_ROOT="+t.TempDir())
 	if out, err := cmd.CombinedOutput(); err == nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/snofactory/snofactory/seeds/artifact/seed"
 	"github.com/snofactory/snofactory/seeds/artifact/seed/seedtest"
 	trustpkg "github.com/snofactory/snofactory/seeds/artifact/trust"
+	"github.com/snofactory/snofactory/seeds/artifact/trust/trusttest"
 	"github.com/snofactory/snofactory/test/registry"
 	"github.com/snofactory/snofactory/test/testbin"
 )
@@ -185,9 +186,7 @@ func enforcingPolicy(t *testing.T, r *registry.Registry, pub string, extra ...st
 // the key is not needed.
 func TestBuildChecksItsSigningKeyFirst(t *testing.T) {
 	keys := t.TempDir()
-	if err := trustpkg.GenerateKeys(filepath.Join(keys, "depot"), []byte("right")); err != nil {
-		t.Fatal(err)
-	}
+	trusttest.Generate(t, filepath.Join(keys, "depot"), "right")
 	os.WriteFile(filepath.Join(keys, "wrong"), []byte("wrong\n"), 0o600)
 	for _, tc := range []struct{ name, key, want string }{
 		{"wrong passphrase", filepath.Join(keys, "depot.key"), "wrong passphrase"},
@@ -243,9 +242,7 @@ func TestCosignSignedSeedIsAccepted(t *testing.T) {
 	if code, stdout, stderr := runMain(t, append(enforcingPolicy(t, r, filepath.Join(keys, "cosign.pub"), byRepository), "seed", "pull", ref, filepath.Join(t.TempDir(), "p"))...); code != 0 {
 		t.Fatalf("pull of the seed cosign signed: exit %d: %s%s", code, stdout, stderr)
 	}
-	if err := trustpkg.GenerateKeys(filepath.Join(keys, "depot"), []byte("x")); err != nil {
-		t.Fatal(err)
-	}
+	trusttest.Generate(t, filepath.Join(keys, "depot"), "x")
 	dir := filepath.Join(t.TempDir(), "p")
 	if code, _, stderr := runMain(t, append(enforcingPolicy(t, r, filepath.Join(keys, "depot.pub"), byRepository), "seed", "pull", ref, dir)...); code != 2 ||
 		!strings.Contains(stderr, "is refused by the trust policy") {

@@ -16,6 +16,7 @@ import (
 	"github.com/snofactory/snofactory/seeds/artifact/seed"
 	"github.com/snofactory/snofactory/seeds/artifact/seed/seedtest"
 	"github.com/snofactory/snofactory/seeds/artifact/trust"
+	"github.com/snofactory/snofactory/seeds/artifact/trust/trusttest"
 	"github.com/snofactory/snofactory/stages/internal/handoff"
 	"github.com/snofactory/snofactory/stages/internal/lockfile"
 	"github.com/snofactory/snofactory/test/registry"
@@ -116,10 +117,7 @@ func TestPublishSigned(t *testing.T) {
 	os.WriteFile(filepath.Join(runDir, pipeline.RecordFile), rec, 0o644)
 
 	keys := t.TempDir()
-	pass := []byte("depot passphrase")
-	if err := trust.GenerateKeys(filepath.Join(keys, "depot"), pass); err != nil {
-		t.Fatal(err)
-	}
+	pass := trusttest.Generate(t, filepath.Join(keys, "depot"), "depot passphrase").Passphrase
 	pem, _ := os.ReadFile(trust.KeyFile(filepath.Join(keys, "depot")))
 	finished := started.Add(time.Hour)
 	ref := reg.Ref("seeds/" + m.Name + ":signed")
@@ -203,9 +201,7 @@ func TestPublishSigned(t *testing.T) {
 		}
 	}
 	// Another key's holder cannot pass the attestation off as the depot's.
-	if err := trust.GenerateKeys(filepath.Join(keys, "intruder"), pass); err != nil {
-		t.Fatal(err)
-	}
+	trusttest.Generate(t, filepath.Join(keys, "intruder"), string(pass))
 	cmd := exec.Command(cosign, "verify-attestation", "--type", "slsaprovenance1", "--key", trust.PubFile(filepath.Join(keys, "intruder")),
 		"--insecure-ignore-tlog=true", "--allow-http-registry", "--allow-insecure-registry", ref)
 	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "TUF_ROOT="+t.TempDir())

@@ -10,6 +10,7 @@ import (
 
 	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/seeds/artifact/trust"
+	"github.com/snofactory/snofactory/seeds/artifact/trust/trusttest"
 	"github.com/snofactory/snofactory/seeds/contract/oskind"
 	"github.com/snofactory/snofactory/seeds/site/siteconfig"
 )
@@ -23,13 +24,7 @@ func siteKeys(t *testing.T, names ...string) ([]string, map[string]string, []tru
 	var keys []trust.PublicKey
 	for _, n := range names {
 		prefix := filepath.Join(dir, n)
-		if err := trust.GenerateKeys(prefix, []byte("pass")); err != nil {
-			t.Fatal(err)
-		}
-		k, err := trust.LoadPublicKey(trust.PubFile(prefix))
-		if err != nil {
-			t.Fatal(err)
-		}
+		k := trusttest.Generate(t, prefix, "pass").Public
 		label := "keys/" + n + ".pub"
 		labels, host[label], keys = append(labels, label), trust.PubFile(prefix), append(keys, k)
 	}

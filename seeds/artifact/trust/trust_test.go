@@ -16,17 +16,14 @@ import (
 	"github.com/snofactory/snofactory/seeds/artifact/seed"
 	"github.com/snofactory/snofactory/seeds/artifact/seed/seedtest"
 	"github.com/snofactory/snofactory/seeds/artifact/trust"
+	"github.com/snofactory/snofactory/seeds/artifact/trust/trusttest"
 	"github.com/snofactory/snofactory/test/registry"
 )
 
 // keys makes a key pair under dir and returns its prefix.
 func keys(t *testing.T, dir, name string) string {
 	t.Helper()
-	prefix := filepath.Join(dir, name)
-	if err := trust.GenerateKeys(prefix, []byte("correct horse")); err != nil {
-		t.Fatal(err)
-	}
-	return prefix
+	return trusttest.Generate(t, filepath.Join(dir, name), "correct horse").Prefix
 }
 
 // policy writes a policy.json that requires a sigstore signature by pub for every docker

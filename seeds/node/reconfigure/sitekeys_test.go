@@ -14,6 +14,7 @@ import (
 	"github.com/kdomanski/iso9660"
 
 	"github.com/snofactory/snofactory/seeds/artifact/trust"
+	"github.com/snofactory/snofactory/seeds/artifact/trust/trusttest"
 	"github.com/snofactory/snofactory/seeds/contract/oskind"
 	"github.com/snofactory/snofactory/seeds/contract/wire"
 	"github.com/snofactory/snofactory/seeds/site/siteconfig"
@@ -28,19 +29,8 @@ type siteKey struct {
 
 func newSiteKey(t *testing.T, name string) siteKey {
 	t.Helper()
-	prefix := filepath.Join(t.TempDir(), name)
-	if err := trust.GenerateKeys(prefix, []byte("pass")); err != nil {
-		t.Fatal(err)
-	}
-	s, err := trust.LoadSigner(trust.KeyFile(prefix), []byte("pass"), "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub, err := trust.LoadPublicKey(trust.PubFile(prefix))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return siteKey{s, pub, mustRead(t, trust.PubFile(prefix))}
+	k := trusttest.New(t, name)
+	return siteKey{k.Signer, k.Public, mustRead(t, k.PubFile())}
 }
 
 // install puts the keys where render puts them on a node.

@@ -11,23 +11,13 @@ import (
 	"github.com/kdomanski/iso9660"
 
 	"github.com/snofactory/snofactory/seeds/artifact/trust"
+	"github.com/snofactory/snofactory/seeds/artifact/trust/trusttest"
 )
 
 func testKey(t *testing.T, name string) (*trust.Signer, trust.PublicKey) {
 	t.Helper()
-	prefix := filepath.Join(t.TempDir(), name)
-	if err := trust.GenerateKeys(prefix, []byte("pass")); err != nil {
-		t.Fatal(err)
-	}
-	s, err := trust.LoadSigner(trust.KeyFile(prefix), []byte("pass"), "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := trust.LoadPublicKey(trust.PubFile(prefix))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s, k
+	k := trusttest.New(t, name)
+	return k.Signer, k.Public
 }
 
 // A signed medium carries the site config as Normalized writes it, its signature over
