@@ -319,19 +319,7 @@ func untrusted(ref string, a *trust.Attached, checked bool) error {
 	if !checked || a == nil {
 		return nil
 	}
-	var problems []string
-	signed := false
-	for _, s := range a.Signatures {
-		signed = signed || s.VerifiedBy != ""
-	}
-	if !signed {
-		problems = append(problems, "no signature by a given key")
-	}
-	for _, at := range a.Attestations {
-		if at.VerifiedBy == "" {
-			problems = append(problems, fmt.Sprintf("the %s attestation does not verify: %s", at.PredicateType, at.Problem))
-		}
-	}
+	problems := a.Problems()
 	if len(problems) == 0 {
 		return nil
 	}
@@ -370,34 +358,30 @@ func printAttached(tw io.Writer, a *trust.Attached, checked bool) {
 // printSBOM prints the seed's SPDX document: a registry seed's SPDX attestation (verified
 // when keys were given), or a seed directory's own file.
 func printSBOM(w io.Writer, ref string, m *seed.Manifest, local bool, a *trust.Attached, checked bool) error {
-	var doc []byte
-	if local {
-		b, err := seed.ReadSBOM(ref, m)
-		if err != nil {
-			return seedErr(err)
-		}
-		doc = b
-	} else {
-		for _, at := range a.Attestations {
-			if at.PredicateType != trust.PredicateSPDX || at.Predicate == nil {
-				continue
-			}
-			if checked && at.VerifiedBy == "" {
-				return badInput(fmt.Errorf("%s: its SBOM attestation does not verify: %s", ref, at.Problem))
-			}
-			doc = at.Predicate
-			break
-		}
-		if doc == nil {
-			return badInput(fmt.Errorf("%s: no SBOM attestation (a seed published with a signing key carries one)", ref))
-		}
+	doc, err := sbomOf(ref, m, local, a, checked)
+	if err != nil {
+		return err
 	}
 	var pretty bytes.Buffer
 	if err := json.Indent(&pretty, doc, "", "  "); err != nil {
 		return fmt.Errorf("%s: the SBOM is not JSON: %w", ref, err)
 	}
-	_, err := w.Write(append(pretty.Bytes(), '\n'))
+	_, err = w.Write(append(pretty.Bytes(), '\n'))
 	return err
+}
+
+// sbomOf is a seed directory's own SBOM file, or a registry seed's SPDX attestation
+// (verified when keys were given).
+func sbomOf(ref string, m *seed.Manifest, local bool, a *trust.Attached, checked bool) ([]byte, error) {
+	if local {
+		b, err := seed.ReadSBOM(ref, m)
+		return b, seedErr(err)
+	}
+	b, err := a.SBOM(checked)
+	if err != nil {
+		return nil, badInput(fmt.Errorf("%s: %w", ref, err))
+	}
+	return b, nil
 }
 
 // printSeed describes the seed m and, for a seed in a registry, what is attached to it.
