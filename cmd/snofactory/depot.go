@@ -1,15 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -100,7 +97,7 @@ func (f *depotFlags) config(cmd *cobra.Command, target string) (depot.Config, er
 			return cfg, badInput(fmt.Errorf("--%s %d: want at least 1", n.flag, n.v))
 		}
 	}
-	paths, spec, err := depotTarget(target)
+	paths, spec, err := depotfile.Target(target)
 	if err != nil {
 		return cfg, badInput(err)
 	}
@@ -181,58 +178,6 @@ func pick(flag, file, def int) int {
 		return file
 	}
 	return def
-}
-
-// depotTarget reads a depot file, a directory of blueprints or a glob.
-func depotTarget(target string) ([]string, depotfile.Spec, error) {
-	onlyBlueprints := func(paths []string) []string {
-		return slices.DeleteFunc(paths, func(p string) bool { return kindOf(p) != "Blueprint" })
-	}
-	if strings.ContainsAny(target, "*?[") {
-		paths, err := depotfile.Expand(".", []string{target})
-		return onlyBlueprints(paths), depotfile.Spec{}, err
-	}
-	fi, err := os.Stat(target)
-	if err != nil {
-		return nil, depotfile.Spec{}, err
-	}
-	if fi.IsDir() {
-		var paths []string
-		candidates, _ := filepath.Glob(filepath.Join(target, "*.yaml"))
-		for _, p := range candidates {
-			if kindOf(p) == "Blueprint" {
-				paths = append(paths, p)
-			}
-		}
-		if len(paths) == 0 {
-			return nil, depotfile.Spec{}, fmt.Errorf("%s holds no blueprint (*.yaml of kind Blueprint)", target)
-		}
-		return paths, depotfile.Spec{}, nil
-	}
-	if kindOf(target) == depotfile.Kind {
-		d, err := depotfile.Load(target)
-		if err != nil {
-			return nil, depotfile.Spec{}, err
-		}
-		paths, err := d.BlueprintPaths()
-		// A glob may match the depot file itself or other documents: only blueprints build.
-		return onlyBlueprints(paths), d.Spec, err
-	}
-	return []string{target}, depotfile.Spec{}, nil
-}
-
-// kindOf peeks at a YAML file's top-level kind.
-func kindOf(path string) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return ""
-	}
-	for _, line := range bytes.Split(b, []byte("\n")) {
-		if k, ok := bytes.CutPrefix(line, []byte("kind:")); ok {
-			return strings.Trim(strings.TrimSpace(string(k)), `"'`)
-		}
-	}
-	return ""
 }
 
 // depotBuilds names each build by its blueprint's metadata.name (else its file name), made

@@ -4,13 +4,12 @@ import (
 	"github.com/snofactory/snofactory/pipeline"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 )
 
-// A depot target is a depot file, a directory or a glob; only blueprints build, each named
-// by its metadata.name, made unique.
+// Each build of a depot is named by its blueprint's metadata.name, made unique (the
+// targets are depotfile.Target's).
 func TestDepotTarget(t *testing.T) {
 	dir := t.TempDir()
 	bp := func(file, name string) string {
@@ -19,19 +18,6 @@ func TestDepotTarget(t *testing.T) {
 		return p
 	}
 	a, b, c := bp("a.yaml", "site"), bp("b.yaml", "site"), bp("c.yaml", "other")
-	os.WriteFile(filepath.Join(dir, "site.yaml"), []byte("apiVersion: snofactory.io/v1alpha1\nkind: SiteConfig\n"), 0o644)
-	depotFile := filepath.Join(dir, "depot.yaml")
-	os.WriteFile(depotFile, []byte("apiVersion: snofactory.io/v1alpha1\nkind: Depot\nmetadata:\n  name: d\nspec:\n  blueprints: ['*.yaml']\n  parallelBuilds: 2\n"), 0o644)
-	for _, target := range []string{dir, filepath.Join(dir, "*.yaml"), depotFile} {
-		paths, _, err := depotTarget(target)
-		if err != nil || !slices.Equal(paths, []string{a, b, c}) {
-			t.Errorf("%s: %v, %v", target, paths, err)
-		}
-	}
-	_, spec, _ := depotTarget(depotFile)
-	if spec.ParallelBuilds != 2 {
-		t.Errorf("depot file spec %+v", spec)
-	}
 	var names []string
 	loaded := map[string]loadedBlueprint{a: {graph: &pipeline.Graph{Blueprint: "site"}}, b: {graph: &pipeline.Graph{Blueprint: "site"}}}
 	for _, bd := range depotBuilds([]string{a, b, c}, loaded) {
