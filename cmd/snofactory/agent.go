@@ -90,35 +90,13 @@ func reportDetails(details, detailFiles []string, logFile, ignitionConfig, files
 		}
 		d[k] = v
 	}
+	src := agent.DetailSources{Log: logFile, IgnitionConfig: ignitionConfig, FilesRoot: filesRoot}
 	for _, kp := range detailFiles {
 		k, p, ok := strings.Cut(kp, "=")
 		if !ok || k == "" || p == "" {
 			return nil, badInput(fmt.Errorf("--detail-file %q: want key=path", kp))
 		}
-		fd, err := agent.FileDetails(k, p)
-		if err != nil {
-			return nil, err
-		}
-		for k, v := range fd {
-			d[k] = v
-		}
+		src.Files = append(src.Files, [2]string{k, p})
 	}
-	if logFile != "" {
-		// A missing log still sends the report: the failure matters more than its log.
-		tail, err := agent.TailLines(logFile, wire.LogDetailLines, wire.MaxLogDetailBytes)
-		if err != nil {
-			tail = err.Error()
-		}
-		d[wire.DetailLog] = tail
-	}
-	if ignitionConfig != "" {
-		fd, err := agent.IgnitionFileDetails(ignitionConfig, filesRoot)
-		if err != nil {
-			return nil, err
-		}
-		for k, v := range fd {
-			d[k] = v
-		}
-	}
-	return d, nil
+	return d, agent.AddDetails(d, src)
 }

@@ -2,10 +2,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -52,7 +49,7 @@ the hook waits on for a signed one. Secrets the medium carries sealed (site-conf
 			if dryRun {
 				return reconfigurePlan(cmd, o, siteConfig, output)
 			}
-			if err := fromSealedRequest(&o, cmd.Flags().Changed("medium-timeout")); err != nil {
+			if err := o.FromSealedRequest(cmd.Flags().Changed("medium-timeout")); err != nil {
 				return badInput(err)
 			}
 			if cmd.Flags().Changed("medium-glob") {
@@ -115,34 +112,4 @@ func reconfigurePlan(cmd *cobra.Command, o reconfigure.Options, siteConfig, outp
 		return err
 	}
 	return steps.Print(cmd.OutOrStdout(), plan, output)
-}
-
-// fromSealedRequest fills what the flags left unset from the request the seed was sealed
-// with: its target and how long to wait for the medium.
-func fromSealedRequest(o *reconfigure.Options, timeoutSet bool) error {
-	b, err := os.ReadFile(filepath.Join(o.Root, wire.SealedFile))
-	if err != nil {
-		if o.Target != "" {
-			return nil
-		}
-		return fmt.Errorf("no --target and no sealed seed under %s: %w", o.Root, err)
-	}
-	var req wire.SealRequest
-	if err := json.Unmarshal(b, &req); err != nil {
-		return fmt.Errorf("reading %s: %w", wire.SealedFile, err)
-	}
-	if o.Target == "" {
-		o.Target = req.Target
-	}
-	if o.SeedName == "" {
-		o.SeedName = req.Seed
-	}
-	if !timeoutSet && req.SiteConfigTimeout != "" {
-		d, err := time.ParseDuration(req.SiteConfigTimeout)
-		if err != nil {
-			return fmt.Errorf("%s: siteConfigTimeout: %w", wire.SealedFile, err)
-		}
-		o.MediumTimeout = d
-	}
-	return nil
 }

@@ -4,9 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -62,7 +59,7 @@ changes, and touches nothing.`,
 				return badInput(fmt.Errorf("seal needs --root DIR: the installed system's root"))
 			}
 			if request == "" {
-				dev, err := diskBySerial(sys, wire.SealDiskSerial)
+				dev, err := agent.DiskBySerial(sys, wire.SealDiskSerial)
 				if err != nil {
 					return err
 				}
@@ -71,7 +68,7 @@ changes, and touches nothing.`,
 			r := agent.Reporter{Port: port, StateDir: stateDir}
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
-			steps, err := sealFromRequest(ctx, root, bootDir, request)
+			steps, err := agent.SealFromRequest(ctx, root, bootDir, request)
 			if err != nil {
 				if _, rerr := r.Report(ctx, wire.PhaseSealed, wire.StatusFailed, map[string]string{wire.DetailError: err.Error()}); rerr != nil {
 					return fmt.Errorf("%w (and reporting it failed: %v)", err, rerr)
@@ -97,24 +94,4 @@ changes, and touches nothing.`,
 	fl.Var(&kind, "target", "with --dry-run: "+oskind.Names())
 	fl.StringVarP(&output, "output", "o", "text", "with --dry-run: text or json")
 	return cmd
-}
-
-func sealFromRequest(ctx context.Context, root, bootDir, request string) ([]agent.SealStep, error) {
-	req, err := wire.ReadSealRequest(request)
-	if err != nil {
-		return nil, err
-	}
-	return agent.Sealer{Root: root, BootDir: bootDir, Request: req, Warn: os.Stderr}.Seal(ctx)
-}
-
-// diskBySerial finds the block device whose virtio serial is serial.
-func diskBySerial(sys, serial string) (string, error) {
-	files, _ := filepath.Glob(filepath.Join(sys, "block", "*", "serial"))
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err == nil && strings.TrimSpace(string(b)) == serial {
-			return "/dev/" + filepath.Base(filepath.Dir(f)), nil
-		}
-	}
-	return "", fmt.Errorf("no disk with serial %s: was this boot asked to seal?", serial)
 }

@@ -1,0 +1,76 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/snofactory/snofactory/seeds/contract/wire"
+)
+
+// DetailSources are where a report's details come from besides key=value pairs.
+type DetailSources struct {
+	// Files maps a detail key to a file whose sha256, size and (if short text) content
+	// are sent.
+	Files [][2]string
+	// Log is a log whose last lines are sent as wire.DetailLog (for a failure).
+	Log string
+	// IgnitionConfig: every file this Ignition config writes is described, as written
+	// under FilesRoot.
+	IgnitionConfig, FilesRoot string
+}
+
+// AddDetails adds the details of src to d.
+func AddDetails(d map[string]string, src DetailSources) error {
+	for _, kp := range src.Files {
+		fd, err := FileDetails(kp[0], kp[1])
+		if err != nil {
+			return err
+		}
+		for k, v := range fd {
+			d[k] = v
+		}
+	}
+	if src.Log != "" {
+		// A missing log still sends the report: the failure matters more than its log.
+		tail, err := TailLines(src.Log, wire.LogDetailLines, wire.MaxLogDetailBytes)
+		if err != nil {
+			tail = err.Error()
+		}
+		d[wire.DetailLog] = tail
+	}
+	if src.IgnitionConfig != "" {
+		fd, err := IgnitionFileDetails(src.IgnitionConfig, src.FilesRoot)
+		if err != nil {
+			return err
+		}
+		for k, v := range fd {
+			d[k] = v
+		}
+	}
+	return nil
+}
+
+// DiskBySerial finds, under sysfs sys, the block device whose virtio serial is serial.
+func DiskBySerial(sys, serial string) (string, error) {
+	files, _ := filepath.Glob(filepath.Join(sys, "block", "*", "serial"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err == nil && strings.TrimSpace(string(b)) == serial {
+			return "/dev/" + filepath.Base(filepath.Dir(f)), nil
+		}
+	}
+	return "", fmt.Errorf("no disk with serial %s: was this boot asked to seal?", serial)
+}
+
+// SealFromRequest seals the installed system under root as the request (the seal disk,
+// or a file) asks.
+func SealFromRequest(ctx context.Context, root, bootDir, request string) ([]SealStep, error) {
+	req, err := wire.ReadSealRequest(request)
+	if err != nil {
+		return nil, err
+	}
+	return Sealer{Root: root, BootDir: bootDir, Request: req, Warn: os.Stderr}.Seal(ctx)
+}
