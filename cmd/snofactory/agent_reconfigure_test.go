@@ -6,10 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kdomanski/iso9660"
-
 	"github.com/snofactory/snofactory/seeds/contract/wire"
 	"github.com/snofactory/snofactory/seeds/site/siteconfig"
+	"github.com/snofactory/snofactory/seeds/site/siteconfig/isotest"
 )
 
 // reconfigure fails with exit 1, the step and the error on stderr, and the failure reported
@@ -19,17 +18,7 @@ import (
 // command lines.)
 func TestAgentReconfigureFailures(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "bad.iso")
-	w, err := iso9660.NewWriter()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Cleanup()
-	w.AddFile(strings.NewReader("apiVersion: snofactory.io/v1alpha1\nkind: SiteConfig\nmetadata: {name: x}\nspec: {hostname: a, colour: red}\n"), siteconfig.ConfigFileName)
-	f, _ := os.Create(bad)
-	if err := w.WriteTo(f, siteconfig.VolumeLabel); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	isotest.Write(t, bad, siteconfig.VolumeLabel, map[string]string{siteconfig.ConfigFileName: "apiVersion: snofactory.io/v1alpha1\nkind: SiteConfig\nmetadata: {name: x}\nspec: {hostname: a, colour: red}\n"})
 	for _, tc := range []struct {
 		name string
 		args []string

@@ -11,12 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kdomanski/iso9660"
-
 	"github.com/snofactory/snofactory/pipeline/clocktest"
 	"github.com/snofactory/snofactory/seeds/contract/oskind"
 	"github.com/snofactory/snofactory/seeds/contract/wire"
 	"github.com/snofactory/snofactory/seeds/site/siteconfig"
+	"github.com/snofactory/snofactory/seeds/site/siteconfig/isotest"
 )
 
 // recorder is a Reporter that keeps the messages.
@@ -105,24 +104,7 @@ func medium(t *testing.T, src string, edit func(*siteconfig.SiteConfig)) string 
 // every check, as a hand-made medium would.
 func rawMedium(t *testing.T, label, content string) string {
 	t.Helper()
-	w, err := iso9660.NewWriter()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Cleanup()
-	if err := w.AddFile(strings.NewReader(content), siteconfig.ConfigFileName); err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(t.TempDir(), "raw.iso")
-	f, err := os.Create(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := w.WriteTo(f, label); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return isotest.Write(t, filepath.Join(t.TempDir(), "raw.iso"), label, map[string]string{siteconfig.ConfigFileName: content})
 }
 
 // harness is one test node: a root, recorded commands and messages, a console.

@@ -9,11 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kdomanski/iso9660"
-
 	"github.com/snofactory/snofactory/seeds/contract/oskind"
 	"github.com/snofactory/snofactory/seeds/contract/wire"
 	"github.com/snofactory/snofactory/seeds/site/siteconfig"
+	"github.com/snofactory/snofactory/seeds/site/siteconfig/isotest"
 )
 
 // The medium is found by label among the candidate devices when it appears after a few
@@ -54,23 +53,8 @@ func TestMediumAppears(t *testing.T) {
 func TestImageBasedMediumFound(t *testing.T) {
 	h := newHarness(t)
 	devs := t.TempDir()
-	w, err := iso9660.NewWriter()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Cleanup()
 	manifest := `{"api_version":1,"hostname":"sno-0042","raw_nm_state_config":"interfaces:\n- name: eth0\n  type: ethernet\n  state: up\n  ipv4:\n    enabled: true\n    dhcp: true\n"}`
-	if err := w.AddFile(strings.NewReader(manifest), "cluster-configuration/manifest.json"); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Create(filepath.Join(devs, "sr0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.WriteTo(f, siteconfig.ImageBasedVolumeLabel); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	isotest.Write(t, filepath.Join(devs, "sr0"), siteconfig.ImageBasedVolumeLabel, map[string]string{"cluster-configuration/manifest.json": manifest})
 	h.cmds.outputs["ip -o addr show dev eth0"] = "2: eth0    inet 10.0.2.15/24 brd 10.0.2.255 scope global eth0\\       valid_lft forever\n"
 	o := h.options(oskind.CoreOS, "")
 	o.MediumGlobs = []string{filepath.Join(devs, "by-label-SNOSITE"), filepath.Join(devs, "sr*")}

@@ -3,39 +3,19 @@ package siteconfig
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/kdomanski/iso9660"
+	"github.com/snofactory/snofactory/seeds/site/siteconfig/isotest"
 )
 
 // configISO writes a medium in the image-based installer's layout: label, manifest.json
 // and manifests under the paths `openshift-install image-based create config-image` uses.
 func configISO(t *testing.T, label string, files map[string]string) string {
 	t.Helper()
-	w, err := iso9660.NewWriter()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Cleanup()
-	for name, body := range files {
-		if err := w.AddFile(strings.NewReader(body), name); err != nil {
-			t.Fatal(err)
-		}
-	}
-	p := filepath.Join(t.TempDir(), "imagebasedconfig.iso")
-	f, err := os.Create(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := w.WriteTo(f, label); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return isotest.Write(t, filepath.Join(t.TempDir(), "imagebasedconfig.iso"), label, files)
 }
 
 func seedReconfigurationJSON(t *testing.T, edit func(map[string]any)) string {

@@ -3,15 +3,13 @@ package siteconfig
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/kdomanski/iso9660"
-
 	"github.com/snofactory/snofactory/seeds/artifact/trust"
 	"github.com/snofactory/snofactory/seeds/artifact/trust/trusttest"
+	"github.com/snofactory/snofactory/seeds/site/siteconfig/isotest"
 )
 
 func testKey(t *testing.T, name string) (*trust.Signer, trust.PublicKey) {
@@ -121,25 +119,8 @@ func TestSignerHintIgnored(t *testing.T) {
 // openHinted writes a medium by hand with the site config, its signature and signer hint.
 func openHinted(t *testing.T, config []byte, sig, hint string) *Medium {
 	t.Helper()
-	w, err := iso9660.NewWriter()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Cleanup()
-	for name, b := range map[string]string{ConfigFileName: string(config), SignatureFileName: sig, SignerFileName: hint} {
-		if err := w.AddFile(strings.NewReader(b), name); err != nil {
-			t.Fatal(err)
-		}
-	}
-	iso := filepath.Join(t.TempDir(), "hand.iso")
-	f, err := os.Create(iso)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := w.WriteTo(f, VolumeLabel); err != nil {
-		t.Fatal(err)
-	}
+	iso := isotest.Write(t, filepath.Join(t.TempDir(), "hand.iso"), VolumeLabel,
+		map[string]string{ConfigFileName: string(config), SignatureFileName: sig, SignerFileName: hint})
 	m, err := OpenMedium(iso)
 	if err != nil {
 		t.Fatal(err)
