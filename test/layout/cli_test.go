@@ -1,0 +1,35 @@
+package layout
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// maxCLILines bounds cmd/snofactory's non-test Go: the command line parses flags and
+// prints, and its logic lives in the packages that own it. Issue 28 aims at 2,500; the
+// rest of the way is printing and help text (see the issue), so the bound holds what
+// was reached and must only go down.
+const maxCLILines = 3000
+
+func TestCLIIsThin(t *testing.T) {
+	files, err := filepath.Glob("../../cmd/snofactory/*.go")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no cmd/snofactory sources: %v", err)
+	}
+	lines := 0
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines += strings.Count(string(b), "\n")
+	}
+	if lines >= maxCLILines {
+		t.Errorf("cmd/snofactory holds %d lines of non-test Go, want under %d: move logic to the package that owns it", lines, maxCLILines)
+	}
+}
