@@ -91,6 +91,9 @@ func TestSignedSeeds(t *testing.T) {
 	if code, stdout, stderr := runMain(t, append(trust, "seed", "verify", r.Ref("seeds/du:signed"), "--device", dev)...); code != 0 {
 		t.Fatalf("verify --device of the signed seed: exit %d: %s%s", code, stdout, stderr)
 	}
+	if code, stdout, stderr := runMain(t, append(trust, "seed", "verify", r.Ref("seeds/du:signed"))...); code != 0 {
+		t.Fatalf("verify of the signed seed: exit %d: %s%s", code, stdout, stderr)
+	}
 
 	for _, tc := range []struct{ tag, want string }{
 		{"intruder", "cryptographic signature verification failed"},
@@ -116,6 +119,11 @@ func TestSignedSeeds(t *testing.T) {
 		code, _, stderr = runMain(t, append(trust, "seed", "verify", r.Ref("seeds/du:"+tc.tag), "--device", dev)...)
 		if code != 2 || !strings.Contains(stderr, "refused by the trust policy") || !strings.Contains(stderr, tc.want) {
 			t.Errorf("verify --device %s: exit %d, want 2 and %q: %s", tc.tag, code, tc.want, stderr)
+		}
+		// So does verify of the reference alone.
+		code, _, stderr = runMain(t, append(trust, "seed", "verify", r.Ref("seeds/du:"+tc.tag))...)
+		if code != 2 || !strings.Contains(stderr, "refused by the trust policy") || !strings.Contains(stderr, tc.want) {
+			t.Errorf("verify %s: exit %d, want 2 and %q: %s", tc.tag, code, tc.want, stderr)
 		}
 	}
 

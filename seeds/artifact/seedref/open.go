@@ -177,8 +177,8 @@ func (s *Seed) Inspect(ctx context.Context, keys []trust.PublicKey) (*seed.Manif
 }
 
 // Verify checks every digest of the seed: each stored file and each disk's raw bytes.
-// A referenced seed is pulled into a temporary directory for it. It checks the seed's
-// integrity, not who made it: the trust policy guards a seed that is used.
+// A referenced seed must first satisfy the trust policy, like every seed a command reads,
+// and is then pulled into a temporary directory, by the digest the policy accepted.
 func (s *Seed) Verify(ctx context.Context) error {
 	if s.local {
 		if _, _, err := s.Describe(ctx); err != nil {
@@ -186,7 +186,11 @@ func (s *Seed) Verify(ctx context.Context) error {
 		}
 		return seed.Verify(ctx, s.ref)
 	}
-	_, err := ociseed.Verify(ctx, s.ref, s.o.pullOptions()...)
+	ref, err := s.trusted(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = ociseed.Verify(ctx, ref, s.o.pullOptions()...)
 	return err
 }
 
