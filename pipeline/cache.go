@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/snofactory/snofactory/pipeline/ctxio"
 )
 
 // Cache is a content-addressed store of stage outputs, safe to share between concurrent builds
@@ -278,7 +280,7 @@ func artifacts(ctx context.Context, dir string) ([]Artifact, map[string]int64, e
 		}
 		defer f.Close()
 		h := sha256.New()
-		n, err := io.Copy(h, ctxReader{ctx, f})
+		n, err := io.Copy(h, ctxio.Reader(ctx, f))
 		if err != nil {
 			return err
 		}

@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/snofactory/snofactory/pipeline/ctxio"
 )
 
 // KeyInputs is everything a stage's key is derived from. It is stored beside each cache entry
@@ -223,22 +225,6 @@ func hashFile(ctx context.Context, w io.Writer, p string) error {
 		return err
 	}
 	defer f.Close()
-	_, err = io.Copy(w, ContextReader(ctx, f))
+	_, err = io.Copy(w, ctxio.Reader(ctx, f))
 	return err
-}
-
-// ContextReader reads r until ctx ends: a long copy or hash (a multi-GB disk or ISO) stops
-// when the build is cancelled.
-func ContextReader(ctx context.Context, r io.Reader) io.Reader { return ctxReader{ctx, r} }
-
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
 }

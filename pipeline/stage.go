@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"runtime/debug"
-	"strings"
 	"time"
 )
 
@@ -121,58 +119,4 @@ func (e *Env) Progress(what string, done, total int64, unit string) {
 	if e.events != nil {
 		e.events.emit(Event{Kind: EventProgress, Stage: e.stage, Message: what, Done: done, Total: total, Unit: unit})
 	}
-}
-
-// ModuleVersion is the version of a Go module compiled into this binary ("unknown" in test
-// binaries and builds without module information), for stages that record the libraries
-// they used (UseTool) beside external tools.
-func ModuleVersion(path string) string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "unknown"
-	}
-	for _, d := range bi.Deps {
-		if d.Path == path {
-			if d.Replace != nil {
-				return d.Replace.Version
-			}
-			return d.Version
-		}
-	}
-	return "unknown"
-}
-
-// SelfVersion is this snofactory's version: the main module's version and, for a build
-// from a checkout, its VCS revision (with "+dirty" for uncommitted changes).
-func SelfVersion() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "unknown"
-	}
-	return BuildVersion(bi)
-}
-
-// BuildVersion is the version SelfVersion gives for the binary bi describes, so another
-// binary (the agent on a node) is named the same way.
-func BuildVersion(bi *debug.BuildInfo) string {
-	v := bi.Main.Version
-	var rev, dirty string
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			if s.Value == "true" {
-				dirty = "+dirty"
-			}
-		}
-	}
-	if len(rev) > 12 {
-		rev = rev[:12]
-	}
-	// Go 1.24+ stamps the revision into a pseudo-version already (and +dirty with it).
-	if rev != "" && !strings.Contains(v, rev) {
-		v += " " + rev + dirty
-	}
-	return v
 }

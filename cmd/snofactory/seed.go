@@ -15,8 +15,8 @@ import (
 	"github.com/opencontainers/go-digest"
 	"github.com/spf13/cobra"
 
-	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/pipeline/output"
+	"github.com/snofactory/snofactory/pipeline/versions"
 	"github.com/snofactory/snofactory/seeds/artifact/diskpack"
 	"github.com/snofactory/snofactory/seeds/artifact/ociseed"
 	"github.com/snofactory/snofactory/seeds/artifact/seed"
@@ -125,7 +125,7 @@ func newSeedPushCommand(reg *registryFlags) *cobra.Command {
 				if err != nil {
 					return badInput(err)
 				}
-				if signer, err = trust.LoadSigner(signBy, pass, "snofactory "+pipeline.SelfVersion()); err != nil {
+				if signer, err = trust.LoadSigner(signBy, pass, "snofactory "+versions.Self()); err != nil {
 					return badInput(fmt.Errorf("--sign-by: %w", err))
 				}
 			}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/pipeline/versions"
 	"github.com/snofactory/snofactory/seeds/checks/strictyaml"
 	"github.com/snofactory/snofactory/seeds/site/siteconfig"
 )
@@ -84,7 +84,7 @@ firmware reports SERIAL (the chassis label; dmidecode -s system-serial-number). 
 			res, err := siteconfig.Create(cmd.Context(), siteconfig.CreateOptions{
 				Config: args[0], Output: out, Recipients: recipients, CredentialsOut: credsOut, NoKubeadmin: noKubeadmin,
 				SealTo: sealTo, SignBy: signBy, PassphraseFile: passFile, PassphraseEnv: passphraseEnv,
-				PassphraseFileGiven: cmd.Flags().Changed("passphrase-file"), Creator: "snofactory " + pipeline.SelfVersion(),
+				PassphraseFileGiven: cmd.Flags().Changed("passphrase-file"), Creator: "snofactory " + versions.Self(),
 				ForSeed: forSeed, ForSerial: serial,
 			})
 			if err != nil {

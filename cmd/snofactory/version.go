@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/pipeline/versions"
 )
 
 func newVersionCommand() *cobra.Command {
@@ -19,7 +19,7 @@ platform of the build. Run records carry the same version.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "snofactory %s\n", pipeline.SelfVersion())
+			fmt.Fprintf(out, "snofactory %s\n", versions.Self())
 			fmt.Fprintf(out, "go %s %s/%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
 			return nil
 		},

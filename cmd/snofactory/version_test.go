@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/pipeline/versions"
 )
 
 func TestVersion(t *testing.T) {
@@ -13,7 +13,7 @@ func TestVersion(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d; stderr: %s", code, stderr)
 	}
-	want := "snofactory " + pipeline.SelfVersion() + "\n" +
+	want := "snofactory " + versions.Self() + "\n" +
 		"go " + runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH + "\n"
 	if stdout != want {
 		t.Fatalf("stdout %q, want %q", stdout, want)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/pipeline/blobstore"
+	"github.com/snofactory/snofactory/pipeline/versions"
 	"github.com/snofactory/snofactory/seeds/contract/precachedisk"
 	"github.com/snofactory/snofactory/stages/internal/handoff"
 	"github.com/snofactory/snofactory/stages/internal/lockfile"
@@ -86,7 +87,7 @@ func New(opts Options) pipeline.Stage {
 		Reports: []string{ReportFile},
 		Deps:    handoff.Deps(handoff.Resolve{}),
 		Run: func(ctx context.Context, env *pipeline.Env) error {
-			env.UseTool("containers/image", pipeline.ModuleVersion("github.com/containers/image/v5"))
+			env.UseTool("containers/image", versions.Module("github.com/containers/image/v5"))
 			return run(ctx, opts, env)
 		},
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/pipeline/versions"
 	"github.com/snofactory/snofactory/seeds/artifact/seed"
 	"github.com/snofactory/snofactory/seeds/artifact/trust"
 	"github.com/snofactory/snofactory/stages/internal/lockfile"
@@ -173,7 +174,7 @@ func makeProvenance(in provenanceInputs) (json.RawMessage, error) {
 		}
 		p.RunDetails.Metadata.StartedOn = r.Started.UTC()
 	}
-	p.RunDetails.Builder = builder{ID: BuilderID, Version: map[string]string{"snofactory": pipeline.SelfVersion()}}
+	p.RunDetails.Builder = builder{ID: BuilderID, Version: map[string]string{"snofactory": versions.Self()}}
 	for tool, v := range m.Tools {
 		if _, ok := p.RunDetails.Builder.Version[tool]; !ok {
 			p.RunDetails.Builder.Version[tool] = v

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/pipeline/versions"
 	"github.com/snofactory/snofactory/seeds/artifact/ociseed"
 	"github.com/snofactory/snofactory/seeds/artifact/seed"
 	"github.com/snofactory/snofactory/seeds/artifact/trust"
@@ -169,7 +170,7 @@ func loadSigner(env *pipeline.Env) (*trust.Signer, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := trust.ParseSigner("the signing key", key, pass, "snofactory "+pipeline.SelfVersion())
+	s, err := trust.ParseSigner("the signing key", key, pass, "snofactory "+versions.Self())
 	if err != nil {
 		return nil, fmt.Errorf("spec.outputs.signing: %w", err)
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/pipeline/versions"
 	"github.com/snofactory/snofactory/seeds/contract/oskind"
 	"github.com/snofactory/snofactory/stages/internal/handoff"
 )
@@ -171,8 +172,8 @@ func record(rep *Report) handoff.Render {
 // libraryVersions reports the Butane and Ignition modules compiled in.
 func libraryVersions() map[string]string {
 	return map[string]string{
-		"butane":   pipeline.ModuleVersion("github.com/coreos/butane"),
-		"ignition": pipeline.ModuleVersion("github.com/coreos/ignition/v2"),
+		"butane":   versions.Module("github.com/coreos/butane"),
+		"ignition": versions.Module("github.com/coreos/ignition/v2"),
 	}
 }
 

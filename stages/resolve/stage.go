@@ -14,6 +14,7 @@ import (
 	"github.com/snofactory/snofactory/stages/internal/registries"
 
 	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/pipeline/versions"
 )
 
 // Name is the stage name.
@@ -89,7 +90,7 @@ func run(ctx context.Context, opts Options, env *pipeline.Env) error {
 	if opts.ISOMissing != "" {
 		return errors.New(opts.ISOMissing)
 	}
-	env.UseTool("containers/image", pipeline.ModuleVersion("github.com/containers/image/v5"))
+	env.UseTool("containers/image", versions.Module("github.com/containers/image/v5"))
 	lock, err := Resolve(ctx, opts, Runtime{Secrets: env.Secrets, OutDir: env.Out, Scratch: env.Scratch, Log: env.Log})
 	if err != nil {
 		return err

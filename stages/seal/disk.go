@@ -11,6 +11,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/pipeline/ctxio"
 	"github.com/snofactory/snofactory/seeds/artifact/diskpack"
 	"github.com/snofactory/snofactory/seeds/artifact/seed"
 )
@@ -119,7 +120,7 @@ func compressZstd(ctx context.Context, src, dst string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := io.Copy(enc, pipeline.ContextReader(ctx, in)); err != nil {
+	if _, err := io.Copy(enc, ctxio.Reader(ctx, in)); err != nil {
 		enc.Close()
 		return fmt.Errorf("compressing %s: %w", filepath.Base(src), err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/pipeline/versions"
 	"github.com/snofactory/snofactory/seeds/artifact/seed"
 	"github.com/snofactory/snofactory/seeds/contract/oskind"
 	"github.com/snofactory/snofactory/seeds/contract/wire"
@@ -206,7 +207,7 @@ func manifest(ctx context.Context, opts Options, in inputs) (*seed.Manifest, err
 		LockDigest:                lockDigest,
 		ReconfigurationAPIVersion: opts.ReconfigurationAPIVersion,
 		Created:                   created,
-		Tools:                     map[string]string{"snofactory": pipeline.SelfVersion()},
+		Tools:                     map[string]string{"snofactory": versions.Self()},
 		Images:                    []seed.Image{},
 		Validation: seed.Validation{Passed: in.validate.Out.Passed, Skipped: in.validate.Out.Skipped,
 			Warnings: in.validate.Out.Warnings},

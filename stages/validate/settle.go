@@ -9,7 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/pipeline/clock"
 )
 
 // DefaultSettleWindow is how long every ClusterOperator must have stopped progressing
@@ -17,11 +17,11 @@ import (
 // (wait-for install-complete, waitForStableOperators).
 const DefaultSettleWindow = 30 * time.Second
 
-// Clock paces WaitSettled (pipeline.Clock).
-type Clock = pipeline.Clock
+// Clock paces WaitSettled (clock.Clock).
+type Clock = clock.Clock
 
 // RealClock is the wall clock.
-type RealClock = pipeline.RealClock
+type RealClock = clock.Real
 
 // settleChecks are the checks a settled cluster passes: what openshift-install waits for
 // (ClusterVersion Available and not Progressing, every operator stable) and the Node Ready.
@@ -32,15 +32,15 @@ func settleChecks() []string {
 // WaitSettled polls the cluster every poll until ClusterVersion, every ClusterOperator
 // (settled for opts' settle window) and the Node pass, or ctx ends; the error then names
 // what was last unsettled. A cluster's /readyz says nothing of its operators.
-func WaitSettled(ctx context.Context, o *OpenShift, opts Options, clock Clock, poll time.Duration) error {
-	if clock == nil {
-		clock = RealClock{}
+func WaitSettled(ctx context.Context, o *OpenShift, opts Options, clk Clock, poll time.Duration) error {
+	if clk == nil {
+		clk = RealClock{}
 	}
 	if opts.Now == nil {
-		opts.Now = clock.Now
+		opts.Now = clk.Now
 	}
 	in := Inputs{OpenShift: o, Options: opts.withDefaults()}
-	_, why, err := pipeline.Wait(ctx, clock, poll, 0, func(ctx context.Context) (bool, string, error) {
+	_, why, err := clock.Wait(ctx, clk, poll, 0, func(ctx context.Context) (bool, string, error) {
 		checks := openshiftChecks(ctx, in)
 		var waiting []string
 		for _, id := range settleChecks() {

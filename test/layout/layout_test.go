@@ -95,6 +95,27 @@ func TestEngineImportsNoStage(t *testing.T) {
 	}
 }
 
+// The seeds (the artifact, the node agent) run outside a build: they may use the engine's
+// leaf helpers (pipeline/clock, pipeline/ctxio, ...) but not the engine itself, so the agent
+// on a node does not carry the cache, the scheduler and the stage API.
+func TestSeedsDoNotImportTheEngine(t *testing.T) {
+	checked := 0
+	for _, f := range moduleFiles(t, true) {
+		if f.dir != "seeds" && !strings.HasPrefix(f.dir, "seeds/") {
+			continue
+		}
+		checked++
+		for _, im := range f.imports {
+			if im == "pipeline" {
+				t.Errorf("%s imports the engine package pipeline: use its leaf subpackages (pipeline/clock, pipeline/ctxio, pipeline/versions)", f.path)
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no files found under seeds/")
+	}
+}
+
 func TestNoStageImportsAnother(t *testing.T) {
 	checked := 0
 	// tests included: a test that chains two stages belongs with the graph in stages/

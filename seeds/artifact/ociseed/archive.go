@@ -15,7 +15,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	specs "github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
-	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/pipeline/ctxio"
 )
 
 // archiveWriter writes an oci-archive (an OCI layout as a tar file) in one pass: each
@@ -55,7 +55,7 @@ func (a *archiveWriter) putBlob(ctx context.Context, b blob) (int64, error) {
 	if err := a.tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: b.desc.Size, Typeflag: tar.TypeReg}); err != nil {
 		return 0, fmt.Errorf("writing %s to %s: %w", b.what, a.final, err)
 	}
-	n, err := io.Copy(a.tw, pipeline.ContextReader(ctx, rc))
+	n, err := io.Copy(a.tw, ctxio.Reader(ctx, rc))
 	if err != nil {
 		return n, fmt.Errorf("writing %s to %s: %w", b.what, a.final, err)
 	}

@@ -13,7 +13,7 @@ import (
 	specs "github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
-	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/pipeline/ctxio"
 	"github.com/snofactory/snofactory/seeds/artifact/seed"
 )
 
@@ -58,7 +58,7 @@ func writeVerified(ctx context.Context, path string, r io.Reader, d ocispec.Desc
 	}
 	defer os.Remove(f.Name())
 	dg := d.Digest.Algorithm().Digester()
-	n, err := io.Copy(io.MultiWriter(f, dg.Hash()), pipeline.ContextReader(ctx, r))
+	n, err := io.Copy(io.MultiWriter(f, dg.Hash()), ctxio.Reader(ctx, r))
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

@@ -14,7 +14,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/pipeline/ctxio"
 	"github.com/snofactory/snofactory/seeds/artifact/diskpack"
 	"github.com/snofactory/snofactory/seeds/artifact/seed"
 )
@@ -281,7 +281,7 @@ func (c pullChunk) fetch(ctx context.Context, src source) (int64, error) {
 	defer rc.Close()
 	dg := digest.SHA256.Digester()
 	w := io.NewOffsetWriter(c.file, off)
-	n, err := io.Copy(io.MultiWriter(w, dg.Hash()), pipeline.ContextReader(ctx, io.LimitReader(rc, c.desc.Size+1)))
+	n, err := io.Copy(io.MultiWriter(w, dg.Hash()), ctxio.Reader(ctx, io.LimitReader(rc, c.desc.Size+1)))
 	if err != nil {
 		return n, fmt.Errorf("%s (%s, offset %d): %w", c, c.desc.Digest, off, err)
 	}

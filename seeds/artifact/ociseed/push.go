@@ -13,7 +13,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/pipeline/ctxio"
 	"github.com/snofactory/snofactory/seeds/artifact/seed"
 )
 
@@ -213,7 +213,7 @@ func hashChunks(ctx context.Context, cs []chunk, ready func(int, blob) error) er
 			file = digest.SHA256.Digester()
 		}
 		dg := digest.SHA256.Digester()
-		n, err := io.CopyN(io.MultiWriter(dg.Hash(), file.Hash()), pipeline.ContextReader(ctx, f), c.size)
+		n, err := io.CopyN(io.MultiWriter(dg.Hash(), file.Hash()), ctxio.Reader(ctx, f), c.size)
 		if err != nil {
 			return fmt.Errorf("hashing %s (%d of %d bytes read): %w", c, n, c.size, err)
 		}

@@ -13,7 +13,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	"golang.org/x/sys/unix"
 
-	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/pipeline/ctxio"
 	"github.com/snofactory/snofactory/pipeline/output"
 	"github.com/snofactory/snofactory/seeds/artifact/diskpack"
 )
@@ -358,7 +358,7 @@ func VerifyDevice(ctx context.Context, dir, device string) (Disk, error) {
 	}
 	dg := digest.SHA256.Digester()
 	dg.Hash().Write(head)
-	n, err := io.Copy(dg.Hash(), pipeline.ContextReader(ctx, io.LimitReader(f, d.VirtualSize-int64(len(head)))))
+	n, err := io.Copy(dg.Hash(), ctxio.Reader(ctx, io.LimitReader(f, d.VirtualSize-int64(len(head)))))
 	if err != nil {
 		return d, fmt.Errorf("reading %s: %w", device, err)
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/opencontainers/go-digest"
-	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/pipeline/ctxio"
 	"github.com/snofactory/snofactory/seeds/artifact/diskpack"
 )
 
@@ -228,7 +228,7 @@ func FileDigest(ctx context.Context, path string) (int64, digest.Digest, error) 
 // readerDigest hashes r to its end, stopping early when ctx is cancelled.
 func readerDigest(ctx context.Context, r io.Reader) (int64, digest.Digest, error) {
 	dg := digest.SHA256.Digester()
-	n, err := io.Copy(dg.Hash(), pipeline.ContextReader(ctx, r))
+	n, err := io.Copy(dg.Hash(), ctxio.Reader(ctx, r))
 	if err != nil {
 		return n, "", err
 	}

@@ -17,7 +17,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/pipeline/versions"
 	"github.com/snofactory/snofactory/seeds/contract/wire"
 )
 
@@ -382,6 +382,6 @@ func describeBinary(path, full string, installed bool) wire.BinaryFact {
 		b.Error = fmt.Sprintf("no Go build information: %v", err)
 		return b
 	}
-	b.Module, b.Version = bi.Main.Path, pipeline.BuildVersion(bi)
+	b.Module, b.Version = bi.Main.Path, versions.Of(bi)
 	return b
 }

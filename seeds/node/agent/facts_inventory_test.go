@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/pipeline/versions"
 	"github.com/snofactory/snofactory/seeds/contract/wire"
 	"github.com/snofactory/snofactory/test/testbin"
 )
@@ -267,8 +267,8 @@ func TestGatherBinaries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := pipeline.BuildVersion(bi); got != pipeline.SelfVersion() {
-		t.Errorf("BuildVersion = %q, SelfVersion = %q: the SBOM would name the agent differently", got, pipeline.SelfVersion())
+	if got := versions.Of(bi); got != versions.Self() {
+		t.Errorf("versions.Of = %q, versions.Self = %q: the SBOM would name the agent differently", got, versions.Self())
 	}
 	tests := []struct {
 		name   string
@@ -276,19 +276,19 @@ func TestGatherBinaries(t *testing.T) {
 		want   []wire.BinaryFact
 	}{
 		{"installed copy", func(tr tree) { tr.file(AgentPath, string(body), 0o755) }, []wire.BinaryFact{
-			{Path: AgentPath, Installed: true, SHA256: sum, Size: int64(len(body)), Module: bi.Main.Path, Version: pipeline.BuildVersion(bi)},
+			{Path: AgentPath, Installed: true, SHA256: sum, Size: int64(len(body)), Module: bi.Main.Path, Version: versions.Of(bi)},
 		}},
 		{"installed through a link inside the root", func(tr tree) {
 			tr.file("/opt/bin/agent", string(body), 0o755)
 			tr.link(AgentPath, "/opt/bin/agent")
 		}, []wire.BinaryFact{
-			{Path: AgentPath, Installed: true, SHA256: sum, Size: int64(len(body)), Module: bi.Main.Path, Version: pipeline.BuildVersion(bi)},
+			{Path: AgentPath, Installed: true, SHA256: sum, Size: int64(len(body)), Module: bi.Main.Path, Version: versions.Of(bi)},
 		}},
 		{"not a Go binary", func(tr tree) { tr.file(AgentPath, "#!/bin/sh\n", 0o755) }, []wire.BinaryFact{
 			{Path: AgentPath, Installed: true, SHA256: sha("#!/bin/sh\n"), Size: 10, Error: "no Go build information: "},
 		}},
 		{"none installed (OpenShift before its seal)", func(tree) {}, []wire.BinaryFact{
-			{Path: self, SHA256: sum, Size: int64(len(body)), Module: bi.Main.Path, Version: pipeline.BuildVersion(bi)},
+			{Path: self, SHA256: sum, Size: int64(len(body)), Module: bi.Main.Path, Version: versions.Of(bi)},
 		}},
 	}
 	for _, tt := range tests {

@@ -20,7 +20,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 	"gopkg.in/yaml.v3"
 
-	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/pipeline/clock"
 	"github.com/snofactory/snofactory/seeds/contract/wire"
 	"github.com/snofactory/snofactory/seeds/node/recert"
 	"github.com/snofactory/snofactory/seeds/node/seedinfo"
@@ -304,8 +304,8 @@ func (s Sealer) waitAPI(ctx context.Context, readyz []string) (string, error) {
 // WaitAPI asks the node's API for /readyz through argv (oc get --raw /readyz) every
 // interval until it answers ok, within timeout; the error names the last answer. The seal
 // and the site's reconfiguration both wait for the API this way.
-func WaitAPI(ctx context.Context, run func(ctx context.Context, name string, args ...string) ([]byte, error), clock pipeline.Clock, argv []string, interval, timeout time.Duration) (time.Duration, error) {
-	took, why, err := pipeline.Wait(ctx, clock, interval, timeout, func(ctx context.Context) (bool, string, error) {
+func WaitAPI(ctx context.Context, run func(ctx context.Context, name string, args ...string) ([]byte, error), clk clock.Clock, argv []string, interval, timeout time.Duration) (time.Duration, error) {
+	took, why, err := clock.Wait(ctx, clk, interval, timeout, func(ctx context.Context) (bool, string, error) {
 		out, err := run(ctx, argv[0], argv[1:]...)
 		switch {
 		case err != nil:
@@ -316,7 +316,7 @@ func WaitAPI(ctx context.Context, run func(ctx context.Context, name string, arg
 		return true, "", nil
 	})
 	switch {
-	case errors.Is(err, pipeline.ErrWaitTimeout):
+	case errors.Is(err, clock.ErrWaitTimeout):
 		return took, fmt.Errorf("the local API did not answer /readyz ok within %s (last: %s): is the cluster up?", timeout, why)
 	case err != nil:
 		return took, fmt.Errorf("waiting for the local API: %w", err)
@@ -362,7 +362,7 @@ func (s Sealer) readPools(ctx context.Context, get []string) (pools, error) {
 func (s Sealer) waitPullSecretRollout(ctx context.Context, getPools []string) (string, error) {
 	want := canonicalJSON([]byte(PlaceholderPullSecret))
 	pools := 0
-	took, why, err := pipeline.Wait(ctx, s.Clock, s.PullSecretPoll, s.PullSecretTimeout, func(ctx context.Context) (bool, string, error) {
+	took, why, err := clock.Wait(ctx, s.Clock, s.PullSecretPoll, s.PullSecretTimeout, func(ctx context.Context) (bool, string, error) {
 		// Both are read on every poll, as lifecycle-agent does: the pools, then the file.
 		p, err := s.readPools(ctx, getPools)
 		if err != nil {
@@ -384,7 +384,7 @@ func (s Sealer) waitPullSecretRollout(ctx context.Context, getPools []string) (s
 		return true, "", nil
 	})
 	switch {
-	case errors.Is(err, pipeline.ErrWaitTimeout):
+	case errors.Is(err, clock.ErrWaitTimeout):
 		return "", fmt.Errorf("the placeholder pull secret was not rolled out within %s: %s", s.PullSecretTimeout, why)
 	case err != nil:
 		return "", err

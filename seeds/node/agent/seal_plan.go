@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/pipeline/clock"
 	"github.com/snofactory/snofactory/seeds/contract/oskind"
 	"github.com/snofactory/snofactory/seeds/contract/wire"
 	"github.com/snofactory/snofactory/seeds/node/steps"
@@ -74,11 +74,11 @@ func exitCode(err error) int {
 	return -1
 }
 
-// Clock is the time source of the seal's waits (pipeline.Clock).
-type Clock = pipeline.Clock
+// Clock is the time source of the seal's waits (clock.Clock).
+type Clock = clock.Clock
 
 // RealClock is the wall clock.
-type RealClock = pipeline.RealClock
+type RealClock = clock.Real
 
 // Sealer seals the installed system under Root as Request asks. The same list of steps
 // (Plan) is what a dry run prints and what Seal executes.

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/pipeline/clock"
 )
 
 // DefaultImage is recert's image when a blueprint names none (lifecycle-agent's
@@ -180,16 +180,16 @@ const (
 
 // WaitEtcd polls the standalone etcd's health through run (a command on the node) until
 // it answers, within EtcdHealthTimeout.
-func WaitEtcd(ctx context.Context, run func(ctx context.Context, name string, args ...string) ([]byte, error), clock pipeline.Clock) error {
+func WaitEtcd(ctx context.Context, run func(ctx context.Context, name string, args ...string) ([]byte, error), clk clock.Clock) error {
 	health := EtcdHealthArgv()
-	_, why, err := pipeline.Wait(ctx, clock, EtcdHealthPoll, EtcdHealthTimeout, func(ctx context.Context) (bool, string, error) {
+	_, why, err := clock.Wait(ctx, clk, EtcdHealthPoll, EtcdHealthTimeout, func(ctx context.Context) (bool, string, error) {
 		if _, err := run(ctx, health[0], health[1:]...); err != nil {
 			return false, err.Error(), nil
 		}
 		return true, "", nil
 	})
 	switch {
-	case errors.Is(err, pipeline.ErrWaitTimeout):
+	case errors.Is(err, clock.ErrWaitTimeout):
 		return fmt.Errorf("etcd for recert not healthy within %s: %s", EtcdHealthTimeout, why)
 	case err != nil:
 		return fmt.Errorf("waiting for etcd for recert: %w", err)

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/pipeline/clock"
 	"github.com/snofactory/snofactory/seeds/contract/oskind"
 	"github.com/snofactory/snofactory/seeds/contract/wire"
 	"github.com/snofactory/snofactory/seeds/site/siteconfig"
@@ -76,11 +76,11 @@ func tail(b []byte, n int) string {
 	return s
 }
 
-// Clock is the time source of the waits (pipeline.Clock).
-type Clock = pipeline.Clock
+// Clock is the time source of the waits (clock.Clock).
+type Clock = clock.Clock
 
 // RealClock is the wall clock.
-type RealClock = pipeline.RealClock
+type RealClock = clock.Real
 
 // Options say where and how to reconfigure.
 type Options struct {

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/pipeline/clock"
 )
 
 // Readiness after recert: recert sets ClusterVersion Available=False, so the cluster is
@@ -57,20 +57,20 @@ type judge func(out []byte, now time.Time) (bool, string, error)
 
 // waitReady polls argv until judge is satisfied or the timeout passes; the error names the
 // last reason.
-func (r *run) waitReady(ctx context.Context, what string, argv []string, clock Clock, ok judge) (map[string]string, error) {
-	took, why, err := pipeline.Wait(ctx, clock, r.o.OpenShift.ReadyPoll, r.o.OpenShift.ReadyTimeout, func(ctx context.Context) (bool, string, error) {
+func (r *run) waitReady(ctx context.Context, what string, argv []string, clk Clock, ok judge) (map[string]string, error) {
+	took, why, err := clock.Wait(ctx, clk, r.o.OpenShift.ReadyPoll, r.o.OpenShift.ReadyTimeout, func(ctx context.Context) (bool, string, error) {
 		out, err := r.o.Run(ctx, argv[0], argv[1:]...)
 		if err != nil {
 			return false, fmt.Sprintf("%s: %v", strings.Join(argv[:min(len(argv), 6)], " "), err), nil
 		}
-		done, reason, err := ok(out, clock.Now())
+		done, reason, err := ok(out, clk.Now())
 		if err != nil {
 			return false, "", fmt.Errorf("reading the %s: %w", what, err)
 		}
 		return done, reason, nil
 	})
 	switch {
-	case errors.Is(err, pipeline.ErrWaitTimeout):
+	case errors.Is(err, clock.ErrWaitTimeout):
 		return nil, fmt.Errorf("the %s did not settle within %s: %s", what, shortDuration(r.o.OpenShift.ReadyTimeout), why)
 	case err != nil && why != "":
 		return nil, fmt.Errorf("waiting for the %s: %w (last: %s)", what, err, why)

@@ -1,4 +1,8 @@
-package pipeline
+// Package clock is the one time source of snofactory: the engine's cache and lease times,
+// the stages' timestamps and the node agent's waits all read a Clock, so a test swaps in
+// clocktest's fake and never waits for, or races, real time. Wait is the poll loop built
+// on it.
+package clock
 
 import (
 	"context"
@@ -13,14 +17,14 @@ type Clock interface {
 	Sleep(ctx context.Context, d time.Duration) error
 }
 
-// RealClock is the wall clock.
-type RealClock struct{}
+// Real is the wall clock, the default wherever a Clock is left nil.
+type Real struct{}
 
 // Now is time.Now.
-func (RealClock) Now() time.Time { return time.Now() }
+func (Real) Now() time.Time { return time.Now() }
 
 // Sleep waits for d or until ctx ends.
-func (RealClock) Sleep(ctx context.Context, d time.Duration) error {
+func (Real) Sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -57,4 +61,12 @@ func Wait(ctx context.Context, c Clock, interval, timeout time.Duration, try fun
 			return c.Now().Sub(start), why, err
 		}
 	}
+}
+
+// Or is c, or the wall clock when c is nil: the default of every optional Clock field.
+func Or(c Clock) Clock {
+	if c == nil {
+		return Real{}
+	}
+	return c
 }

@@ -1,4 +1,4 @@
-package pipeline
+package clock_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snofactory/snofactory/pipeline/clock"
 	"github.com/snofactory/snofactory/pipeline/clocktest"
 )
 
@@ -25,7 +26,7 @@ func TestWait(t *testing.T) {
 	}{
 		{name: "done at once", timeout: time.Minute, doneAt: 1, wantCalls: 1},
 		{name: "done on the third call", timeout: time.Minute, doneAt: 3, wantCalls: 3, wantTook: 20 * time.Second},
-		{name: "timeout names the last reason", timeout: 25 * time.Second, wantErr: ErrWaitTimeout, wantCalls: 4, wantTook: 30 * time.Second, wantWhy: "not yet (4)"},
+		{name: "timeout names the last reason", timeout: 25 * time.Second, wantErr: clock.ErrWaitTimeout, wantCalls: 4, wantTook: 30 * time.Second, wantWhy: "not yet (4)"},
 		{name: "try fails", timeout: time.Minute, failAt: 2, wantErr: broken, wantCalls: 2, wantTook: 10 * time.Second, wantWhy: "failing (2)"},
 		{name: "no timeout until cancelled", cancelAt: 5, wantErr: context.Canceled, wantCalls: 5, wantTook: 50 * time.Second, wantWhy: "not yet (5)"},
 	} {
@@ -38,7 +39,7 @@ func TestWait(t *testing.T) {
 				}
 			}}
 			calls := 0
-			took, why, err := Wait(ctx, c, 10*time.Second, tc.timeout, func(context.Context) (bool, string, error) {
+			took, why, err := clock.Wait(ctx, c, 10*time.Second, tc.timeout, func(context.Context) (bool, string, error) {
 				calls++
 				switch calls {
 				case tc.doneAt:
