@@ -2,12 +2,12 @@ package pipeline
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
+
+	"github.com/snofactory/snofactory/pipeline/flock"
 )
 
 // WriteFileAtomic writes data to path through a temporary file in the same directory, synced
@@ -45,11 +45,11 @@ func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
 // dying) releases it, so a killed build never leaves a lock held.
 func LockFile(ctx context.Context, f *os.File) error {
 	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
+		ok, err := flock.TryLock(f)
+		if ok {
 			return nil
 		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
+		if err != nil {
 			return fmt.Errorf("locking %s: %w", f.Name(), err)
 		}
 		select {

@@ -1,12 +1,14 @@
 package pipeline
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"syscall"
+
+	"github.com/snofactory/snofactory/pipeline/flock"
 )
 
 // ownerLock is the file in an owned temp directory that its owner holds an flock on. The
@@ -40,9 +42,9 @@ func ownedDir(parent, prefix string, log *slog.Logger) (dir string, owner *os.Fi
 	if err != nil {
 		return "", nil, fmt.Errorf("creating the owner lock of %s: %w", dir, err)
 	}
-	if err := syscall.Flock(int(owner.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if ok, err := flock.TryLock(owner); !ok {
 		owner.Close()
-		return "", nil, fmt.Errorf("locking %s: %w", owner.Name(), err)
+		return "", nil, fmt.Errorf("locking %s: %w", owner.Name(), cmp.Or(err, errors.New("held by another process")))
 	}
 	if err := os.Rename(owner.Name(), filepath.Join(dir, ownerLock)); err != nil {
 		owner.Close()
@@ -83,8 +85,8 @@ func reapIfOrphaned(dir string) (removed bool, err error) {
 		return false, err
 	}
 	defer f.Close()
-	err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-	if errors.Is(err, syscall.EWOULDBLOCK) {
+	ok, err := flock.TryLock(f)
+	if err == nil && !ok {
 		return false, nil // its owner is alive
 	}
 	if err != nil {

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/snofactory/snofactory/pipeline/flock"
 )
 
 // Cache management: listing, measuring and pruning everything the cache holds, safely while
@@ -588,10 +590,10 @@ func held(path string) bool {
 		return false
 	}
 	defer f.Close()
-	if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+	if ok, err := flock.TryLock(f); !ok || err != nil {
 		return true
 	}
-	syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	flock.Unlock(f)
 	return false
 }
 
@@ -605,7 +607,7 @@ func tryLock(path string) (unlock func(), ok bool) {
 	if err != nil {
 		return nil, false
 	}
-	if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+	if ok, err := flock.TryLock(f); !ok || err != nil {
 		f.Close()
 		return nil, false
 	}
@@ -670,11 +672,11 @@ func (c *Cache) flockShared(ctx context.Context, name string) (*os.File, error) 
 		return nil, fmt.Errorf("pinning %s: %w", name, err)
 	}
 	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB)
-		if err == nil {
+		ok, err := flock.TryShared(f)
+		if ok {
 			return f, nil
 		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
+		if err != nil {
 			f.Close()
 			return nil, fmt.Errorf("pinning %s: %w", name, err)
 		}

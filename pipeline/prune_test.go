@@ -11,9 +11,10 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/snofactory/snofactory/pipeline/flock"
 )
 
 // item makes a synthetic entry (stage != "") or blob with one file per inode number.
@@ -164,7 +165,7 @@ func putBlob(t *testing.T, cacheDir, store, content string, stored time.Time) st
 	return p
 }
 
-func holdLock(t *testing.T, path string, how int) {
+func holdLock(t *testing.T, path string, take func(*os.File) (bool, error)) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
@@ -174,8 +175,8 @@ func holdLock(t *testing.T, path string, how int) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.Close() })
-	if err := syscall.Flock(int(f.Fd()), how); err != nil {
-		t.Fatal(err)
+	if ok, err := take(f); !ok || err != nil {
+		t.Fatalf("locking %s: ok %v, %v", path, ok, err)
 	}
 }
 
@@ -191,10 +192,10 @@ func TestPruneSkipsEntriesInUse(t *testing.T) {
 	tests := []struct {
 		name string
 		lock string
-		how  int
+		how  func(*os.File) (bool, error)
 	}{
-		{"entry lock held", ".lock", syscall.LOCK_EX},
-		{"entry pinned", ".use", syscall.LOCK_SH},
+		{"entry lock held", ".lock", flock.TryLock},
+		{"entry pinned", ".use", flock.TryShared},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -266,7 +267,7 @@ func TestPruneBlobs(t *testing.T) {
 	}
 	t.Run("unlinked blob goes, linked blob stays with its entry", func(t *testing.T) {
 		c, lone, linked, layout := setup(t)
-		holdLock(t, c.lockPath(layout.Key+".use"), syscall.LOCK_SH)
+		holdLock(t, c.lockPath(layout.Key+".use"), flock.TryShared)
 		if _, err := c.Prune(context.Background(), PruneOptions{MaxSize: 1}); err != nil {
 			t.Fatal(err)
 		}
@@ -286,7 +287,7 @@ func TestPruneBlobs(t *testing.T) {
 	})
 	t.Run("pinned store keeps its blobs", func(t *testing.T) {
 		c, lone, _, _ := setup(t)
-		holdLock(t, c.lockPath(storePin("blobs")), syscall.LOCK_SH)
+		holdLock(t, c.lockPath(storePin("blobs")), flock.TryShared)
 		if _, err := c.Prune(context.Background(), PruneOptions{OlderThan: time.Hour}); err != nil {
 			t.Fatal(err)
 		}

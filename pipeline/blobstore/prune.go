@@ -2,12 +2,13 @@ package blobstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/snofactory/snofactory/pipeline/flock"
 )
 
 // PruneOptions says what Prune removes.
@@ -102,8 +103,8 @@ func removeUnheld(p string) (bool, error) {
 		return false, nil
 	}
 	defer f.Close()
-	err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-	if errors.Is(err, syscall.EWOULDBLOCK) {
+	ok, err := flock.TryLock(f)
+	if err == nil && !ok {
 		return false, nil
 	}
 	if err != nil {

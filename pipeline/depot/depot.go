@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/pipeline/flock"
 )
 
 // StatusFile is the depot's status in its output directory, kept current while it runs.
@@ -331,10 +332,10 @@ func lockOutput(dir string) (*os.File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("locking the depot output directory: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if ok, err := flock.TryLock(f); !ok {
 		holder, _ := io.ReadAll(io.LimitReader(f, 32))
 		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
+		if err == nil {
 			return nil, &BusyError{Dir: dir, Holder: strings.TrimSpace(string(holder))}
 		}
 		return nil, fmt.Errorf("locking the depot output directory: %w", err)
@@ -352,7 +353,8 @@ func running(dir string) bool {
 		return false
 	}
 	defer f.Close()
-	return errors.Is(syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB), syscall.EWOULDBLOCK)
+	ok, err := flock.TryShared(f)
+	return !ok && err == nil
 }
 
 // ReadStatus reads a depot's status file (while it runs or after). A status that says

@@ -10,6 +10,7 @@
 package output
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +19,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/snofactory/snofactory/pipeline/flock"
 )
 
 // Error refuses an output path before anything is written to it: the user's input.
@@ -146,10 +149,10 @@ func Write(path string, perm os.FileMode, fill func(*os.File) error, inputs ...s
 	}
 	// Held while the file fills: a later Write removes only partial files nobody holds,
 	// those of a writer that was killed.
-	if err := syscall.Flock(int(tmp.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if ok, err := flock.TryLock(tmp); !ok {
 		tmp.Close()
 		os.Remove(tmp.Name())
-		return fmt.Errorf("creating %s: %w", path, err)
+		return fmt.Errorf("creating %s: %w", path, cmp.Or(err, errors.New("its partial file is locked by another writer")))
 	}
 	done := false
 	defer func() {
@@ -186,7 +189,7 @@ func removeStalePartials(path string) {
 		if err != nil {
 			continue
 		}
-		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
+		if ok, _ := flock.TryLock(f); ok {
 			os.Remove(p)
 		}
 		f.Close()

@@ -12,10 +12,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
+	"github.com/snofactory/snofactory/pipeline/flock"
 	"github.com/snofactory/snofactory/seeds/contract/wire"
 )
 
@@ -138,7 +138,7 @@ func nextSeq(dir string) (unlock func(), seq uint64, err error) {
 	if err != nil {
 		return nil, 0, fmt.Errorf("agent sequence file: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+	if err := flock.Lock(f); err != nil {
 		f.Close()
 		return nil, 0, fmt.Errorf("lock %s: %w", path, err)
 	}
