@@ -18,8 +18,8 @@ const ownerLock = "owner.lock"
 
 // OwnedTempDir creates a private directory in the system temp directory whose name starts
 // with prefix, locked by this process until owner is closed. Before that it removes the
-// directories with the same prefix whose owners died without cleaning up (see
-// ReapOrphanedTempDirs), so a killed run's leftovers go with the next run.
+// directories with the same prefix whose owners died without cleaning up (reapOrphaned), so
+// a killed run's leftovers go with the next run.
 func OwnedTempDir(prefix string, log *slog.Logger) (dir string, owner *os.File, err error) {
 	return ownedDir(os.TempDir(), prefix, log)
 }
@@ -53,12 +53,8 @@ func ownedDir(parent, prefix string, log *slog.Logger) (dir string, owner *os.Fi
 	return dir, owner, nil
 }
 
-// ReapOrphanedTempDirs removes the temp directories made by OwnedTempDir with prefix whose
-// owner is gone. Directories without an ownerLock are left alone: they are being created.
-func ReapOrphanedTempDirs(prefix string, log *slog.Logger) {
-	reapOrphaned(os.TempDir(), prefix, log)
-}
-
+// reapOrphaned removes the directories in parent made by ownedDir with prefix whose owner
+// is gone. Directories without an ownerLock are left alone: they are being created.
 func reapOrphaned(parent, prefix string, log *slog.Logger) {
 	if log == nil {
 		log = slog.Default()
