@@ -222,9 +222,7 @@ func Plan(ctx context.Context, g *Graph, c *Cache, secrets SecretSource, sel Sel
 		return nil, err
 	}
 	var plan []PlannedStage
-	// The sessions the build would start, as it numbers them: a stage that runs takes
-	// over the session of its kind an earlier stage handed on.
-	open, started := map[string]string{}, 0
+	sessions := sessionNames{open: map[string]string{}}
 	for _, s := range g.Stages {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -248,13 +246,8 @@ func Plan(ctx context.Context, g *Graph, c *Cache, secrets SecretSource, sel Sel
 		var entry Entry
 		hit, expired := false, ""
 		if len(pending) == 0 {
-			if entry, hit, err = c.Lookup(s.Name, ps.Key); err != nil {
+			if entry, hit, expired, err = c.lookupFresh(s, ps.Key); err != nil {
 				return nil, err
-			}
-			if hit {
-				if expired = c.Expired(entry, s.MaxAge); expired != "" {
-					hit = false
-				}
 			}
 		}
 		switch {
@@ -282,15 +275,39 @@ func Plan(ctx context.Context, g *Graph, c *Cache, secrets SecretSource, sel Sel
 			ps.Reasons = changes(c, g.Blueprint, in)
 		}
 		if ps.Action == "run" && s.Session != "" {
-			if open[s.Session] == "" {
-				started++
-				open[s.Session] = fmt.Sprintf("%s-%d", s.Session, started)
-			}
-			ps.Session = open[s.Session]
+			ps.Session = sessions.name(s.Session)
 		}
 		plan = append(plan, ps)
 	}
 	return plan, nil
+}
+
+// sessionNames numbers the sessions a build would start, as the build does: a stage that
+// runs takes over the session of its kind an earlier stage handed on.
+type sessionNames struct {
+	open    map[string]string
+	started int
+}
+
+// name is the session a running stage of this kind joins, starting one if none is open.
+func (n *sessionNames) name(kind string) string {
+	if n.open[kind] == "" {
+		n.started++
+		n.open[kind] = fmt.Sprintf("%s-%d", kind, n.started)
+	}
+	return n.open[kind]
+}
+
+// lookupFresh looks s's entry up under key; an entry older than s.MaxAge is no hit, and
+// expired says why.
+func (c *Cache) lookupFresh(s Stage, key string) (entry Entry, hit bool, expired string, err error) {
+	if entry, hit, err = c.Lookup(s.Name, key); err != nil || !hit {
+		return entry, false, "", err
+	}
+	if expired = c.Expired(entry, s.MaxAge); expired != "" {
+		return entry, false, expired, nil
+	}
+	return entry, true, "", nil
 }
 
 // unavailable says why a build cannot run s: its own Unavailable reason, or an upstream
@@ -462,15 +479,11 @@ func runStage(ctx context.Context, s Stage, in KeyInputs, outputs map[string]str
 	}
 	defer unlock()
 	// Another build may have made the entry while we waited for the lock.
-	e, hit, err := c.Lookup(s.Name, key)
+	e, hit, expired, err := c.lookupFresh(s, key)
 	if err != nil {
 		return sr, err
 	}
-	expired := ""
-	if hit {
-		expired = c.Expired(e, s.MaxAge)
-	}
-	if hit && !forced && !s.Uncached && expired == "" {
+	if hit && !forced && !s.Uncached {
 		sr.Cache, sr.dir, sr.Artifacts, sr.Tools, sr.Summary = "hit", e.Dir, e.Artifacts, e.Tools, e.Summary
 		sr.Duration = since()
 		em.emit(Event{Kind: EventStageHit, Stage: s.Name, Key: key, Cache: "hit", Duration: time.Duration(sr.Duration)})
