@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/snofactory/snofactory/pipeline/clock"
 	"github.com/snofactory/snofactory/pipeline/ctxio"
 )
 
@@ -33,8 +34,8 @@ import (
 //	index/<blueprint>/<stage>.json  key inputs of the last build, for "why does this run?"
 type Cache struct {
 	Dir string
-	// Now is the clock an entry's age is measured by (nil: time.Now).
-	Now func() time.Time
+	// Clock measures an entry's age (nil: the wall clock).
+	Clock clock.Clock
 
 	// pins are the shared flocks this value holds on what its builds used (see pin), own
 	// the lease of pins taken outside a build.
@@ -116,12 +117,7 @@ func (c *Cache) Lookup(stage, key string) (Entry, bool, error) {
 	return e, true, nil
 }
 
-func (c *Cache) now() time.Time {
-	if c.Now != nil {
-		return c.Now()
-	}
-	return time.Now()
-}
+func (c *Cache) now() time.Time { return clock.Or(c.Clock).Now() }
 
 // Expired says why an entry of a stage whose outputs live at most maxAge (0: forever) can
 // no longer be used: "" when it can. An entry without its commit time is expired.

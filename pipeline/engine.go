@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/snofactory/snofactory/pipeline/clock"
 )
 
 // Graph is the ordered set of stages of one blueprint's build.
@@ -351,8 +353,8 @@ type BuildOptions struct {
 	// Slots, when set, hands out the resources a stage's run holds (Stage.Resources): a
 	// depot's builds share VM slots, CPUs and memory through it.
 	Slots Slots
-	// Now is the clock; tests may replace it.
-	Now func() time.Time
+	// Clock stamps the record and events (nil: the wall clock); tests pass a fake.
+	Clock clock.Clock
 }
 
 // Build runs the selected stages of g in order, reusing cached entries. It checks its
@@ -361,20 +363,18 @@ type BuildOptions struct {
 // lists each stage as it finishes, and ends succeeded, failed or interrupted. The returned
 // record is also valid on error.
 func Build(ctx context.Context, g *Graph, opts BuildOptions) (*Record, error) {
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
-	rec := &Record{Blueprint: g.Blueprint, Status: StatusRunning, Started: opts.Now(), CacheDir: opts.Cache.Dir}
+	opts.Clock = clock.Or(opts.Clock)
+	rec := &Record{Blueprint: g.Blueprint, Status: StatusRunning, Started: opts.Clock.Now(), CacheDir: opts.Cache.Dir}
 	want, err := checkBuild(g, opts)
 	if err != nil {
-		rec.Status, rec.Finished, rec.Error = StatusFailed, opts.Now(), err.Error()
+		rec.Status, rec.Finished, rec.Error = StatusFailed, opts.Clock.Now(), err.Error()
 		return rec, err
 	}
 	if err := startRecord(opts.OutputDir, rec); err != nil {
-		rec.Status, rec.Finished, rec.Error = StatusFailed, opts.Now(), err.Error()
+		rec.Status, rec.Finished, rec.Error = StatusFailed, opts.Clock.Now(), err.Error()
 		return rec, err
 	}
-	em := &emitter{sink: opts.Sink, blueprint: g.Blueprint, now: opts.Now}
+	em := &emitter{sink: opts.Sink, blueprint: g.Blueprint, clock: opts.Clock}
 	path := filepath.Join(opts.OutputDir, RecordFile)
 	// What this build uses stays pinned (safe from prune) while it runs, not after.
 	l := opts.Cache.newLease()
@@ -386,7 +386,7 @@ func Build(ctx context.Context, g *Graph, opts BuildOptions) (*Record, error) {
 	if cerr := ss.closeAll(context.WithoutCancel(ctx)); cerr != nil && err == nil {
 		err = cerr
 	}
-	rec.Finished = opts.Now()
+	rec.Finished = opts.Clock.Now()
 	rec.Status = StatusSucceeded
 	if err != nil {
 		rec.Status = StatusFailed
@@ -468,10 +468,10 @@ func reasonsFor(c *Cache, blueprint string, s Stage, in KeyInputs, forced bool) 
 func runStage(ctx context.Context, s Stage, in KeyInputs, outputs map[string]string, opts BuildOptions, em *emitter, ss *sessions) (StageRecord, error) {
 	c := opts.Cache
 	key := in.Key()
-	start := opts.Now()
+	start := opts.Clock.Now()
 	sr := StageRecord{Name: s.Name, Key: key, Started: start}
 	forced := slices.Contains(opts.Selection.Force, s.Name)
-	since := func() Duration { return Duration(opts.Now().Sub(start)) }
+	since := func() Duration { return Duration(opts.Clock.Now().Sub(start)) }
 
 	unlock, err := c.lock(ctx, key)
 	if err != nil {

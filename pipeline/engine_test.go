@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/snofactory/snofactory/pipeline/clocktest"
 )
 
 // testGraph is a three-stage chain a → b → c; each stage writes one file derived from its
@@ -691,29 +693,28 @@ func TestMaxAge(t *testing.T) {
 	ctx := context.Background()
 	cache := t.TempDir()
 	tg := newTestGraph()
-	now := time.Date(2026, 11, 24, 8, 0, 0, 0, time.UTC)
-	clock := func() time.Time { return now }
+	clock := clocktest.New(time.Date(2026, 11, 24, 8, 0, 0, 0, time.UTC))
 	graph := func() *Graph {
 		g := tg.graph()
 		g.Stages[1].MaxAge = 24 * time.Hour
 		return g
 	}
 	o := buildOpts(t, cache)
-	o.Cache.Now = clock
+	o.Cache.Clock = clock
 	if _, err := Build(ctx, graph(), o); err != nil {
 		t.Fatal(err)
 	}
-	now = now.Add(23 * time.Hour)
+	clock.Advance(23 * time.Hour)
 	o = buildOpts(t, cache)
-	o.Cache.Now = clock
+	o.Cache.Clock = clock
 	if _, err := Build(ctx, graph(), o); err != nil {
 		t.Fatal(err)
 	}
 	if got := cacheStates(readRecord(t, o.OutputDir)); got != "a=hit b=hit c=hit" {
 		t.Fatalf("within its life: %s", got)
 	}
-	now = now.Add(3 * time.Hour)
-	plan, err := Plan(ctx, graph(), &Cache{Dir: cache, Now: clock}, nil, Selection{})
+	clock.Advance(3 * time.Hour)
+	plan, err := Plan(ctx, graph(), &Cache{Dir: cache, Clock: clock}, nil, Selection{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -724,7 +725,7 @@ func TestMaxAge(t *testing.T) {
 		t.Errorf("plan a: %s: a stage without a life expired", plan[0].Action)
 	}
 	o = buildOpts(t, cache)
-	o.Cache.Now = clock
+	o.Cache.Clock = clock
 	if _, err := Build(ctx, graph(), o); err != nil {
 		t.Fatal(err)
 	}

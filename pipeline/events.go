@@ -3,6 +3,8 @@ package pipeline
 import (
 	"sync"
 	"time"
+
+	"github.com/snofactory/snofactory/pipeline/clock"
 )
 
 // EventKind says what an Event reports.
@@ -55,7 +57,7 @@ type emitter struct {
 	mu        sync.Mutex
 	sink      Sink
 	blueprint string
-	now       func() time.Time
+	clock     clock.Clock
 }
 
 func (e *emitter) emit(ev Event) {
@@ -65,7 +67,7 @@ func (e *emitter) emit(ev Event) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if ev.Time.IsZero() {
-		ev.Time = e.now()
+		ev.Time = e.clock.Now()
 	}
 	if ev.Blueprint == "" {
 		ev.Blueprint = e.blueprint

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/snofactory/snofactory/pipeline/clock"
 	"github.com/snofactory/snofactory/pipeline/flock"
 )
 
@@ -335,8 +336,8 @@ type PruneOptions struct {
 	OlderThan time.Duration
 	// DryRun only reports what would be removed.
 	DryRun bool
-	// Now is the clock; tests may replace it.
-	Now func() time.Time
+	// Clock measures the items' ages (nil: the wall clock).
+	Clock clock.Clock
 }
 
 // PruneResult is what Prune removed (or with DryRun, would remove).
@@ -402,10 +403,7 @@ func selectPrune(items []CacheItem, opts PruneOptions, now time.Time) []int {
 // and each removal is a rename into trash/ followed by a delete, so a reader never sees half
 // an entry.
 func (c *Cache) Prune(ctx context.Context, opts PruneOptions) (PruneResult, error) {
-	now := time.Now
-	if opts.Now != nil {
-		now = opts.Now
-	}
+	now := clock.Or(opts.Clock).Now
 	items, err := c.Items(ctx)
 	if err != nil {
 		return PruneResult{}, err

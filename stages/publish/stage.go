@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/pipeline/clock"
 	"github.com/snofactory/snofactory/pipeline/versions"
 	"github.com/snofactory/snofactory/seeds/artifact/ociseed"
 	"github.com/snofactory/snofactory/seeds/artifact/seed"
@@ -43,8 +43,8 @@ type Options struct {
 	// ChunkSize and Jobs tune the transfer, not the result.
 	ChunkSize int64 `json:"-"`
 	Jobs      int   `json:"-"`
-	// Now is the clock of the provenance's finishedOn; nil is time.Now.
-	Now func() time.Time `json:"-"`
+	// Clock stamps the provenance's finishedOn; nil is the wall clock.
+	Clock clock.Clock `json:"-"`
 }
 
 // The secrets a signing publish reads: the encrypted sigstore private key (PEM) and its
@@ -97,10 +97,7 @@ func run(ctx context.Context, opts Options, env *pipeline.Env) error {
 	if err != nil {
 		return err
 	}
-	prov := provenanceInputs{Seed: sealed, Finished: time.Now()}
-	if opts.Now != nil {
-		prov.Finished = opts.Now()
-	}
+	prov := provenanceInputs{Seed: sealed, Finished: clock.Or(opts.Clock).Now()}
 	if _, ok := env.Inputs[handoff.StageResolve]; ok {
 		rs, err := handoff.Read[handoff.Resolve](env)
 		if err != nil {

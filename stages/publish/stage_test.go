@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/pipeline/clocktest"
 	"github.com/snofactory/snofactory/seeds/artifact/ociseed"
 	"github.com/snofactory/snofactory/seeds/artifact/seed"
 	"github.com/snofactory/snofactory/seeds/artifact/seed/seedtest"
@@ -124,7 +125,7 @@ func TestPublishSigned(t *testing.T) {
 	env := &pipeline.Env{Out: out, RunDir: runDir, Log: slog.New(slog.DiscardHandler),
 		Inputs:  map[string]string{handoff.StageSeal: sealDir, handoff.StageValidate: validateDir, handoff.StageResolve: resolveDir},
 		Secrets: pipeline.SecretSet{Values: map[string][]byte{SecretSigningKey: pem, SecretSigningPassphrase: pass}}}
-	opts := Options{Push: ref, Sign: true, ChunkSize: 1 << 20, Now: func() time.Time { return finished }}
+	opts := Options{Push: ref, Sign: true, ChunkSize: 1 << 20, Clock: clocktest.New(finished)}
 
 	// A wrong passphrase stops the stage before anything is pushed.
 	bad := *env

@@ -10,6 +10,7 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/pipeline/clock"
 	"github.com/snofactory/snofactory/pipeline/versions"
 	"github.com/snofactory/snofactory/seeds/artifact/seed"
 	"github.com/snofactory/snofactory/seeds/contract/oskind"
@@ -71,8 +72,9 @@ type Options struct {
 	// rollout of the placeholder pull secret) on top of the boot.
 	ClusterTimeout time.Duration `json:"-"`
 	Prober         vm.Prober     `json:"-"`
-	// Now is the creation time when SOURCE_DATE_EPOCH is not set; nil means time.Now.
-	Now func() time.Time `json:"-"`
+	// Clock gives the creation time when SOURCE_DATE_EPOCH is not set; nil means the wall
+	// clock.
+	Clock clock.Clock `json:"-"`
 }
 
 // New returns the seal stage.
@@ -193,7 +195,7 @@ func manifest(ctx context.Context, opts Options, in inputs) (*seed.Manifest, err
 	if err != nil {
 		return nil, err
 	}
-	created, err := seed.SourceDateFrom(opts.SourceDateEpoch, opts.Now)
+	created, err := seed.SourceDateFrom(opts.SourceDateEpoch, clock.Or(opts.Clock).Now)
 	if err != nil {
 		return nil, err
 	}

@@ -47,7 +47,7 @@ func newFactsCerts(f *wire.Facts) *factsCerts {
 
 // lifetime checks that cert stays valid for the shipment window from now.
 func (c *cluster) lifetime(what string, cert certInfo) outcome {
-	now := c.opts.Now()
+	now := c.opts.Clock.Now()
 	left := cert.notAfter.Sub(now)
 	ev := []string{
 		"from " + cert.source,

@@ -13,7 +13,7 @@ import (
 // resultOf runs the cluster checks and returns one check's result.
 func resultOf(t *testing.T, s *kubeapi.Server, now time.Time, id string) Result {
 	t.Helper()
-	rep, err := ClusterCheck(context.Background(), &OpenShift{Kubeconfig: s.Kubeconfig}, Options{Now: func() time.Time { return now }}, nil, 0)
+	rep, err := ClusterCheck(context.Background(), &OpenShift{Kubeconfig: s.Kubeconfig}, Options{Clock: clocktest.New(now)}, nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

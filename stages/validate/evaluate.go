@@ -7,6 +7,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/snofactory/snofactory/pipeline/clock"
 	"github.com/snofactory/snofactory/seeds/checks/suggest"
 	"github.com/snofactory/snofactory/seeds/contract/wire"
 	"github.com/snofactory/snofactory/stages/internal/handoff"
@@ -50,8 +51,8 @@ type Options struct {
 	// ShipmentWindow is how long certificates must stay valid from now; 0 means
 	// DefaultShipmentWindow.
 	ShipmentWindow time.Duration
-	// Now is the clock certificates are measured from; nil means time.Now.
-	Now func() time.Time
+	// Clock is what certificates are measured from; nil means the wall clock.
+	Clock clock.Clock `json:"-"`
 	// SettleWindow is how long every ClusterOperator must have stopped progressing; 0
 	// means DefaultSettleWindow.
 	SettleWindow time.Duration
@@ -70,9 +71,7 @@ func (o Options) withDefaults() Options {
 	if o.ShipmentWindow == 0 {
 		o.ShipmentWindow = DefaultShipmentWindow
 	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
+	o.Clock = clock.Or(o.Clock)
 	return o
 }
 

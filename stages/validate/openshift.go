@@ -204,7 +204,7 @@ func (c *cluster) clusterOperators(ctx context.Context) outcome {
 		return fail("no ClusterOperators")
 	}
 	var problems []string
-	now := c.opts.Now()
+	now := c.opts.Clock.Now()
 	for _, op := range ops {
 		p := conditionProblems("clusteroperator/"+op.GetName(), op.Object,
 			want{"Available", "True"}, want{"Degraded", "False"}, want{"Progressing", "False"})

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/pipeline/clocktest"
 	"github.com/snofactory/snofactory/seeds/contract/oskind"
 	"github.com/snofactory/snofactory/seeds/contract/wire"
 	"github.com/snofactory/snofactory/stages/internal/handoff"
@@ -164,7 +165,7 @@ func checkInputs(t *testing.T, s *kubeapi.Server) Inputs {
 		t.Fatal(err)
 	}
 	return Inputs{
-		Options: Options{ShipmentWindow: 720 * time.Hour, Now: func() time.Time { return testNow }},
+		Options: Options{ShipmentWindow: 720 * time.Hour, Clock: clocktest.New(testNow)},
 		OpenShift: &OpenShift{Kubeconfig: kubeconfig, Server: s.URL, Version: testVersion,
 			RelocationMachineConfigs: relocationMCs(), DayTwoWorkers: true},
 	}

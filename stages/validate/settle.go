@@ -36,8 +36,8 @@ func WaitSettled(ctx context.Context, o *OpenShift, opts Options, clk Clock, pol
 	if clk == nil {
 		clk = RealClock{}
 	}
-	if opts.Now == nil {
-		opts.Now = clk.Now
+	if opts.Clock == nil {
+		opts.Clock = clk
 	}
 	in := Inputs{OpenShift: o, Options: opts.withDefaults()}
 	_, why, err := clock.Wait(ctx, clk, poll, 0, func(ctx context.Context) (bool, string, error) {

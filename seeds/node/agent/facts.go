@@ -18,10 +18,10 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/containers/storage"
 
+	"github.com/snofactory/snofactory/pipeline/clock"
 	"github.com/snofactory/snofactory/seeds/contract/wire"
 )
 
@@ -39,8 +39,8 @@ type FactsOptions struct {
 	GraphRoot, RunRoot, Driver string
 	// SysRoot is prepended to /proc and /sys paths; empty on a real node.
 	SysRoot string
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
+	// Clock stamps the facts; nil means the wall clock.
+	Clock clock.Clock
 }
 
 // GatherFacts observes the installed system. Problems with single facts are recorded in
@@ -82,11 +82,7 @@ func GatherFacts(ctx context.Context, o FactsOptions) (*wire.Facts, error) {
 		f.Images = gatherImages(ctx, o)
 	}
 	f.Inventory = gatherInventory(ctx, root)
-	now := time.Now
-	if o.Now != nil {
-		now = o.Now
-	}
-	f.Time = now().UTC()
+	f.Time = clock.Or(o.Clock).Now().UTC()
 	return f, ctx.Err()
 }
 

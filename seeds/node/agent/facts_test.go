@@ -26,6 +26,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/snofactory/snofactory/pipeline/clocktest"
 	"github.com/snofactory/snofactory/seeds/contract/wire"
 	"github.com/snofactory/snofactory/seeds/node/imageimport"
 )
@@ -128,7 +129,7 @@ func fakeInstalled(t *testing.T, cmdline string) (FactsOptions, string) {
 		t.Fatal(err)
 	}
 	return FactsOptions{Root: root, BootDir: boot, IgnitionConfig: cfg, SysRoot: sys,
-		Now: func() time.Time { return time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC) }}, base
+		Clock: clocktest.New(time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC))}, base
 }
 
 func testCertPEM(t *testing.T, life time.Duration) string {
@@ -224,7 +225,7 @@ func TestGatherFacts(t *testing.T) {
 		!strings.Contains(f.Certs[0].Subject, "system:node:sno") {
 		t.Errorf("certs: %+v", f.Certs)
 	}
-	if !f.Time.Equal(o.Now()) || len(f.Errors) != 0 {
+	if !f.Time.Equal(o.Clock.Now()) || len(f.Errors) != 0 {
 		t.Errorf("time %v, errors %v", f.Time, f.Errors)
 	}
 }

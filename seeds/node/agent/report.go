@@ -12,9 +12,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 
+	"github.com/snofactory/snofactory/pipeline/clock"
 	"github.com/snofactory/snofactory/pipeline/flock"
 	"github.com/snofactory/snofactory/seeds/contract/wire"
 )
@@ -29,8 +29,8 @@ type Reporter struct {
 	StateDir string
 	// SysRoot is prepended to /sys and /proc paths; empty on a real node.
 	SysRoot string
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
+	// Clock stamps the messages; nil means the wall clock.
+	Clock clock.Clock
 }
 
 // DefaultStateDir is where the guest keeps the sequence counter.
@@ -45,10 +45,7 @@ func (r Reporter) Report(ctx context.Context, phase string, status wire.Status, 
 // send writes one message to the port opened with flag; with then, then reads from the
 // port while it is still open (the port drops what the host sends to no open reader).
 func (r Reporter) send(ctx context.Context, phase string, status wire.Status, details map[string]string, flag int, then func(*os.File) error) (wire.Message, error) {
-	now := time.Now
-	if r.Now != nil {
-		now = r.Now
-	}
+	now := clock.Or(r.Clock).Now
 	boot, err := r.bootID()
 	if err != nil {
 		return wire.Message{}, err
