@@ -297,7 +297,7 @@ func held(path string) bool {
 // builds pin an entry, so a plan that looks an entry up does not count as a use.
 func (c *Cache) markUsed(stage, key string) {
 	if c.pinned(key + ".use") {
-		now := time.Now()
+		now := c.now()
 		os.Chtimes(c.entryDir(stage, key)+".json", now, now)
 	}
 }
