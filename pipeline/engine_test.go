@@ -298,10 +298,13 @@ func TestCancelLeavesCacheConsistent(t *testing.T) {
 func TestConcurrentBuildsRunAStageOnce(t *testing.T) {
 	cache := t.TempDir()
 	var runs atomic.Int32
+	// The stage runs on only once every build has started, so all four overlap it.
+	var begun sync.WaitGroup
+	begun.Add(4)
 	g := func() *Graph {
 		return &Graph{Blueprint: "conc", Stages: []Stage{{Name: "x", Version: "1", Run: func(ctx context.Context, env *Env) error {
 			runs.Add(1)
-			time.Sleep(100 * time.Millisecond)
+			begun.Wait()
 			return os.WriteFile(filepath.Join(env.Out, "f"), []byte("x"), 0o644)
 		}}}}
 	}
@@ -311,7 +314,13 @@ func TestConcurrentBuildsRunAStageOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := Build(context.Background(), g(), buildOpts(t, cache))
+			o := buildOpts(t, cache)
+			o.Sink = SinkFunc(func(e Event) {
+				if e.Kind == EventBuildStart {
+					begun.Done()
+				}
+			})
+			_, err := Build(context.Background(), g(), o)
 			errs <- err
 		}()
 	}
@@ -392,21 +401,27 @@ func TestExecToolErrorAndGroupKill(t *testing.T) {
 
 	// A grandchild must die with the tool when the context ends.
 	pidFile := filepath.Join(t.TempDir(), "pid")
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	go func() {
+		// Cancels once the tool has started its grandchild (its pid is written).
+		for pid := 0; pid == 0; pid = readPID(pidFile) {
+			time.Sleep(time.Millisecond) // paces the poll; the condition is the event
+		}
+		cancel()
+	}()
 	err = RunTool(ctx, exec.Command("sh", "-c", "sleep 60 & echo $! > "+pidFile+"; wait"), nil)
-	if !errors.Is(err, context.DeadlineExceeded) {
+	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v", err)
 	}
-	b, _ := os.ReadFile(pidFile)
-	var pid int
-	fmt.Sscan(string(b), &pid)
-	deadline := time.Now().Add(5 * time.Second)
+	pid := readPID(pidFile)
+	if pid == 0 {
+		t.Fatal("the tool ended before it started its grandchild")
+	}
+	// The group kill is sent when RunTool returns; the grandchild goes when the kernel
+	// delivers it. A survivor keeps this loop, and so the test, running until its timeout.
 	for syscall.Kill(pid, 0) == nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("grandchild %d survived", pid)
-		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(time.Millisecond) // paces the poll; the condition is the event
 	}
 }
 
@@ -656,10 +671,13 @@ func TestModifiedEntryIsRebuilt(t *testing.T) {
 		t.Errorf("committed output is writable: %v", info.Mode())
 	}
 	os.Chmod(f, 0o644)
-	time.Sleep(10 * time.Millisecond)
+	info, _ := os.Stat(f)
 	if err := os.WriteFile(f, []byte("tampered"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A later mtime for certain, whatever the filesystem's timestamp granularity.
+	later := info.ModTime().Add(time.Second)
+	os.Chtimes(f, later, later)
 	o2 := buildOpts(t, cache)
 	if _, err := Build(ctx, tg.graph(), o2); err != nil {
 		t.Fatal(err)
@@ -680,9 +698,7 @@ func TestWaitingForAnEntryLockIsCancellable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-	defer cancel()
-	if _, err := c.lock(ctx, strings.Repeat("a", 64)); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := c.lock(cancelOnWait(), strings.Repeat("a", 64)); !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v", err)
 	}
 }
@@ -733,4 +749,12 @@ func TestMaxAge(t *testing.T) {
 	if got := cacheStates(readRecord(t, o.OutputDir)); got != "a=hit b=miss c=hit" {
 		t.Fatalf("after its life: %s", got)
 	}
+}
+
+// readPID is the pid written in path, 0 while there is none (yet).
+func readPID(path string) int {
+	b, _ := os.ReadFile(path)
+	var pid int
+	fmt.Sscan(string(b), &pid)
+	return pid
 }

@@ -1,19 +1,21 @@
 package pipeline
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 )
 
-// killGraph has a stage that writes part of its output, signals readiness through a marker
-// file and, in the child process, then hangs until it is killed.
-func killGraph(marker string, hang bool) *Graph {
+// killGraph has a stage that writes part of its output and, in the child process, says so on
+// stdout (the parent reads it through a pipe) and hangs until it is killed.
+func killGraph(hang bool) *Graph {
 	return &Graph{Blueprint: "kill", Stages: []Stage{
 		{Name: "first", Version: "1", Run: func(ctx context.Context, env *Env) error {
 			return os.WriteFile(filepath.Join(env.Out, "f"), []byte("first"), 0o644)
@@ -23,17 +25,20 @@ func killGraph(marker string, hang bool) *Graph {
 				return err
 			}
 			if hang {
-				os.WriteFile(marker, nil, 0o644)
-				time.Sleep(time.Hour) // until the parent kills us
+				fmt.Println(renderRunning)
+				time.Sleep(time.Hour) // a hang, not a wait: the parent kills us
 			}
 			return os.WriteFile(filepath.Join(env.Out, "partial.ign"), []byte("{}"), 0o644)
 		}},
 	}}
 }
 
+// renderRunning is the child's line once its render stage has written part of its output.
+const renderRunning = "render stage running"
+
 func TestMain(m *testing.M) {
 	if dir := os.Getenv("PIPELINE_TEST_KILL_CHILD"); dir != "" {
-		_, err := Build(context.Background(), killGraph(filepath.Join(dir, "marker"), true), BuildOptions{
+		_, err := Build(context.Background(), killGraph(true), BuildOptions{
 			Cache: &Cache{Dir: filepath.Join(dir, "cache")}, OutputDir: filepath.Join(dir, "out"),
 			Selection: Selection{Force: []string{"render"}}})
 		fmt.Fprintln(os.Stderr, "child build returned:", err)
@@ -47,25 +52,23 @@ func TestKill9DuringStageThenResume(t *testing.T) {
 	// The output directory first holds an earlier successful build's record (made with another
 	// cache, so the killed build's cache starts empty).
 	out := filepath.Join(dir, "out")
-	if _, err := Build(context.Background(), killGraph("", false), BuildOptions{Cache: &Cache{Dir: t.TempDir()}, OutputDir: out}); err != nil {
+	if _, err := Build(context.Background(), killGraph(false), BuildOptions{Cache: &Cache{Dir: t.TempDir()}, OutputDir: out}); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "PIPELINE_TEST_KILL_CHILD="+dir)
 	cmd.Stderr = os.Stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "marker")); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			t.Fatal("child never reached the render stage")
-		}
-		time.Sleep(10 * time.Millisecond)
+	// The child's line is the event; a child that dies first closes the pipe instead.
+	if line, err := bufio.NewReader(stdout).ReadString('\n'); strings.TrimSpace(line) != renderRunning {
+		cmd.Process.Kill()
+		t.Fatalf("child never reached the render stage: %q %v", line, err)
 	}
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
@@ -84,7 +87,7 @@ func TestKill9DuringStageThenResume(t *testing.T) {
 	if err := os.WriteFile(stale, []byte("{"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Build(context.Background(), killGraph("", false), BuildOptions{Cache: cache, OutputDir: out}); err != nil {
+	if _, err := Build(context.Background(), killGraph(false), BuildOptions{Cache: cache, OutputDir: out}); err != nil {
 		t.Fatal(err)
 	}
 	r := readRecord(t, out)

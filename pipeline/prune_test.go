@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snofactory/snofactory/pipeline/clocktest"
 	"github.com/snofactory/snofactory/pipeline/flock"
 )
 
@@ -328,12 +329,14 @@ func TestHitRecordsLastUse(t *testing.T) {
 		t.Fatal("plan counted as a use")
 	}
 	o2 := buildOpts(t, cache)
+	hitAt := old.Add(12 * time.Hour)
+	o2.Cache.Clock = clocktest.New(hitAt)
 	if _, err := Build(context.Background(), tg.graph(), o2); err != nil {
 		t.Fatal(err)
 	}
 	o2.Cache.Release()
-	if time.Since(stamp()) > time.Minute {
-		t.Fatalf("a hit left the last use at %v", stamp())
+	if !stamp().Equal(hitAt) {
+		t.Fatalf("a hit left the last use at %v, want %v", stamp(), hitAt)
 	}
 }
 
@@ -345,13 +348,18 @@ func TestPruneDuringBuild(t *testing.T) {
 	cache := t.TempDir()
 	c := &Cache{Dir: cache}
 	junk := putEntry(t, c, "render", "from an older build", time.Now().Add(-time.Hour))
+	// pruned says a prune has ended to a pause waiting for it; a pause lasts two of them, so
+	// at least one whole prune runs inside it.
+	pruned := make(chan struct{})
 	pause := func(ctx context.Context) error {
-		select {
-		case <-time.After(150 * time.Millisecond):
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
+		for range 2 {
+			select {
+			case <-pruned:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
 		}
+		return nil
 	}
 	mk := func(name string, deps ...string) Stage {
 		return Stage{Name: name, Version: "1", Deps: deps, Run: func(ctx context.Context, env *Env) error {
@@ -398,7 +406,10 @@ func TestPruneDuringBuild(t *testing.T) {
 			}
 			prunes.Add(1)
 			removed.Add(int32(len(res.Removed)))
-			time.Sleep(5 * time.Millisecond)
+			select {
+			case pruned <- struct{}{}:
+			default: // no stage is pausing: prune on
+			}
 		}
 		stopped <- nil
 	}()

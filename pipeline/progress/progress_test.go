@@ -66,13 +66,7 @@ func TestTTYRendersWithoutBlocking(t *testing.T) {
 		tty.Emit(pipeline.Event{Time: t0, Kind: pipeline.EventProgress, Blueprint: "demo", Stage: "precache", Message: "blobs", Done: i * 10, Total: 100, Unit: "bytes"})
 	}
 	tty.Emit(pipeline.Event{Time: t0, Kind: pipeline.EventStageDone, Blueprint: "demo", Stage: "precache", Key: "abc"})
-	done := make(chan struct{})
-	go func() { tty.Close(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("TTY renderer did not finish")
-	}
+	tty.Close() // a renderer that blocks hangs here, until the test's own timeout
 	if !strings.Contains(buf.String(), "[demo/precache] done in") {
 		t.Fatalf("missing stage line in %q", buf.String())
 	}
