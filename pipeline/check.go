@@ -2,27 +2,20 @@ package pipeline
 
 import (
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/snofactory/snofactory/pipeline/badinput"
 	"github.com/snofactory/snofactory/pipeline/output"
 )
 
-// InputError is a build or plan refused because of what it was asked to do: a selection
+// inputErrorf refuses a build or plan because of what it was asked to do: a selection
 // naming no stage or a stage this version cannot run, or a cache or output directory that is
 // a file or cannot be written. It is the caller's mistake, not a failed build.
-type InputError struct{ Err error }
-
-func (e *InputError) Error() string { return e.Err.Error() }
-func (e *InputError) Unwrap() error { return e.Err }
-
-func inputErrorf(format string, args ...any) error {
-	return &InputError{Err: fmt.Errorf(format, args...)}
-}
+func inputErrorf(format string, args ...any) error { return badinput.Errorf(format, args...) }
 
 // checkAvailable refuses a selection that reaches a stage this version cannot run, naming the
 // first such stage and the last stage before it that a build can stop at.
@@ -74,10 +67,10 @@ func checkBuild(g *Graph, opts BuildOptions) (map[string]bool, error) {
 // and one directory serving as both.
 func checkApart(inputs []string, outputDir, cacheDir string) error {
 	if err := output.CheckDir("the output directory", outputDir, inputs...); err != nil {
-		return &InputError{Err: err}
+		return badinput.Wrap(err)
 	}
 	if err := output.CheckDir("the cache directory", cacheDir, inputs...); err != nil {
-		return &InputError{Err: err}
+		return badinput.Wrap(err)
 	}
 	o, oerr := filepath.Abs(outputDir)
 	c, cerr := filepath.Abs(cacheDir)

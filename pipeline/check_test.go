@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/snofactory/snofactory/pipeline/badinput"
 )
 
 // readOnlyDir is an existing directory this process cannot write: mode 0555, or for root
@@ -43,7 +45,7 @@ func unavailableGraph() *Graph {
 }
 
 // TestBuildRefusesBadInputBeforeTouchingDisk: a build whose selection or directories are wrong
-// is an *InputError, runs no stage, and creates neither the output nor the cache directory.
+// is an *badinput.Error, runs no stage, and creates neither the output nor the cache directory.
 func TestBuildRefusesBadInputBeforeTouchingDisk(t *testing.T) {
 	tmp := t.TempDir()
 	file := filepath.Join(tmp, "a-file")
@@ -80,9 +82,9 @@ func TestBuildRefusesBadInputBeforeTouchingDisk(t *testing.T) {
 				}
 			}
 			_, err := Build(context.Background(), g, BuildOptions{Cache: &Cache{Dir: tt.cache}, OutputDir: tt.out, Selection: tt.sel})
-			var ie *InputError
+			var ie *badinput.Error
 			if !errors.As(err, &ie) || !strings.Contains(err.Error(), tt.msg) {
-				t.Fatalf("got %v (%T), want an *InputError containing %q", err, err, tt.msg)
+				t.Fatalf("got %v (%T), want an *badinput.Error containing %q", err, err, tt.msg)
 			}
 			if ran {
 				t.Error("a stage ran")
@@ -129,8 +131,8 @@ func TestPlanRefusesACacheThatIsAFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := Plan(context.Background(), newTestGraph().graph(), &Cache{Dir: file}, nil, Selection{})
-	var ie *InputError
+	var ie *badinput.Error
 	if !errors.As(err, &ie) {
-		t.Fatalf("got %v (%T), want an *InputError", err, err)
+		t.Fatalf("got %v (%T), want an *badinput.Error", err, err)
 	}
 }

@@ -358,7 +358,7 @@ type BuildOptions struct {
 }
 
 // Build runs the selected stages of g in order, reusing cached entries. It checks its
-// arguments first: a build refused for them (an *InputError, or an invalid graph) touches
+// arguments first: a build refused for them (an *badinput.Error, or an invalid graph) touches
 // nothing on disk. Otherwise run.json in the output directory says "running" from the start,
 // lists each stage as it finishes, and ends succeeded, failed or interrupted. The returned
 // record is also valid on error.

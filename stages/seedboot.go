@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/pipeline/badinput"
 	"github.com/snofactory/snofactory/seeds/artifact/seed"
 	"github.com/snofactory/snofactory/seeds/contract/wire"
 	"github.com/snofactory/snofactory/stages/internal/vm"
@@ -49,7 +49,7 @@ type Forward struct {
 
 // BootSeed boots the seed with an overlay and follows its reconfiguration. A seed that is
 // not sound is refused (seed.ErrBadSeed) before qemu opens it; an accelerator that cannot
-// be had is the caller's input (*pipeline.InputError).
+// be had is the caller's input (*badinput.Error).
 func BootSeed(ctx context.Context, b SeedBoot) error {
 	// qemu opens the seed's qcow2 as the overlay's backing file: nothing in it may point
 	// elsewhere on this host.
@@ -75,7 +75,7 @@ func BootSeed(ctx context.Context, b SeedBoot) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	acc, err := vm.Prober{Log: log}.Resolve(ctx, vm.Accel(b.Accelerator))
 	if err != nil {
-		return &pipeline.InputError{Err: err}
+		return badinput.Wrap(err)
 	}
 	cfg := vm.Config{
 		Name:         "seed",

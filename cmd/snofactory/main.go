@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/pipeline/badinput"
 	"github.com/snofactory/snofactory/pipeline/output"
 	"github.com/snofactory/snofactory/seeds/artifact/diskpack"
 )
@@ -83,7 +84,7 @@ func runContext(parent context.Context, args []string, stdout, stderr io.Writer)
 func exitCode(err error) int {
 	var (
 		be *badInputError
-		ie *pipeline.InputError
+		ie *badinput.Error
 		se *pipeline.StageError
 	)
 	switch {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/pipeline/badinput"
 	"github.com/snofactory/snofactory/pipeline/flock"
 )
 
@@ -415,8 +416,8 @@ func checkWatermark(cfg Config) error {
 		return nil // measured again while running
 	}
 	if total := st.Blocks * uint64(st.Bsize); cfg.MinFreeBytes > total {
-		return &pipeline.InputError{Err: fmt.Errorf("the free-space watermark (%d bytes) is more than the cache's disk holds in all (%d bytes, %s): no build could ever start; lower --min-free",
-			cfg.MinFreeBytes, total, dir)}
+		return badinput.Errorf("the free-space watermark (%d bytes) is more than the cache's disk holds in all (%d bytes, %s): no build could ever start; lower --min-free",
+			cfg.MinFreeBytes, total, dir)
 	}
 	return nil
 }

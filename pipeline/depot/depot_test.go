@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/pipeline/badinput"
 )
 
 // fakeDepot builds graphs of two stages: "shared" (the same key in every build whose name
@@ -237,7 +238,7 @@ func TestDepotRefusesUnmeetableWatermark(t *testing.T) {
 	_, err := Run(context.Background(), Config{Builds: []Build{{Name: "other", Blueprint: "/b/other"}}, Load: f.load,
 		Cache: &pipeline.Cache{Dir: filepath.Join(t.TempDir(), "cache")}, OutputDir: t.TempDir(), MinFreeBytes: 1 << 62,
 		Log: slog.New(slog.DiscardHandler)})
-	var ie *pipeline.InputError
+	var ie *badinput.Error
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "no build could ever start") {
 		t.Fatalf("err = %v, want the watermark refused", err)
 	}

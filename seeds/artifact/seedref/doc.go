@@ -4,5 +4,5 @@
 // place that tells these apart, decides where a pulled seed is staged, and applies the
 // trust policy before a seed's content is used, so that every command reading a seed
 // treats it the same way. Problems with the reference itself (malformed, missing, refused
-// by the policy) are *pipeline.InputError: the caller's input, not a failure.
+// by the policy) are *badinput.Error: the caller's input, not a failure.
 package seedref

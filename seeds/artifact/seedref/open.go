@@ -3,14 +3,13 @@ package seedref
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/opencontainers/go-digest"
 
-	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/pipeline/badinput"
 	"github.com/snofactory/snofactory/seeds/artifact/ociseed"
 	"github.com/snofactory/snofactory/seeds/artifact/seed"
 	"github.com/snofactory/snofactory/seeds/artifact/trust"
@@ -49,7 +48,7 @@ func Open(ctx context.Context, ref string, opts ...Option) (*Seed, error) {
 	}
 	loc, err := ociseed.ParseLocation(ref, false)
 	if err != nil {
-		return nil, &pipeline.InputError{Err: err}
+		return nil, badinput.Wrap(err)
 	}
 	if loc.Transport != ociseed.TransportRegistry {
 		if _, err := os.Stat(loc.Path); err != nil {
@@ -95,7 +94,7 @@ func (s *Seed) trusted(ctx context.Context) (string, error) {
 	}
 	loc, err := ociseed.ParseLocation(s.ref, s.o.insecure)
 	if err != nil {
-		return "", &pipeline.InputError{Err: err}
+		return "", badinput.Wrap(err)
 	}
 	name := "docker://" + loc.String()
 	switch loc.Transport {
@@ -109,7 +108,7 @@ func (s *Seed) trusted(ctx context.Context) (string, error) {
 	d, err := trust.Check(ctx, name, p)
 	if err != nil {
 		if errors.Is(err, trust.ErrUntrusted) {
-			return "", &pipeline.InputError{Err: err}
+			return "", badinput.Wrap(err)
 		}
 		return "", err
 	}
@@ -130,7 +129,7 @@ func (s *Seed) checkFrom() ([]ociseed.Option, error) {
 		return s.o.pullOptions(extra...), nil
 	}
 	if _, err := os.Stat(s.o.from); err != nil {
-		return nil, &pipeline.InputError{Err: fmt.Errorf("--from: %w", err)}
+		return nil, badinput.Errorf("--from: %w", err)
 	}
 	return s.o.pullOptions(append(extra, ociseed.WithFrom(s.o.from))...), nil
 }
@@ -196,5 +195,5 @@ func (s *Seed) Verify(ctx context.Context) error {
 
 // inputErrorf is a problem with what the caller asked for.
 func inputErrorf(format string, args ...any) error {
-	return &pipeline.InputError{Err: fmt.Errorf(format, args...)}
+	return badinput.Errorf(format, args...)
 }

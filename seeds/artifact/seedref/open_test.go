@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/pipeline/badinput"
 	"github.com/snofactory/snofactory/seeds/artifact/ociseed"
 	"github.com/snofactory/snofactory/seeds/artifact/seed"
 	"github.com/snofactory/snofactory/seeds/artifact/seed/seedtest"
@@ -27,7 +27,7 @@ func TestOpenRefusesBadArguments(t *testing.T) {
 		{"seeds/du:1", "names no registry"},
 	} {
 		_, err := seedref.Open(context.Background(), tc.ref)
-		var ie *pipeline.InputError
+		var ie *badinput.Error
 		if !errors.As(err, &ie) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Open(%q) = %v, want an input error saying %q", tc.ref, err, tc.want)
 		}
@@ -68,7 +68,7 @@ func TestPolicyBeforeUse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ie *pipeline.InputError
+	var ie *badinput.Error
 	if _, _, err := s.Dir(ctx); !errors.As(err, &ie) || !errors.Is(err, trust.ErrUntrusted) {
 		t.Errorf("Dir under a rejecting policy: %v", err)
 	}

@@ -10,7 +10,7 @@ import (
 
 	"filippo.io/age"
 
-	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/pipeline/badinput"
 	"github.com/snofactory/snofactory/pipeline/output"
 	"github.com/snofactory/snofactory/seeds/artifact/trust"
 	"github.com/snofactory/snofactory/seeds/checks/strictyaml"
@@ -53,7 +53,7 @@ type Created struct {
 // Create validates a site config and writes its medium: bound, its credentials made and
 // sealed to their recipients, its secrets sealed, signed. Every argument is checked (and
 // the key opened) before anything is written. A problem with the arguments or the site
-// config is a *pipeline.InputError; an invalid site config is its
+// config is a *badinput.Error; an invalid site config is its
 // *strictyaml.ValidationErrors, which lists every problem.
 func Create(ctx context.Context, o CreateOptions) (*Created, error) {
 	// Before anything is made: a device is written in place, a directory, a character
@@ -64,11 +64,11 @@ func Create(ctx context.Context, o CreateOptions) (*Created, error) {
 	}
 	rcpts, err := credentials.ParseRecipients(o.Recipients)
 	if err != nil {
-		return nil, &pipeline.InputError{Err: err}
+		return nil, badinput.Wrap(err)
 	}
 	sealRcpts, err := sealRecipients(o.SealTo)
 	if err != nil {
-		return nil, &pipeline.InputError{Err: err}
+		return nil, badinput.Wrap(err)
 	}
 	// The key first: a wrong passphrase must leave nothing written.
 	signer, err := o.signer()
@@ -206,7 +206,7 @@ func outputErr(err error) error {
 }
 
 func inputErrorf(format string, args ...any) error {
-	return &pipeline.InputError{Err: fmt.Errorf(format, args...)}
+	return badinput.Errorf(format, args...)
 }
 
 // Summary says what the site config sets, in one line, never the pull secret.
