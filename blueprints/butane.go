@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"sort"
 	"strings"
 
@@ -17,11 +15,10 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/snofactory/snofactory/blueprints/v1alpha1"
+	"github.com/snofactory/snofactory/seeds/checks/smallfile"
 	"github.com/snofactory/snofactory/seeds/checks/strictyaml"
 	"github.com/snofactory/snofactory/seeds/contract/oskind"
 )
-
-var errTooLarge = errors.New("file too large")
 
 // maxButaneEntries bounds how many Butane findings are reported per fragment.
 const maxButaneEntries = 20
@@ -51,8 +48,8 @@ func (d *decoder) checkButane(bp *v1alpha1.Blueprint, data []byte) {
 			if d.Failed(path) {
 				continue
 			}
-			b, err := readSmall(bp.Resolved.Butane[i], maxButaneFile)
-			if errors.Is(err, errTooLarge) {
+			b, err := smallfile.Read(bp.Resolved.Butane[i], maxButaneFile)
+			if errors.Is(err, smallfile.ErrTooLarge) {
 				d.AddAt(d.Locate(path), path, fmt.Sprintf("the Butane file is larger than %d bytes", maxButaneFile),
 					"Butane embeds small files; ship large content as images or manifests")
 				continue
@@ -259,22 +256,6 @@ func yamlErrorLine(err error) (int64, string) {
 		}
 	}
 	return 0, msg
-}
-
-func readSmall(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > limit {
-		return nil, errTooLarge
-	}
-	return b, nil
 }
 
 func markerLine(e vreport.Entry) int64 {

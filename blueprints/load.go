@@ -3,12 +3,12 @@ package blueprints
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"reflect"
 
 	"github.com/snofactory/snofactory/blueprints/v1alpha1"
+	"github.com/snofactory/snofactory/seeds/checks/smallfile"
 	"github.com/snofactory/snofactory/seeds/checks/strictyaml"
 )
 
@@ -25,20 +25,13 @@ var APIVersions = []string{v1alpha1.APIVersion}
 // it are resolved against its directory. When the input is at fault it returns a
 // *ValidationErrors listing every problem found.
 func LoadFile(path string) (*v1alpha1.Blueprint, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fileProblem(path, fmt.Sprintf("cannot read blueprint: %v", unwrapPathError(err)))
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fileProblem(path, fmt.Sprintf("cannot read blueprint: %v", unwrapPathError(err)))
-	}
-	if !fi.Mode().IsRegular() {
+	data, err := smallfile.Read(path, MaxFileSize)
+	switch {
+	case errors.Is(err, smallfile.ErrTooLarge):
+		return nil, fileProblem(path, fmt.Sprintf("file is larger than %d bytes", MaxFileSize))
+	case errors.Is(err, smallfile.ErrNotRegular):
 		return nil, fileProblem(path, "not a regular file")
-	}
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
-	if err != nil {
+	case err != nil:
 		return nil, fileProblem(path, fmt.Sprintf("cannot read blueprint: %v", unwrapPathError(err)))
 	}
 	return Parse(data, path)

@@ -13,6 +13,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/snofactory/snofactory/blueprints/v1alpha1"
+	"github.com/snofactory/snofactory/seeds/checks/smallfile"
 	"github.com/snofactory/snofactory/seeds/checks/strictyaml"
 )
 
@@ -64,9 +65,9 @@ func (d *decoder) checkManifests(bp *v1alpha1.Blueprint) {
 			report(fmt.Sprintf("%s is not a manifest (.yaml, .yml or .json)", rel), "move other files out of the manifests directory")
 			continue
 		}
-		b, err := readSmall(filepath.Join(dir, name), maxManifestFile)
+		b, err := smallfile.Read(filepath.Join(dir, name), maxManifestFile)
 		switch {
-		case errors.Is(err, errTooLarge):
+		case errors.Is(err, smallfile.ErrTooLarge):
 			report(fmt.Sprintf("%s is larger than %d bytes", rel, maxManifestFile), "")
 			continue
 		case err != nil:

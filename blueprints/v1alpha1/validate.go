@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"net/netip"
 	"net/url"
@@ -19,6 +18,7 @@ import (
 	"github.com/containers/image/v5/docker/reference"
 	"github.com/snofactory/snofactory/seeds/artifact/trust/pubkey"
 	"github.com/snofactory/snofactory/seeds/checks"
+	"github.com/snofactory/snofactory/seeds/checks/smallfile"
 	"github.com/snofactory/snofactory/seeds/checks/suggest"
 	"github.com/snofactory/snofactory/seeds/contract/oskind"
 )
@@ -718,19 +718,13 @@ func (c *checker) readFile(path, abs, what string, limit int64) ([]byte, bool) {
 	if len(c.errs) > c0 {
 		return nil, false
 	}
-	f, err := os.Open(abs)
-	if err != nil {
-		c.add(path, fmt.Sprintf("cannot read %s: %v", what, err), "")
-		return nil, false
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		c.add(path, fmt.Sprintf("cannot read %s: %v", what, err), "")
-		return nil, false
-	}
-	if int64(len(data)) > limit {
+	data, err := smallfile.Read(abs, limit)
+	switch {
+	case errors.Is(err, smallfile.ErrTooLarge):
 		c.add(path, fmt.Sprintf("%s is larger than %d bytes", what, limit), "")
+		return nil, false
+	case err != nil:
+		c.add(path, fmt.Sprintf("cannot read %s: %v", what, err), "")
 		return nil, false
 	}
 	return data, true

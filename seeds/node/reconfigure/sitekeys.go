@@ -12,6 +12,7 @@ import (
 	"filippo.io/age"
 
 	"github.com/snofactory/snofactory/seeds/artifact/trust"
+	"github.com/snofactory/snofactory/seeds/checks/smallfile"
 	"github.com/snofactory/snofactory/seeds/site/siteconfig"
 )
 
@@ -70,12 +71,7 @@ func unseal(sc *siteconfig.SiteConfig, identityFile string) error {
 }
 
 func loadIdentity(path string) ([]age.Identity, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, 64<<10+1))
+	b, err := smallfile.Read(path, 64<<10)
 	if err != nil {
 		return nil, err
 	}

@@ -9,8 +9,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
+
+	"github.com/snofactory/snofactory/seeds/checks/smallfile"
 )
 
 // File is where the seal writes the info on the node, under its root. It sits in /var,
@@ -69,17 +69,9 @@ func (i Info) Check() error {
 // Read reads and checks the info at path.
 func Read(path string) (Info, error) {
 	var i Info
-	f, err := os.Open(path)
+	b, err := smallfile.Read(path, maxSize)
 	if err != nil {
 		return i, fmt.Errorf("reading the seed cluster info: %w", err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxSize+1))
-	if err != nil {
-		return i, fmt.Errorf("reading the seed cluster info %s: %w", path, err)
-	}
-	if len(b) > maxSize {
-		return i, fmt.Errorf("seed cluster info %s is larger than %d bytes", path, maxSize)
 	}
 	if err := json.Unmarshal(b, &i); err != nil {
 		return i, fmt.Errorf("seed cluster info %s: %w", path, err)

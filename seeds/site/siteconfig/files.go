@@ -13,6 +13,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/snofactory/snofactory/seeds/checks"
+	"github.com/snofactory/snofactory/seeds/checks/smallfile"
 	"github.com/snofactory/snofactory/seeds/checks/strictyaml"
 )
 
@@ -54,9 +55,9 @@ func (c *checker) pullSecret(s *Spec) {
 		if !ok {
 			return
 		}
-		data, err := readLimited(abs, maxPullSecretSize)
+		data, err := smallfile.Read(abs, maxPullSecretSize)
 		if err != nil {
-			c.add(p, fmt.Sprintf("cannot read the pull secret %s: %v", s.PullSecretFile, err), "")
+			c.add(p, fmt.Sprintf("cannot read the pull secret %s: %v", s.PullSecretFile, unwrapPathError(err)), "")
 			return
 		}
 		if msg := checks.PullSecret(data); msg != "" {
@@ -86,9 +87,9 @@ func (c *checker) manifests(s *Spec) {
 			continue
 		}
 		for _, f := range files {
-			data, err := readLimited(f, maxManifestSize)
+			data, err := smallfile.Read(f, maxManifestSize)
 			if err != nil {
-				c.add(p, fmt.Sprintf("cannot read %s: %v", f, err), "")
+				c.add(p, fmt.Sprintf("cannot read %s: %v", f, unwrapPathError(err)), "")
 				continue
 			}
 			s.Manifests = append(s.Manifests, Manifest{Name: filepath.Base(f), Content: string(data)})

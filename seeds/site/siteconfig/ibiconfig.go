@@ -12,6 +12,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/snofactory/snofactory/seeds/checks/smallfile"
 	"github.com/snofactory/snofactory/seeds/checks/strictyaml"
 )
 
@@ -185,12 +186,12 @@ func ibiPath(specPath string) string {
 // from. No install-config.yaml is no problem: the seed keeps its cluster's name.
 func readInstallConfig(path string, s *Spec) ([]strictyaml.Problem, map[string]string) {
 	from := map[string]string{}
-	data, err := readLimited(path, MaxFileSize)
+	data, err := smallfile.Read(path, MaxFileSize)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, from
 	}
 	if err != nil {
-		return []strictyaml.Problem{{File: path, Message: fmt.Sprintf("cannot read the install config: %v", err)}}, from
+		return []strictyaml.Problem{{File: path, Message: fmt.Sprintf("cannot read the install config: %v", unwrapPathError(err))}}, from
 	}
 	var doc yaml.Node
 	if err := yaml.NewDecoder(bytes.NewReader(data)).Decode(&doc); err != nil {

@@ -3,7 +3,6 @@ package siteconfig
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -12,6 +11,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/snofactory/snofactory/seeds/checks/smallfile"
 	"github.com/snofactory/snofactory/seeds/checks/strictyaml"
 )
 
@@ -25,9 +25,9 @@ const MaxFileSize = 4 << 20
 // is converted. When the
 // input is at fault it returns a *strictyaml.ValidationErrors listing every problem.
 func Load(path string) (*SiteConfig, error) {
-	data, err := readLimited(path, MaxFileSize)
+	data, err := smallfile.Read(path, MaxFileSize)
 	if err != nil {
-		return nil, strictyaml.FileProblem(path, fmt.Sprintf("cannot read site config: %v", err))
+		return nil, strictyaml.FileProblem(path, fmt.Sprintf("cannot read site config: %v", unwrapPathError(err)))
 	}
 	if isImageBasedConfig(data) {
 		return parseImageBasedConfig(data, path, filepath.Dir(path))
@@ -116,30 +116,8 @@ const (
 
 var errTooLarge = errors.New("file too large")
 
-// readLimited reads a regular file of at most limit bytes.
-func readLimited(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, unwrapPathError(err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, unwrapPathError(err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, errors.New("not a regular file")
-	}
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, unwrapPathError(err)
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%w: larger than %d bytes", errTooLarge, limit)
-	}
-	return data, nil
-}
-
+// unwrapPathError drops the path from a file error: the messages built on it name the file
+// the way the user wrote it.
 func unwrapPathError(err error) error {
 	var pe *os.PathError
 	if errors.As(err, &pe) {
