@@ -25,18 +25,7 @@ import (
 
 // FieldError is one problem found by Validate, named by its path in the document
 // (spec.openshift.clusterNetwork[0].cidr). The loader adds file positions.
-type FieldError struct {
-	Path    string
-	Message string
-	Hint    string
-}
-
-func (e FieldError) Error() string {
-	if e.Hint != "" {
-		return fmt.Sprintf("%s: %s; hint: %s", e.Path, e.Message, e.Hint)
-	}
-	return fmt.Sprintf("%s: %s", e.Path, e.Message)
-}
+type FieldError = checks.FieldError
 
 // Limits on the files a blueprint references.
 const (
@@ -56,11 +45,8 @@ var (
 	notLabelChars = regexp.MustCompile(`[^a-z0-9-]+`)
 )
 
-type checker struct{ errs []FieldError }
-
-func (c *checker) add(path, msg, hint string) {
-	c.errs = append(c.errs, FieldError{Path: path, Message: msg, Hint: hint})
-}
+// checker collects the problems Validate finds.
+type checker struct{ checks.Report }
 
 // Validate checks the blueprint after Default, including the files it references (relative
 // to Dir). It returns every problem found, in document order as far as practical.
@@ -69,13 +55,13 @@ func (b *Blueprint) Validate() []FieldError {
 	if !b.withinLimits(c) {
 		// Lists this long are a mistake or an attack; checking every item (and every pair
 		// of networks) would only cost time.
-		return c.errs
+		return c.Errs
 	}
 	if b.APIVersion != APIVersion {
-		c.add("apiVersion", fmt.Sprintf("must be %s", APIVersion), "")
+		c.Add("apiVersion", fmt.Sprintf("must be %s", APIVersion), "")
 	}
 	if b.Kind != Kind {
-		c.add("kind", fmt.Sprintf("must be %s", Kind), "")
+		c.Add("kind", fmt.Sprintf("must be %s", Kind), "")
 	}
 	b.validateMetadata(c)
 	s := &b.Spec
@@ -92,7 +78,7 @@ func (b *Blueprint) Validate() []FieldError {
 		p := fmt.Sprintf("spec.extraImages[%d]", i)
 		c.image(p, img, true)
 		if j, ok := seen[img]; ok {
-			c.add(p, fmt.Sprintf("duplicate of spec.extraImages[%d]", j), "")
+			c.Add(p, fmt.Sprintf("duplicate of spec.extraImages[%d]", j), "")
 		}
 		seen[img] = i
 	}
@@ -100,7 +86,7 @@ func (b *Blueprint) Validate() []FieldError {
 		p := fmt.Sprintf("spec.registryMirrors[%d]", i)
 		c.repository(p+".source", m.Source)
 		if len(m.Mirrors) == 0 {
-			c.add(p+".mirrors", "at least one mirror is required", "")
+			c.Add(p+".mirrors", "at least one mirror is required", "")
 		}
 		for j, mirror := range m.Mirrors {
 			c.repository(fmt.Sprintf("%s.mirrors[%d]", p, j), mirror)
@@ -111,31 +97,31 @@ func (b *Blueprint) Validate() []FieldError {
 	for i, id := range s.Validation.Skip {
 		p := fmt.Sprintf("spec.validation.skip[%d]", i)
 		if !checkID.MatchString(id) {
-			c.add(p, fmt.Sprintf("invalid check id %q", suggest.Clip(id)), "check ids are lowercase letters, digits, '.' and '-', as listed in the validation report")
+			c.Add(p, fmt.Sprintf("invalid check id %q", suggest.Clip(id)), "check ids are lowercase letters, digits, '.' and '-', as listed in the validation report")
 		}
 		if ids[id] {
-			c.add(p, fmt.Sprintf("check %q listed twice", suggest.Clip(id)), "")
+			c.Add(p, fmt.Sprintf("check %q listed twice", suggest.Clip(id)), "")
 		}
 		ids[id] = true
 		c.knownCheck(p, id)
 	}
 	for _, id := range slices.Sorted(maps.Keys(s.Validation.SkipReasons)) {
 		if !ids[id] {
-			c.add("spec.validation.skipReasons."+id, fmt.Sprintf("reason for check %q, which skip does not list", suggest.Clip(id)), "add it to spec.validation.skip, or drop the reason")
+			c.Add("spec.validation.skipReasons."+id, fmt.Sprintf("reason for check %q, which skip does not list", suggest.Clip(id)), "add it to spec.validation.skip, or drop the reason")
 		}
 	}
 	b.validateRelocation(c)
 	b.validateOutputs(c)
-	return c.errs
+	return c.Errs
 }
 
 func (b *Blueprint) validateMetadata(c *checker) {
 	m := b.Metadata
 	switch {
 	case m.Name == "":
-		c.add("metadata.name", "required", "a DNS-1123 label such as du-site-a")
+		c.Add("metadata.name", "required", "a DNS-1123 label such as du-site-a")
 	case len(m.Name) > 63 || !dns1123Label.MatchString(m.Name):
-		c.add("metadata.name", fmt.Sprintf("%q is not a DNS-1123 label", suggest.Clip(m.Name)),
+		c.Add("metadata.name", fmt.Sprintf("%q is not a DNS-1123 label", suggest.Clip(m.Name)),
 			labelHint(m.Name))
 	}
 	for k, v := range m.Labels {
@@ -145,14 +131,14 @@ func (b *Blueprint) validateMetadata(c *checker) {
 			prefix := k[:i]
 			name = k[i+1:]
 			if !isDNSSubdomain(prefix) {
-				c.add(p, fmt.Sprintf("label key prefix %q is not a DNS subdomain", suggest.Clip(prefix)), "")
+				c.Add(p, fmt.Sprintf("label key prefix %q is not a DNS subdomain", suggest.Clip(prefix)), "")
 			}
 		}
 		if len(name) == 0 || len(name) > 63 || !labelName.MatchString(name) {
-			c.add(p, fmt.Sprintf("invalid label key %q", suggest.Clip(k)), "keys are [prefix/]name, name at most 63 letters, digits, '-', '_' or '.'")
+			c.Add(p, fmt.Sprintf("invalid label key %q", suggest.Clip(k)), "keys are [prefix/]name, name at most 63 letters, digits, '-', '_' or '.'")
 		}
 		if len(v) > 63 || !labelValue.MatchString(v) {
-			c.add(p, fmt.Sprintf("invalid label value %q", suggest.Clip(v)), "values are at most 63 letters, digits, '-', '_' or '.', starting and ending alphanumeric")
+			c.Add(p, fmt.Sprintf("invalid label value %q", suggest.Clip(v)), "values are at most 63 letters, digits, '-', '_' or '.', starting and ending alphanumeric")
 		}
 	}
 }
@@ -184,23 +170,23 @@ func (b *Blueprint) validateSource(c *checker) {
 	s := b.Spec.Source
 	if s == nil {
 		if b.Spec.Target.Type == oskind.CoreOS {
-			c.add("spec.source", "required for a coreos target", "give the live ISO as source.url (with sha256) or source.path")
+			c.Add("spec.source", "required for a coreos target", "give the live ISO as source.url (with sha256) or source.path")
 		}
 		return
 	}
 	switch {
 	case s.URL == "" && s.Path == "":
-		c.add("spec.source", "one of url and path is required", "")
+		c.Add("spec.source", "one of url and path is required", "")
 	case s.URL != "" && s.Path != "":
-		c.add("spec.source.path", "url and path are mutually exclusive", "keep one of them")
+		c.Add("spec.source.path", "url and path are mutually exclusive", "keep one of them")
 	}
 	if s.URL != "" {
 		u, err := url.Parse(s.URL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			c.add("spec.source.url", fmt.Sprintf("%q is not an http(s) URL", suggest.Clip(s.URL)), "for a local file use source.path")
+			c.Add("spec.source.url", fmt.Sprintf("%q is not an http(s) URL", suggest.Clip(s.URL)), "for a local file use source.path")
 		}
 		if s.SHA256 == "" {
-			c.add("spec.source.sha256", "required with url", "pin the download: sha256sum ISO")
+			c.Add("spec.source.sha256", "required with url", "pin the download: sha256sum ISO")
 		}
 	}
 	if s.SHA256 != "" && !sha256RE.MatchString(s.SHA256) {
@@ -213,10 +199,10 @@ func (b *Blueprint) validateSource(c *checker) {
 		} else {
 			msg = fmt.Sprintf("must be 64 lowercase hexadecimal digits, got %d characters", len(s.SHA256))
 		}
-		c.add("spec.source.sha256", msg, hint)
+		c.Add("spec.source.sha256", msg, hint)
 	}
 	if s.GeneratedBy != "" && s.Path == "" {
-		c.add("spec.source.generatedBy", "only allowed with path", "")
+		c.Add("spec.source.generatedBy", "only allowed with path", "")
 	}
 	if s.Path != "" && s.GeneratedBy == "" {
 		c.file("spec.source.path", b.Resolved.ISO, "the ISO",
@@ -231,9 +217,9 @@ func (b *Blueprint) validateLiveISO(c *checker) {
 			p := fmt.Sprintf("spec.liveISO.kernelArguments.%s[%d]", field, i)
 			switch {
 			case a == "":
-				c.add(p, "empty kernel argument", "")
+				c.Add(p, "empty kernel argument", "")
 			case strings.ContainsAny(a, " \t\n\r#"):
-				c.add(p, fmt.Sprintf("%q is not one kernel argument: it holds white space or '#'", suggest.Clip(a)), "give each argument as its own list item")
+				c.Add(p, fmt.Sprintf("%q is not one kernel argument: it holds white space or '#'", suggest.Clip(a)), "give each argument as its own list item")
 			}
 		}
 	}
@@ -241,18 +227,18 @@ func (b *Blueprint) validateLiveISO(c *checker) {
 	for i, f := range l.NetworkKeyfiles {
 		p := fmt.Sprintf("spec.liveISO.networkKeyfiles[%d]", i)
 		if !strings.HasSuffix(f, ".nmconnection") {
-			c.add(p, fmt.Sprintf("%q is not a NetworkManager keyfile name", suggest.Clip(f)), "keyfiles are named NAME.nmconnection")
+			c.Add(p, fmt.Sprintf("%q is not a NetworkManager keyfile name", suggest.Clip(f)), "keyfiles are named NAME.nmconnection")
 		}
 		base := filepath.Base(f)
 		if j, ok := seen[base]; ok {
-			c.add(p, fmt.Sprintf("same file name as spec.liveISO.networkKeyfiles[%d]", j), "keyfiles land in one directory: give them distinct names")
+			c.Add(p, fmt.Sprintf("same file name as spec.liveISO.networkKeyfiles[%d]", j), "keyfiles land in one directory: give them distinct names")
 		}
 		seen[base] = i
 		c.file(p, b.Resolved.NetworkKeyfiles[i], "the keyfile", "")
 	}
 	if b.Spec.SignaturePolicyFile != "" {
 		if data, ok := c.readFile("spec.signaturePolicyFile", b.Resolved.SignaturePolicyFile, "the signature policy", 1<<20); ok && !json.Valid(data) {
-			c.add("spec.signaturePolicyFile", "the signature policy is not valid JSON", "see containers-policy.json(5)")
+			c.Add("spec.signaturePolicyFile", "the signature policy is not valid JSON", "see containers-policy.json(5)")
 		}
 	}
 }
@@ -261,17 +247,17 @@ func (b *Blueprint) validateOpenShift(c *checker) {
 	o := b.Spec.OpenShift
 	if b.Spec.Target.Type != oskind.OpenShift {
 		if o != nil && b.Spec.Target.Type == oskind.CoreOS {
-			c.add("spec.openshift", "only allowed when target.type is openshift", "")
+			c.Add("spec.openshift", "only allowed when target.type is openshift", "")
 		}
 		return
 	}
 	if o == nil {
-		c.add("spec.openshift", "required when target.type is openshift", "add releaseImage, baseDomain and pullSecretFile")
+		c.Add("spec.openshift", "required when target.type is openshift", "add releaseImage, baseDomain and pullSecretFile")
 		return
 	}
 	const p = "spec.openshift"
 	if o.ReleaseImage == "" {
-		c.add(p+".releaseImage", "required", "e.g. quay.io/openshift-release-dev/ocp-release:4.16.12-x86_64")
+		c.Add(p+".releaseImage", "required", "e.g. quay.io/openshift-release-dev/ocp-release:4.16.12-x86_64")
 	} else {
 		c.image(p+".releaseImage", o.ReleaseImage, true)
 	}
@@ -280,17 +266,17 @@ func (b *Blueprint) validateOpenShift(c *checker) {
 	b.validateSSHKey(c)
 	b.validateNetworks(c)
 	if !strings.HasPrefix(o.InstallDisk, "/dev/") {
-		c.add(p+".installDisk", fmt.Sprintf("%q is not a device path", suggest.Clip(o.InstallDisk)), "e.g. /dev/vda or /dev/disk/by-path/...")
+		c.Add(p+".installDisk", fmt.Sprintf("%q is not a device path", suggest.Clip(o.InstallDisk)), "e.g. /dev/vda or /dev/disk/by-path/...")
 	}
 	if o.ExtraManifests != "" {
 		c.dir(p+".extraManifests", b.Resolved.ExtraManifests)
 	}
 	validateOperators(c, o.Operators)
 	if r := o.ControlPlane.Replicas; r != nil && *r != 1 {
-		c.add(p+".controlPlane.replicas", fmt.Sprintf("must be 1, got %d", *r), "a seed is a single-node cluster")
+		c.Add(p+".controlPlane.replicas", fmt.Sprintf("must be 1, got %d", *r), "a seed is a single-node cluster")
 	}
 	if o.Compute.Replicas != 0 {
-		c.add(p+".compute.replicas", fmt.Sprintf("must be 0, got %d", o.Compute.Replicas),
+		c.Add(p+".compute.replicas", fmt.Sprintf("must be 0, got %d", o.Compute.Replicas),
 			"a seed is a single-node cluster; add workers at day 2 (set workerIgnition: true to get their Ignition)")
 	}
 }
@@ -302,15 +288,15 @@ func (b *Blueprint) validateClusterDomain(c *checker) {
 	const p = "spec.openshift"
 	// A cluster name defaulted from an invalid metadata.name is reported there, once.
 	if o.ClusterName != "" && o.ClusterName != b.Metadata.Name && (len(o.ClusterName) > 63 || !dns1123Label.MatchString(o.ClusterName)) {
-		c.add(p+".clusterName", fmt.Sprintf("%q is not a DNS-1123 label", suggest.Clip(o.ClusterName)), labelHint(o.ClusterName))
+		c.Add(p+".clusterName", fmt.Sprintf("%q is not a DNS-1123 label", suggest.Clip(o.ClusterName)), labelHint(o.ClusterName))
 	}
 	switch {
 	case o.BaseDomain == "":
-		c.add(p+".baseDomain", "required", "e.g. edge.example.com")
+		c.Add(p+".baseDomain", "required", "e.g. edge.example.com")
 	case !isDNSSubdomain(o.BaseDomain):
-		c.add(p+".baseDomain", fmt.Sprintf("%q is not a DNS subdomain", suggest.Clip(o.BaseDomain)), "lowercase labels separated by dots, e.g. edge.example.com")
+		c.Add(p+".baseDomain", fmt.Sprintf("%q is not a DNS subdomain", suggest.Clip(o.BaseDomain)), "lowercase labels separated by dots, e.g. edge.example.com")
 	case len(o.ClusterName)+1+len(o.BaseDomain) > 253:
-		c.add(p+".baseDomain", "clusterName.baseDomain is longer than 253 characters", "")
+		c.Add(p+".baseDomain", "clusterName.baseDomain is longer than 253 characters", "")
 	}
 }
 
@@ -319,14 +305,14 @@ func (b *Blueprint) validatePullSecret(c *checker) {
 	const p = "spec.openshift.pullSecretFile"
 	switch f := b.Spec.OpenShift.PullSecretFile; {
 	case f == "":
-		c.add(p, "required", "a file with the JSON pull secret, relative to the blueprint")
+		c.Add(p, "required", "a file with the JSON pull secret, relative to the blueprint")
 	case strings.ContainsAny(f, "{}\"\n") || len(f) > 4096:
 		// That is the secret itself pasted in: say so without echoing it.
-		c.add(p, "must name a file, not hold the pull secret itself", "save the secret to a file (mode 0600) and give its path; remove it from the blueprint")
+		c.Add(p, "must name a file, not hold the pull secret itself", "save the secret to a file (mode 0600) and give its path; remove it from the blueprint")
 	default:
 		if data, ok := c.readFile(p, b.Resolved.PullSecretFile, "the pull secret", maxPullSecretSize); ok {
 			if msg := checks.PullSecret(data); msg != "" {
-				c.add(p, msg, "the file must hold {\"auths\": {\"REGISTRY\": {\"auth\": \"...\"}}}")
+				c.Add(p, msg, "the file must hold {\"auths\": {\"REGISTRY\": {\"auth\": \"...\"}}}")
 			}
 		}
 	}
@@ -337,17 +323,17 @@ func (b *Blueprint) validateSSHKey(c *checker) {
 	o := b.Spec.OpenShift
 	const p = "spec.openshift"
 	if o.SSHPublicKey != "" && o.SSHPublicKeyFile != "" {
-		c.add(p+".sshPublicKeyFile", "sshPublicKey and sshPublicKeyFile are mutually exclusive", "keep one of them")
+		c.Add(p+".sshPublicKeyFile", "sshPublicKey and sshPublicKeyFile are mutually exclusive", "keep one of them")
 	}
 	if o.SSHPublicKey != "" {
 		if err := checks.SSHKey([]byte(o.SSHPublicKey)); err != nil {
-			c.add(p+".sshPublicKey", err.Error(), "one line of authorized_keys format, e.g. ssh-ed25519 AAAA... user@host")
+			c.Add(p+".sshPublicKey", err.Error(), "one line of authorized_keys format, e.g. ssh-ed25519 AAAA... user@host")
 		}
 	}
 	if o.SSHPublicKeyFile != "" {
 		if data, ok := c.readFile(p+".sshPublicKeyFile", b.Resolved.SSHPublicKeyFile, "the SSH public key", maxSSHKeySize); ok {
 			if err := checks.SSHKey(data); err != nil {
-				c.add(p+".sshPublicKeyFile", err.Error(), "the file must hold a public key (the .pub file), in authorized_keys format")
+				c.Add(p+".sshPublicKeyFile", err.Error(), "the file must hold a public key (the .pub file), in authorized_keys format")
 			}
 		}
 	}
@@ -360,19 +346,19 @@ func validateOperators(c *checker, ops []Operator) {
 		q := fmt.Sprintf("spec.openshift.operators[%d]", i)
 		switch {
 		case op.Name == "":
-			c.add(q+".name", "required", "the operator's package name, e.g. ptp-operator")
+			c.Add(q+".name", "required", "the operator's package name, e.g. ptp-operator")
 		case !operatorName.MatchString(op.Name):
-			c.add(q+".name", fmt.Sprintf("%q is not a valid package name", suggest.Clip(op.Name)), "lowercase letters, digits, '-' and '.'")
+			c.Add(q+".name", fmt.Sprintf("%q is not a valid package name", suggest.Clip(op.Name)), "lowercase letters, digits, '-' and '.'")
 		}
 		if j, ok := names[op.Name]; ok && op.Name != "" {
-			c.add(q+".name", fmt.Sprintf("operator %q listed twice (also operators[%d])", suggest.Clip(op.Name), j), "")
+			c.Add(q+".name", fmt.Sprintf("operator %q listed twice (also operators[%d])", suggest.Clip(op.Name), j), "")
 		}
 		names[op.Name] = i
 		switch {
 		case op.Catalog == "" && op.Bundle == "":
-			c.add(q, "one of catalog and bundle is required", "e.g. catalog: registry.redhat.io/redhat/redhat-operator-index:v4.16")
+			c.Add(q, "one of catalog and bundle is required", "e.g. catalog: registry.redhat.io/redhat/redhat-operator-index:v4.16")
 		case op.Catalog != "" && op.Bundle != "":
-			c.add(q+".bundle", "catalog and bundle are mutually exclusive", "keep one of them")
+			c.Add(q+".bundle", "catalog and bundle are mutually exclusive", "keep one of them")
 		}
 		if op.Catalog != "" {
 			c.image(q+".catalog", op.Catalog, true)
@@ -380,7 +366,7 @@ func validateOperators(c *checker, ops []Operator) {
 		if op.Bundle != "" {
 			c.image(q+".bundle", op.Bundle, true)
 			if op.Channel != "" {
-				c.add(q+".channel", "only allowed with catalog", "a bundle is one version of one channel already")
+				c.Add(q+".channel", "only allowed with catalog", "a bundle is one version of one channel already")
 			}
 		}
 	}
@@ -396,7 +382,7 @@ func (b *Blueprint) validateNetworks(c *checker) {
 	const p = "spec.openshift"
 	var nets []namedPrefix
 	if len(o.ClusterNetwork) == 0 {
-		c.add(p+".clusterNetwork", "at least one cluster network is required", "")
+		c.Add(p+".clusterNetwork", "at least one cluster network is required", "")
 	}
 	for i, n := range o.ClusterNetwork {
 		q := fmt.Sprintf("%s.clusterNetwork[%d]", p, i)
@@ -406,12 +392,12 @@ func (b *Blueprint) validateNetworks(c *checker) {
 		}
 		nets = append(nets, namedPrefix{q + ".cidr", pfx})
 		if n.HostPrefix <= pfx.Bits() || n.HostPrefix > pfx.Addr().BitLen() {
-			c.add(q+".hostPrefix", fmt.Sprintf("must be between %d and %d for %s, got %d", pfx.Bits()+1, pfx.Addr().BitLen(), pfx, n.HostPrefix),
+			c.Add(q+".hostPrefix", fmt.Sprintf("must be between %d and %d for %s, got %d", pfx.Bits()+1, pfx.Addr().BitLen(), pfx, n.HostPrefix),
 				"the per-node subnet must fit inside cidr; 23 is usual for a /14")
 		}
 	}
 	if len(o.ServiceNetwork) == 0 {
-		c.add(p+".serviceNetwork", "at least one service network is required", "")
+		c.Add(p+".serviceNetwork", "at least one service network is required", "")
 	}
 	for i, n := range o.ServiceNetwork {
 		q := fmt.Sprintf("%s.serviceNetwork[%d]", p, i)
@@ -420,7 +406,7 @@ func (b *Blueprint) validateNetworks(c *checker) {
 		}
 	}
 	if len(o.MachineNetwork) == 0 {
-		c.add(p+".machineNetwork", "at least one machine network is required", "")
+		c.Add(p+".machineNetwork", "at least one machine network is required", "")
 	}
 	for i, n := range o.MachineNetwork {
 		q := fmt.Sprintf("%s.machineNetwork[%d].cidr", p, i)
@@ -431,7 +417,7 @@ func (b *Blueprint) validateNetworks(c *checker) {
 	for i := range nets {
 		for j := 0; j < i; j++ {
 			if nets[i].prefix.Overlaps(nets[j].prefix) {
-				c.add(nets[i].path, fmt.Sprintf("%s overlaps %s (%s)", nets[i].prefix, nets[j].path, nets[j].prefix),
+				c.Add(nets[i].path, fmt.Sprintf("%s overlaps %s (%s)", nets[i].prefix, nets[j].path, nets[j].prefix),
 					"cluster, service and machine networks must be disjoint")
 			}
 		}
@@ -450,11 +436,11 @@ func (b *Blueprint) validateNetworks(c *checker) {
 			}
 			if b.Spec.Relocation.NodeIP == DefaultNodeIP {
 				// Most likely nobody chose the node IP: point at the network that was chosen.
-				c.add(n.path, fmt.Sprintf("%s contains the internal node IP %s (spec.relocation.nodeIP, default %s)", n.prefix, ip.Addr(), DefaultNodeIP),
+				c.Add(n.path, fmt.Sprintf("%s contains the internal node IP %s (spec.relocation.nodeIP, default %s)", n.prefix, ip.Addr(), DefaultNodeIP),
 					"set spec.relocation.nodeIP to an address outside the cluster and service networks")
 				continue
 			}
-			c.add("spec.relocation.nodeIP", fmt.Sprintf("%s lies inside %s (%s)", ip.Addr(), n.path, n.prefix),
+			c.Add("spec.relocation.nodeIP", fmt.Sprintf("%s lies inside %s (%s)", ip.Addr(), n.path, n.prefix),
 				"the internal node IP must be outside the cluster and service networks")
 		}
 		parsed := 0
@@ -465,7 +451,7 @@ func (b *Blueprint) validateNetworks(c *checker) {
 		}
 		// Only when every machine network parsed: a typo is already reported on its own.
 		if !inMachine && len(o.MachineNetwork) > 0 && parsed == len(o.MachineNetwork) {
-			c.add(p+".machineNetwork", fmt.Sprintf("no machine network contains the internal node IP %s (spec.relocation.nodeIP)", ip.Addr()),
+			c.Add(p+".machineNetwork", fmt.Sprintf("no machine network contains the internal node IP %s (spec.relocation.nodeIP)", ip.Addr()),
 				fmt.Sprintf("the seed's cluster runs on that address: add %s, or leave machineNetwork out to default to it", ip.Masked()))
 		}
 	}
@@ -476,9 +462,9 @@ func (b *Blueprint) validateButane(c *checker) {
 		p := fmt.Sprintf("spec.butane[%d]", i)
 		switch {
 		case f.File == "" && f.Inline == "":
-			c.add(p, "one of file and inline is required", "")
+			c.Add(p, "one of file and inline is required", "")
 		case f.File != "" && f.Inline != "":
-			c.add(p+".inline", "file and inline are mutually exclusive", "keep one of them")
+			c.Add(p+".inline", "file and inline are mutually exclusive", "keep one of them")
 		case f.File != "":
 			c.file(p+".file", b.Resolved.Butane[i], "the Butane file", "")
 		}
@@ -489,13 +475,13 @@ func (b *Blueprint) validateVM(c *checker) {
 	vm := b.Spec.VM
 	const p = "spec.vm"
 	if vm.CPUs < 1 || vm.CPUs > 256 {
-		c.add(p+".cpus", fmt.Sprintf("must be between 1 and 256, got %d", vm.CPUs), "")
+		c.Add(p+".cpus", fmt.Sprintf("must be between 1 and 256, got %d", vm.CPUs), "")
 	}
 	if vm.Memory < minMemory {
-		c.add(p+".memory", fmt.Sprintf("must be at least %s, got %s", minMemory, vm.Memory), "a bare number is MiB; write units for other sizes, e.g. 2GiB")
+		c.Add(p+".memory", fmt.Sprintf("must be at least %s, got %s", minMemory, vm.Memory), "a bare number is MiB; write units for other sizes, e.g. 2GiB")
 	}
 	if vm.DiskSize < minDisk {
-		c.add(p+".diskSize", fmt.Sprintf("must be at least %s, got %s", minDisk, vm.DiskSize), "a bare number is MiB; write units for other sizes, e.g. 20GiB")
+		c.Add(p+".diskSize", fmt.Sprintf("must be at least %s, got %s", minDisk, vm.DiskSize), "a bare number is MiB; write units for other sizes, e.g. 20GiB")
 	}
 	c.oneOf(p+".firmware", vm.Firmware, "bios", "uefi")
 	c.oneOf(p+".accelerator", vm.Accelerator, "auto", "kvm", "tcg")
@@ -509,25 +495,25 @@ func (b *Blueprint) validateRelocation(c *checker) {
 		if _, aerr := netip.ParseAddr(r.NodeIP); aerr == nil {
 			hint = fmt.Sprintf("add the prefix length, e.g. %s/24", r.NodeIP)
 		}
-		c.add(p+".nodeIP", fmt.Sprintf("%q is not an IP address in CIDR notation", suggest.Clip(r.NodeIP)), hint)
+		c.Add(p+".nodeIP", fmt.Sprintf("%q is not an IP address in CIDR notation", suggest.Clip(r.NodeIP)), hint)
 	} else if pfx.Bits() < pfx.Addr().BitLen() && pfx.Addr() == pfx.Masked().Addr() {
-		c.add(p+".nodeIP", fmt.Sprintf("%s is the network address, not a host address", pfx), "e.g. 192.168.127.10/24")
+		c.Add(p+".nodeIP", fmt.Sprintf("%s is the network address, not a host address", pfx), "e.g. 192.168.127.10/24")
 	}
 	if r.RecertImage != "" {
 		c.image(p+".recertImage", r.RecertImage, false)
 	}
 	if r.SiteConfigTimeout < MinSiteConfigTimeout || r.SiteConfigTimeout > MaxSiteConfigTimeout {
-		c.add(p+".siteConfigTimeout", fmt.Sprintf("must be between 10s and 24h, got %s", r.SiteConfigTimeout),
+		c.Add(p+".siteConfigTimeout", fmt.Sprintf("must be between 10s and 24h, got %s", r.SiteConfigTimeout),
 			"how long the seed waits for the technician to insert the site-config medium, e.g. 10m")
 	}
 	switch {
 	case r.KubeletCertValidity > MaxKubeletCertValidity:
 		// No signer can give more: kube-controller-manager signs kubelet certificates with
 		// cluster-signing-duration 720h, and its own signer lives 30 days.
-		c.add(p+".kubeletCertValidity", fmt.Sprintf("%s is more than any OpenShift signer issues: kube-controller-manager signs kubelet certificates for 720h (30 days) at most, and the kube-apiserver's serving certificates last 30 days too", r.KubeletCertValidity),
+		c.Add(p+".kubeletCertValidity", fmt.Sprintf("%s is more than any OpenShift signer issues: kube-controller-manager signs kubelet certificates for 720h (30 days) at most, and the kube-apiserver's serving certificates last 30 days too", r.KubeletCertValidity),
 			"the shelf life of a seed is not bounded by certificates (the seal's recert ends them, the site's recert re-signs them from the site's first boot): ask only what the factory run needs, e.g. 24h")
 	case r.KubeletCertValidity < MinKubeletCertValidity:
-		c.add(p+".kubeletCertValidity", fmt.Sprintf("must be at least 1h, got %s", r.KubeletCertValidity), "e.g. 24h")
+		c.Add(p+".kubeletCertValidity", fmt.Sprintf("must be at least 1h, got %s", r.KubeletCertValidity), "e.g. 24h")
 	}
 	b.validateSiteConfigKeys(c)
 	b.validateSiteConfigIdentity(c)
@@ -542,7 +528,7 @@ func (b *Blueprint) validateSiteConfigIdentity(c *checker) {
 	}
 	if data, ok := c.readFile(p, b.Resolved.SiteConfigIdentity, "the site-config identity", maxSSHKeySize); ok {
 		if _, err := age.ParseIdentities(bytes.NewReader(data)); err != nil {
-			c.add(p, "not an age identity file", "make one with age-keygen -o FILE (AGE-SECRET-KEY-1... lines); keep it 0600")
+			c.Add(p, "not an age identity file", "make one with age-keygen -o FILE (AGE-SECRET-KEY-1... lines); keep it 0600")
 		}
 	}
 }
@@ -559,11 +545,11 @@ func (b *Blueprint) validateSiteConfigKeys(c *checker) {
 		}
 		key, err := pubkey.Parse(k, data)
 		if err != nil {
-			c.add(q, err.Error(), "name the .pub file of a pair from snofactory keys generate (or cosign generate-key-pair)")
+			c.Add(q, err.Error(), "name the .pub file of a pair from snofactory keys generate (or cosign generate-key-pair)")
 			continue
 		}
 		if j, dup := seen[key.Fingerprint]; dup {
-			c.add(q, fmt.Sprintf("the same key as spec.relocation.siteConfigKeys[%d]", j), "list each key once")
+			c.Add(q, fmt.Sprintf("the same key as spec.relocation.siteConfigKeys[%d]", j), "list each key once")
 		}
 		seen[key.Fingerprint] = i
 	}
@@ -577,7 +563,7 @@ func (b *Blueprint) validateOutputs(c *checker) {
 		q := fmt.Sprintf("%s.formats[%d]", p, i)
 		c.oneOf(q, f, "chunked", "qcow2", "raw")
 		if seen[f] {
-			c.add(q, fmt.Sprintf("format %q listed twice", suggest.Clip(f)), "")
+			c.Add(q, fmt.Sprintf("format %q listed twice", suggest.Clip(f)), "")
 		}
 		seen[f] = true
 	}
@@ -585,9 +571,9 @@ func (b *Blueprint) validateOutputs(c *checker) {
 	if o.Push != "" {
 		if ref, ok := c.image(p+".push", o.Push, false); ok {
 			if _, digested := ref.(reference.Digested); digested {
-				c.add(p+".push", "a push target cannot carry a digest", "name a tag, e.g. registry.example:5000/seeds/du:v1")
+				c.Add(p+".push", "a push target cannot carry a digest", "name a tag, e.g. registry.example:5000/seeds/du:v1")
 			} else if reference.IsNameOnly(ref) {
-				c.add(p+".push", "a push target needs a tag", "e.g. "+ref.Name()+":v1")
+				c.Add(p+".push", "a push target needs a tag", "e.g. "+ref.Name()+":v1")
 			}
 		}
 	}
@@ -596,7 +582,7 @@ func (b *Blueprint) validateOutputs(c *checker) {
 	}
 	for i, r := range o.CredentialsRecipients {
 		if !strings.HasPrefix(r, "age1") && !strings.HasPrefix(r, "ssh-ed25519 ") && !strings.HasPrefix(r, "ssh-rsa ") {
-			c.add(fmt.Sprintf("%s.credentialsRecipients[%d]", p, i), fmt.Sprintf("%q is not an age or SSH public key", suggest.Clip(r)),
+			c.Add(fmt.Sprintf("%s.credentialsRecipients[%d]", p, i), fmt.Sprintf("%q is not an age or SSH public key", suggest.Clip(r)),
 				"give an age recipient (age1..., from age-keygen -y) or an SSH public key line (ssh-ed25519 AAAA...)")
 		}
 	}
@@ -607,14 +593,14 @@ func (b *Blueprint) validateOutputs(c *checker) {
 func (b *Blueprint) validateSigning(c *checker, sg *Signing) {
 	const p = "spec.outputs.signing"
 	if b.Spec.Outputs.Push == "" {
-		c.add(p, "signing needs spec.outputs.push: signatures are attached in a registry", "name the registry to push to in spec.outputs.push")
+		c.Add(p, "signing needs spec.outputs.push: signatures are attached in a registry", "name the registry to push to in spec.outputs.push")
 	}
 	if sg.Key == "" {
-		c.add(p+".key", "required: the private key to sign with", "make a pair with: snofactory keys generate keys/depot")
+		c.Add(p+".key", "required: the private key to sign with", "make a pair with: snofactory keys generate keys/depot")
 	} else if data, ok := c.readFile(p+".key", b.Resolved.SigningKey, "the signing key", 64<<10); ok &&
 		!bytes.Contains(data, []byte("-----BEGIN ENCRYPTED SIGSTORE PRIVATE KEY-----")) &&
 		!bytes.Contains(data, []byte("-----BEGIN ENCRYPTED COSIGN PRIVATE KEY-----")) {
-		c.add(p+".key", "not an encrypted sigstore private key", "name the PREFIX.key that snofactory keys generate (or cosign generate-key-pair) wrote, not the .pub")
+		c.Add(p+".key", "not an encrypted sigstore private key", "name the PREFIX.key that snofactory keys generate (or cosign generate-key-pair) wrote, not the .pub")
 	}
 	if sg.PassphraseFile != "" {
 		c.file(p+".passphraseFile", b.Resolved.SigningPassphraseFile, "the passphrase file", "")
@@ -636,13 +622,13 @@ func (c *checker) oneOf(path, v string, allowed ...string) {
 	if s := Suggest(v, allowed); s != "" {
 		hint = fmt.Sprintf("did you mean %q?", suggest.Clip(s))
 	}
-	c.add(path, msg, hint)
+	c.Add(path, msg, hint)
 }
 
 // image checks a fully qualified image reference; requireVersion asks for a tag or digest.
 func (c *checker) image(path, s string, requireVersion bool) (reference.Named, bool) {
 	if len(s) > checks.MaxReferenceLen {
-		c.add(path, fmt.Sprintf("image reference is %d bytes long, more than %d", len(s), checks.MaxReferenceLen), "")
+		c.Add(path, fmt.Sprintf("image reference is %d bytes long, more than %d", len(s), checks.MaxReferenceLen), "")
 		return nil, false
 	}
 	ref, err := reference.ParseNamed(s)
@@ -651,11 +637,11 @@ func (c *checker) image(path, s string, requireVersion bool) (reference.Named, b
 		if n, nerr := reference.ParseNormalizedNamed(s); nerr == nil {
 			hint = fmt.Sprintf("write the registry explicitly: %s", n.String())
 		}
-		c.add(path, fmt.Sprintf("invalid image reference %q: %v", suggest.Clip(s), err), hint)
+		c.Add(path, fmt.Sprintf("invalid image reference %q: %v", suggest.Clip(s), err), hint)
 		return nil, false
 	}
 	if requireVersion && reference.IsNameOnly(ref) {
-		c.add(path, fmt.Sprintf("image reference %q has neither tag nor digest", suggest.Clip(s)), "add a tag (:v1.2) or better a digest (@sha256:...) so builds are reproducible")
+		c.Add(path, fmt.Sprintf("image reference %q has neither tag nor digest", suggest.Clip(s)), "add a tag (:v1.2) or better a digest (@sha256:...) so builds are reproducible")
 		return ref, false
 	}
 	return ref, true
@@ -665,7 +651,7 @@ func (c *checker) image(path, s string, requireVersion bool) (reference.Named, b
 // tag or digest.
 func (c *checker) repository(path, s string) {
 	if msg, hint := checks.Repository(s); msg != "" {
-		c.add(path, msg, hint)
+		c.Add(path, msg, hint)
 	}
 }
 
@@ -677,11 +663,11 @@ func (c *checker) network(path, s string) (netip.Prefix, bool) {
 		if _, aerr := netip.ParseAddr(s); aerr == nil {
 			hint = "add the prefix length, e.g. " + s + "/24"
 		}
-		c.add(path, fmt.Sprintf("%q is not a CIDR", suggest.Clip(s)), hint)
+		c.Add(path, fmt.Sprintf("%q is not a CIDR", suggest.Clip(s)), hint)
 		return pfx, false
 	}
 	if pfx.Masked() != pfx {
-		c.add(path, fmt.Sprintf("%s has host bits set", s), fmt.Sprintf("did you mean %s?", pfx.Masked()))
+		c.Add(path, fmt.Sprintf("%s has host bits set", s), fmt.Sprintf("did you mean %s?", pfx.Masked()))
 		return pfx.Masked(), true
 	}
 	return pfx, true
@@ -691,11 +677,11 @@ func (c *checker) file(path, abs, what, hint string) {
 	fi, err := os.Stat(abs)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		c.add(path, fmt.Sprintf("%s %s does not exist", what, abs), hint)
+		c.Add(path, fmt.Sprintf("%s %s does not exist", what, abs), hint)
 	case err != nil:
-		c.add(path, fmt.Sprintf("cannot read %s: %v", what, err), hint)
+		c.Add(path, fmt.Sprintf("cannot read %s: %v", what, err), hint)
 	case !fi.Mode().IsRegular():
-		c.add(path, fmt.Sprintf("%s %s is not a regular file", what, abs), hint)
+		c.Add(path, fmt.Sprintf("%s %s is not a regular file", what, abs), hint)
 	}
 }
 
@@ -703,28 +689,28 @@ func (c *checker) dir(path, abs string) {
 	fi, err := os.Stat(abs)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		c.add(path, fmt.Sprintf("directory %s does not exist", abs), "")
+		c.Add(path, fmt.Sprintf("directory %s does not exist", abs), "")
 	case err != nil:
-		c.add(path, fmt.Sprintf("cannot read directory: %v", err), "")
+		c.Add(path, fmt.Sprintf("cannot read directory: %v", err), "")
 	case !fi.IsDir():
-		c.add(path, fmt.Sprintf("%s is not a directory", abs), "")
+		c.Add(path, fmt.Sprintf("%s is not a directory", abs), "")
 	}
 }
 
 // readFile reads a small referenced file. Errors never quote the content.
 func (c *checker) readFile(path, abs, what string, limit int64) ([]byte, bool) {
-	c0 := len(c.errs)
+	c0 := c.Len()
 	c.file(path, abs, what, "")
-	if len(c.errs) > c0 {
+	if c.Len() > c0 {
 		return nil, false
 	}
 	data, err := smallfile.Read(abs, limit)
 	switch {
 	case errors.Is(err, smallfile.ErrTooLarge):
-		c.add(path, fmt.Sprintf("%s is larger than %d bytes", what, limit), "")
+		c.Add(path, fmt.Sprintf("%s is larger than %d bytes", what, limit), "")
 		return nil, false
 	case err != nil:
-		c.add(path, fmt.Sprintf("cannot read %s: %v", what, err), "")
+		c.Add(path, fmt.Sprintf("cannot read %s: %v", what, err), "")
 		return nil, false
 	}
 	return data, true
@@ -772,7 +758,7 @@ func (b *Blueprint) withinLimits(c *checker) bool {
 	ok := true
 	for _, l := range limits {
 		if l.n > l.max {
-			c.add(l.path, fmt.Sprintf("%d items, more than the limit of %d", l.n, l.max), "")
+			c.Add(l.path, fmt.Sprintf("%d items, more than the limit of %d", l.n, l.max), "")
 			ok = false
 		}
 	}
@@ -792,5 +778,5 @@ func (c *checker) knownCheck(path, id string) {
 	if near := suggest.Closest(id, KnownCheckIDs()); near != "" {
 		hint = fmt.Sprintf("did you mean %q?", near)
 	}
-	c.add(path, fmt.Sprintf("unknown check %q", suggest.Clip(id)), hint)
+	c.Add(path, fmt.Sprintf("unknown check %q", suggest.Clip(id)), hint)
 }

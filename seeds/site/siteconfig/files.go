@@ -31,7 +31,7 @@ const selfContainedHint = "a site config read from a medium carries its files in
 // problem) when the config is self-contained and may not reference files.
 func (c *checker) resolve(path, ref string) (string, bool) {
 	if c.dir == "" {
-		c.add(path, "file references are not allowed here", selfContainedHint)
+		c.Add(path, "file references are not allowed here", selfContainedHint)
 		return "", false
 	}
 	if filepath.IsAbs(ref) {
@@ -45,10 +45,10 @@ func (c *checker) pullSecret(s *Spec) {
 	const p = "spec.pullSecretFile"
 	switch {
 	case s.PullSecretFile != "" && s.PullSecret != "":
-		c.add(p, "pullSecretFile and pullSecret are mutually exclusive", "keep pullSecretFile")
+		c.Add(p, "pullSecretFile and pullSecret are mutually exclusive", "keep pullSecretFile")
 		return
 	case s.PullSecretFile != "" && (strings.ContainsAny(s.PullSecretFile, "{}\"\n") || len(s.PullSecretFile) > 4096):
-		c.add(p, "must name a file, not hold the pull secret itself", "save the secret to a file (mode 0600) and give its path; remove it from the site config")
+		c.Add(p, "must name a file, not hold the pull secret itself", "save the secret to a file (mode 0600) and give its path; remove it from the site config")
 		return
 	case s.PullSecretFile != "":
 		abs, ok := c.resolve(p, s.PullSecretFile)
@@ -57,17 +57,17 @@ func (c *checker) pullSecret(s *Spec) {
 		}
 		data, err := smallfile.Read(abs, maxPullSecretSize)
 		if err != nil {
-			c.add(p, fmt.Sprintf("cannot read the pull secret %s: %v", s.PullSecretFile, unwrapPathError(err)), "")
+			c.Add(p, fmt.Sprintf("cannot read the pull secret %s: %v", s.PullSecretFile, unwrapPathError(err)), "")
 			return
 		}
 		if msg := checks.PullSecret(data); msg != "" {
-			c.add(p, msg, "the file must hold {\"auths\": {\"REGISTRY\": {\"auth\": \"...\"}}}")
+			c.Add(p, msg, "the file must hold {\"auths\": {\"REGISTRY\": {\"auth\": \"...\"}}}")
 			return
 		}
 		s.PullSecret = string(data)
 	case s.PullSecret != "":
 		if msg := checks.PullSecret([]byte(s.PullSecret)); msg != "" {
-			c.add("spec.pullSecret", msg, "")
+			c.Add("spec.pullSecret", msg, "")
 		}
 	}
 }
@@ -83,20 +83,20 @@ func (c *checker) manifests(s *Spec) {
 		}
 		files, err := manifestFiles(abs)
 		if err != nil {
-			c.add(p, fmt.Sprintf("%s: %v", ref, err), "")
+			c.Add(p, fmt.Sprintf("%s: %v", ref, err), "")
 			continue
 		}
 		for _, f := range files {
 			data, err := smallfile.Read(f, maxManifestSize)
 			if err != nil {
-				c.add(p, fmt.Sprintf("cannot read %s: %v", f, unwrapPathError(err)), "")
+				c.Add(p, fmt.Sprintf("cannot read %s: %v", f, unwrapPathError(err)), "")
 				continue
 			}
 			s.Manifests = append(s.Manifests, Manifest{Name: filepath.Base(f), Content: string(data)})
 		}
 	}
 	if len(s.Manifests) > maxManifests {
-		c.add("spec.manifests", fmt.Sprintf("%d manifests, more than the limit of %d", len(s.Manifests), maxManifests), "")
+		c.Add("spec.manifests", fmt.Sprintf("%d manifests, more than the limit of %d", len(s.Manifests), maxManifests), "")
 		return
 	}
 	seen := map[string]bool{}
@@ -107,13 +107,13 @@ func (c *checker) manifests(s *Spec) {
 		}
 		switch {
 		case !validManifestName(m.Name):
-			c.add(p, fmt.Sprintf("%q is not a manifest file name", m.Name), "a base name ending in .yaml, .yml or .json")
+			c.Add(p, fmt.Sprintf("%q is not a manifest file name", m.Name), "a base name ending in .yaml, .yml or .json")
 		case seen[m.Name]:
-			c.add(p, fmt.Sprintf("two manifests are named %s", m.Name), "manifests are applied by file name: rename one")
+			c.Add(p, fmt.Sprintf("two manifests are named %s", m.Name), "manifests are applied by file name: rename one")
 		}
 		seen[m.Name] = true
 		if err := checkManifest([]byte(m.Content)); err != nil {
-			c.add(p, fmt.Sprintf("%s: %v", m.Name, err), "every manifest is a Kubernetes object: apiVersion, kind and metadata.name")
+			c.Add(p, fmt.Sprintf("%s: %v", m.Name, err), "every manifest is a Kubernetes object: apiVersion, kind and metadata.name")
 		}
 	}
 }

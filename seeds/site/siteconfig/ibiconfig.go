@@ -137,12 +137,12 @@ func parseImageBasedConfig(data []byte, name, dir string) (sc *SiteConfig, err e
 	}
 	c := &checker{dir: dir}
 	sc.validate(c)
-	for _, fe := range c.errs {
-		if field, ok := installConfigField(fromInstallConfig, fe.path); ok {
-			icProblems = append(icProblems, strictyaml.Problem{File: icPath, Path: field, Message: fe.msg, Hint: fe.hint})
+	for _, fe := range c.Errs {
+		if field, ok := installConfigField(fromInstallConfig, fe.Path); ok {
+			icProblems = append(icProblems, strictyaml.Problem{File: icPath, Path: field, Message: fe.Message, Hint: fe.Hint})
 			continue
 		}
-		if !d.Report(ibiPath(fe.path), fe.msg, fe.hint) {
+		if !d.Report(ibiPath(fe.Path), fe.Message, fe.Hint) {
 			break
 		}
 	}

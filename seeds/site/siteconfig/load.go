@@ -65,8 +65,8 @@ func Parse(data []byte, name, dir string) (sc *SiteConfig, err error) {
 	}
 	c := &checker{dir: dir}
 	sc.validate(c)
-	for _, fe := range c.errs {
-		if !d.Report(fe.path, fe.msg, fe.hint) {
+	for _, fe := range c.Errs {
+		if !d.Report(fe.Path, fe.Message, fe.Hint) {
 			return nil, &strictyaml.ValidationErrors{Problems: d.Problems()}
 		}
 	}

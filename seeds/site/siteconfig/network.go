@@ -22,7 +22,7 @@ func (n *Network) NMState() ([]byte, error) {
 
 func (c *checker) network(n *Network) {
 	if len(n.Interfaces) > maxInterfaces {
-		c.add("spec.network.interfaces", fmt.Sprintf("%d interfaces, more than the limit of %d", len(n.Interfaces), maxInterfaces), "")
+		c.Add("spec.network.interfaces", fmt.Sprintf("%d interfaces, more than the limit of %d", len(n.Interfaces), maxInterfaces), "")
 		return
 	}
 	names := map[string]bool{}
@@ -30,7 +30,7 @@ func (c *checker) network(n *Network) {
 		p := fmt.Sprintf("spec.network.interfaces[%d]", i)
 		c.iface(p, iface)
 		if names[iface.Name] && iface.Name != "" {
-			c.add(p+".name", fmt.Sprintf("interface %q listed twice", suggest.Clip(iface.Name)), "")
+			c.Add(p+".name", fmt.Sprintf("interface %q listed twice", suggest.Clip(iface.Name)), "")
 		}
 		names[iface.Name] = true
 	}
@@ -45,26 +45,26 @@ func (c *checker) network(n *Network) {
 func (c *checker) iface(p string, iface Interface) {
 	switch {
 	case iface.Name == "":
-		c.add(p+".name", "required", "the kernel's interface name, e.g. eth0 or enp1s0")
+		c.Add(p+".name", "required", "the kernel's interface name, e.g. eth0 or enp1s0")
 	case len(iface.Name) > 15 || strings.ContainsAny(iface.Name, "/ \t\n:") || iface.Name == "." || iface.Name == "..":
-		c.add(p+".name", fmt.Sprintf("%q is not a Linux interface name", suggest.Clip(iface.Name)), "at most 15 characters, without '/', ':' or spaces")
+		c.Add(p+".name", fmt.Sprintf("%q is not a Linux interface name", suggest.Clip(iface.Name)), "at most 15 characters, without '/', ':' or spaces")
 	}
 	switch iface.Type {
 	case "ethernet":
 	case "":
-		c.add(p+".type", "required", "type: ethernet")
+		c.Add(p+".type", "required", "type: ethernet")
 	default:
-		c.add(p+".type", fmt.Sprintf("interface type %q is %s", suggest.Clip(iface.Type), notSupported), "supported: ethernet")
+		c.Add(p+".type", fmt.Sprintf("interface type %q is %s", suggest.Clip(iface.Type), notSupported), "supported: ethernet")
 	}
 	if iface.MACAddress != "" {
 		if hw, err := net.ParseMAC(iface.MACAddress); err != nil || len(hw) != 6 {
-			c.add(p+".mac-address", fmt.Sprintf("%q is not an Ethernet MAC address", suggest.Clip(iface.MACAddress)), "six hexadecimal pairs separated by colons, e.g. 52:54:00:12:34:56")
+			c.Add(p+".mac-address", fmt.Sprintf("%q is not an Ethernet MAC address", suggest.Clip(iface.MACAddress)), "six hexadecimal pairs separated by colons, e.g. 52:54:00:12:34:56")
 		}
 	}
 	switch iface.State {
 	case "", "up", "down":
 	default:
-		c.add(p+".state", fmt.Sprintf("state %q is not one of up, down", suggest.Clip(iface.State)), "")
+		c.Add(p+".state", fmt.Sprintf("state %q is not one of up, down", suggest.Clip(iface.State)), "")
 	}
 	c.ip(p+".ipv4", iface.IPv4, false)
 	c.ip(p+".ipv6", iface.IPv6, true)
@@ -76,15 +76,15 @@ func (c *checker) ip(p string, cfg *IPConfig, v6 bool) {
 	}
 	if !cfg.IsEnabled() {
 		if cfg.DHCP || len(cfg.Address) > 0 {
-			c.add(p+".enabled", "is false, but dhcp or address is set", "remove them, or enable the block")
+			c.Add(p+".enabled", "is false, but dhcp or address is set", "remove them, or enable the block")
 		}
 		return
 	}
 	if cfg.DHCP && len(cfg.Address) > 0 {
-		c.add(p+".address", "static addresses together with dhcp are "+notSupported, "choose dhcp: true or a static address list")
+		c.Add(p+".address", "static addresses together with dhcp are "+notSupported, "choose dhcp: true or a static address list")
 	}
 	if len(cfg.Address) > maxAddresses {
-		c.add(p+".address", fmt.Sprintf("%d addresses, more than the limit of %d", len(cfg.Address), maxAddresses), "")
+		c.Add(p+".address", fmt.Sprintf("%d addresses, more than the limit of %d", len(cfg.Address), maxAddresses), "")
 		return
 	}
 	family, bits := "IPv4", 32
@@ -97,24 +97,24 @@ func (c *checker) ip(p string, cfg *IPConfig, v6 bool) {
 		addr, err := netip.ParseAddr(a.IP)
 		switch {
 		case a.IP == "":
-			c.add(ap+".ip", "required", "")
+			c.Add(ap+".ip", "required", "")
 		case err != nil || strings.Contains(a.IP, "/"):
-			c.add(ap+".ip", fmt.Sprintf("%q is not an IP address", suggest.Clip(a.IP)), "the prefix goes in prefix-length: ip: 10.0.2.50, prefix-length: 24")
+			c.Add(ap+".ip", fmt.Sprintf("%q is not an IP address", suggest.Clip(a.IP)), "the prefix goes in prefix-length: ip: 10.0.2.50, prefix-length: 24")
 		case addr.Is6() != v6 || addr.Is4In6():
-			c.add(ap+".ip", fmt.Sprintf("%q is not an %s address", suggest.Clip(a.IP), family), fmt.Sprintf("put it under ipv%s", map[bool]string{true: "4", false: "6"}[v6]))
+			c.Add(ap+".ip", fmt.Sprintf("%q is not an %s address", suggest.Clip(a.IP), family), fmt.Sprintf("put it under ipv%s", map[bool]string{true: "4", false: "6"}[v6]))
 		case seen[addr]:
-			c.add(ap+".ip", fmt.Sprintf("%s listed twice", addr), "")
+			c.Add(ap+".ip", fmt.Sprintf("%s listed twice", addr), "")
 		}
 		seen[addr] = true
 		if a.PrefixLength < 1 || a.PrefixLength > bits {
-			c.add(ap+".prefix-length", fmt.Sprintf("must be between 1 and %d, got %d", bits, a.PrefixLength), "e.g. 24 for a /24")
+			c.Add(ap+".prefix-length", fmt.Sprintf("must be between 1 and %d, got %d", bits, a.PrefixLength), "e.g. 24 for a /24")
 		}
 	}
 }
 
 func (c *checker) routes(rs []Route, ifaces map[string]bool) {
 	if len(rs) > maxRoutes {
-		c.add("spec.network.routes.config", fmt.Sprintf("%d routes, more than the limit of %d", len(rs), maxRoutes), "")
+		c.Add("spec.network.routes.config", fmt.Sprintf("%d routes, more than the limit of %d", len(rs), maxRoutes), "")
 		return
 	}
 	for i, r := range rs {
@@ -122,26 +122,26 @@ func (c *checker) routes(rs []Route, ifaces map[string]bool) {
 		dst, err := netip.ParsePrefix(r.Destination)
 		switch {
 		case r.Destination == "":
-			c.add(p+".destination", "required", "a network in CIDR notation; 0.0.0.0/0 for the default route")
+			c.Add(p+".destination", "required", "a network in CIDR notation; 0.0.0.0/0 for the default route")
 		case err != nil:
-			c.add(p+".destination", fmt.Sprintf("%q is not a network in CIDR notation", suggest.Clip(r.Destination)), "e.g. 0.0.0.0/0 or 192.168.1.0/24")
+			c.Add(p+".destination", fmt.Sprintf("%q is not a network in CIDR notation", suggest.Clip(r.Destination)), "e.g. 0.0.0.0/0 or 192.168.1.0/24")
 		case dst.Masked() != dst:
-			c.add(p+".destination", fmt.Sprintf("%s has host bits set", dst), fmt.Sprintf("did you mean %s?", dst.Masked()))
+			c.Add(p+".destination", fmt.Sprintf("%s has host bits set", dst), fmt.Sprintf("did you mean %s?", dst.Masked()))
 		}
 		if r.NextHopAddress == "" && r.NextHopInterface == "" {
-			c.add(p, "needs next-hop-address or next-hop-interface", "")
+			c.Add(p, "needs next-hop-address or next-hop-interface", "")
 		}
 		if r.NextHopAddress != "" {
 			hop, err := netip.ParseAddr(r.NextHopAddress)
 			switch {
 			case err != nil:
-				c.add(p+".next-hop-address", fmt.Sprintf("%q is not an IP address", suggest.Clip(r.NextHopAddress)), "")
+				c.Add(p+".next-hop-address", fmt.Sprintf("%q is not an IP address", suggest.Clip(r.NextHopAddress)), "")
 			case dst.IsValid() && hop.Is4() != dst.Addr().Is4():
-				c.add(p+".next-hop-address", "is not of the destination's address family", "")
+				c.Add(p+".next-hop-address", "is not of the destination's address family", "")
 			}
 		}
 		if r.NextHopInterface != "" && !ifaces[r.NextHopInterface] {
-			c.add(p+".next-hop-interface", fmt.Sprintf("no interface %q in spec.network.interfaces", suggest.Clip(r.NextHopInterface)), "")
+			c.Add(p+".next-hop-interface", fmt.Sprintf("no interface %q in spec.network.interfaces", suggest.Clip(r.NextHopInterface)), "")
 		}
 	}
 }

@@ -123,10 +123,10 @@ func (sc *SiteConfig) Unseal(ids ...age.Identity) error {
 	probe := Spec{PullSecret: doc.PullSecret, KubeadminPasswordHash: doc.KubeadminPasswordHash, KubeconfigCrypto: doc.KubeconfigCrypto}
 	c.pullSecret(&probe)
 	c.identity(&probe)
-	if len(c.errs) > 0 {
-		msgs := make([]string, len(c.errs))
-		for i, e := range c.errs {
-			msgs[i] = e.path + ": " + e.msg
+	if c.Len() > 0 {
+		msgs := make([]string, c.Len())
+		for i, e := range c.Errs {
+			msgs[i] = e.Path + ": " + e.Message
 		}
 		return fmt.Errorf("the sealed secrets (spec.sealedSecrets) are not valid: %s", strings.Join(msgs, "; "))
 	}
@@ -143,12 +143,12 @@ func (c *checker) sealedSecrets(s *Spec) {
 	const p = "spec.sealedSecrets"
 	switch {
 	case len(s.SealedSecrets) > maxSealed:
-		c.add(p, fmt.Sprintf("longer than %d bytes", maxSealed), "")
+		c.Add(p, fmt.Sprintf("longer than %d bytes", maxSealed), "")
 	case !strings.HasPrefix(strings.TrimSpace(s.SealedSecrets), sealedArmor):
-		c.add(p, "is not age-encrypted secrets in ASCII armor", "site-config create --seal-to RECIPIENT seals a site's secrets")
+		c.Add(p, "is not age-encrypted secrets in ASCII armor", "site-config create --seal-to RECIPIENT seals a site's secrets")
 	}
 	if s.PullSecret != "" || s.PullSecretFile != "" || s.KubeadminPasswordHash != "" || s.KubeconfigCrypto != nil {
-		c.add(p, "comes with secrets in clear as well (pullSecret, kubeadminPasswordHash or kubeconfigCrypto)", "seal them all, or none")
+		c.Add(p, "comes with secrets in clear as well (pullSecret, kubeadminPasswordHash or kubeconfigCrypto)", "seal them all, or none")
 	}
 }
 

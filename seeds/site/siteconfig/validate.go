@@ -29,47 +29,41 @@ const (
 
 var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 
-type fieldError struct{ path, msg, hint string }
-
 // checker collects validation errors named by path; the decoder adds their positions.
 type checker struct {
-	dir  string
-	errs []fieldError
-}
-
-func (c *checker) add(path, msg, hint string) {
-	c.errs = append(c.errs, fieldError{path, msg, hint})
+	dir string
+	checks.Report
 }
 
 func (sc *SiteConfig) validate(c *checker) {
 	if sc.APIVersion != APIVersion {
-		c.add("apiVersion", "must be "+APIVersion, "")
+		c.Add("apiVersion", "must be "+APIVersion, "")
 	}
 	if sc.Kind != Kind {
-		c.add("kind", "must be "+Kind, "kind: "+Kind)
+		c.Add("kind", "must be "+Kind, "kind: "+Kind)
 	}
 	s := &sc.Spec
 	switch {
 	case sc.Metadata.Name == "":
-		c.add("metadata.name", "required", "a DNS-1123 label such as store-0042")
+		c.Add("metadata.name", "required", "a DNS-1123 label such as store-0042")
 	case !isLabel(sc.Metadata.Name):
-		c.add("metadata.name", fmt.Sprintf("%q is not a DNS-1123 label", suggest.Clip(sc.Metadata.Name)), labelHint)
+		c.Add("metadata.name", fmt.Sprintf("%q is not a DNS-1123 label", suggest.Clip(sc.Metadata.Name)), labelHint)
 	}
 	switch {
 	case s.Hostname == "":
-		c.add("spec.hostname", "required", "an RFC 1123 host name such as edge-01")
+		c.Add("spec.hostname", "required", "an RFC 1123 host name such as edge-01")
 	case !isHostname(s.Hostname):
-		c.add("spec.hostname", fmt.Sprintf("%q is not an RFC 1123 host name", suggest.Clip(s.Hostname)),
+		c.Add("spec.hostname", fmt.Sprintf("%q is not an RFC 1123 host name", suggest.Clip(s.Hostname)),
 			"lowercase labels of letters, digits and '-', separated by dots, each at most 63 characters, 253 in all")
 	}
 	if s.ClusterName != "" && !isLabel(s.ClusterName) {
-		c.add("spec.clusterName", fmt.Sprintf("%q is not a DNS-1123 label", suggest.Clip(s.ClusterName)), labelHint)
+		c.Add("spec.clusterName", fmt.Sprintf("%q is not a DNS-1123 label", suggest.Clip(s.ClusterName)), labelHint)
 	}
 	if s.BaseDomain != "" && !isHostname(s.BaseDomain) {
-		c.add("spec.baseDomain", fmt.Sprintf("%q is not a DNS subdomain", suggest.Clip(s.BaseDomain)), "lowercase labels separated by dots, e.g. edge.example.com")
+		c.Add("spec.baseDomain", fmt.Sprintf("%q is not a DNS subdomain", suggest.Clip(s.BaseDomain)), "lowercase labels separated by dots, e.g. edge.example.com")
 	}
 	if (s.ClusterName == "") != (s.BaseDomain == "") {
-		c.add("spec.clusterName", "clusterName and baseDomain go together (OpenShift only)", "give both, or neither to keep the seed's")
+		c.Add("spec.clusterName", "clusterName and baseDomain go together (OpenShift only)", "give both, or neither to keep the seed's")
 	}
 	if s.Network != nil {
 		c.network(s.Network)
@@ -107,8 +101,8 @@ func (sc *SiteConfig) Bind(seed, serial string) error {
 	var c checker
 	c.binding(&b)
 	var msgs []string
-	for _, e := range c.errs {
-		msgs = append(msgs, fmt.Sprintf("%s: %s (%s)", e.path, e.msg, e.hint))
+	for _, e := range c.Errs {
+		msgs = append(msgs, fmt.Sprintf("%s: %s (%s)", e.Path, e.Message, e.Hint))
 	}
 	if len(msgs) > 0 {
 		return errors.New(strings.Join(msgs, "; "))
@@ -126,12 +120,12 @@ func (c *checker) binding(b *Binding) {
 		return
 	}
 	if b.Seed != "" && !isLabel(b.Seed) {
-		c.add("spec.binding.seed", fmt.Sprintf("%q is not a seed name (a DNS-1123 label)", suggest.Clip(b.Seed)), "the seed's name as seed inspect shows it, e.g. du-edge")
+		c.Add("spec.binding.seed", fmt.Sprintf("%q is not a seed name (a DNS-1123 label)", suggest.Clip(b.Seed)), "the seed's name as seed inspect shows it, e.g. du-edge")
 	}
 	if sn := b.MachineSerial; sn != "" {
 		printable := strings.IndexFunc(sn, func(r rune) bool { return r < 0x20 || r > 0x7e }) < 0
 		if len(sn) > MaxMachineSerial || !printable || sn != strings.TrimSpace(sn) {
-			c.add("spec.binding.machineSerial", fmt.Sprintf("%q is not a serial number: at most %d printable ASCII characters, no space at either end", suggest.Clip(sn), MaxMachineSerial),
+			c.Add("spec.binding.machineSerial", fmt.Sprintf("%q is not a serial number: at most %d printable ASCII characters, no space at either end", suggest.Clip(sn), MaxMachineSerial),
 				"as the server's label or dmidecode -s system-serial-number gives it")
 		}
 	}
@@ -143,14 +137,14 @@ var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4
 func (c *checker) identity(s *Spec) {
 	if h := s.KubeadminPasswordHash; h != "" {
 		if _, err := bcrypt.Cost([]byte(h)); err != nil {
-			c.add("spec.kubeadminPasswordHash", "is not a bcrypt hash", "e.g. htpasswd -nbBC 10 '' PASSWORD | cut -d: -f2")
+			c.Add("spec.kubeadminPasswordHash", "is not a bcrypt hash", "e.g. htpasswd -nbBC 10 '' PASSWORD | cut -d: -f2")
 		}
 	}
 	if s.ClusterID != "" && !uuidRE.MatchString(s.ClusterID) {
-		c.add("spec.clusterID", fmt.Sprintf("%q is not a lowercase UUID", suggest.Clip(s.ClusterID)), "e.g. from uuidgen; or leave it out and the seed makes one")
+		c.Add("spec.clusterID", fmt.Sprintf("%q is not a lowercase UUID", suggest.Clip(s.ClusterID)), "e.g. from uuidgen; or leave it out and the seed makes one")
 	}
 	if s.InfraID != "" && !isLabel(s.InfraID) {
-		c.add("spec.infraID", fmt.Sprintf("%q is not a DNS-1123 label", suggest.Clip(s.InfraID)), labelHint)
+		c.Add("spec.infraID", fmt.Sprintf("%q is not a DNS-1123 label", suggest.Clip(s.InfraID)), labelHint)
 	}
 	if k := s.KubeconfigCrypto; k != nil {
 		for _, f := range []struct{ path, pem, kind string }{
@@ -162,7 +156,7 @@ func (c *checker) identity(s *Spec) {
 				continue
 			}
 			if err := checkPEM(f.pem, f.kind); err != nil {
-				c.add("spec.kubeconfigCrypto."+f.path, err.Error(), "site-config create generates these; do not edit them")
+				c.Add("spec.kubeconfigCrypto."+f.path, err.Error(), "site-config create generates these; do not edit them")
 			}
 		}
 	}
@@ -219,53 +213,53 @@ func (c *checker) dnsConflict(s *Spec) {
 	}
 	r := s.Network.DNSResolver.Config
 	if !slices.Equal(s.DNS.Servers, r.Server) || !slices.Equal(s.DNS.Search, r.Search) {
-		c.add("spec.dns", "conflicts with spec.network.dns-resolver", "give DNS in one place: spec.dns or the nmstate dns-resolver")
+		c.Add("spec.dns", "conflicts with spec.network.dns-resolver", "give DNS in one place: spec.dns or the nmstate dns-resolver")
 	}
 }
 
 func (c *checker) dns(serversPath, searchPath string, servers, search []string) {
 	if len(servers) > maxServers {
-		c.add(serversPath, fmt.Sprintf("%d servers, more than the limit of %d", len(servers), maxServers), "")
+		c.Add(serversPath, fmt.Sprintf("%d servers, more than the limit of %d", len(servers), maxServers), "")
 		return
 	}
 	for i, s := range servers {
 		if _, err := netip.ParseAddr(s); err != nil {
-			c.add(fmt.Sprintf("%s[%d]", serversPath, i), fmt.Sprintf("%q is not an IP address", suggest.Clip(s)), "name servers are given by address, e.g. 10.0.2.3")
+			c.Add(fmt.Sprintf("%s[%d]", serversPath, i), fmt.Sprintf("%q is not an IP address", suggest.Clip(s)), "name servers are given by address, e.g. 10.0.2.3")
 		}
 	}
 	if len(search) > maxServers {
-		c.add(searchPath, fmt.Sprintf("%d search domains, more than the limit of %d", len(search), maxServers), "")
+		c.Add(searchPath, fmt.Sprintf("%d search domains, more than the limit of %d", len(search), maxServers), "")
 		return
 	}
 	for i, s := range search {
 		if !isHostname(s) {
-			c.add(fmt.Sprintf("%s[%d]", searchPath, i), fmt.Sprintf("%q is not a DNS domain", suggest.Clip(s)), "e.g. example.com")
+			c.Add(fmt.Sprintf("%s[%d]", searchPath, i), fmt.Sprintf("%q is not a DNS domain", suggest.Clip(s)), "e.g. example.com")
 		}
 	}
 }
 
 func (c *checker) ntp(servers []string) {
 	if len(servers) > maxServers {
-		c.add("spec.ntp.servers", fmt.Sprintf("%d servers, more than the limit of %d", len(servers), maxServers), "")
+		c.Add("spec.ntp.servers", fmt.Sprintf("%d servers, more than the limit of %d", len(servers), maxServers), "")
 		return
 	}
 	for i, s := range servers {
 		if _, err := netip.ParseAddr(s); err != nil && !isHostname(s) {
-			c.add(fmt.Sprintf("spec.ntp.servers[%d]", i), fmt.Sprintf("%q is neither an IP address nor a host name", suggest.Clip(s)), "e.g. 10.0.2.2 or ntp.example.com")
+			c.Add(fmt.Sprintf("spec.ntp.servers[%d]", i), fmt.Sprintf("%q is neither an IP address nor a host name", suggest.Clip(s)), "e.g. 10.0.2.2 or ntp.example.com")
 		}
 	}
 }
 
 func (c *checker) mirrors(ms []RegistryMirror) {
 	if len(ms) > maxMirrors {
-		c.add("spec.registryMirrors", fmt.Sprintf("%d mirrors, more than the limit of %d", len(ms), maxMirrors), "")
+		c.Add("spec.registryMirrors", fmt.Sprintf("%d mirrors, more than the limit of %d", len(ms), maxMirrors), "")
 		return
 	}
 	for i, m := range ms {
 		p := fmt.Sprintf("spec.registryMirrors[%d]", i)
 		c.repository(p+".source", m.Source)
 		if len(m.Mirrors) == 0 {
-			c.add(p+".mirrors", "at least one mirror is required", "")
+			c.Add(p+".mirrors", "at least one mirror is required", "")
 		}
 		for j, mirror := range m.Mirrors {
 			c.repository(fmt.Sprintf("%s.mirrors[%d]", p, j), mirror)
@@ -277,23 +271,23 @@ func (c *checker) mirrors(ms []RegistryMirror) {
 // as blueprints do.
 func (c *checker) repository(path, s string) {
 	if msg, hint := checks.Repository(s); msg != "" {
-		c.add(path, msg, hint)
+		c.Add(path, msg, hint)
 	}
 }
 
 func (c *checker) sshKeys(keys []string) {
 	if len(keys) > maxKeys {
-		c.add("spec.sshAuthorizedKeys", fmt.Sprintf("%d keys, more than the limit of %d", len(keys), maxKeys), "")
+		c.Add("spec.sshAuthorizedKeys", fmt.Sprintf("%d keys, more than the limit of %d", len(keys), maxKeys), "")
 		return
 	}
 	for i, k := range keys {
 		p := fmt.Sprintf("spec.sshAuthorizedKeys[%d]", i)
 		if strings.Contains(strings.TrimSpace(k), "\n") {
-			c.add(p, "holds more than one line", "one key per item")
+			c.Add(p, "holds more than one line", "one key per item")
 			continue
 		}
 		if err := checks.SSHKey([]byte(k)); err != nil {
-			c.add(p, err.Error(), "a public key line such as ssh-ed25519 AAAA... user@host")
+			c.Add(p, err.Error(), "a public key line such as ssh-ed25519 AAAA... user@host")
 		}
 	}
 }
