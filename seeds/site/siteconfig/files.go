@@ -1,29 +1,18 @@
 package siteconfig
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/snofactory/snofactory/seeds/checks"
+	"github.com/snofactory/snofactory/seeds/checks/manifest"
 	"github.com/snofactory/snofactory/seeds/checks/smallfile"
-	"github.com/snofactory/snofactory/seeds/checks/strictyaml"
 )
 
-// Limits on referenced files.
-const (
-	maxPullSecretSize = 1 << 20
-	// A manifest is carried inline, and the decoder bounds strings at 256 KiB.
-	maxManifestSize = 256 << 10
-	maxManifestDocs = 100
-)
+// maxPullSecretSize bounds the pull secret file.
+const maxPullSecretSize = 1 << 20
 
 const selfContainedHint = "a site config read from a medium carries its files inline"
 
@@ -77,22 +66,8 @@ func (c *checker) manifests(s *Spec) {
 	inline := len(s.Manifests) // those read from files are appended after these
 	for i, ref := range s.ExtraManifests {
 		p := fmt.Sprintf("spec.extraManifests[%d]", i)
-		abs, ok := c.resolve(p, ref)
-		if !ok {
-			continue
-		}
-		files, err := manifestFiles(abs)
-		if err != nil {
-			c.Add(p, fmt.Sprintf("%s: %v", ref, err), "")
-			continue
-		}
-		for _, f := range files {
-			data, err := smallfile.Read(f, maxManifestSize)
-			if err != nil {
-				c.Add(p, fmt.Sprintf("cannot read %s: %v", f, unwrapPathError(err)), "")
-				continue
-			}
-			s.Manifests = append(s.Manifests, Manifest{Name: filepath.Base(f), Content: string(data)})
+		if abs, ok := c.resolve(p, ref); ok {
+			s.Manifests = append(s.Manifests, c.readManifests(p, abs, ref)...)
 		}
 	}
 	if len(s.Manifests) > maxManifests {
@@ -106,89 +81,49 @@ func (c *checker) manifests(s *Spec) {
 			p = "spec.extraManifests" // read from a file: the reference is what the user wrote
 		}
 		switch {
-		case !validManifestName(m.Name):
+		case !manifest.ValidName(m.Name):
 			c.Add(p, fmt.Sprintf("%q is not a manifest file name", m.Name), "a base name ending in .yaml, .yml or .json")
 		case seen[m.Name]:
 			c.Add(p, fmt.Sprintf("two manifests are named %s", m.Name), "manifests are applied by file name: rename one")
 		}
 		seen[m.Name] = true
-		if err := checkManifest([]byte(m.Content)); err != nil {
-			c.Add(p, fmt.Sprintf("%s: %v", m.Name, err), "every manifest is a Kubernetes object: apiVersion, kind and metadata.name")
+		n, problems := manifest.Check(m.Name, []byte(m.Content))
+		for _, pr := range problems {
+			c.Add(p, pr.Message, pr.Hint)
+		}
+		if n == 0 && len(problems) == 0 {
+			c.Add(p, m.Name+": no Kubernetes object", manifest.Hint)
 		}
 	}
 }
 
-func validManifestName(name string) bool {
-	ext := strings.ToLower(filepath.Ext(name))
-	return name != "" && !strings.ContainsAny(name, "/\\\x00") && !strings.HasPrefix(name, ".") &&
-		(ext == ".yaml" || ext == ".yml" || ext == ".json")
-}
-
-// manifestFiles lists a manifest file, or a directory's *.yaml, *.yml and *.json files
-// (top level, sorted; hidden files skipped, other files refused so none is silently left out).
-func manifestFiles(path string) ([]string, error) {
-	fi, err := os.Stat(path)
+// readManifests reads the manifest file ref (at abs), or the manifests of the directory
+// ref, reporting at p what cannot be read.
+func (c *checker) readManifests(p, abs, ref string) []Manifest {
+	fi, err := os.Stat(abs)
 	if err != nil {
-		return nil, unwrapPathError(err)
+		c.Add(p, fmt.Sprintf("%s: %v", ref, unwrapPathError(err)), "")
+		return nil
 	}
-	if !fi.IsDir() {
-		return []string{path}, nil
+	files := []string{abs}
+	if fi.IsDir() {
+		var problems []manifest.Problem
+		files, problems = manifest.Dir(abs, ref)
+		for _, pr := range problems {
+			c.Add(p, pr.Message, pr.Hint)
+		}
+		if len(files) == 0 && len(problems) == 0 {
+			c.Add(p, fmt.Sprintf("%s: %s", ref, manifest.NoManifests), "")
+		}
 	}
-	entries, err := os.ReadDir(path)
-	if err != nil {
-		return nil, unwrapPathError(err)
-	}
-	if len(entries) > maxManifests {
-		return nil, fmt.Errorf("%d entries, more than the limit of %d", len(entries), maxManifests)
-	}
-	var files []string
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), ".") {
+	var out []Manifest
+	for _, f := range files {
+		data, pr := manifest.Read(f, f)
+		if pr != nil {
+			c.Add(p, pr.Message, pr.Hint)
 			continue
 		}
-		if e.IsDir() || !validManifestName(e.Name()) {
-			return nil, fmt.Errorf("%s is not a manifest (.yaml, .yml or .json)", e.Name())
-		}
-		files = append(files, filepath.Join(path, e.Name()))
+		out = append(out, Manifest{Name: filepath.Base(f), Content: string(data)})
 	}
-	if len(files) == 0 {
-		return nil, errors.New("the directory holds no manifests")
-	}
-	sort.Strings(files)
-	return files, nil
-}
-
-// checkManifest checks that every YAML document of a manifest is a Kubernetes object.
-func checkManifest(data []byte) error {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	n := 0
-	for i := 1; ; i++ {
-		var node yaml.Node
-		err := dec.Decode(&node)
-		switch {
-		case errors.Is(err, io.EOF) && n == 0:
-			return errors.New("no Kubernetes object")
-		case errors.Is(err, io.EOF):
-			return nil
-		case err != nil:
-			return fmt.Errorf("document %d: %s", i, strings.TrimPrefix(err.Error(), "yaml: "))
-		case i > maxManifestDocs:
-			return fmt.Errorf("more than %d documents", maxManifestDocs)
-		case len(node.Content) == 0 || node.Content[0].Tag == "!!null":
-			continue // an empty document between --- markers
-		case node.Content[0].Kind != yaml.MappingNode:
-			return fmt.Errorf("document %d (line %d) is %s, not a Kubernetes object", i, node.Content[0].Line, strictyaml.Describe(node.Content[0]))
-		}
-		var doc struct {
-			APIVersion string `yaml:"apiVersion"`
-			Kind       string `yaml:"kind"`
-			Metadata   struct {
-				Name string `yaml:"name"`
-			} `yaml:"metadata"`
-		}
-		if err := node.Decode(&doc); err != nil || doc.APIVersion == "" || doc.Kind == "" || doc.Metadata.Name == "" {
-			return fmt.Errorf("document %d (line %d) lacks apiVersion, kind or metadata.name", i, node.Content[0].Line)
-		}
-		n++
-	}
+	return out
 }
