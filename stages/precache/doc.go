@@ -2,7 +2,7 @@
 // content-addressed blob store shared by all builds of a depot, and packages the images of
 // one build as an OCI image layout on a data disk for the factory VM.
 //
-// The store (see Store, a pipeline/blobstore shared with the live ISO downloads) lives in
+// The store (a pipeline/blobstore.Store, shared with the live ISO downloads) lives in
 // the pipeline's shared directory "blobs": a blob is fetched
 // once per depot, verified against its sha256 before it is renamed into the store, and an
 // interrupted download is resumed from its partial file with an HTTP Range request, also

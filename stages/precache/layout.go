@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"github.com/opencontainers/go-digest"
+	"github.com/snofactory/snofactory/pipeline/blobstore"
 	"github.com/snofactory/snofactory/seeds/contract/precachedisk"
 )
 
@@ -21,7 +22,7 @@ type LayoutStats struct {
 // WriteLayout writes the OCI image layout of the precache data disk (seeds/contract/precachedisk) in
 // dir, with one index entry per image named by its pinned reference. Blobs are hardlinks into
 // the store, so writing a layout copies nothing unless the store is on another filesystem.
-func (res *Result) WriteLayout(dir string, st *Store) (LayoutStats, error) {
+func (res *Result) WriteLayout(dir string, st *blobstore.Store) (LayoutStats, error) {
 	var stats LayoutStats
 	if err := precachedisk.CreateLayout(dir); err != nil {
 		return stats, err
@@ -47,7 +48,7 @@ func (res *Result) WriteLayout(dir string, st *Store) (LayoutStats, error) {
 
 // placeBlob puts blob d of the store into the layout in dir once: a hardlink where the
 // filesystem allows it, else a copy.
-func placeBlob(st *Store, dir string, d digest.Digest, seen map[digest.Digest]bool, stats *LayoutStats) error {
+func placeBlob(st *blobstore.Store, dir string, d digest.Digest, seen map[digest.Digest]bool, stats *LayoutStats) error {
 	if seen[d] {
 		return nil
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/containers/image/v5/docker/reference"
 	"github.com/containers/image/v5/types"
 	"github.com/opencontainers/go-digest"
+	"github.com/snofactory/snofactory/pipeline/blobstore"
 	"github.com/snofactory/snofactory/stages/internal/registries"
 	"golang.org/x/sync/errgroup"
 )
@@ -28,7 +29,7 @@ type Image struct {
 // Config is one precache run.
 type Config struct {
 	Images []Image
-	Store  *Store
+	Store  *blobstore.Store
 	// Sys carries mirrors (registries.conf), auth files and the signature policy.
 	Sys *types.SystemContext
 	// Jobs is the number of parallel blob transfers (default 6).
@@ -170,7 +171,7 @@ type blobPlan struct {
 // planBlobs lists the unique blobs of images, counts them and the stored ones in rep with the
 // per-image report, and returns those still to fetch, largest first so the long transfers
 // overlap with the many small ones.
-func planBlobs(images []*pinnedImage, st *Store, rep *Report) *blobPlan {
+func planBlobs(images []*pinnedImage, st *blobstore.Store, rep *Report) *blobPlan {
 	byDigest := map[digest.Digest]*plannedBlob{}
 	var order []*plannedBlob
 	for i, im := range images {
@@ -378,7 +379,7 @@ func pinManifests(ctx context.Context, r *remote, cfg Config, img Image) (*pinne
 // store lacks it (fetched says so), and returns it with its descriptor. The media type comes
 // from the manifest itself, never from a response header, so a layout made from the store is
 // the same as one made from the registry.
-func loadManifest(ctx context.Context, r *remote, st *Store, img Image, named reference.Named, d digest.Digest) (m *manifestDoc, desc descriptor, fetched bool, err error) {
+func loadManifest(ctx context.Context, r *remote, st *blobstore.Store, img Image, named reference.Named, d digest.Digest) (m *manifestDoc, desc descriptor, fetched bool, err error) {
 	b, err := st.Read(d)
 	if err != nil {
 		if b, _, err = r.fetchManifest(ctx, named, d); err != nil {

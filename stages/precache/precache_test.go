@@ -97,7 +97,7 @@ func sysFor(t *testing.T, reg registries.Config) *types.SystemContext {
 func TestPrecacheLayoutAndReuse(t *testing.T) {
 	reg := registry.StartT(t, registry.Options{})
 	images := testImages(t, reg, 3)
-	st, err := OpenStore(filepath.Join(t.TempDir(), "blobs"))
+	st, err := blobstore.Open(filepath.Join(t.TempDir(), "blobs"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +201,7 @@ func TestPrecacheResume(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			st, _ := OpenStore(filepath.Join(t.TempDir(), "blobs"))
+			st, _ := blobstore.Open(filepath.Join(t.TempDir(), "blobs"))
 			if err := os.WriteFile(filepath.Join(st.Dir(), "partial", ld.Hex), tc.partial, 0o644); err != nil {
 				t.Fatal(err)
 			}
@@ -246,7 +246,7 @@ func TestPrecacheMirrorAndPolicy(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			st, _ := OpenStore(filepath.Join(t.TempDir(), "blobs"))
+			st, _ := blobstore.Open(filepath.Join(t.TempDir(), "blobs"))
 			sys := sysFor(t, registries.Config{Insecure: []string{mirror.Addr(), "127.0.0.1:1"}, PolicyFile: tc.policy,
 				Mirrors: []registries.Mirror{{Source: src, Mirrors: []string{mirror.Addr() + "/ocp"}}}})
 			res, err := Precache(context.Background(), Config{Images: images, Store: st, Sys: sys, Attempts: 2, RetryBase: 1})
@@ -297,7 +297,7 @@ func TestPrecacheAuth(t *testing.T) {
 			if sys.AuthFilePath == "" {
 				sys.AuthFilePath = filepath.Join(t.TempDir(), "none.json")
 			}
-			st, _ := OpenStore(filepath.Join(t.TempDir(), "blobs"))
+			st, _ := blobstore.Open(filepath.Join(t.TempDir(), "blobs"))
 			res, err := Precache(context.Background(), Config{Images: images, Store: st, Sys: sys, Attempts: 1})
 			if check.Error(t, err, tc.wantErr) {
 				return
@@ -313,7 +313,7 @@ func TestPrecacheAuth(t *testing.T) {
 func TestPrecacheConcurrentBuilds(t *testing.T) {
 	reg := registry.StartT(t, registry.Options{})
 	images := testImages(t, reg, 4)
-	st, _ := OpenStore(filepath.Join(t.TempDir(), "blobs"))
+	st, _ := blobstore.Open(filepath.Join(t.TempDir(), "blobs"))
 	sys := sysFor(t, registries.Config{Insecure: []string{reg.Addr()}})
 	var wg sync.WaitGroup
 	reps := make([]Report, 2)
@@ -382,7 +382,7 @@ func TestPrecacheFollowsBlobRedirects(t *testing.T) {
 	head := make([]byte, 1000)
 	io.ReadFull(rc, head)
 	rc.Close()
-	st, _ := OpenStore(filepath.Join(t.TempDir(), "blobs"))
+	st, _ := blobstore.Open(filepath.Join(t.TempDir(), "blobs"))
 	os.WriteFile(filepath.Join(st.Dir(), "partial", ld.Hex), head, 0o644)
 	if _, err := Precache(context.Background(), Config{Images: []Image{im}, Store: st, Sys: sysFor(t, registries.Config{Insecure: []string{frontAddr}})}); err != nil {
 		t.Fatal(err)
@@ -398,7 +398,7 @@ func TestPrecacheFollowsBlobRedirects(t *testing.T) {
 func TestStorePrune(t *testing.T) {
 	reg := registry.StartT(t, registry.Options{})
 	images := testImages(t, reg, 2)
-	st, _ := OpenStore(filepath.Join(t.TempDir(), "blobs"))
+	st, _ := blobstore.Open(filepath.Join(t.TempDir(), "blobs"))
 	sys := sysFor(t, registries.Config{Insecure: []string{reg.Addr()}})
 	// Image 0's layout survives; image 1's layout was evicted with its cache entry.
 	res0, err := Precache(context.Background(), Config{Images: images[:1], Store: st, Sys: sys})
@@ -439,7 +439,7 @@ func TestStorePrune(t *testing.T) {
 func TestPrecacheDeadMirror(t *testing.T) {
 	reg := registry.StartT(t, registry.Options{})
 	images := testImages(t, reg, 3)
-	st, _ := OpenStore(filepath.Join(t.TempDir(), "blobs"))
+	st, _ := blobstore.Open(filepath.Join(t.TempDir(), "blobs"))
 	sys := sysFor(t, registries.Config{Insecure: []string{reg.Addr(), "127.0.0.1:1"},
 		Mirrors: []registries.Mirror{{Source: reg.Addr() + "/ocp", Mirrors: []string{"127.0.0.1:1/ocp"}}}})
 	res, err := Precache(context.Background(), Config{Images: images, Store: st, Sys: sys, RetryBase: time.Second})

@@ -24,6 +24,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/opencontainers/go-digest"
+	"github.com/snofactory/snofactory/pipeline/blobstore"
 )
 
 // manifestAccept is every manifest type we can store.
@@ -75,7 +76,7 @@ func transient(err error) bool {
 	if errors.As(err, &se) {
 		return se.code >= 500 || se.code == http.StatusTooManyRequests || se.code == http.StatusRequestTimeout
 	}
-	var de *digestError
+	var de *blobstore.DigestError
 	if errors.As(err, &de) {
 		return true
 	}
@@ -359,7 +360,7 @@ func (r *remote) fetchManifest(ctx context.Context, ref reference.Named, d diges
 			return fmt.Errorf("manifest is larger than %d bytes", maxManifest)
 		}
 		if got := d.Algorithm().FromBytes(b); got != d {
-			return &digestError{Want: d, Got: got}
+			return &blobstore.DigestError{Want: d, Got: got}
 		}
 		data, mediaType = b, resp.Header.Get("Content-Type")
 		return nil
@@ -384,7 +385,7 @@ func (s *stallReader) Read(p []byte) (int, error) {
 // fetchBlob downloads blob d of the repository of ref into the store, resuming a partial
 // download with HTTP Range, and returns the bytes received from the network. counted is
 // called with every chunk received, for progress.
-func (r *remote) fetchBlob(ctx context.Context, st *Store, ref reference.Named, d digest.Digest, size int64, counted func(int64)) (int64, error) {
+func (r *remote) fetchBlob(ctx context.Context, st *blobstore.Store, ref reference.Named, d digest.Digest, size int64, counted func(int64)) (int64, error) {
 	p, done, err := st.Acquire(ctx, d)
 	if err != nil || done {
 		return 0, err

@@ -125,7 +125,7 @@ func run(ctx context.Context, opts Options, env *pipeline.Env) error {
 	if err != nil {
 		return err
 	}
-	st, err := OpenStore(shared)
+	st, err := blobstore.Open(shared)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/containers/image/v5/types"
+	"github.com/snofactory/snofactory/pipeline/blobstore"
 	"github.com/snofactory/snofactory/stages/precache"
 	"github.com/snofactory/snofactory/test/payload"
 	"github.com/snofactory/snofactory/test/registry"
@@ -42,7 +43,7 @@ func benchPrecache(ctx context.Context, dir string) ([]Result, error) {
 	if err := os.WriteFile(filepath.Join(conf, "50-bench.conf"), []byte(fmt.Sprintf("[[registry]]\nlocation = %q\ninsecure = true\n", reg.Addr())), 0o644); err != nil {
 		return nil, err
 	}
-	store, err := precache.OpenStore(filepath.Join(dir, "store"))
+	store, err := blobstore.Open(filepath.Join(dir, "store"))
 	if err != nil {
 		return nil, err
 	}

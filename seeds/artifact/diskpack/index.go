@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/opencontainers/go-digest"
 )
@@ -249,15 +248,6 @@ func ParseIndex(b []byte) (*Index, error) {
 		return nil, fmt.Errorf("invalid disk index:\n%w", err)
 	}
 	return &x, nil
-}
-
-// ReadIndex reads and validates an index, at most MaxIndexSize bytes of it.
-func ReadIndex(r io.Reader) (*Index, error) {
-	b, err := io.ReadAll(io.LimitReader(r, MaxIndexSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("reading the disk index: %w", err)
-	}
-	return ParseIndex(b)
 }
 
 // Gaps returns the ranges of the disk that no chunk covers (zeros), in order, as

@@ -69,15 +69,6 @@ func (o *Old) Close() {
 // Name says what the old disk is.
 func (o *Old) Name() string { return o.name }
 
-// Len is the number of distinct chunks on offer.
-func (o *Old) Len() int { return len(o.byID) }
-
-// Has tells whether the old disk has a chunk with c's content.
-func (o *Old) Has(c Chunk) bool {
-	_, ok := o.byID[c.ID]
-	return ok
-}
-
 // Stored returns c's compressed bytes, exactly those whose digest is c.Blob, made from
 // the old disk's copy of c. It returns nil, nil when the old disk has no such chunk, or
 // when its copy compresses to other bytes (another compressor made the new index), and a

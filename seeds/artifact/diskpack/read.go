@@ -103,16 +103,12 @@ func (r *Reader) chunkInto(c Chunk, b *chunkBuffers) ([]byte, error) {
 	return decodeChunkInto(r.dec, c, stored, raw, r.name)
 }
 
-// DecodeChunk checks the stored bytes of c (c.Checker) and decompresses them. That is the
-// whole check: the index (itself checked against the seed's manifest) binds it to the
-// chunk's raw bytes, decompression is deterministic, and the zstd frame's own checksum
-// guards the decoder. Hashing the stored bytes instead of the raw ones saves a third of
-// the hashing, and BLAKE3 instead of sha256 most of the rest: together the bulk of a seed
-// write's work.
-func DecodeChunk(dec *zstd.Decoder, c Chunk, stored []byte, source string) ([]byte, error) {
-	return decodeChunkInto(dec, c, stored, nil, source)
-}
-
+// decodeChunkInto checks the stored bytes of c (c.Checker) and decompresses them into raw
+// (reused when large enough). That is the whole check: the index (itself checked against
+// the seed's manifest) binds it to the chunk's raw bytes, decompression is deterministic,
+// and the zstd frame's own checksum guards the decoder. Hashing the stored bytes instead
+// of the raw ones saves a third of the hashing, and BLAKE3 instead of sha256 most of the
+// rest: together the bulk of a seed write's work.
 func decodeChunkInto(dec *zstd.Decoder, c Chunk, stored, raw []byte, source string) ([]byte, error) {
 	if k := c.Checker(); !storedOK(k, stored) || int64(len(stored)) != c.Stored {
 		return nil, &ChunkError{Source: source, Offset: c.Offset, Want: k.Want(), Got: k.Got(), What: k.What()}

@@ -10,18 +10,12 @@ import (
 	"github.com/snofactory/snofactory/seeds/checks/suggest"
 )
 
-// File is the file name problems carry.
-func (d *Decoder) File() string { return d.file }
-
 // Aborted tells whether decoding stopped early (too many problems, an alias bomb); what was
 // decoded then is incomplete and must not be validated further.
 func (d *Decoder) Aborted() bool { return d.aborted }
 
 // Problems returns the problems recorded so far, in the order found.
 func (d *Decoder) Problems() []Problem { return d.problems }
-
-// MarkFailed marks path as undecodable: validation errors at or under it are suppressed.
-func (d *Decoder) MarkFailed(path string) { d.failed[path] = true }
 
 // Failed tells whether the value at path itself failed to decode.
 func (d *Decoder) Failed(path string) bool { return d.failed[path] }

@@ -45,9 +45,6 @@ func Open(path string) (*ISO, error) {
 // Close releases the file.
 func (i *ISO) Close() error { return i.f.Close() }
 
-// Size is the image size in bytes.
-func (i *ISO) Size() int64 { return i.size }
-
 // area reads the raw embed area.
 func (i *ISO) area() ([]byte, error) {
 	a := i.Layout.Ignition

@@ -12,6 +12,7 @@ import (
 
 	"github.com/containers/image/v5/pkg/sysregistriesv2"
 	"github.com/containers/image/v5/types"
+	"github.com/snofactory/snofactory/pipeline/blobstore"
 	"github.com/snofactory/snofactory/stages/precache"
 )
 
@@ -34,7 +35,7 @@ func run(ctx context.Context, storeDir, lock, confDir string, jobs int) error {
 	if err != nil {
 		return err
 	}
-	st, err := precache.OpenStore(storeDir)
+	st, err := blobstore.Open(storeDir)
 	if err != nil {
 		return err
 	}
