@@ -10,7 +10,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -28,42 +27,8 @@ type SealStep struct {
 	Detail string `json:"detail"`
 }
 
-// Runner runs a command on the node and returns its standard output; tests record the
-// calls. A failed command's error carries its exit code (ExitCode() int) and stderr.
-type Runner func(ctx context.Context, name string, args ...string) ([]byte, error)
-
-// ExecRunner runs commands for real.
-func ExecRunner(ctx context.Context, name string, args ...string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, name, args...)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return out, &CommandError{Argv: append([]string{name}, args...), Err: err, Stderr: strings.TrimSpace(stderr.String())}
-	}
-	return out, nil
-}
-
-// CommandError is a command that failed.
-type CommandError struct {
-	Argv   []string
-	Err    error
-	Stderr string
-}
-
-func (e *CommandError) Error() string {
-	msg := fmt.Sprintf("%s: %v", strings.Join(e.Argv, " "), e.Err)
-	if e.Stderr != "" {
-		s := e.Stderr
-		if len(s) > 512 {
-			s = "..." + s[len(s)-512:]
-		}
-		msg += ": " + s
-	}
-	return msg
-}
-
-func (e *CommandError) Unwrap() error { return e.Err }
+// Runner runs a command on the node (steps.Runner); tests record the calls.
+type Runner = steps.Runner
 
 // exitCode is a failed command's exit code, or -1 when err carries none.
 func exitCode(err error) int {
@@ -116,7 +81,7 @@ func (s Sealer) withDefaults() Sealer {
 		s.Root = "/"
 	}
 	if s.Run == nil {
-		s.Run = ExecRunner
+		s.Run = steps.ExecRunner
 	}
 	if s.Clock == nil {
 		s.Clock = RealClock{}

@@ -5,14 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/snofactory/snofactory/pipeline/clock"
 	"github.com/snofactory/snofactory/seeds/contract/oskind"
 	"github.com/snofactory/snofactory/seeds/contract/wire"
+	"github.com/snofactory/snofactory/seeds/node/steps"
 	"github.com/snofactory/snofactory/seeds/site/siteconfig"
 )
 
@@ -56,25 +55,8 @@ type Reporter interface {
 	Report(ctx context.Context, phase string, status wire.Status, details map[string]string) (wire.Message, error)
 }
 
-// Runner runs a command on the node and returns its combined output.
-type Runner func(ctx context.Context, name string, args ...string) ([]byte, error)
-
-// ExecRunner runs commands for real.
-func ExecRunner(ctx context.Context, name string, args ...string) ([]byte, error) {
-	out, err := exec.CommandContext(ctx, name, args...).CombinedOutput()
-	if err != nil {
-		return out, fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, tail(out, 512))
-	}
-	return out, nil
-}
-
-func tail(b []byte, n int) string {
-	s := strings.TrimSpace(string(b))
-	if len(s) > n {
-		s = "..." + s[len(s)-n:]
-	}
-	return s
-}
+// Runner runs a command on the node (steps.Runner); tests record the calls.
+type Runner = steps.Runner
 
 // Clock is the time source of the waits (clock.Clock).
 type Clock = clock.Clock
@@ -182,7 +164,7 @@ func (o Options) withDefaults() (Options, error) {
 		o.ResolvConf = "/etc/resolv.conf"
 	}
 	if o.Run == nil {
-		o.Run = ExecRunner
+		o.Run = steps.ExecRunner
 	}
 	if o.Clock == nil {
 		o.Clock = RealClock{}
