@@ -48,87 +48,101 @@ func chunkFile(ctx context.Context, f *os.File, size int64, p Params, jobs int, 
 	slots := make(chan struct{}, 2*jobs)
 	g.Go(func() error {
 		defer close(todo)
-		seq := 0
-		for _, e := range exts {
-			ch, err := desync.NewChunker(io.NewSectionReader(f, e.off, e.len), uint64(p.Min), uint64(p.Avg), uint64(p.Max))
-			if err != nil {
-				return err
-			}
-			for {
-				start, b, err := ch.Next()
-				if err != nil {
-					return fmt.Errorf("reading %s at %d: %w", f.Name(), e.off+int64(start), err)
-				}
-				if len(b) == 0 {
-					break
-				}
-				select {
-				case slots <- struct{}{}:
-				case <-gctx.Done():
-					return gctx.Err()
-				}
-				select {
-				// A copy: b lies in the chunker's read-ahead of ten chunks, which a chunk
-				// still in flight would otherwise keep alive.
-				case todo <- &piece{seq: seq, off: e.off + int64(start), data: bytes.Clone(b)}:
-				case <-gctx.Done():
-					return gctx.Err()
-				}
-				seq++
-			}
-		}
-		return nil
+		return cutChunks(gctx, f, exts, p, todo, slots)
 	})
 	workers, wctx := errgroup.WithContext(gctx)
 	for range jobs {
-		workers.Go(func() error {
-			zero := make([]byte, 64<<10)
-			for pc := range todo {
-				pc.zero = allZero(pc.data, zero)
-				if !pc.zero {
-					pc.id = sha256Of(pc.data)
-					if err := work(pc); err != nil {
-						return err
-					}
-				}
-				select {
-				case done <- pc:
-				case <-wctx.Done():
-					return wctx.Err()
-				}
-			}
-			return nil
-		})
+		workers.Go(func() error { return hashChunks(wctx, todo, done, work) })
 	}
 	g.Go(func() error {
 		err := workers.Wait()
 		close(done)
 		return err
 	})
-	g.Go(func() error {
-		// Reorder: workers finish out of order, each must see disk order.
-		waiting := map[int]*piece{}
-		next := 0
-		for pc := range done {
-			waiting[pc.seq] = pc
-			for {
-				pc, ok := waiting[next]
-				if !ok {
-					break
-				}
-				delete(waiting, next)
-				next++
-				if !pc.zero {
-					if err := each(pc); err != nil {
-						return err
-					}
-				}
-				<-slots
+	g.Go(func() error { return inDiskOrder(done, slots, each) })
+	return g.Wait()
+}
+
+// cutChunks cuts the data extents of f into chunks and sends them to todo, numbered in
+// disk order; each takes a slot first, which inDiskOrder frees, to bound the chunks in
+// flight.
+func cutChunks(ctx context.Context, f *os.File, exts []extent, p Params, todo chan<- *piece, slots chan<- struct{}) error {
+	seq := 0
+	for _, e := range exts {
+		ch, err := desync.NewChunker(io.NewSectionReader(f, e.off, e.len), uint64(p.Min), uint64(p.Avg), uint64(p.Max))
+		if err != nil {
+			return err
+		}
+		for {
+			start, b, err := ch.Next()
+			if err != nil {
+				return fmt.Errorf("reading %s at %d: %w", f.Name(), e.off+int64(start), err)
+			}
+			if len(b) == 0 {
+				break
+			}
+			select {
+			case slots <- struct{}{}:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			select {
+			// A copy: b lies in the chunker's read-ahead of ten chunks, which a chunk
+			// still in flight would otherwise keep alive.
+			case todo <- &piece{seq: seq, off: e.off + int64(start), data: bytes.Clone(b)}:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			seq++
+		}
+	}
+	return nil
+}
+
+// hashChunks is one worker: it tells zero chunks, hashes the others and runs work on
+// them, and passes every chunk on to done.
+func hashChunks(ctx context.Context, todo <-chan *piece, done chan<- *piece, work func(*piece) error) error {
+	zero := make([]byte, 64<<10)
+	for pc := range todo {
+		pc.zero = allZero(pc.data, zero)
+		if !pc.zero {
+			pc.id = sha256Of(pc.data)
+			if err := work(pc); err != nil {
+				return err
 			}
 		}
-		return nil
-	})
-	return g.Wait()
+		select {
+		case done <- pc:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// inDiskOrder calls each with the non-zero chunks in disk order (workers finish out of
+// order) and frees a slot for every chunk.
+func inDiskOrder(done <-chan *piece, slots <-chan struct{}, each func(*piece) error) error {
+	waiting := map[int]*piece{}
+	next := 0
+	for pc := range done {
+		waiting[pc.seq] = pc
+		for {
+			pc, ok := waiting[next]
+			if !ok {
+				break
+			}
+			delete(waiting, next)
+			next++
+			if !pc.zero {
+				if err := each(pc); err != nil {
+					return err
+				}
+			}
+			<-slots
+		}
+	}
+	return nil
 }
 
 func allZero(b, zero []byte) bool {

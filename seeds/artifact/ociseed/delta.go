@@ -349,12 +349,7 @@ func fillPack(ctx context.Context, src source, ds *deltaSeed, x *diskpack.Index,
 	if err := f.Truncate(size); err != nil {
 		return err
 	}
-	firstUse := map[digest.Digest]diskpack.Chunk{}
-	for _, c := range x.Chunks {
-		if _, ok := firstUse[c.Blob]; !ok {
-			firstUse[c.Blob] = c
-		}
-	}
+	firstUse := firstUses(x)
 	p := &progress{f: o.progress, total: len(blobs)}
 	var fetched, fetchedBytes, reused, reusedBytes, resumed, resumedBytes atomic.Int64
 	g, gctx := errgroup.WithContext(ctx)
@@ -385,20 +380,8 @@ func fillPack(ctx context.Context, src source, ds *deltaSeed, x *diskpack.Index,
 					return nil
 				}
 			}
-			var err error
-			var ce *diskpack.ChunkError
-			for attempt := 0; attempt < 2; attempt++ {
-				if err = fetchChunk(gctx, src, f, b, desc, c); err == nil {
-					break
-				}
-				if gctx.Err() != nil || !errors.As(err, &ce) {
-					return err
-				}
-				o.logger.WarnContext(gctx, "a fetched chunk did not match its digest", "error", err, "attempt", attempt+1)
-			}
-			if err != nil {
-				// Served wrong twice: the registry's copy is damaged, not the transfer.
-				return damagedChunk{ce}
+			if err := fetchChunkTwice(gctx, src, f, b, desc, c, o); err != nil {
+				return err
 			}
 			fetched.Add(1)
 			fetchedBytes.Add(b.Size)
@@ -413,6 +396,35 @@ func fillPack(ctx context.Context, src source, ds *deltaSeed, x *diskpack.Index,
 		return err
 	}
 	return f.Sync()
+}
+
+// firstUses maps every blob of x to the first chunk that uses it, which names it in messages.
+func firstUses(x *diskpack.Index) map[digest.Digest]diskpack.Chunk {
+	firstUse := map[digest.Digest]diskpack.Chunk{}
+	for _, c := range x.Chunks {
+		if _, ok := firstUse[c.Blob]; !ok {
+			firstUse[c.Blob] = c
+		}
+	}
+	return firstUse
+}
+
+// fetchChunkTwice fetches blob b into the pack, once more when its bytes do not match its
+// digest: a transfer can be damaged once, a registry whose copy is damaged serves it wrong
+// again, and that is a damagedChunk.
+func fetchChunkTwice(ctx context.Context, src source, f *os.File, b diskpack.Blob, desc ocispec.Descriptor, c diskpack.Chunk, o options) error {
+	var err error
+	var ce *diskpack.ChunkError
+	for attempt := 0; attempt < 2; attempt++ {
+		if err = fetchChunk(ctx, src, f, b, desc, c); err == nil {
+			return nil
+		}
+		if ctx.Err() != nil || !errors.As(err, &ce) {
+			return err
+		}
+		o.logger.WarnContext(ctx, "a fetched chunk did not match its digest", "error", err, "attempt", attempt+1)
+	}
+	return damagedChunk{ce}
 }
 
 // stagedOK tells whether the staged pack already holds blob b.

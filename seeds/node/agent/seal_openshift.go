@@ -84,25 +84,26 @@ func (s Sealer) oc(args ...string) []string {
 // through the API (seedgen_controller.go), then `lca-cli create` (seedcreator.go,
 // ops.go StopClusterServices, ForceExpireSeedCrypto).
 func (s Sealer) openshiftActions() []sealAction {
-	var (
-		objects, nodes []byte
-		info           seedinfo.Info
-		hasKubeadmin   bool
-	)
+	var hasKubeadmin bool // read with the cluster, used by recert
+	acts := s.readClusterActions(&hasKubeadmin)
+	if !s.Request.KeepPullSecret {
+		acts = append(acts, s.pullSecretActions()...)
+	}
+	acts = append(acts, s.stopServicesActions()...)
+	return append(acts, s.seedRecertActions(path.Join(SealWorkDir, "recert_config.json"), &hasKubeadmin)...)
+}
+
+// readClusterActions wait for the API, read the cluster's objects and write the seed
+// cluster info from them; hasKubeadmin is set to whether a kubeadmin secret exists.
+func (s Sealer) readClusterActions(hasKubeadmin *bool) []sealAction {
+	var objects, nodes []byte
 	readyz := s.oc("get", "--raw", "/readyz")
 	getObjects := s.oc("get", "-n", "kube-system", "--ignore-not-found", "-o", "json",
 		"clusterversion.config.openshift.io/version", "infrastructure.config.openshift.io/cluster",
 		"configmap/cluster-config-v1", "secret/kubeadmin")
 	getNodes := s.oc("get", "nodes", "-o", "json")
 	getRouterCA := s.oc("get", "-n", "openshift-ingress-operator", "--ignore-not-found", "-o", "json", "secret/router-ca")
-	placeholder := path.Join(SealWorkDir, "placeholder-pull-secret.json")
-	setPlaceholder := s.oc("-n", "openshift-config", "set", "data", "secret/pull-secret", "--from-file=.dockerconfigjson="+s.under(placeholder))
-	getPools := s.oc("get", "machineconfigpools.machineconfiguration.openshift.io", "-o", "json")
-	getConfigs := s.oc("get", "machineconfigs.machineconfiguration.openshift.io", "-o", "json")
-	recertConfig := path.Join(SealWorkDir, "recert_config.json")
-	keep := s.Request.KeepPullSecret
-
-	acts := []sealAction{
+	return []sealAction{
 		{steps.Step{Name: "api", Argv: readyz, Detail: "wait for the local API: the cluster is read and cleaned through it"}, func(ctx context.Context) (string, error) {
 			return s.waitAPI(ctx, readyz)
 		}},
@@ -121,45 +122,65 @@ func (s Sealer) openshiftActions() []sealAction {
 			if err != nil {
 				return "", err
 			}
-			info, hasKubeadmin, err = seedInfo(objects, nodes, ca)
-			if err != nil {
-				return "", err
-			}
-			info.RecertImage = s.Request.RecertImage
-			b, err := info.Marshal()
-			if err != nil {
-				return "", err
-			}
-			if err := writeUnder(s.Root, seedinfo.File, bytes.TrimSuffix(b, []byte("\n")), 0o644); err != nil {
-				return "", err
-			}
-			return fmt.Sprintf("%s.%s, node %s (%s)", info.ClusterName, info.BaseDomain, info.Hostname, strings.Join(info.NodeIPs, ",")), nil
+			return s.writeSeedInfo(objects, nodes, ca, hasKubeadmin)
 		}},
 	}
-	if !keep {
-		acts = append(acts,
-			sealAction{steps.Step{Name: "pull-secret-placeholder", Argv: setPlaceholder, Changes: []string{"Secret openshift-config/pull-secret", placeholder},
-				Detail: "the build's pull secret leaves etcd: a placeholder goes in through the API"}, func(ctx context.Context) (string, error) {
-				if err := writeUnder(s.Root, placeholder, []byte(PlaceholderPullSecret), 0o600); err != nil {
-					return "", err
-				}
-				if _, err := s.Run(ctx, setPlaceholder[0], setPlaceholder[1:]...); err != nil {
-					return "", err
-				}
-				return "openshift-config/pull-secret set to the placeholder", nil
-			}},
-			sealAction{steps.Step{Name: "pull-secret-rollout", Argv: getPools, Changes: []string{"/var/lib/kubelet/config.json", "/etc/machine-config-daemon/currentconfig"},
-				Detail: "wait until the MCO wrote the placeholder to the node and every pool is ready, so no rendered config or currentconfig keeps the old secret"}, func(ctx context.Context) (string, error) {
-				return s.waitPullSecretRollout(ctx, getPools)
-			}},
-			sealAction{steps.Step{Name: "old-rendered-configs", Argv: getConfigs, Changes: []string{"MachineConfig rendered-* that no pool references"},
-				Detail: "they still embed the old pull secret"}, func(ctx context.Context) (string, error) {
-				return s.deleteOldRenderedConfigs(ctx, getPools, getConfigs)
-			}},
-		)
+}
+
+// writeSeedInfo writes the seed cluster info read from the cluster's objects, nodes and
+// router CA, and sets hasKubeadmin.
+func (s Sealer) writeSeedInfo(objects, nodes, ca []byte, hasKubeadmin *bool) (string, error) {
+	info, kubeadmin, err := seedInfo(objects, nodes, ca)
+	if err != nil {
+		return "", err
 	}
+	*hasKubeadmin = kubeadmin
+	info.RecertImage = s.Request.RecertImage
+	b, err := info.Marshal()
+	if err != nil {
+		return "", err
+	}
+	if err := writeUnder(s.Root, seedinfo.File, bytes.TrimSuffix(b, []byte("\n")), 0o644); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s.%s, node %s (%s)", info.ClusterName, info.BaseDomain, info.Hostname, strings.Join(info.NodeIPs, ",")), nil
+}
+
+// pullSecretActions take the build's pull secret out of the cluster: a placeholder in
+// through the API, the MCO's rollout of it awaited, the rendered configs that still embed
+// the old one deleted.
+func (s Sealer) pullSecretActions() []sealAction {
+	placeholder := path.Join(SealWorkDir, "placeholder-pull-secret.json")
+	setPlaceholder := s.oc("-n", "openshift-config", "set", "data", "secret/pull-secret", "--from-file=.dockerconfigjson="+s.under(placeholder))
+	getPools := s.oc("get", "machineconfigpools.machineconfiguration.openshift.io", "-o", "json")
+	getConfigs := s.oc("get", "machineconfigs.machineconfiguration.openshift.io", "-o", "json")
+	return []sealAction{
+		sealAction{steps.Step{Name: "pull-secret-placeholder", Argv: setPlaceholder, Changes: []string{"Secret openshift-config/pull-secret", placeholder},
+			Detail: "the build's pull secret leaves etcd: a placeholder goes in through the API"}, func(ctx context.Context) (string, error) {
+			if err := writeUnder(s.Root, placeholder, []byte(PlaceholderPullSecret), 0o600); err != nil {
+				return "", err
+			}
+			if _, err := s.Run(ctx, setPlaceholder[0], setPlaceholder[1:]...); err != nil {
+				return "", err
+			}
+			return "openshift-config/pull-secret set to the placeholder", nil
+		}},
+		sealAction{steps.Step{Name: "pull-secret-rollout", Argv: getPools, Changes: []string{"/var/lib/kubelet/config.json", "/etc/machine-config-daemon/currentconfig"},
+			Detail: "wait until the MCO wrote the placeholder to the node and every pool is ready, so no rendered config or currentconfig keeps the old secret"}, func(ctx context.Context) (string, error) {
+			return s.waitPullSecretRollout(ctx, getPools)
+		}},
+		sealAction{steps.Step{Name: "old-rendered-configs", Argv: getConfigs, Changes: []string{"MachineConfig rendered-* that no pool references"},
+			Detail: "they still embed the old pull secret"}, func(ctx context.Context) (string, error) {
+			return s.deleteOldRenderedConfigs(ctx, getPools, getConfigs)
+		}},
+	}
+}
+
+// stopServicesActions stop kubelet, the containers, their sandboxes and CRI-O; when CRI-O
+// is already down the container steps are skipped.
+func (s Sealer) stopServicesActions() []sealAction {
 	crioDown := false
-	acts = append(acts,
+	return []sealAction{
 		// kubelet goes first so nothing re-creates the pods that are stopped next.
 		s.cmd("kubelet-stop", "kubelet first, so nothing re-creates pods", nil, "systemctl", "stop", "kubelet.service"),
 		s.cmd("kubelet-disable", "it starts again only after the site's reconfiguration", []string{"kubelet.service"}, "systemctl", "disable", "kubelet.service"),
@@ -194,8 +215,7 @@ func (s Sealer) openshiftActions() []sealAction {
 			_, err := s.Run(ctx, "systemctl", "stop", "crio.service")
 			return "stopped", err
 		}},
-	)
-	return append(acts, s.seedRecertActions(recertConfig, &hasKubeadmin)...)
+	}
 }
 
 // seedRecertActions run the seed-time recert (lifecycle-agent ops.go ForceExpireSeedCrypto):
@@ -475,6 +495,29 @@ func disposableHash(r io.Reader) (string, error) {
 // GetClusterInfo). It also says whether a kubeadmin secret exists.
 func seedInfo(objects, nodes, routerCA []byte) (seedinfo.Info, bool, error) {
 	var info seedinfo.Info
+	hasKubeadmin, err := clusterObjectsInto(&info, objects)
+	if err != nil {
+		return info, false, err
+	}
+	if err := nodeInto(&info, nodes); err != nil {
+		return info, false, err
+	}
+	if len(bytes.TrimSpace(routerCA)) > 0 {
+		cn, err := routerCACN(routerCA)
+		if err != nil {
+			return info, false, err
+		}
+		info.IngressCertificateCN = cn
+	}
+	if err := info.Check(); err != nil {
+		return info, false, err
+	}
+	return info, hasKubeadmin, nil
+}
+
+// clusterObjectsInto fills info from the ClusterVersion, the Infrastructure and the
+// install-config, and tells whether the kubeadmin secret exists.
+func clusterObjectsInto(info *seedinfo.Info, objects []byte) (bool, error) {
 	var list struct {
 		Items []struct {
 			Kind     string `json:"kind"`
@@ -495,7 +538,7 @@ func seedInfo(objects, nodes, routerCA []byte) (seedinfo.Info, bool, error) {
 		} `json:"items"`
 	}
 	if err := json.Unmarshal(objects, &list); err != nil {
-		return info, false, fmt.Errorf("reading the cluster objects: %w", err)
+		return false, fmt.Errorf("reading the cluster objects: %w", err)
 	}
 	hasKubeadmin, haveInstallConfig := false, false
 	for _, it := range list.Items {
@@ -510,32 +553,45 @@ func seedInfo(objects, nodes, routerCA []byte) (seedinfo.Info, bool, error) {
 		case "Secret":
 			hasKubeadmin = it.Metadata.Name == "kubeadmin"
 		case "ConfigMap":
-			var ic struct {
-				BaseDomain string `yaml:"baseDomain"`
-				Metadata   struct {
-					Name string `yaml:"name"`
-				} `yaml:"metadata"`
-				Networking struct {
-					MachineNetwork []struct {
-						CIDR string `yaml:"cidr"`
-					} `yaml:"machineNetwork"`
-				} `yaml:"networking"`
-				Proxy *struct{} `yaml:"proxy"`
-				FIPS  bool      `yaml:"fips"`
-			}
-			if err := yaml.Unmarshal([]byte(it.Data["install-config"]), &ic); err != nil {
-				return info, false, fmt.Errorf("reading the install-config in kube-system/cluster-config-v1: %w", err)
+			if err := installConfigInto(info, it.Data["install-config"]); err != nil {
+				return false, err
 			}
 			haveInstallConfig = true
-			info.BaseDomain, info.ClusterName, info.HasProxy, info.HasFIPS = ic.BaseDomain, ic.Metadata.Name, ic.Proxy != nil, ic.FIPS
-			for _, n := range ic.Networking.MachineNetwork {
-				info.MachineNetworks = append(info.MachineNetworks, n.CIDR)
-			}
 		}
 	}
 	if !haveInstallConfig {
-		return info, false, errors.New("the cluster has no kube-system/cluster-config-v1: the seed's name and domain are unknown")
+		return false, errors.New("the cluster has no kube-system/cluster-config-v1: the seed's name and domain are unknown")
 	}
+	return hasKubeadmin, nil
+}
+
+// installConfigInto fills info from the install-config kept in kube-system/cluster-config-v1.
+func installConfigInto(info *seedinfo.Info, installConfig string) error {
+	var ic struct {
+		BaseDomain string `yaml:"baseDomain"`
+		Metadata   struct {
+			Name string `yaml:"name"`
+		} `yaml:"metadata"`
+		Networking struct {
+			MachineNetwork []struct {
+				CIDR string `yaml:"cidr"`
+			} `yaml:"machineNetwork"`
+		} `yaml:"networking"`
+		Proxy *struct{} `yaml:"proxy"`
+		FIPS  bool      `yaml:"fips"`
+	}
+	if err := yaml.Unmarshal([]byte(installConfig), &ic); err != nil {
+		return fmt.Errorf("reading the install-config in kube-system/cluster-config-v1: %w", err)
+	}
+	info.BaseDomain, info.ClusterName, info.HasProxy, info.HasFIPS = ic.BaseDomain, ic.Metadata.Name, ic.Proxy != nil, ic.FIPS
+	for _, n := range ic.Networking.MachineNetwork {
+		info.MachineNetworks = append(info.MachineNetworks, n.CIDR)
+	}
+	return nil
+}
+
+// nodeInto fills info's hostname and node IPs (IPv4 first) from the single Node.
+func nodeInto(info *seedinfo.Info, nodes []byte) error {
 	var nl struct {
 		Items []struct {
 			Status struct {
@@ -547,10 +603,10 @@ func seedInfo(objects, nodes, routerCA []byte) (seedinfo.Info, bool, error) {
 		} `json:"items"`
 	}
 	if err := json.Unmarshal(nodes, &nl); err != nil {
-		return info, false, fmt.Errorf("reading the Node: %w", err)
+		return fmt.Errorf("reading the Node: %w", err)
 	}
 	if len(nl.Items) != 1 {
-		return info, false, fmt.Errorf("a single-node seed has %d Nodes", len(nl.Items))
+		return fmt.Errorf("a single-node seed has %d Nodes", len(nl.Items))
 	}
 	var v4, v6 []string
 	for _, a := range nl.Items[0].Status.Addresses {
@@ -566,17 +622,7 @@ func seedInfo(objects, nodes, routerCA []byte) (seedinfo.Info, bool, error) {
 		}
 	}
 	info.NodeIPs = append(v4, v6...)
-	if len(bytes.TrimSpace(routerCA)) > 0 {
-		cn, err := routerCACN(routerCA)
-		if err != nil {
-			return info, false, err
-		}
-		info.IngressCertificateCN = cn
-	}
-	if err := info.Check(); err != nil {
-		return info, false, err
-	}
-	return info, hasKubeadmin, nil
+	return nil
 }
 
 // routerCACN is the CN of the ingress operator's router CA (ingress-operator@<unix time>).

@@ -17,6 +17,7 @@ import (
 
 	"github.com/snofactory/snofactory/seeds/contract/wire"
 	"github.com/snofactory/snofactory/seeds/node/agent"
+	"github.com/snofactory/snofactory/seeds/node/recert"
 	"github.com/snofactory/snofactory/seeds/node/steps"
 	"github.com/snofactory/snofactory/seeds/site/siteconfig"
 )
@@ -50,13 +51,16 @@ func (r *run) openshiftSteps(sc *siteconfig.SiteConfig) ([]step, error) {
 	if err != nil {
 		return nil, err
 	}
-	kc := under(r.o.Root, r.o.OpenShift.KubeConfig)
-	oc := func(args ...string) []string { return append([]string{"oc", "--kubeconfig", kc}, args...) }
 	rc, recertArgv, err := r.recertPlan(sc, site)
 	if err != nil {
 		return nil, err
 	}
-	patch := fmt.Sprintf(`{"spec":{"clusterID":%q}}`, site.clusterID)
+	return append(r.openshiftNodeSteps(sc, site, rc, recertArgv), r.openshiftClusterSteps(site)...), nil
+}
+
+// openshiftNodeSteps are the steps on the node's files while kubelet is down, up to and
+// including recert.
+func (r *run) openshiftNodeSteps(sc *siteconfig.SiteConfig, site siteIdentity, rc recert.Config, recertArgv []string) []step {
 	return []step{
 		{steps.Step{Name: "network", Argv: []string{"nmstatectl", "apply", under(r.o.Root, OpenShiftNetworkFile)}, Changes: []string{OpenShiftNetworkFile, "NetworkManager connections"}}, r.nmstateNetwork},
 		{steps.Step{Name: "hostname", Argv: []string{"hostnamectl", "set-hostname", sc.Spec.Hostname}, Changes: []string{"/etc/hostname"}}, func(ctx context.Context, sc *siteconfig.SiteConfig) (map[string]string, error) {
@@ -82,6 +86,17 @@ func (r *run) openshiftSteps(sc *siteconfig.SiteConfig) ([]step, error) {
 		{steps.Step{Name: "recert", Argv: recertArgv, Changes: recertChanges(rc), Detail: r.recertSettings(rc)}, func(ctx context.Context, sc *siteconfig.SiteConfig) (map[string]string, error) {
 			return r.recert(ctx, sc, site, rc)
 		}},
+	}
+}
+
+// openshiftClusterSteps start kubelet and work through the API: the inherited mirror
+// objects out, the site's manifests in, the new cluster ID, the waits for a settled
+// cluster and the unit disabled.
+func (r *run) openshiftClusterSteps(site siteIdentity) []step {
+	kc := under(r.o.Root, r.o.OpenShift.KubeConfig)
+	oc := func(args ...string) []string { return append([]string{"oc", "--kubeconfig", kc}, args...) }
+	patch := fmt.Sprintf(`{"spec":{"clusterID":%q}}`, site.clusterID)
+	return []step{
 		{steps.Step{Name: "kubelet", Argv: []string{"systemctl", "enable", "kubelet.service"}, Changes: []string{"kubelet.service"},
 			Detail: "then systemctl start --no-block crio.service kubelet.service"}, func(ctx context.Context, _ *siteconfig.SiteConfig) (map[string]string, error) {
 			// The seal disabled kubelet and stopped CRI-O; --no-block because this hook runs
@@ -130,7 +145,7 @@ func (r *run) openshiftSteps(sc *siteconfig.SiteConfig) ([]step, error) {
 			}
 			return map[string]string{"disabled": wire.ReconfigureUnitName}, nil
 		}},
-	}, nil
+	}
 }
 
 func deleteOldMirrors() []string {
