@@ -3,12 +3,12 @@ package blueprints
 import (
 	_ "embed"
 	"encoding/json"
-	"fmt"
 	"reflect"
 
 	"github.com/invopop/jsonschema"
 
 	"github.com/snofactory/snofactory/blueprints/v1alpha1"
+	"github.com/snofactory/snofactory/seeds/checks/schemagen"
 	"github.com/snofactory/snofactory/seeds/contract/oskind"
 )
 
@@ -30,11 +30,11 @@ func Schema() []byte { return append([]byte(nil), schemaJSON...) }
 // GenerateSchema reflects the JSON Schema from the Go types. With srcDir (the blueprints
 // package directory) set, field and type descriptions come from the doc comments there.
 func GenerateSchema(srcDir string) ([]byte, error) {
-	r := &jsonschema.Reflector{
-		FieldNameTag:               "yaml",
-		RequiredFromJSONSchemaTags: true,
-		ExpandedStruct:             true,
-		Mapper:                     mapType,
+	return schemagen.Generate(&v1alpha1.Blueprint{}, schemagen.Options{
+		Package:      "github.com/snofactory/snofactory/blueprints",
+		SrcDir:       srcDir,
+		FieldNameTag: "yaml",
+		Mapper:       mapType,
 		// oskind.Kind shares its name with the Target struct; keep them apart in $defs.
 		Namer: func(t reflect.Type) string {
 			if t == reflect.TypeOf(oskind.Kind("")) {
@@ -42,20 +42,10 @@ func GenerateSchema(srcDir string) ([]byte, error) {
 			}
 			return t.Name()
 		},
-	}
-	if srcDir != "" {
-		if err := r.AddGoComments("github.com/snofactory/snofactory/blueprints", srcDir); err != nil {
-			return nil, fmt.Errorf("reading doc comments in %s: %w", srcDir, err)
-		}
-	}
-	s := r.Reflect(&v1alpha1.Blueprint{})
-	s.ID = SchemaID
-	s.Title = "snofactory blueprint (" + v1alpha1.APIVersion + ")"
-	b, err := json.MarshalIndent(s, "", "  ")
-	if err != nil {
-		return nil, fmt.Errorf("encoding the blueprint schema: %w", err)
-	}
-	return append(b, '\n'), nil
+		ID:    SchemaID,
+		Title: "snofactory blueprint (" + v1alpha1.APIVersion + ")",
+		What:  "blueprint schema",
+	})
 }
 
 // mapType describes the scalar types that YAML spells as strings. Each call returns a new

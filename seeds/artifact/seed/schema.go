@@ -2,13 +2,13 @@ package seed
 
 import (
 	_ "embed"
-	"encoding/json"
 	"fmt"
 	"reflect"
 
 	"github.com/invopop/jsonschema"
 	"github.com/opencontainers/go-digest"
 
+	"github.com/snofactory/snofactory/seeds/checks/schemagen"
 	"github.com/snofactory/snofactory/seeds/contract/oskind"
 )
 
@@ -29,26 +29,16 @@ func Schema() []byte { return append([]byte(nil), schemaJSON...) }
 // GenerateSchema reflects the JSON Schema from the Go types. With srcDir (this package's
 // directory) set, descriptions come from the doc comments there.
 func GenerateSchema(srcDir string) ([]byte, error) {
-	r := &jsonschema.Reflector{
-		RequiredFromJSONSchemaTags: true,
-		ExpandedStruct:             true,
-		Mapper:                     mapType,
-	}
-	if srcDir != "" {
-		if err := r.AddGoComments("github.com/snofactory/snofactory/seeds/artifact/seed", srcDir); err != nil {
-			return nil, fmt.Errorf("reading doc comments in %s: %w", srcDir, err)
-		}
-	}
-	s := r.Reflect(&Manifest{})
-	s.ID = SchemaID
-	s.Title = fmt.Sprintf("snofactory seed manifest (schemaVersion %d)", SchemaVersion)
-	// What two builds of one lock may differ in is part of the format, for any reader.
-	s.Extras = map[string]any{PerBuildKeyword: PerBuildFields()}
-	b, err := json.MarshalIndent(s, "", "  ")
-	if err != nil {
-		return nil, fmt.Errorf("encoding the seed manifest schema: %w", err)
-	}
-	return append(b, '\n'), nil
+	return schemagen.Generate(&Manifest{}, schemagen.Options{
+		Package: "github.com/snofactory/snofactory/seeds/artifact/seed",
+		SrcDir:  srcDir,
+		Mapper:  mapType,
+		ID:      SchemaID,
+		Title:   fmt.Sprintf("snofactory seed manifest (schemaVersion %d)", SchemaVersion),
+		// What two builds of one lock may differ in is part of the format, for any reader.
+		Extras: map[string]any{PerBuildKeyword: PerBuildFields()},
+		What:   "seed manifest schema",
+	})
 }
 
 // mapType gives digests their pattern; a new schema each call because the reflector writes
