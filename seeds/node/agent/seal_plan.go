@@ -122,13 +122,18 @@ func (s Sealer) Plan() []steps.Step {
 // loss is sealed again from the start.
 func (s Sealer) Seal(ctx context.Context) ([]SealStep, error) {
 	s = s.withDefaults()
+	acts := s.actions()
+	run := make([]steps.Action[string], len(acts))
+	for i, a := range acts {
+		run[i] = steps.Action[string]{Step: a.Step, Do: a.do}
+	}
 	var done []SealStep
-	for _, a := range s.actions() {
-		detail, err := a.do(ctx)
-		if err != nil {
-			return done, fmt.Errorf("seal step %s: %w", a.Name, err)
-		}
-		done = append(done, SealStep{a.Name, detail})
+	err := steps.Execute(ctx, run, steps.Hooks[string]{Done: func(name, detail string) error {
+		done = append(done, SealStep{name, detail})
+		return nil
+	}})
+	if err != nil {
+		return done, fmt.Errorf("seal %w", err) // "seal step NAME: ..."
 	}
 	return done, nil
 }

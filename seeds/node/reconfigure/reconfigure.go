@@ -46,14 +46,8 @@ type StepResult struct {
 	Details map[string]string
 }
 
-// StepError is a failed step.
-type StepError struct {
-	Step string
-	Err  error
-}
-
-func (e *StepError) Error() string { return fmt.Sprintf("step %s: %v", e.Step, e.Err) }
-func (e *StepError) Unwrap() error { return e.Err }
+// StepError is a failed step (steps.StepError).
+type StepError = steps.StepError
 
 // step applies one part of the site config and returns the details to report. Its Step is
 // what a dry run prints: the command it runs and what it changes.
@@ -106,11 +100,11 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 	res := &Result{}
 	sc, medium, signedBy, err := r.medium(ctx)
 	if err != nil {
-		return res, &StepError{StepMedium, err}
+		return res, &StepError{Step: StepMedium, Err: err}
 	}
 	norm, err := sc.Normalized()
 	if err != nil {
-		return res, &StepError{StepMedium, err}
+		return res, &StepError{Step: StepMedium, Err: err}
 	}
 	sum := sha256.Sum256(norm)
 	res.Medium, res.Site, res.SiteDigest, res.SignedBy = medium, sc.Metadata.Name, "sha256:"+hex.EncodeToString(sum[:]), signedBy
@@ -131,37 +125,45 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 
 	prog, restarted, err := loadProgress(r.o.StateDir, res.SiteDigest)
 	if err != nil {
-		return res, &StepError{StepMedium, err}
+		return res, &StepError{Step: StepMedium, Err: err}
 	}
 	if restarted {
 		r.say("a different site config than the last run's: starting over")
 	}
 	plan, err := r.steps(sc)
 	if err != nil {
-		return res, &StepError{StepMedium, err}
+		return res, &StepError{Step: StepMedium, Err: err}
 	}
-	for _, s := range plan {
-		if prog.done(s.Name) {
+	acts := make([]steps.Action[map[string]string], len(plan))
+	for i, s := range plan {
+		acts[i] = steps.Action[map[string]string]{Step: s.Step, Do: func(ctx context.Context) (map[string]string, error) { return s.apply(ctx, sc) }}
+	}
+	err = steps.Execute(ctx, acts, steps.Hooks[map[string]string]{
+		Skip: prog.done,
+		Skipped: func(name string) {
 			d := map[string]string{"skipped": "done before for this site config"}
-			r.stepReport(ctx, s.Name, wire.StatusInfo, d)
-			res.Steps = append(res.Steps, StepResult{Name: s.Name, Skipped: true, Details: d})
-			continue
-		}
-		r.stepReport(ctx, s.Name, wire.StatusStart, nil)
-		d, err := s.apply(ctx, sc)
-		if err != nil {
-			r.stepReport(ctx, s.Name, wire.StatusFailed, map[string]string{wire.DetailError: err.Error()})
-			return res, &StepError{s.Name, err}
-		}
-		prog.Done = append(prog.Done, s.Name)
-		if err := prog.save(r.o.StateDir); err != nil {
-			return res, &StepError{s.Name, err}
-		}
-		r.stepReport(ctx, s.Name, wire.StatusOK, d)
-		res.Steps = append(res.Steps, StepResult{Name: s.Name, Details: d})
+			r.stepReport(ctx, name, wire.StatusInfo, d)
+			res.Steps = append(res.Steps, StepResult{Name: name, Skipped: true, Details: d})
+		},
+		Start: func(name string) { r.stepReport(ctx, name, wire.StatusStart, nil) },
+		Failed: func(name string, err error) {
+			r.stepReport(ctx, name, wire.StatusFailed, map[string]string{wire.DetailError: err.Error()})
+		},
+		Done: func(name string, d map[string]string) error {
+			prog.Done = append(prog.Done, name)
+			if err := prog.save(r.o.StateDir); err != nil {
+				return err
+			}
+			r.stepReport(ctx, name, wire.StatusOK, d)
+			res.Steps = append(res.Steps, StepResult{Name: name, Details: d})
+			return nil
+		},
+	})
+	if err != nil {
+		return res, err
 	}
 	if err := writeFile(under(r.o.Root, DoneFile), []byte(res.SiteDigest+"\n"), 0o644); err != nil {
-		return res, &StepError{"done", err}
+		return res, &StepError{Step: "done", Err: err}
 	}
 	return res, nil
 }
