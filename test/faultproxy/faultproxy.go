@@ -83,6 +83,9 @@ type Stats struct {
 	Passed   int          // requests forwarded without a fault
 	Faults   map[Kind]int // injected faults by kind
 	BytesOut int64        // response body bytes sent to clients
+	// PacedBytes are the body bytes a limiter paced (Bandwidth or a Slow fault): the
+	// event that shows a rate applied, where a duration would race the machine's load.
+	PacedBytes int64
 }
 
 // Total is the number of injected faults.
@@ -281,6 +284,12 @@ func (p *Proxy) choose(r *http.Request) (Kind, bool) {
 	return k, true
 }
 
+func (p *Proxy) addPaced(n int) {
+	p.mu.Lock()
+	p.stats.PacedBytes += int64(n)
+	p.mu.Unlock()
+}
+
 func (p *Proxy) addBytes(n int) {
 	p.mu.Lock()
 	p.stats.BytesOut += int64(n)
@@ -295,7 +304,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	var out http.ResponseWriter = &countingWriter{ResponseWriter: w, p: p}
 	if p.link != nil {
-		out = &slowWriter{ResponseWriter: out, lim: p.link}
+		out = &slowWriter{ResponseWriter: out, lim: p.link, paced: p.addPaced}
 	}
 	switch kind {
 	case Reset:
@@ -330,7 +339,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(out, "faultproxy: injected "+string(kind), code)
 		return
 	case Slow:
-		p.rp.ServeHTTP(&slowWriter{ResponseWriter: out, lim: newLimiter(p.opts.SlowBandwidth)}, r)
+		p.rp.ServeHTTP(&slowWriter{ResponseWriter: out, lim: newLimiter(p.opts.SlowBandwidth), paced: p.addPaced}, r)
 	default:
 		p.rp.ServeHTTP(out, r)
 	}
@@ -430,7 +439,8 @@ func (t *truncWriter) abort() {
 // slowWriter sends the body in small flushed chunks paced by a limiter.
 type slowWriter struct {
 	http.ResponseWriter
-	lim *limiter
+	lim   *limiter
+	paced func(n int) // counts what lim paced
 }
 
 const chunk = 8 << 10
@@ -440,6 +450,7 @@ func (s *slowWriter) Write(b []byte) (int, error) {
 	for len(b) > 0 {
 		n := min(len(b), chunk)
 		s.lim.wait(n)
+		s.paced(n)
 		w, err := s.ResponseWriter.Write(b[:n])
 		total += w
 		if err != nil {
