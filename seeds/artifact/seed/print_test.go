@@ -1,0 +1,44 @@
+package seed_test
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/snofactory/snofactory/seeds/artifact/seed"
+)
+
+func TestManifestWriteFields(t *testing.T) {
+	base := seed.Manifest{Name: "edge", Target: "openshift", ReleaseVersion: "4.18.1", Firmware: "uefi",
+		BlueprintDigest: "sha256:b", LockDigest: "sha256:l", ReconfigurationAPIVersion: "v1",
+		Created:    time.Date(2026, 1, 2, 3, 4, 5, 0, time.FixedZone("x", 3600)),
+		Validation: seed.Validation{Passed: 9, Skipped: 2, Warnings: 1},
+		Images:     make([]seed.Image, 3),
+		Disks:      []seed.Disk{{Format: "qcow2", File: "disk.qcow2", Size: 1 << 30, VirtualSize: 120 << 30, RawDigest: "sha256:r"}}}
+	head := "Name:\tedge\nTarget:\topenshift 4.18.1\nFirmware:\tuefi\nCreated:\t2026-01-02T02:04:05Z\n" +
+		"Blueprint:\tsha256:b\nLock:\tsha256:l\nReconfiguration API:\tv1\n" +
+		"Validation:\t9 passed, 0 failed, 2 skipped, 1 warnings\nImages:\t3\n" +
+		"Disk qcow2:\tdisk.qcow2, 1GiB stored, 120GiB raw, raw digest sha256:r\n"
+	withCreds := base
+	withCreds.Credentials = &seed.Credentials{File: "credentials.age", Recipients: []string{"age1a", "age1b"}}
+	for _, tc := range []struct {
+		name string
+		m    seed.Manifest
+		want string
+	}{
+		{"without credentials", base, head},
+		{"with credentials", withCreds, head + "Credentials:\tcredentials.age, for age1a, age1b\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			tc.m.WriteFields(&b)
+			if b.String() != tc.want {
+				t.Errorf("got\n%s\nwant\n%s", b.String(), tc.want)
+			}
+			if strings.Count(b.String(), "\t") != strings.Count(b.String(), "\n") {
+				t.Errorf("every line is one Field:\\tvalue pair:\n%s", b.String())
+			}
+		})
+	}
+}
