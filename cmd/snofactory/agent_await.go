@@ -1,9 +1,7 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -44,12 +42,8 @@ This is how a node the factory keeps running from install to seal learns what co
 				return err
 			}
 			if c.Seal != nil {
-				b, err := json.Marshal(c.Seal)
-				if err != nil {
+				if err := agent.SaveSealRequest(sealRequest, c.Seal); err != nil {
 					return err
-				}
-				if err := os.WriteFile(sealRequest, b, 0o600); err != nil {
-					return fmt.Errorf("writing the seal request: %w", err)
 				}
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), c.Name)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -45,9 +44,7 @@ for the host's validation gate.`,
 				return err
 			}
 			if printFacts {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(f); err != nil {
+				if err := writeJSON(cmd.OutOrStdout(), f); err != nil {
 					return fmt.Errorf("printing facts: %w", err)
 				}
 			}

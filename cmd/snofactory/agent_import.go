@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -34,9 +33,7 @@ containers-storage. Images already there are skipped, so a restarted import resu
 			if err != nil {
 				return err
 			}
-			enc := json.NewEncoder(cmd.OutOrStdout())
-			enc.SetIndent("", "  ")
-			return enc.Encode(got)
+			return writeJSON(cmd.OutOrStdout(), got)
 		},
 	}
 	cmd.Flags().StringVar(&disk, "disk", "", "the precache data disk (block device or file)")

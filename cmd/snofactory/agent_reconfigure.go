@@ -63,11 +63,7 @@ the hook waits on for a signed one. Secrets the medium carries sealed (site-conf
 			if err != nil {
 				return err // Run printed the step and the error on the console (stderr)
 			}
-			signed := ""
-			if res.SignedBy != "" {
-				signed = ", signed by site key " + res.SignedBy
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "reconfigured %s (%s) from %s%s\n", res.Site, res.SiteDigest, res.Medium, signed)
+			fmt.Fprintln(cmd.OutOrStdout(), res)
 			return nil
 		},
 	}
@@ -97,8 +93,8 @@ func reconfigurePlan(cmd *cobra.Command, o reconfigure.Options, siteConfig, outp
 	if o.Target == "" {
 		return badInput(fmt.Errorf("--dry-run needs --target %s", oskind.Names()))
 	}
-	if output != "json" && output != "text" {
-		return badInput(fmt.Errorf("-o %q: want text or json", output))
+	if err := textOrJSON("-o", output); err != nil {
+		return err
 	}
 	var sc *siteconfig.SiteConfig
 	if siteConfig != "" {

@@ -45,8 +45,8 @@ changes, and touches nothing.`,
 				if kind == "" {
 					return badInput(fmt.Errorf("--dry-run needs --target %s", oskind.Names()))
 				}
-				if output != "json" && output != "text" {
-					return badInput(fmt.Errorf("-o %q: want text or json", output))
+				if err := textOrJSON("-o", output); err != nil {
+					return err
 				}
 				req := wire.SealRequest{Version: wire.SealRequestVersion, Target: kind}
 				if kind.IsOpenShift() {

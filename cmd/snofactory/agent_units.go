@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/snofactory/snofactory/seeds/contract/wire"
 	"github.com/snofactory/snofactory/seeds/node/agent"
 )
 
@@ -47,11 +46,7 @@ the first unit whose command fails, after writing the tail of that unit's output
 				fmt.Fprintf(cmd.OutOrStdout(), "%s %s %s\n", res.Unit, res.Status, res.Log)
 			}
 			if runErr != nil && failureLog != "" && len(results) > 0 {
-				tail, err := agent.TailLines(results[len(results)-1].Log, wire.LogDetailLines, wire.MaxLogDetailBytes)
-				if err != nil {
-					tail = err.Error()
-				}
-				if err := os.WriteFile(failureLog, []byte(tail+"\n"), 0o644); err != nil {
+				if err := agent.WriteFailureLog(failureLog, results[len(results)-1].Log); err != nil {
 					return fmt.Errorf("%w (and writing --failure-log: %w)", runErr, err)
 				}
 			}

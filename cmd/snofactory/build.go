@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 
@@ -14,7 +13,6 @@ import (
 	"github.com/snofactory/snofactory/pipeline/progress"
 	"github.com/snofactory/snofactory/stages"
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 )
 
 // buildFlags are shared by build and plan, so both see the same graph and cache.
@@ -73,21 +71,15 @@ func loadGraph(path string, gf graphFlags) (*v1alpha1.Blueprint, *pipeline.Graph
 		return nil, nil, nil, fmt.Errorf("finding the snofactory binary for the node agent: %w", err)
 	}
 	if locked {
-		opts.LockFile = defaultLockPath(path)
+		opts.LockFile = blueprints.LockPath(path)
 		if _, err := os.Stat(opts.LockFile); err != nil {
 			return nil, nil, nil, badInput(fmt.Errorf("--locked: %w; create it with: snofactory lock %s", err, path))
 		}
 	}
-	g, secrets, err := stages.Graph(bp, opts)
+	g, secrets, err := stages.GraphFor(path, bp, opts, gf.publishes)
 	if err != nil {
 		return nil, nil, nil, badInput(err)
 	}
-	if gf.publishes {
-		if err := stages.CheckSigning(bp, opts); err != nil {
-			return nil, nil, nil, badInput(fmt.Errorf("%s: %w", path, err))
-		}
-	}
-	g.Inputs = append([]string{path}, bp.Resolved.Inputs()...)
 	return bp, g, secrets, nil
 }
 
@@ -119,9 +111,9 @@ crash resumes where it stopped when run again.`,
 			if out == "" {
 				out = filepath.Join("snofactory-out", bp.Metadata.Name)
 			}
-			sink, closeSink, err := newSink(progressMode, cmd.ErrOrStderr())
+			sink, closeSink, err := progress.ForMode(progressMode, cmd.ErrOrStderr())
 			if err != nil {
-				return err
+				return badInput(fmt.Errorf("--progress %w", err))
 			}
 			sel := pipeline.Selection{Until: f.until, Force: f.force}
 			rec, err := pipeline.Build(cmd.Context(), g, pipeline.BuildOptions{
@@ -145,23 +137,6 @@ crash resumes where it stopped when run again.`,
 	c.Flags().BoolVar(&gf.locked, "locked", false, "refuse to build if anything resolves differently from FILE.lock.json (see snofactory lock)")
 	c.Flags().BoolVar(&keep, "keep-on-error", false, "keep a failed stage's partial outputs for inspection")
 	return c
-}
-
-// newSink picks the renderer for --progress.
-func newSink(mode string, w io.Writer) (pipeline.Sink, func(), error) {
-	switch mode {
-	case "auto":
-		if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-			t := progress.NewTTY(w)
-			return t, t.Close, nil
-		}
-		return progress.NewPlain(w), func() {}, nil
-	case "plain":
-		return progress.NewPlain(w), func() {}, nil
-	case "json":
-		return progress.NewJSONSeq(w), func() {}, nil
-	}
-	return nil, nil, badInput(fmt.Errorf("--progress %q: want auto, plain or json", mode))
 }
 
 // exactArgs is cobra.ExactArgs with exit code 2 and a plain message.

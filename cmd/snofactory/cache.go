@@ -5,11 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
-	"text/tabwriter"
 	"time"
 
-	"github.com/docker/go-units"
 	"github.com/spf13/cobra"
 
 	"github.com/snofactory/snofactory/blueprints/v1alpha1"
@@ -48,8 +45,8 @@ func (f *cacheFlags) register(c *cobra.Command) {
 
 // open checks the flags and opens the cache.
 func (f *cacheFlags) open() (*pipeline.Cache, error) {
-	if f.output != "text" && f.output != "json" {
-		return nil, badInput(fmt.Errorf("--output %q: want text or json", f.output))
+	if err := textOrJSON("--output", f.output); err != nil {
+		return nil, err
 	}
 	return (&buildFlags{cacheDir: f.cacheDir}).cache()
 }
@@ -75,9 +72,9 @@ func newCacheLsCommand() *cobra.Command {
 				return err
 			}
 			if f.output == "json" {
-				return writeCacheJSON(cmd.OutOrStdout(), orEmpty(items))
+				return writeJSON(cmd.OutOrStdout(), orEmpty(items))
 			}
-			return printCacheItems(cmd.OutOrStdout(), items, time.Now())
+			return pipeline.WriteItems(cmd.OutOrStdout(), items, time.Now())
 		},
 	}
 	f.register(c)
@@ -98,15 +95,9 @@ func newCacheDuCommand() *cobra.Command {
 			u := pipeline.UsageOf(items)
 			if f.output == "json" {
 				u.Stores = orEmpty(u.Stores)
-				return writeCacheJSON(cmd.OutOrStdout(), u)
+				return writeJSON(cmd.OutOrStdout(), u)
 			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "STORE\tITEMS\tSIZE")
-			for _, s := range u.Stores {
-				fmt.Fprintf(tw, "%s\t%d\t%s\n", s.Store, s.Items, units.BytesSize(float64(s.Bytes)))
-			}
-			fmt.Fprintf(tw, "total\t%d\t%s\n", len(items), cacheBytes(u.Total))
-			return tw.Flush()
+			return u.WriteText(cmd.OutOrStdout(), len(items))
 		},
 	}
 	f.register(c)
@@ -144,9 +135,9 @@ It prints what it removed (with --dry-run, what it would remove) and the space f
 			}
 			if f.output == "json" {
 				res.Removed = orEmpty(res.Removed)
-				return writeCacheJSON(cmd.OutOrStdout(), res)
+				return writeJSON(cmd.OutOrStdout(), res)
 			}
-			printCachePrune(cmd.OutOrStdout(), res)
+			res.WriteText(cmd.OutOrStdout())
 			return nil
 		},
 	}
@@ -180,66 +171,6 @@ func pruneOptions(maxSize, olderThan string, dryRun bool) (pipeline.PruneOptions
 	return opts, nil
 }
 
-func printCacheItems(w io.Writer, items []pipeline.CacheItem, now time.Time) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "STORE\tSTAGE\tKEY\tSIZE\tLAST USED\tIN USE")
-	for _, it := range items {
-		stage, inUse := it.Stage, "no"
-		if stage == "" {
-			stage = "-"
-		}
-		if it.InUse {
-			inUse = "yes"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", it.Store, stage, shortCacheKey(it.Key), units.BytesSize(float64(it.Size)), usedAgo(now, it.LastUsed), inUse)
-	}
-	return tw.Flush()
-}
-
-func printCachePrune(w io.Writer, res pipeline.PruneResult) {
-	verb, freed, uses := "removed", "freed", "uses"
-	if res.DryRun {
-		verb, freed, uses = "would remove", "would free", "would use"
-	}
-	for _, it := range res.Removed {
-		fmt.Fprintf(w, "%s %s\n", verb, describeCacheItem(it))
-	}
-	for _, it := range res.Skipped {
-		fmt.Fprintf(w, "skipped %s: a build started using it\n", describeCacheItem(it))
-	}
-	fmt.Fprintf(w, "%s %s in %d items; the cache %s %s\n", freed, cacheBytes(res.Freed), len(res.Removed), uses, units.BytesSize(float64(res.After)))
-}
-
-func describeCacheItem(it pipeline.CacheItem) string {
-	what := it.Store + " " + shortCacheKey(it.Key)
-	if it.Stage != "" {
-		what = "stage " + it.Stage + " entry " + shortCacheKey(it.Key)
-	}
-	return fmt.Sprintf("%s (%s, last used %s)", what, units.BytesSize(float64(it.Size)), it.LastUsed.Format(time.RFC3339))
-}
-
-// shortCacheKey keeps keys readable in a table; the JSON output has them whole.
-func shortCacheKey(k string) string {
-	algo, hex, ok := strings.Cut(k, ":")
-	if !ok {
-		algo, hex = "", k
-	} else {
-		algo += ":"
-	}
-	if len(hex) > 12 {
-		hex = hex[:12]
-	}
-	return algo + hex
-}
-
-func usedAgo(now, t time.Time) string {
-	return t.Local().Format("2006-01-02 15:04") + " (" + now.Sub(t).Round(time.Minute).String() + " ago)"
-}
-
-func cacheBytes(n int64) string {
-	return fmt.Sprintf("%s (%d bytes)", units.BytesSize(float64(n)), n)
-}
-
 // orEmpty makes an empty list encode as [] rather than null.
 func orEmpty[T any](s []T) []T {
 	if s == nil {
@@ -248,8 +179,17 @@ func orEmpty[T any](s []T) []T {
 	return s
 }
 
-func writeCacheJSON(w io.Writer, v any) error {
+// writeJSON prints v as indented JSON, as every -o json does.
+func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// textOrJSON refuses an --output (or -o, as flag says) that is neither text nor json.
+func textOrJSON(flag, output string) error {
+	if output != "text" && output != "json" {
+		return badInput(fmt.Errorf("%s %q: want text or json", flag, output))
+	}
+	return nil
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -40,8 +39,8 @@ func newClusterCheckCommand() *cobra.Command {
 			if _, err := os.Stat(access); err != nil {
 				return badInput(fmt.Errorf("--%s: %w", validate.ClusterAccessFlag, err))
 			}
-			if output != "text" && output != "json" {
-				return badInput(fmt.Errorf("-o %q: want text or json", output))
+			if err := textOrJSON("-o", output); err != nil {
+				return err
 			}
 			var (
 				skip map[string]string
@@ -62,18 +61,13 @@ func newClusterCheckCommand() *cobra.Command {
 				}
 				return err
 			}
-			out := cmd.OutOrStdout()
 			if output == "json" {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(rep); err != nil {
-					return err
-				}
+				err = writeJSON(cmd.OutOrStdout(), rep)
 			} else {
-				for _, r := range rep.Results {
-					fmt.Fprintln(out, r.Line())
-				}
-				fmt.Fprintf(out, "%d passed, %d failed, %d skipped\n", rep.Summary.Passed, rep.Summary.Failed, rep.Summary.Skipped)
+				err = rep.WriteText(cmd.OutOrStdout())
+			}
+			if err != nil {
+				return err
 			}
 			if rep.Failed() {
 				return errChecksFailed

@@ -1,20 +1,16 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"path/filepath"
-	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/snofactory/snofactory/blueprints/depotfile"
-	"github.com/snofactory/snofactory/blueprints/v1alpha1"
 	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/pipeline/depot"
 )
@@ -63,7 +59,7 @@ again finishes the remaining builds; what was built is a cache hit.`,
 				return badInput(err)
 			}
 			if sum != nil {
-				printDepot(cmd.OutOrStdout(), sum)
+				sum.WriteText(cmd.OutOrStdout(), time.Now())
 				fmt.Fprintf(cmd.OutOrStdout(), "report: %s\n", filepath.Join(cfg.OutputDir, depot.HTMLFile))
 			}
 			if err != nil {
@@ -89,14 +85,6 @@ again finishes the remaining builds; what was built is a cache hit.`,
 // config resolves the target and the flags into a depot run.
 func (f *depotFlags) config(cmd *cobra.Command, target string) (depot.Config, error) {
 	var cfg depot.Config
-	for _, n := range []struct {
-		flag string
-		v    int
-	}{{"parallel", f.parallel}, {"vms", f.vms}, {"attempts", f.attempts}, {"cpus", f.cpus}} {
-		if cmd.Flags().Changed(n.flag) && n.v < 1 {
-			return cfg, badInput(fmt.Errorf("--%s %d: want at least 1", n.flag, n.v))
-		}
-	}
 	paths, spec, err := depotfile.Target(target)
 	if err != nil {
 		return cfg, badInput(err)
@@ -113,46 +101,21 @@ func (f *depotFlags) config(cmd *cobra.Command, target string) (depot.Config, er
 		cfg.OutputDir = "depot-out"
 	}
 	cfg.Selection = pipeline.Selection{Until: f.build.until, Force: f.build.force}
-	slots := pipeline.Resources{VMs: pick(f.vms, spec.Slots.VMs, 2), CPUs: pick(f.cpus, spec.Slots.CPUs, 0), MemoryMiB: int(spec.Slots.Memory.MiB())}
-	if f.memory != "" {
-		m, err := v1alpha1.ParseSize(f.memory)
-		if err != nil {
-			return cfg, badInput(fmt.Errorf("--memory %s: %w", f.memory, err))
-		}
-		slots.MemoryMiB = int(m.MiB())
+	set, err := spec.Resolve(depotfile.Overrides{VMs: f.vms, CPUs: f.cpus, Parallel: f.parallel, Attempts: f.attempts, Memory: f.memory, MinFree: f.minFree})
+	if err != nil {
+		return cfg, badInput(err)
 	}
-	minFree := spec.MinFreeDisk
-	if f.minFree != "" {
-		if minFree, err = v1alpha1.ParseSize(f.minFree); err != nil {
-			return cfg, badInput(fmt.Errorf("--min-free %s: %w", f.minFree, err))
-		}
-	}
-	cfg.Slots = pipeline.NewPool(slots)
-	cfg.MaxParallel, cfg.Attempts, cfg.MinFreeBytes = pick(f.parallel, spec.ParallelBuilds, 4), pick(f.attempts, spec.Attempts, 3), uint64(minFree)
+	cfg.Slots = pipeline.NewPool(set.Slots)
+	cfg.MaxParallel, cfg.Attempts, cfg.MinFreeBytes = set.Parallel, set.Attempts, set.MinFreeBytes
 	cfg.Log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
-	// Each build runs the blueprint as validated at the start, even if its file changes
-	// during the run.
-	cfg.Load = func(path string) (*pipeline.Graph, pipeline.SecretSource, error) {
-		l, ok := loaded[path]
-		if !ok {
-			return nil, nil, fmt.Errorf("%s: not among the depot's validated blueprints", path)
-		}
-		return l.graph, l.secrets, nil
-	}
-	cfg.Builds = depotBuilds(paths, loaded)
+	cfg.Load, cfg.Builds = loaded.Load, loaded.Builds(paths)
 	return cfg, nil
-}
-
-// loadedBlueprint is one depot blueprint, validated and wired.
-type loadedBlueprint struct {
-	graph   *pipeline.Graph
-	secrets pipeline.SecretSource
 }
 
 // validateAll loads every blueprint of the depot before anything runs, printing every
 // problem of every one with its position: a depot never fails late for a bad file.
-func validateAll(stderr io.Writer, paths []string) (map[string]loadedBlueprint, error) {
-	loaded := map[string]loadedBlueprint{}
+func validateAll(stderr io.Writer, paths []string) (depot.Preloaded, error) {
+	loaded := depot.Preloaded{}
 	bad := 0
 	for _, p := range paths {
 		_, g, secrets, err := loadGraph(p, graphFlags{publishes: true})
@@ -161,42 +124,12 @@ func validateAll(stderr io.Writer, paths []string) (map[string]loadedBlueprint, 
 			bad++
 			continue
 		}
-		loaded[p] = loadedBlueprint{graph: g, secrets: secrets}
+		loaded[p] = depot.Loaded{Graph: g, Secrets: secrets}
 	}
 	if bad > 0 {
 		return nil, badInput(fmt.Errorf("depot: %d of %d blueprints are invalid (above); nothing was built", bad, len(paths)))
 	}
 	return loaded, nil
-}
-
-// pick is the first value set: the flag, the depot file's, the default.
-func pick(flag, file, def int) int {
-	if flag != 0 {
-		return flag
-	}
-	if file != 0 {
-		return file
-	}
-	return def
-}
-
-// depotBuilds names each build by its blueprint's metadata.name (else its file name), made
-// unique.
-func depotBuilds(paths []string, loaded map[string]loadedBlueprint) []depot.Build {
-	seen := map[string]int{}
-	var out []depot.Build
-	for _, p := range paths {
-		name := strings.TrimSuffix(filepath.Base(p), filepath.Ext(p))
-		if l, ok := loaded[p]; ok && l.graph.Blueprint != "" {
-			name = l.graph.Blueprint
-		}
-		seen[name]++
-		if n := seen[name]; n > 1 {
-			name = fmt.Sprintf("%s-%d", name, n)
-		}
-		out = append(out, depot.Build{Name: name, Blueprint: p})
-	}
-	return out
 }
 
 func newDepotStatusCommand() *cobra.Command {
@@ -210,49 +143,21 @@ func newDepotStatusCommand() *cobra.Command {
 			if err != nil {
 				return badInput(err)
 			}
-			switch output {
-			case "json":
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(sum); err != nil {
-					return err
-				}
-			case "text":
-				printDepot(cmd.OutOrStdout(), sum)
-			default:
-				return badInput(fmt.Errorf("--output %q: want text or json", output))
+			if err := textOrJSON("--output", output); err != nil {
+				return err
+			}
+			if output == "json" {
+				err = writeJSON(cmd.OutOrStdout(), sum)
+			} else {
+				err = sum.WriteText(cmd.OutOrStdout(), time.Now())
+			}
+			if err != nil {
+				return err
 			}
 			// Scripts poll status: it exits 1 for a depot that failed or died.
-			switch sum.Status {
-			case depot.StatusFailed:
-				return errors.New("depot: some builds failed")
-			case depot.StatusInterrupted:
-				return errors.New("depot: interrupted (its process is gone); run it again to finish the remaining builds")
-			}
-			return nil
+			return sum.Err()
 		},
 	}
 	c.Flags().StringVarP(&output, "output", "o", "text", "text or json")
 	return c
-}
-
-// printDepot prints one line per build and the totals.
-func printDepot(w io.Writer, s *depot.Summary) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "BUILD\tSTATUS\tATTEMPTS\tTIME\tFAILED STAGE\tOUTPUT")
-	for _, b := range s.Builds {
-		d := ""
-		if !b.Started.IsZero() {
-			end := b.Finished
-			if end.IsZero() {
-				end = time.Now()
-			}
-			d = end.Sub(b.Started).Round(time.Second).String()
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", b.Name, b.Status, b.Attempts, d, b.FailedStage, b.OutputDir)
-	}
-	tw.Flush()
-	counts, hits, misses := s.Counts()
-	fmt.Fprintf(w, "depot %s: %d succeeded, %d failed, %d running, %d queued; stages: %d cache hits, %d runs\n",
-		s.Status, counts[depot.StatusSucceeded], counts[depot.StatusFailed], counts[depot.StatusRunning], counts[depot.StatusQueued], hits, misses)
 }

@@ -1,31 +1,15 @@
 package main
 
 import (
-	"github.com/snofactory/snofactory/pipeline"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 )
 
-// Each build of a depot is named by its blueprint's metadata.name, made unique (the
-// targets are depotfile.Target's).
+// A depot target that does not exist, and a directory with no depot, are the user's input.
+// (How builds are named is pipeline/depot's TestPreloadedBuilds.)
 func TestDepotTarget(t *testing.T) {
-	dir := t.TempDir()
-	bp := func(file, name string) string {
-		p := filepath.Join(dir, file)
-		os.WriteFile(p, []byte("apiVersion: snofactory.io/v1alpha1\nkind: Blueprint\nmetadata:\n  name: "+name+"\n"), 0o644)
-		return p
-	}
-	a, b, c := bp("a.yaml", "site"), bp("b.yaml", "site"), bp("c.yaml", "other")
-	var names []string
-	loaded := map[string]loadedBlueprint{a: {graph: &pipeline.Graph{Blueprint: "site"}}, b: {graph: &pipeline.Graph{Blueprint: "site"}}}
-	for _, bd := range depotBuilds([]string{a, b, c}, loaded) {
-		names = append(names, bd.Name)
-	}
-	if strings.Join(names, ",") != "site,site-2,c" {
-		t.Errorf("names %v", names)
-	}
 	if code, _, stderr := runMain(t, "depot", "run", filepath.Join(t.TempDir(), "none")); code != exitBadInput {
 		t.Errorf("missing target: exit %d: %s", code, stderr)
 	}

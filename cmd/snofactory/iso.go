@@ -2,10 +2,7 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"log/slog"
-	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -58,29 +55,14 @@ around a larger images/ignition.img (needs xorriso) unless --no-rebuild.`,
 			if config == "" {
 				return badInput(fmt.Errorf("missing -i CONFIG (an Ignition config file, or - for stdin)"))
 			}
-			var (
-				cfg []byte
-				err error
-			)
-			if config == "-" {
-				cfg, err = io.ReadAll(cmd.InOrStdin())
-			} else {
-				cfg, err = os.ReadFile(config)
-			}
+			cfg, err := coreiso.ReadIgnition(config, cmd.InOrStdin())
 			if err != nil {
-				return badInput(fmt.Errorf("reading the Ignition config: %w", err))
+				return badInput(err)
 			}
 			c := coreiso.Customization{Ignition: cfg, Force: force, NoRebuild: noRebuild,
 				Log: slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelInfo}))}
-			for _, kf := range keyfiles {
-				data, err := os.ReadFile(kf)
-				if err != nil {
-					return badInput(fmt.Errorf("reading network keyfile: %w", err))
-				}
-				if c.NetworkKeyfiles == nil {
-					c.NetworkKeyfiles = map[string][]byte{}
-				}
-				c.NetworkKeyfiles[filepath.Base(kf)] = data
+			if c.NetworkKeyfiles, err = coreiso.ReadKeyfiles(keyfiles); err != nil {
+				return badInput(err)
 			}
 			if err := outputFile("-o", out, append([]string{args[0], config}, keyfiles...)...); err != nil {
 				return err

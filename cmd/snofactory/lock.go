@@ -3,19 +3,11 @@ package main
 import (
 	"fmt"
 	"log/slog"
-	"path/filepath"
-	"strings"
 
 	"github.com/snofactory/snofactory/blueprints"
 	"github.com/snofactory/snofactory/stages"
 	"github.com/spf13/cobra"
 )
-
-// defaultLockPath is FILE.lock.json beside the blueprint: demo.yaml → demo.lock.json.
-func defaultLockPath(blueprint string) string {
-	ext := filepath.Ext(blueprint)
-	return strings.TrimSuffix(blueprint, ext) + ".lock.json"
-}
 
 func newLockCommand() *cobra.Command {
 	var out string
@@ -33,7 +25,7 @@ resolve differently.`,
 				return badInput(err)
 			}
 			if out == "" {
-				out = defaultLockPath(args[0])
+				out = blueprints.LockPath(args[0])
 			}
 			if err := outputFile("-o", out, args[0]); err != nil {
 				return err

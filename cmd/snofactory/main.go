@@ -192,16 +192,11 @@ func isUsageError(err error) bool {
 // directory, a character device, a read-only file, one of inputs), before the command does
 // any work: the user's input, not a failed command. "" (no output) is fine.
 func outputFile(flag, path string, inputs ...string) error {
-	if path == "" {
-		return nil
+	err := output.CheckFile(flag, path, inputs...)
+	if output.IsRefused(err) {
+		return badInput(err)
 	}
-	if _, err := output.Check(path, inputs...); err != nil {
-		if output.IsRefused(err) {
-			return badInput(fmt.Errorf("%s %w", flag, err))
-		}
-		return err
-	}
-	return nil
+	return err
 }
 
 // badInputError marks errors caused by the user's input (exit code 2).

@@ -1,11 +1,7 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"text/tabwriter"
-
-	units "github.com/docker/go-units"
 
 	"github.com/containers/image/v5/docker/reference"
 	"github.com/snofactory/snofactory/stages/resolve"
@@ -34,8 +30,8 @@ func newReleaseInfoCommand() *cobra.Command {
 			"(each distinct blob once: what precache fetches into an empty depot store).",
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if output != "text" && output != "json" {
-				return badInput(fmt.Errorf("--output %q: want text or json", output))
+			if err := textOrJSON("--output", output); err != nil {
+				return err
 			}
 			if _, err := reference.ParseDockerRef(args[0]); err != nil {
 				return badInput(fmt.Errorf("%q is not an image reference: %w", args[0], err))
@@ -46,24 +42,9 @@ func newReleaseInfoCommand() *cobra.Command {
 				return err
 			}
 			if output == "json" {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(info)
+				return writeJSON(cmd.OutOrStdout(), info)
 			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintf(tw, "Release:\t%s\n", info.Ref)
-			fmt.Fprintf(tw, "Digest:\t%s\n", info.Digest)
-			fmt.Fprintf(tw, "Version:\t%s\n", info.Version)
-			fmt.Fprintf(tw, "Components:\t%d\n", info.Components)
-			fmt.Fprintf(tw, "Unique blobs:\t%d (%s)\n", info.UniqueBlobs, releaseBytes(info.UniqueBlobBytes))
-			fmt.Fprintf(tw, "Blobs per image, summed:\t%s\n", releaseBytes(info.TotalBlobBytes))
-			if info.ISO != nil {
-				fmt.Fprintf(tw, "Live ISO (%s):\t%s\n", info.Arch, info.ISO.URL)
-			}
-			if info.Installer != "" {
-				fmt.Fprintf(tw, "Installer:\t%s\n", info.Installer)
-			}
-			return tw.Flush()
+			return info.WriteText(cmd.OutOrStdout())
 		},
 	}
 	c.Flags().StringVarP(&output, "output", "o", "text", "text or json")
@@ -73,9 +54,4 @@ func newReleaseInfoCommand() *cobra.Command {
 	c.Flags().StringVar(&registriesConf, "registries-conf", "", "registries.conf to use instead of the system one (mirrors)")
 	c.Flags().IntVar(&jobs, "jobs", 8, "manifests fetched in parallel")
 	return c
-}
-
-// releaseBytes prints a byte count in binary units, and exactly.
-func releaseBytes(n int64) string {
-	return fmt.Sprintf("%s (%d bytes)", units.BytesSize(float64(n)), n)
 }

@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
-	"time"
 
 	units "github.com/docker/go-units"
 	"github.com/opencontainers/go-digest"
@@ -177,8 +175,8 @@ func newSeedPullCommand(reg *registryFlags) *cobra.Command {
 			"fetches only the chunks OLD lacks; each chunk taken from OLD is checked first.",
 		Args: exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st := &pullStats{}
-			s, err := reg.open(cmd.Context(), args[0], seedref.RemoteOnly(), seedref.WithFrom(from), seedref.WithPullStats(&st.PullStats))
+			st := &ociseed.PullStats{}
+			s, err := reg.open(cmd.Context(), args[0], seedref.RemoteOnly(), seedref.WithFrom(from), seedref.WithPullStats(st))
 			if err != nil {
 				return err
 			}
@@ -186,29 +184,12 @@ func newSeedPullCommand(reg *registryFlags) *cobra.Command {
 			if err != nil {
 				return seedErr(err)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Pulled seed %s into %s (%d disks, verified)%s\n", m.Name, args[1], len(m.Disks), st.summary(from))
+			fmt.Fprintf(cmd.OutOrStdout(), "Pulled seed %s into %s (%d disks, verified)%s\n", m.Name, args[1], len(m.Disks), st.Summary(from))
 			return nil
 		},
 	}
 	c.Flags().StringVar(&from, "from", "", "reuse the chunks of OLD: an earlier seed directory, a raw disk or a device")
 	return c
-}
-
-// pullStats reports where a pull's chunks came from.
-type pullStats struct{ ociseed.PullStats }
-
-func (s *pullStats) summary(from string) string {
-	if s.Fetched+s.Reused+s.Resumed == 0 {
-		return ""
-	}
-	out := fmt.Sprintf("; fetched %d chunks (%s)", s.Fetched, units.BytesSize(float64(s.FetchedBytes)))
-	if from != "" {
-		out += fmt.Sprintf(", reused %d (%s) from %s", s.Reused, units.BytesSize(float64(s.ReusedBytes)), from)
-	}
-	if s.Resumed > 0 {
-		out += fmt.Sprintf(", %d staged by the interrupted pull", s.Resumed)
-	}
-	return out
 }
 
 func newSeedDiffCommand(reg *registryFlags) *cobra.Command {
@@ -228,20 +209,7 @@ func newSeedDiffCommand(reg *registryFlags) *cobra.Command {
 					return seedErr(err)
 				}
 			}
-			d := diskpack.Compare(idx[0], idx[1])
-			pct := func(a, b int64) float64 {
-				if b == 0 {
-					return 100
-				}
-				return 100 * float64(a) / float64(b)
-			}
-			w := cmd.OutOrStdout()
-			fmt.Fprintf(w, "%s shares with %s:\n", args[1], args[0])
-			fmt.Fprintf(w, "  chunks: %d of %d (%.1f%%)\n", d.SharedChunks, d.Chunks, pct(int64(d.SharedChunks), int64(d.Chunks)))
-			fmt.Fprintf(w, "  raw bytes: %s of %s (%.1f%%)\n", units.BytesSize(float64(d.SharedBytes)), units.BytesSize(float64(d.Bytes)), pct(d.SharedBytes, d.Bytes))
-			fmt.Fprintf(w, "  stored bytes: %s of %s (%.1f%%); moving %s where %s is sends %s\n", units.BytesSize(float64(d.SharedStored)),
-				units.BytesSize(float64(d.Stored)), pct(d.SharedStored, d.Stored), args[1], args[0], units.BytesSize(float64(d.Stored-d.SharedStored)))
-			return nil
+			return diskpack.Compare(idx[0], idx[1]).WriteText(cmd.OutOrStdout(), args[0], args[1])
 		},
 	}
 }
@@ -259,8 +227,8 @@ func newSeedInspectCommand(reg *registryFlags) *cobra.Command {
 			"{\"digest\", \"seed\" (seed.json), \"signatures\", \"attestations\"}.",
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if output != "text" && output != "json" {
-				return badInput(fmt.Errorf("--output %q: want text or json", output))
+			if err := textOrJSON("--output", output); err != nil {
+				return err
 			}
 			var keys []trust.PublicKey
 			for _, f := range keyFiles {
@@ -279,31 +247,19 @@ func newSeedInspectCommand(reg *registryFlags) *cobra.Command {
 				return err
 			}
 			if sbom {
-				return printSBOM(cmd.OutOrStdout(), args[0], m, s.Local(), attached, len(keys) > 0)
+				return printSBOM(cmd.OutOrStdout(), s, m, attached, len(keys) > 0)
 			}
+			in := seedref.NewInspection(m, attached)
 			if output == "json" {
-				view := struct {
-					Digest       digest.Digest           `json:"digest,omitempty"`
-					Seed         *seed.Manifest          `json:"seed"`
-					Signatures   []trust.SignatureInfo   `json:"signatures"`
-					Attestations []trust.AttestationInfo `json:"attestations"`
-				}{Seed: m, Signatures: []trust.SignatureInfo{}, Attestations: []trust.AttestationInfo{}}
-				if attached != nil {
-					view.Digest, view.Signatures, view.Attestations = attached.Digest, attached.Signatures, attached.Attestations
-				}
-				b, err := json.MarshalIndent(view, "", "  ")
-				if err != nil {
-					return err
-				}
-				if _, err = cmd.OutOrStdout().Write(append(b, '\n')); err != nil {
-					return err
-				}
-				return untrusted(args[0], attached, len(keys) > 0)
+				err = writeJSON(cmd.OutOrStdout(), in)
+			} else {
+				err = in.WriteText(cmd.OutOrStdout(), len(keys) > 0)
 			}
-			if err := printSeed(cmd.OutOrStdout(), m, attached, len(keys) > 0); err != nil {
+			if err != nil {
 				return err
 			}
-			return untrusted(args[0], attached, len(keys) > 0)
+			// With keys, a seed they do not vouch for exits 2, after the listing that says why.
+			return badInput(attached.Untrusted(args[0], len(keys) > 0))
 		},
 	}
 	c.Flags().StringVarP(&output, "output", "o", "text", "text or json")
@@ -312,102 +268,21 @@ func newSeedInspectCommand(reg *registryFlags) *cobra.Command {
 	return c
 }
 
-// untrusted is inspect's verdict when keys were given: the seed must carry a signature one
-// of them verifies, and every attestation must verify (exit 2 otherwise, after the listing
-// that says why).
-func untrusted(ref string, a *trust.Attached, checked bool) error {
-	if !checked || a == nil {
-		return nil
-	}
-	problems := a.Problems()
-	if len(problems) == 0 {
-		return nil
-	}
-	return badInput(fmt.Errorf("%s is not trusted: %s", ref, strings.Join(problems, "; ")))
-}
-
-// printAttached lists a seed's signatures and attestations, each with the key that
-// verified it or the reason it does not verify.
-func printAttached(tw io.Writer, a *trust.Attached, checked bool) {
-	fmt.Fprintf(tw, "Digest:\t%s\n", a.Digest)
-	status := func(verifiedBy, problem string) string {
-		switch {
-		case problem != "":
-			return "NOT VERIFIED: " + problem
-		case verifiedBy != "":
-			return "verified by key " + verifiedBy
-		case !checked:
-			return "not checked (give --key PREFIX.pub)"
-		}
-		return ""
-	}
-	if len(a.Signatures) == 0 {
-		fmt.Fprintf(tw, "Signatures:\tnone\n")
-	}
-	for _, s := range a.Signatures {
-		fmt.Fprintf(tw, "Signature:\t%s, by %s at %s: %s\n", s.Identity, s.Creator, s.Signed.Format(time.RFC3339), status(s.VerifiedBy, s.Problem))
-	}
-	if len(a.Attestations) == 0 {
-		fmt.Fprintf(tw, "Attestations:\tnone\n")
-	}
-	for _, at := range a.Attestations {
-		fmt.Fprintf(tw, "Attestation:\t%s, %s: %s\n", at.PredicateType, units.BytesSize(float64(at.Size)), status(at.VerifiedBy, at.Problem))
-	}
-}
-
-// printSBOM prints the seed's SPDX document: a registry seed's SPDX attestation (verified
-// when keys were given), or a seed directory's own file.
-func printSBOM(w io.Writer, ref string, m *seed.Manifest, local bool, a *trust.Attached, checked bool) error {
-	doc, err := sbomOf(ref, m, local, a, checked)
-	if err != nil {
-		return err
+// printSBOM prints the seed's SPDX document, indented: a registry seed's SPDX attestation
+// (verified when keys were given), or a seed directory's own file.
+func printSBOM(w io.Writer, s *seedref.Seed, m *seed.Manifest, a *trust.Attached, checked bool) error {
+	doc, err := s.SBOM(m, a, checked)
+	if err != nil && s.Local() {
+		return seedErr(err)
+	} else if err != nil {
+		return badInput(err)
 	}
 	var pretty bytes.Buffer
 	if err := json.Indent(&pretty, doc, "", "  "); err != nil {
-		return fmt.Errorf("%s: the SBOM is not JSON: %w", ref, err)
+		return fmt.Errorf("%s: the SBOM is not JSON: %w", s.Ref(), err)
 	}
 	_, err = w.Write(append(pretty.Bytes(), '\n'))
 	return err
-}
-
-// sbomOf is a seed directory's own SBOM file, or a registry seed's SPDX attestation
-// (verified when keys were given).
-func sbomOf(ref string, m *seed.Manifest, local bool, a *trust.Attached, checked bool) ([]byte, error) {
-	if local {
-		b, err := seed.ReadSBOM(ref, m)
-		return b, seedErr(err)
-	}
-	b, err := a.SBOM(checked)
-	if err != nil {
-		return nil, badInput(fmt.Errorf("%s: %w", ref, err))
-	}
-	return b, nil
-}
-
-// printSeed describes the seed m and, for a seed in a registry, what is attached to it.
-func printSeed(w io.Writer, m *seed.Manifest, attached *trust.Attached, checked bool) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "Name:\t%s\n", m.Name)
-	fmt.Fprintf(tw, "Target:\t%s %s\n", m.Target, m.ReleaseVersion)
-	fmt.Fprintf(tw, "Firmware:\t%s\n", m.Firmware)
-	fmt.Fprintf(tw, "Created:\t%s\n", m.Created.UTC().Format("2006-01-02T15:04:05Z"))
-	fmt.Fprintf(tw, "Blueprint:\t%s\n", m.BlueprintDigest)
-	fmt.Fprintf(tw, "Lock:\t%s\n", m.LockDigest)
-	fmt.Fprintf(tw, "Reconfiguration API:\t%s\n", m.ReconfigurationAPIVersion)
-	fmt.Fprintf(tw, "Validation:\t%d passed, %d failed, %d skipped, %d warnings\n",
-		m.Validation.Passed, m.Validation.Failed, m.Validation.Skipped, m.Validation.Warnings)
-	fmt.Fprintf(tw, "Images:\t%d\n", len(m.Images))
-	for _, d := range m.Disks {
-		fmt.Fprintf(tw, "Disk %s:\t%s, %s stored, %s raw, raw digest %s\n", d.Format, d.File,
-			units.BytesSize(float64(d.Size)), units.BytesSize(float64(d.VirtualSize)), d.RawDigest)
-	}
-	if c := m.Credentials; c != nil {
-		fmt.Fprintf(tw, "Credentials:\t%s, for %s\n", c.File, strings.Join(c.Recipients, ", "))
-	}
-	if attached != nil {
-		printAttached(tw, attached, checked)
-	}
-	return tw.Flush()
 }
 
 func newSeedVerifyCommand(reg *registryFlags) *cobra.Command {
@@ -440,17 +315,12 @@ func newSeedVerifyCommand(reg *registryFlags) *cobra.Command {
 
 // verifyDevice checks that device holds the seed at src (a directory; a REF is pulled,
 // once the trust policy accepts it).
-func verifyDevice(cmd *cobra.Command, reg *registryFlags, src, device string) (err error) {
+func verifyDevice(cmd *cobra.Command, reg *registryFlags, src, device string) error {
 	s, err := reg.open(cmd.Context(), src, seedref.WithTempStaging("snofactory-seed-verify-"))
 	if err != nil {
 		return err
 	}
-	dir, done, err := s.Dir(cmd.Context())
-	if err != nil {
-		return err
-	}
-	defer func() { err = errors.Join(err, done()) }()
-	d, err := seed.VerifyDevice(cmd.Context(), dir, device)
+	d, err := s.VerifyDevice(cmd.Context(), device)
 	if err != nil {
 		return err
 	}
@@ -476,8 +346,8 @@ func newSeedWriteCommand(reg *registryFlags) *cobra.Command {
 			if err := output.CheckNotMounted(device); err != nil {
 				return seedErr(err)
 			}
-			st := &pullStats{}
-			s, err := reg.open(cmd.Context(), image, seedref.WithStagingFor(device), seedref.WithFrom(from), seedref.WithPullStats(&st.PullStats))
+			st := &ociseed.PullStats{}
+			s, err := reg.open(cmd.Context(), image, seedref.WithStagingFor(device), seedref.WithFrom(from), seedref.WithPullStats(st))
 			if err != nil {
 				return err
 			}
@@ -491,7 +361,7 @@ func newSeedWriteCommand(reg *registryFlags) *cobra.Command {
 				return seedErr(err)
 			}
 			defer func() { err = errors.Join(err, done()) }()
-			if sum := st.summary(from); sum != "" {
+			if sum := st.Summary(from); sum != "" {
 				fmt.Fprintf(cmd.OutOrStdout(), "Pulled %s%s\n", image, sum)
 			}
 			d, err := seed.WriteDevice(cmd.Context(), dir, device)

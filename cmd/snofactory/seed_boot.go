@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -45,9 +43,9 @@ each reconfiguration step the seed reports. It ends when the seed has booted rec
 network (10.0.2.0/24, gateway 10.0.2.2, DNS 10.0.2.3).`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
-			forwards, err := parseForwards(f.forwards)
+			forwards, err := stages.ParseForwards(f.forwards)
 			if err != nil {
-				return badInput(err)
+				return badInput(fmt.Errorf("--forward %w", err))
 			}
 			work, err := os.MkdirTemp("", "snofactory-seed-boot-")
 			if err != nil {
@@ -84,22 +82,4 @@ network (10.0.2.0/24, gateway 10.0.2.2, DNS 10.0.2.3).`,
 	fl.StringVar(&f.serial, "machine-serial", "", "the serial number the VM's firmware reports, as the site's server would (a medium bound with --for-serial checks it)")
 	fl.StringVar(&f.overlay, "overlay", "", "keep the VM's disk (an overlay of the seed's) in this file and boot it again if it exists, as a machine keeps its disk across power cycles (default: a temporary one)")
 	return c
-}
-
-// parseForwards reads HOSTPORT:GUESTADDR:GUESTPORT.
-func parseForwards(specs []string) ([]stages.Forward, error) {
-	var out []stages.Forward
-	for _, s := range specs {
-		parts := strings.Split(s, ":")
-		if len(parts) != 3 {
-			return nil, fmt.Errorf("--forward %q: want HOSTPORT:GUESTADDR:GUESTPORT, e.g. 8080:10.0.2.50:8080", s)
-		}
-		hp, err1 := strconv.Atoi(parts[0])
-		gp, err2 := strconv.Atoi(parts[2])
-		if err := errors.Join(err1, err2); err != nil || hp <= 0 || hp > 65535 || gp <= 0 || gp > 65535 {
-			return nil, fmt.Errorf("--forward %q: ports must be numbers from 1 to 65535", s)
-		}
-		out = append(out, stages.Forward{HostPort: hp, GuestPort: gp, GuestAddr: parts[1]})
-	}
-	return out, nil
 }

@@ -90,15 +90,7 @@ firmware reports SERIAL (the chassis label; dmidecode -s system-serial-number). 
 			if err != nil {
 				return siteConfigErr(cmd.ErrOrStderr(), args[0], err)
 			}
-			w := cmd.OutOrStdout()
-			fmt.Fprintf(w, "%s: %s (volume %s)\n", out, res.Site.Summary(), siteconfig.VolumeLabel)
-			if res.SignedBy != "" {
-				fmt.Fprintf(w, "%s: signed by key %s\n", out, res.SignedBy)
-			}
-			fmt.Fprintf(w, "%s: %s\n", out, res.Site.Spec.Binding.Summary())
-			if res.CredentialsFile != "" {
-				fmt.Fprintf(w, "%s: the site's credentials, readable only by its recipients\n", res.CredentialsFile)
-			}
+			res.WriteText(cmd.OutOrStdout(), out)
 			return nil
 		},
 	}

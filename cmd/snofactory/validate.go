@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -39,39 +38,24 @@ file is invalid.`,
 	return cmd
 }
 
-// fileReport is one file's result in --format json.
-type fileReport struct {
-	File     string               `json:"file"`
-	OK       bool                 `json:"ok"`
-	Problems []blueprints.Problem `json:"problems,omitempty"`
-}
-
 func runValidate(stdout, stderr io.Writer, files []string, asJSON bool) error {
 	bad := 0
-	var reports []fileReport
+	var reports []blueprints.FileReport
 	for _, f := range files {
-		_, err := blueprints.LoadFile(f)
-		var ve *blueprints.ValidationErrors
-		switch {
-		case err == nil:
-			reports = append(reports, fileReport{File: f, OK: true})
-			if !asJSON {
-				fmt.Fprintf(stdout, "%s: ok\n", f)
-			}
-		case errors.As(err, &ve):
-			bad++
-			reports = append(reports, fileReport{File: f, Problems: ve.Problems})
-			if !asJSON {
-				fmt.Fprintln(stderr, ve.Error())
-			}
-		default:
+		r, err := blueprints.CheckFile(f)
+		if err != nil {
 			return fmt.Errorf("validating %s: %w", f, err)
+		}
+		reports = append(reports, r)
+		if !r.OK {
+			bad++
+		}
+		if !asJSON {
+			r.WriteText(stdout, stderr)
 		}
 	}
 	if asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(reports); err != nil {
+		if err := writeJSON(stdout, reports); err != nil {
 			return fmt.Errorf("writing the report: %w", err)
 		}
 	}

@@ -92,7 +92,7 @@ func TestValidateJSON(t *testing.T) {
 	if code != exitBadInput {
 		t.Fatalf("exit %d", code)
 	}
-	var reports []fileReport
+	var reports []blueprints.FileReport
 	if err := json.Unmarshal([]byte(stdout), &reports); err != nil {
 		t.Fatalf("%v\n%s", err, stdout)
 	}
