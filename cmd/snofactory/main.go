@@ -82,13 +82,9 @@ func runContext(parent context.Context, args []string, stdout, stderr io.Writer)
 // exitCode is the one place an error becomes an exit code: the user's input (exitBadInput)
 // or a failed command (exitFailed).
 func exitCode(err error) int {
-	var (
-		be *badInputError
-		ie *badinput.Error
-		se *pipeline.StageError
-	)
+	var se *pipeline.StageError
 	switch {
-	case errors.As(err, &be), errors.As(err, &ie), isUsageError(err):
+	case badinput.Is(err), isUsageError(err):
 		return exitBadInput
 	case errors.As(err, &se):
 		// Whatever went wrong inside a stage, the build failed.
@@ -199,16 +195,5 @@ func outputFile(flag, path string, inputs ...string) error {
 	return err
 }
 
-// badInputError marks errors caused by the user's input (exit code 2).
-type badInputError struct{ err error }
-
-func (e *badInputError) Error() string { return e.err.Error() }
-func (e *badInputError) Unwrap() error { return e.err }
-
 // badInput marks err as the user's input being wrong, so the process exits with code 2.
-func badInput(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &badInputError{err: err}
-}
+func badInput(err error) error { return badinput.Wrap(err) }

@@ -52,7 +52,7 @@ func TestSiteConfigCreateCredentials(t *testing.T) {
 	}
 	f, _ := os.Open(credsPath)
 	defer f.Close()
-	files, err := credentials.Open(f, id)
+	files, err := credentials.Decrypt(f, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestSiteConfigCreateCredentials(t *testing.T) {
 	other, _ := age.GenerateX25519Identity()
 	f2, _ := os.Open(credsPath)
 	defer f2.Close()
-	if _, err := credentials.Open(f2, other); err == nil {
+	if _, err := credentials.Decrypt(f2, other); err == nil {
 		t.Error("the credentials opened with another identity")
 	}
 }

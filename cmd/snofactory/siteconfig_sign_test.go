@@ -139,7 +139,7 @@ func TestSiteConfigCreateSealed(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := got.Unseal(id); err != nil || got.Spec.PullSecret != sc.Spec.PullSecret || got.Spec.KubeadminPasswordHash == "" || got.Spec.KubeconfigCrypto == nil {
+			if err := got.DecryptSecrets(id); err != nil || got.Spec.PullSecret != sc.Spec.PullSecret || got.Spec.KubeadminPasswordHash == "" || got.Spec.KubeconfigCrypto == nil {
 				t.Errorf("the seed's identity does not open the site's secrets: %v", err)
 			}
 		})

@@ -49,7 +49,7 @@ func writeCredentials(ctx context.Context, in inputs, dir string, recipients []s
 		files = append(files, credentials.File{Name: f.name, Data: b})
 	}
 	var enc bytes.Buffer
-	if err := credentials.Seal(&enc, rcpts, files); err != nil {
+	if err := credentials.Encrypt(&enc, rcpts, files); err != nil {
 		return nil, err
 	}
 	if err := os.WriteFile(filepath.Join(dir, CredentialsFile), enc.Bytes(), 0o600); err != nil {

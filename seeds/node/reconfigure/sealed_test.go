@@ -24,7 +24,7 @@ func sealedMedium(t *testing.T, r age.Recipient, k *siteKey) (path, pullSecret s
 		t.Fatal(err)
 	}
 	pullSecret = sc.Spec.PullSecret
-	if err := sc.Seal([]age.Recipient{r}); err != nil {
+	if err := sc.EncryptSecrets([]age.Recipient{r}); err != nil {
 		t.Fatal(err)
 	}
 	o := siteconfig.MediumOptions{}

@@ -60,7 +60,7 @@ func unseal(sc *siteconfig.SiteConfig, identityFile string) error {
 	if err != nil {
 		return fmt.Errorf("its secrets are sealed, and this seed's identity %s does not load: %w", identityFile, err)
 	}
-	if err := sc.Unseal(ids...); err != nil {
+	if err := sc.DecryptSecrets(ids...); err != nil {
 		var nm *age.NoIdentityMatchError
 		if errors.As(err, &nm) {
 			return fmt.Errorf("its secrets are sealed to another recipient than this seed's identity: %s", siteconfig.IdentityHint)

@@ -41,8 +41,8 @@ func ParseRecipients(keys []string) ([]age.Recipient, error) {
 	return out, nil
 }
 
-// Seal writes files as a tar (fixed owners and times, mode 0600) encrypted to rcpts.
-func Seal(w io.Writer, rcpts []age.Recipient, files []File) error {
+// Encrypt writes files as a tar (fixed owners and times, mode 0600) encrypted to rcpts.
+func Encrypt(w io.Writer, rcpts []age.Recipient, files []File) error {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	for _, f := range files {
@@ -69,9 +69,9 @@ func Seal(w io.Writer, rcpts []age.Recipient, files []File) error {
 	return nil
 }
 
-// Open decrypts a bundle with identities and returns its files (for tests and for a
+// Decrypt decrypts a bundle with identities and returns its files (for tests and for a
 // technician's tooling).
-func Open(r io.Reader, ids ...age.Identity) ([]File, error) {
+func Decrypt(r io.Reader, ids ...age.Identity) ([]File, error) {
 	dr, err := age.Decrypt(r, ids...)
 	if err != nil {
 		return nil, fmt.Errorf("decrypting the credentials: %w", err)

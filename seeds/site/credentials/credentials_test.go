@@ -57,7 +57,7 @@ func TestParseRecipients(t *testing.T) {
 	}
 }
 
-func TestSealOpen(t *testing.T) {
+func TestEncryptDecrypt(t *testing.T) {
 	id, err := age.GenerateX25519Identity()
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +77,7 @@ func TestSealOpen(t *testing.T) {
 	}
 	files := []credentials.File{{Name: "kubeconfig", Data: []byte("apiVersion: v1\n")}, {Name: "kubeadmin-password", Data: []byte("secret")}, {Name: "empty", Data: []byte{}}}
 	var sealed bytes.Buffer
-	if err := credentials.Seal(&sealed, rcpts, files); err != nil {
+	if err := credentials.Encrypt(&sealed, rcpts, files); err != nil {
 		t.Fatal(err)
 	}
 	if bytes.Contains(sealed.Bytes(), []byte("secret")) {
@@ -95,7 +95,7 @@ func TestSealOpen(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := credentials.Open(bytes.NewReader(sealed.Bytes()), tt.id)
+			got, err := credentials.Decrypt(bytes.NewReader(sealed.Bytes()), tt.id)
 			if !tt.ok {
 				if err == nil || !strings.Contains(err.Error(), "decrypting the credentials") {
 					t.Fatalf("a stranger opened the bundle: %v, %v", got, err)
@@ -115,7 +115,7 @@ func TestSealOpen(t *testing.T) {
 			}
 		})
 	}
-	if err := credentials.Seal(&bytes.Buffer{}, nil, files); err == nil {
+	if err := credentials.Encrypt(&bytes.Buffer{}, nil, files); err == nil {
 		t.Error("Seal with no recipient succeeded")
 	}
 }

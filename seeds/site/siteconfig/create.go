@@ -101,7 +101,7 @@ func Create(ctx context.Context, o CreateOptions) (*Created, error) {
 // writeMedium seals the site's secrets and writes the (signed) medium.
 func (o CreateOptions) writeMedium(ctx context.Context, res *Created, sealRcpts []age.Recipient, signer *trust.Signer) error {
 	if len(sealRcpts) > 0 {
-		if err := res.Site.Seal(sealRcpts); err != nil {
+		if err := res.Site.EncryptSecrets(sealRcpts); err != nil {
 			return inputErrorf("site-config create --seal-to: %w", err)
 		}
 	}
@@ -187,7 +187,7 @@ func sealCredentials(path string, rcpts []age.Recipient, c *SiteCredentials) err
 		tmp.Close()
 		return err
 	}
-	if err := credentials.Seal(tmp, rcpts, c.Files()); err != nil {
+	if err := credentials.Encrypt(tmp, rcpts, c.Files()); err != nil {
 		tmp.Close()
 		return err
 	}

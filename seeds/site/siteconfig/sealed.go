@@ -49,11 +49,11 @@ type sealed struct {
 	KubeconfigCrypto      *KubeconfigCrypto `yaml:"kubeconfigCrypto,omitempty"`
 }
 
-// Seal moves sc's secrets (the pull secret, the kubeadmin password hash and the signer keys
+// EncryptSecrets moves sc's secrets (the pull secret, the kubeadmin password hash and the signer keys
 // recert keeps) into spec.sealedSecrets, age-encrypted to rcpts in ASCII armor; the medium
 // then carries them in no other form. Only a holder of a matching identity, the seed's
 // (NodeIdentityFile), opens them.
-func (sc *SiteConfig) Seal(rcpts []age.Recipient) error {
+func (sc *SiteConfig) EncryptSecrets(rcpts []age.Recipient) error {
 	s := &sc.Spec
 	if len(rcpts) == 0 {
 		return errors.New("sealing the site's secrets: no recipients")
@@ -91,9 +91,9 @@ func armorEncrypt(out io.Writer, plain []byte, rcpts ...age.Recipient) error {
 	return errors.Join(w.Close(), aw.Close())
 }
 
-// Unseal opens spec.sealedSecrets with ids and puts the secrets back in place, checked as
+// DecryptSecrets opens spec.sealedSecrets with ids and puts the secrets back in place, checked as
 // strictly as secrets given in clear; no message quotes them.
-func (sc *SiteConfig) Unseal(ids ...age.Identity) error {
+func (sc *SiteConfig) DecryptSecrets(ids ...age.Identity) error {
 	s := &sc.Spec
 	if s.SealedSecrets == "" {
 		return nil

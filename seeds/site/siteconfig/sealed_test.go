@@ -34,7 +34,7 @@ func TestSealedSecretsRoundTrip(t *testing.T) {
 	sc.Spec.KubeadminPasswordHash = string(hash)
 	want := sc.Spec
 	seed, stranger := identity(t), identity(t)
-	if err := sc.Seal([]age.Recipient{seed.Recipient()}); err != nil {
+	if err := sc.EncryptSecrets([]age.Recipient{seed.Recipient()}); err != nil {
 		t.Fatal(err)
 	}
 	if sc.Spec.PullSecret != "" || sc.Spec.KubeadminPasswordHash != "" || !strings.HasPrefix(sc.Spec.SealedSecrets, sealedArmor) {
@@ -54,28 +54,28 @@ func TestSealedSecretsRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := onMedium.Unseal(stranger); !errors.As(err, new(*age.NoIdentityMatchError)) {
-		t.Errorf("Unseal with another identity = %v", err)
+	if err := onMedium.DecryptSecrets(stranger); !errors.As(err, new(*age.NoIdentityMatchError)) {
+		t.Errorf("DecryptSecrets with another identity = %v", err)
 	}
-	if err := onMedium.Unseal(stranger, seed); err != nil {
+	if err := onMedium.DecryptSecrets(stranger, seed); err != nil {
 		t.Fatal(err)
 	}
 	got := onMedium.Spec
 	if got.PullSecret != want.PullSecret || got.KubeadminPasswordHash != want.KubeadminPasswordHash || got.SealedSecrets != "" {
 		t.Errorf("unsealed spec differs: pull secret same %v, hash same %v", got.PullSecret == want.PullSecret, got.KubeadminPasswordHash == want.KubeadminPasswordHash)
 	}
-	if err := sc.Seal([]age.Recipient{seed.Recipient()}); err == nil {
+	if err := sc.EncryptSecrets([]age.Recipient{seed.Recipient()}); err == nil {
 		t.Error("sealing twice was accepted")
 	}
 	empty, _ := Load("testdata/dhcp.yaml")
-	if err := empty.Seal([]age.Recipient{seed.Recipient()}); !errors.Is(err, ErrNothingToSeal) {
+	if err := empty.EncryptSecrets([]age.Recipient{seed.Recipient()}); !errors.Is(err, ErrNothingToSeal) {
 		t.Errorf("sealing a site config without secrets = %v", err)
 	}
 }
 
 // What spec.sealedSecrets opens to is checked as strictly as secrets in clear, and no
 // message quotes it.
-func TestUnsealRefuses(t *testing.T) {
+func TestDecryptSecretsRefuses(t *testing.T) {
 	id := identity(t)
 	for _, tc := range []struct{ name, plain, want string }{
 		{"bad pull secret", "pullSecret: '{\"auths\": ... " + secret + "'\n", "spec.pullSecret: the pull secret is not valid JSON"},
@@ -84,9 +84,9 @@ func TestUnsealRefuses(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sc := &SiteConfig{Spec: Spec{SealedSecrets: sealRaw(t, id.Recipient(), tc.plain)}}
-			err := sc.Unseal(id)
+			err := sc.DecryptSecrets(id)
 			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), secret) {
-				t.Errorf("Unseal = %v, want %q and no secret", err, tc.want)
+				t.Errorf("DecryptSecrets = %v, want %q and no secret", err, tc.want)
 			}
 		})
 	}

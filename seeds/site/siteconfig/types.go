@@ -65,7 +65,7 @@ type Spec struct {
 	KubeconfigCrypto *KubeconfigCrypto `yaml:"kubeconfigCrypto,omitempty"`
 	// SealedSecrets carries pullSecret, kubeadminPasswordHash and kubeconfigCrypto
 	// age-encrypted (ASCII armor) to the seed's identity instead of in clear, so a lost
-	// medium does not leak them (site-config create --seal-to; Seal, Unseal).
+	// medium does not leak them (site-config create --seal-to; EncryptSecrets, DecryptSecrets).
 	SealedSecrets string `yaml:"sealedSecrets,omitempty"`
 	// Binding ties the medium to one seed and one machine; the hook refuses it anywhere
 	// else. It is part of what a signature covers, so a signed medium made for one site
