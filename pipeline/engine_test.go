@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/snofactory/snofactory/pipeline/clocktest"
+	"github.com/snofactory/snofactory/pipeline/waittest"
 )
 
 // testGraph is a three-stage chain a → b → c; each stage writes one file derived from its
@@ -698,7 +699,7 @@ func TestWaitingForAnEntryLockIsCancellable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer unlock()
-	if _, err := c.lock(cancelOnWait(), strings.Repeat("a", 64)); !errors.Is(err, context.Canceled) {
+	if _, err := c.lock(waittest.CancelOnWait(), strings.Repeat("a", 64)); !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v", err)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/opencontainers/go-digest"
+
+	"github.com/snofactory/snofactory/pipeline/waittest"
 )
 
 func open(t *testing.T) *Store {
@@ -158,7 +160,7 @@ func TestConcurrentWritersOfOneBlob(t *testing.T) {
 		err    error
 	}
 	second := make(chan result, 1)
-	waitCtx, waiting := signalOnWait()
+	waitCtx, waiting := waittest.SignalOnWait()
 	go func() {
 		w, stored, err := s.Acquire(waitCtx, d)
 		second <- result{w, stored, err}
@@ -183,7 +185,7 @@ func TestConcurrentWritersOfOneBlob(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w2.Release()
-	if _, _, err := s.Acquire(cancelOnWait(), digest.FromString("other")); !errors.Is(err, context.Canceled) {
+	if _, _, err := s.Acquire(waittest.CancelOnWait(), digest.FromString("other")); !errors.Is(err, context.Canceled) {
 		t.Fatalf("waiting with a cancelled context: %v", err)
 	}
 }
