@@ -28,7 +28,7 @@ func (d *decoder) checkManifests(bp *v1alpha1.Blueprint) {
 	n := 0
 	for _, f := range files {
 		rel := filepath.ToSlash(filepath.Join(o.ExtraManifests, filepath.Base(f)))
-		b, p := manifest.Read(f, rel)
+		b, p := manifest.Read(f, rel, manifest.MaxFileSize)
 		if p != nil {
 			problems = append(problems, *p)
 			continue

@@ -23,10 +23,13 @@ import (
 // Limits on a manifests directory and its files.
 const (
 	MaxFiles = 500
-	// A site config carries its manifests inline, and its decoder bounds strings at
-	// 256 KiB; a blueprint's manifests end up in the same place, so they share the bound.
-	MaxFileSize = 256 << 10
-	MaxDocs     = 100
+	// MaxFileSize bounds a manifest file in a blueprint's directory: far above any
+	// Kubernetes object (etcd stores at most about 1.5 MiB per object, most are a few KiB).
+	MaxFileSize = 1 << 20
+	// MaxInlineSize bounds a manifest a site config carries inline: its decoder bounds
+	// strings at 256 KiB, so a bigger file could never travel in one.
+	MaxInlineSize = 256 << 10
+	MaxDocs       = 100
 )
 
 // Messages and hints callers add of their own.
@@ -80,12 +83,13 @@ func Dir(dir, rel string) ([]string, []Problem) {
 	return files, problems
 }
 
-// Read reads the manifest file at path, named rel in messages.
-func Read(path, rel string) ([]byte, *Problem) {
-	b, err := smallfile.Read(path, MaxFileSize)
+// Read reads the manifest file at path, named rel in messages, of at most limit bytes
+// (MaxFileSize, or MaxInlineSize for one a site config will carry).
+func Read(path, rel string, limit int64) ([]byte, *Problem) {
+	b, err := smallfile.Read(path, limit)
 	switch {
 	case errors.Is(err, smallfile.ErrTooLarge):
-		return nil, &Problem{Message: fmt.Sprintf("%s is larger than %d bytes", rel, MaxFileSize)}
+		return nil, &Problem{Message: fmt.Sprintf("%s is larger than %d bytes", rel, limit)}
 	case err != nil:
 		return nil, &Problem{Message: fmt.Sprintf("cannot read %s: %v", rel, unwrapPathError(err))}
 	}

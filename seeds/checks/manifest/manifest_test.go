@@ -100,25 +100,28 @@ func TestRead(t *testing.T) {
 	if err := os.WriteFile(small, []byte("a: b\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(big, make([]byte, manifest.MaxFileSize+1), 0o600); err != nil {
+	if err := os.WriteFile(big, make([]byte, manifest.MaxInlineSize+1), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
-		path, want string
+		path  string
+		limit int64
+		want  string
 	}{
-		{small, ""},
-		{big, "m/big.yaml is larger than 262144 bytes"},
-		{dir, "cannot read m/dir: not a regular file"},
-		{filepath.Join(dir, "nope"), "cannot read m/nope: no such file"},
+		{small, manifest.MaxInlineSize, ""},
+		{big, manifest.MaxInlineSize, "m/big.yaml is larger than 262144 bytes"},
+		{big, manifest.MaxFileSize, ""},
+		{dir, manifest.MaxFileSize, "cannot read m/dir: not a regular file"},
+		{filepath.Join(dir, "nope"), manifest.MaxFileSize, "cannot read m/nope: no such file"},
 	}
 	for _, tt := range tests {
 		rel := "m/" + filepath.Base(tt.path)
 		if tt.path == dir {
 			rel = "m/dir"
 		}
-		b, p := manifest.Read(tt.path, rel)
+		b, p := manifest.Read(tt.path, rel, tt.limit)
 		switch {
-		case tt.want == "" && (p != nil || string(b) != "a: b\n"):
+		case tt.want == "" && (p != nil || (tt.path == small && string(b) != "a: b\n") || (tt.path == big && len(b) != manifest.MaxInlineSize+1)):
 			t.Errorf("Read(%s) = %q, %v", rel, b, p)
 		case tt.want != "" && (p == nil || !strings.Contains(p.Message, tt.want)):
 			t.Errorf("Read(%s) problem = %v, want ...%s...", rel, p, tt.want)

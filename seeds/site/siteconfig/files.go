@@ -118,7 +118,7 @@ func (c *checker) readManifests(p, abs, ref string) []Manifest {
 	}
 	var out []Manifest
 	for _, f := range files {
-		data, pr := manifest.Read(f, f)
+		data, pr := manifest.Read(f, f, manifest.MaxInlineSize)
 		if pr != nil {
 			c.Add(p, pr.Message, pr.Hint)
 			continue
