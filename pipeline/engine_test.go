@@ -299,13 +299,21 @@ func TestCancelLeavesCacheConsistent(t *testing.T) {
 func TestConcurrentBuildsRunAStageOnce(t *testing.T) {
 	cache := t.TempDir()
 	var runs atomic.Int32
-	// The stage runs on only once every build has started, so all four overlap it.
+	// The stage runs on only once every build has started, so all four overlap it; a build
+	// that fails releases it instead, so the test reports the failure rather than hanging.
 	var begun sync.WaitGroup
 	begun.Add(4)
+	allStarted, failed := make(chan struct{}), make(chan struct{})
+	var failOnce sync.Once
+	go func() { begun.Wait(); close(allStarted) }()
 	g := func() *Graph {
 		return &Graph{Blueprint: "conc", Stages: []Stage{{Name: "x", Version: "1", Run: func(ctx context.Context, env *Env) error {
 			runs.Add(1)
-			begun.Wait()
+			select {
+			case <-allStarted:
+			case <-failed:
+				return errors.New("another build failed before all four started")
+			}
 			return os.WriteFile(filepath.Join(env.Out, "f"), []byte("x"), 0o644)
 		}}}}
 	}
@@ -322,6 +330,9 @@ func TestConcurrentBuildsRunAStageOnce(t *testing.T) {
 				}
 			})
 			_, err := Build(context.Background(), g(), o)
+			if err != nil {
+				failOnce.Do(func() { close(failed) })
+			}
 			errs <- err
 		}()
 	}

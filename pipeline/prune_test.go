@@ -396,12 +396,17 @@ func TestPruneDuringBuild(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var prunes, removed atomic.Int32
-	stopped := make(chan error)
+	// A failed prune stops the build too, so its paused stages end and the test reports the
+	// prune's error instead of hanging.
+	buildCtx, stopBuild := context.WithCancel(context.Background())
+	defer stopBuild()
+	stopped := make(chan error, 1)
 	go func() {
 		for ctx.Err() == nil {
 			res, err := (&Cache{Dir: cache}).Prune(ctx, PruneOptions{MaxSize: 1})
 			if err != nil && ctx.Err() == nil {
 				stopped <- err
+				stopBuild()
 				return
 			}
 			prunes.Add(1)
@@ -413,7 +418,7 @@ func TestPruneDuringBuild(t *testing.T) {
 		}
 		stopped <- nil
 	}()
-	rec, err := Build(context.Background(), g, o)
+	rec, err := Build(buildCtx, g, o)
 	cancel()
 	if perr := <-stopped; perr != nil {
 		t.Fatalf("prune: %v", perr)
