@@ -40,6 +40,10 @@ func testSecrets(t *testing.T) pipeline.SecretFiles {
 	return s
 }
 
+// standInVersion is the version the stand-in reports: the build tag of an installer taken
+// from the release's installer image (recorded/version.txt).
+const standInVersion = "4.16.0-202406111407.p0.g37c9f6e.assembly.stream.el9"
+
 // standIn is the recorded openshift-install stand-in (see its header: it is not the real
 // installer; it replays the real output formats).
 func standIn(t *testing.T) string {

@@ -70,22 +70,76 @@ func findInstaller(opts Options, env *runEnv) (string, error) {
 		}
 		return "", fmt.Errorf("%w: %s from %s is not an executable file (%v)", ErrNoInstaller, p, from, err)
 	}
+	if !strings.ContainsRune(p, filepath.Separator) {
+		// A bare name would be looked up on PATH by exec, not found beside us.
+		p = "." + string(filepath.Separator) + p
+	}
 	return p, nil
 }
 
-// installerVersion returns the first line of `openshift-install version`.
-func installerVersion(ctx context.Context, env *runEnv, installer string) (string, error) {
+// installerInfo is what `openshift-install version` prints (installer
+// cmd/openshift-install/version.go runVersionCmd): "<os.Args[0]> <version>", then
+// "built from commit C" when the build recorded one, "release image R", "release
+// architecture A" and, when A is multi or unknown, "default architecture D".
+type installerInfo struct {
+	version string // pkg/version Version(): the release name oc injected, else the build's tag
+	commit  string
+	release string // pkg/asset/releaseimage Default(): the injected pull spec, else the CI default
+}
+
+// parseInstallerVersion reads `openshift-install version` run as argv0. The first line starts
+// with the path the installer was run by (absolute, relative, with spaces: whatever argv[0]
+// was), so the version is what follows argv0, or the last word when a wrapper ran it under
+// another name. A version with spaces is pkg/version's "was not built correctly".
+func parseInstallerVersion(out, argv0 string) (installerInfo, error) {
+	var info installerInfo
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	first := strings.TrimRight(lines[0], "\r")
+	v, ok := strings.CutPrefix(first, argv0+" ")
+	if !ok {
+		v = first[strings.LastIndexByte(first, ' ')+1:]
+	}
+	if v == "" || v == first || strings.ContainsAny(v, " \t") {
+		return info, fmt.Errorf("`%s version` printed %q: expected the program path and a version "+
+			"(a release's openshift-install, e.g. from `oc adm release extract --command=openshift-install`)", argv0, first)
+	}
+	info.version = v
+	for _, l := range lines[1:] {
+		l = strings.TrimRight(l, "\r")
+		if c, ok := strings.CutPrefix(l, "built from commit "); ok {
+			info.commit = c
+		} else if r, ok := strings.CutPrefix(l, "release image "); ok {
+			info.release = r
+		}
+	}
+	return info, nil
+}
+
+// installerVersion runs `openshift-install version` and parses what it prints.
+func installerVersion(ctx context.Context, env *runEnv, installer string) (installerInfo, error) {
 	var out strings.Builder
 	cmd := exec.Command(installer, "version")
 	cmd.Stdout = &out
 	if err := env.exec(ctx, cmd); err != nil {
-		return "", fmt.Errorf("openshift-install version: %w", err)
+		return installerInfo{}, fmt.Errorf("openshift-install version: %w", err)
 	}
-	v := firstLine(out.String())
-	if !strings.HasPrefix(v, "openshift-install ") {
-		return "", fmt.Errorf("openshift-install version printed %q, not a version", v)
+	return parseInstallerVersion(out.String(), installer)
+}
+
+// checkInstallerRelease refuses an installer extracted for another release than the one the
+// installer is told to install. Only `oc adm release extract` injects a release (by digest)
+// into the binary; the one resolve takes from the installer image prints the CI default
+// (registry.ci.openshift.org/origin/release:x.y), which says nothing, so it is not checked.
+// Digests, not pull specs, are compared: a mirror serves the same release under another name.
+func checkInstallerRelease(installer string, info installerInfo, pinned string) error {
+	_, _, own := splitRef(info.release)
+	_, _, want := splitRef(pinned)
+	if own == "" || want == "" || own == want {
+		return nil
 	}
-	return strings.TrimPrefix(v, "openshift-install "), nil
+	return fmt.Errorf("%s is the openshift-install of release %s, but this build installs %s: "+
+		"use the installer of that release (`oc adm release extract --command=openshift-install %s`)",
+		installer, info.release, pinned, pinned)
 }
 
 // runInstaller runs openshift-install in a work directory of its own, which holds the real
@@ -93,12 +147,15 @@ func installerVersion(ctx context.Context, env *runEnv, installer string) (strin
 // them to openshift/, then create the ignition config from the manifests on disk. It keeps
 // the installer's outputs and returns the bootstrap-in-place config.
 func runInstaller(ctx context.Context, env *runEnv, installer string, c *OpenShift, s installSecrets, extras []extraManifest, rep *Report) ([]byte, error) {
-	version, err := installerVersion(ctx, env, installer)
+	info, err := installerVersion(ctx, env, installer)
 	if err != nil {
 		return nil, err
 	}
-	env.useTool("openshift-install", version)
-	rep.Tools["openshift-install"] = version
+	if err := checkInstallerRelease(installer, info, c.ReleaseImage); err != nil {
+		return nil, err
+	}
+	env.useTool("openshift-install", info.version)
+	rep.Tools["openshift-install"] = info.version
 
 	work, err := os.MkdirTemp("", "snofactory-render-installer-")
 	if err != nil {

@@ -265,7 +265,7 @@ storage:
 	if c := rep.Ignition["config"]; !c.Secret || c.Version != "3.2.0" {
 		t.Errorf("render.json config %+v", c)
 	}
-	if rep.Tools["openshift-install"] != "4.16.0" {
+	if rep.Tools["openshift-install"] != standInVersion {
 		t.Errorf("render.json tools %v", rep.Tools)
 	}
 	if rep.Relocation == nil || rep.Relocation.NodeIPHint != "192.168.127.0" || rep.Relocation.KubeletClientCertMinValidity != "720h0m0s" {

@@ -76,7 +76,7 @@ func TestOpenShiftStageInEngine(t *testing.T) {
 		t.Fatalf("no render entry: %v", err)
 	}
 	ignitionValidateAllowing(t, filepath.Join(e.Dir, ConfigPath), "has no install section")
-	if rec.Stages[1].Tools["openshift-install"] != "4.16.0" {
+	if rec.Stages[1].Tools["openshift-install"] != standInVersion {
 		t.Errorf("run record tools %v", rec.Stages[1].Tools)
 	}
 	assertNoSecrets(t, e.Dir, "manifests", "render.json")
@@ -271,8 +271,11 @@ func TestRenderLogsInstallerOutput(t *testing.T) {
 			lines = append(lines, rec.Msg)
 		}
 	}
-	// `version` writes to render's own buffer, not the log.
+	// `version` writes its lines to render's own buffer, not the log; its warning (an
+	// installer from the installer image knows no release architecture, installer
+	// pkg/version ReleaseArchitecture) goes to stderr and is logged.
 	want := []string{
+		`level=warning msg="Release Image Architecture not detected. Release Image Architecture is unknown"`,
 		`level=info msg="Consuming Install Config from target directory"`,
 		`level=fatal msg="failed to fetch Master Machines"`,
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/snofactory/snofactory/pipeline"
 )
@@ -67,10 +66,4 @@ func stableJSON(v any) ([]byte, error) {
 		return nil, err
 	}
 	return append(b, '\n'), nil
-}
-
-// firstLine returns s up to its first newline, trimmed.
-func firstLine(s string) string {
-	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
-	return strings.TrimSpace(s)
 }

@@ -83,7 +83,9 @@ mkdir -p "$d/recorded"
 		}
 		b.WriteString(enc + "\nSNOFACTORY_EOF\n")
 	}
-	b.WriteString("chmod 0755 \"$d/openshift-install\"\n\"$d/openshift-install\" \"$@\"\n")
+	// The real installer prints the path it was run by (version.go runVersionCmd): this
+	// wrapper's, not the unpacked copy's.
+	b.WriteString("chmod 0755 \"$d/openshift-install\"\nOPENSHIFT_INSTALL_STANDIN_ARGV0=\"$0\" \"$d/openshift-install\" \"$@\"\n")
 	return []byte(b.String())
 }
 
