@@ -9,16 +9,21 @@ import (
 // on the node (the kubelet reaches the API through api-int; the authentication and console
 // operators need *.apps), and a factory has no DNS server with those records. The assisted
 // installer's 50-master-dnsmasq-configuration MachineConfig provides them with a local
-// dnsmasq; this is its overridable form, which lifecycle-agent requires of every seed: the
-// records come from an overrides file that the site's reconfiguration rewrites for the
-// renamed cluster (seeds/node/reconfigure, DnsmasqOverridesFile).
+// dnsmasq; this is its overridable form, which lifecycle-agent requires of every seed, with
+// lifecycle-agent's files, modes and unit (hack/generate-dnsmasq-site-policy-section.sh
+// generate_dnsmasq_body): the scripts carry the factory's names as defaults and read the
+// overrides file, which the site's reconfiguration writes for the renamed cluster
+// (seeds/node/reconfigure, DnsmasqOverridesFile). The overrides file is in no MachineConfig:
+// the MCD compares every file of its current config with the disk
+// (machine-config-operator pkg/daemon/on_disk_validation.go) and would degrade the pool
+// once the site rewrote it.
 const (
 	// DnsmasqMachineConfig is the MachineConfig's name (lifecycle-agent looks for it).
 	DnsmasqMachineConfig = "50-master-dnsmasq-configuration"
 	// DnsmasqConfigScript writes the records from the overrides (dnsmasq's ExecStartPre).
 	DnsmasqConfigScript = "/usr/local/bin/dnsmasq_config.sh"
 	// DnsmasqOverrides holds SNO_CLUSTER_NAME_OVERRIDE, SNO_BASE_DOMAIN_OVERRIDE and
-	// SNO_DNSMASQ_IP_OVERRIDE.
+	// SNO_DNSMASQ_IP_OVERRIDE. The site writes it; no MachineConfig carries it.
 	DnsmasqOverrides = "/etc/default/sno_dnsmasq_configuration_overrides"
 	// DnsmasqRecords is the dnsmasq configuration the script writes.
 	DnsmasqRecords = "/etc/dnsmasq.d/single-node.conf"
@@ -102,12 +107,11 @@ WantedBy=multi-user.target
 // cluster.domain to ip on the node.
 func dnsmasqConfig(variantVersion, cluster, domain string, ip netip.Addr) butane {
 	t := true
-	overrides := fmt.Sprintf("SNO_CLUSTER_NAME_OVERRIDE=%s\nSNO_BASE_DOMAIN_OVERRIDE=%s\nSNO_DNSMASQ_IP_OVERRIDE=%s\n", cluster, domain, ip)
 	mc := masterMC(variantVersion, DnsmasqMachineConfig)
+	// lifecycle-agent's modes: 365 (0555) for the scripts, 420 (0644) for the NM setting.
 	mc.Storage = &butaneStorage{Files: []butaneFile{
-		{Path: DnsmasqConfigScript, Mode: 0o755, Overwrite: true, Contents: butaneContents{Inline: dnsmasqConfigScriptText(cluster, domain, ip)}},
-		{Path: DnsmasqOverrides, Mode: 0o644, Overwrite: true, Contents: butaneContents{Inline: overrides}},
-		{Path: ForceDNSScript, Mode: 0o755, Overwrite: true, Contents: butaneContents{Inline: forceDNSText(cluster, domain, ip)}},
+		{Path: DnsmasqConfigScript, Mode: 0o555, Overwrite: true, Contents: butaneContents{Inline: dnsmasqConfigScriptText(cluster, domain, ip)}},
+		{Path: ForceDNSScript, Mode: 0o555, Overwrite: true, Contents: butaneContents{Inline: forceDNSText(cluster, domain, ip)}},
 		{Path: NMSingleNodeConf, Mode: 0o644, Overwrite: true, Contents: butaneContents{Inline: "[main]\nrc-manager=unmanaged\n"}},
 	}}
 	mc.Systemd = &butaneSystemd{Units: []butaneUnit{{Name: "dnsmasq.service", Enabled: &t, Contents: dnsmasqUnit}}}

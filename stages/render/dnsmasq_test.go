@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -31,10 +32,18 @@ func TestDnsmasqConfig(t *testing.T) {
 	if reconfigure.DnsmasqOverridesFile != DnsmasqOverrides {
 		t.Fatalf("the site hook writes %s, the seed reads %s", reconfigure.DnsmasqOverridesFile, DnsmasqOverrides)
 	}
+	// lifecycle-agent's file list (hack/generate-dnsmasq-site-policy-section.sh
+	// generate_dnsmasq_body): the two scripts and the NetworkManager setting, nothing else.
+	if got, want := ignitionPaths(t, raw), []string{DnsmasqConfigScript, ForceDNSScript, NMSingleNodeConf, "/etc/systemd/system/dnsmasq.service"}; !sameSet(got, want) {
+		t.Errorf("the dnsmasq MachineConfig places %q, want %q", got, want)
+	}
+	if mode, _ := fileEntry(t, raw, NMSingleNodeConf); mode != 0o644 {
+		t.Errorf("%s mode %o, want 0644", NMSingleNodeConf, mode)
+	}
 	root := t.TempDir()
 	script := func(path string) string {
 		mode, body := fileEntry(t, raw, path)
-		if mode != 0o755 {
+		if mode != 0o555 {
 			t.Errorf("%s mode %o", path, mode)
 		}
 		for _, p := range []string{"/etc/", "/run/"} {
@@ -86,5 +95,39 @@ func TestDnsmasqConfig(t *testing.T) {
 	}
 	if _, body := fileEntry(t, raw, NMSingleNodeConf); body != "[main]\nrc-manager=unmanaged\n" {
 		t.Errorf("%s = %q", NMSingleNodeConf, body)
+	}
+}
+
+// sameSet reports whether a and b hold the same strings, in any order.
+func sameSet(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
+}
+
+// No MachineConfig render produces owns a file the site's hook writes: the MCD compares
+// every file of its current config with the disk (machine-config-operator
+// pkg/daemon/on_disk_validation.go) and degrades the pool when one differs, so a file the
+// site rewrites must belong to no MachineConfig (lifecycle-agent's dnsmasq MachineConfig
+// carries no overrides file, hack/generate-dnsmasq-site-policy-section.sh).
+func TestMachineConfigsOwnNoSiteFile(t *testing.T) {
+	siteWrites := []string{reconfigure.DnsmasqOverridesFile}
+	owned := map[string]string{}
+	for rel, doc := range readTree(t, renderTo(t, clusterOptions(t))) {
+		if !strings.HasPrefix(rel, "manifests/") || !strings.Contains(string(doc), "kind: MachineConfig\n") {
+			continue
+		}
+		for _, p := range ignitionPaths(t, mcConfig(t, doc)) {
+			owned[p] = rel
+		}
+	}
+	if _, ok := owned[DnsmasqConfigScript]; !ok {
+		t.Fatalf("no rendered MachineConfig places %s; the check below would pass vacuously (%d paths)", DnsmasqConfigScript, len(owned))
+	}
+	for _, p := range siteWrites {
+		if rel, ok := owned[p]; ok {
+			t.Errorf("%s owns %s, which the site hook rewrites: the MCD would find it changed and degrade the pool", rel, p)
+		}
 	}
 }
