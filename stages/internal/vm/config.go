@@ -95,6 +95,33 @@ func FreePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
+// cpuModel is the guest CPU. Under KVM the host's. Under TCG qemu's default, qemu64, lacks
+// SSSE3, SSE4.1/4.2 and POPCNT, so it is not x86-64-v2, which RHEL 9 kernels (RHCOS, from
+// OpenShift 4.13) require to boot; "max" is every feature TCG emulates, x86-64-v2 included
+// (qemu 7.2's query-cpu-model-expansion of max lists sse4.2, popcnt, ssse3, cx16 and
+// lahf-lm), and every qemu knows it, unlike the x86-64-v2 named models of later releases.
+func cpuModel(acc Accelerator) string {
+	if acc.Name == AccelKVM {
+		return "host"
+	}
+	return "max"
+}
+
+// GuestPath is the name the guest's udev gives a disk with a serial: systemd's
+// rules.d/60-persistent-storage.rules link a virtio-blk disk as disk/by-id/virtio-$serial.
+// Unlike a by-path name, it does not depend on the PCI slot the disk lands in, which
+// follows the order of qemu's -device arguments. "" when the disk has no serial.
+func (d Disk) GuestPath() string {
+	if d.Serial == "" {
+		return ""
+	}
+	return "/dev/disk/by-id/virtio-" + d.Serial
+}
+
+// maxSerial is the longest serial virtio-blk hands the guest (VIRTIO_BLK_ID_BYTES):
+// longer ones are cut, and the by-id name with them.
+const maxSerial = 20
+
 // args attaches the disk as virtio-blk device number i.
 func (d Disk) args(i int) []string {
 	format := d.Format
@@ -148,6 +175,11 @@ func (c Config) validate() error {
 	case "", FirmwareBIOS, FirmwareUEFI:
 	default:
 		errs = append(errs, fmt.Errorf("unknown firmware %q (want bios or uefi)", c.Firmware))
+	}
+	for _, d := range c.Disks {
+		if len(d.Serial) > maxSerial {
+			errs = append(errs, fmt.Errorf("disk %s: serial %q is longer than the %d bytes virtio-blk passes to the guest", d.Path, d.Serial, maxSerial))
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -221,9 +253,7 @@ func (c Config) args(acc Accelerator, rp runtimePaths) []string {
 		"-chardev", "file,id=console0,path=" + optValue(c.ConsoleLog),
 		"-serial", "chardev:console0",
 	}
-	if acc.Name == AccelKVM {
-		a = append(a, "-cpu", "host")
-	}
+	a = append(a, "-cpu", cpuModel(acc))
 	if c.Firmware == FirmwareUEFI {
 		a = append(a,
 			"-drive", "if=pflash,format=raw,unit=0,readonly=on,file="+optValue(rp.OVMFCode),

@@ -10,6 +10,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/snofactory/snofactory/blueprints"
+	"github.com/snofactory/snofactory/seeds/contract/wire"
 )
 
 func TestArgs(t *testing.T) {
@@ -27,14 +30,15 @@ func TestArgs(t *testing.T) {
 			cfg:  Config{ISO: "/x/live.iso", ConsoleLog: "/x/console.log"},
 			acc:  TCG("test"),
 			want: []string{
-				"-accel tcg", "-m 1024", "-smp 1", "-nodefaults", "-display none",
+				// qemu64, TCG's default CPU, is not x86-64-v2: RHEL 9 kernels stop on it.
+				"-accel tcg", "-cpu max", "-m 1024", "-smp 1", "-nodefaults", "-display none",
 				"-chardev file,id=console0,path=/x/console.log", "-serial chardev:console0",
 				"-drive file=/x/live.iso,media=cdrom,if=ide,readonly=on",
 				"-chardev socket,id=agent0,path=/tmp/s/agent.sock",
 				"-device virtserialport,bus=vser0.0,chardev=agent0,name=org.snofactory.agent.0",
 				"-qmp unix:/tmp/s/qmp.sock,server=on,wait=off",
 			},
-			wantNot: []string{"-no-reboot", "-cpu host", "if=pflash", "-boot", "gather0"},
+			wantNot: []string{"-no-reboot", "-cpu host", "-cpu qemu64", "if=pflash", "-boot", "gather0"},
 		},
 		{
 			name: "discard passes fstrim through",
@@ -105,6 +109,7 @@ func TestArgs(t *testing.T) {
 				"-device virtserialport,bus=vser0.0,chardev=agent0,name=p,,q",
 			},
 		},
+		{name: "serial too long for virtio-blk", cfg: Config{ISO: "/a.iso", ConsoleLog: "/c", Disks: []Disk{{Path: "/d", Serial: "snofactory-target-disk-0"}}}, validErr: "longer than the 20 bytes"},
 		{name: "bad firmware", cfg: Config{ISO: "/a.iso", ConsoleLog: "/c", Firmware: "coreboot"}, validErr: "firmware"},
 		{name: "no console", cfg: Config{ISO: "/a.iso"}, validErr: "console"},
 	}
@@ -182,5 +187,27 @@ func TestCommaPathsReachQemu(t *testing.T) {
 		if strings.Contains(e.Name(), ",,") {
 			t.Errorf("qemu created %q: a doubled comma reached the file system", e.Name())
 		}
+	}
+}
+
+// The du-profile installs to the disk the factory VM presents as its target: install
+// attaches it with wire.TargetDiskSerial, the guest's udev names it by that serial, and the
+// profile names that, not a PCI slot that follows qemu's argument order.
+func TestProfileInstallDiskIsTheTargetDisk(t *testing.T) {
+	bp, err := blueprints.LoadFile(filepath.Join("..", "..", "..", "blueprints", "du-profile.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := Disk{Path: "/d/target.qcow2", Serial: wire.TargetDiskSerial, BootIndex: 1}
+	if got, want := bp.Spec.OpenShift.InstallDisk, target.GuestPath(); got != want {
+		t.Fatalf("du-profile installs to %s; the factory VM's target disk is %s", got, want)
+	}
+	cfg := Config{ISO: "/x/live.iso", ConsoleLog: "/c", Disks: []Disk{target, {Path: "/d/precache.img", Format: "raw", ReadOnly: true, Serial: wire.PrecacheDiskSerial}}}
+	if err := cfg.validate(); err != nil {
+		t.Fatal(err)
+	}
+	joined := strings.Join(cfg.args(TCG("test"), runtimePaths{}), " ")
+	if !strings.Contains(joined, "-device virtio-blk-pci,drive=disk0,serial="+wire.TargetDiskSerial+",") {
+		t.Errorf("the target disk does not carry its serial: %s", joined)
 	}
 }
