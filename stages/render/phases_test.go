@@ -631,30 +631,188 @@ func TestSealScript(t *testing.T) {
 // systemctl, crictl, podman, curl): no OpenShift node runs here. It logs each command line and
 // answers as the node would: a ready API, the cluster objects, pools whose machines are
 // ready; setting the pull secret writes the placeholder where the MCO would, and recert
-// (podman with RECERT_CONFIG) leaves its clean summary.
+// (podman with RECERT_CONFIG) leaves its clean summary. Each answer imitates upstream,
+// cited beside it; where upstream varies, it gives the least convenient form:
+//   - oc ... -o json: kubectl's JSON printer (k8s.io/cli-runtime pkg/printers/json.go
+//     JSONPrinter.PrintObj) indents by four spaces over many lines, with a final newline;
+//     a list's items come in the API server's order (by name), not the order asked about.
+//   - oc get --raw /readyz: the apiserver's healthz handler (k8s.io/apiserver
+//     pkg/server/healthz/healthz.go handleRootHealth) answers "ok" without a newline.
+//   - systemctl is-active UNIT: systemd src/systemctl/systemctl-is-active.c
+//     verb_is_active prints the state and exits 0 for active, 3 otherwise.
+//   - crictl ps -q / crictl pods -q: cri-tools cmd/crictl/container.go ListContainers and
+//     sandbox.go ListPodSandboxes print one full 64-hex ID a line, newest first (sorted by
+//     creation time), so not in lexical order.
+//   - etcd's /health: go.etcd.io/etcd server/etcdserver/api/etcdhttp/health.go
+//     NewHealthHandler: {"health":"true","reason":""}.
+//   - podman run --detach prints the new container's full ID (podman cmd/podman/containers/run.go).
 const standin = `#!/bin/sh
 echo "$(basename "$0") $*" >>"$STANDIN_LOG"
 case "$(basename "$0") $*" in
-oc*--raw\ /readyz*) echo ok ;;
+oc*--raw\ /readyz*) printf ok ;;
 oc*clusterversion.config.openshift.io/version*)
-	printf '%s' '{"items":[{"kind":"ClusterVersion","spec":{"clusterID":"c1"},"status":{"desired":{"version":"4.20.3"}}},
-	{"kind":"Infrastructure","status":{"infrastructureName":"seed-abcde"}},
-	{"kind":"ConfigMap","data":{"install-config":"baseDomain: factory.example\nmetadata:\n  name: seed\n"}}]}' ;;
-oc*get\ nodes*) echo '{"items":[{"status":{"addresses":[{"type":"InternalIP","address":"192.168.127.10"},{"type":"Hostname","address":"seed-node"}]}}]}' ;;
+	cat <<'JSON'
+{
+    "apiVersion": "v1",
+    "items": [
+        {
+            "apiVersion": "config.openshift.io/v1",
+            "kind": "ClusterVersion",
+            "metadata": {
+                "name": "version"
+            },
+            "spec": {
+                "clusterID": "c1"
+            },
+            "status": {
+                "desired": {
+                    "version": "4.20.3"
+                }
+            }
+        },
+        {
+            "apiVersion": "config.openshift.io/v1",
+            "kind": "Infrastructure",
+            "metadata": {
+                "name": "cluster"
+            },
+            "status": {
+                "infrastructureName": "seed-abcde"
+            }
+        },
+        {
+            "apiVersion": "v1",
+            "data": {
+                "install-config": "baseDomain: factory.example\nmetadata:\n  name: seed\n"
+            },
+            "kind": "ConfigMap",
+            "metadata": {
+                "name": "cluster-config-v1",
+                "namespace": "kube-system"
+            }
+        }
+    ],
+    "kind": "List",
+    "metadata": {
+        "resourceVersion": ""
+    }
+}
+JSON
+	;;
+oc*get\ nodes*)
+	cat <<'JSON'
+{
+    "apiVersion": "v1",
+    "items": [
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {
+                "name": "seed-node"
+            },
+            "status": {
+                "addresses": [
+                    {
+                        "address": "192.168.127.10",
+                        "type": "InternalIP"
+                    },
+                    {
+                        "address": "seed-node",
+                        "type": "Hostname"
+                    }
+                ]
+            }
+        }
+    ],
+    "kind": "List",
+    "metadata": {
+        "resourceVersion": ""
+    }
+}
+JSON
+	;;
 oc*secret/router-ca*) ;;
 oc*set\ data\ secret/pull-secret*)
 	mkdir -p "$STANDIN_ROOT/var/lib/kubelet"
 	cp "${8#--from-file=.dockerconfigjson=}" "$STANDIN_ROOT/var/lib/kubelet/config.json" ;;
-oc*machineconfigpools*) echo '{"items":[{"metadata":{"name":"master"},"spec":{"configuration":{"name":"rendered-master-b"}},"status":{"configuration":{"name":"rendered-master-b"},"machineCount":1,"readyMachineCount":1}}]}' ;;
-oc*get\ machineconfigs*) echo '{"items":[{"metadata":{"name":"rendered-master-a"}},{"metadata":{"name":"rendered-master-b"}}]}' ;;
-curl*/health) echo '{"health":"true","reason":""}' ;;
-crictl\ ps*) echo c1 ;;
-crictl\ pods*) echo p1 ;;
+oc*machineconfigpools*)
+	cat <<'JSON'
+{
+    "apiVersion": "v1",
+    "items": [
+        {
+            "apiVersion": "machineconfiguration.openshift.io/v1",
+            "kind": "MachineConfigPool",
+            "metadata": {
+                "name": "master"
+            },
+            "spec": {
+                "configuration": {
+                    "name": "rendered-master-b"
+                }
+            },
+            "status": {
+                "configuration": {
+                    "name": "rendered-master-b"
+                },
+                "machineCount": 1,
+                "readyMachineCount": 1
+            }
+        }
+    ],
+    "kind": "List",
+    "metadata": {
+        "resourceVersion": ""
+    }
+}
+JSON
+	;;
+oc*get\ machineconfigs*)
+	cat <<'JSON'
+{
+    "apiVersion": "v1",
+    "items": [
+        {
+            "apiVersion": "machineconfiguration.openshift.io/v1",
+            "kind": "MachineConfig",
+            "metadata": {
+                "name": "rendered-master-a"
+            }
+        },
+        {
+            "apiVersion": "machineconfiguration.openshift.io/v1",
+            "kind": "MachineConfig",
+            "metadata": {
+                "name": "rendered-master-b"
+            }
+        }
+    ],
+    "kind": "List",
+    "metadata": {
+        "resourceVersion": ""
+    }
+}
+JSON
+	;;
+systemctl\ is-active*) echo active ;;
+curl*/health) printf '%s' '{"health":"true","reason":""}' ;;
+crictl\ ps*) printf '%s\n' ` + standinContainers + ` ;;
+crictl\ pods*) printf '%s\n' ` + standinPods + ` ;;
+podman\ run*--detach*) echo 6f1c0a9e5b2d4c3a8e7f6b5a4d3c2b1a0f9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c ;;
 podman*RECERT_CONFIG=*)
 	mkdir -p "$STANDIN_ROOT/etc/kubernetes" && echo "cluster_crypto: {}" >"$STANDIN_ROOT/etc/kubernetes/recert-seed-creation-summary.yaml" ;;
 esac
 exit 0
 `
+
+// The IDs crictl lists, newest first: not in lexical order (see standin).
+const (
+	standinContainers = "d25c7e0b9a8f7e6d5c4b3a2f1e0d9c8b7a6f5e4d3c2b1a0f9e8d7c6b5a4f3e2d " +
+		"1f0e9d8c7b6a5f4e3d2c1b0a9f8e7d6c5b4a3f2e1d0c9b8a7f6e5d4c3b2a1f0e " +
+		"a7b6c5d4e3f2a1b0c9d8e7f6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d0e9f8a7b6"
+	standinPods = "8b7a6f5e4d3c2b1a0f9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a2f1e0d9c8b7a " +
+		"05f4e3d2c1b0a9f8e7d6c5b4a3f2e1d0c9b8a7f6e5d4c3b2a1f0e9d8c7b6a5f4"
+)
 
 // The seal script with an OpenShift request, run with the real agent against recording
 // stand-ins: the node seals itself in lifecycle-agent's order and reports sealed.
@@ -676,13 +834,29 @@ func TestSealScriptOpenShift(t *testing.T) {
 	}
 	last := -1
 	for _, want := range []string{"oc --kubeconfig", "systemctl stop kubelet.service", "systemctl disable kubelet.service", "crictl ps -q",
-		"crictl stop --timeout 5 c1", "crictl pods -q", "crictl rmp -f p1", "systemctl stop crio.service", "podman run --detach", "curl --silent --fail --max-time 5 http://localhost:2379/health",
+		"crictl pods -q", "systemctl stop crio.service", "podman run --detach", "curl --silent --fail --max-time 5 http://localhost:2379/health",
 		"podman run --rm --replace --name snofactory-recert", "systemctl enable snofactory-reconfigure.service"} {
 		i := at(want)
 		if i <= last {
 			t.Fatalf("%q at %d, want after %d:\n%s", want, i, last, b)
 		}
 		last = i
+	}
+	// Every container crictl listed is stopped (lifecycle-agent lca-cli/ops/ops.go
+	// StopClusterServices: crictl stop --timeout 5 for each, in any order) between the
+	// listing and the sandboxes, and every sandbox removed before CRI-O stops.
+	ps, pods, crio := at("crictl ps -q"), at("crictl pods -q"), at("systemctl stop crio.service")
+	for _, id := range strings.Fields(standinContainers) {
+		i := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "crictl stop") && strings.Contains(l, id) })
+		if i < ps || i > pods {
+			t.Errorf("container %s stopped at line %d, want between %d and %d:\n%s", id, i, ps, pods, b)
+		}
+	}
+	for _, id := range strings.Fields(standinPods) {
+		i := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "crictl rmp") && strings.Contains(l, id) })
+		if i < pods || i > crio {
+			t.Errorf("sandbox %s removed at line %d, want between %d and %d:\n%s", id, i, pods, crio, b)
+		}
 	}
 	if _, err := os.Stat(filepath.Join(root, "var/lib/kubelet/config.json")); err == nil {
 		t.Error("the pull secret file survived the seal")
