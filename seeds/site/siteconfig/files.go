@@ -1,14 +1,18 @@
 package siteconfig
 
 import (
+	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/snofactory/snofactory/seeds/checks"
 	"github.com/snofactory/snofactory/seeds/checks/manifest"
 	"github.com/snofactory/snofactory/seeds/checks/smallfile"
+	"github.com/snofactory/snofactory/seeds/checks/suggest"
 )
 
 // maxPullSecretSize bounds the pull secret file.
@@ -29,7 +33,15 @@ func (c *checker) resolve(path, ref string) (string, bool) {
 	return filepath.Join(c.dir, ref), true
 }
 
-// pullSecret reads and checks the pull secret; no message quotes it.
+// pullSecret reads and checks the pull secret; no message quotes it. A pull secret that is
+// given but empty is refused, whatever its form: a key with no value, an empty file, "{}" or
+// an "auths" with no registry, or a registry with neither "auth" nor "credsStore". Upstream
+// refuses each: lifecycle-agent's post-pivot stops on a missing one
+// (lca-cli/postpivot/postpivot.go createPullSecretFile), and the installer checks an
+// image-based site's install-config.yaml pullSecret with pkg/validate/validate.go
+// ImagePullSecret ("auths required", "requires either auth or credsStore"). A site config
+// that gives none at all is not refused here, since a conformance OS site needs none; the
+// OpenShift hook refuses it before changing anything.
 func (c *checker) pullSecret(s *Spec) {
 	const p = "spec.pullSecretFile"
 	switch {
@@ -49,16 +61,46 @@ func (c *checker) pullSecret(s *Spec) {
 			c.Add(p, fmt.Sprintf("cannot read the pull secret %s: %v", s.PullSecretFile, unwrapPathError(err)), "")
 			return
 		}
-		if msg := checks.PullSecret(data); msg != "" {
-			c.Add(p, msg, "the file must hold {\"auths\": {\"REGISTRY\": {\"auth\": \"...\"}}}")
+		if msg := PullSecretProblem(data); msg != "" {
+			c.Add(p, fmt.Sprintf("%s: %s", s.PullSecretFile, msg), pullSecretHint)
 			return
 		}
 		s.PullSecret = string(data)
-	case s.PullSecret != "":
-		if msg := checks.PullSecret([]byte(s.PullSecret)); msg != "" {
-			c.Add("spec.pullSecret", msg, "")
+	case c.given("spec.pullSecretFile"):
+		c.Add(p, "names no file", "give the path of the site's pull secret, or leave pullSecretFile out")
+	case s.PullSecret != "" || c.given("spec.pullSecret"):
+		if msg := PullSecretProblem([]byte(s.PullSecret)); msg != "" {
+			c.Add("spec.pullSecret", msg, pullSecretHint)
 		}
 	}
+}
+
+const pullSecretHint = `the site's own pull secret, {"auths": {"REGISTRY": {"auth": "..."}}}, as console.redhat.com or the site's registry gives it`
+
+// PullSecretProblem says what is wrong with a site's pull secret ("" when nothing), never
+// quoting it: empty in any of its forms, not JSON, or a registry without credentials (the
+// installer's pkg/validate/validate.go ImagePullSecret).
+func PullSecretProblem(data []byte) string {
+	if strings.TrimSpace(string(data)) == "" {
+		return "the pull secret is empty"
+	}
+	if msg := checks.PullSecret(data); msg != "" {
+		return msg
+	}
+	var ps struct {
+		Auths map[string]map[string]json.RawMessage `json:"auths"`
+	}
+	if err := json.Unmarshal(data, &ps); err != nil {
+		return "the pull secret's \"auths\" entries are not objects"
+	}
+	for _, reg := range slices.Sorted(maps.Keys(ps.Auths)) {
+		_, auth := ps.Auths[reg]["auth"]
+		_, store := ps.Auths[reg]["credsStore"]
+		if !auth && !store {
+			return fmt.Sprintf("the pull secret's registry %q has neither \"auth\" nor \"credsStore\"", suggest.Clip(reg))
+		}
+	}
+	return ""
 }
 
 // manifests reads spec.extraManifests into spec.manifests and checks every manifest.

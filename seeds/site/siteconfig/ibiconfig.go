@@ -221,6 +221,11 @@ func readInstallConfig(path string, s *Spec) ([]strictyaml.Problem, map[string]s
 	fill(&s.ClusterName, ic.Metadata.Name, "spec.clusterName", "metadata.name")
 	fill(&s.BaseDomain, ic.BaseDomain, "spec.baseDomain", "baseDomain")
 	fill(&s.PullSecret, strings.TrimSpace(ic.PullSecret), "spec.pullSecret", "pullSecret")
+	if s.PullSecret == "" {
+		// The installer requires it (pkg/types/validation/installconfig.go
+		// ValidateInstallConfig, through pkg/validate/validate.go ImagePullSecret).
+		problems = append(problems, installConfigProblem(path, &doc, "pullSecret", "the pull secret is empty or missing", pullSecretHint))
+	}
 	for _, line := range strings.Split(ic.SSHKey, "\n") {
 		if line = strings.TrimSpace(line); line != "" {
 			s.SSHAuthorizedKeys = append(s.SSHAuthorizedKeys, line)
@@ -234,4 +239,19 @@ func readInstallConfig(path string, s *Spec) ([]strictyaml.Problem, map[string]s
 		from[fmt.Sprintf("spec.registryMirrors[%d]", i)] = fmt.Sprintf("imageDigestSources[%d]", i)
 	}
 	return problems, from
+}
+
+// installConfigProblem is a problem at key of install-config.yaml: at the key when the file
+// has it, else at the top of the file.
+func installConfigProblem(path string, doc *yaml.Node, key, msg, hint string) strictyaml.Problem {
+	p := strictyaml.Problem{File: path, Line: 1, Col: 1, Path: key, Message: msg, Hint: hint}
+	if len(doc.Content) == 1 && doc.Content[0].Kind == yaml.MappingNode {
+		m := doc.Content[0]
+		for i := 0; i+1 < len(m.Content); i += 2 {
+			if m.Content[i].Value == key {
+				p.Line, p.Col = m.Content[i+1].Line, m.Content[i+1].Column
+			}
+		}
+	}
+	return p
 }

@@ -189,3 +189,20 @@ func TestLoadDoesNotEchoOtherFiles(t *testing.T) {
 		}
 	}
 }
+
+// An install-config.yaml beside the ImageBasedConfig whose pull secret is empty or missing is
+// refused at its line, as the installer's ValidateInstallConfig refuses it.
+func TestImageBasedEmptyPullSecret(t *testing.T) {
+	for _, tc := range []struct{ name, ic, at string }{
+		{"empty", strings.Replace(ibiInstallConfig, `pullSecret: '{"auths":{"registry.store-0042.example:5000":{"auth":"c2l0ZTpzZWNyZXQ="}}}'`, `pullSecret: ""`, 1), ":21:13: pullSecret: the pull secret is empty or missing"},
+		{"missing", strings.Replace(ibiInstallConfig, `pullSecret: '{"auths":{"registry.store-0042.example:5000":{"auth":"c2l0ZTpzZWNyZXQ="}}}'`+"\n", "", 1), ":1:1: pullSecret: the pull secret is empty or missing"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := ibiDir(t, ibiSite, tc.ic)
+			_, err := Load(path)
+			if err == nil || !strings.Contains(err.Error(), filepath.Join(filepath.Dir(path), installConfigFile)+tc.at) {
+				t.Errorf("err = %v, want ...%s", err, tc.at)
+			}
+		})
+	}
+}

@@ -63,7 +63,7 @@ func Parse(data []byte, name, dir string) (sc *SiteConfig, err error) {
 	if d.Aborted() {
 		return nil, &strictyaml.ValidationErrors{Problems: d.Problems()}
 	}
-	c := &checker{dir: dir}
+	c := &checker{dir: dir, present: func(p string) bool { return d.ValueNode(p) != nil }}
 	sc.validate(c)
 	for _, fe := range c.Errs {
 		if !d.Report(fe.Path, fe.Message, fe.Hint) {

@@ -32,8 +32,13 @@ var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 // checker collects validation errors named by path; the decoder adds their positions.
 type checker struct {
 	dir string
+	// present says whether the file gives the field at a YAML path, even empty; nil: no file.
+	present func(path string) bool
 	checks.Report
 }
+
+// given reports whether the file gives the field at path at all.
+func (c *checker) given(path string) bool { return c.present != nil && c.present(path) }
 
 func (sc *SiteConfig) validate(c *checker) {
 	if sc.APIVersion != APIVersion {
