@@ -28,7 +28,7 @@ func (r *run) coreosSteps(_ *siteconfig.SiteConfig) []step {
 		{steps.Step{Name: "ntp"}, func(_ context.Context, sc *siteconfig.SiteConfig) (map[string]string, error) {
 			return r.writeNTPServers(sc)
 		}},
-		{steps.Step{Name: "pull-secret", Changes: []string{CoreOSPullSecretFile}}, func(_ context.Context, sc *siteconfig.SiteConfig) (map[string]string, error) {
+		{steps.Step{Name: StepPullSecret, Changes: []string{CoreOSPullSecretFile}}, func(_ context.Context, sc *siteconfig.SiteConfig) (map[string]string, error) {
 			return r.writeSecretFile(sc, CoreOSPullSecretFile)
 		}},
 		{steps.Step{Name: "mirrors", Changes: []string{MirrorsFile}}, func(_ context.Context, sc *siteconfig.SiteConfig) (map[string]string, error) {

@@ -3,7 +3,6 @@ package reconfigure
 import (
 	"bytes"
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,14 +55,17 @@ func (r *recorder) final() wire.Message {
 }
 
 // commands records command lines; failOn makes the first command starting with that line
-// fail; outputs answers commands by their line's prefix. It stands in for the node's
-// commands (busybox ip on a VM's network, nmstatectl, podman, oc on an OpenShift node),
-// which cannot run against this machine.
+// fail; tools are the stand-ins for the node's tools (standins_test.go), which work on the
+// files under root; outputs answers the other commands, and oc's get, by their line's
+// prefix (the longest prefix that matches).
 type commands struct {
 	lines   []string
 	argv    [][]string
 	failOn  string
 	outputs map[string]string
+	root    string
+	tools   map[string]tool
+	running map[string]bool // containers podman runs
 }
 
 func (c *commands) run(_ context.Context, name string, args ...string) ([]byte, error) {
@@ -72,14 +74,27 @@ func (c *commands) run(_ context.Context, name string, args ...string) ([]byte, 
 	c.argv = append(c.argv, append([]string{name}, args...))
 	if c.failOn != "" && strings.HasPrefix(line, c.failOn) {
 		c.failOn = ""
-		return []byte("simulated failure"), errors.New("exit status 1")
+		return nil, fail(append([]string{name}, args...), 1, "simulated failure")
 	}
-	for prefix, out := range c.outputs {
-		if strings.HasPrefix(line, prefix) {
-			return []byte(out), nil
+	if t := c.tools[name]; t != nil {
+		return t(c, args)
+	}
+	return c.recorded(line)
+}
+
+// recorded answers line from outputs: the longest matching prefix, so that one answer for
+// "oc get" and a more precise one never depend on the map's order.
+func (c *commands) recorded(line string) ([]byte, error) {
+	best, found := "", false
+	for prefix := range c.outputs {
+		if strings.HasPrefix(line, prefix) && len(prefix) >= len(best) {
+			best, found = prefix, true
 		}
 	}
-	return nil, nil
+	if !found {
+		return nil, nil
+	}
+	return []byte(c.outputs[best]), nil
 }
 
 // medium writes the site config file src (testdata of siteconfig) onto a medium, with
@@ -118,8 +133,10 @@ type harness struct {
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
-	return &harness{root: t.TempDir(), resolv: filepath.Join(t.TempDir(), "resolv.conf"),
-		cmds: &commands{outputs: map[string]string{}}, rep: &recorder{}, clock: clocktest.New(time.Unix(1e9, 0))}
+	h := &harness{root: t.TempDir(), resolv: filepath.Join(t.TempDir(), "resolv.conf"),
+		rep: &recorder{}, clock: clocktest.New(time.Unix(1e9, 0))}
+	h.cmds = &commands{outputs: map[string]string{}, root: h.root, tools: nodeTools(), running: map[string]bool{}}
+	return h
 }
 
 func (h *harness) options(kind oskind.Kind, medium string) Options {

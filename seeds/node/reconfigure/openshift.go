@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"net/netip"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -37,6 +38,12 @@ const (
 	MirrorSetName = "snofactory-site-mirrors"
 	// ChronyConf is chronyd's configuration.
 	ChronyConf = "/etc/chrony.conf"
+	// NMConnectionsDir is where nmstatectl apply persists NetworkManager's profiles (keyfiles).
+	NMConnectionsDir = "/etc/NetworkManager/system-connections/"
+	// KubeletWantsLink and ReconfigureWantsLink are what systemctl enable and disable make
+	// and remove for units wanted by multi-user.target.
+	KubeletWantsLink     = "/etc/systemd/system/multi-user.target.wants/kubelet.service"
+	ReconfigureWantsLink = "/etc/systemd/system/multi-user.target.wants/" + wire.ReconfigureUnitName
 )
 
 // openshiftSteps follow lifecycle-agent's post-pivot (lca-cli/postpivot/postpivot.go
@@ -55,35 +62,37 @@ func (r *run) openshiftSteps(sc *siteconfig.SiteConfig) ([]step, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append(r.openshiftNodeSteps(sc, site, rc, recertArgv), r.openshiftClusterSteps(site)...), nil
+	return append(r.openshiftNodeSteps(sc, site, rc, recertArgv), r.openshiftClusterSteps(sc, site)...), nil
 }
 
 // openshiftNodeSteps are the steps on the node's files while kubelet is down, up to and
 // including recert.
 func (r *run) openshiftNodeSteps(sc *siteconfig.SiteConfig, site siteIdentity, rc recert.Config, recertArgv []string) []step {
 	return []step{
-		{steps.Step{Name: "network", Argv: []string{"nmstatectl", "apply", under(r.o.Root, OpenShiftNetworkFile)}, Changes: []string{OpenShiftNetworkFile, "NetworkManager connections"}}, r.nmstateNetwork},
+		{steps.Step{Name: "network", Argv: []string{"nmstatectl", "apply", under(r.o.Root, OpenShiftNetworkFile)}, Changes: []string{OpenShiftNetworkFile, NMConnectionsDir}}, r.nmstateNetwork},
 		{steps.Step{Name: "hostname", Argv: []string{"hostnamectl", "set-hostname", sc.Spec.Hostname}, Changes: []string{"/etc/hostname"}}, func(ctx context.Context, sc *siteconfig.SiteConfig) (map[string]string, error) {
 			if _, err := r.cmd(ctx, "hostnamectl", "set-hostname", sc.Spec.Hostname); err != nil {
 				return nil, err
 			}
 			return map[string]string{"hostname": sc.Spec.Hostname}, nil
 		}},
-		{steps.Step{Name: "dns", Argv: []string{"nmstatectl", "apply", under(r.o.Root, OpenShiftDNSFile)}, Changes: []string{OpenShiftDNSFile}}, r.nmstateDNS},
+		{steps.Step{Name: "dns", Argv: []string{"nmstatectl", "apply", under(r.o.Root, OpenShiftDNSFile)}, Changes: []string{OpenShiftDNSFile, NMConnectionsDir, "/etc/resolv.conf"}}, r.nmstateDNS},
 		{steps.Step{Name: "ntp", Argv: []string{"systemctl", "restart", "chronyd.service"}, Changes: []string{ChronyConf}}, r.chrony},
 		// lifecycle-agent writes the file too (createPullSecretFile); recert then rewrites the
 		// copies in etcd, the MachineConfigs and currentconfig to the same secret, so the MCD
 		// sees no drift.
-		{steps.Step{Name: "pull-secret", Changes: []string{OpenShiftPullSecretFile}}, func(_ context.Context, sc *siteconfig.SiteConfig) (map[string]string, error) {
+		{steps.Step{Name: StepPullSecret, Changes: []string{OpenShiftPullSecretFile}}, func(_ context.Context, sc *siteconfig.SiteConfig) (map[string]string, error) {
 			return r.writeSecretFile(sc, OpenShiftPullSecretFile)
 		}},
-		{steps.Step{Name: "mirrors", Changes: []string{MirrorsFile, GeneratedManifestsDir}}, r.openshiftMirrors},
-		{steps.Step{Name: "ssh-keys", Changes: []string{OpenShiftKeysFile}}, r.coreKeys},
+		{steps.Step{Name: "mirrors", Changes: []string{MirrorsFile, path.Join(GeneratedManifestsDir, MirrorSetName+".yaml")}}, r.openshiftMirrors},
+		{steps.Step{Name: "ssh-keys", Changes: []string{"/home/core/.ssh", path.Dir(OpenShiftKeysFile), OpenShiftKeysFile}}, r.coreKeys},
 		{steps.Step{Name: "dnsmasq", Argv: []string{"systemctl", "restart", "dnsmasq.service"}, Changes: []string{DnsmasqOverridesFile},
 			Detail: "api, api-int and *.apps of the renamed cluster resolve on the node"}, func(ctx context.Context, _ *siteconfig.SiteConfig) (map[string]string, error) {
 			return r.dnsmasqOverrides(ctx, site)
 		}},
-		{steps.Step{Name: "recert", Argv: recertArgv, Changes: recertChanges(rc), Detail: r.recertSettings(rc)}, func(ctx context.Context, sc *siteconfig.SiteConfig) (map[string]string, error) {
+		{steps.Step{Name: "ssh-host-keys", Argv: []string{"ssh-keygen", "-A", "-f", r.o.Root}, Changes: sshHostKeyFiles(),
+			Detail: "only when " + SSHHostKeysDir + " has none: recert replaces the host keys it finds and stops on none"}, r.sshHostKeys},
+		{steps.Step{Name: "recert", Argv: recertArgv, Changes: recertChanges(sc, rc), Detail: r.recertSettings(rc)}, func(ctx context.Context, sc *siteconfig.SiteConfig) (map[string]string, error) {
 			return r.recert(ctx, sc, site, rc)
 		}},
 	}
@@ -92,12 +101,12 @@ func (r *run) openshiftNodeSteps(sc *siteconfig.SiteConfig, site siteIdentity, r
 // openshiftClusterSteps start kubelet and work through the API: the inherited mirror
 // objects out, the site's manifests in, the new cluster ID, the waits for a settled
 // cluster and the unit disabled.
-func (r *run) openshiftClusterSteps(site siteIdentity) []step {
+func (r *run) openshiftClusterSteps(sc *siteconfig.SiteConfig, site siteIdentity) []step {
 	kc := under(r.o.Root, r.o.OpenShift.KubeConfig)
 	oc := func(args ...string) []string { return append([]string{"oc", "--kubeconfig", kc}, args...) }
 	patch := fmt.Sprintf(`{"spec":{"clusterID":%q}}`, site.clusterID)
 	return []step{
-		{steps.Step{Name: "kubelet", Argv: []string{"systemctl", "enable", "kubelet.service"}, Changes: []string{"kubelet.service"},
+		{steps.Step{Name: "kubelet", Argv: []string{"systemctl", "enable", "kubelet.service"}, Changes: []string{KubeletWantsLink},
 			Detail: "then systemctl start --no-block crio.service kubelet.service"}, func(ctx context.Context, _ *siteconfig.SiteConfig) (map[string]string, error) {
 			// The seal disabled kubelet and stopped CRI-O; --no-block because this hook runs
 			// as a unit that kubelet may be ordered after.
@@ -110,7 +119,7 @@ func (r *run) openshiftClusterSteps(site siteIdentity) []step {
 			return map[string]string{"started": "crio.service,kubelet.service"}, nil
 		}},
 		{steps.Step{Name: "api", Argv: oc("get", "--raw", "/readyz")}, r.waitAPI},
-		{steps.Step{Name: "old-mirrors", Argv: oc(deleteOldMirrors()...), Changes: []string{"every ImageContentSourcePolicy and ImageDigestMirrorSet", "CatalogSources in openshift-marketplace"},
+		{steps.Step{Name: "old-mirrors", Argv: oc(deleteOldMirrors()...), Changes: []string{"ImageContentSourcePolicy *", "ImageDigestMirrorSet *", "CatalogSource openshift-marketplace/*"},
 			Detail: "the seed's mirror objects are not the site's"}, func(ctx context.Context, _ *siteconfig.SiteConfig) (map[string]string, error) {
 			for _, args := range [][]string{deleteOldMirrors(), deleteOldCatalogs()} {
 				if _, err := r.cmd(ctx, "oc", append([]string{"--kubeconfig", kc}, args...)...); err != nil {
@@ -119,14 +128,19 @@ func (r *run) openshiftClusterSteps(site siteIdentity) []step {
 			}
 			return map[string]string{"deleted": "ImageContentSourcePolicies,ImageDigestMirrorSets,CatalogSources"}, nil
 		}},
-		{steps.Step{Name: "manifests", Argv: oc("apply", "-f", under(r.o.Root, ManifestsDir)), Changes: []string{GeneratedManifestsDir, ManifestsDir}}, r.applyManifests},
+		{steps.Step{Name: "manifests", Argv: oc("apply", "-f", under(r.o.Root, ManifestsDir)), Changes: append([]string{ManifestsDir + "/"}, manifestObjects(sc)...)}, r.applyManifests},
 		{steps.Step{Name: "cluster-id", Argv: oc("patch", "clusterversion.config.openshift.io", "version", "--type", "merge", "-p", patch),
-			Changes: []string{"ClusterVersion version spec.clusterID"}}, func(ctx context.Context, _ *siteconfig.SiteConfig) (map[string]string, error) {
+			Changes: []string{"ClusterVersion version"}}, func(ctx context.Context, _ *siteconfig.SiteConfig) (map[string]string, error) {
 			if _, err := r.cmd(ctx, "oc", "--kubeconfig", kc, "patch", "clusterversion.config.openshift.io", "version", "--type", "merge", "-p", patch); err != nil {
 				return nil, fmt.Errorf("setting the cluster ID: %w", err)
 			}
 			return map[string]string{"clusterID": site.clusterID}, nil
 		}},
+		{steps.Step{Name: "wait-machine-config", Argv: oc("get", "machineconfigpools.machineconfiguration.openshift.io", "-o", "json"),
+			Detail: "every MachineConfigPool updated and the machine-config daemon done on the node (then oc get nodes -o json); a Degraded pool stops the wait at once, naming its reason"},
+			func(ctx context.Context, _ *siteconfig.SiteConfig) (map[string]string, error) {
+				return r.waitMachineConfig(ctx, oc("get", "machineconfigpools.machineconfiguration.openshift.io", "-o", "json"), oc("get", "nodes", "-o", "json"))
+			}},
 		{steps.Step{Name: "wait-cluster-version", Argv: oc("get", "clusterversion.config.openshift.io", "version", "-o", "json"),
 			Detail: "Available=True: recert left it False until the CVO re-evaluates"}, func(ctx context.Context, _ *siteconfig.SiteConfig) (map[string]string, error) {
 			return r.waitReady(ctx, "ClusterVersion", oc("get", "clusterversion.config.openshift.io", "version", "-o", "json"), r.o.Clock, clusterVersionReady)
@@ -138,7 +152,7 @@ func (r *run) openshiftClusterSteps(site siteIdentity) []step {
 		{steps.Step{Name: "wait-node", Argv: oc("get", "nodes", "-o", "json"), Detail: "the Node Ready"}, func(ctx context.Context, _ *siteconfig.SiteConfig) (map[string]string, error) {
 			return r.waitReady(ctx, "Node", oc("get", "nodes", "-o", "json"), r.o.Clock, nodesReady)
 		}},
-		{steps.Step{Name: "reconfigure-disable", Argv: []string{"systemctl", "disable", wire.ReconfigureUnitName}, Changes: []string{wire.ReconfigureUnitName},
+		{steps.Step{Name: "reconfigure-disable", Argv: []string{"systemctl", "disable", wire.ReconfigureUnitName}, Changes: []string{ReconfigureWantsLink},
 			Detail: "the hook has done its work (lifecycle-agent disables its unit too)"}, func(ctx context.Context, _ *siteconfig.SiteConfig) (map[string]string, error) {
 			if _, err := r.cmd(ctx, "systemctl", "disable", wire.ReconfigureUnitName); err != nil {
 				return nil, err
@@ -146,6 +160,35 @@ func (r *run) openshiftClusterSteps(site siteIdentity) []step {
 			return map[string]string{"disabled": wire.ReconfigureUnitName}, nil
 		}},
 	}
+}
+
+// manifestObjects names the API objects the manifests step applies, KIND NAMESPACE/NAME
+// (KIND NAME when cluster-scoped): the site's ImageDigestMirrorSet and every object of the
+// site's manifests.
+func manifestObjects(sc *siteconfig.SiteConfig) []string {
+	var out []string
+	if len(sc.Spec.RegistryMirrors) > 0 {
+		out = append(out, "ImageDigestMirrorSet "+MirrorSetName)
+	}
+	for _, m := range sc.Spec.Manifests {
+		dec := yaml.NewDecoder(strings.NewReader(m.Content))
+		for {
+			var obj struct {
+				Kind     string `yaml:"kind"`
+				Metadata struct {
+					Name, Namespace string
+				} `yaml:"metadata"`
+			}
+			if dec.Decode(&obj) != nil {
+				break
+			}
+			if obj.Kind == "" {
+				continue
+			}
+			out = append(out, obj.Kind+" "+strings.TrimPrefix(obj.Metadata.Namespace+"/"+obj.Metadata.Name, "/"))
+		}
+	}
+	return out
 }
 
 func deleteOldMirrors() []string {

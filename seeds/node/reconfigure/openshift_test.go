@@ -3,6 +3,7 @@ package reconfigure
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -55,6 +56,22 @@ func openshiftNode(t *testing.T, h *harness) {
 		"/etc/mco/proxy.env":     "",
 		"/home/core/.bashrc":     "",
 		"/var/lib/etcd/member/x": "",
+		// The unit files the hook's systemctl calls name: RHCOS's own, the MachineConfigs'
+		// (kubelet, render's dnsmasq) and the seal's hook, still enabled; the seal disabled kubelet.
+		"/usr/lib/systemd/system/chronyd.service":                                 "",
+		"/usr/lib/systemd/system/crio.service":                                    "",
+		"/etc/systemd/system/kubelet.service":                                     "",
+		"/etc/systemd/system/dnsmasq.service":                                     "",
+		"/etc/systemd/system/" + wire.ReconfigureUnitName:                         "",
+		"/etc/systemd/system/multi-user.target.wants/" + wire.ReconfigureUnitName: "",
+		DefaultKubeConfig:                          "apiVersion: v1\nkind: Config\n",
+		"/var/lib/kubelet/config.json":             `{"auths":{"placeholder":{"auth":"c2VhbGVkOnNlZWQ="}}}`,
+		"/etc/machine-config-daemon/currentconfig": "{}",
+		// The seal keeps the factory's host keys for the site's recert to replace.
+		"/etc/ssh/ssh_host_ed25519_key":     "factory ed25519",
+		"/etc/ssh/ssh_host_ed25519_key.pub": "factory ed25519 pub",
+		"/etc/ssh/ssh_host_rsa_key":         "factory rsa",
+		"/etc/ssh/ssh_host_rsa_key.pub":     "factory rsa pub",
 	}
 	for p, c := range files {
 		os.MkdirAll(filepath.Join(h.root, filepath.Dir(p)), 0o755)
@@ -65,11 +82,56 @@ func openshiftNode(t *testing.T, h *harness) {
 	kc := filepath.Join(h.root, DefaultKubeConfig)
 	settled := h.clock.T.Add(-time.Hour).Format(time.RFC3339)
 	h.cmds.outputs["oc --kubeconfig "+kc+" get --raw /readyz"] = "ok"
-	h.cmds.outputs["oc --kubeconfig "+kc+" get clusterversion.config.openshift.io version -o json"] =
-		`{"metadata":{"name":"version"},"status":{"conditions":[{"type":"Available","status":"True"},{"type":"Failing","status":"False"},{"type":"Progressing","status":"False"}]}}`
-	h.cmds.outputs["oc --kubeconfig "+kc+" get clusteroperators.config.openshift.io -o json"] = `{"items":[{"metadata":{"name":"etcd"},"status":{"conditions":[
-		{"type":"Available","status":"True"},{"type":"Degraded","status":"False"},{"type":"Progressing","status":"False","lastTransitionTime":"` + settled + `"}]}}]}`
-	h.cmds.outputs["oc --kubeconfig "+kc+" get nodes -o json"] = `{"items":[{"metadata":{"name":"sno-0042"},"status":{"conditions":[{"type":"Ready","status":"True"}]}}]}`
+	// oc get -o json as the API serves them: a List in name order, each object with every
+	// condition its operator sets (the CVO's RetrievedUpdates is False without a channel, and
+	// says nothing about readiness).
+	h.cmds.outputs["oc --kubeconfig "+kc+" get clusterversion.config.openshift.io version -o json"] = `{"apiVersion":"config.openshift.io/v1","kind":"ClusterVersion",
+		"metadata":{"name":"version"},"spec":{"clusterID":"00000000-0000-4000-8000-000000000000"},"status":{"conditions":[
+		{"type":"RetrievedUpdates","status":"False","reason":"NoChannel","message":"The update channel has not been configured."},
+		{"type":"ReleaseAccepted","status":"True","reason":"PayloadLoaded"},
+		{"type":"Available","status":"True","message":"Done applying 4.20.3"},{"type":"Failing","status":"False"},
+		{"type":"Progressing","status":"False","message":"Cluster version is 4.20.3"}]}}`
+	var cos []string
+	for _, name := range []string{"authentication", "etcd", "kube-apiserver", "machine-config", "network"} {
+		cos = append(cos, `{"apiVersion":"config.openshift.io/v1","kind":"ClusterOperator","metadata":{"name":"`+name+`"},"status":{"conditions":[
+		{"type":"Degraded","status":"False","reason":"AsExpected"},{"type":"Progressing","status":"False","reason":"AsExpected","lastTransitionTime":"`+settled+`"},
+		{"type":"Available","status":"True","reason":"AsExpected"},{"type":"Upgradeable","status":"True"},{"type":"EvaluationConditionsDetected","status":"False"}]}}`)
+	}
+	h.cmds.outputs["oc --kubeconfig "+kc+" get clusteroperators.config.openshift.io -o json"] = `{"apiVersion":"v1","kind":"List","metadata":{"resourceVersion":""},"items":[` +
+		strings.Join(cos, ",") + `]}`
+	h.cmds.outputs["oc --kubeconfig "+kc+" get nodes -o json"] = nodeList("sno-0042", "Done", "")
+	h.cmds.outputs["oc --kubeconfig "+kc+" get machineconfigpools.machineconfiguration.openshift.io -o json"] = readTestdata(t, "machineconfigpools-updated.json")
+}
+
+// nodeList is oc get nodes -o json for one Ready node whose machine-config daemon is in
+// state (pkg/daemon/constants/constants.go: Done, Working, Degraded) with reason, as the MCD
+// annotates it (pkg/daemon/daemon.go updateState, on_disk_validation.go for the reason).
+func nodeList(name, state, reason string) string {
+	const rendered = "rendered-master-5f1c3a9e2b7d4c8f0a6e1d2b3c4f5a6b"
+	b, _ := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "List", "metadata": map[string]string{"resourceVersion": ""},
+		"items": []any{map[string]any{"apiVersion": "v1", "kind": "Node",
+			"metadata": map[string]any{"name": name, "annotations": map[string]string{
+				"machineconfiguration.openshift.io/controlPlaneTopology": "SingleReplica",
+				"machineconfiguration.openshift.io/currentConfig":        rendered,
+				"machineconfiguration.openshift.io/desiredConfig":        rendered,
+				"machineconfiguration.openshift.io/desiredDrain":         "uncordon-" + rendered,
+				"machineconfiguration.openshift.io/lastAppliedDrain":     "uncordon-" + rendered,
+				"machineconfiguration.openshift.io/reason":               reason,
+				"machineconfiguration.openshift.io/state":                state,
+				"volumes.kubernetes.io/controller-managed-attach-detach": "true"}},
+			"status": map[string]any{"conditions": []any{
+				map[string]string{"type": "MemoryPressure", "status": "False"},
+				map[string]string{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "kubelet is posting ready status"}}}}}})
+	return string(b)
+}
+
+func readTestdata(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 // OpenShift follows lifecycle-agent's post-pivot: nmstatectl, hostnamectl, chrony, the
@@ -129,6 +191,8 @@ func TestOpenShiftSteps(t *testing.T) {
 		"oc --kubeconfig " + kc + " apply -f " + r(GeneratedManifestsDir),
 		"oc --kubeconfig " + kc + " apply -f " + r(ManifestsDir),
 		"oc --kubeconfig " + kc + ` patch clusterversion.config.openshift.io version --type merge -p {"spec":{"clusterID":"` + kept.ClusterID + `"}}`,
+		"oc --kubeconfig " + kc + " get machineconfigpools.machineconfiguration.openshift.io -o json",
+		"oc --kubeconfig " + kc + " get nodes -o json",
 		"oc --kubeconfig " + kc + " get clusterversion.config.openshift.io version -o json",
 		"oc --kubeconfig " + kc + " get clusteroperators.config.openshift.io -o json",
 		"oc --kubeconfig " + kc + " get nodes -o json",
@@ -168,8 +232,13 @@ func TestOpenShiftSteps(t *testing.T) {
 			t.Errorf("recert config %s = %v, want %v", key, rc[key], want)
 		}
 	}
-	if ps, _ := rc["pull_secret"].(string); !strings.Contains(ps, `"auths"`) {
-		t.Errorf("recert config pull_secret = %q", ps)
+	if ps, _ := rc["pull_secret"].(string); !strings.Contains(ps, `"auths"`) || ps != h.read(t, OpenShiftPullSecretFile) {
+		t.Errorf("recert config pull_secret = %q, the pull-secret step wrote %q", ps, h.read(t, OpenShiftPullSecretFile))
+	}
+	// The MachineConfigs' copies of the files the site writes (MachineConfigRewrites) get
+	// exactly what the steps wrote.
+	if cc, _ := rc["chrony_config"].(string); cc == "" || cc != h.read(t, ChronyConf) {
+		t.Errorf("recert config chrony_config = %q, the ntp step wrote %q", cc, h.read(t, ChronyConf))
 	}
 	rules := fmt.Sprint(rc["cn_san_replace_rules"])
 	for _, w := range []string{"system:node:seed-node,system:node:sno-0042", "seed-node,sno-0042", "api.seed.factory.example,api.store-0042.edge.example.com",
@@ -218,6 +287,22 @@ func TestOpenShiftSteps(t *testing.T) {
 		if !strings.Contains(h.read(t, p), c) {
 			t.Errorf("%s = %q, want it to hold %q", p, h.read(t, p), c)
 		}
+	}
+	// What the tools left on the node: recert replaced the seed's host keys type for type,
+	// kubelet is enabled again and the hook is not.
+	for _, k := range []string{"/etc/ssh/ssh_host_ed25519_key", "/etc/ssh/ssh_host_rsa_key.pub"} {
+		if got := h.read(t, k); !strings.HasPrefix(got, "regenerated by recert") {
+			t.Errorf("%s = %q: recert did not replace the factory's host key", k, got)
+		}
+	}
+	if _, err := os.Lstat(r(KubeletWantsLink)); err != nil {
+		t.Errorf("kubelet not enabled: %v", err)
+	}
+	if _, err := os.Lstat(r(ReconfigureWantsLink)); err == nil {
+		t.Error("the hook is still enabled")
+	}
+	if h.read(t, "/etc/hostname") != "sno-0042\n" || !strings.Contains(h.read(t, NMConnectionsDir+"ens3.nmconnection"), "interface-name=ens3") {
+		t.Errorf("hostname %q, or no keyfile for ens3", h.read(t, "/etc/hostname"))
 	}
 	if m, _ := h.rep.step("recert", wire.StatusOK); m.Details["cluster"] != "store-0042.edge.example.com" || m.Details["extendExpiration"] != "true" {
 		t.Errorf("recert report %v", m.Details)
@@ -290,8 +375,8 @@ func TestOpenShiftPlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"medium", "network", "hostname", "dns", "ntp", "pull-secret", "mirrors", "ssh-keys", "dnsmasq", "recert", "kubelet", "api",
-		"old-mirrors", "manifests", "cluster-id", "wait-cluster-version", "wait-cluster-operators", "wait-node", "reconfigure-disable"}
+	want := []string{"medium", "network", "hostname", "dns", "ntp", "pull-secret", "mirrors", "ssh-keys", "dnsmasq", "ssh-host-keys", "recert", "kubelet", "api",
+		"old-mirrors", "manifests", "cluster-id", "wait-machine-config", "wait-cluster-version", "wait-cluster-operators", "wait-node", "reconfigure-disable"}
 	if got := steps.Names(plan); !slices.Equal(got, want) {
 		t.Fatalf("plan %q,\nwant %q", got, want)
 	}
@@ -407,6 +492,126 @@ func TestOpenShiftRetainedCrypto(t *testing.T) {
 		fi, err := os.Stat(filepath.Join(h.root, KubeconfigCryptoDir, f))
 		if err != nil || fi.Mode().Perm() != 0o600 {
 			t.Errorf("%s: %v %v", f, fi, err)
+		}
+	}
+}
+
+// A seed whose /etc/ssh holds no host keys (sealed before the seal kept them) gets fresh ones
+// from ssh-keygen -A before recert, which stops on none after it has changed the files on
+// disk (recert src/server_ssh_keys.rs remove_old_keys, src/recert.rs finalize); when that
+// fails, recert never runs.
+func TestOpenShiftHostKeys(t *testing.T) {
+	for _, tc := range []struct {
+		name, failOn, err string
+	}{
+		{"generated, then replaced by recert", "", ""},
+		{"ssh-keygen fails", "ssh-keygen", "step ssh-host-keys: making SSH host keys for recert to replace (/etc/ssh has none)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			openshiftNode(t, h)
+			keys, _ := filepath.Glob(filepath.Join(h.root, "/etc/ssh/ssh_host_*"))
+			for _, k := range keys {
+				os.Remove(k)
+			}
+			h.cmds.failOn = tc.failOn
+			_, err := Run(context.Background(), h.options(oskind.OpenShift, medium(t, "site.yaml", nil)))
+			keygen := slices.Index(h.cmds.lines, "ssh-keygen -A -f "+h.root)
+			recertAt := slices.IndexFunc(h.cmds.lines, func(l string) bool { return strings.Contains(l, "--name snofactory-recert ") })
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) || recertAt >= 0 {
+					t.Fatalf("err = %v, recert ran: %v; want %q", err, recertAt >= 0, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("%v\n%s", err, h.console.String())
+			}
+			if keygen < 0 || recertAt < keygen {
+				t.Errorf("ssh-keygen at %d, recert at %d:\n%s", keygen, recertAt, strings.Join(h.cmds.lines, "\n"))
+			}
+			for _, typ := range []string{"rsa", "ecdsa", "ed25519"} {
+				if got := h.read(t, "/etc/ssh/ssh_host_"+typ+"_key"); !strings.HasPrefix(got, "regenerated by recert") {
+					t.Errorf("%s key = %q", typ, got)
+				}
+			}
+		})
+	}
+}
+
+// An OpenShift site config without a pull secret is refused before anything changes, naming
+// the pull-secret step, as lifecycle-agent's createPullSecretFile refuses it; the dry run of
+// such a config is refused too.
+func TestOpenShiftRefusesNoPullSecret(t *testing.T) {
+	for _, tc := range []struct{ name, secret, step, want string }{
+		{"none", "", StepPullSecret, "the site config gives no pull secret"},
+		// The medium's own validation refuses what a file can say.
+		{"empty auths", `{"auths":{}}`, StepMedium, `spec.pullSecret: the pull secret's "auths" is empty`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			openshiftNode(t, h)
+			// A hand-made medium: site-config create refuses the empty forms a file gives.
+			sc, err := siteconfig.Load(filepath.Join("..", "..", "site", "siteconfig", "testdata", "site.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			sc.Spec.PullSecret = tc.secret
+			norm, _ := sc.Normalized()
+			_, err = Run(context.Background(), h.options(oskind.OpenShift, rawMedium(t, siteconfig.VolumeLabel, string(norm))))
+			var se *StepError
+			if !errors.As(err, &se) || se.Step != tc.step || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "nothing was applied") {
+				t.Fatalf("err = %v, want a refusal at step %s saying %q", err, tc.step, tc.want)
+			}
+			if len(h.cmds.lines) > 0 || h.read(t, "/etc/hostname") != "localhost\n" {
+				t.Errorf("the node was changed: %q", h.cmds.lines)
+			}
+			if _, err := os.Stat(filepath.Join(h.root, DefaultStateDir)); err == nil {
+				t.Error("progress was recorded")
+			}
+			if m, ok := h.rep.step(tc.step, wire.StatusFailed); !ok || !strings.Contains(m.Details[wire.DetailError], strings.TrimPrefix(tc.want, "spec.pullSecret: ")) {
+				t.Errorf("no failed %s report: %v", tc.step, h.rep.msgs)
+			}
+			if _, err := Plan(h.options(oskind.OpenShift, ""), sc); err == nil || !strings.Contains(err.Error(), strings.TrimPrefix(tc.want, "spec.pullSecret: ")) {
+				t.Errorf("dry run: %v", err)
+			}
+		})
+	}
+}
+
+// Each MachineConfig-owned file the site writes is in the Changes of the steps named for it,
+// so a drift check reading the plan finds it, and the plan's Changes are node paths or API
+// objects (KIND NAME), never prose.
+func TestMachineConfigRewritesInPlan(t *testing.T) {
+	sc, err := siteconfig.Load(filepath.Join("..", "..", "site", "siteconfig", "testdata", "site.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := Plan(Options{Root: t.TempDir(), Target: oskind.OpenShift}, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changes := map[string][]string{}
+	for _, s := range plan {
+		changes[s.Name] = s.Changes
+		for _, c := range s.Changes {
+			kind, name, _ := strings.Cut(c, " ")
+			if !strings.HasPrefix(c, "/") && (kind == "" || kind[0] < 'A' || kind[0] > 'Z' || name == "" || strings.Contains(name, " ")) {
+				t.Errorf("step %s changes %q: neither a node path nor an API object", s.Name, c)
+			}
+		}
+	}
+	if !slices.Contains(changes["manifests"], "ConfigMap default/store-id") || !slices.Contains(changes["manifests"], "ImageDigestMirrorSet "+MirrorSetName) {
+		t.Errorf("manifests step changes %q", changes["manifests"])
+	}
+	for _, w := range MachineConfigRewrites() {
+		for _, st := range w.Steps {
+			if !slices.ContainsFunc(changes[st], func(c string) bool { return c == w.Path || strings.HasSuffix(c, "/") && strings.HasPrefix(w.Path, c) }) {
+				t.Errorf("%s is written by step %s, whose Changes %q do not list it", w.Path, st, changes[st])
+			}
+		}
+		if w.Why == "" || w.Upstream == "" {
+			t.Errorf("%s: no reason or upstream citation", w.Path)
 		}
 	}
 }

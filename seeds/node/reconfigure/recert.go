@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"net/netip"
 	"os"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/snofactory/snofactory/seeds/node/recert"
@@ -190,7 +192,7 @@ func (r *run) recertPlan(sc *siteconfig.SiteConfig, id siteIdentity) (recert.Con
 		PullSecret:            sc.Spec.PullSecret,
 		KubeadminPasswordHash: &hash,
 		UseKeys:               useKeys, UseCerts: useCerts,
-		RegenerateServerSSHKeys: "/etc/ssh",
+		RegenerateServerSSHKeys: SSHHostKeysDir,
 		ExtendExpiration:        true,
 		SummaryFileClean:        RecertSummaryFile,
 	}
@@ -218,12 +220,32 @@ func (r *run) recertSettings(c recert.Config) string {
 	return "RECERT_CONFIG holds: " + r.redact(strings.Join(recert.Args(c), " "))
 }
 
-// recertChanges says what a site recert changes, for the dry run.
-func recertChanges(c recert.Config) []string {
-	out := []string{"etcd: every certificate and key, the cluster's names, Secret openshift-config/pull-secret, Secret kube-system/kubeadmin",
-		"every MachineConfig's and currentconfig's pull secret", "/etc/ssh/ssh_host_*", RecertSummaryFile}
-	out = append(out, c.CryptoDirs...)
-	return append(out, c.CustomizationFiles...)
+// recertChanges says what a site recert changes, for the dry run: its configuration file
+// (written, then removed), the retained keys it signs with, the etcd database through the
+// standalone etcd, the host keys, every directory and file it re-signs or renames in (an
+// entry ending in "/" is the files under it), its summary, and the API objects in etcd.
+func recertChanges(sc *siteconfig.SiteConfig, c recert.Config) []string {
+	out := []string{RecertConfigFile}
+	files, _, _ := retainedKeys(sc.Spec.KubeconfigCrypto, "<seed ingress CN>")
+	out = append(out, slices.Sorted(maps.Keys(files))...)
+	out = append(out, "/var/lib/etcd/")
+	if c.RegenerateServerSSHKeys != "" {
+		out = append(out, sshHostKeyFiles()...)
+	}
+	for _, ps := range [][]string{c.CryptoDirs, c.CustomizationDirs} {
+		for _, d := range ps {
+			if d = strings.TrimSuffix(d, "/") + "/"; !slices.Contains(out, d) {
+				out = append(out, d)
+			}
+		}
+	}
+	for _, f := range append(slices.Clone(c.CryptoFiles), c.CustomizationFiles...) {
+		if !slices.Contains(out, f) {
+			out = append(out, f)
+		}
+	}
+	return append(out, RecertSummaryFile, "Secret openshift-config/pull-secret", "Secret kube-system/kubeadmin",
+		"MachineConfig *", "ClusterVersion version")
 }
 
 // cnSANRules are recert's CN/SAN replace rules (lifecycle-agent recert.go): recert matches

@@ -123,6 +123,10 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 	res.Steps = append(res.Steps, StepResult{Name: StepMedium, Details: d})
 	r.stepReport(ctx, StepMedium, wire.StatusOK, d)
 
+	if err := r.checkPullSecret(sc); err != nil {
+		r.stepReport(ctx, StepPullSecret, wire.StatusFailed, map[string]string{wire.DetailError: err.Error()})
+		return res, &StepError{Step: StepPullSecret, Err: err}
+	}
 	prog, restarted, err := loadProgress(r.o.StateDir, res.SiteDigest)
 	if err != nil {
 		return res, &StepError{Step: StepMedium, Err: err}
@@ -240,6 +244,30 @@ func invalidMedium(path string, err error) error {
 	return fmt.Errorf("the site config on %s is not valid, nothing was applied; fix the medium and reboot: %w", path, err)
 }
 
+// StepPullSecret is the step that writes the site's pull secret.
+const StepPullSecret = "pull-secret"
+
+// checkPullSecret refuses an OpenShift site config without a usable pull secret before any
+// step changes the node: lifecycle-agent's post-pivot stops on an empty one
+// (lca-cli/postpivot/postpivot.go createPullSecretFile), and recert given none would leave
+// the seed's in every copy. Site-config validation refuses the empty forms a file can give;
+// this also catches a config that gives none at all, or a hand-made medium. A conformance
+// OS site needs none.
+func (r *run) checkPullSecret(sc *siteconfig.SiteConfig) error {
+	if r.o.Target != oskind.OpenShift {
+		return nil
+	}
+	msg := siteconfig.PullSecretProblem([]byte(sc.Spec.PullSecret))
+	if msg == "" {
+		return nil
+	}
+	if strings.TrimSpace(sc.Spec.PullSecret) == "" {
+		msg = "the site config gives no pull secret"
+	}
+	return fmt.Errorf("%s: an OpenShift site needs its own, so nothing was applied; name it with spec.pullSecretFile "+
+		"in the site config, make the medium again with site-config create, and reboot with it", msg)
+}
+
 // steps are the target's steps after the medium, in order.
 func (r *run) steps(sc *siteconfig.SiteConfig) ([]step, error) {
 	if r.o.Target == oskind.OpenShift {
@@ -256,7 +284,11 @@ func Plan(o Options, sc *siteconfig.SiteConfig) ([]steps.Step, error) {
 		return nil, err
 	}
 	r := &run{o: o, dry: true}
-	if sc == nil {
+	if sc != nil {
+		if err := r.checkPullSecret(sc); err != nil {
+			return nil, &StepError{Step: StepPullSecret, Err: err}
+		}
+	} else {
 		sc = &siteconfig.SiteConfig{Spec: siteconfig.Spec{Hostname: "<site hostname>", ClusterName: "<site cluster>", BaseDomain: "<site domain>",
 			PullSecret: "<site pull secret>", KubeadminPasswordHash: "<site kubeadmin password hash>"}}
 	}

@@ -1,0 +1,71 @@
+package reconfigure
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/snofactory/snofactory/seeds/node/steps"
+)
+
+// The stand-ins refuse what their upstream tool refuses, with its exit status and message,
+// so a test passes only when the hook gives them what the real tools accept.
+func TestStandInsRefuse(t *testing.T) {
+	h := newHarness(t)
+	root := h.root
+	write := func(p, content string) string {
+		full := filepath.Join(root, p)
+		os.MkdirAll(filepath.Dir(full), 0o755)
+		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return full
+	}
+	kc := write("/kubeconfig", "apiVersion: v1\nkind: Config\n")
+	write("/manifests/a.yaml", "apiVersion: v1\nmetadata: {name: a}\n")
+	write("/etc/ssh/.keep", "")
+	write("/etc/recert/config.json", `{"crypto_dirs":["/etc/kubernetes"],"regenerate_server_ssh_keys":"/etc/ssh","summary_file_clean":"/etc/recert/s.yaml"}`)
+	write("/etc/recert/unknown.json", `{"regenerate_server_ssh_key":"/etc/ssh"}`)
+	write("/etc/kubernetes/a.crt", "x")
+	recert := func(cfg string) []string {
+		return []string{"podman", "run", "--rm", "--name", "snofactory-recert", "-v", root + "/etc/ssh:/etc/ssh", "-v", root + "/etc/kubernetes:/etc/kubernetes",
+			"-v", root + "/etc/recert:/etc/recert", "--env", "RECERT_CONFIG=/etc/recert/" + cfg, "quay.io/edge-infrastructure/recert:v0"}
+	}
+	etcd := []string{"podman", "run", "--detach", "--rm", "--name", EtcdContainerName, "-v", root + "/etc:/store", "etcd-image", "--name", "editor"}
+	for _, tc := range []struct {
+		name   string
+		before [][]string
+		argv   []string
+		code   string
+		stderr string
+	}{
+		{"nmstatectl: invalid YAML", nil, []string{"nmstatectl", "apply", write("/s1.yml", "interfaces: [\n")}, "exit status 1", "Invalid YAML string"},
+		{"nmstatectl: unknown key", nil, []string{"nmstatectl", "apply", write("/s2.yml", "dns:\n  server: [1.1.1.1]\n")}, "exit status 1", "unknown field `dns`"},
+		{"oc: apply without kind", nil, []string{"oc", "--kubeconfig", kc, "apply", "-f", filepath.Join(root, "manifests")}, "exit status 1", "kind not set"},
+		{"oc: no kubeconfig", nil, []string{"oc", "--kubeconfig", root + "/nope", "get", "nodes"}, "exit status 1", "no such file or directory"},
+		{"systemctl: unknown unit", nil, []string{"systemctl", "restart", "chronyd.service"}, "exit status 5", "Unit chronyd.service not found."},
+		{"hostnamectl: invalid name", nil, []string{"hostnamectl", "set-hostname", "sno_0042"}, "exit status 1", "Invalid static hostname"},
+		{"ssh-keygen: no /etc/ssh", nil, []string{"ssh-keygen", "-A", "-f", root + "/other"}, "exit status 1", "Could not save your private key"},
+		{"podman: stop what is not running", nil, []string{"podman", "stop", EtcdContainerName}, "exit status 125", "no such container"},
+		{"recert: no etcd", nil, recert("config.json"), "exit status 1", "connecting to etcd"},
+		{"recert: unknown key", [][]string{etcd}, recert("unknown.json"), "exit status 1", "unknown keys"},
+		{"recert: no host keys", [][]string{etcd}, recert("config.json"), "exit status 1", "No SSH server keys found in /etc/ssh"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h.cmds.running = map[string]bool{}
+			for _, b := range tc.before {
+				if _, err := h.cmds.run(context.Background(), b[0], b[1:]...); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, err := h.cmds.run(context.Background(), tc.argv[0], tc.argv[1:]...)
+			var ce *steps.CommandError
+			if !errors.As(err, &ce) || ce.Err.Error() != tc.code || !strings.Contains(ce.Stderr, tc.stderr) {
+				t.Errorf("err = %v, want %s with %q on stderr", err, tc.code, tc.stderr)
+			}
+		})
+	}
+}

@@ -1,0 +1,374 @@
+package reconfigure
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/snofactory/snofactory/seeds/node/steps"
+)
+
+// The node's tools, standing in for what cannot run here. Each imitates the upstream tool
+// it names, checks its input the way that tool does, changes the node's files under the
+// root the way it would, and answers as steps.ExecRunner hands the tool's answer back:
+// stdout only (a tool's stderr chatter, "Created symlink ..." and the like, is dropped), a
+// failure as a *steps.CommandError carrying what the tool prints on stderr. Where the
+// tool's answer can vary the stand-in gives the least convenient variant.
+type tool func(c *commands, args []string) ([]byte, error)
+
+// nodeTools are the stand-ins newHarness installs. Commands without one answer from
+// commands.outputs: busybox's ip -o addr/link show on the conformance OS, recorded from
+// busybox networking/libiproute/ipaddress.c ipaddr_list_or_flush (one line per address,
+// the rest of the entry after a literal backslash), and oc get, answered by oc below from
+// objects recorded in the layout the API serves (a List, items in name order, every
+// condition the operator sets).
+func nodeTools() map[string]tool {
+	return map[string]tool{"systemctl": systemctl, "nmstatectl": nmstatectl, "hostnamectl": hostnamectl,
+		"ssh-keygen": sshKeygen, "podman": podman, "oc": oc, "curl": curl}
+}
+
+// fail is a command's failure as steps.ExecRunner reports it.
+func fail(argv []string, code int, stderr string) error {
+	return &steps.CommandError{Argv: argv, Err: fmt.Errorf("exit status %d", code), Stderr: stderr}
+}
+
+// unitDirs are where systemd finds unit files, the admin's first (systemd.unit(5)).
+var unitDirs = []string{"/etc/systemd/system", "/usr/lib/systemd/system"}
+
+func (c *commands) unitExists(unit string) bool {
+	for _, d := range unitDirs {
+		if _, err := os.Stat(filepath.Join(c.root, d, unit)); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// systemctl imitates systemd's systemctl (src/systemctl/systemctl-enable.c
+// verb_enable, systemctl-start-unit.c verb_start): enable makes the [Install] WantedBy
+// link (every unit here is wanted by multi-user.target) and disable removes it; an unknown
+// unit fails, with exit status 1 for enable and disable and 5 for start and restart
+// (LSB "program is not installed", as systemctl returns it).
+func systemctl(c *commands, args []string) ([]byte, error) {
+	argv := append([]string{"systemctl"}, args...)
+	if len(args) < 2 {
+		return nil, fail(argv, 1, "Too few arguments.")
+	}
+	verb, units := args[0], slices.DeleteFunc(slices.Clone(args[1:]), func(a string) bool { return strings.HasPrefix(a, "--") })
+	for _, u := range units {
+		if !c.unitExists(u) {
+			if verb == "enable" || verb == "disable" {
+				return nil, fail(argv, 1, "Failed to "+verb+" unit: Unit file "+u+" does not exist.")
+			}
+			return nil, fail(argv, 5, "Failed to "+verb+" "+u+": Unit "+u+" not found.")
+		}
+		link := filepath.Join(c.root, "/etc/systemd/system/multi-user.target.wants", u)
+		switch verb {
+		case "enable":
+			os.MkdirAll(filepath.Dir(link), 0o755)
+			os.Remove(link)
+			if err := os.Symlink("/etc/systemd/system/"+u, link); err != nil {
+				return nil, fail(argv, 1, err.Error())
+			}
+		case "disable":
+			os.Remove(link)
+		case "restart", "start":
+		default:
+			return nil, fail(argv, 1, "Unknown command verb '"+verb+"'.")
+		}
+	}
+	return nil, nil
+}
+
+// nmStateKeys are the top-level keys of nmstate's NetworkState, which refuses any other
+// (nmstate rust/src/lib/net_state.rs NetworkState: #[serde(deny_unknown_fields)]).
+var nmStateKeys = []string{"hostname", "dns-resolver", "route-rules", "routes", "interfaces", "ovs-db", "ovn", "description", "version"}
+
+// nmstatectl imitates nmstate's nmstatectl apply (rust/src/cli/apply.rs apply): it reads a
+// YAML state, refuses invalid YAML and unknown keys, keeps each interface's profile as a
+// NetworkManager keyfile named after the interface (nmstate's connection id), and prints
+// the state it applied on stdout.
+func nmstatectl(c *commands, args []string) ([]byte, error) {
+	argv := append([]string{"nmstatectl"}, args...)
+	if len(args) != 2 || args[0] != "apply" {
+		return nil, fail(argv, 1, "error: unexpected arguments")
+	}
+	b, err := os.ReadFile(args[1])
+	if err != nil {
+		return nil, fail(argv, 1, "[ERROR] Failed to read file "+args[1]+": "+err.Error())
+	}
+	var state map[string]any
+	if err := yaml.Unmarshal(b, &state); err != nil {
+		return nil, fail(argv, 1, "NmstateError: InvalidArgument: Invalid YAML string: "+err.Error())
+	}
+	for k := range state {
+		if !slices.Contains(nmStateKeys, k) {
+			return nil, fail(argv, 1, fmt.Sprintf("NmstateError: InvalidArgument: unknown field `%s`", k))
+		}
+	}
+	ifaces, _ := state["interfaces"].([]any)
+	for _, i := range ifaces {
+		m, _ := i.(map[string]any)
+		name, _ := m["name"].(string)
+		if name == "" {
+			return nil, fail(argv, 1, "NmstateError: InvalidArgument: missing field `name`")
+		}
+		p := filepath.Join(c.root, NMConnectionsDir, name+".nmconnection")
+		os.MkdirAll(filepath.Dir(p), 0o700)
+		if err := os.WriteFile(p, []byte("[connection]\nid="+name+"\ninterface-name="+name+"\n"), 0o600); err != nil {
+			return nil, fail(argv, 1, err.Error())
+		}
+	}
+	return append([]byte("---\n"), b...), nil
+}
+
+// validHostname is systemd's hostname_is_valid (src/basic/hostname-util.c): dot-separated
+// labels of letters, digits and '-', at most 64 characters.
+var validHostname = regexp.MustCompile(`^[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?(\.[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?)*$`)
+
+// hostnamectl imitates systemd's hostnamectl set-hostname (src/hostname/hostnamectl.c
+// set_hostname, through hostnamed's SetStaticHostname, which writes /etc/hostname).
+func hostnamectl(c *commands, args []string) ([]byte, error) {
+	argv := append([]string{"hostnamectl"}, args...)
+	if len(args) != 2 || args[0] != "set-hostname" {
+		return nil, fail(argv, 1, "Unknown command verb.")
+	}
+	if len(args[1]) > 64 || !validHostname.MatchString(args[1]) {
+		return nil, fail(argv, 1, "Could not set static hostname: Invalid static hostname '"+args[1]+"'")
+	}
+	return nil, os.WriteFile(filepath.Join(c.root, "/etc/hostname"), []byte(args[1]+"\n"), 0o644)
+}
+
+// sshKeygen imitates OpenSSH's ssh-keygen -A -f PREFIX (ssh-keygen.c
+// do_gen_all_hostkeys): it makes each missing key type of RSA, ECDSA and Ed25519 in
+// PREFIX/etc/ssh and fails when that directory does not exist.
+func sshKeygen(c *commands, args []string) ([]byte, error) {
+	argv := append([]string{"ssh-keygen"}, args...)
+	if !slices.Equal(args[:min(len(args), 2)], []string{"-A", "-f"}) || len(args) != 3 {
+		return nil, fail(argv, 1, "usage: ssh-keygen ...")
+	}
+	dir := filepath.Join(args[2], "/etc/ssh")
+	var made []string
+	for _, t := range []string{"rsa", "ecdsa", "ed25519"} {
+		k := filepath.Join(dir, "ssh_host_"+t+"_key")
+		if _, err := os.Stat(k); err == nil {
+			continue
+		}
+		if err := os.WriteFile(k, []byte("private "+t), 0o600); err != nil {
+			return nil, fail(argv, 1, "ssh-keygen: generating new host keys: "+strings.ToUpper(t)+" Could not save your private key in "+k+": No such file or directory")
+		}
+		os.WriteFile(k+".pub", []byte("public "+t), 0o644)
+		made = append(made, strings.ToUpper(t))
+	}
+	if len(made) == 0 {
+		return nil, nil
+	}
+	return []byte("ssh-keygen: generating new host keys: " + strings.Join(made, " ") + " \n"), nil
+}
+
+// curl answers the standalone etcd's GET /health as etcd does when healthy
+// (etcdserver/api/etcdhttp/health.go), and fails as curl --fail does when no etcd runs.
+func curl(c *commands, args []string) ([]byte, error) {
+	if !c.running[EtcdContainerName] {
+		return nil, fail(append([]string{"curl"}, args...), 7, "curl: (7) Failed to connect to localhost port 2379: Connection refused")
+	}
+	return []byte(`{"health":"true","reason":""}`), nil
+}
+
+// EtcdContainerName is the standalone etcd's container, as the stand-ins track it.
+const EtcdContainerName = "snofactory-recert-etcd"
+
+// podman imitates podman run and stop (containers/podman cmd/podman/containers/run.go,
+// stop.go): run --detach prints the new container's ID, stop prints the name and fails
+// with exit status 125 for a container that is not there. A recert container runs the
+// recert stand-in on the mounts it was given.
+func podman(c *commands, args []string) ([]byte, error) {
+	argv := append([]string{"podman"}, args...)
+	switch {
+	case len(args) == 2 && args[0] == "stop":
+		if !c.running[args[1]] {
+			return nil, fail(argv, 125, fmt.Sprintf("Error: no container with name or ID %q found: no such container", args[1]))
+		}
+		delete(c.running, args[1])
+		return []byte(args[1] + "\n"), nil
+	case len(args) > 0 && args[0] == "run":
+	default:
+		return nil, fail(argv, 125, "Error: unrecognized command")
+	}
+	name, mounts, env := "", map[string]string{}, map[string]string{}
+	// podman's own options end at the image; what follows is the container's command.
+	for i := 1; i+1 < len(args) && strings.HasPrefix(args[i], "-"); i++ {
+		if !slices.Contains([]string{"--name", "-v", "--env", "--entrypoint"}, args[i]) {
+			continue
+		}
+		switch args[i] {
+		case "--name":
+			name = args[i+1]
+		case "-v":
+			host, ctr, ok := strings.Cut(args[i+1], ":")
+			if _, err := os.Stat(host); !ok || err != nil {
+				return nil, fail(argv, 125, "Error: statfs "+host+": no such file or directory")
+			}
+			mounts[ctr] = host
+		case "--env":
+			k, v, _ := strings.Cut(args[i+1], "=")
+			env[k] = v
+		}
+		i++
+	}
+	if name == EtcdContainerName {
+		c.running[name] = true
+		return []byte(strings.Repeat("e7", 32) + "\n"), nil
+	}
+	if name == "snofactory-recert" {
+		return nil, c.recert(argv, mounts, env["RECERT_CONFIG"])
+	}
+	return nil, fail(argv, 125, "Error: no stand-in for container "+name)
+}
+
+// inContainer maps a path inside a container to the host file its mounts give, or "".
+func inContainer(mounts map[string]string, p string) string {
+	best := ""
+	for ctr := range mounts {
+		if (p == ctr || strings.HasPrefix(p, strings.TrimSuffix(ctr, "/")+"/")) && len(ctr) > len(best) {
+			best = ctr
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return filepath.Join(mounts[best], strings.TrimPrefix(p, best))
+}
+
+// recertKeys are the RECERT_CONFIG keys recert knows (src/config.rs
+// RecertConfig::parse_from_config_file, which refuses "unknown keys {:?} in config file").
+var recertKeys = []string{"dry_run", "etcd_endpoint", "crypto_dirs", "crypto_files", "cluster_customization_dirs", "cluster_customization_files",
+	"cn_san_replace_rules", "use_key_rules", "use_cert_rules", "extend_expiration", "force_expire", "cluster_rename", "hostname", "ip",
+	"proxy", "install_config", "kubeadmin_password_hash", "pull_secret", "additional_trust_bundle", "user_ca_bundle", "chrony_config",
+	"machine_network_cidr", "regenerate_server_ssh_keys", "summary_file", "summary_file_clean", "threads", "etcd_defrag", "postprocess_only"}
+
+// recert imitates recert run from its RECERT_CONFIG file, seen through the container's
+// mounts: every key known (src/config.rs), every path existing (ConfigPath), etcd
+// reachable, then the pull secret written to each config.json of the customization dirs
+// (src/ocp_postprocess/pull_secret_rename.rs fix_filesystem_pull_secret), the SSH host keys
+// replaced type for type (src/server_ssh_keys.rs remove_old_keys, which fails on none, and
+// write_new_keys), and the clean summary written.
+func (c *commands) recert(argv []string, mounts map[string]string, configPath string) error {
+	host := inContainer(mounts, configPath)
+	b, err := os.ReadFile(host)
+	if host == "" || err != nil {
+		return fail(argv, 1, "Error: reading config file "+configPath+": No such file or directory (os error 2)")
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		return fail(argv, 1, "Error: parsing config file: "+err.Error())
+	}
+	for k := range cfg {
+		if !slices.Contains(recertKeys, k) {
+			return fail(argv, 1, fmt.Sprintf("Error: unknown keys [%q] in config file", k))
+		}
+	}
+	if !c.running[EtcdContainerName] {
+		return fail(argv, 1, "Error: connecting to etcd at localhost:2379: tcp connect error: Connection refused")
+	}
+	var paths []string
+	for _, k := range []string{"crypto_dirs", "crypto_files", "cluster_customization_dirs", "cluster_customization_files"} {
+		l, _ := cfg[k].([]any)
+		for _, p := range l {
+			paths = append(paths, p.(string))
+		}
+	}
+	for _, p := range paths {
+		if h := inContainer(mounts, p); h == "" || !exists(h) {
+			return fail(argv, 1, "Error: "+p+" must exist")
+		}
+	}
+	if ps, _ := cfg["pull_secret"].(string); ps != "" {
+		if h := inContainer(mounts, "/var/lib/kubelet/config.json"); h != "" {
+			os.WriteFile(h, []byte(ps), 0o600)
+		}
+	}
+	if dir, _ := cfg["regenerate_server_ssh_keys"].(string); dir != "" {
+		if err := regenerateHostKeys(inContainer(mounts, dir), dir); err != nil {
+			return fail(argv, 1, "Error: "+err.Error())
+		}
+	}
+	if s, _ := cfg["summary_file_clean"].(string); s != "" {
+		if h := inContainer(mounts, s); h == "" || os.WriteFile(h, []byte("summary: clean\n"), 0o644) != nil {
+			return fail(argv, 1, "Error: writing summary "+s)
+		}
+	}
+	return nil
+}
+
+// regenerateHostKeys replaces the SSH host keys in hostDir as recert's server_ssh_keys.rs
+// does; ctrDir is the directory as recert names it in its messages.
+func regenerateHostKeys(hostDir, ctrDir string) error {
+	if fi, err := os.Stat(hostDir); hostDir == "" || err != nil || !fi.IsDir() {
+		return errors.New("regenerate_server_ssh_keys must exist")
+	}
+	old, _ := filepath.Glob(filepath.Join(hostDir, "ssh_host_*_key*"))
+	if len(old) == 0 {
+		return fmt.Errorf("regenerating new server SSH keys: removing old server SSH keys: No SSH server keys found in %s", ctrDir)
+	}
+	for _, k := range old {
+		if err := os.WriteFile(k, []byte("regenerated by recert: "+path.Base(k)), 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func exists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// oc imitates the OpenShift client (openshift/oc, kubectl's cmd/apply and cmd/get): it
+// needs its --kubeconfig, apply -f DIR refuses a manifest without apiVersion or kind as
+// kubectl's client-side validation does and prints one "KIND/NAME created" line per object,
+// and get answers from the recorded objects (commands.outputs).
+func oc(c *commands, args []string) ([]byte, error) {
+	argv := append([]string{"oc"}, args...)
+	if len(args) < 2 || args[0] != "--kubeconfig" {
+		return nil, fail(argv, 1, "error: no configuration has been provided")
+	}
+	if !exists(args[1]) {
+		return nil, fail(argv, 1, "error: stat "+args[1]+": no such file or directory")
+	}
+	if len(args) == 5 && args[2] == "apply" && args[3] == "-f" {
+		return ocApply(argv, args[4])
+	}
+	return c.recorded(strings.Join(argv, " "))
+}
+
+func ocApply(argv []string, dir string) ([]byte, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fail(argv, 1, "error: the path \""+dir+"\" does not exist")
+	}
+	var out bytes.Buffer
+	for _, e := range entries {
+		if ext := path.Ext(e.Name()); ext != ".yaml" && ext != ".yml" && ext != ".json" {
+			continue
+		}
+		b, _ := os.ReadFile(filepath.Join(dir, e.Name()))
+		var obj struct {
+			APIVersion string                `yaml:"apiVersion"`
+			Kind       string                `yaml:"kind"`
+			Metadata   struct{ Name string } `yaml:"metadata"`
+		}
+		if err := yaml.Unmarshal(b, &obj); err != nil || obj.APIVersion == "" || obj.Kind == "" {
+			return out.Bytes(), fail(argv, 1, fmt.Sprintf("error: error validating %q: error validating data: [apiVersion not set, kind not set]; "+
+				"if you choose to ignore these errors, turn validation off with --validate=false", filepath.Join(dir, e.Name())))
+		}
+		fmt.Fprintf(&out, "%s/%s created\n", strings.ToLower(obj.Kind), obj.Metadata.Name)
+	}
+	return out.Bytes(), nil
+}
