@@ -222,13 +222,14 @@ func (r *run) recertSettings(c recert.Config) string {
 
 // recertChanges says what a site recert changes, for the dry run: its configuration file
 // (written, then removed), the retained keys it signs with, the etcd database through the
-// standalone etcd, the host keys, every directory and file it re-signs or renames in (an
+// standalone etcd, the containers' storage, the host keys, every directory and file it re-signs or renames in (an
 // entry ending in "/" is the files under it), its summary, and the API objects in etcd.
 func recertChanges(sc *siteconfig.SiteConfig, c recert.Config) []string {
 	out := []string{RecertConfigFile}
 	files, _, _ := retainedKeys(sc.Spec.KubeconfigCrypto, "<seed ingress CN>")
 	out = append(out, slices.Sorted(maps.Keys(files))...)
-	out = append(out, "/var/lib/etcd/")
+	// The standalone etcd writes the database; both containers live in CRI-O's storage.
+	out = append(out, "/var/lib/etcd/", "/var/lib/containers/storage/")
 	if c.RegenerateServerSSHKeys != "" {
 		out = append(out, sshHostKeyFiles()...)
 	}
