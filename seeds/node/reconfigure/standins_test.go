@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"path"
 	"path/filepath"
@@ -26,14 +27,14 @@ import (
 type tool func(c *commands, args []string) ([]byte, error)
 
 // nodeTools are the stand-ins newHarness installs. Commands without one answer from
-// commands.outputs: busybox's ip -o addr/link show on the conformance OS, recorded from
+// commands.outputs, and so do busybox's ip -o addr/link show on the conformance OS, recorded from
 // busybox networking/libiproute/ipaddress.c ipaddr_list_or_flush (one line per address,
 // the rest of the entry after a literal backslash), and oc get, answered by oc below from
 // objects recorded in the layout the API serves (a List, items in name order, every
 // condition the operator sets).
 func nodeTools() map[string]tool {
 	return map[string]tool{"systemctl": systemctl, "nmstatectl": nmstatectl, "hostnamectl": hostnamectl,
-		"ssh-keygen": sshKeygen, "podman": podman, "oc": oc, "curl": curl}
+		"ssh-keygen": sshKeygen, "podman": podman, "oc": oc, "curl": curl, "ip": busyboxIP, "hostname": busyboxHostname}
 }
 
 // fail is a command's failure as steps.ExecRunner reports it.
@@ -371,4 +372,52 @@ func ocApply(argv []string, dir string) ([]byte, error) {
 		fmt.Fprintf(&out, "%s/%s created\n", strings.ToLower(obj.Kind), obj.Metadata.Name)
 	}
 	return out.Bytes(), nil
+}
+
+// busyboxIP imitates busybox ip on the conformance OS (networking/libiproute: iplink.c,
+// ipaddress.c ipaddr_modify, iproute.c iproute_modify): it refuses an object or verb it
+// does not know, an address without its prefix length and a route destination that is
+// neither "default" nor a prefix, as get_prefix does ("an inet prefix is expected rather
+// than ..."); show answers from the recorded output.
+func busyboxIP(c *commands, args []string) ([]byte, error) {
+	argv := append([]string{"ip"}, args...)
+	a := slices.DeleteFunc(slices.Clone(args), func(s string) bool { return s == "-o" || s == "-6" })
+	if len(a) < 2 {
+		return nil, fail(argv, 1, "ip: need at least 2 arguments")
+	}
+	switch obj, verb := a[0], a[1]; {
+	case verb == "show":
+		return c.recorded(strings.Join(argv, " "))
+	case obj == "link" && verb == "set" && len(a) == 4 && (a[3] == "up" || a[3] == "down"):
+	case obj == "addr" && verb == "flush" && len(a) >= 4 && a[2] == "dev":
+	case obj == "addr" && verb == "add" && len(a) == 5 && a[3] == "dev":
+		if _, err := netip.ParsePrefix(a[2]); err != nil {
+			return nil, fail(argv, 1, "ip: an inet prefix is expected rather than \""+a[2]+"\"")
+		}
+	case obj == "route" && verb == "replace" && len(a) >= 3:
+		if _, err := netip.ParsePrefix(a[2]); err != nil && a[2] != "default" {
+			return nil, fail(argv, 1, "ip: an inet prefix is expected rather than \""+a[2]+"\"")
+		}
+		for i := 3; i+1 < len(a); i += 2 {
+			if a[i] == "via" {
+				if _, err := netip.ParseAddr(a[i+1]); err != nil {
+					return nil, fail(argv, 1, "ip: an inet address is expected rather than \""+a[i+1]+"\"")
+				}
+			} else if a[i] != "dev" {
+				return nil, fail(argv, 1, "ip: invalid argument '"+a[i]+"' to 'ip'")
+			}
+		}
+	default:
+		return nil, fail(argv, 1, "ip: invalid argument '"+verb+"' to 'ip'")
+	}
+	return nil, nil
+}
+
+// busyboxHostname imitates busybox hostname NAME (networking/hostname.c): sethostname(2),
+// which refuses a name longer than 64 bytes.
+func busyboxHostname(_ *commands, args []string) ([]byte, error) {
+	if len(args) != 1 || len(args[0]) > 64 || args[0] == "" {
+		return nil, fail(append([]string{"hostname"}, args...), 1, "hostname: sethostname: Invalid argument")
+	}
+	return nil, nil
 }
