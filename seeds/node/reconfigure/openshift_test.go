@@ -541,7 +541,7 @@ func TestOpenShiftHostKeys(t *testing.T) {
 
 // An OpenShift site config without a pull secret is refused before anything changes, naming
 // the pull-secret step, as lifecycle-agent's createPullSecretFile refuses it; the dry run of
-// such a config is refused too.
+// such a config says so at that step.
 func TestOpenShiftRefusesNoPullSecret(t *testing.T) {
 	for _, tc := range []struct{ name, secret, step, want string }{
 		{"none", "", StepPullSecret, "the site config gives no pull secret"},
@@ -572,8 +572,10 @@ func TestOpenShiftRefusesNoPullSecret(t *testing.T) {
 			if m, ok := h.rep.step(tc.step, wire.StatusFailed); !ok || !strings.Contains(m.Details[wire.DetailError], strings.TrimPrefix(tc.want, "spec.pullSecret: ")) {
 				t.Errorf("no failed %s report: %v", tc.step, h.rep.msgs)
 			}
-			if _, err := Plan(h.options(oskind.OpenShift, ""), sc); err == nil || !strings.Contains(err.Error(), strings.TrimPrefix(tc.want, "spec.pullSecret: ")) {
-				t.Errorf("dry run: %v", err)
+			plan, err := Plan(h.options(oskind.OpenShift, ""), sc)
+			if i := slices.Index(steps.Names(plan), StepPullSecret); err != nil || i < 0 ||
+				!strings.Contains(plan[i].Detail, "the real run refuses this site config before its first step") || !strings.Contains(plan[i].Detail, strings.TrimPrefix(tc.want, "spec.pullSecret: ")) {
+				t.Errorf("dry run: %v %+v", err, plan)
 			}
 		})
 	}

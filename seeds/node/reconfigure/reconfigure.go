@@ -277,17 +277,18 @@ func (r *run) steps(sc *siteconfig.SiteConfig) ([]step, error) {
 }
 
 // Plan lists the steps a reconfiguration for sc takes, in order, without taking any: the
-// medium, then the target's steps. Secrets in sc are shown as placeholders.
+// medium, then the target's steps. Secrets in sc are shown as placeholders. A site config
+// the real run would refuse (an OpenShift one without a pull secret) is planned all the
+// same, its pull-secret step saying why the run stops there.
 func Plan(o Options, sc *siteconfig.SiteConfig) ([]steps.Step, error) {
 	o, err := o.withDefaults()
 	if err != nil {
 		return nil, err
 	}
 	r := &run{o: o, dry: true}
+	var refused error
 	if sc != nil {
-		if err := r.checkPullSecret(sc); err != nil {
-			return nil, &StepError{Step: StepPullSecret, Err: err}
-		}
+		refused = r.checkPullSecret(sc)
 	} else {
 		sc = &siteconfig.SiteConfig{Spec: siteconfig.Spec{Hostname: "<site hostname>", ClusterName: "<site cluster>", BaseDomain: "<site domain>",
 			PullSecret: "<site pull secret>", KubeadminPasswordHash: "<site kubeadmin password hash>"}}
@@ -304,6 +305,10 @@ func Plan(o Options, sc *siteconfig.SiteConfig) ([]steps.Step, error) {
 		st.Argv = slices.Clone(st.Argv)
 		for i := range st.Argv {
 			st.Argv[i] = r.redact(st.Argv[i])
+		}
+		if st.Name == StepPullSecret && refused != nil {
+			// The plan stays readable; the real run stops here before changing anything.
+			st.Detail = "the real run refuses this site config before its first step: " + refused.Error()
 		}
 		out = append(out, st)
 	}
