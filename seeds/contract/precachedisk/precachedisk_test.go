@@ -331,8 +331,16 @@ func TestExtractRefuses(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			// Open refuses the same disks, but finds a corrupt blob only when it is read.
+			_, err := Open(context.Background(), bytes.NewReader(tc.disk))
+			if tc.name == "corrupt blob" {
+				err = readAllBlobs(t, tc.disk)
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Open: err = %v, want %q", err, tc.want)
+			}
 			dir := t.TempDir()
-			_, err := Extract(context.Background(), bytes.NewReader(tc.disk), dir)
+			_, err = Extract(context.Background(), bytes.NewReader(tc.disk), dir)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want %q", err, tc.want)
 			}
@@ -400,5 +408,79 @@ func TestAgentEntry(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(ext, AgentEntry)); !os.IsNotExist(err) {
 		t.Errorf("Extract stored the agent (%v); the images do not need it", err)
+	}
+}
+
+// readAllBlobs opens disk and reads every blob it holds.
+func readAllBlobs(t *testing.T, disk []byte) error {
+	t.Helper()
+	d, err := Open(context.Background(), bytes.NewReader(disk))
+	if err != nil {
+		return err
+	}
+	for dg := range d.spans {
+		rc, _, err := d.Blob(dg)
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(io.Discard, rc); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readCounter counts the bytes read from a disk file, not those seeked past.
+type readCounter struct {
+	*os.File
+	n int64
+}
+
+func (r *readCounter) Read(b []byte) (int, error) {
+	n, err := r.File.Read(b)
+	r.n += int64(n)
+	return n, err
+}
+
+// TestOpen reads a disk in place: every blob of every image comes back whole from its
+// offset, and indexing reads the headers, not the blobs.
+func TestOpen(t *testing.T) {
+	src := t.TempDir()
+	images := testLayout(t, src)
+	disk := filepath.Join(t.TempDir(), "precache.tar")
+	if _, err := Write(context.Background(), src, disk, nil); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(disk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rc := &readCounter{File: f}
+	d, err := Open(context.Background(), rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(d.Images(), images) {
+		t.Errorf("Images() = %v, want %v", d.Images(), images)
+	}
+	files := layoutFilesOf(t, src)
+	var blobBytes int64
+	for name, content := range files {
+		dg, ok := strings.CutPrefix(name, "blobs/sha256/")
+		if !ok {
+			continue
+		}
+		blobBytes += int64(len(content))
+		got, err := d.ReadBlob(digest.NewDigestFromEncoded(digest.SHA256, dg))
+		if err != nil || string(got) != content {
+			t.Errorf("blob %s: %v (%d bytes, want %d)", dg, err, len(got), len(content))
+		}
+	}
+	if rc.n >= blobBytes {
+		t.Errorf("indexing read %d bytes; the blobs are %d: it read them instead of seeking", rc.n, blobBytes)
+	}
+	if _, _, err := d.Blob(digest.FromString("absent")); err == nil || !strings.Contains(err.Error(), "holds no blob") {
+		t.Errorf("absent blob: %v", err)
 	}
 }

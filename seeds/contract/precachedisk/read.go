@@ -27,16 +27,24 @@ func Extract(ctx context.Context, r io.Reader, dir string) ([]Image, error) {
 	}
 	x := &extractor{cr: &countReader{r: r}, dir: dir, sizes: map[string]int64{}}
 	x.tr = tar.NewReader(x.cr)
+	if err := x.run(ctx); err != nil {
+		return nil, err
+	}
+	return x.images, nil
+}
+
+// run reads the whole archive and checks it is a whole disk.
+func (x *extractor) run(ctx context.Context) error {
 	for {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return err
 		}
 		more, err := x.next()
 		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return nil, fmt.Errorf("precache disk is truncated: %w", err)
+			return fmt.Errorf("precache disk is truncated: %w", err)
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if !more {
 			return x.finish()
@@ -44,11 +52,14 @@ func Extract(ctx context.Context, r io.Reader, dir string) ([]Image, error) {
 	}
 }
 
-// extractor is the state of one Extract.
+// extractor is the state of one Extract or Open.
 type extractor struct {
-	cr     *countReader
-	tr     *tar.Reader
-	dir    string
+	cr  *countReader
+	tr  *tar.Reader
+	dir string // where Extract unpacks; "" when Open only indexes
+	// spans are where Open found each blob's bytes on the disk.
+	spans  map[digest.Digest]span
+	seeker io.Seeker
 	sizes  map[string]int64 // entries unpacked so far, by name
 	images []Image          // from index.json
 	// agentWant is the agent digest index.json records, agentGot the agent entry's.
@@ -113,7 +124,17 @@ func (x *extractor) unpack(hdr *tar.Header) error {
 		x.agentGot = dg.Digest()
 		return nil
 	}
-	if path.Dir(hdr.Name) != path.Join(ocispec.ImageBlobsDir, digest.SHA256.String()) {
+	isBlob := path.Dir(hdr.Name) == path.Join(ocispec.ImageBlobsDir, digest.SHA256.String())
+	if isBlob && x.dir == "" {
+		// Open: remember where the blob is; tar seeks past it.
+		off, err := x.seeker.Seek(0, io.SeekCurrent)
+		if err != nil {
+			return fmt.Errorf("indexing precache disk: %w", err)
+		}
+		x.spans[digest.NewDigestFromEncoded(digest.SHA256, path.Base(hdr.Name))] = span{off: off, size: hdr.Size}
+		return nil
+	}
+	if !isBlob {
 		b, err := io.ReadAll(io.LimitReader(x.tr, maxIndex+1))
 		switch {
 		case err != nil:
@@ -125,7 +146,7 @@ func (x *extractor) unpack(hdr *tar.Header) error {
 		default:
 			x.agentWant, x.images, err = parseIndexAgent(b)
 		}
-		if err != nil {
+		if err != nil || x.dir == "" {
 			return err
 		}
 		return os.WriteFile(dst, b, 0o644)
@@ -156,28 +177,28 @@ func unpackBlob(r io.Reader, dst string, d digest.Digest) error {
 }
 
 // finish checks that the disk held a whole layout: its index, and every manifest it names.
-func (x *extractor) finish() ([]Image, error) {
+func (x *extractor) finish() error {
 	if _, ok := x.sizes[ocispec.ImageIndexFile]; !ok {
-		return nil, fmt.Errorf("precache disk holds no %s", ocispec.ImageIndexFile)
+		return fmt.Errorf("precache disk holds no %s", ocispec.ImageIndexFile)
 	}
 	if x.agentWant != x.agentGot {
 		switch {
 		case x.agentGot == "":
-			return nil, fmt.Errorf("precache disk lacks its agent %s (%s)", AgentEntry, x.agentWant)
+			return fmt.Errorf("precache disk lacks its agent %s (%s)", AgentEntry, x.agentWant)
 		case x.agentWant == "":
-			return nil, fmt.Errorf("precache disk holds an agent its %s does not record", ocispec.ImageIndexFile)
+			return fmt.Errorf("precache disk holds an agent its %s does not record", ocispec.ImageIndexFile)
 		default:
-			return nil, fmt.Errorf("precache disk is corrupt: %s is %s, its index records %s", AgentEntry, x.agentGot, x.agentWant)
+			return fmt.Errorf("precache disk is corrupt: %s is %s, its index records %s", AgentEntry, x.agentGot, x.agentWant)
 		}
 	}
 	for _, im := range x.images {
 		name := path.Join(ocispec.ImageBlobsDir, im.Digest.Algorithm().String(), im.Digest.Encoded())
 		size, ok := x.sizes[name]
 		if !ok || size != im.Size {
-			return nil, fmt.Errorf("precache disk lacks manifest %s of %s (%d bytes)", im.Digest, im.Ref, im.Size)
+			return fmt.Errorf("precache disk lacks manifest %s of %s (%d bytes)", im.Digest, im.Ref, im.Size)
 		}
 	}
-	return x.images, nil
+	return nil
 }
 
 // countReader counts the bytes read through it.
@@ -190,4 +211,19 @@ func (c *countReader) Read(b []byte) (int, error) {
 	n, err := c.r.Read(b)
 	c.n += int64(n)
 	return n, err
+}
+
+// countSeeker is a countReader tar can seek through (it skips an entry's bytes with Seek when
+// its reader has one); n stays the position.
+type countSeeker struct {
+	*countReader
+	s io.Seeker
+}
+
+func (c countSeeker) Seek(off int64, whence int) (int64, error) {
+	pos, err := c.s.Seek(off, whence)
+	if err == nil {
+		c.n = pos
+	}
+	return pos, err
 }
