@@ -13,33 +13,39 @@ import (
 // newAgentImportCommand imports the precache data disk into the node's container storage, so
 // the sealed seed carries every image and the site never pulls them.
 func newAgentImportCommand() *cobra.Command {
-	var disk, scratch, graphRoot, runRoot, driver string
+	var disk string
+	var o imageimport.Options
 	cmd := &cobra.Command{
 		Use:   "import-images --disk DEVICE",
 		Short: "Import the precached images from the factory's data disk into containers-storage",
-		Long: `import-images reads the precache data disk the factory VM was given (an OCI image layout,
-every blob checked against its digest), and copies each image into the node's
-containers-storage. Images already there are skipped, so a restarted import resumes.`,
+		Long: `import-images copies each image of the precache data disk the factory VM was given (an
+OCI image layout, every blob checked against its digest) into the node's containers-storage,
+one image at a time straight off the disk. The store is the one the node's storage.conf
+(below --root) describes, as CRI-O opens it; --graph-root, --run-root and --driver override
+it. Where the node has SELinux, what was imported is relabeled (restorecon -R). Images
+already there are skipped, so an interrupted import is finished by running it again. It
+prints a JSON report: the images, the store, and the relabel or why it was skipped.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if disk == "" {
-				return badInput(fmt.Errorf("import-images needs --disk DEVICE: the precache data disk (e.g. /dev/disk/by-id/virtio-precache)"))
+				return badInput(fmt.Errorf("import-images needs --disk DEVICE: the precache data disk (e.g. /dev/disk/by-id/virtio-snofactory-precache)"))
 			}
 			if _, err := os.Stat(disk); err != nil {
 				return badInput(fmt.Errorf("--disk %s: %w", disk, err))
 			}
-			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
-			got, err := imageimport.ImportDisk(cmd.Context(), disk, scratch, imageimport.Options{GraphRoot: graphRoot, RunRoot: runRoot, Driver: driver, Log: log})
+			o.Log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+			rep, err := imageimport.ImportDisk(cmd.Context(), disk, o)
 			if err != nil {
 				return err
 			}
-			return writeJSON(cmd.OutOrStdout(), got)
+			return writeJSON(cmd.OutOrStdout(), rep)
 		},
 	}
 	cmd.Flags().StringVar(&disk, "disk", "", "the precache data disk (block device or file)")
-	cmd.Flags().StringVar(&scratch, "scratch-dir", "/var/tmp", "where the layout is unpacked while importing")
-	cmd.Flags().StringVar(&graphRoot, "graph-root", "/var/lib/containers/storage", "containers-storage graph root")
-	cmd.Flags().StringVar(&runRoot, "run-root", "/run/containers/storage", "containers-storage run root")
-	cmd.Flags().StringVar(&driver, "driver", "overlay", "storage driver: overlay on a node, vfs where overlay cannot mount")
+	cmd.Flags().StringVar(&o.Root, "root", "/", "the node's root: its /etc/containers/storage.conf and /etc/selinux apply")
+	cmd.Flags().StringVar(&o.ScratchDir, "scratch-dir", "/var/tmp", "where one image's layers are staged while it is written")
+	cmd.Flags().StringVar(&o.GraphRoot, "graph-root", "", "containers-storage graph root (default: storage.conf's, below --root)")
+	cmd.Flags().StringVar(&o.RunRoot, "run-root", "", "containers-storage run root (default: storage.conf's, below --root)")
+	cmd.Flags().StringVar(&o.Driver, "driver", "", "storage driver (default: storage.conf's; vfs where overlay cannot mount)")
 	return cmd
 }

@@ -82,10 +82,13 @@ func TestDemoBuildsThroughPrecache(t *testing.T) {
 	if imp.code != 0 {
 		t.Fatalf("agent import-images: exit %d\n%s", imp.code, imp.stderr)
 	}
-	var imported []struct{ Ref, Digest string }
-	if err := json.Unmarshal([]byte(imp.stdout), &imported); err != nil || len(imported) != 1 {
+	var report struct {
+		Images []struct{ Ref, Digest string }
+	}
+	if err := json.Unmarshal([]byte(imp.stdout), &report); err != nil || len(report.Images) != 1 {
 		t.Fatalf("import output %q: %v", imp.stdout, err)
 	}
+	imported := report.Images
 	skopeo, err := exec.Command("skopeo", "inspect", "--format", "{{.Digest}}",
 		"containers-storage:[vfs@"+graph+"+"+run+"]"+imported[0].Ref).CombinedOutput()
 	if err != nil {

@@ -476,13 +476,13 @@ func TestPrecacheImportOnNode(t *testing.T) {
 	setRegistry(t, &po.Registry, []string{reg.Addr()}, mirrors)
 	res := buildPrecache(t, t.TempDir(), "node", ro, po)
 	root := t.TempDir()
-	opts := imageimport.Options{GraphRoot: filepath.Join(root, "graph"), RunRoot: filepath.Join(root, "run"), Driver: "vfs"}
-	got, err := imageimport.ImportDisk(context.Background(), filepath.Join(res.out, precache.Name, precache.DiskFile), t.TempDir(), opts)
+	opts := imageimport.Options{GraphRoot: filepath.Join(root, "graph"), RunRoot: filepath.Join(root, "run"), Driver: "vfs", ScratchDir: t.TempDir()}
+	rep, err := imageimport.ImportDisk(context.Background(), filepath.Join(res.out, precache.Name, precache.DiskFile), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != len(res.lock.Images) {
-		t.Errorf("imported %d images, the lock has %d", len(got), len(res.lock.Images))
+	if len(rep.Images) != len(res.lock.Images) {
+		t.Errorf("imported %d images, the lock has %d", len(rep.Images), len(res.lock.Images))
 	}
 	for _, im := range res.lock.Images {
 		ref := "containers-storage:[vfs@" + opts.GraphRoot + "+" + opts.RunRoot + "]" + im.Ref

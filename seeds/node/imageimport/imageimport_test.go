@@ -23,6 +23,9 @@ func TestMain(m *testing.M) {
 	if reexec.Init() {
 		return
 	}
+	if os.Getenv(childEnv) != "" {
+		os.Exit(importChild())
+	}
 	os.Exit(m.Run())
 }
 
@@ -95,10 +98,11 @@ func TestImportLayout(t *testing.T) {
 	dir := t.TempDir()
 	names := testLayout(t, dir)
 	opts := storageRoots(t)
-	got, err := ImportLayout(context.Background(), dir, opts)
+	rep, err := ImportLayout(context.Background(), dir, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
+	got := rep.Images
 	if len(got) != len(names) {
 		t.Fatalf("imported %d images, want %d", len(got), len(names))
 	}
@@ -113,8 +117,8 @@ func TestImportLayout(t *testing.T) {
 		t.Fatalf("second import: %v", err)
 	}
 	for i := range got {
-		if again[i] != got[i] {
-			t.Errorf("second import: %+v, first %+v", again[i], got[i])
+		if again.Images[i] != got[i] {
+			t.Errorf("second import: %+v, first %+v", again.Images[i], got[i])
 		}
 	}
 }
@@ -144,14 +148,15 @@ func TestImportDisk(t *testing.T) {
 	disk := tarDisk(t, dir)
 	opts := storageRoots(t)
 	scratch := t.TempDir()
-	got, err := ImportDisk(context.Background(), disk, scratch, opts)
+	opts.ScratchDir = scratch
+	rep, err := ImportDisk(context.Background(), disk, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != len(names) {
-		t.Fatalf("imported %d images, want %d", len(got), len(names))
+	if len(rep.Images) != len(names) {
+		t.Fatalf("imported %d images, want %d", len(rep.Images), len(names))
 	}
-	for _, im := range got {
+	for _, im := range rep.Images {
 		if sd := inspect(t, opts, im.Ref); sd != names[im.Ref] {
 			t.Errorf("%s: digest %s, want %s", im.Ref, sd, names[im.Ref])
 		}
@@ -169,11 +174,13 @@ func TestImportDiskRefusesBadDisk(t *testing.T) {
 	b, _ := os.ReadFile(disk)
 	os.WriteFile(disk, b[:8<<10+100], 0o644) // inside the first blobs
 	scratch := t.TempDir()
-	got, err := ImportDisk(context.Background(), disk, scratch, storageRoots(t))
+	opts := storageRoots(t)
+	opts.ScratchDir = scratch
+	got, err := ImportDisk(context.Background(), disk, opts)
 	if err == nil || !strings.Contains(err.Error(), disk) || !strings.Contains(err.Error(), "truncated") {
 		t.Errorf("err = %v, want the disk named and called truncated", err)
 	}
-	if len(got) != 0 {
+	if len(got.Images) != 0 {
 		t.Errorf("imported %v from a bad disk", got)
 	}
 	if left, _ := os.ReadDir(scratch); len(left) != 0 {
