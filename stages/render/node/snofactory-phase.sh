@@ -75,21 +75,60 @@ check_bootstrap_cleaned() {
 check_install_complete() {
 	check_bootstrap_cleaned && check_api_readyz && systemctl is-active --quiet kubelet.service
 }
-# The precache data disk's images into the store CRI-O reads, before CRI-O starts.
+# The MCO's first-boot unit (machine-config-daemon templates/common/_base/units/
+# machine-config-daemon-firstboot.service, a oneshot with RemainAfterExit=yes and
+# ConditionPathExists=/etc/ignition-machine-config-encapsulated.json) applies the first
+# MachineConfig and reboots the node (pkg/daemon/daemon.go RunFirstbootCompleteMachineconfig:
+# it renames the encapsulated config, then reboots; with nothing to change it removes the file
+# and the unit ends). It is not ordered against the import, and a reboot could cut the import
+# off half-way, so the import waits until that unit is over or will not run.
+mcd_firstboot=machine-config-daemon-firstboot.service
+mcd_encapsulated=/etc/ignition-machine-config-encapsulated.json
+# firstboot_over: 0 once the MCD's first boot can no longer reboot this boot, 1 while it
+# may, 2 when it failed (why says so).
+firstboot_over() {
+	local state
+	state=$(systemctl show -p ActiveState --value "$mcd_firstboot" 2>/dev/null)
+	case $state in
+	active) return 0 ;; # done without a reboot (RemainAfterExit keeps it active)
+	activating | deactivating | reloading) return 1 ;; # applying, or rebooting the node
+	failed)
+		why="$mcd_firstboot failed: the first MachineConfig was not applied (journalctl -u $mcd_firstboot)"
+		return 2
+		;;
+	esac
+	# inactive, or no systemd: it is yet to run while the encapsulated config is there.
+	[ ! -e "$root$mcd_encapsulated" ]
+}
+# The precache data disk's images into the store CRI-O reads, before CRI-O starts, once the
+# MCD's first-boot reboot is behind. An import cut off all the same (power loss) runs again on
+# the next boot, as this phase has no stamp yet, and finishes the store.
 check_import_images() {
-	local dev n
+	local dev n rc
+	firstboot_over
+	rc=$?
+	[ $rc -eq 0 ] || return $rc
 	if ! dev=$(find_disk); then
 		why="no precache data disk (serial $disk_serial) to import the images from"
 		return 2
 	fi
 	mkdir -p "$run/logs" "$root/var/tmp"
-	if ! "$agent" agent import-images --disk "$dev" --graph-root "$root/var/lib/containers/storage" \
+	if ! "$agent" agent import-images --disk "$dev" --root "${root:-/}" \
 		--scratch-dir "$root/var/tmp" >"$run/import.json" 2>"$run/logs/import-images.log"; then
 		why="importing the images of $dev failed: $(tail -n 3 "$run/logs/import-images.log" | tr '\n' ' ')"
 		return 2
 	fi
 	n=$(grep -c '"ref":' "$run/import.json")
-	details+=(--detail "images=$n" --detail "device=$dev" --detail "storage=/var/lib/containers/storage")
+	details+=(--detail "images=$n" --detail "device=$dev" --detail "storage=$(json_string graphRoot "$run/import.json")")
+	if grep -q '"relabeled": true' "$run/import.json"; then
+		details+=(--detail selinux=relabeled)
+	else
+		details+=(--detail "selinux=skipped: $(json_string skipped "$run/import.json")")
+	fi
+}
+# json_string KEY FILE: the first string value of KEY in the agent's indented JSON.
+json_string() {
+	sed -n "s/^ *\"$1\": \"\\(.*\\)\",\\{0,1\\}\$/\\1/p" "$2" | head -n 1
 }
 # A boot after the install (validate's): the node's facts, then boot-complete.
 check_boot_report() {
