@@ -298,13 +298,14 @@ func TestImportRelabel(t *testing.T) {
 	disk, _ := sizedDisk(t, 64<<10)
 	tests := []struct {
 		name, mode, skipped string
-		noKernel            bool
+		noKernel, noTool    bool
 	}{
 		{name: "enforcing", mode: "enforcing"},
 		{name: "permissive", mode: "permissive"},
 		{name: "no SELinux (conformance OS)", skipped: "this system has no SELinux policy"},
 		{name: "disabled", mode: "disabled", skipped: "SELinux is disabled"},
 		{name: "kernel without SELinux", mode: "enforcing", noKernel: true, skipped: "the running kernel has SELinux off"},
+		{name: "no relabel tool", mode: "enforcing", noTool: true, skipped: "setfiles is not installed"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -312,6 +313,9 @@ func TestImportRelabel(t *testing.T) {
 			selinuxRoot(t, root, fs, tc.mode)
 			if tc.noKernel {
 				os.RemoveAll(fs)
+			}
+			if tc.noTool {
+				t.Setenv("PATH", filepath.Join(t.TempDir(), "empty"))
 			}
 			writeFile(t, root, "etc/containers/storage.conf", mcoStorageConf("vfs", "/run/containers/storage", "/var/lib/containers/storage", ""))
 			log := filepath.Join(t.TempDir(), "setfiles.log")
@@ -418,5 +422,57 @@ func TestImportResumesAfterKill(t *testing.T) {
 	}
 	if left, _ := os.ReadDir(opts.ScratchDir); len(left) != 0 {
 		t.Errorf("the killed import's scratch is left behind: %v", left)
+	}
+}
+
+// A manifest list is kept as the registry serves it, with only the node's instance on the
+// disk (as the precache stage stores it): the import takes that instance off the disk and
+// stores the image under the list's pinned name.
+func TestImportDiskManifestList(t *testing.T) {
+	dir := t.TempDir()
+	p, err := layout.Write(dir, empty.Index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var idx v1.ImageIndex = empty.Index
+	var others []v1.Image
+	for _, arch := range []string{"amd64", "arm64"} {
+		img, err := random.Image(64<<10, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: arch}}})
+		if arch != "amd64" {
+			others = append(others, img)
+		}
+	}
+	d, _ := idx.Digest()
+	ref := "registry.example.com/ocp/list@" + d.String()
+	if err := p.AppendIndex(idx, layout.WithAnnotations(map[string]string{ocispec.AnnotationRefName: ref})); err != nil {
+		t.Fatal(err)
+	}
+	// Only the node's platform is on the disk.
+	for _, img := range others {
+		m, _ := img.Manifest()
+		md, _ := img.Digest()
+		for _, b := range append([]v1.Descriptor{m.Config, {Digest: md}}, m.Layers...) {
+			os.Remove(filepath.Join(dir, "blobs", b.Digest.Algorithm, b.Digest.Hex))
+		}
+	}
+	disk := filepath.Join(t.TempDir(), "precache.tar")
+	if _, err := precachedisk.Write(context.Background(), dir, disk, nil); err != nil {
+		t.Fatal(err)
+	}
+	opts := storageRoots(t)
+	opts.ScratchDir = t.TempDir()
+	rep, err := ImportDisk(context.Background(), disk, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Images) != 1 || rep.Images[0].Digest != d.String() || rep.Images[0].ID == "" {
+		t.Fatalf("imported %+v, want %s under its list digest", rep.Images, ref)
+	}
+	if got := inspect(t, opts, ref); got != d.String() {
+		t.Errorf("containers-storage has %s under %s, want the list digest", got, ref)
 	}
 }

@@ -45,6 +45,9 @@ func relabel(ctx context.Context, opts Options, graph string) (SELinuxReport, er
 		fc := filepath.Join(opts.Root, "etc/selinux", policy, "contexts/files/file_contexts")
 		cmd = []string{"setfiles", "-r", opts.Root, fc, graph}
 	}
+	if _, err := exec.LookPath(cmd[0]); err != nil {
+		return SELinuxReport{Skipped: fmt.Sprintf("%s is not installed (policycoreutils): nothing can relabel the store", cmd[0])}, nil
+	}
 	out, err := exec.CommandContext(ctx, cmd[0], cmd[1:]...).CombinedOutput()
 	if err != nil {
 		return SELinuxReport{Command: cmd}, fmt.Errorf("relabeling the imported images for SELinux (%s): %w: %s", strings.Join(cmd, " "), err, bytes.TrimSpace(out))
