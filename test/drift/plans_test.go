@@ -68,7 +68,7 @@ var namedNodeChanges = map[string][]string{
 // apiChange matches entries that are cluster objects (KIND NAMESPACE/NAME, etcd, every ...):
 // the MCD compares the disk, and an object the MCO renders from reaches the disk only through
 // a new rendered config the MCD writes itself.
-var apiChange = regexp.MustCompile(`^(etcd: |every |(Secret|ConfigMap|MachineConfig|ClusterVersion|CatalogSources) )`)
+var apiChange = regexp.MustCompile(`^(etcd: |every |(Secret|ConfigMap|MachineConfig|ClusterVersion|CatalogSources?|ImageContentSourcePolicy|ImageDigestMirrorSet|Node) )`)
 
 // classify says what a Changes entry touches on disk; an entry it cannot place is an error,
 // so a new kind of change is looked at before the check can pass.
