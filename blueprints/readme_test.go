@@ -23,7 +23,7 @@ func TestDocsBlueprintValidates(t *testing.T) {
 		"bp.yaml":                 example,
 		"pull-secret.json":        `{"auths": {"quay.io": {"auth": "dXNlcjpwYXNz"}}}`,
 		"id_ed25519.pub":          "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIODF03UkqPpRumOkBMwrio+Z7FngBoww1Gpz0SCZN8LI readme@example\n",
-		"static-network.bu":       "variant: openshift\nversion: 4.16.0\nmetadata:\n  name: 10-net\n  labels:\n    machineconfiguration.openshift.io/role: master\n",
+		"sctp.bu":                 "variant: openshift\nversion: 4.16.0\nmetadata:\n  name: 03-sctp\n  labels:\n    machineconfiguration.openshift.io/role: master\n",
 		"extra-manifests/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n",
 	}
 	for name, content := range files {
