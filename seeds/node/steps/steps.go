@@ -13,7 +13,11 @@ type Step struct {
 	Name string `json:"name"`
 	// Argv is the command the step runs, when it runs one.
 	Argv []string `json:"argv,omitempty"`
-	// Changes are the paths or API objects (KIND NAMESPACE/NAME) the step touches.
+	// Changes are what the step writes or removes. An entry starting with "/" is a node
+	// path: ending in "/" it stands for everything under that directory (the directory
+	// kept), otherwise for that file or directory with everything under it; "*" matches
+	// within one path element as in path.Match, "**" any number of them. Any other entry is
+	// an API object, KIND NAMESPACE/NAME or KIND NAME, which may hold "*" the same way.
 	Changes []string `json:"changes,omitempty"`
 	// Detail says in a few words what the step is for.
 	Detail string `json:"detail,omitempty"`
