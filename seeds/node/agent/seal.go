@@ -8,28 +8,6 @@ import (
 	"path/filepath"
 )
 
-// clearTrees removes what is inside each directory (not the directory: its owner and mode
-// are part of the OS) and returns how many entries went.
-func clearTrees(root string, dirs []string) (int, error) {
-	n := 0
-	for _, d := range dirs {
-		entries, err := os.ReadDir(filepath.Join(root, d))
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return n, fmt.Errorf("clearing %s: %w", d, err)
-		}
-		for _, e := range entries {
-			if err := os.RemoveAll(filepath.Join(root, d, e.Name())); err != nil {
-				return n, fmt.Errorf("clearing %s: %w", d, err)
-			}
-			n++
-		}
-	}
-	return n, nil
-}
-
 // writeUnder writes a small file at p under root with perm, creating its directory.
 func writeUnder(root, p string, b []byte, perm os.FileMode) error {
 	dst := filepath.Join(root, p)

@@ -15,9 +15,12 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
+	"golang.org/x/sync/errgroup"
 	"gopkg.in/yaml.v3"
 
 	"github.com/snofactory/snofactory/pipeline/clock"
@@ -54,11 +57,18 @@ const PlaceholderPullSecret = `{"auths":{"registry.connect.redhat.com":{"usernam
 
 // ReconfigureUnit is the unit the seal installs. It is ordered after update-ca-trust as
 // lifecycle-agent's installation-configuration.service is (update-ca-trust is not safe to
-// run twice at once), and restarts on failure: each step it finished is recorded.
+// run twice at once), and restarts on failure: each step it finished is recorded. It also
+// wants and follows sshd-keygen.target, so host keys exist before the site's recert
+// replaces them even if something removed them: recert stops when it finds none (recert
+// src/server_ssh_keys.rs remove_old_keys). RHEL's and Fedora's openssh-server ship the
+// target, which wants sshd-keygen@{rsa,ecdsa,ed25519}.service, each run only while its key
+// is missing (ConditionFileNotEmpty=|!/etc/ssh/ssh_host_%i_key); a target is ordered after
+// what it wants (systemd.target(5)). lifecycle-agent orders only after update-ca-trust: it
+// counts on the seed's keys, which this seal keeps too.
 const ReconfigureUnit = `[Unit]
 Description=snofactory: apply the site configuration to a relocated seed
-Wants=network-online.target
-After=network-online.target coreos-update-ca-trust.service
+Wants=network-online.target sshd-keygen.target
+After=network-online.target coreos-update-ca-trust.service sshd-keygen.target
 ConditionPathExists=!` + ReconfiguredFile + `
 
 [Service]
@@ -90,7 +100,8 @@ func (s Sealer) openshiftActions() []sealAction {
 		acts = append(acts, s.pullSecretActions()...)
 	}
 	acts = append(acts, s.stopServicesActions()...)
-	return append(acts, s.seedRecertActions(path.Join(SealWorkDir, "recert_config.json"), &hasKubeadmin)...)
+	acts = append(acts, s.seedRecertActions(path.Join(SealWorkDir, "recert_config.json"), &hasKubeadmin)...)
+	return append(acts, s.rollbackAction())
 }
 
 // readClusterActions wait for the API, read the cluster's objects and write the seed
@@ -165,12 +176,13 @@ func (s Sealer) pullSecretActions() []sealAction {
 			}
 			return "openshift-config/pull-secret set to the placeholder", nil
 		}},
-		sealAction{steps.Step{Name: "pull-secret-rollout", Argv: getPools, Changes: []string{"/var/lib/kubelet/config.json", "/etc/machine-config-daemon/currentconfig"},
-			Detail: "wait until the MCO wrote the placeholder to the node and every pool is ready, so no rendered config or currentconfig keeps the old secret"}, func(ctx context.Context) (string, error) {
+		// The MCO, not the seal, writes the node's files here, each as its MachineConfig says.
+		sealAction{steps.Step{Name: "pull-secret-rollout", Argv: getPools,
+			Detail: "wait until the MCO wrote the placeholder to " + kubeletAuthFile + " and currentconfig and every pool is ready, so no rendered config keeps the old secret"}, func(ctx context.Context) (string, error) {
 			return s.waitPullSecretRollout(ctx, getPools)
 		}},
-		sealAction{steps.Step{Name: "old-rendered-configs", Argv: getConfigs, Changes: []string{"MachineConfig rendered-* that no pool references"},
-			Detail: "they still embed the old pull secret"}, func(ctx context.Context) (string, error) {
+		sealAction{steps.Step{Name: "old-rendered-configs", Argv: getConfigs, Changes: []string{"MachineConfig rendered-*"},
+			Detail: "every rendered-* no pool references: they still embed the old pull secret"}, func(ctx context.Context) (string, error) {
 			return s.deleteOldRenderedConfigs(ctx, getPools, getConfigs)
 		}},
 	}
@@ -183,7 +195,7 @@ func (s Sealer) stopServicesActions() []sealAction {
 	return []sealAction{
 		// kubelet goes first so nothing re-creates the pods that are stopped next.
 		s.cmd("kubelet-stop", "kubelet first, so nothing re-creates pods", nil, "systemctl", "stop", "kubelet.service"),
-		s.cmd("kubelet-disable", "it starts again only after the site's reconfiguration", []string{"kubelet.service"}, "systemctl", "disable", "kubelet.service"),
+		s.cmd("kubelet-disable", "it starts again only after the site's reconfiguration", []string{"/etc/systemd/system/multi-user.target.wants/kubelet.service"}, "systemctl", "disable", "kubelet.service"),
 		sealAction{steps.Step{Name: "crio-active", Argv: []string{"systemctl", "is-active", "crio"}, Detail: "exit 3: CRI-O is already down and the next three steps are skipped"}, func(ctx context.Context) (string, error) {
 			_, err := s.Run(ctx, "systemctl", "is-active", "crio")
 			switch {
@@ -195,18 +207,18 @@ func (s Sealer) stopServicesActions() []sealAction {
 			}
 			return "", err
 		}},
-		sealAction{steps.Step{Name: "containers-stop", Argv: []string{"crictl", "ps", "-q"}, Detail: "then crictl stop --timeout 5 for each running container (failures ignored)"}, func(ctx context.Context) (string, error) {
+		sealAction{steps.Step{Name: "containers-stop", Argv: []string{"crictl", "ps", "-q"}, Detail: "then crictl stop --timeout 5 for each running container, 10 at once (failures ignored)"}, func(ctx context.Context) (string, error) {
 			if crioDown {
 				return "skipped: CRI-O is down", nil
 			}
-			return s.eachID(ctx, []string{"crictl", "ps", "-q"}, []string{"crictl", "stop", "--timeout", "5"}, "stopped")
+			return s.eachID(ctx, []string{"crictl", "ps", "-q"}, []string{"crictl", "stop", "--timeout", "5"}, "stopped", containerStops)
 		}},
 		// A leftover sandbox costs CRI-O up to a minute of CNI checks at its next start.
 		sealAction{steps.Step{Name: "sandboxes-remove", Argv: []string{"crictl", "pods", "-q"}, Detail: "then crictl rmp -f for each pod sandbox (a failure is a warning)"}, func(ctx context.Context) (string, error) {
 			if crioDown {
 				return "skipped: CRI-O is down", nil
 			}
-			return s.eachID(ctx, []string{"crictl", "pods", "-q"}, []string{"crictl", "rmp", "-f"}, "removed")
+			return s.eachID(ctx, []string{"crictl", "pods", "-q"}, []string{"crictl", "rmp", "-f"}, "removed", 1)
 		}},
 		sealAction{steps.Step{Name: "crio-stop", Argv: []string{"systemctl", "stop", "crio.service"}, Detail: "stopped, not disabled"}, func(ctx context.Context) (string, error) {
 			if crioDown {
@@ -242,41 +254,90 @@ func (s Sealer) seedRecertActions(configPath string, hasKubeadmin *bool) []sealA
 			}
 			return "healthy", nil
 		}},
-		{steps.Step{Name: "recert", Argv: run, Changes: []string{path.Join(s.Root, configPath), RecertSeedSummary, "etcd: every certificate and key", "Secret kube-system/kubeadmin"},
-			Detail: "force_expire + etcd_defrag; a disposable kubeadmin hash, so no factory password ships"}, func(ctx context.Context) (string, error) {
+		{steps.Step{Name: "recert", Argv: run, Changes: seedRecertChanges(configPath, cfg()),
+			Detail: "force_expire + etcd_defrag; a disposable kubeadmin hash, so no factory password ships; pull_secret = the placeholder the MCO rolled out, " +
+				"which recert writes into every copy it knows, " + recert.CustomizationFiles()[0] + " included"}, func(ctx context.Context) (string, error) {
 			defer s.stopEtcd(ctx, stop)
-			c := cfg()
-			// The kubeadmin secret must survive (recert can update it, not create it), but no
-			// password may open it: the hash of 72 random bytes nobody keeps.
-			hash := ""
-			if *hasKubeadmin {
-				h, err := disposableHash(s.Rand)
-				if err != nil {
-					return "", err
-				}
-				hash = h
-			}
-			c.KubeadminPasswordHash = &hash
-			b, err := recert.ConfigJSON(c)
-			if err != nil {
-				return "", err
-			}
-			if err := writeFileMode(s.under(configPath), b, 0o600); err != nil {
-				return "", err
-			}
-			argv := recert.RunConfigArgv(s.Request.RecertImage, s.Root, configPath, c)
-			if _, err := s.Run(ctx, argv[0], argv[1:]...); err != nil {
-				return "", fmt.Errorf("recert: %w", err)
-			}
-			if _, err := os.Stat(s.under(RecertSeedSummary)); err != nil {
-				return "", fmt.Errorf("recert left no summary at %s: %w", RecertSeedSummary, err)
-			}
-			return "certificates force-expired, etcd defragmented, summary " + RecertSeedSummary, nil
+			return s.runSeedRecert(ctx, configPath, cfg(), *hasKubeadmin)
 		}},
 		{steps.Step{Name: "recert-etcd-stop", Argv: stop, Detail: "run when recert ends, on success or failure"}, func(ctx context.Context) (string, error) {
 			return "stopped", nil // the recert step stops it on every path
 		}},
 	}
+}
+
+// runSeedRecert writes the seed-time recert configuration and runs recert with it.
+func (s Sealer) runSeedRecert(ctx context.Context, configPath string, c recert.Config, hasKubeadmin bool) (string, error) {
+	// The kubeadmin secret must survive (recert can update it, not create it), but no
+	// password may open it: the hash of 72 random bytes nobody keeps.
+	hash := ""
+	if hasKubeadmin {
+		h, err := disposableHash(s.Rand)
+		if err != nil {
+			return "", err
+		}
+		hash = h
+	}
+	c.KubeadminPasswordHash = &hash
+	// The MCO rewrote the kubelet's file, currentconfig and the MachineConfigs, never
+	// /etc/mcs-machine-config-content.json: Ignition wrote that once, from the machine-config
+	// server's first config, build pull secret included (machine-config-operator
+	// pkg/server/server.go appendInitialMachineConfig). Given the bytes the MCO wrote, recert
+	// rewrites that file too (recert src/ocp_postprocess/pull_secret_rename/
+	// filesystem_rename.rs fix_filesystem_mcs_machine_config_content) and writes the others
+	// with what they already hold, so no MachineConfig-owned file changes
+	// (fix_filesystem_currentconfig, fix_filesystem_pull_secret; etcd_rename.rs
+	// fix_machineconfigs, fix_pull_secret_secret). lifecycle-agent gives its seed-time recert
+	// no pull secret (internal/recert/recert.go CreateRecertConfigFileForSeedCreation) and
+	// ships that file as it is; its site run rewrites it.
+	if !s.Request.KeepPullSecret {
+		if err := s.holdsPlaceholder(kubeletAuthFile); err != nil {
+			return "", err
+		}
+		b, err := os.ReadFile(s.under(kubeletAuthFile))
+		if err != nil {
+			return "", fmt.Errorf("reading the placeholder pull secret: %w", err)
+		}
+		c.PullSecret = string(b)
+	}
+	b, err := recert.ConfigJSON(c)
+	if err != nil {
+		return "", err
+	}
+	if err := writeFileMode(s.under(configPath), b, 0o600); err != nil {
+		return "", err
+	}
+	argv := recert.RunConfigArgv(s.Request.RecertImage, s.Root, configPath, c)
+	if _, err := s.Run(ctx, argv[0], argv[1:]...); err != nil {
+		return "", fmt.Errorf("recert: %w", err)
+	}
+	if _, err := os.Stat(s.under(RecertSeedSummary)); err != nil {
+		return "", fmt.Errorf("recert left no summary at %s: %w", RecertSeedSummary, err)
+	}
+	return "certificates force-expired, etcd defragmented, summary " + RecertSeedSummary, nil
+}
+
+// seedRecertChanges is what the seed-time recert writes: its configuration and summary,
+// every file under its crypto and customization directories and each of its files (where
+// it re-signs certificates and keys, rewrites currentconfig and the kubelet's config.json
+// with the pull secret), and in etcd the objects holding certificates and keys, every
+// MachineConfig, the pull secret and kubeadmin secrets; it deletes every Lease and the
+// node kubeconfigs and marks the ClusterVersion unavailable (recert src/ocp_postprocess.rs
+// ocp_postprocess, run_cluster_customizations).
+func seedRecertChanges(configPath string, c recert.Config) []string {
+	out := []string{configPath, RecertSeedSummary}
+	for _, d := range slices.Concat(c.CryptoDirs, c.CustomizationDirs) {
+		if d = strings.TrimSuffix(d, "/") + "/"; !slices.Contains(out, d) {
+			out = append(out, d)
+		}
+	}
+	for _, f := range slices.Concat(c.CryptoFiles, c.CustomizationFiles) {
+		if !slices.Contains(out, f) {
+			out = append(out, f)
+		}
+	}
+	return append(out, "Secret */*", "ConfigMap */*", "MachineConfig *", "Secret openshift-config/pull-secret",
+		"Secret kube-system/kubeadmin", "Lease */*", "Secret openshift-kube-apiserver/node-kubeconfigs", "ClusterVersion version")
 }
 
 // reconfigureUnitActions install the site's hook outside every MachineConfig and enable it.
@@ -454,24 +515,46 @@ func (s Sealer) deleteOldRenderedConfigs(ctx context.Context, getPools, getConfi
 	return "deleted " + strings.Join(old, ", "), nil
 }
 
-// eachID lists IDs with list and runs each with every ID; failures are warnings, as
-// upstream ignores them.
-func (s Sealer) eachID(ctx context.Context, list, each []string, verb string) (string, error) {
+// containerStops is how many containers lifecycle-agent stops at once (lca-cli/ops/ops.go
+// StopClusterServices: crictl ps -q | xargs --max-args 1 --max-procs 10 crictl stop).
+const containerStops = 10
+
+// eachID lists IDs with list and runs each with one ID, up to limit at once; failures are
+// warnings, as upstream ignores them. A cancelled ctx starts no more and fails the step.
+func (s Sealer) eachID(ctx context.Context, list, each []string, verb string, limit int) (string, error) {
 	out, err := s.Run(ctx, list[0], list[1:]...)
 	if err != nil {
 		return "", err
 	}
 	ids := strings.Fields(string(out))
-	failed := 0
+	var failed atomic.Int32
+	var warn sync.Mutex
+	var g errgroup.Group
+	g.SetLimit(limit)
 	for _, id := range ids {
-		argv := append(slices.Clone(each), id)
-		if _, err := s.Run(ctx, argv[0], argv[1:]...); err != nil {
-			failed++
-			fmt.Fprintf(s.Warn, "warning: %v\n", err)
+		if ctx.Err() != nil {
+			break
 		}
+		g.Go(func() error {
+			if ctx.Err() != nil { // cancelled while this one waited for a place
+				return nil
+			}
+			argv := append(slices.Clone(each), id)
+			if _, err := s.Run(ctx, argv[0], argv[1:]...); err != nil {
+				failed.Add(1)
+				warn.Lock()
+				fmt.Fprintf(s.Warn, "warning: %v\n", err)
+				warn.Unlock()
+			}
+			return nil
+		})
 	}
-	if failed > 0 {
-		return fmt.Sprintf("%d of %d %s (%d failed: warnings)", len(ids)-failed, len(ids), verb, failed), nil
+	_ = g.Wait() // every Go returns nil: failures are warnings
+	if err := ctx.Err(); err != nil {
+		return "", fmt.Errorf("%s: %w", strings.Join(each, " "), err)
+	}
+	if n := int(failed.Load()); n > 0 {
+		return fmt.Sprintf("%d of %d %s (%d failed: warnings)", len(ids)-n, len(ids), verb, n), nil
 	}
 	return fmt.Sprintf("%d %s", len(ids), verb), nil
 }

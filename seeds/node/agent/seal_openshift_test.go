@@ -11,10 +11,10 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
-	"errors"
 	"fmt"
 	"io/fs"
 	"math/big"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -24,7 +24,6 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
-	"github.com/snofactory/snofactory/pipeline/clocktest"
 	"github.com/snofactory/snofactory/seeds/contract/wire"
 	"github.com/snofactory/snofactory/seeds/node/seedinfo"
 	"github.com/snofactory/snofactory/seeds/node/steps"
@@ -43,132 +42,6 @@ type exitErr int
 
 func (e exitErr) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
 func (e exitErr) ExitCode() int { return int(e) }
-
-// sealNode is a recording stand-in for the node's commands (oc, systemctl, crictl, podman).
-// No OpenShift node runs here, so the parts of the cluster the seal relies on act as the
-// upstream code they stand for does: setting the pull secret through the API rewrites the
-// etcd stand-in file (kube-apiserver), and after two polls the MCO stand-in writes the
-// placeholder to config.json and currentconfig and readies the pool (the MCO's rollout);
-// recert's stand-in writes its clean summary and the kubeadmin hash it was given into the
-// etcd stand-in (recert's kubeadmin_password_hash).
-type sealNode struct {
-	t      *testing.T
-	root   string
-	cmds   [][]string
-	polls  int  // MachineConfigPool reads after the placeholder went in
-	set    bool // the placeholder went in
-	never  bool // the MCO never rolls the placeholder out
-	crioUp bool
-}
-
-func (n *sealNode) etcdFile() string { return filepath.Join(n.root, "var/lib/etcd/member/snap/db") }
-
-func (n *sealNode) write(p, body string) {
-	n.t.Helper()
-	if err := os.MkdirAll(filepath.Dir(filepath.Join(n.root, p)), 0o755); err != nil {
-		n.t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(n.root, p), []byte(body), 0o600); err != nil {
-		n.t.Fatal(err)
-	}
-}
-
-func newSealNode(t *testing.T) *sealNode {
-	n := &sealNode{t: t, root: t.TempDir(), crioUp: true}
-	for p, body := range map[string]string{
-		"etc/hostname":                                                     "localhost.localdomain\n", // not the node's name: the seal must not read it
-		"etc/machine-id":                                                   "0123456789abcdef\n",
-		"etc/ssh/ssh_host_ed25519_key":                                     "k",
-		"var/lib/kubelet/config.json":                                      buildPullSecret,
-		"etc/machine-config-daemon/currentconfig":                          `{"spec":{"config":{"storage":{"files":[{"path":"/var/lib/kubelet/config.json","contents":{"source":"data:,` + buildPullSecret + `"}}]}}}}`,
-		"etc/mcs-machine-config-content.json":                              `{"pull":"` + buildSecretToken + `"}`,
-		"var/lib/etcd/member/snap/db":                                      "secret/openshift-config/pull-secret=" + buildPullSecret + "\nsecret/kube-system/kubeadmin=" + factoryAdminHash + "\n",
-		"etc/kubernetes/manifests/etcd-pod.yaml":                           "etcd",
-		"var/lib/ovn-ic/etc/ovnkube-node-certs/ovnkube-client-current.pem": "c",
-		"etc/cni/multus/certs/multus-client-current.pem":                   "c",
-		"var/log/journal/x/system.journal":                                 "j",
-		"etc/default/nodeip-configuration":                                 "KUBELET_NODEIP_HINT=192.168.127.0\n",
-	} {
-		n.write(p, body)
-	}
-	return n
-}
-
-func (n *sealNode) run(_ context.Context, name string, args ...string) ([]byte, error) {
-	argv := append([]string{name}, args...)
-	n.cmds = append(n.cmds, argv)
-	line := strings.Join(argv, " ")
-	switch {
-	case name == "oc" && strings.Contains(line, "--raw /readyz"):
-		if len(n.cmds) < 2 {
-			return nil, errors.New("connection refused")
-		}
-		return []byte("ok"), nil
-	case name == "oc" && strings.Contains(line, "clusterversion.config.openshift.io/version"):
-		return clusterObjects(n.t), nil
-	case name == "oc" && strings.Contains(line, "get nodes"):
-		return []byte(`{"kind":"List","items":[{"kind":"Node","metadata":{"name":"seed-node"},"status":{"addresses":[
-			{"type":"InternalIP","address":"fd00:127::10"},{"type":"InternalIP","address":"192.168.127.10"},{"type":"Hostname","address":"seed-node"}]}}]}`), nil
-	case name == "oc" && strings.Contains(line, "secret/router-ca"):
-		return routerCA(n.t), nil
-	case name == "oc" && strings.Contains(line, "set data secret/pull-secret"):
-		from := strings.TrimPrefix(argv[len(argv)-1], "--from-file=.dockerconfigjson=")
-		b, err := os.ReadFile(from)
-		if err != nil {
-			return nil, err
-		}
-		etcd, _ := os.ReadFile(n.etcdFile())
-		os.WriteFile(n.etcdFile(), bytes.ReplaceAll(etcd, []byte(buildPullSecret), b), 0o600)
-		n.set = true
-		return nil, nil
-	case name == "oc" && strings.Contains(line, "get machineconfigpools"):
-		ready := 1
-		if n.set && !n.never {
-			n.polls++
-			if n.polls == 2 { // the MCO's rollout lands
-				n.write("var/lib/kubelet/config.json", PlaceholderPullSecret)
-				n.write("etc/machine-config-daemon/currentconfig", `{"spec":{"config":{"storage":{"files":[{"path":"/var/lib/kubelet/config.json","contents":{"source":"data:,`+PlaceholderPullSecret+`"}}]}}}}`)
-				n.write("etc/mcs-machine-config-content.json", `{"pull":"placeholder"}`)
-			}
-			if n.polls < 2 {
-				ready = 0
-			}
-		}
-		return fmt.Appendf(nil, `{"items":[{"metadata":{"name":"master"},"spec":{"configuration":{"name":"rendered-master-new"}},
-			"status":{"configuration":{"name":"rendered-master-new"},"machineCount":1,"readyMachineCount":%d}}]}`, ready), nil
-	case name == "oc" && strings.Contains(line, "get machineconfigs"):
-		return []byte(`{"items":[{"metadata":{"name":"00-master"}},{"metadata":{"name":"rendered-master-old"}},{"metadata":{"name":"rendered-master-new"}}]}`), nil
-	case name == "oc" && strings.Contains(line, "delete"):
-		return nil, nil
-	case line == "systemctl is-active crio":
-		if !n.crioUp {
-			return nil, exitErr(3)
-		}
-		return []byte("active\n"), nil
-	case line == "crictl ps -q":
-		return []byte("c1\nc2\n"), nil
-	case line == "crictl pods -q":
-		return []byte("p1\np2\n"), nil
-	case line == "crictl rmp -f p2":
-		return nil, errors.New("sandbox p2: network teardown failed")
-	case name == "podman" && slices.Contains(argv, "--env"):
-		i := slices.IndexFunc(argv, func(a string) bool { return strings.HasPrefix(a, "RECERT_CONFIG=") })
-		cfgPath := filepath.Join(n.root, strings.TrimPrefix(argv[i], "RECERT_CONFIG="))
-		b, err := os.ReadFile(cfgPath)
-		if err != nil {
-			return nil, fmt.Errorf("recert: %w", err)
-		}
-		var cfg struct {
-			Hash string `json:"kubeadmin_password_hash"`
-		}
-		json.Unmarshal(b, &cfg)
-		etcd, _ := os.ReadFile(n.etcdFile())
-		os.WriteFile(n.etcdFile(), bytes.ReplaceAll(etcd, []byte(factoryAdminHash), []byte(cfg.Hash)), 0o600)
-		n.write(RecertSeedSummary[1:], "cluster_crypto: {}\n")
-		return nil, nil
-	}
-	return nil, nil
-}
 
 func clusterObjects(t *testing.T) []byte {
 	ic := "apiVersion: v1\nbaseDomain: factory.example\nmetadata:\n  name: seed\nnetworking:\n  machineNetwork:\n  - cidr: 192.168.127.0/24\n"
@@ -197,33 +70,37 @@ func routerCA(t *testing.T) []byte {
 	return fmt.Appendf(nil, `{"data":{"tls.crt":%q}}`, base64.StdEncoding.EncodeToString(crt))
 }
 
-func (n *sealNode) sealer() Sealer {
-	return Sealer{Root: n.root, Run: n.run, Clock: clocktest.New(time.Unix(1_800_000_000, 0)),
-		Request: wire.SealRequest{Version: 1, Target: "openshift", RecertImage: recertImageForTst, EtcdImage: etcdImageForTst,
-			RequiredFiles: []string{"/etc/default/nodeip-configuration"}}}
-}
-
-// index is where the first command starting with prefix ran, -1 if none did.
-func (n *sealNode) index(prefix string) int {
-	return slices.IndexFunc(n.cmds, func(c []string) bool { return strings.HasPrefix(strings.Join(c, " "), prefix) })
-}
-
 // The OpenShift seal takes lifecycle-agent's steps in lifecycle-agent's order, runs exactly
-// the list its dry run prints, and leaves neither the build's pull secret nor the
-// factory's kubeadmin password anywhere in the sealed tree.
+// the list its dry run prints, leaves every file a MachineConfig owns as the MCD expects
+// it, and leaves neither the build's pull secret nor the factory's kubeadmin password
+// anywhere in the sealed tree.
 func TestSealOpenShiftFollowsLCA(t *testing.T) {
 	n := newSealNode(t)
 	s := n.sealer()
 	done, err := s.Seal(context.Background())
 	if err != nil {
-		t.Fatalf("seal: %v\ncommands: %q", err, n.cmds)
+		t.Fatalf("seal: %v\ncommands: %q", err, n.commands())
 	}
 	plan := s.Plan()
 	if got, want := names(done), planNames(plan); !slices.Equal(got, want) {
 		t.Errorf("ran %q,\nthe dry run lists %q", got, want)
 	}
-	// Every command the plan shows ran, in the plan's order.
-	at := 0
+	checkPlanRan(t, n, plan)
+	checkLCAOrder(t, n)
+	checkSeedInfo(t, n)
+	checkSeedRecertConfig(t, n)
+	checkSealedFiles(t, n)
+	checkMCDSeesNoDrift(t, n.root)
+	scanForSecrets(t, n.root)
+	if len(n.deployments) != 1 || !n.deployments[0].booted {
+		t.Errorf("ostree deployments left: %+v, want the booted one alone", n.deployments)
+	}
+}
+
+// checkPlanRan: every command the plan shows ran, in the plan's order.
+func checkPlanRan(t *testing.T, n *sealNode, plan []steps.Step) {
+	t.Helper()
+	cmds, at := n.commands(), 0
 	for _, st := range plan {
 		if len(st.Argv) == 0 || st.Name == "recert-etcd-stop" {
 			continue
@@ -232,42 +109,55 @@ func TestSealOpenShiftFollowsLCA(t *testing.T) {
 		if st.Name == "recert" { // its config path and mounts are the plan's; compare the head
 			want = strings.Join(st.Argv[:8], " ")
 		}
-		i := slices.IndexFunc(n.cmds[at:], func(c []string) bool { return strings.HasPrefix(strings.Join(c, " "), want) })
+		i := slices.IndexFunc(cmds[at:], func(c []string) bool { return strings.HasPrefix(strings.Join(c, " "), want) })
 		if i < 0 {
-			t.Fatalf("step %s: %q did not run after command %d:\n%q", st.Name, want, at, n.cmds)
+			t.Fatalf("step %s: %q did not run after command %d:\n%q", st.Name, want, at, cmds)
 		}
 		at += i + 1
 	}
-	// lifecycle-agent's order (OPENSHIFT-SEED.md 1b.5-6, then 1c.6, then 1c.7): the pull
-	// secret is replaced through the API while the cluster runs; then kubelet is stopped
-	// and disabled first, containers stopped, sandboxes removed, CRI-O stopped; then recert.
+}
+
+// checkLCAOrder: lifecycle-agent's order (OPENSHIFT-SEED.md 1b.5-6, then 1c.6, then 1c.7):
+// the pull secret is replaced through the API while the cluster runs; then kubelet is
+// stopped and disabled first, containers stopped, sandboxes removed, CRI-O stopped; then
+// recert; then the deployments but the booted one go (image-based install deploys one).
+func checkLCAOrder(t *testing.T, n *sealNode) {
+	t.Helper()
+	oc := "oc --kubeconfig " + filepath.Join(n.root, LocalhostKubeConfig)
 	order := []string{
-		"oc --kubeconfig " + filepath.Join(n.root, LocalhostKubeConfig) + " -n openshift-config set data secret/pull-secret",
-		"oc --kubeconfig " + filepath.Join(n.root, LocalhostKubeConfig) + " delete machineconfigs.machineconfiguration.openshift.io rendered-master-old",
+		oc + " -n openshift-config set data secret/pull-secret",
+		oc + " delete machineconfigs.machineconfiguration.openshift.io rendered-master-old",
 		"systemctl stop kubelet.service", "systemctl disable kubelet.service", "systemctl is-active crio",
-		"crictl ps -q", "crictl stop --timeout 5 c1", "crictl stop --timeout 5 c2",
-		"crictl pods -q", "crictl rmp -f p1", "crictl rmp -f p2", "systemctl stop crio.service",
+		"crictl ps -q", "crictl stop --timeout 5 ", "crictl pods -q", "crictl rmp -f p1", "crictl rmp -f p2", "systemctl stop crio.service",
 		"podman run --detach --rm --replace --name snofactory-recert-etcd", "curl --silent --fail --max-time 5 http://localhost:2379/health",
 		"podman run --rm --replace --name snofactory-recert", "podman stop snofactory-recert-etcd",
+		"rpm-ostree status --json", "ostree admin undeploy 2", "ostree admin undeploy 0",
 		"systemctl enable snofactory-reconfigure.service",
 	}
 	last := -1
 	for _, o := range order {
 		i := n.index(o)
 		if i <= last {
-			t.Errorf("%q ran at %d, want after %d:\n%q", o, i, last, n.cmds)
+			t.Errorf("%q ran at %d, want after %d:\n%q", o, i, last, n.commands())
 		}
 		last = i
 	}
-	if i := n.index("oc --kubeconfig " + filepath.Join(n.root, LocalhostKubeConfig) + " delete machineconfigs.machineconfiguration.openshift.io rendered-master-old"); i >= 0 &&
-		slices.Contains(n.cmds[i], "rendered-master-new") {
-		t.Error("the rendered config the pool uses was deleted")
+	cmds := n.commands()
+	if i := n.index(oc + " delete machineconfigs"); i < 0 || slices.Contains(cmds[i], "rendered-master-new") || slices.Contains(cmds[i], "00-master") {
+		t.Errorf("deleted %q: only the rendered config no pool uses may go", cmds[max(i, 0)])
 	}
-	if slices.ContainsFunc(n.cmds, func(c []string) bool { return strings.Join(c, " ") == "systemctl disable crio.service" }) {
+	stops := slices.DeleteFunc(slices.Clone(cmds), func(c []string) bool { return !strings.HasPrefix(strings.Join(c, " "), "crictl stop --timeout 5 ") })
+	if len(stops) != len(n.containers) || n.stopsMax != containerStops {
+		t.Errorf("%d of %d containers stopped, at most %d at once; lifecycle-agent stops %d at once", len(stops), len(n.containers), n.stopsMax, containerStops)
+	}
+	if slices.ContainsFunc(cmds, func(c []string) bool { return strings.Join(c, " ") == "systemctl disable crio.service" }) {
 		t.Error("CRI-O was disabled: lifecycle-agent only stops it")
 	}
+}
 
-	// The identity comes from the cluster's objects.
+// checkSeedInfo: the identity comes from the cluster's objects.
+func checkSeedInfo(t *testing.T, n *sealNode) {
+	t.Helper()
 	info, err := seedinfo.Read(filepath.Join(n.root, seedinfo.File))
 	if err != nil {
 		t.Fatal(err)
@@ -278,8 +168,12 @@ func TestSealOpenShiftFollowsLCA(t *testing.T) {
 		info.OCPVersion != "4.20.3" || info.RecertImage != recertImageForTst {
 		t.Errorf("seed info = %+v", info)
 	}
+}
 
-	// The seed-time recert forced expiry, defragmented etcd and left a disposable hash.
+// checkSeedRecertConfig: the seed-time recert forced expiry, defragmented etcd, left a
+// disposable hash and was given the placeholder exactly as the MCO wrote it.
+func checkSeedRecertConfig(t *testing.T, n *sealNode) {
+	t.Helper()
 	cfg, err := os.ReadFile(filepath.Join(n.root, SealWorkDir, "recert_config.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -290,11 +184,12 @@ func TestSealOpenShiftFollowsLCA(t *testing.T) {
 		Hash        string `json:"kubeadmin_password_hash"`
 		Summary     string `json:"summary_file_clean"`
 		Extend      bool   `json:"extend_expiration"`
+		PullSecret  string `json:"pull_secret"`
 	}
 	if err := json.Unmarshal(cfg, &rc); err != nil {
 		t.Fatal(err)
 	}
-	if !rc.ForceExpire || !rc.Defrag || rc.Extend || rc.Summary != RecertSeedSummary {
+	if !rc.ForceExpire || !rc.Defrag || rc.Extend || rc.Summary != RecertSeedSummary || rc.PullSecret != PlaceholderPullSecret+"\n" {
 		t.Errorf("recert config %s", cfg)
 	}
 	if _, err := bcrypt.Cost([]byte(rc.Hash)); err != nil || rc.Hash == factoryAdminHash {
@@ -303,29 +198,90 @@ func TestSealOpenShiftFollowsLCA(t *testing.T) {
 	if fi, err := os.Stat(filepath.Join(n.root, SealWorkDir, "recert_config.json")); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("recert config mode: %v %v", fi.Mode(), err)
 	}
+}
 
-	// The unit the site runs, outside MachineConfigs.
+// checkSealedFiles: lifecycle-agent's exclusions are gone, what a MachineConfig owns and
+// what the site's recert needs stay.
+func checkSealedFiles(t *testing.T, n *sealNode) {
+	t.Helper()
 	unit, err := os.ReadFile(filepath.Join(n.root, ReconfigureUnitPath))
 	if err != nil || !bytes.Contains(unit, []byte("ExecStart="+AgentPath+" agent reconfigure")) {
 		t.Errorf("reconfigure unit: %s %v", unit, err)
 	}
-
-	// Per-node state as upstream lists it.
-	for _, gone := range []string{"var/lib/ovn-ic/etc/ovnkube-node-certs/ovnkube-client-current.pem", "etc/cni/multus/certs/multus-client-current.pem",
-		"var/log/journal/x/system.journal", "etc/ssh/ssh_host_ed25519_key"} {
-		if _, err := os.Stat(filepath.Join(n.root, gone)); err == nil {
+	exists := func(p string) bool { _, err := os.Lstat(filepath.Join(n.root, p)); return err == nil }
+	for _, gone := range []string{"var/lib/ovn-ic/etc/ovnkube-node-certs", "etc/cni/multus/certs/multus-client-current.pem",
+		"var/log/journal", "var/lib/log/x", "var/lib/cni/bin/ovn-k8s-cni-overlay", "var/roothome/.bash_history", "var/home/core/.bash_history",
+		"etc/NetworkManager/system-connections/br-ex.nmconnection", "etc/NetworkManager/system-connections/ovs-if-phys0.nmconnection",
+		"etc/openvswitch/conf.db", "etc/openvswitch/.conf.db.~lock~", "etc/hostname", "etc/machine-config-daemon/orig/var/lib/kubelet",
+		deployment{osname: "rhcos", checksum: checksum("bootimage")}.dir(), deployment{osname: "rhcos", checksum: checksum("pending")}.dir()} {
+		if exists(gone) {
 			t.Errorf("%s survived the seal", gone)
 		}
 	}
+	for _, kept := range []string{"etc/ssh/ssh_host_ed25519_key", "etc/ssh/ssh_host_ed25519_key.pub", ownedNMProfile[1:], kubeletAuthFile[1:],
+		"var/lib/containers/storage/overlay/l1/diff/root/.bash_history", "var/log", "etc/NetworkManager/system-connections",
+		deployment{osname: "rhcos", checksum: checksum("booted")}.dir() + "/etc/hostname"} {
+		if !exists(kept) {
+			t.Errorf("%s is gone", kept)
+		}
+	}
+}
 
-	// Secret scan: neither the build's pull secret nor the factory's kubeadmin hash is
-	// anywhere in the sealed tree, the etcd stand-in included.
-	filepath.WalkDir(n.root, func(p string, d fs.DirEntry, err error) error {
+// checkMCDSeesNoDrift checks every file of the node's currentconfig on disk as the MCD does
+// (machine-config-operator pkg/daemon/on_disk_validation.go checkV3Files,
+// checkFileContentsAndMode: the decoded contents byte for byte, and the mode).
+func checkMCDSeesNoDrift(t *testing.T, root string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, MCDCurrentConfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mc struct {
+		Spec struct {
+			Config struct {
+				Storage struct {
+					Files []struct {
+						Path     string `json:"path"`
+						Mode     int    `json:"mode"`
+						Contents struct {
+							Source string `json:"source"`
+						} `json:"contents"`
+					} `json:"files"`
+				} `json:"storage"`
+			} `json:"config"`
+		} `json:"spec"`
+	}
+	if err := json.Unmarshal(b, &mc); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range mc.Spec.Config.Storage.Files {
+		want, err := url.PathUnescape(strings.TrimPrefix(f.Contents.Source, "data:,"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fi, err := os.Lstat(filepath.Join(root, f.Path))
+		if err != nil {
+			t.Errorf("the MCD would degrade the pool: could not stat file %q: %v", f.Path, err)
+			continue
+		}
+		got, _ := os.ReadFile(filepath.Join(root, f.Path))
+		if string(got) != want || fi.Mode().Perm() != os.FileMode(f.Mode) {
+			t.Errorf("the MCD would degrade the pool: content or mode mismatch for file %q (mode %v, want %v)", f.Path, fi.Mode().Perm(), os.FileMode(f.Mode))
+		}
+	}
+}
+
+// scanForSecrets: neither the build's pull secret nor the factory's kubeadmin hash is
+// anywhere in the tree, the etcd stand-in, the node's /etc and ostree's deployments
+// included. The token is base64, so it reads the same in a percent-escaped data URL.
+func scanForSecrets(t *testing.T, root string) {
+	t.Helper()
+	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
 		b, _ := os.ReadFile(p)
-		for _, secret := range []string{buildSecretToken, factoryAdminHash} {
+		for _, secret := range []string{buildSecretToken, factoryAdminHash, base64.StdEncoding.EncodeToString([]byte(buildPullSecret))} {
 			if bytes.Contains(b, []byte(secret)) {
 				t.Errorf("%s still holds %.12s…", p, secret)
 			}
@@ -334,12 +290,20 @@ func TestSealOpenShiftFollowsLCA(t *testing.T) {
 	})
 }
 
-// The scan can fail: before the seal the tree holds both secrets.
+// The scan can fail: before the seal the tree holds both secrets, in etcd, in the
+// machine-config server's first config and in the first boot's deployment.
 func TestSealSecretScanCanFail(t *testing.T) {
 	n := newSealNode(t)
+	for _, p := range []string{"var/lib/etcd/member/snap/db", "etc/mcs-machine-config-content.json",
+		n.deployments[2].dir() + "/etc/mcs-machine-config-content.json", MCDCurrentConfig[1:], kubeletAuthFile[1:]} {
+		b, err := os.ReadFile(filepath.Join(n.root, p))
+		if err != nil || !bytes.Contains(b, []byte(buildSecretToken)) {
+			t.Errorf("the stand-in's %s does not hold the build's pull secret: %v", p, err)
+		}
+	}
 	etcd, _ := os.ReadFile(n.etcdFile())
-	if !bytes.Contains(etcd, []byte(buildSecretToken)) || !bytes.Contains(etcd, []byte(factoryAdminHash)) {
-		t.Fatal("the stand-in etcd does not hold the secrets the scan looks for")
+	if !bytes.Contains(etcd, []byte(factoryAdminHash)) {
+		t.Fatal("the stand-in etcd does not hold the kubeadmin hash the scan looks for")
 	}
 }
 
@@ -394,8 +358,9 @@ func TestSealPlanOpenShift(t *testing.T) {
 	got := planNames(plan)
 	want := []string{"relocation-config", "api", "read-cluster", "read-node", "seed-identity", "pull-secret-placeholder",
 		"pull-secret-rollout", "old-rendered-configs", "kubelet-stop", "kubelet-disable", "crio-active", "containers-stop",
-		"sandboxes-remove", "crio-stop", "recert-etcd", "recert", "recert-etcd-stop", "per-node-state", "machine-id",
-		"ssh-host-keys", "pull-secret", "reconfigure-images", "reconfigure-unit", "reconfigure-enable", "sealed"}
+		"sandboxes-remove", "crio-stop", "recert-etcd", "recert", "recert-etcd-stop", "rollback-deployment", "per-node-state",
+		"shell-history", "factory-etc", "machine-id", "ssh-host-keys", "pull-secret", "reconfigure-images", "reconfigure-unit",
+		"reconfigure-enable", "sealed"}
 	if !slices.Equal(got, want) {
 		t.Errorf("plan %q,\nwant %q", got, want)
 	}

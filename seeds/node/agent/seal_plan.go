@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -186,41 +187,30 @@ func (s Sealer) requiredFiles() sealAction {
 // pullSecretPaths are where a node keeps the build-time pull secret: the kubelet's and
 // CRI-O's global pull secret, and the registry auth files of root.
 func pullSecretPaths() []string {
-	return []string{"/var/lib/kubelet/config.json", "/root/.docker/config.json", "/run/containers/0/auth.json", "/etc/containers/auth.json"}
+	return []string{kubeletAuthFile, "/root/.docker/config.json", "/run/containers/0/auth.json", "/etc/containers/auth.json"}
 }
 
-// perNodeState is what belongs to this one boot of this one machine and must not ship:
-// logs, scratch, pods, CNI leases, and the per-node OVN and multus certificates
-// lifecycle-agent removes (seedcreator.go removeOvnCertsFolders).
-func perNodeState() []string {
-	return []string{"/var/log", "/var/tmp", "/var/lib/kubelet/pods", "/var/lib/cni/networks", "/var/lib/ovn-ic/etc",
-		"/var/lib/ovn-ic/etc/ovnkube-node-certs", "/etc/cni/multus/certs"}
-}
+// kubeletAuthFile is the kubelet's and CRI-O's pull secret. On OpenShift a MachineConfig
+// owns it (machine-config-operator templates/common/_base/files/pull-secret.yaml).
+const kubeletAuthFile = "/var/lib/kubelet/config.json"
 
 // nodeStateActions clear what must not ship, on every target.
 func (s Sealer) nodeStateActions() []sealAction {
 	req := s.Request
 	acts := []sealAction{
-		{steps.Step{Name: "per-node-state", Changes: perNodeState(), Detail: "emptied, the directories kept"}, func(context.Context) (string, error) {
-			n, err := clearTrees(s.Root, perNodeState())
-			if err != nil {
-				return "", err
-			}
-			return fmt.Sprintf("%d entries removed under %s", n, strings.Join(perNodeState(), ", ")), nil
-		}},
-		{steps.Step{Name: "machine-id", Changes: []string{"/etc/machine-id"}, Detail: "emptied: the site's first boot makes a new one"}, func(context.Context) (string, error) {
+		s.removeAction("per-node-state", perNodeState(), "emptied, the directories kept; a file a MachineConfig owns stays"),
+		s.removeAction("shell-history", []string{shellHistory}, "the factory's shells (lifecycle-agent's */.bash_history)"),
+	}
+	if req.Target.IsOpenShift() {
+		acts = append(acts, s.removeAction("factory-etc", factoryEtcState(), "what lifecycle-agent leaves out of a seed's /etc; a file a MachineConfig owns stays"))
+	}
+	acts = append(acts,
+		sealAction{steps.Step{Name: "machine-id", Changes: []string{"/etc/machine-id"}, Detail: "emptied: the site's first boot makes a new one"}, func(context.Context) (string, error) {
 			return "emptied: the site's first boot makes a new one", truncateIfExists(s.under("/etc/machine-id"))
 		}},
-		// Upstream leaves the host keys for recert to replace at the site; removing them here
-		// also keeps one seed's sites from sharing keys when a site run keeps them.
-		{steps.Step{Name: "ssh-host-keys", Changes: []string{"/etc/ssh/ssh_host_*"}, Detail: "removed: regenerated at the site"}, func(context.Context) (string, error) {
-			keys, _ := filepath.Glob(s.under("/etc/ssh/ssh_host_*"))
-			return fmt.Sprintf("%d removed", len(keys)), removeAll(keys)
-		}},
-		{steps.Step{Name: "pull-secret", Changes: pullSecretPaths(), Detail: "the build's pull secret files shredded"}, func(context.Context) (string, error) {
-			return s.removePullSecretFiles()
-		}},
-	}
+		s.sshHostKeysAction(),
+		s.pullSecretAction(),
+	)
 	if s.BootDir != "" {
 		cfg := filepath.Join(s.BootDir, "ignition", "config.ign")
 		acts = append(acts, sealAction{steps.Step{Name: "ignition-config", Changes: []string{cfg}, Detail: "the first-boot config may embed secrets"}, func(context.Context) (string, error) {
@@ -278,13 +268,84 @@ func (s Sealer) siteIdentityAction() sealAction {
 	}}
 }
 
+// removeAction removes the node paths ps (DIR/ is emptied, kept), sparing every file a
+// MachineConfig owns: the machine-config daemon would report it missing.
+func (s Sealer) removeAction(name string, ps []string, detail string) sealAction {
+	return sealAction{steps.Step{Name: name, Changes: ps, Detail: detail}, func(context.Context) (string, error) {
+		owned, err := mcOwned(s.Root)
+		if err != nil {
+			return "", err
+		}
+		r := removal{root: s.Root, owned: owned}
+		for _, p := range ps {
+			if p == shellHistory {
+				err = r.removeShellHistory()
+			} else {
+				err = r.remove(p)
+			}
+			if err != nil {
+				return "", err
+			}
+		}
+		return r.detail(), nil
+	}}
+}
+
+// sshHostKeysAction keeps the host keys on OpenShift, as lifecycle-agent does: the site's
+// recert replaces them (regenerate_server_ssh_keys), so no two sites share keys, and stops
+// when it finds none (recert src/server_ssh_keys.rs remove_old_keys: "No SSH server keys
+// found"). Elsewhere they go, and the site's sshd-keygen makes new ones at its first boot
+// (Fedora's openssh sshd-keygen@.service, ConditionFileNotEmpty=|!/etc/ssh/ssh_host_%i_key).
+func (s Sealer) sshHostKeysAction() sealAction {
+	if s.Request.Target.IsOpenShift() {
+		return sealAction{steps.Step{Name: "ssh-host-keys", Detail: "kept: the site's recert replaces them"}, func(context.Context) (string, error) {
+			keys, _ := filepath.Glob(s.under("/etc/ssh/ssh_host_*"))
+			return fmt.Sprintf("%d kept for the site's recert to replace", len(keys)), nil
+		}}
+	}
+	return sealAction{steps.Step{Name: "ssh-host-keys", Changes: []string{"/etc/ssh/ssh_host_*"}, Detail: "removed: regenerated at the site"}, func(context.Context) (string, error) {
+		keys, _ := filepath.Glob(s.under("/etc/ssh/ssh_host_*"))
+		return fmt.Sprintf("%d removed", len(keys)), removeAll(keys)
+	}}
+}
+
+// pullSecretAction shreds the pull secret files unless the request keeps them. A file a
+// MachineConfig owns is not removed (the MCD checks it) but must hold the placeholder the
+// MCO rolled out, as lifecycle-agent's seed carries it (seedgen_controller.go
+// waitForPullSecretOverride; seedcreator.go backupVar adds every MCD-managed file).
+func (s Sealer) pullSecretAction() sealAction {
+	step := steps.Step{Name: "pull-secret", Changes: pullSecretPaths(), Detail: "the build's pull secret files shredded"}
+	if s.Request.Target.IsOpenShift() {
+		step.Changes = slices.DeleteFunc(pullSecretPaths(), func(p string) bool { return p == kubeletAuthFile })
+		step.Detail = "the build's pull secret files shredded; " + kubeletAuthFile + ", which a MachineConfig owns, must hold the placeholder and stays"
+	}
+	if s.Request.KeepPullSecret {
+		step.Changes, step.Detail = nil, "kept: the blueprint keeps it"
+	}
+	return sealAction{step, func(context.Context) (string, error) { return s.removePullSecretFiles() }}
+}
+
 // removePullSecretFiles shreds the pull secret files unless the request keeps them.
 func (s Sealer) removePullSecretFiles() (string, error) {
 	if s.Request.KeepPullSecret {
 		return "kept: the blueprint keeps it", nil
 	}
-	var removed []string
+	owned, err := mcOwned(s.Root)
+	if err != nil {
+		return "", err
+	}
+	if s.Request.Target.IsOpenShift() {
+		owned[kubeletAuthFile] = true
+	}
+	var removed, kept []string
 	for _, p := range pullSecretPaths() {
+		if owned[p] {
+			if err := s.holdsPlaceholder(p); err != nil {
+				return "", err
+			}
+			kept = append(kept, p)
+			continue
+		}
 		err := shred(s.under(p))
 		switch {
 		case err == nil:
@@ -293,8 +354,26 @@ func (s Sealer) removePullSecretFiles() (string, error) {
 			return "", fmt.Errorf("removing the pull secret: %w", err)
 		}
 	}
-	if len(removed) == 0 {
-		return "none on the node", nil
+	d := "none on the node"
+	if len(removed) > 0 {
+		d = "removed " + strings.Join(removed, ", ")
 	}
-	return "removed " + strings.Join(removed, ", "), nil
+	if len(kept) > 0 {
+		d += "; the placeholder stays in " + strings.Join(kept, ", ")
+	}
+	return d, nil
+}
+
+// holdsPlaceholder refuses a MachineConfig-owned pull secret file that holds anything but
+// the placeholder. Its content is never quoted: it may be the build's secret.
+func (s Sealer) holdsPlaceholder(p string) error {
+	b, err := os.ReadFile(s.under(p))
+	if err != nil {
+		return fmt.Errorf("%s, which a MachineConfig owns, cannot be read: %w", p, err)
+	}
+	if canonicalJSON(b) != canonicalJSON([]byte(PlaceholderPullSecret)) {
+		return fmt.Errorf("%s, which a MachineConfig owns, holds a pull secret other than the placeholder, and the seal cannot remove it "+
+			"(the machine-config daemon would find it missing and degrade the pool): let the MCO roll the placeholder in openshift-config/pull-secret out to the node, then seal again", p)
+	}
+	return nil
 }

@@ -39,6 +39,7 @@ func TestSeal(t *testing.T) {
 				"etc/machine-id": "0123456789abcdef\n", "etc/ssh/ssh_host_ed25519_key": "k", "etc/ssh/sshd_config": "keep",
 				"var/log/journal/x/system.journal": "j", "var/tmp/scratch": "s", "var/lib/kubelet/config.json": `{"auths":{}}`,
 				"var/lib/kubelet/pods/p1/volume": "v", "usr/bin/tool": "keep", "etc/cni/multus/certs/multus-client.pem": "c",
+				"var/roothome/.bash_history": "h", "var/lib/cni/bin/bridge": "b", "var/lib/log/x": "l", "etc/hostname": "keep",
 			}
 			for p, body := range files {
 				os.MkdirAll(filepath.Join(root, filepath.Dir(p)), 0o755)
@@ -57,12 +58,13 @@ func TestSeal(t *testing.T) {
 			}
 			exists := func(p string) bool { _, err := os.Stat(filepath.Join(root, p)); return err == nil }
 			for _, gone := range []string{"boot/ignition/config.ign", "etc/ssh/ssh_host_ed25519_key", "var/log/journal", "var/tmp/scratch",
-				"var/lib/kubelet/pods/p1", "etc/cni/multus/certs/multus-client.pem"} {
+				"var/lib/kubelet/pods/p1", "etc/cni/multus/certs/multus-client.pem",
+				"var/roothome/.bash_history", "var/lib/cni/bin/bridge", "var/lib/log/x"} {
 				if exists(gone) {
 					t.Errorf("%s survived the seal", gone)
 				}
 			}
-			for _, kept := range []string{"etc/ssh/sshd_config", "usr/bin/tool", "var/log", "var/tmp", wire.SealedFile[1:]} {
+			for _, kept := range []string{"etc/ssh/sshd_config", "usr/bin/tool", "etc/hostname", "var/log", "var/tmp", wire.SealedFile[1:]} {
 				if !exists(kept) {
 					t.Errorf("%s is gone", kept)
 				}
