@@ -3,9 +3,12 @@ package agent
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -147,4 +150,116 @@ func TestReconfigureUnitOrder(t *testing.T) {
 			t.Errorf("the unit lacks %q:\n%s", line, ReconfigureUnit)
 		}
 	}
+}
+
+// Each step's Changes covers every node file the step writes or removes: the steps run one
+// by one on the stand-in node and the tree is compared before and after each. Exempt are
+// the cluster's own writes: etcd's database (API objects, listed as such) and the files the
+// MCO's daemon writes while the seal waits for its rollout.
+func TestSealChangesListEveryPath(t *testing.T) {
+	for _, target := range []oskind.Kind{oskind.OpenShift, oskind.CoreOS} {
+		t.Run(string(target), func(t *testing.T) {
+			n := newSealNode(t)
+			s := n.sealer()
+			s.Request.Target, s.BootDir = target, filepath.Join(n.root, "boot")
+			n.write("boot/ignition/config.ign", "{}", 0o600)
+			if target == oskind.CoreOS { // the conformance OS has no machine-config daemon
+				if err := os.Remove(filepath.Join(n.root, MCDCurrentConfig)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			checkChangesListed(t, n, s.withDefaults())
+		})
+	}
+}
+
+func checkChangesListed(t *testing.T, n *sealNode, s Sealer) {
+	ctx := context.Background()
+	for _, a := range s.actions() {
+		before := snapshot(t, n.root)
+		if _, err := a.do(ctx); err != nil {
+			t.Fatalf("step %s: %v", a.Name, err)
+		}
+		for _, p := range changedPaths(before, snapshot(t, n.root)) {
+			if a.Name == "ignition-config" && p == "/boot/ignition/config.ign" {
+				continue // a host path: the step lists the boot directory as the caller named it
+			}
+			if strings.HasPrefix(p, "/var/lib/etcd/") || a.Name == "pull-secret-rollout" {
+				continue
+			}
+			if !slices.ContainsFunc(a.Changes, func(c string) bool { return covers(c, p) }) {
+				t.Errorf("step %s changed %s, which its Changes %q do not list", a.Name, p, a.Changes)
+			}
+		}
+	}
+}
+
+// snapshot maps each file and link under root (as a node path) to its mode and content.
+func snapshot(t *testing.T, root string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		b, _ := os.ReadFile(p)
+		if d.Type()&fs.ModeSymlink != 0 {
+			b = []byte(must(os.Readlink(p)))
+		}
+		rel, _ := filepath.Rel(root, p)
+		out["/"+filepath.ToSlash(rel)] = fi.Mode().String() + "\x00" + string(b)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func must(s string, err error) string {
+	if err != nil {
+		return err.Error()
+	}
+	return s
+}
+
+// changedPaths are the node paths added, removed or changed between two snapshots.
+func changedPaths(before, after map[string]string) []string {
+	var out []string
+	for p, v := range after {
+		if w, ok := before[p]; !ok || w != v {
+			out = append(out, p)
+		}
+	}
+	for p := range before {
+		if _, ok := after[p]; !ok {
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// covers reads a Changes entry as steps.Step documents it.
+func covers(c, p string) bool {
+	switch {
+	case !strings.HasPrefix(c, "/"):
+		return false
+	case strings.HasSuffix(c, "/"):
+		return strings.HasPrefix(p, c)
+	case strings.Contains(c, "/**/"):
+		pre, base, _ := strings.Cut(c, "/**/")
+		return strings.HasPrefix(p, pre+"/") && path.Base(p) == base
+	}
+	parts := strings.Split(p, "/")
+	for i := len(parts); i > 1; i-- {
+		if ok, _ := path.Match(c, strings.Join(parts[:i], "/")); ok {
+			return true
+		}
+	}
+	return false
 }

@@ -190,6 +190,13 @@ func newSealNode(t *testing.T) *sealNode {
 		}
 		n.write(p, body, mode)
 	}
+	// kubelet is enabled (the MCO's kubelet.service unit is WantedBy=multi-user.target).
+	if err := os.MkdirAll(filepath.Join(n.root, "etc/systemd/system/multi-user.target.wants"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/etc/systemd/system/kubelet.service", filepath.Join(n.root, "etc/systemd/system/multi-user.target.wants/kubelet.service")); err != nil {
+		t.Fatal(err)
+	}
 	return n
 }
 
@@ -257,10 +264,27 @@ func (n *sealNode) systemctlCrictl(line string) ([]byte, error) {
 	case line == "crictl rmp -f p2":
 		// cri-tools cmd/crictl/sandbox.go RemovePodSandbox: CNI teardown can fail.
 		return nil, errors.New("removing the pod sandbox p2: rpc error: code = Unknown desc = failed to destroy network for pod sandbox")
-	case strings.HasPrefix(line, "systemctl "), strings.HasPrefix(line, "crictl rmp -f "):
-		return nil, nil
+	case strings.HasPrefix(line, "systemctl enable "), strings.HasPrefix(line, "systemctl disable "):
+		return n.systemctlEnable(line)
+	case strings.HasPrefix(line, "systemctl stop "), strings.HasPrefix(line, "crictl rmp -f "):
+		return nil, nil // systemctl stop prints nothing; crictl rmp prints the ID (ignored)
 	}
 	return nil, fmt.Errorf("the stand-in does not know %q", line)
+}
+
+// systemctlEnable is systemctl enable/disable of a unit WantedBy=multi-user.target
+// (systemd src/shared/install.c): the wants link is made or removed and reported on stderr,
+// which the seal does not read.
+func (n *sealNode) systemctlEnable(line string) ([]byte, error) {
+	f := strings.Fields(line)
+	link := filepath.Join(n.root, "etc/systemd/system/multi-user.target.wants", f[2])
+	if f[1] == "disable" {
+		return nil, os.Remove(link)
+	}
+	if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+		return nil, err
+	}
+	return nil, os.Symlink("/etc/systemd/system/"+f[2], link)
 }
 
 // crictlStop is cri-tools cmd/crictl/container.go StopContainer. The stops are held until
@@ -386,11 +410,19 @@ func (n *sealNode) pools() []byte {
 func (n *sealNode) podman(argv []string) ([]byte, error) {
 	switch {
 	case argv[0] == "curl":
+		// etcd server/etcdserver/api/etcdhttp/health.go: 200 with this body once healthy
+		// (lifecycle-agent ops.go waitForEtcd reads only the status).
 		return []byte(`{"health":"true","reason":""}`), nil
 	case slices.Contains(argv, "--env"):
 		return n.recert(argv)
+	case slices.Contains(argv, "--detach"):
+		// podman run --detach prints the new container's full ID (lifecycle-agent ops.go
+		// RunUnauthenticatedEtcdServer ignores it).
+		return []byte(checksum("etcd-container") + "\n"), nil
+	case len(argv) > 2 && argv[1] == "stop":
+		return []byte(argv[2] + "\n"), nil // podman stop prints each name it stopped
 	}
-	return nil, nil
+	return nil, fmt.Errorf("the stand-in does not know %q", argv)
 }
 
 // recertConfig is what the recert stand-in reads of RECERT_CONFIG (recert src/config.rs
