@@ -35,6 +35,12 @@ func renderOpenShift(ctx context.Context, opts Options, env *runEnv, rep *Report
 		return err
 	}
 	rep.Manifests = append(rep.Manifests, ManifestFile{Path: icPath, Kind: "InstallConfig", Name: c.ClusterName, Redacted: !opts.KeepSecrets})
+	var live netip.Prefix
+	if opts.Relocation != nil {
+		if live, err = bootstrapAddress(c, *opts.Relocation); err != nil {
+			return fmt.Errorf("render: %w", err)
+		}
+	}
 	extras, err := openshiftManifests(ctx, opts, variant, rep)
 	if err != nil {
 		return err
@@ -45,6 +51,11 @@ func renderOpenShift(ctx context.Context, opts Options, env *runEnv, rep *Report
 	ign, err := runInstaller(ctx, env, installer, c, secrets, extras, rep)
 	if err != nil {
 		return err
+	}
+	if live.IsValid() {
+		if ign, err = addLiveAddress(env, ign, live, rep); err != nil {
+			return err
+		}
 	}
 	if opts.WorkerIgnition {
 		return writeWorkerPointer(env, c, ign, rep)

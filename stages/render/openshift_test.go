@@ -430,7 +430,7 @@ func TestRelocationMachineConfigs(t *testing.T) {
 				all[mc.Concern] = decodedText(t, raw)
 			}
 			for concern, want := range map[string][]string{
-				"internal-ip":         {"/etc/NetworkManager/dispatcher.d/pre-up.d/30-snofactory-internal-ip", "ip addr add 192.168.127.10/24 dev br-ex", `"mode":493`},
+				"internal-ip":         {"/etc/NetworkManager/dispatcher.d/pre-up.d/30-snofactory-internal-ip", "addr=192.168.127.10/24", `[ "$1" = br-ex ]`, `"mode":493`},
 				"node-ip":             {"KUBELET_NODEIP_HINT=192.168.127.0", `KUBELET_NODE_IP=192.168.127.10`, "CONTAINER_STREAM_ADDRESS=192.168.127.10", "crio.service", "30-snofactory-node-ip.conf"},
 				"seal-service":        {SealUnit, `"enabled":true`, "ConditionPathExists=/dev/disk/by-id/virtio-snofactory-seal", SealScript},
 				"kubelet-cert-window": {ShipmentFile, `"kubeletClientCertMinValidity": "240h0m0s"`},

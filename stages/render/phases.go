@@ -5,9 +5,11 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"strings"
 
 	"github.com/snofactory/snofactory/seeds/contract/wire"
+	"github.com/snofactory/snofactory/stages/internal/handoff"
 )
 
 // The OpenShift install phases reach the factory host from units render adds: some to the
@@ -236,4 +238,132 @@ func listAt(cfg map[string]any, section, list string) []any {
 func field(v any, key string) any {
 	m, _ := v.(map[string]any)
 	return m[key]
+}
+
+// The live system carries the relocation address too. The bootstrap etcd takes the first
+// address of the host inside the machine network as its member's peer and client address
+// (cluster-etcd-operator pkg/cmd/render/bootstrap_ip.go getBootstrapIP, run by the
+// installer's bootkube.sh), and bootstrap-in-place carries that member's data to the disk
+// (installer bootstrap-in-place.sh, master-update.fcc: etcd-data to /var/lib/etcd). The
+// installed node's InternalIP is the relocation address, and nothing in the cluster moves an
+// SNO's etcd member to another address, so the live system must already have it when
+// bootkube renders etcd.
+const (
+	// LiveAddressScript is internalIPScript, run without arguments.
+	LiveAddressScript = "/usr/local/bin/snofactory-internal-ip"
+	// LiveAddressUnit runs it once the network is online, before bootkube.service renders
+	// etcd and before the bootstrap kubelet starts.
+	LiveAddressUnit = "snofactory-internal-ip.service"
+)
+
+// liveAddressUnitText is LiveAddressUnit for the address p. It is wanted by
+// multi-user.target, not required by bootkube.service: should it fail, bootkube goes on with
+// the address it finds and validate's etcd-endpoints check names both addresses, where a
+// bootkube held back would only stall the install.
+func liveAddressUnitText(p netip.Prefix) string {
+	return "[Unit]\nDescription=snofactory: add the relocation address " + p.String() +
+		" before the bootstrap etcd chooses its member address\n" +
+		"Wants=network-online.target\nAfter=network-online.target\nBefore=kubelet.service bootkube.service\n\n" +
+		"[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStart=" + LiveAddressScript + "\n\n" +
+		"[Install]\nWantedBy=multi-user.target\n"
+}
+
+// liveAddressButane is the live system's address script and unit, as Butane.
+func liveAddressButane(fcos string, p netip.Prefix) butane {
+	t := true
+	return butane{Variant: "fcos", Version: fcos,
+		Storage: &butaneStorage{Files: []butaneFile{{Path: LiveAddressScript, Mode: 0o755, Overwrite: true, Contents: butaneContents{Inline: internalIPScript(p)}}}},
+		Systemd: &butaneSystemd{Units: []butaneUnit{{Name: LiveAddressUnit, Enabled: &t, Contents: liveAddressUnitText(p)}}},
+	}
+}
+
+// withLiveAddress returns the bootstrap-in-place config ign with the address script and unit
+// added, refusing a path or unit name the installer already uses.
+func withLiveAddress(ign []byte, p netip.Prefix) ([]byte, error) {
+	version, err := configVersion(ign)
+	if err != nil {
+		return nil, &ReportError{What: installerIgnition, Err: err}
+	}
+	s, ok := specs[version]
+	if !ok {
+		return nil, &ReportError{What: installerIgnition, Err: fmt.Errorf("ignition spec %s is not one render can add to (%s)", version, strings.Join(specVersions(), ", "))}
+	}
+	own, err := translateOwn("live relocation address unit", liveAddressButane(s.fcos, p), false)
+	if err != nil {
+		return nil, err
+	}
+	return appendEntries(ign, own)
+}
+
+// factoryGuestAddr is the address qemu's user network gives the factory VM by DHCP (its
+// defaults: net 10.0.2.0/24, dhcpstart 10.0.2.15; qemu-options.hx, -netdev user).
+var factoryGuestAddr = netip.MustParseAddr("10.0.2.15")
+
+// bootstrapAddress is the relocation address the live system adds, once it is certain that
+// the bootstrap etcd will choose it. cluster-etcd-operator's render takes one machine
+// network, the first of the primary family (IPv6 when the first service network is:
+// pkg/cmd/render/render.go getMachineCIDR and preferIPv6), and getBootstrapIP keeps only
+// addresses inside it, the first it lists winning. So that network must contain the
+// relocation address and not the factory VM's own, which its interface lists first; a
+// machine network defaulted to the relocation subnet (effectiveCluster) does both.
+func bootstrapAddress(c *OpenShift, r Relocation) (netip.Prefix, error) {
+	p, err := netip.ParsePrefix(r.InternalIP)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("relocation.internalIP: %w", err)
+	}
+	service := c.ServiceNetwork
+	if len(service) == 0 {
+		service = defaultServiceNetwork
+	}
+	first, err := netip.ParsePrefix(service[0])
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("serviceNetwork[0] %q: %w", service[0], err)
+	}
+	if first.Addr().Is6() != p.Addr().Is6() {
+		return netip.Prefix{}, fmt.Errorf("relocation.internalIP %s is not of the cluster's primary family (the first service network, %s): "+
+			"the bootstrap etcd would take an address of the other family; use an internal address of the same family", p, first)
+	}
+	machine := c.MachineNetwork
+	if len(machine) == 0 {
+		machine = defaultMachineNetwork
+	}
+	for i, m := range machine {
+		n, err := netip.ParsePrefix(m)
+		if err != nil {
+			return netip.Prefix{}, fmt.Errorf("machineNetwork[%d] %q: %w", i, m, err)
+		}
+		if n.Addr().Is6() != p.Addr().Is6() {
+			continue
+		}
+		if !n.Contains(p.Addr()) {
+			return netip.Prefix{}, fmt.Errorf("machineNetwork[%d] %s, the first of its family, does not contain relocation.internalIP %s: "+
+				"the bootstrap etcd takes its address from that network alone; list %s first", i, n, p.Addr(), p.Masked())
+		}
+		if n.Contains(factoryGuestAddr) {
+			return netip.Prefix{}, fmt.Errorf("machineNetwork[%d] %s contains the factory VM's own address %s (qemu's user network), "+
+				"which the bootstrap etcd would take instead of relocation.internalIP %s: use a machine network and internal address outside 10.0.2.0/24", i, n, factoryGuestAddr, p.Addr())
+		}
+		return p, nil
+	}
+	return netip.Prefix{}, fmt.Errorf("no machine network of relocation.internalIP %s's family: add %s", p, p.Masked())
+}
+
+// addLiveAddress adds the relocation address unit to the bootstrap-in-place config the
+// installer step wrote (ign), validates the result and writes it over the stage's copy.
+func addLiveAddress(env *runEnv, ign []byte, p netip.Prefix, rep *Report) ([]byte, error) {
+	ign, err := withLiveAddress(ign, p)
+	if err != nil {
+		return nil, err
+	}
+	if _, _, err := validateIgnition(installerIgnition+" with the live relocation address", ign, false); err != nil {
+		return nil, err
+	}
+	if err := writeFile(env.out, ConfigPath, ign, 0o600); err != nil {
+		return nil, err
+	}
+	f := rep.Ignition[handoff.ConfigNode]
+	f.Size = len(ign)
+	rep.Ignition[handoff.ConfigNode] = f
+	env.log.Info("added the relocation address to the live system", "unit", LiveAddressUnit, "address", p.String())
+	return ign, nil
 }
