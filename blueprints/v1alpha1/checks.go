@@ -18,6 +18,7 @@ func KnownCheckIDs() []string {
 		"openshift.clusterversion",
 		"openshift.clusteroperators",
 		"openshift.node.ready",
+		"openshift.etcd.endpoints",
 		"openshift.csr.none-pending",
 		"openshift.infrastructure.topology",
 		"openshift.machineconfigpool.updated",

@@ -12,7 +12,8 @@ import (
 )
 
 // cluster check against a real kube-apiserver serving OpenShift's CRDs: a settled
-// single-node cluster exits 0; a Degraded operator exits 1 and the JSON report names it.
+// single-node cluster exits 0; a Degraded operator exits 1 and the JSON report names it; an
+// etcd member away from the Node's InternalIP exits 1 naming both addresses.
 func TestClusterCheck(t *testing.T) {
 	s := kubeapi.Start(t, kubeapi.Options{})
 	settled := time.Now().Add(-time.Hour)
@@ -50,6 +51,16 @@ func TestClusterCheck(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("the Degraded operator is not named:\n%s", out)
+	}
+
+	// The etcd member on another address than the Node's: named with both, in text too.
+	s.SetStatus(t, kubeapi.ClusterOperators, "etcd", kubeapi.OperatorStatus("True", "False", "False", settled))
+	s.Delete(t, kubeapi.ConfigMaps, "openshift-etcd", "etcd-endpoints")
+	s.Apply(t, kubeapi.ConfigMaps, kubeapi.EtcdEndpoints(map[string]string{kubeapi.EtcdMemberID: "10.0.2.15"}))
+	code, out, _ = runMain(t, "cluster", "check", "--kubeconfig", s.Kubeconfig)
+	if code != 1 || !strings.Contains(out, "openshift.etcd.endpoints") ||
+		!strings.Contains(out, "is at 10.0.2.15 (openshift-etcd/etcd-endpoints), but node sno's InternalIP is "+kubeapi.NodeIP) {
+		t.Errorf("etcd member off the node's address: exit %d, want 1 naming both addresses:\n%s", code, out)
 	}
 
 	bad := filepath.Join(t.TempDir(), "none")

@@ -14,6 +14,7 @@ const (
 	CheckClusterVersion    = "openshift.clusterversion"
 	CheckClusterOperators  = "openshift.clusteroperators"
 	CheckNodeReady         = "openshift.node.ready"
+	CheckEtcdEndpoints     = "openshift.etcd.endpoints"
 	CheckCSRNonePending    = "openshift.csr.none-pending"
 	CheckTopology          = "openshift.infrastructure.topology"
 	CheckPoolUpdated       = "openshift.machineconfigpool.updated"
@@ -49,6 +50,7 @@ func KnownChecks() []CheckInfo {
 		o(CheckClusterVersion, "ClusterVersion is Available at the locked version and not Progressing or Failing"),
 		o(CheckClusterOperators, "every ClusterOperator is Available and neither Degraded nor Progressing"),
 		o(CheckNodeReady, "the single node is Ready"),
+		o(CheckEtcdEndpoints, "the etcd member's address (openshift-etcd/etcd-endpoints) is the Node's InternalIP"),
 		o(CheckCSRNonePending, "no CertificateSigningRequest is pending"),
 		o(CheckTopology, "Infrastructure control plane and infrastructure topologies are SingleReplica"),
 		o(CheckPoolUpdated, "the master MachineConfigPool is Updated, not Updating or Degraded"),

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"sort"
 	"strings"
@@ -32,6 +33,7 @@ var (
 	gvrIngressController = schema.GroupVersionResource{Group: "operator.openshift.io", Version: "v1", Resource: "ingresscontrollers"}
 	gvrNode              = schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
 	gvrCSR               = schema.GroupVersionResource{Group: "certificates.k8s.io", Version: "v1", Resource: "certificatesigningrequests"}
+	gvrConfigMap         = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 )
 
 // requestTimeout bounds one API request.
@@ -91,6 +93,7 @@ func openshiftChecks(ctx context.Context, in Inputs) func(id string) outcome {
 		CheckClusterVersion:    c.clusterVersion,
 		CheckClusterOperators:  c.clusterOperators,
 		CheckNodeReady:         c.nodeReady,
+		CheckEtcdEndpoints:     c.etcdEndpoints,
 		CheckCSRNonePending:    c.csrNonePending,
 		CheckTopology:          c.topology,
 		CheckPoolUpdated:       c.poolUpdated,
@@ -253,6 +256,53 @@ func (c *cluster) nodeReady(ctx context.Context) outcome {
 		}
 	}
 	return fail("node "+n.Name+" has no Ready condition", ev...)
+}
+
+// etcdEndpoints holds the etcd member's address to the Node's. cluster-etcd-operator's
+// EtcdEndpointsController writes ConfigMap openshift-etcd/etcd-endpoints with one entry per
+// voting member, its ID in hex to the address of its first peer URL (or, while the member
+// list cannot be read, node name to InternalIP); pkg/operator/etcdendpointscontroller
+// syncConfigMap. A single node's member keeps the address its bootstrap etcd chose, which no
+// operator moves, so a member elsewhere than the Node's InternalIP is a seed built wrong.
+func (c *cluster) etcdEndpoints(ctx context.Context) outcome {
+	n, err := c.node(ctx)
+	if err != nil {
+		return errored(err)
+	}
+	cm, err := c.get(ctx, gvrConfigMap, "openshift-etcd", "etcd-endpoints")
+	if err != nil {
+		return errored(err)
+	}
+	members, _, _ := unstructured.NestedStringMap(cm.Object, "data")
+	var nodeIPs []string
+	own := map[netip.Addr]bool{}
+	for _, a := range n.Status.Addresses {
+		if ip, err := netip.ParseAddr(a.Address); a.Type == corev1.NodeInternalIP && err == nil {
+			nodeIPs = append(nodeIPs, a.Address)
+			own[ip.Unmap()] = true
+		}
+	}
+	ev := []string{"node " + n.Name + " InternalIP " + strings.Join(nodeIPs, ", ")}
+	if len(nodeIPs) == 0 {
+		return fail(fmt.Sprintf("node %s reports no InternalIP address to hold the etcd member's to", n.Name), ev...)
+	}
+	if len(members) == 0 {
+		return fail("ConfigMap openshift-etcd/etcd-endpoints lists no etcd member", ev...)
+	}
+	var problems []string
+	for _, id := range sortedKeys(members) {
+		addr := members[id]
+		ev = append(ev, "etcd member "+id+" at "+addr)
+		ip, err := netip.ParseAddr(strings.Trim(addr, "[]"))
+		if err == nil && own[ip.Unmap()] {
+			continue
+		}
+		problems = append(problems, fmt.Sprintf("etcd member %s is at %s (openshift-etcd/etcd-endpoints), but node %s's InternalIP is %s: "+
+			"the bootstrap etcd chose another address than the node's, and nothing moves a single node's member; "+
+			"rebuild with the relocation address on the live system before bootkube (its first machine network must contain it)",
+			id, addr, n.Name, strings.Join(nodeIPs, ", ")))
+	}
+	return failures(problems, fmt.Sprintf("etcd member at the node's InternalIP %s", strings.Join(nodeIPs, ", ")), ev...)
 }
 
 func (c *cluster) topology(ctx context.Context) outcome {

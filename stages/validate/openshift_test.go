@@ -155,6 +155,14 @@ func seedChecked(t *testing.T, s *kubeapi.Server, ca *testCA) {
 	ca.issueCSR(t, s, "csr-serving", signerKubeletServing, csrUser, csrUser, testFrom, year)
 }
 
+// setEtcdEndpoints replaces openshift-etcd/etcd-endpoints' data, as cluster-etcd-operator
+// would on its next sync.
+func setEtcdEndpoints(t *testing.T, s *kubeapi.Server, data map[string]string) {
+	t.Helper()
+	s.Delete(t, kubeapi.ConfigMaps, "openshift-etcd", "etcd-endpoints")
+	s.Apply(t, kubeapi.ConfigMaps, kubeapi.EtcdEndpoints(data))
+}
+
 // checkInputs are the validate inputs for s: the kubeconfig names the API by its host name
 // and the server is reached through its loopback URL, as through the install stage's port
 // forward.
@@ -278,6 +286,37 @@ func TestOpenShiftChecks(t *testing.T) {
 				s.SetStatus(t, kubeapi.MachineConfigPools, "master", poolStatus("True", mcpSources()))
 			},
 			failing: map[string]string{CheckRelocationConfigs: "MachineConfig 90-master-snofactory-shipment is not rendered into the master pool's rendered-master-1"}},
+		// The bootstrap etcd took the factory's DHCP address, which bootstrap-in-place carried to
+		// the disk; the Node runs on the relocation address.
+		{name: "etcd member on the factory address",
+			break_: func(t *testing.T) { setEtcdEndpoints(t, s, map[string]string{kubeapi.EtcdMemberID: "10.0.2.15"}) },
+			heal:   func(t *testing.T) { setEtcdEndpoints(t, s, map[string]string{kubeapi.EtcdMemberID: kubeapi.NodeIP}) },
+			failing: map[string]string{CheckEtcdEndpoints: "etcd member 9c2f4e0d1a3b5768 is at 10.0.2.15 (openshift-etcd/etcd-endpoints), " +
+				"but node sno's InternalIP is 192.168.127.10: the bootstrap etcd chose another address"}},
+		{name: "node moved off the etcd member's address",
+			break_: func(t *testing.T) {
+				s.SetStatus(t, kubeapi.Nodes, "sno", kubeapi.NodeStatusAt("True", "192.168.127.11"))
+			},
+			heal:    func(t *testing.T) { s.SetStatus(t, kubeapi.Nodes, "sno", kubeapi.NodeStatus("True")) },
+			failing: map[string]string{CheckEtcdEndpoints: "etcd member 9c2f4e0d1a3b5768 is at 192.168.127.10 (openshift-etcd/etcd-endpoints), but node sno's InternalIP is 192.168.127.11"}},
+		{name: "node without an InternalIP",
+			break_:  func(t *testing.T) { s.SetStatus(t, kubeapi.Nodes, "sno", kubeapi.NodeStatusAt("True")) },
+			heal:    func(t *testing.T) { s.SetStatus(t, kubeapi.Nodes, "sno", kubeapi.NodeStatus("True")) },
+			failing: map[string]string{CheckEtcdEndpoints: "node sno reports no InternalIP address"}},
+		{name: "no etcd member listed",
+			break_:  func(t *testing.T) { setEtcdEndpoints(t, s, nil) },
+			heal:    func(t *testing.T) { setEtcdEndpoints(t, s, map[string]string{kubeapi.EtcdMemberID: kubeapi.NodeIP}) },
+			failing: map[string]string{CheckEtcdEndpoints: "ConfigMap openshift-etcd/etcd-endpoints lists no etcd member"}},
+		// A dual-stack node: the member is on the primary family's address.
+		{name: "dual-stack node",
+			break_: func(t *testing.T) {
+				s.SetStatus(t, kubeapi.Nodes, "sno", kubeapi.NodeStatusAt("True", kubeapi.NodeIP, "fd00:127::10"))
+			},
+			heal: func(t *testing.T) { s.SetStatus(t, kubeapi.Nodes, "sno", kubeapi.NodeStatus("True")) }},
+		// While the member list cannot be read the operator writes node name to InternalIP.
+		{name: "etcd endpoints from the node fallback",
+			break_: func(t *testing.T) { setEtcdEndpoints(t, s, map[string]string{"sno": kubeapi.NodeIP}) },
+			heal:   func(t *testing.T) { setEtcdEndpoints(t, s, map[string]string{kubeapi.EtcdMemberID: kubeapi.NodeIP}) }},
 		{name: "ingress not pinned",
 			break_: func(t *testing.T) {
 				s.Delete(t, kubeapi.IngressControllers, "openshift-ingress-operator", "default")

@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/base64"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"testing"
@@ -28,7 +29,23 @@ var (
 	Nodes              = schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
 	Namespaces         = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
 	CSRs               = schema.GroupVersionResource{Group: "certificates.k8s.io", Version: "v1", Resource: "certificatesigningrequests"}
+	ConfigMaps         = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 )
+
+// The seeded node's InternalIP (the relocation address a seed runs on) and its etcd
+// member's ID, as cluster-etcd-operator writes it into openshift-etcd/etcd-endpoints: the
+// member's uint64 ID in lower-case hex without padding
+// (pkg/operator/etcdendpointscontroller syncConfigMap, fmt.Sprintf("%x", member.ID)).
+const (
+	NodeIP       = "192.168.127.10"
+	EtcdMemberID = "9c2f4e0d1a3b5768"
+)
+
+// EtcdEndpoints is ConfigMap openshift-etcd/etcd-endpoints with data, member ID to address.
+func EtcdEndpoints(data map[string]string) string {
+	d, _ := json.Marshal(data)
+	return `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"etcd-endpoints","namespace":"openshift-etcd"},"data":` + string(d) + `}`
+}
 
 // OperatorStatus is a ClusterOperator's status with its three conditions set since since.
 func OperatorStatus(available, progressing, degraded string, since time.Time) map[string]any {
@@ -54,9 +71,21 @@ func ClusterVersionStatus(available string, since time.Time) map[string]any {
 		}}
 }
 
-// NodeStatus is a Node status, Ready as given.
+// NodeStatus is a Node status, Ready as given, at InternalIP NodeIP.
 func NodeStatus(ready string) map[string]any {
-	return map[string]any{"conditions": []any{map[string]any{"type": "Ready", "status": ready, "reason": "KubeletReady", "message": "kubelet is posting ready status"}},
+	return NodeStatusAt(ready, NodeIP)
+}
+
+// NodeStatusAt is a Node status, Ready as given, with the kubelet's addresses: the
+// InternalIP addresses given, then the Hostname.
+func NodeStatusAt(ready string, internalIPs ...string) map[string]any {
+	var addrs []any
+	for _, ip := range internalIPs {
+		addrs = append(addrs, map[string]any{"type": "InternalIP", "address": ip})
+	}
+	addrs = append(addrs, map[string]any{"type": "Hostname", "address": "sno"})
+	return map[string]any{"addresses": addrs,
+		"conditions": []any{map[string]any{"type": "Ready", "status": ready, "reason": "KubeletReady", "message": "kubelet is posting ready status"}},
 		"nodeInfo": map[string]any{"kubeletVersion": "v1.33.5", "machineID": "m", "systemUUID": "s", "bootID": "b", "kernelVersion": "5.14",
 			"osImage": "RHCOS", "containerRuntimeVersion": "cri-o", "kubeProxyVersion": "", "operatingSystem": "linux", "architecture": "amd64"}}
 }
@@ -75,6 +104,8 @@ func (s *Server) SeedSNO(t testing.TB, settled time.Time) {
 	}
 	s.Apply(t, Nodes, `{"apiVersion":"v1","kind":"Node","metadata":{"name":"sno","labels":{"node-role.kubernetes.io/master":""}}}`)
 	s.SetStatus(t, Nodes, "sno", NodeStatus("True"))
+	s.Apply(t, Namespaces, `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"openshift-etcd"}}`)
+	s.Apply(t, ConfigMaps, EtcdEndpoints(map[string]string{EtcdMemberID: NodeIP}))
 	s.Apply(t, Infrastructures, `{"apiVersion":"config.openshift.io/v1","kind":"Infrastructure","metadata":{"name":"cluster"},"spec":{"platformSpec":{"type":"None"}}}`)
 	s.SetStatus(t, Infrastructures, "cluster", map[string]any{"infrastructureName": "seed-x7k2p", "controlPlaneTopology": "SingleReplica",
 		"infrastructureTopology": "SingleReplica", "cpuPartitioning": "None", "platform": "None", "apiServerURL": "https://api.seed.example:6443",
