@@ -592,7 +592,7 @@ func runSealScript(t *testing.T, req wire.SealRequest, files map[string]string, 
 		if err := os.WriteFile(filepath.Join(stand, "standin"), []byte(standin), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		for _, c := range []string{"oc", "systemctl", "crictl", "podman", "curl"} {
+		for _, c := range []string{"oc", "systemctl", "crictl", "podman", "curl", "rpm-ostree", "ostree"} {
 			if err := os.Symlink("standin", filepath.Join(stand, c)); err != nil {
 				t.Fatal(err)
 			}
@@ -646,6 +646,12 @@ func TestSealScript(t *testing.T) {
 //   - etcd's /health: go.etcd.io/etcd server/etcdserver/api/etcdhttp/health.go
 //     NewHealthHandler: {"health":"true","reason":""}.
 //   - podman run --detach prints the new container's full ID (podman cmd/podman/containers/run.go).
+//   - rpm-ostree status --json: rpm-ostree src/app/rpmostree-builtin-status.cxx
+//     (json-glib's pretty printer, "key" : value) lists deployments in bootloader order
+//     with more keys than the seal reads; after the MCD's first-boot rebase the booted
+//     deployment is index 0 and the boot image's is index 1.
+//   - ostree admin undeploy INDEX: ostree src/ostree/ot-admin-builtin-undeploy.c prints
+//     "Deleted deployment CHECKSUM.SERIAL" and refuses an index out of range.
 const standin = `#!/bin/sh
 echo "$(basename "$0") $*" >>"$STANDIN_LOG"
 case "$(basename "$0") $*" in
@@ -794,6 +800,42 @@ oc*get\ machineconfigs*)
 }
 JSON
 	;;
+rpm-ostree\ status\ --json)
+	# The first boot's deployment (index 1) is still there after the MCD's rebase.
+	cat <<'JSON'
+{
+  "deployments" : [
+    {
+      "id" : "rhcos-9e1b7c4d2f0a.0",
+      "osname" : "rhcos",
+      "serial" : 0,
+      "checksum" : "9e1b7c4d2f0a",
+      "booted" : true,
+      "staged" : false,
+      "pinned" : false,
+      "unlocked" : "none",
+      "requested-packages" : [ ]
+    },
+    {
+      "id" : "rhcos-51c0ffee77aa.0",
+      "osname" : "rhcos",
+      "serial" : 0,
+      "checksum" : "51c0ffee77aa",
+      "booted" : false,
+      "staged" : false,
+      "pinned" : false,
+      "unlocked" : "none",
+      "requested-packages" : [ ]
+    }
+  ],
+  "transaction" : null,
+  "cached-update" : null,
+  "update-driver" : null
+}
+JSON
+	;;
+ostree\ admin\ undeploy\ 1) echo "Deleted deployment 51c0ffee77aa.0" ;;
+ostree\ admin\ undeploy*) echo "error: Out of range deployment index" >&2; exit 1 ;;
 systemctl\ is-active*) echo active ;;
 curl*/health) printf '%s' '{"health":"true","reason":""}' ;;
 crictl\ ps*) printf '%s\n' ` + standinContainers + ` ;;
@@ -858,8 +900,14 @@ func TestSealScriptOpenShift(t *testing.T) {
 			t.Errorf("sandbox %s removed at line %d, want between %d and %d:\n%s", id, i, pods, crio, b)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(root, "var/lib/kubelet/config.json")); err == nil {
-		t.Error("the pull secret file survived the seal")
+	// A MachineConfig owns the kubelet's pull secret file: it stays, holding the placeholder
+	// the MCO rolled out (lifecycle-agent seedgen_controller.go waitForPullSecretOverride).
+	if b, err := os.ReadFile(filepath.Join(root, "var/lib/kubelet/config.json")); err != nil || !bytes.Contains(b, []byte(`"username":"empty"`)) {
+		t.Errorf("the kubelet's pull secret file after the seal: %q, %v; want the placeholder", b, err)
+	}
+	// The boot image's deployment, whose /etc holds the first config, is undeployed.
+	if at("ostree admin undeploy 1") < 0 || at("ostree admin undeploy 0") >= 0 {
+		t.Errorf("undeploys: want only the non-booted deployment (index 1):\n%s", b)
 	}
 	if _, err := os.Stat(poweredOff); err != nil {
 		t.Error("the node was not powered off after sealing")

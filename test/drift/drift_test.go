@@ -163,7 +163,11 @@ func TestClassify(t *testing.T) {
 		{entry: "NetworkManager connections", want: change{Paths: []string{"/etc/NetworkManager/system-connections"}}},
 		{entry: "Secret openshift-config/pull-secret"},
 		{entry: "etcd: every certificate and key"},
-		{entry: "every ImageContentSourcePolicy and ImageDigestMirrorSet"},
+		{entry: "ImageContentSourcePolicy *"},
+		{entry: "CatalogSource openshift-marketplace/*"},
+		{entry: "Lease */*"},
+		{entry: "every ImageContentSourcePolicy and ImageDigestMirrorSet", bad: true},
+		{entry: "MachineConfig rendered-* that no pool references", bad: true},
 		{entry: "the node's firmware", bad: true},
 	} {
 		got, err := classify(tc.entry)

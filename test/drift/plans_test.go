@@ -65,10 +65,11 @@ var namedNodeChanges = map[string][]string{
 	"NetworkManager connections": {"/etc/NetworkManager/system-connections"},
 }
 
-// apiChange matches entries that are cluster objects (KIND NAMESPACE/NAME, etcd, every ...):
-// the MCD compares the disk, and an object the MCO renders from reaches the disk only through
-// a new rendered config the MCD writes itself.
-var apiChange = regexp.MustCompile(`^(etcd: |every |(Secret|ConfigMap|MachineConfig|ClusterVersion|CatalogSources?|ImageContentSourcePolicy|ImageDigestMirrorSet|Node) )`)
+// apiChange matches entries that are cluster objects, as seeds/node/steps documents them
+// (KIND NAME or KIND NAMESPACE/NAME, * for all, etcd: ...): the MCD compares the disk, and an
+// object the MCO renders from reaches the disk only through a new rendered config the MCD
+// writes itself. Prose does not match, so a new kind of entry is looked at first.
+var apiChange = regexp.MustCompile(`^(etcd: .*|[A-Z][A-Za-z]+ (\*|[a-z0-9.*-]+)(/(\*|[a-z0-9.*-]+))?)$`)
 
 // classify says what a Changes entry touches on disk; an entry it cannot place is an error,
 // so a new kind of change is looked at before the check can pass.
