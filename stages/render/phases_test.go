@@ -645,6 +645,8 @@ func TestSealScript(t *testing.T) {
 //     creation time), so not in lexical order.
 //   - etcd's /health: go.etcd.io/etcd server/etcdserver/api/etcdhttp/health.go
 //     NewHealthHandler: {"health":"true","reason":""}.
+//   - oc delete pods --field-selector=...: kubectl pkg/cmd/delete/delete.go DeleteResult
+//     says "No resources found" on stderr and exits 0 when nothing matches.
 //   - podman run --detach prints the new container's full ID (podman cmd/podman/containers/run.go).
 //   - rpm-ostree status --json: rpm-ostree src/app/rpmostree-builtin-status.cxx
 //     (json-glib's pretty printer, "key" : value) lists deployments in bootloader order
@@ -738,6 +740,7 @@ oc*get\ nodes*)
 JSON
 	;;
 oc*secret/router-ca*) ;;
+oc*delete\ pods*) echo "No resources found" >&2 ;;
 oc*set\ data\ secret/pull-secret*)
 	mkdir -p "$STANDIN_ROOT/var/lib/kubelet"
 	cp "${8#--from-file=.dockerconfigjson=}" "$STANDIN_ROOT/var/lib/kubelet/config.json" ;;

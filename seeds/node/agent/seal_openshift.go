@@ -96,12 +96,25 @@ func (s Sealer) oc(args ...string) []string {
 func (s Sealer) openshiftActions() []sealAction {
 	var hasKubeadmin bool // read with the cluster, used by recert
 	acts := s.readClusterActions(&hasKubeadmin)
+	acts = append(acts, s.finishedPodsActions()...)
 	if !s.Request.KeepPullSecret {
 		acts = append(acts, s.pullSecretActions()...)
 	}
 	acts = append(acts, s.stopServicesActions()...)
 	acts = append(acts, s.seedRecertActions(path.Join(SealWorkDir, "recert_config.json"), &hasKubeadmin)...)
 	return append(acts, s.rollbackAction())
+}
+
+// finishedPodsActions delete every pod that has run to its end, the Succeeded ones, then
+// the Failed ones (lifecycle-agent controllers/seedgen_controller.go deletePodsWithPhase):
+// installer and pruner pods of the factory would otherwise sit in every site's cluster.
+func (s Sealer) finishedPodsActions() []sealAction {
+	var acts []sealAction
+	for _, phase := range []string{"Succeeded", "Failed"} {
+		argv := s.oc("delete", "pods", "--all-namespaces", "--field-selector=status.phase=="+phase)
+		acts = append(acts, s.cmd("pods-"+strings.ToLower(phase), "the factory's pods in phase "+phase+" deleted", []string{"Pod */*"}, argv...))
+	}
+	return acts
 }
 
 // readClusterActions wait for the API, read the cluster's objects and write the seed

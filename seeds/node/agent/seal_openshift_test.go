@@ -92,6 +92,16 @@ func TestSealOpenShiftFollowsLCA(t *testing.T) {
 	checkSealedFiles(t, n)
 	checkMCDSeesNoDrift(t, n.root)
 	scanForSecrets(t, n.root)
+	// Finished pods are gone from the seed's etcd (lifecycle-agent deletePodsWithPhase); the
+	// running one stays.
+	for k, phase := range n.etcd {
+		if strings.HasPrefix(k, "pod/") && phase != "Running" {
+			t.Errorf("%s (%s) is still in the seed", k, phase)
+		}
+	}
+	if n.etcd["pod/openshift-dns/dns-default-4hj2x"] != "Running" {
+		t.Error("the seal deleted a running pod")
+	}
 	if len(n.deployments) != 1 || !n.deployments[0].booted {
 		t.Errorf("ostree deployments left: %+v, want the booted one alone", n.deployments)
 	}
@@ -117,14 +127,16 @@ func checkPlanRan(t *testing.T, n *sealNode, plan []steps.Step) {
 	}
 }
 
-// checkLCAOrder: lifecycle-agent's order (OPENSHIFT-SEED.md 1b.5-6, then 1c.6, then 1c.7):
-// the pull secret is replaced through the API while the cluster runs; then kubelet is
+// checkLCAOrder: lifecycle-agent's order (OPENSHIFT-SEED.md 1b.4-6, then 1c.6, then 1c.7):
+// finished pods deleted, Succeeded then Failed; the pull secret is replaced through the API while the cluster runs; then kubelet is
 // stopped and disabled first, containers stopped, sandboxes removed, CRI-O stopped; then
 // recert; then the deployments but the booted one go (image-based install deploys one).
 func checkLCAOrder(t *testing.T, n *sealNode) {
 	t.Helper()
 	oc := "oc --kubeconfig " + filepath.Join(n.root, LocalhostKubeConfig)
 	order := []string{
+		oc + " delete pods --all-namespaces --field-selector=status.phase==Succeeded",
+		oc + " delete pods --all-namespaces --field-selector=status.phase==Failed",
 		oc + " -n openshift-config set data secret/pull-secret",
 		oc + " delete machineconfigs.machineconfiguration.openshift.io rendered-master-old",
 		"systemctl stop kubelet.service", "systemctl disable kubelet.service", "systemctl is-active crio",
@@ -356,7 +368,7 @@ func TestSealOpenShiftKeepsPullSecret(t *testing.T) {
 func TestSealPlanOpenShift(t *testing.T) {
 	plan := Sealer{Request: wire.SealRequest{Version: 1, Target: "openshift", RecertImage: "<recert image>", EtcdImage: "<etcd image>"}}.Plan()
 	got := planNames(plan)
-	want := []string{"relocation-config", "api", "read-cluster", "read-node", "seed-identity", "pull-secret-placeholder",
+	want := []string{"relocation-config", "api", "read-cluster", "read-node", "seed-identity", "pods-succeeded", "pods-failed", "pull-secret-placeholder",
 		"pull-secret-rollout", "old-rendered-configs", "kubelet-stop", "kubelet-disable", "crio-active", "containers-stop",
 		"sandboxes-remove", "crio-stop", "recert-etcd", "recert", "recert-etcd-stop", "rollback-deployment", "per-node-state",
 		"shell-history", "factory-etc", "machine-id", "ssh-host-keys", "pull-secret", "reconfigure-images", "reconfigure-unit",

@@ -205,9 +205,7 @@ func (s Sealer) nodeStateActions() []sealAction {
 		acts = append(acts, s.removeAction("factory-etc", factoryEtcState(), "what lifecycle-agent leaves out of a seed's /etc; a file a MachineConfig owns stays"))
 	}
 	acts = append(acts,
-		sealAction{steps.Step{Name: "machine-id", Changes: []string{"/etc/machine-id"}, Detail: "emptied: the site's first boot makes a new one"}, func(context.Context) (string, error) {
-			return "emptied: the site's first boot makes a new one", truncateIfExists(s.under("/etc/machine-id"))
-		}},
+		s.machineIDAction(),
 		s.sshHostKeysAction(),
 		s.pullSecretAction(),
 	)
@@ -376,4 +374,34 @@ func (s Sealer) holdsPlaceholder(p string) error {
 			"(the machine-config daemon would find it missing and degrade the pool): let the MCO roll the placeholder in openshift-config/pull-secret out to the node, then seal again", p)
 	}
 	return nil
+}
+
+// dbusMachineID is the D-Bus copy of the machine ID, which systemd takes over instead of
+// making a new ID when it is a regular file (systemd src/shared/machine-id-setup.c
+// generate_machine_id); RHCOS links it to /etc/machine-id.
+const dbusMachineID = "/var/lib/dbus/machine-id"
+
+// machineIDAction empties /etc/machine-id, so every site gets its own ID (NetworkManager's
+// DHCP identities come from it; seeds of one build boot side by side in the depot), and
+// removes a D-Bus copy that would hand the factory's ID back. An empty file is not a first
+// boot (machine-id(5), "First Boot Semantics"): no presets are re-applied; a missing file or
+// "uninitialized" would be one. Upstream keeps the seed's ID (docs/openshift-fidelity.md).
+func (s Sealer) machineIDAction() sealAction {
+	const done = "emptied: the site's boot makes a new one"
+	return sealAction{steps.Step{Name: "machine-id", Changes: []string{"/etc/machine-id", dbusMachineID}, Detail: done + "; a D-Bus copy that is a regular file removed"}, func(context.Context) (string, error) {
+		if err := truncateIfExists(s.under("/etc/machine-id")); err != nil {
+			return "", err
+		}
+		fi, err := os.Lstat(s.under(dbusMachineID))
+		switch {
+		case err == nil && fi.Mode().IsRegular():
+			if err := shred(s.under(dbusMachineID)); err != nil {
+				return "", fmt.Errorf("removing the D-Bus machine ID: %w", err)
+			}
+			return done + "; removed " + dbusMachineID, nil
+		case err != nil && !errors.Is(err, fs.ErrNotExist):
+			return "", fmt.Errorf("reading %s: %w", dbusMachineID, err)
+		}
+		return done, nil
+	}}
 }

@@ -160,7 +160,10 @@ func newSealNode(t *testing.T) *sealNode {
 		n.containers = append(n.containers, checksum(fmt.Sprintf("container-%02d", 24-i)))
 	}
 	n.etcd = map[string]string{"secret/openshift-config/pull-secret": buildPullSecret, "secret/kube-system/kubeadmin": factoryAdminHash,
-		"machineconfig/00-master": dataURL(buildPullSecret + "\n"), "machineconfig/rendered-master-old": dataURL(buildPullSecret + "\n")}
+		"machineconfig/00-master": dataURL(buildPullSecret + "\n"), "machineconfig/rendered-master-old": dataURL(buildPullSecret + "\n"),
+		// Pods by phase: the factory's finished installer and job pods, and a running one.
+		"pod/openshift-kube-apiserver/installer-7-seed-node": "Succeeded", "pod/openshift-etcd/revision-pruner-3-seed-node": "Succeeded",
+		"pod/openshift-operator-lifecycle-manager/collect-profiles-29020-x7k2p": "Failed", "pod/openshift-dns/dns-default-4hj2x": "Running"}
 	n.saveEtcd()
 	for p, body := range map[string]string{
 		"etc/hostname": "localhost.localdomain\n", "etc/machine-id": "0123456789abcdef\n", "etc/ssh/ssh_host_ed25519_key": "k", "etc/ssh/ssh_host_ed25519_key.pub": "p",
@@ -349,6 +352,8 @@ func (n *sealNode) oc(argv []string) ([]byte, error) {
 		n.saveEtcd()
 		n.set = true
 		return []byte("secret/pull-secret data updated\n"), nil
+	case strings.Contains(line, "delete pods --all-namespaces --field-selector=status.phase=="):
+		return n.deletePods(line[strings.LastIndex(line, "==")+2:]), nil
 	case strings.Contains(line, "get machineconfigpools"):
 		return n.pools(), nil
 	case strings.Contains(line, "get machineconfigs"):
@@ -564,4 +569,26 @@ func (n *sealNode) ostree(argv []string) ([]byte, error) {
 		return nil, err
 	}
 	return fmt.Appendf(nil, "Deleted deployment %s.%d\n", d.checksum, d.serial), nil
+}
+
+// deletePods is `oc delete pods --all-namespaces --field-selector=status.phase==PHASE`:
+// kubectl's delete (k8s.io/kubectl pkg/cmd/delete/delete.go DeleteResult) prints one
+// `pod "NAME" deleted from NAMESPACE namespace` line per pod it deleted, in the API's
+// order, and with none "No resources found" on stderr and exit 0 (nothing on stdout).
+func (n *sealNode) deletePods(phase string) []byte {
+	var keys []string
+	for k, v := range n.etcd {
+		if strings.HasPrefix(k, "pod/") && v == phase {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	var out strings.Builder
+	for _, k := range keys {
+		f := strings.SplitN(k, "/", 3)
+		delete(n.etcd, k)
+		fmt.Fprintf(&out, "pod %q deleted from %s namespace\n", f[2], f[1])
+	}
+	n.saveEtcd()
+	return []byte(out.String())
 }

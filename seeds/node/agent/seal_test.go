@@ -40,6 +40,7 @@ func TestSeal(t *testing.T) {
 				"var/log/journal/x/system.journal": "j", "var/tmp/scratch": "s", "var/lib/kubelet/config.json": `{"auths":{}}`,
 				"var/lib/kubelet/pods/p1/volume": "v", "usr/bin/tool": "keep", "etc/cni/multus/certs/multus-client.pem": "c",
 				"var/roothome/.bash_history": "h", "var/lib/cni/bin/bridge": "b", "var/lib/log/x": "l", "etc/hostname": "keep",
+				"var/lib/dbus/machine-id": "0123456789abcdef\n",
 			}
 			for p, body := range files {
 				os.MkdirAll(filepath.Join(root, filepath.Dir(p)), 0o755)
@@ -59,7 +60,7 @@ func TestSeal(t *testing.T) {
 			exists := func(p string) bool { _, err := os.Stat(filepath.Join(root, p)); return err == nil }
 			for _, gone := range []string{"boot/ignition/config.ign", "etc/ssh/ssh_host_ed25519_key", "var/log/journal", "var/tmp/scratch",
 				"var/lib/kubelet/pods/p1", "etc/cni/multus/certs/multus-client.pem",
-				"var/roothome/.bash_history", "var/lib/cni/bin/bridge", "var/lib/log/x"} {
+				"var/roothome/.bash_history", "var/lib/cni/bin/bridge", "var/lib/log/x", "var/lib/dbus/machine-id"} {
 				if exists(gone) {
 					t.Errorf("%s survived the seal", gone)
 				}
@@ -72,8 +73,10 @@ func TestSeal(t *testing.T) {
 			if exists("var/lib/kubelet/config.json") != tc.keepPS {
 				t.Errorf("pull secret kept = %v, want %v", !tc.keepPS, tc.keepPS)
 			}
-			if b, _ := os.ReadFile(filepath.Join(root, "etc/machine-id")); len(b) != 0 {
-				t.Errorf("machine-id = %q", b)
+			// Empty, not missing and not "uninitialized": either of those is a systemd first
+			// boot, which re-applies presets (machine-id(5)).
+			if b, err := os.ReadFile(filepath.Join(root, "etc/machine-id")); err != nil || len(b) != 0 {
+				t.Errorf("machine-id = %q, %v; want an empty file", b, err)
 			}
 			d := SealDetails(steps)
 			if d["step.sealed"] != wire.SealedFile || d["step.machine-id"] == "" {
@@ -94,5 +97,27 @@ func TestSeal(t *testing.T) {
 				t.Errorf("second seal: %v", err)
 			}
 		})
+	}
+}
+
+// RHCOS links the D-Bus machine ID to /etc/machine-id: the link stays (it follows the new
+// ID), and only a regular file, which systemd would copy back, goes.
+func TestSealMachineIDLinkKept(t *testing.T) {
+	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "etc"), 0o755)
+	os.MkdirAll(filepath.Join(root, "var/lib/dbus"), 0o755)
+	os.WriteFile(filepath.Join(root, "etc/machine-id"), []byte("0123456789abcdef\n"), 0o444)
+	if err := os.Symlink("/etc/machine-id", filepath.Join(root, "var/lib/dbus/machine-id")); err != nil {
+		t.Fatal(err)
+	}
+	act := Sealer{Root: root}.withDefaults().machineIDAction()
+	if _, err := act.do(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := os.Readlink(filepath.Join(root, "var/lib/dbus/machine-id")); err != nil || l != "/etc/machine-id" {
+		t.Errorf("the D-Bus link: %q, %v", l, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "etc/machine-id")); err != nil || len(b) != 0 {
+		t.Errorf("machine-id = %q, %v", b, err)
 	}
 }
