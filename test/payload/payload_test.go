@@ -245,7 +245,7 @@ func TestGenerateTiny(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, err := exec.Command(exe, "version").CombinedOutput()
-	if err != nil || !strings.HasPrefix(string(out), "openshift-install "+rel.Version+"\n") {
+	if err != nil || !strings.HasPrefix(string(out), exe+" "+rel.Version+"\n") {
 		t.Fatalf("openshift-install version: %v\n%s", err, out)
 	}
 
