@@ -268,6 +268,9 @@ func TestOpenShiftSteps(t *testing.T) {
 	if s := h.read(t, DnsmasqOverridesFile); s != "SNO_CLUSTER_NAME_OVERRIDE=store-0042\nSNO_BASE_DOMAIN_OVERRIDE=edge.example.com\nSNO_DNSMASQ_IP_OVERRIDE=192.168.50.10\n" {
 		t.Errorf("dnsmasq overrides %q", s)
 	}
+	if fi, err := os.Stat(filepath.Join(h.root, DnsmasqOverridesFile)); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("dnsmasq overrides mode: %v, %v; want 0600 as lifecycle-agent writes it", fi.Mode(), err)
+	}
 	// The network state nmstatectl gets is nmstate's schema, without the resolver (the dns
 	// step applies that).
 	var state map[string]any

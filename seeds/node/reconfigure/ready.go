@@ -176,7 +176,9 @@ func (r *run) dnsmasqOverrides(ctx context.Context, id siteIdentity) (map[string
 		return nil, fmt.Errorf("no node IP for the dnsmasq records of %s.%s", id.site.ClusterName, id.site.BaseDomain)
 	}
 	body := fmt.Sprintf("SNO_CLUSTER_NAME_OVERRIDE=%s\nSNO_BASE_DOMAIN_OVERRIDE=%s\nSNO_DNSMASQ_IP_OVERRIDE=%s\n", id.site.ClusterName, id.site.BaseDomain, ip)
-	if _, err := r.writeUnder(DnsmasqOverridesFile, []byte(body), 0o644); err != nil {
+	// 0600, as lifecycle-agent writes it (postpivot.go setDnsMasqConfiguration); only root's
+	// dnsmasq_config.sh and forcedns read it.
+	if _, err := r.writeUnder(DnsmasqOverridesFile, []byte(body), 0o600); err != nil {
 		return nil, err
 	}
 	if _, err := r.cmd(ctx, "systemctl", "restart", "dnsmasq.service"); err != nil {
