@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -145,8 +146,9 @@ func checkInstallerRelease(installer string, info installerInfo, pinned string) 
 // runInstaller runs openshift-install in a work directory of its own, which holds the real
 // pull secret and is removed on return. Extra manifests go in between: create manifests, add
 // them to openshift/, then create the ignition config from the manifests on disk. It keeps
-// the installer's outputs and returns the bootstrap-in-place config.
-func runInstaller(ctx context.Context, env *runEnv, installer string, c *OpenShift, s installSecrets, extras []extraManifest, rep *Report) ([]byte, error) {
+// the installer's outputs and returns the bootstrap-in-place config with the live system's
+// units (live is the relocation address the live system adds; invalid for none).
+func runInstaller(ctx context.Context, env *runEnv, installer string, c *OpenShift, s installSecrets, extras []extraManifest, live netip.Prefix, rep *Report) ([]byte, error) {
 	info, err := installerVersion(ctx, env, installer)
 	if err != nil {
 		return nil, err
@@ -179,7 +181,7 @@ func runInstaller(ctx context.Context, env *runEnv, installer string, c *OpenShi
 	if err := run.create(ctx, "single-node-ignition-config"); err != nil {
 		return nil, err
 	}
-	return keepInstallerOutputs(env, work, rep)
+	return keepInstallerOutputs(env, work, live, rep)
 }
 
 // installerRun runs openshift-install on one work directory.
@@ -204,18 +206,19 @@ func (r installerRun) create(ctx context.Context, asset string) error {
 	return nil
 }
 
-// keepInstallerOutputs adds the live system's install phase units to the installer's
-// bootstrap-in-place config, validates it and copies it,
-// the cluster credentials and metadata.json from work into the stage output.
-func keepInstallerOutputs(env *runEnv, work string, rep *Report) ([]byte, error) {
+// keepInstallerOutputs adds the live system's units (withLivePhases) to the installer's
+// bootstrap-in-place config, validates the result and writes it once, then copies the
+// cluster credentials and metadata.json from work into the stage output. The config is
+// complete before it is written: a refused addition leaves no config.ign without it.
+func keepInstallerOutputs(env *runEnv, work string, live netip.Prefix, rep *Report) ([]byte, error) {
 	ign, err := os.ReadFile(filepath.Join(work, installerIgnition))
 	if err != nil {
 		return nil, fmt.Errorf("openshift-install did not write %s: %w", installerIgnition, err)
 	}
-	if ign, err = withLivePhases(ign); err != nil {
+	if ign, err = withLivePhases(ign, live); err != nil {
 		return nil, err
 	}
-	ignVersion, warnings, err := validateIgnition("openshift-install's "+installerIgnition, ign, false)
+	ignVersion, warnings, err := validateIgnition("openshift-install's "+installerIgnition+" with the live system's units", ign, false)
 	if err != nil {
 		return nil, err
 	}
@@ -227,6 +230,9 @@ func keepInstallerOutputs(env *runEnv, work string, rep *Report) ([]byte, error)
 	}
 	rep.Ignition = map[string]IgnitionFile{handoff.ConfigNode: {Path: ConfigPath, Version: ignVersion, Size: len(ign), Secret: true}}
 	env.log.Info("wrote the bootstrap-in-place config (holds the pull secret; 0600)", "path", ConfigPath, "ignition", ignVersion, "bytes", len(ign))
+	if live.IsValid() {
+		env.log.Info("the live system adds the relocation address before bootkube", "unit", LiveAddressUnit, "address", live.String())
+	}
 
 	rep.Installer = map[string]string{}
 	for _, o := range installerOutputs {

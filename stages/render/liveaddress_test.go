@@ -4,8 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/json"
+	"errors"
 	"io"
+	"io/fs"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -112,6 +115,35 @@ func TestLiveConfigAddsRelocationAddress(t *testing.T) {
 		if f.Path == ConfigPath && f.Size != len(raw) {
 			t.Errorf("render.json says config.ign has %d bytes, it has %d", f.Size, len(raw))
 		}
+	}
+}
+
+// The live config is assembled before it is written: when the installer's config already
+// has the address script (so render refuses to add its own), render fails and leaves no
+// config.ign, rather than one with the phase units and without the address the bootstrap etcd
+// must take. The installer is the stand-in, run by a wrapper that adds that file to the
+// bootstrap-in-place config it writes.
+func TestLiveConfigWrittenWhole(t *testing.T) {
+	o := clusterOptions(t)
+	wrapper := filepath.Join(t.TempDir(), "openshift-install")
+	// create single-node-ignition-config --dir D: $2 is the asset, $4 the directory.
+	script := `#!/bin/sh
+set -e
+OPENSHIFT_INSTALL_STANDIN_ARGV0="$0" "` + o.InstallerPath + `" "$@"
+[ "$1 $2" = "create single-node-ignition-config" ] || exit 0
+sed -i 's|"files":\[|"files":[{"path":"` + LiveAddressScript + `","mode":493},|' "$4/` + installerIgnition + `"
+`
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	o.InstallerPath = wrapper
+	out := t.TempDir()
+	err := Render(context.Background(), o, testSecrets(t), out, testLog(t))
+	if err == nil || !strings.Contains(err.Error(), LiveAddressScript) {
+		t.Fatalf("Render over an installer config that has %s: %v", LiveAddressScript, err)
+	}
+	if _, err := os.Stat(filepath.Join(out, ConfigPath)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("%s was written although the live system's units were refused (stat: %v)", ConfigPath, err)
 	}
 }
 

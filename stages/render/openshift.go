@@ -48,14 +48,9 @@ func renderOpenShift(ctx context.Context, opts Options, env *runEnv, rep *Report
 	if err := writeManifests(env, extras, rep); err != nil {
 		return err
 	}
-	ign, err := runInstaller(ctx, env, installer, c, secrets, extras, rep)
+	ign, err := runInstaller(ctx, env, installer, c, secrets, extras, live, rep)
 	if err != nil {
 		return err
-	}
-	if live.IsValid() {
-		if ign, err = addLiveAddress(env, ign, live, rep); err != nil {
-			return err
-		}
 	}
 	if opts.WorkerIgnition {
 		return writeWorkerPointer(env, c, ign, rep)

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/snofactory/snofactory/seeds/contract/wire"
-	"github.com/snofactory/snofactory/stages/internal/handoff"
 )
 
 // The OpenShift install phases reach the factory host from units render adds: some to the
@@ -162,10 +161,11 @@ func phasesManifest(variant string) (extraManifest, error) {
 	return machineConfigManifest(PhasesMachineConfig, "install-phases", doc)
 }
 
-// withLivePhases returns the installer's bootstrap-in-place config ign with the live
-// system's phase units and the script added. The installer's own entries are kept as they
-// are; one of ours at a path or unit name the installer already uses is an error.
-func withLivePhases(ign []byte) ([]byte, error) {
+// withLivePhases returns the installer's bootstrap-in-place config ign with everything render
+// adds to the live system: the phase script and units and, when live is valid, the
+// relocation address script and unit. The installer's own entries are kept as they are; one
+// of ours at a path or unit name the installer already uses is an error.
+func withLivePhases(ign []byte, live netip.Prefix) ([]byte, error) {
 	version, err := configVersion(ign)
 	if err != nil {
 		return nil, &ReportError{What: installerIgnition, Err: err}
@@ -174,11 +174,23 @@ func withLivePhases(ign []byte) ([]byte, error) {
 	if !ok {
 		return nil, &ReportError{What: installerIgnition, Err: fmt.Errorf("ignition spec %s is not one render can add to (%s)", version, strings.Join(specVersions(), ", "))}
 	}
-	own, err := translateOwn("install phase units", phaseButane(butane{Variant: "fcos", Version: s.fcos}, livePhases(), liveStamps), false)
+	own, err := translateOwn("live system units", liveButane(s.fcos, live), false)
 	if err != nil {
 		return nil, err
 	}
 	return appendEntries(ign, own)
+}
+
+// liveButane is what render adds to the live system, as one Butane config, so the
+// installer's config is merged, validated and written once.
+func liveButane(fcos string, live netip.Prefix) butane {
+	b := phaseButane(butane{Variant: "fcos", Version: fcos}, livePhases(), liveStamps)
+	if live.IsValid() {
+		a := liveAddressButane(fcos, live)
+		b.Storage.Files = append(b.Storage.Files, a.Storage.Files...)
+		b.Systemd.Units = append(b.Systemd.Units, a.Systemd.Units...)
+	}
+	return b
 }
 
 // appendEntries appends extra's storage.files and systemd.units (the same shape in every
@@ -190,7 +202,7 @@ func appendEntries(base, extra []byte) ([]byte, error) {
 		return nil, fmt.Errorf("reading %s: %w", installerIgnition, err)
 	}
 	if err := decodeJSON(extra, &e); err != nil {
-		return nil, fmt.Errorf("reading the install phase units: %w", err)
+		return nil, fmt.Errorf("reading the live system units: %w", err)
 	}
 	for _, sec := range []struct{ section, list, key string }{{"storage", "files", "path"}, {"systemd", "units", "name"}} {
 		add := listAt(e, sec.section, sec.list)
@@ -277,24 +289,6 @@ func liveAddressButane(fcos string, p netip.Prefix) butane {
 	}
 }
 
-// withLiveAddress returns the bootstrap-in-place config ign with the address script and unit
-// added, refusing a path or unit name the installer already uses.
-func withLiveAddress(ign []byte, p netip.Prefix) ([]byte, error) {
-	version, err := configVersion(ign)
-	if err != nil {
-		return nil, &ReportError{What: installerIgnition, Err: err}
-	}
-	s, ok := specs[version]
-	if !ok {
-		return nil, &ReportError{What: installerIgnition, Err: fmt.Errorf("ignition spec %s is not one render can add to (%s)", version, strings.Join(specVersions(), ", "))}
-	}
-	own, err := translateOwn("live relocation address unit", liveAddressButane(s.fcos, p), false)
-	if err != nil {
-		return nil, err
-	}
-	return appendEntries(ign, own)
-}
-
 // factoryGuestAddr is the address qemu's user network gives the factory VM by DHCP (its
 // defaults: net 10.0.2.0/24, dhcpstart 10.0.2.15; qemu-options.hx, -netdev user).
 var factoryGuestAddr = netip.MustParseAddr("10.0.2.15")
@@ -346,24 +340,4 @@ func bootstrapAddress(c *OpenShift, r Relocation) (netip.Prefix, error) {
 		return p, nil
 	}
 	return netip.Prefix{}, fmt.Errorf("no machine network of relocation.internalIP %s's family: add %s", p, p.Masked())
-}
-
-// addLiveAddress adds the relocation address unit to the bootstrap-in-place config the
-// installer step wrote (ign), validates the result and writes it over the stage's copy.
-func addLiveAddress(env *runEnv, ign []byte, p netip.Prefix, rep *Report) ([]byte, error) {
-	ign, err := withLiveAddress(ign, p)
-	if err != nil {
-		return nil, err
-	}
-	if _, _, err := validateIgnition(installerIgnition+" with the live relocation address", ign, false); err != nil {
-		return nil, err
-	}
-	if err := writeFile(env.out, ConfigPath, ign, 0o600); err != nil {
-		return nil, err
-	}
-	f := rep.Ignition[handoff.ConfigNode]
-	f.Size = len(ign)
-	rep.Ignition[handoff.ConfigNode] = f
-	env.log.Info("added the relocation address to the live system", "unit", LiveAddressUnit, "address", p.String())
-	return ign, nil
 }

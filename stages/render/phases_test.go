@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -303,21 +304,50 @@ func TestPhaseScriptSyntax(t *testing.T) {
 	}
 }
 
-// A config whose installer already has one of render's paths is refused, not overwritten.
+// A config whose installer already has one of render's paths or units is refused, not
+// overwritten; the live system's additions (phase units, and the relocation address unit when
+// there is an address) go in together, the config's own entries kept.
 func TestLivePhasesRefuseCollision(t *testing.T) {
-	base := []byte(`{"ignition":{"version":"3.2.0"},"storage":{"files":[{"path":"` + PhaseScript + `","mode":493}]}}`)
-	if _, err := withLivePhases(base); err == nil || !strings.Contains(err.Error(), PhaseScript) {
-		t.Fatalf("withLivePhases over a config that has %s: %v", PhaseScript, err)
-	}
-	got, err := withLivePhases([]byte(`{"ignition":{"version":"3.2.0"},"passwd":{"users":[{"name":"core"}]}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if u := unitsOf(t, got); len(u) != len(livePhases()) {
-		t.Errorf("%d units added to an empty config, want %d", len(u), len(livePhases()))
-	}
-	if !strings.Contains(string(got), `"users":[{"name":"core"}]`) {
-		t.Errorf("the config's own entries were lost: %s", got)
+	live := netip.MustParsePrefix("192.168.127.10/24")
+	for _, tc := range []struct {
+		name, base string
+		live       netip.Prefix
+		refused    string // what the error names; "" when accepted
+		units      int
+	}{
+		{name: "the phase script", base: `"storage":{"files":[{"path":"` + PhaseScript + `","mode":493}]}`, refused: PhaseScript},
+		{name: "the address script", base: `"storage":{"files":[{"path":"` + LiveAddressScript + `","mode":493}]}`, live: live, refused: LiveAddressScript},
+		{name: "the address unit", base: `"systemd":{"units":[{"name":"` + LiveAddressUnit + `"}]}`, live: live, refused: LiveAddressUnit},
+		{name: "the address unit name, without an address", base: `"systemd":{"units":[{"name":"` + LiveAddressUnit + `"}]}`, units: len(livePhases()) + 1},
+		{name: "phases only", base: `"storage":{}`, units: len(livePhases())},
+		{name: "phases and address", base: `"storage":{}`, live: live, units: len(livePhases()) + 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const own = `"passwd":{"users":[{"name":"core"}]}`
+			got, err := withLivePhases([]byte(`{"ignition":{"version":"3.2.0"},`+own+`,`+tc.base+`}`), tc.live)
+			if tc.refused != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.refused) {
+					t.Fatalf("withLivePhases over a config that has %s: %v", tc.refused, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			units := unitsOf(t, got)
+			if len(units) != tc.units {
+				t.Errorf("%d units after adding, want %d", len(units), tc.units)
+			}
+			if u, ok := units[LiveAddressUnit]; tc.live.IsValid() && (!ok || u.Contents == nil) {
+				t.Errorf("no %s added for %s", LiveAddressUnit, tc.live)
+			}
+			if _, script := fileEntry(t, got, LiveAddressScript); (script != "") != tc.live.IsValid() {
+				t.Errorf("%s added: %v, with address %v", LiveAddressScript, script != "", tc.live)
+			}
+			if !strings.Contains(string(got), own) {
+				t.Errorf("the config's own entries were lost: %s", got)
+			}
+		})
 	}
 }
 
