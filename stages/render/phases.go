@@ -55,7 +55,8 @@ func factoryUnitText() string {
 // phaseUnit is a service that reports one install phase.
 type phaseUnit struct {
 	Phase string
-	// After are the installer's units this one starts after (ordering only: it pulls none in).
+	// After are the installer's (or the MCO's) units this one starts after (ordering only: it
+	// pulls none in).
 	After []string
 	// Watch is the installer unit doing the phase's work: its failure (or restart loop) is
 	// the phase's failure, its journal the failure's log. "" for none.
@@ -88,6 +89,17 @@ func livePhases() []phaseUnit {
 	}
 }
 
+// mcdFirstboot applies the first MachineConfig on the installed system's first boot and
+// reboots the node (machine-config-operator at 7ff337a4,
+// templates/common/_base/units/machine-config-daemon-firstboot.service.yaml lines 4-15: a
+// oneshot conditioned on /etc/ignition-machine-config-encapsulated.json,
+// Before=kubelet-dependencies.target, which crio.service follows, crio.service.yaml
+// 05-mco-ordering.conf; pkg/daemon/daemon.go RunFirstbootCompleteMachineconfig reboots). The
+// import is ordered after it, so the reboot never cuts an import off and the MCD's podman
+// never writes the store alongside it; while it is skipped (no encapsulated config: a later
+// boot) the import starts at once.
+const mcdFirstboot = "machine-config-daemon-firstboot.service"
+
 // diskPhases are reported by the installed system, in order. There bootkube.service is the
 // installer's post-reboot service (a oneshot that approves the CSRs, waits for the cluster
 // version and removes the bootstrap leftovers last).
@@ -95,8 +107,11 @@ func diskPhases() []phaseUnit {
 	return []phaseUnit{
 		{Phase: wire.PhaseRebootedFromDisk, Check: "from-disk"},
 		// Upstream pulls the precache list into the shared store with podman (lifecycle-agent
-		// precache); the factory has no registry, so the images come off the data disk.
-		{Phase: wire.PhaseImagesImported, Before: []string{"crio.service", "kubelet.service"}, Check: "import-images", Prev: wire.PhaseRebootedFromDisk},
+		// precache); the factory has no registry, so the images come off the data disk. The
+		// import starts once the MCD's first boot is over (mcdFirstboot) and holds back CRI-O
+		// and the kubelet until the store is complete.
+		{Phase: wire.PhaseImagesImported, After: []string{mcdFirstboot}, Before: []string{"crio.service", "kubelet.service"},
+			Check: "import-images", Prev: wire.PhaseRebootedFromDisk},
 		{Phase: wire.PhaseAPIUp, After: []string{"kubelet.service"}, Check: "api-readyz", Prev: wire.PhaseImagesImported},
 		{Phase: wire.PhaseBootstrapComplete, After: []string{"bootkube.service"}, Watch: "bootkube.service",
 			Check: "bootstrap-cleaned", Prev: wire.PhaseAPIUp},

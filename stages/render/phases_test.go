@@ -45,7 +45,7 @@ var wantPhases = []wantPhase{
 	{phase: "bootkube-done", live: true, after: "bootkube.service", watch: "bootkube.service", prevOK: "live-booted"},
 	{phase: "written-to-disk", live: true, after: "install-to-disk.service", watch: "install-to-disk.service", prevOK: "bootkube-done"},
 	{phase: "rebooted-from-disk"},
-	{phase: "images-imported", prevOK: "rebooted-from-disk"},
+	{phase: "images-imported", after: "machine-config-daemon-firstboot.service", prevOK: "rebooted-from-disk"},
 	{phase: "api-up", after: "kubelet.service", prevOK: "images-imported"},
 	{phase: "bootstrap-complete", after: "bootkube.service", watch: "bootkube.service", prevOK: "api-up"},
 	{phase: "install-complete", after: "bootkube.service", prevOK: "bootstrap-complete"},
@@ -261,6 +261,105 @@ func TestOpenShiftPhaseUnits(t *testing.T) {
 		if w.phase == "images-imported" && (!strings.Contains(*u.Contents, "Before=crio.service kubelet.service\n") || !strings.Contains(*u.Contents, "Type=oneshot\n")) {
 			t.Errorf("images-imported does not hold back CRI-O and kubelet:\n%s", *u.Contents)
 		}
+	}
+}
+
+// mcoUnits are the ordering lines of the MCO's units the import is ordered against, as
+// machine-config-operator renders them for a master at 7ff337a4 (only [Unit] ordering kept):
+//   - templates/common/_base/units/machine-config-daemon-firstboot.service.yaml lines 4-11:
+//     the first boot's MachineConfig and reboot, After the pull, Before kubelet-dependencies;
+//   - templates/common/_base/units/machine-config-daemon-pull.service.yaml: After crio-wipe;
+//   - templates/common/_base/units/crio.service.yaml 05-mco-ordering.conf: After
+//     kubelet-dependencies.target;
+//   - templates/master/01-master-kubelet/_base/units/kubelet.service.yaml lines 4-8: After
+//     kubelet-dependencies.target and ostree-finalize-staged.service (and Requires crio).
+//
+// kubelet.service has no After=crio.service of its own: the least convenient variant, where
+// nothing but the units themselves orders the import before either.
+var mcoUnits = map[string]string{
+	"machine-config-daemon-firstboot.service": "[Unit]\nAfter=machine-config-daemon-pull.service\nBefore=kubelet-dependencies.target\n",
+	"machine-config-daemon-pull.service":      "[Unit]\nAfter=crio-wipe.service NetworkManager-wait-online.service network.service\n",
+	"crio.service":                            "[Unit]\nAfter=kubelet-dependencies.target\n",
+	"kubelet.service":                         "[Unit]\nAfter=kubelet-dependencies.target\nAfter=ostree-finalize-staged.service\n",
+}
+
+// orderGraph is systemd's ordering among units: before[a] holds every b that a's After=/
+// Before= lines (or b's) put after a.
+func orderGraph(t *testing.T, units map[string]string) map[string][]string {
+	t.Helper()
+	before := map[string][]string{}
+	for name, text := range units {
+		u := systemdUnit(t, text)
+		for _, a := range u["Unit"]["After"] {
+			before[a] = append(before[a], name)
+		}
+		before[name] = append(before[name], u["Unit"]["Before"]...)
+	}
+	return before
+}
+
+// precedes reports whether the graph orders a before b.
+func precedes(before map[string][]string, a, b string) bool {
+	seen := map[string]bool{}
+	next := []string{a}
+	for len(next) > 0 {
+		n := next[len(next)-1]
+		next = next[:len(next)-1]
+		for _, m := range before[n] {
+			if m == b {
+				return true
+			}
+			if !seen[m] {
+				seen[m] = true
+				next = append(next, m)
+			}
+		}
+	}
+	return false
+}
+
+// The import unit of the installed system starts after the MCD's first-boot unit, which may
+// reboot the node, and CRI-O and the kubelet after the import, with the MCO's own units beside
+// render's; and no ordering cycle runs through it (systemd would break one by dropping a job,
+// maybe the import's).
+func TestImportOrderedAfterMCDFirstboot(t *testing.T) {
+	files := readTree(t, renderTo(t, clusterOptions(t)))
+	mcRel := "manifests/" + PhasesMachineConfig + ".yaml"
+	units := map[string]string{}
+	for name, u := range unitsOf(t, mcConfig(t, files[mcRel])) {
+		if u.Contents != nil {
+			units[name] = *u.Contents
+		}
+	}
+	imp := "snofactory-phase-" + wire.PhaseImagesImported + ".service"
+	text, ok := units[imp]
+	if !ok {
+		t.Fatalf("%s has no %s", mcRel, imp)
+	}
+	if got := systemdUnit(t, text)["Service"]["Type"]; !slices.Equal(got, []string{"oneshot"}) {
+		t.Errorf("%s is Type=%v: only a oneshot holds the units after it until the import is done", imp, got)
+	}
+	for name, text := range mcoUnits {
+		if _, clash := units[name]; clash {
+			t.Fatalf("render's MachineConfig has its own %s", name)
+		}
+		units[name] = text
+	}
+	before := orderGraph(t, units)
+	for _, o := range [][2]string{
+		{mcdFirstboot, imp},
+		{imp, "crio.service"},
+		{imp, "kubelet.service"},
+	} {
+		if !precedes(before, o[0], o[1]) {
+			t.Errorf("%s is not ordered before %s:\n%s", o[0], o[1], text)
+		}
+	}
+	if precedes(before, imp, imp) {
+		t.Errorf("an ordering cycle runs through %s", imp)
+	}
+	if precedes(before, "crio.service", mcdFirstboot) {
+		t.Errorf("render orders CRI-O before the MCD's first boot, which upstream runs before it")
 	}
 }
 

@@ -80,8 +80,9 @@ check_install_complete() {
 # ConditionPathExists=/etc/ignition-machine-config-encapsulated.json) applies the first
 # MachineConfig and reboots the node (pkg/daemon/daemon.go RunFirstbootCompleteMachineconfig:
 # it renames the encapsulated config, then reboots; with nothing to change it removes the file
-# and the unit ends). It is not ordered against the import, and a reboot could cut the import
-# off half-way, so the import waits until that unit is over or will not run.
+# and the unit ends). A reboot could cut the import off half-way: render orders the import
+# unit After= that unit, and the import still waits here until it is over or will not run,
+# for a start outside that order (by hand, or a release that renamed the unit).
 mcd_firstboot=machine-config-daemon-firstboot.service
 mcd_encapsulated=/etc/ignition-machine-config-encapsulated.json
 # firstboot_over: 0 once the MCD's first boot can no longer reboot this boot, 1 while it
