@@ -127,8 +127,10 @@ type OpenShift struct {
 	// Service networks (CIDRs). Default: [172.30.0.0/16].
 	ServiceNetwork []string `json:"serviceNetwork,omitempty" yaml:"serviceNetwork,omitempty"`
 	// Machine networks. The seed's cluster is installed on the internal node IP
-	// (spec.relocation.nodeIP), which must lie in one of them; site addresses are applied at the
-	// site. Default: the node IP's subnet, [{cidr: 192.168.127.0/24}].
+	// (spec.relocation.nodeIP), which must lie in the first of them of its family (the
+	// bootstrap etcd takes its address from that one), and that network must not hold the
+	// factory VM's address 10.0.2.15; site addresses are applied at the site. Default: the
+	// node IP's subnet, [{cidr: 192.168.127.0/24}].
 	MachineNetwork []MachineNetwork `json:"machineNetwork,omitempty" yaml:"machineNetwork,omitempty"`
 	// Disk the node installs to, as an absolute device path. Default: /dev/vda (the factory
 	// VM's virtio disk).

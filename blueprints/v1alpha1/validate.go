@@ -265,6 +265,7 @@ func (b *Blueprint) validateOpenShift(c *checker) {
 	b.validatePullSecret(c)
 	b.validateSSHKey(c)
 	b.validateNetworks(c)
+	b.validateBootstrapAddress(c)
 	if !strings.HasPrefix(o.InstallDisk, "/dev/") {
 		c.Add(p+".installDisk", fmt.Sprintf("%q is not a device path", suggest.Clip(o.InstallDisk)), "e.g. /dev/vda or /dev/disk/by-path/...")
 	}
@@ -453,6 +454,36 @@ func (b *Blueprint) validateNetworks(c *checker) {
 		if !inMachine && len(o.MachineNetwork) > 0 && parsed == len(o.MachineNetwork) {
 			c.Add(p+".machineNetwork", fmt.Sprintf("no machine network contains the internal node IP %s (spec.relocation.nodeIP)", ip.Addr()),
 				fmt.Sprintf("the seed's cluster runs on that address: add %s, or leave machineNetwork out to default to it", ip.Masked()))
+		}
+	}
+}
+
+// validateBootstrapAddress reports the networks with which the bootstrap etcd would not
+// take the internal node IP (BootstrapAddress), at the field to change. Unparsable inputs,
+// and a node IP outside every machine network, are reported by the checks above.
+func (b *Blueprint) validateBootstrapAddress(c *checker) {
+	o := b.Spec.OpenShift
+	var machine []string
+	inMachine := false
+	ip, ipErr := netip.ParsePrefix(b.Spec.Relocation.NodeIP)
+	for _, n := range o.MachineNetwork {
+		machine = append(machine, n.CIDR)
+		if pfx, err := netip.ParsePrefix(n.CIDR); err == nil && ipErr == nil && pfx.Contains(ip.Addr()) {
+			inMachine = true
+		}
+	}
+	_, err := BootstrapAddress(machine, o.ServiceNetwork, b.Spec.Relocation.NodeIP)
+	var e *BootstrapAddressError
+	if !errors.As(err, &e) || e.Parse {
+		return
+	}
+	switch e.Field {
+	case FieldNodeIP:
+		c.Add("spec.relocation.nodeIP", e.Msg, e.Hint)
+	case FieldMachineNetwork:
+		// A node IP outside every machine network is reported once, by validateNetworks.
+		if inMachine || !e.Outside {
+			c.Add(fmt.Sprintf("spec.openshift.machineNetwork[%d].cidr", e.Index), e.Msg, e.Hint)
 		}
 	}
 }

@@ -203,15 +203,15 @@ func TestBootstrapAddress(t *testing.T) {
 		{"an IPv6 network listed first does not count for IPv4", []string{"fd00::/64", "192.168.127.0/24"}, nil, "192.168.127.10/24", ""},
 		{"IPv6 single stack", []string{"fd00:127::/64"}, []string{"fd02::/112"}, "fd00:127::10/64", ""},
 		{"only a later network contains it", []string{"192.168.1.0/24", "192.168.127.0/24"}, nil, "192.168.127.10/24",
-			"machineNetwork[0] 192.168.1.0/24, the first of its family, does not contain relocation.internalIP 192.168.127.10: the bootstrap etcd takes its address from that network alone; list 192.168.127.0/24 first"},
+			"machineNetwork[0] 192.168.1.0/24, the first machine network of its family, does not contain the internal node address 192.168.127.10: the bootstrap etcd takes its address from that network alone; list 192.168.127.0/24 first"},
 		{"the installer's default network holds the factory VM's address", nil, nil, "10.0.9.10/16",
 			"machineNetwork[0] 10.0.0.0/16 contains the factory VM's own address 10.0.2.15"},
 		{"other family than the service network", []string{"fd00:127::/64", "192.168.127.0/24"}, []string{"fd02::/112"}, "192.168.127.10/24",
-			"relocation.internalIP 192.168.127.10/24 is not of the cluster's primary family (the first service network, fd02::/112)"},
+			"relocation.internalIP: internal node address 192.168.127.10/24 is not of the cluster's primary family (the first service network, fd02::/112)"},
 		{"no machine network of its family", []string{"192.168.127.0/24"}, nil, "fd00:127::10/64",
 			"is not of the cluster's primary family"},
 		{"no IPv6 machine network", []string{"192.168.127.0/24"}, []string{"fd02::/112"}, "fd00:127::10/64",
-			"no machine network of relocation.internalIP fd00:127::10/64's family: add fd00:127::/64"},
+			"no machine network of the internal node address fd00:127::10/64's family; add fd00:127::/64"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := goodCluster()

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"strings"
 
+	"github.com/snofactory/snofactory/blueprints/v1alpha1"
 	"github.com/snofactory/snofactory/seeds/contract/wire"
 )
 
@@ -304,55 +305,23 @@ func liveAddressButane(fcos string, p netip.Prefix) butane {
 	}
 }
 
-// factoryGuestAddr is the address qemu's user network gives the factory VM by DHCP (its
-// defaults: net 10.0.2.0/24, dhcpstart 10.0.2.15; qemu-options.hx, -netdev user).
-var factoryGuestAddr = netip.MustParseAddr("10.0.2.15")
 
 // bootstrapAddress is the relocation address the live system adds, once it is certain that
-// the bootstrap etcd will choose it. cluster-etcd-operator's render takes one machine
-// network, the first of the primary family (IPv6 when the first service network is:
-// pkg/cmd/render/render.go getMachineCIDR and preferIPv6), and getBootstrapIP keeps only
-// addresses inside it, the first it lists winning. So that network must contain the
-// relocation address and not the factory VM's own, which its interface lists first; a
-// machine network defaulted to the relocation subnet (effectiveCluster) does both.
+// the bootstrap etcd will choose it (cluster-etcd-operator pkg/cmd/render/bootstrap_ip.go
+// getBootstrapIP, render.go getMachineCIDR and preferIPv6). The rule is the blueprint's
+// (v1alpha1.BootstrapAddress), so that validate reports it first at the blueprint's fields;
+// render applies it to the installer's defaults too.
 func bootstrapAddress(c *OpenShift, r Relocation) (netip.Prefix, error) {
-	p, err := netip.ParsePrefix(r.InternalIP)
-	if err != nil {
-		return netip.Prefix{}, fmt.Errorf("relocation.internalIP: %w", err)
-	}
-	service := c.ServiceNetwork
-	if len(service) == 0 {
-		service = defaultServiceNetwork
-	}
-	first, err := netip.ParsePrefix(service[0])
-	if err != nil {
-		return netip.Prefix{}, fmt.Errorf("serviceNetwork[0] %q: %w", service[0], err)
-	}
-	if first.Addr().Is6() != p.Addr().Is6() {
-		return netip.Prefix{}, fmt.Errorf("relocation.internalIP %s is not of the cluster's primary family (the first service network, %s): "+
-			"the bootstrap etcd would take an address of the other family; use an internal address of the same family", p, first)
-	}
-	machine := c.MachineNetwork
+	machine, service := c.MachineNetwork, c.ServiceNetwork
 	if len(machine) == 0 {
 		machine = defaultMachineNetwork
 	}
-	for i, m := range machine {
-		n, err := netip.ParsePrefix(m)
-		if err != nil {
-			return netip.Prefix{}, fmt.Errorf("machineNetwork[%d] %q: %w", i, m, err)
-		}
-		if n.Addr().Is6() != p.Addr().Is6() {
-			continue
-		}
-		if !n.Contains(p.Addr()) {
-			return netip.Prefix{}, fmt.Errorf("machineNetwork[%d] %s, the first of its family, does not contain relocation.internalIP %s: "+
-				"the bootstrap etcd takes its address from that network alone; list %s first", i, n, p.Addr(), p.Masked())
-		}
-		if n.Contains(factoryGuestAddr) {
-			return netip.Prefix{}, fmt.Errorf("machineNetwork[%d] %s contains the factory VM's own address %s (qemu's user network), "+
-				"which the bootstrap etcd would take instead of relocation.internalIP %s: use a machine network and internal address outside 10.0.2.0/24", i, n, factoryGuestAddr, p.Addr())
-		}
-		return p, nil
+	if len(service) == 0 {
+		service = defaultServiceNetwork
 	}
-	return netip.Prefix{}, fmt.Errorf("no machine network of relocation.internalIP %s's family: add %s", p, p.Masked())
+	p, err := v1alpha1.BootstrapAddress(machine, service, r.InternalIP)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("relocation.internalIP: %w", err)
+	}
+	return p, nil
 }
