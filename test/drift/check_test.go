@@ -63,7 +63,7 @@ func stepFindings(o owners, plan string, s steps.Step, entry string, c change) [
 	var out []finding
 	for _, changed := range c.Paths {
 		for _, p := range sortedKeys(o) {
-			if covers(changed, p) {
+			if steps.Covers(changed, p) {
 				out = append(out, finding{Plan: plan, Step: s.Name, Change: entry, Path: p, Owners: o[p]})
 			}
 		}

@@ -175,18 +175,4 @@ func TestClassify(t *testing.T) {
 			t.Errorf("classify(%q) = %+v, %v", tc.entry, got, err)
 		}
 	}
-	for _, tc := range []struct {
-		changed, p string
-		want       bool
-	}{
-		{"/var/lib/kubelet/config.json", "/var/lib/kubelet/config.json", true},
-		{"/var/lib/kubelet", "/var/lib/kubelet/config.json", true},
-		{"/var/lib/kube", "/var/lib/kubelet/config.json", false},
-		{"/etc/ssh/ssh_host_*", "/etc/ssh/ssh_host_rsa_key", true},
-		{"/etc/ssh/ssh_host_*", "/etc/ssh/sshd_config", false},
-	} {
-		if got := covers(tc.changed, tc.p); got != tc.want {
-			t.Errorf("covers(%q, %q) = %v", tc.changed, tc.p, got)
-		}
-	}
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os/exec"
-	"path"
 	"regexp"
 	"slices"
 	"strings"
@@ -85,16 +84,6 @@ func classify(entry string) (change, error) {
 		return change{}, nil
 	}
 	return change{}, fmt.Errorf("changes entry %q is neither a node path, a unit, nor a cluster object this check knows: add it to namedNodeChanges or apiChange", entry)
-}
-
-// covers says whether a Changes path (a file, a glob like /etc/ssh/ssh_host_*, or a
-// directory the step clears) reaches the MachineConfig path p.
-func covers(changed, p string) bool {
-	if changed == p || strings.HasPrefix(p, strings.TrimSuffix(changed, "/")+"/") {
-		return true
-	}
-	ok, err := path.Match(changed, p)
-	return err == nil && ok
 }
 
 // unitVerb is what a step's command does to unit's enabled state: "enable", "disable",

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"path"
 	"strings"
 )
 
@@ -63,4 +64,15 @@ func Names(plan []Step) []string {
 		out[i] = s.Name
 	}
 	return out
+}
+
+// Covers says whether a Changes entry that is a node path (a file, a directory ending in
+// "/" or not, or a glob like /etc/ssh/ssh_host_*) reaches the node path p: p is the entry,
+// lies under it, or matches it.
+func Covers(change, p string) bool {
+	if change == p || strings.HasPrefix(p, strings.TrimSuffix(change, "/")+"/") {
+		return true
+	}
+	ok, err := path.Match(change, p)
+	return err == nil && ok
 }

@@ -125,3 +125,21 @@ func TestExecRunner(t *testing.T) {
 		t.Errorf("missing command: %v", err)
 	}
 }
+
+func TestCovers(t *testing.T) {
+	for _, tc := range []struct {
+		changed, p string
+		want       bool
+	}{
+		{"/var/lib/kubelet/config.json", "/var/lib/kubelet/config.json", true},
+		{"/var/lib/kubelet", "/var/lib/kubelet/config.json", true},
+		{"/var/lib/kubelet/", "/var/lib/kubelet/config.json", true},
+		{"/var/lib/kube", "/var/lib/kubelet/config.json", false},
+		{"/etc/ssh/ssh_host_*", "/etc/ssh/ssh_host_rsa_key", true},
+		{"/etc/ssh/ssh_host_*", "/etc/ssh/sshd_config", false},
+	} {
+		if got := steps.Covers(tc.changed, tc.p); got != tc.want {
+			t.Errorf("Covers(%q, %q) = %v", tc.changed, tc.p, got)
+		}
+	}
+}
