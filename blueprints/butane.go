@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path"
 	"sort"
 	"strings"
 
@@ -117,10 +118,62 @@ func (d *decoder) butaneProblems(bp *v1alpha1.Blueprint, path string, src []byte
 	}
 	out, rep, err := translateButane(src)
 	reportButane(bp, err, rep, report)
-	if err != nil || len(rep.Entries) > 0 || bp.Spec.Target.Type != oskind.CoreOS {
+	if err != nil || len(rep.Entries) > 0 {
 		return
 	}
-	checkEmittedSpec(bp, head, out, report)
+	switch bp.Spec.Target.Type {
+	case oskind.CoreOS:
+		checkEmittedSpec(bp, head, out, report)
+	case oskind.OpenShift:
+		checkOwnedFiles(src, out, report)
+	}
+}
+
+// checkOwnedFiles reports each file or unit an openshift fragment's MachineConfig owns that
+// the seal or the site hook changes, at the line of the fragment that names it.
+func checkOwnedFiles(src, out []byte, report butaneReport) {
+	nc, err := loadNodeChanges()
+	if err != nil {
+		report(0, 0, err.Error(), "")
+		return
+	}
+	paths, err := ignitionPaths(out)
+	if err != nil {
+		report(0, 0, "Butane: "+err.Error(), "")
+		return
+	}
+	var meta struct {
+		Metadata struct {
+			Name string `yaml:"name"`
+		} `yaml:"metadata"`
+	}
+	_ = yaml.Unmarshal(src, &meta) // Butane has read it already; a missing name stays empty
+	for _, p := range paths {
+		by := nc.owners(p)
+		if len(by) == 0 {
+			continue
+		}
+		msg, hint := ownedProblem(suggest.Clip(meta.Metadata.Name), p, by)
+		line, col := findLine(src, p)
+		report(line, col, msg, hint)
+	}
+}
+
+// findLine is the 1-based line and column where a fragment names node path p, a unit's
+// path by the unit's name; 0, 0 when it does not spell it out.
+func findLine(src []byte, p string) (int64, int64) {
+	needles := []string{p}
+	if rest, ok := strings.CutPrefix(p, "/etc/systemd/system/"); ok {
+		needles = append(needles, strings.TrimSuffix(path.Base(rest), ".d"), strings.Split(rest, ".d/")[0])
+	}
+	for _, n := range needles {
+		for i, line := range strings.Split(string(src), "\n") {
+			if j := strings.Index(line, n); j >= 0 {
+				return int64(i + 1), int64(j + 1)
+			}
+		}
+	}
+	return 0, 0
 }
 
 // checkButaneHead reads the fragment's variant and version and checks that the variant can
