@@ -305,7 +305,6 @@ func liveAddressButane(fcos string, p netip.Prefix) butane {
 	}
 }
 
-
 // bootstrapAddress is the relocation address the live system adds, once it is certain that
 // the bootstrap etcd will choose it (cluster-etcd-operator pkg/cmd/render/bootstrap_ip.go
 // getBootstrapIP, render.go getMachineCIDR and preferIPv6). The rule is the blueprint's
