@@ -1,6 +1,8 @@
 package blueprints
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -73,5 +75,67 @@ func TestOwnedFilesRefused(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A MachineConfig among the extra manifests is held to the same rule as a Butane fragment:
+// each file it owns that the seal or the site changes is reported at its line in the
+// manifest; other objects and unrelated MachineConfigs pass.
+func TestOwnedFilesInManifestsRefused(t *testing.T) {
+	dir := fixtureDir(t)
+	mc := `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: unrelated
+---
+apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfig
+metadata:
+  name: 10-static-network
+  labels:
+    machineconfiguration.openshift.io/role: master
+spec:
+  config:
+    ignition:
+      version: 3.2.0
+    storage:
+      files:
+        - path: /etc/sysctl.d/99-ok.conf
+          contents:
+            source: data:,x
+        - path: /etc/NetworkManager/system-connections/ens1f0.nmconnection
+          mode: 384
+          contents:
+            source: data:,x
+    systemd:
+      units:
+        - name: snofactory-reconfigure.service
+          contents: "[Unit]\n"
+`
+	if err := os.MkdirAll(filepath.Join(dir, "mcs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "mcs", "net.yaml"), []byte(mc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := parseIn(t, dir, openshift("    extraManifests: mcs\n"))
+	if err == nil {
+		t.Fatal("accepted a MachineConfig owning the site's NIC profile")
+	}
+	ps := problems(t, err)
+	want := []string{
+		"mcs/net.yaml:21:17: MachineConfig 10-static-network owns /etc/NetworkManager/system-connections/ens1f0.nmconnection, which the seal's factory-etc step",
+		"mcs/net.yaml:27:17: MachineConfig 10-static-network owns /etc/systemd/system/snofactory-reconfigure.service, which the seal's reconfigure-unit step",
+	}
+	if len(ps) != len(want) {
+		t.Fatalf("got %d problems, want %d:\n%v", len(ps), len(want), err)
+	}
+	for i, p := range ps {
+		if p.Path != "spec.openshift.extraManifests" || !strings.HasPrefix(p.Message, want[i]) || !strings.Contains(p.Hint, "remove this file from the MachineConfig") {
+			t.Errorf("problem %d: %s %q (hint %q), want %s...", i, p.Path, p.Message, p.Hint, want[i])
+		}
+	}
+	if !strings.Contains(ps[0].Hint, "spec.network") {
+		t.Errorf("the NIC profile's hint %q does not point at the site config's network", ps[0].Hint)
 	}
 }
