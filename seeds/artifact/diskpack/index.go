@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/opencontainers/go-digest"
+	"github.com/snofactory/snofactory/pipeline/strictjson"
 )
 
 // IndexVersion is the index format this package writes. Version 2 adds each chunk's
@@ -26,6 +27,10 @@ const CompressionZstd = "zstd"
 
 // Limits that bound what reading an index or a chunk may cost, whoever wrote it.
 const (
+	// MaxDiskSize bounds the raw size of a disk any seed may declare: 64 TiB, hundreds of
+	// times what a single-node cluster's disk holds. A declared size is believed only up to
+	// it, so a crafted index cannot set a verify hashing exabytes of zeros.
+	MaxDiskSize = 64 << 40
 	// MaxIndexSize bounds the index file: about 300,000 chunks, a disk with 150 GiB of data.
 	MaxIndexSize = 64 << 20
 	// HeapLimit is the heap a process packing, moving or writing a disk keeps to
@@ -162,8 +167,8 @@ func (x *Index) Validate() error {
 	if err := x.Params.validate(); err != nil {
 		bad("%v", err)
 	}
-	if x.Size <= 0 {
-		bad("size %d is not positive", x.Size)
+	if x.Size <= 0 || x.Size > MaxDiskSize {
+		bad("size %d is not within 1..%d (64 TiB)", x.Size, int64(MaxDiskSize))
 	}
 	type stored struct {
 		id          digest.Digest
@@ -233,15 +238,14 @@ func (x *Index) Marshal() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// ParseIndex decodes and validates an index; unknown fields are refused.
+// ParseIndex decodes and validates an index; unknown fields, duplicate keys and anything
+// after the index are refused.
 func ParseIndex(b []byte) (*Index, error) {
 	if len(b) > MaxIndexSize {
 		return nil, fmt.Errorf("the disk index is %d bytes, more than the %d allowed", len(b), MaxIndexSize)
 	}
 	var x Index
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&x); err != nil {
+	if err := strictjson.Decode(b, &x); err != nil {
 		return nil, fmt.Errorf("decoding the disk index: %w", err)
 	}
 	if err := x.Validate(); err != nil {

@@ -1,14 +1,14 @@
 package seed
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
+
+	"github.com/snofactory/snofactory/pipeline/strictjson"
 )
 
 // ReadManifest reads and validates the manifest of the seed directory dir. Unknown fields
@@ -35,17 +35,20 @@ func ParseManifest(b []byte, name string) (*Manifest, error) {
 	if len(b) > maxManifestSize {
 		return nil, &BadSeedError{File: name, Problem: fmt.Sprintf("is %d bytes, more than a seed manifest's %d", len(b), maxManifestSize)}
 	}
+	// Duplicate keys and trailing data first: the version must be read from the one
+	// document every reader sees.
+	if err := strictjson.Check(b); err != nil {
+		return nil, jsonProblem(name, err)
+	}
 	if err := json.Unmarshal(b, &version); err != nil {
-		return nil, jsonProblem(b, name, err)
+		return nil, jsonProblem(name, strictjson.Locate(b, err))
 	}
 	if version.SchemaVersion != SchemaVersion && version.SchemaVersion != SchemaVersionV1 {
 		return nil, &BadSeedError{File: name, Problem: fmt.Sprintf("schemaVersion %d is not supported (this snofactory reads %d and %d)", version.SchemaVersion, SchemaVersionV1, SchemaVersion)}
 	}
 	var m Manifest
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&m); err != nil {
-		return nil, jsonProblem(b, name, err)
+	if err := strictjson.Decode(b, &m); err != nil {
+		return nil, jsonProblem(name, err)
 	}
 	if err := m.Validate(); err != nil {
 		return nil, &BadSeedError{File: name, Problem: "invalid seed manifest:\n" + err.Error()}
@@ -53,40 +56,14 @@ func ParseManifest(b []byte, name string) (*Manifest, error) {
 	return &m, nil
 }
 
-// jsonProblem locates a JSON decoding error in b as FILE:LINE:COL, without quoting b.
-func jsonProblem(b []byte, name string, err error) error {
-	var off int64 = -1
-	var se *json.SyntaxError
-	var te *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &se):
-		off = se.Offset - 1 // the offending character
-	case errors.As(err, &te):
-		off = valueStart(b, te.Offset) // te.Offset is just past the value
+// jsonProblem names where in the file a strict decoding error is, as FILE:LINE:COL,
+// without quoting the file's bytes.
+func jsonProblem(name string, err error) error {
+	var se *strictjson.Error
+	if errors.As(err, &se) && se.Line > 0 {
+		return &BadSeedError{File: fmt.Sprintf("%s:%d:%d", name, se.Line, se.Col), Problem: se.Problem}
 	}
-	if off < 0 || off > int64(len(b)) {
-		return &BadSeedError{File: name, Problem: "is not a seed manifest: " + err.Error()}
-	}
-	line := 1 + bytes.Count(b[:off], []byte("\n"))
-	col := int(off) - bytes.LastIndexByte(b[:off], '\n')
-	return &BadSeedError{File: fmt.Sprintf("%s:%d:%d", name, line, col), Problem: err.Error()}
-}
-
-// valueStart finds where the scalar JSON value ending at end begins.
-func valueStart(b []byte, end int64) int64 {
-	if end <= 0 || end > int64(len(b)) {
-		return end
-	}
-	i := end - 1
-	if b[i] == '"' {
-		for i--; i > 0 && (b[i] != '"' || b[i-1] == '\\'); i-- {
-		}
-		return i
-	}
-	for i > 0 && !strings.ContainsRune(",:[{ \t\r\n", rune(b[i-1])) {
-		i--
-	}
-	return i
+	return &BadSeedError{File: name, Problem: "is not a seed manifest: " + err.Error()}
 }
 
 // Marshal returns m's JSON as WriteManifest stores it: indented, keys in a fixed order, the

@@ -91,6 +91,24 @@ func rewriteIndex(t *testing.T, dir string, m *seed.Manifest, change func(*diskp
 	rewrite(t, dir, m)
 }
 
+// rewriteIndexBytes changes the chunked disk's index as bytes and records its digest and
+// size in the manifest.
+func rewriteIndexBytes(t *testing.T, dir string, m *seed.Manifest, change func([]byte) []byte) {
+	t.Helper()
+	d := &m.Disks[0]
+	p := filepath.Join(dir, d.Index.File)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = change(b)
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d.Index.Size, d.Index.Digest = int64(len(b)), digest.FromBytes(b)
+	rewrite(t, dir, m)
+}
+
 // qcow2With makes a 1 MiB qcow2 with qemu-img create options (a backing file, a data file)
 // and records it in the manifest in place of the seed's qcow2 disk, digests and all, so only
 // the reference outside the file is wrong.
@@ -217,7 +235,32 @@ func TestHostileSeeds(t *testing.T) {
 		}, "seed.json:4:3: invalid character", nil},
 		{"manifest with a wrong type", func(t *testing.T, dir string, m *seed.Manifest) {
 			os.WriteFile(filepath.Join(dir, seed.ManifestFile), []byte("{\n  \"schemaVersion\": 1,\n  \"disks\": \"all\"\n}\n"), 0o644)
-		}, "seed.json:3:12: json: cannot unmarshal string", nil},
+		}, "seed.json:3:12: cannot unmarshal string", nil},
+		{"manifest with a duplicated key", func(t *testing.T, dir string, m *seed.Manifest) {
+			os.WriteFile(filepath.Join(dir, seed.ManifestFile), []byte("{\n  \"schemaVersion\": 2,\n  \"schemaVersion\": 1\n}\n"), 0o644)
+		}, `seed.json:3:3: duplicate key "schemaVersion" (first at line 2, column 3)`, nil},
+		{"manifest with a second document after it", func(t *testing.T, dir string, m *seed.Manifest) {
+			p := filepath.Join(dir, seed.ManifestFile)
+			b, _ := os.ReadFile(p)
+			os.WriteFile(p, append(b, "{}\n"...), 0o644)
+		}, "data after the JSON document", nil},
+		{"index with a duplicated key", func(t *testing.T, dir string, m *seed.Manifest) {
+			rewriteIndexBytes(t, dir, m, func(b []byte) []byte {
+				return bytes.Replace(b, []byte(`{"version":`), []byte(`{"size":1,"version":`), 1)
+			})
+		}, `line 1, column 23: duplicate key "size" (first at line 1, column 2)`, chunked},
+		{"index with data after it", func(t *testing.T, dir string, m *seed.Manifest) {
+			rewriteIndexBytes(t, dir, m, func(b []byte) []byte { return append(b, "[]"...) })
+		}, "data after the JSON document", chunked},
+		{"chunked disk of 2^62 bytes", func(t *testing.T, dir string, m *seed.Manifest) {
+			rewriteIndex(t, dir, m, func(x *diskpack.Index) { x.Size, m.Disks[0].VirtualSize = 1<<62, 1<<62 })
+		}, "virtualSize: 4611686018427387904 bytes is more than the 70368744177664 (64 TiB)", chunked},
+		{"raw disk larger than its frames can expand to", func(t *testing.T, dir string, m *seed.Manifest) {
+			for i := range m.Disks {
+				m.Disks[i].VirtualSize = 1 << 45
+			}
+			rewrite(t, dir, m)
+		}, "stored bytes of disk.raw.zst can expand to", nil},
 		{"manifest is another file", func(t *testing.T, dir string, m *seed.Manifest) {
 			os.WriteFile(filepath.Join(dir, seed.ManifestFile), []byte(hostSecret+"\npassword: hunter2\n"), 0o644)
 		}, "seed.json:1:1: invalid character", nil},

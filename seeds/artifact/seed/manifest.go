@@ -119,8 +119,8 @@ type Disk struct {
 	Size int64 `json:"size" jsonschema:"required,minimum=1"`
 	// Digest of the file as stored.
 	Digest digest.Digest `json:"digest" jsonschema:"required"`
-	// VirtualSize is the size of the raw disk, in bytes.
-	VirtualSize int64 `json:"virtualSize" jsonschema:"required,minimum=1"`
+	// VirtualSize is the size of the raw disk, in bytes, at most 64 TiB (MaxVirtualSize).
+	VirtualSize int64 `json:"virtualSize" jsonschema:"required,minimum=1,maximum=70368744177664"`
 	// RawDigest is the digest of the raw disk bytes, what a writer puts on a device.
 	RawDigest digest.Digest `json:"rawDigest" jsonschema:"required"`
 }
@@ -157,6 +157,9 @@ type SBOM struct {
 	// Digest of the file.
 	Digest digest.Digest `json:"digest" jsonschema:"required"`
 }
+
+// MaxVirtualSize bounds every disk's declared raw size (virtualSize), whatever its format.
+const MaxVirtualSize = diskpack.MaxDiskSize
 
 // MaxSBOMSize bounds a seed's SBOM file: thousands of packages take a few MiB.
 const MaxSBOMSize = 32 << 20
@@ -269,9 +272,7 @@ func (m *Manifest) validateFiles(bad func(field, format string, args ...any)) {
 		if d.Size <= 0 {
 			bad(f+".size", "%d is not positive", d.Size)
 		}
-		if d.VirtualSize <= 0 {
-			bad(f+".virtualSize", "%d is not positive", d.VirtualSize)
-		}
+		checkVirtualSize(bad, f, d)
 		checkDigest(bad, f+".digest", d.Digest)
 		checkDigest(bad, f+".rawDigest", d.RawDigest)
 	}
@@ -298,6 +299,25 @@ func (m *Manifest) validateFiles(bad func(field, format string, args ...any)) {
 		checkDigest(bad, "sbom.digest", x.Digest)
 	}
 }
+
+// checkVirtualSize refuses a declared raw size that no stored disk could expand to, before
+// anything reads or hashes that many bytes: more than MaxVirtualSize, or, for a raw disk,
+// more than its zstd frames can hold.
+func checkVirtualSize(bad func(field, format string, args ...any), f string, d Disk) {
+	switch v := d.VirtualSize; {
+	case v <= 0:
+		bad(f+".virtualSize", "%d is not positive", v)
+	case v > MaxVirtualSize:
+		bad(f+".virtualSize", "%d bytes is more than the %d (64 TiB) a seed disk may have", v, int64(MaxVirtualSize))
+	case d.Format == FormatRaw && d.Size > 0 && v/maxZstdRatio > d.Size:
+		bad(f+".virtualSize", "%d bytes is more than the %d stored bytes of %s can expand to (zstd expands at most %d times)",
+			v, d.Size, d.File, maxZstdRatio)
+	}
+}
+
+// maxZstdRatio bounds how far zstd expands: every block (at most 128 KiB of output) takes
+// at least a 3-byte header and one byte of content (RFC 8878, section 3.1.1.2).
+const maxZstdRatio = (128 << 10) / 4
 
 func containsSep(name string) bool {
 	for _, r := range name {

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"time"
+
+	"github.com/snofactory/snofactory/pipeline/strictjson"
 )
 
 // PerBuildKeyword is the top-level keyword of the manifest's JSON Schema that lists
@@ -64,6 +66,9 @@ func DiffJSON(a, b []byte, perBuild []string) ([]string, error) {
 func decodeManifestJSON(b []byte, what string) (any, error) {
 	if len(b) > maxManifestSize {
 		return nil, fmt.Errorf("%s is %d bytes, more than a seed manifest's %d", what, len(b), maxManifestSize)
+	}
+	if err := strictjson.Check(b); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	// Numbers as written: a size must not compare equal after rounding through float64.

@@ -124,7 +124,7 @@ func TestDiffManifestsRefuses(t *testing.T) {
 	}{
 		{"not JSON", []byte(`{"name": `), "the second document"},
 		{"not an object", []byte(`[1, 2]`), "not a JSON object"},
-		{"two objects", append(marshal(t, chunked()), `{}`...), "more after its JSON object"},
+		{"two objects", append(marshal(t, chunked()), `{}`...), "data after the JSON document"},
 		{"too big", []byte(`{"name": "` + strings.Repeat("x", 2<<20) + `"}`), "more than a seed manifest's"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

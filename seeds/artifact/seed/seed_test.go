@@ -159,7 +159,7 @@ func TestReadRefuses(t *testing.T) {
 		{"unknown field", strings.Replace(string(good), `"name":`, `"colour": "red", "name":`, 1), `unknown field "colour"`},
 		{"newer version", `{"schemaVersion": 3}`, "schemaVersion 3 is not supported"},
 		{"invalid", strings.Replace(string(good), `"uefi"`, `"efi"`, 1), `firmware: "efi"`},
-		{"not json", `{`, "unexpected end of JSON"},
+		{"not json", `{`, "seed.json:1:2: the JSON document ends early"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
