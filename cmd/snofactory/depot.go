@@ -13,6 +13,7 @@ import (
 	"github.com/snofactory/snofactory/blueprints/depotfile"
 	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/pipeline/depot"
+	"github.com/snofactory/snofactory/pipeline/output"
 )
 
 func newDepotCommand() *cobra.Command {
@@ -99,6 +100,10 @@ func (f *depotFlags) config(cmd *cobra.Command, target string) (depot.Config, er
 	cfg.OutputDir = f.build.outputDir
 	if cfg.OutputDir == "" {
 		cfg.OutputDir = "depot-out"
+	}
+	// What the depot writes under its output directory must never land on what it reads.
+	if err := output.CheckDir("--output-dir", cfg.OutputDir, append([]string{target}, paths...)...); err != nil {
+		return cfg, badInput(err)
 	}
 	cfg.Selection = pipeline.Selection{Until: f.build.until, Force: f.build.force}
 	set, err := spec.Resolve(depotfile.Overrides{VMs: f.vms, CPUs: f.cpus, Parallel: f.parallel, Attempts: f.attempts, Memory: f.memory, MinFree: f.minFree})

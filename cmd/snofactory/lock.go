@@ -27,7 +27,8 @@ resolve differently.`,
 			if out == "" {
 				out = blueprints.LockPath(args[0])
 			}
-			if err := outputFile("-o", out, args[0]); err != nil {
+			// The lock may not land on the blueprint or on any file it names.
+			if err := outputFile("-o", out, append([]string{args[0]}, bp.Resolved.Inputs()...)...); err != nil {
 				return err
 			}
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
 	"filippo.io/age"
@@ -56,11 +55,15 @@ type Created struct {
 // config is a *badinput.Error; an invalid site config is its
 // *strictyaml.ValidationErrors, which lists every problem.
 func Create(ctx context.Context, o CreateOptions) (*Created, error) {
-	// Before anything is made: a device is written in place, a directory, a character
-	// device, a read-only file or the site config itself is refused.
-	block, err := output.Check(o.Output, o.Config)
+	// Before anything is made: a device is written in place; a directory, a character
+	// device, a read-only file, one of the command's inputs, or the medium and the
+	// credentials on one file are refused.
+	block, err := output.Check(o.Output, o.inputs(nil)...)
 	if err != nil {
 		return nil, outputErr(err)
+	}
+	if err := o.checkOutputs(block, nil); err != nil {
+		return nil, err
 	}
 	rcpts, err := credentials.ParseRecipients(o.Recipients)
 	if err != nil {
@@ -82,6 +85,10 @@ func Create(ctx context.Context, o CreateOptions) (*Created, error) {
 	} else if err != nil {
 		return nil, fmt.Errorf("loading the site config %s: %w", o.Config, err)
 	}
+	// The files the site config names are inputs too, known only now.
+	if err := o.checkOutputs(block, sc); err != nil {
+		return nil, err
+	}
 	if err := sc.Bind(o.ForSeed, o.ForSerial); err != nil {
 		return nil, inputErrorf("site-config create: %w", err)
 	}
@@ -98,6 +105,47 @@ func Create(ctx context.Context, o CreateOptions) (*Created, error) {
 	return res, o.writeMedium(ctx, res, sealRcpts, signer)
 }
 
+// inputs are the files Create reads, which it never writes: the site config, the signing
+// key and its passphrase file, and, once loaded, the files sc names.
+func (o CreateOptions) inputs(sc *SiteConfig) []string {
+	in := []string{o.Config}
+	for _, f := range []string{o.SignBy, o.PassphraseFile} {
+		if f != "" {
+			in = append(in, f)
+		}
+	}
+	if sc != nil {
+		in = append(in, sc.Inputs()...)
+	}
+	return in
+}
+
+// checkOutputs refuses, before anything is written, a medium or credentials file that the
+// output rules refuse, and the two on one file (the credentials would be lost).
+func (o CreateOptions) checkOutputs(block bool, sc *SiteConfig) error {
+	outs := []output.Named{{Flag: "-o", Path: o.Output}}
+	if len(o.Recipients) > 0 || o.CredentialsOut != "" {
+		path, err := o.credentialsPath(block)
+		if err != nil {
+			return err
+		}
+		outs = append(outs, output.Named{Flag: "--credentials-out", Path: path})
+	}
+	return outputErr(output.CheckAll(outs, o.inputs(sc)...))
+}
+
+// credentialsPath is where the sealed credentials go: --credentials-out, or beside a
+// medium that is a file.
+func (o CreateOptions) credentialsPath(block bool) (string, error) {
+	if o.CredentialsOut != "" {
+		return o.CredentialsOut, nil
+	}
+	if block {
+		return "", inputErrorf("site-config create: %s is a device; name the credentials file with --credentials-out FILE", o.Output)
+	}
+	return o.Output + ".credentials.age", nil
+}
+
 // writeMedium seals the site's secrets and writes the (signed) medium.
 func (o CreateOptions) writeMedium(ctx context.Context, res *Created, sealRcpts []age.Recipient, signer *trust.Signer) error {
 	if len(sealRcpts) > 0 {
@@ -105,11 +153,7 @@ func (o CreateOptions) writeMedium(ctx context.Context, res *Created, sealRcpts 
 			return inputErrorf("site-config create --seal-to: %w", err)
 		}
 	}
-	inputs := []string{o.Config}
-	if o.SignBy != "" {
-		inputs = append(inputs, o.SignBy)
-	}
-	if err := WriteMedium(ctx, res.Site, o.Output, MediumOptions{Signer: signer, Inputs: inputs}); err != nil {
+	if err := WriteMedium(ctx, res.Site, o.Output, MediumOptions{Signer: signer, Inputs: o.inputs(res.Site)}); err != nil {
 		return outputErr(err)
 	}
 	if signer != nil {
@@ -144,12 +188,9 @@ func (o CreateOptions) signer() (*trust.Signer, error) {
 // writeCredentials makes the site's credentials and seals them to rcpts, and returns the
 // file they went to.
 func (o CreateOptions) writeCredentials(sc *SiteConfig, rcpts []age.Recipient, block bool) (string, error) {
-	path := o.CredentialsOut
-	if path == "" && block {
-		return "", inputErrorf("site-config create: %s is a device; name the credentials file with --credentials-out FILE", o.Output)
-	}
-	if path == "" {
-		path = o.Output + ".credentials.age"
+	path, err := o.credentialsPath(block)
+	if err != nil {
+		return "", err
 	}
 	now := time.Now
 	if o.Now != nil {
@@ -159,7 +200,7 @@ func (o CreateOptions) writeCredentials(sc *SiteConfig, rcpts []age.Recipient, b
 	if err != nil {
 		return "", err
 	}
-	return path, sealCredentials(path, rcpts, creds)
+	return path, outputErr(sealCredentials(path, rcpts, creds, o.inputs(sc)))
 }
 
 // sealRecipients parses --seal-to: age X25519 recipients, what a seed's identity opens.
@@ -175,26 +216,15 @@ func sealRecipients(keys []string) ([]age.Recipient, error) {
 	return out, nil
 }
 
-// sealCredentials seals the site's generated credentials to rcpts, 0600, staged and
-// renamed so a failure leaves no partial file.
-func sealCredentials(path string, rcpts []age.Recipient, c *SiteCredentials) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("writing the site's credentials: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := credentials.Encrypt(tmp, rcpts, c.Files()); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("writing the site's credentials: %w", err)
-	}
-	return os.Rename(tmp.Name(), path)
+// sealCredentials seals the site's generated credentials to rcpts through the output
+// rules (output.Write): 0600, staged and renamed so a failure leaves no partial file.
+func sealCredentials(path string, rcpts []age.Recipient, c *SiteCredentials, inputs []string) error {
+	return output.Write(path, 0o600, func(f *os.File) error {
+		if err := credentials.Encrypt(f, rcpts, c.Files()); err != nil {
+			return fmt.Errorf("writing the site's credentials %s: %w", path, err)
+		}
+		return nil
+	}, inputs...)
 }
 
 // outputErr makes a refused output path the caller's input.

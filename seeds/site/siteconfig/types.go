@@ -3,6 +3,7 @@ package siteconfig
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 )
 
 // APIVersion and Kind identify this schema version in a site config file; a seed's manifest
@@ -226,3 +227,19 @@ func (sc *SiteConfig) EffectiveDNS() DNS {
 // Dir is the directory file references resolve against; "" for a self-contained config
 // (one read from a medium).
 func (sc *SiteConfig) Dir() string { return sc.dir }
+
+// Inputs are the files the site config names (its pull secret, its extra manifests),
+// relative to its directory: what a command that reads it must never write.
+func (sc *SiteConfig) Inputs() []string {
+	var in []string
+	for _, f := range append([]string{sc.Spec.PullSecretFile}, sc.Spec.ExtraManifests...) {
+		if f == "" {
+			continue
+		}
+		if !filepath.IsAbs(f) {
+			f = filepath.Join(sc.dir, f)
+		}
+		in = append(in, f)
+	}
+	return in
+}
