@@ -1,0 +1,192 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"filippo.io/age"
+	"golang.org/x/sys/unix"
+)
+
+// copySite copies the test site config and the files it names into a directory of the
+// test's own, so the cases may aim outputs at them.
+func copySite(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	src := "../../seeds/site/siteconfig/testdata"
+	for _, f := range []string{"site.yaml", "pull-secret.json"} {
+		b, err := os.ReadFile(filepath.Join(src, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.CopyFS(filepath.Join(dir, "manifests"), os.DirFS(filepath.Join(src, "manifests"))); err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dir, "site.yaml")
+}
+
+// charDevice is a character device to aim an output at: a null device (1:3) made in dir
+// when the test may make one, else /dev/null. Never /dev/null as root: a regression would
+// replace the machine's /dev/null with a regular file.
+func charDevice(t *testing.T, dir string) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		return "/dev/null"
+	}
+	p := filepath.Join(dir, "null")
+	if err := unix.Mknod(p, unix.S_IFCHR|0o666, int(unix.Mkdev(1, 3))); err != nil {
+		t.Skipf("making a character device: %v", err)
+	}
+	return p
+}
+
+// fileState is what a refused command must leave as it was.
+type fileState struct {
+	data  []byte
+	mtime time.Time
+	mode  os.FileMode
+}
+
+func stateOf(t *testing.T, path string) *fileState {
+	t.Helper()
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return nil
+	}
+	st := &fileState{mtime: fi.ModTime(), mode: fi.Mode()}
+	if fi.Mode().IsRegular() {
+		st.data, _ = os.ReadFile(path)
+	}
+	return st
+}
+
+// Every file site-config create writes goes through the output rules, checked before
+// anything is written: --credentials-out may not be its input, a read-only file, a
+// character device, or the medium's own file (the credentials would be lost while both
+// are reported written). A refusal is exit 2, names the path and the rule, and leaves
+// every file as it was.
+func TestSiteConfigCreateOutputsRefused(t *testing.T) {
+	id, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		// paths returns -o and --credentials-out, given the site config.
+		paths func(site string) (iso, creds string)
+		want  string
+	}{
+		{"credentials on the medium", func(s string) (string, string) {
+			iso := filepath.Join(filepath.Dir(s), "site.iso")
+			return iso, iso
+		}, "--credentials-out names the same file as -o"},
+		{"credentials on the medium through a symlink", func(s string) (string, string) {
+			iso := filepath.Join(filepath.Dir(s), "site.iso")
+			os.Symlink(iso, filepath.Join(filepath.Dir(s), "creds.age"))
+			return iso, filepath.Join(filepath.Dir(s), "creds.age")
+		}, "names the same file as -o"},
+		{"credentials on the site config", func(s string) (string, string) {
+			return filepath.Join(filepath.Dir(s), "site.iso"), s
+		}, "is this command's input"},
+		{"credentials on the pull secret it names", func(s string) (string, string) {
+			return filepath.Join(filepath.Dir(s), "site.iso"), filepath.Join(filepath.Dir(s), "pull-secret.json")
+		}, "is this command's input"},
+		{"credentials on a read-only file", func(s string) (string, string) {
+			ro := filepath.Join(filepath.Dir(s), "ro.age")
+			os.WriteFile(ro, []byte("keep"), 0o444)
+			return filepath.Join(filepath.Dir(s), "site.iso"), ro
+		}, "is a read-only file"},
+		{"credentials on a character device", func(s string) (string, string) {
+			return filepath.Join(filepath.Dir(s), "site.iso"), charDevice(t, filepath.Dir(s))
+		}, "is a character device"},
+		{"the default credentials file read-only", func(s string) (string, string) {
+			iso := filepath.Join(filepath.Dir(s), "site.iso")
+			os.WriteFile(iso+".credentials.age", []byte("keep"), 0o444)
+			return iso, ""
+		}, "is a read-only file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			site := copySite(t)
+			iso, creds := tc.paths(site)
+			watched := []string{site, iso, filepath.Join(filepath.Dir(site), "pull-secret.json"), iso + ".credentials.age"}
+			if creds != "" {
+				watched = append(watched, creds)
+			}
+			before := map[string]*fileState{}
+			for _, p := range watched {
+				before[p] = stateOf(t, p)
+			}
+			entries := listDir(site)
+			args := []string{"site-config", "create", site, "-o", iso, "--credentials-recipient", id.Recipient().String()}
+			if creds != "" {
+				args = append(args, "--credentials-out", creds)
+			}
+			code, out, errOut := runMain(t, args...)
+			if code != 2 || !strings.Contains(errOut, tc.want) {
+				t.Fatalf("exit %d, stderr %q; want exit 2 and %q\n%s", code, errOut, tc.want, out)
+			}
+			named := creds
+			if named == "" {
+				named = iso + ".credentials.age"
+			}
+			if !strings.Contains(errOut, named) {
+				t.Errorf("the message does not name %s: %s", named, errOut)
+			}
+			for p, was := range before {
+				now := stateOf(t, p)
+				if (was == nil) != (now == nil) || was != nil && (!bytes.Equal(was.data, now.data) || !was.mtime.Equal(now.mtime) || was.mode != now.mode) {
+					t.Errorf("%s changed: %+v -> %+v", p, was, now)
+				}
+			}
+			if after := listDir(site); strings.Join(after, " ") != strings.Join(entries, " ") {
+				t.Errorf("files appeared or went: %v -> %v", entries, after)
+			}
+		})
+	}
+}
+
+// depot status prints names that came from depot.json: an escape sequence or a carriage
+// return there is printed escaped, never sent to the terminal.
+func TestDepotStatusEscapesRecordNames(t *testing.T) {
+	dir := t.TempDir()
+	doc := `{"status":"succeeded","started":"2026-01-01T00:00:00Z","builds":[` +
+		`{"name":"site-\u001b[31ma","status":"succeeded","outputDir":"out/\rOK"},` +
+		`{"name":"plain","status":"succeeded"}]}`
+	os.WriteFile(filepath.Join(dir, "depot.json"), []byte(doc), 0o644)
+	code, out, errOut := runMain(t, "depot", "status", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if strings.ContainsAny(out, "\x1b\r") {
+		t.Errorf("control characters reached the terminal: %q", out)
+	}
+	for _, want := range []string{`"site-\x1b[31ma"`, `"out/\rOK"`, "plain "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %s:\n%s", want, out)
+		}
+	}
+}
+
+// A depot's status file is written by the depot itself, never a symlink: one there is
+// refused, not followed to whatever it points at.
+func TestDepotStatusRefusesSymlink(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(t.TempDir(), "elsewhere.json")
+	os.WriteFile(target, []byte(`{"status":"succeeded","started":"2026-01-01T00:00:00Z","builds":[{"name":"secret-name"}]}`), 0o644)
+	os.Symlink(target, filepath.Join(dir, "depot.json"))
+	code, out, errOut := runMain(t, "depot", "status", dir)
+	if code != exitBadInput || !strings.Contains(errOut, "depot.json") || !strings.Contains(errOut, "symlink") {
+		t.Errorf("exit %d, stderr %q; want exit 2 naming depot.json as a symlink", code, errOut)
+	}
+	if strings.Contains(out, "secret-name") {
+		t.Errorf("the symlink was followed: %s", out)
+	}
+}
