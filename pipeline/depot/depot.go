@@ -362,6 +362,12 @@ func running(dir string) bool {
 // running while no depot holds the directory's lock is reported as interrupted, and so
 // are the builds it left running or queued.
 func ReadStatus(dir string) (*Summary, error) {
+	// A depot writes its status file itself, by renaming: a symlink there was put there by
+	// someone else, and following it would read (and print) whatever it points at.
+	if fi, err := os.Lstat(filepath.Join(dir, StatusFile)); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		return nil, badinput.Errorf("depot status %s: is a symlink; a depot's status file is never one, and is not followed",
+			filepath.Join(dir, StatusFile))
+	}
 	b, err := os.ReadFile(filepath.Join(dir, StatusFile))
 	if err != nil {
 		return nil, fmt.Errorf("depot status: %w", err)

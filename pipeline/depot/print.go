@@ -8,6 +8,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/snofactory/snofactory/pipeline/termsafe"
 )
 
 // WriteText prints one line per build and the totals; a build still running has run for
@@ -24,14 +26,16 @@ func (s *Summary) WriteText(w io.Writer, now time.Time) error {
 			}
 			d = end.Sub(b.Started).Round(time.Second).String()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", b.Name, b.Status, b.Attempts, d, b.FailedStage, b.OutputDir)
+		// Every string here comes from depot.json: printed with control characters escaped.
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", termsafe.String(b.Name), termsafe.String(b.Status), b.Attempts, d,
+			termsafe.String(b.FailedStage), termsafe.String(b.OutputDir))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	counts, hits, misses := s.Counts()
 	_, err := fmt.Fprintf(w, "depot %s: %d succeeded, %d failed, %d running, %d queued; stages: %d cache hits, %d runs\n",
-		s.Status, counts[StatusSucceeded], counts[StatusFailed], counts[StatusRunning], counts[StatusQueued], hits, misses)
+		termsafe.String(s.Status), counts[StatusSucceeded], counts[StatusFailed], counts[StatusRunning], counts[StatusQueued], hits, misses)
 	return err
 }
 

@@ -1,0 +1,23 @@
+package termsafe
+
+import "testing"
+
+func TestString(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"site-a", "site-a"},
+		{"site a/b.c", "site a/b.c"},
+		{"café-ü", "café-ü"},
+		{"\x1b[31mred", `"\x1b[31mred"`},
+		{"ok\rFAILED", `"ok\rFAILED"`},
+		{"two\nlines", `"two\nlines"`},
+		{"bell\a", `"bell\a"`},
+		{"\u202eevil", `"\u202eevil"`},
+		{"bad\xffutf8", `"bad\xffutf8"`},
+		{`say "hi"`, `"say \"hi\""`},
+		{"", ""},
+	} {
+		if got := String(tc.in); got != tc.want {
+			t.Errorf("String(%q) = %s, want %s", tc.in, got, tc.want)
+		}
+	}
+}
