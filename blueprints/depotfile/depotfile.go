@@ -40,18 +40,20 @@ type Spec struct {
 	Blueprints []string `json:"blueprints" yaml:"blueprints"`
 	// Slots bound what the builds' factory VMs hold at once.
 	Slots Slots `json:"slots,omitempty" yaml:"slots,omitempty"`
-	// ParallelBuilds caps the builds in flight. Default: 4.
-	ParallelBuilds int `json:"parallelBuilds,omitempty" yaml:"parallelBuilds,omitempty"`
+	// ParallelBuilds caps the builds in flight. Default: 4. Like --parallel, at least 1
+	// when given.
+	ParallelBuilds int `json:"parallelBuilds,omitempty" yaml:"parallelBuilds,omitempty" jsonschema:"minimum=1"`
 	// MinFreeDisk holds new builds back while the cache's disk has less free space.
 	MinFreeDisk v1alpha1.Size `json:"minFreeDisk,omitempty" yaml:"minFreeDisk,omitempty"`
 	// Attempts per build for transient failures (registry, network). Default: 3.
-	Attempts int `json:"attempts,omitempty" yaml:"attempts,omitempty"`
+	Attempts int `json:"attempts,omitempty" yaml:"attempts,omitempty" jsonschema:"minimum=1"`
 }
 
-// Slots bound the VMs of all builds together; zero is no limit (VMs defaults to 2).
+// Slots bound the VMs of all builds together; a count left out is no limit (VMs defaults
+// to 2). A count given is at least 1, as the flags' are: 0 is never "no limit" or "default".
 type Slots struct {
-	VMs    int           `json:"vms,omitempty" yaml:"vms,omitempty"`
-	CPUs   int           `json:"cpus,omitempty" yaml:"cpus,omitempty"`
+	VMs    int           `json:"vms,omitempty" yaml:"vms,omitempty" jsonschema:"minimum=1"`
+	CPUs   int           `json:"cpus,omitempty" yaml:"cpus,omitempty" jsonschema:"minimum=1"`
 	Memory v1alpha1.Size `json:"memory,omitempty" yaml:"memory,omitempty"`
 }
 
@@ -97,12 +99,8 @@ func (dp *Depot) problems() []problem {
 			out = append(out, problem{fmt.Sprintf("spec.blueprints[%d]", i), fmt.Sprintf("%q is not a valid glob: %v", g, err), ""})
 		}
 	}
-	for path, v := range map[string]int{"spec.parallelBuilds": dp.Spec.ParallelBuilds, "spec.attempts": dp.Spec.Attempts,
-		"spec.slots.vms": dp.Spec.Slots.VMs, "spec.slots.cpus": dp.Spec.Slots.CPUs} {
-		if v < 0 {
-			out = append(out, problem{path, fmt.Sprintf("must not be negative, got %d", v), ""})
-		}
-	}
+	// Counts below 1 are refused as they are decoded (their jsonschema minimum), as the
+	// command line refuses --parallel 0: one rule for both.
 	sort.Slice(out, func(i, j int) bool { return out[i].path < out[j].path })
 	return out
 }

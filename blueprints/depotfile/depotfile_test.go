@@ -34,8 +34,12 @@ func TestLoad(t *testing.T) {
 	for name, tc := range map[string]struct{ doc, want string }{
 		"unknown key":  {strings.Replace(good, "slots:", "slotz:", 1), "depot.yaml:7:3: spec.slotz: unknown field"},
 		"no blueprint": {"apiVersion: snofactory.io/v1alpha1\nkind: Depot\nmetadata:\n  name: d\nspec:\n  blueprints: []\n", "spec.blueprints: names no blueprint"},
-		"negative":     {strings.Replace(good, "vms: 2", "vms: -1", 1), "spec.slots.vms: must not be negative"},
-		"bad size":     {strings.Replace(good, "10GiB", "ten", 1), "spec.minFreeDisk"},
+		"negative":     {strings.Replace(good, "vms: 2", "vms: -1", 1), "spec.slots.vms: must be at least 1, got -1"},
+		// Zero is refused as --parallel 0 is, not taken for "the default".
+		"zero parallel": {strings.Replace(good, "minFreeDisk", "parallelBuilds: 0\n  minFreeDisk", 1), "spec.parallelBuilds: must be at least 1, got 0"},
+		"zero attempts": {strings.Replace(good, "minFreeDisk", "attempts: 0\n  minFreeDisk", 1), "spec.attempts: must be at least 1, got 0"},
+		"zero cpus":     {strings.Replace(good, "vms: 2", "vms: 2\n    cpus: 0", 1), "spec.slots.cpus: must be at least 1, got 0"},
+		"bad size":      {strings.Replace(good, "10GiB", "ten", 1), "spec.minFreeDisk"},
 	} {
 		if _, err := Load(write(tc.doc)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", name, err, tc.want)

@@ -13,12 +13,9 @@ import (
 // blueprint in a directory, a glob, or one blueprint file. Only documents of kind
 // Blueprint build; a glob may match the depot file itself or other documents.
 func Target(target string) ([]string, Spec, error) {
-	onlyBlueprints := func(paths []string) []string {
-		return slices.DeleteFunc(paths, func(p string) bool { return KindOf(p) != "Blueprint" })
-	}
 	if strings.ContainsAny(target, "*?[") {
-		paths, err := Expand(".", []string{target})
-		return onlyBlueprints(paths), Spec{}, err
+		paths, err := blueprintsOf(".", []string{target})
+		return paths, Spec{}, err
 	}
 	fi, err := os.Stat(target)
 	if err != nil {
@@ -26,7 +23,7 @@ func Target(target string) ([]string, Spec, error) {
 	}
 	if fi.IsDir() {
 		candidates, _ := filepath.Glob(filepath.Join(target, "*.yaml"))
-		paths := onlyBlueprints(candidates)
+		paths := slices.DeleteFunc(candidates, func(p string) bool { return KindOf(p) != "Blueprint" })
 		if len(paths) == 0 {
 			return nil, Spec{}, fmt.Errorf("%s holds no blueprint (*.yaml of kind Blueprint)", target)
 		}
@@ -37,10 +34,38 @@ func Target(target string) ([]string, Spec, error) {
 		if err != nil {
 			return nil, Spec{}, err
 		}
-		paths, err := d.BlueprintPaths()
-		return onlyBlueprints(paths), d.Spec, err
+		paths, err := blueprintsOf(d.dir, d.Spec.Blueprints)
+		if err != nil {
+			return nil, Spec{}, fmt.Errorf("%s: %w", target, err)
+		}
+		return paths, d.Spec, nil
 	}
 	return []string{target}, Spec{}, nil
+}
+
+// blueprintsOf expands each glob (relative to dir) and keeps the documents of kind
+// Blueprint, in order, each once. A glob that matches no blueprint is an error naming it,
+// even when it matched other files: a depot of nothing would otherwise "succeed".
+func blueprintsOf(dir string, globs []string) ([]string, error) {
+	seen := map[string]bool{}
+	var out []string
+	for _, g := range globs {
+		paths, err := Expand(dir, []string{g})
+		if err != nil {
+			return nil, err
+		}
+		paths = slices.DeleteFunc(paths, func(p string) bool { return KindOf(p) != "Blueprint" })
+		if len(paths) == 0 {
+			return nil, fmt.Errorf("%s matches no blueprint (no file of kind Blueprint)", g)
+		}
+		for _, p := range paths {
+			if !seen[p] {
+				seen[p] = true
+				out = append(out, p)
+			}
+		}
+	}
+	return out, nil
 }
 
 // KindOf peeks at a YAML file's top-level kind; "" when it has none or cannot be read.

@@ -123,6 +123,10 @@ func (s *Summary) Counts() (byStatus map[string]int, hits, misses int) {
 // for a depot that could not run at all (or was interrupted).
 func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	cfg = cfg.withDefaults()
+	if len(cfg.Builds) == 0 {
+		// A depot of nothing would report success: its target named no blueprint.
+		return nil, badinput.Errorf("depot: nothing to build")
+	}
 	if err := checkNames(cfg.Builds); err != nil {
 		return nil, err
 	}
@@ -376,6 +380,9 @@ func ReadStatus(dir string) (*Summary, error) {
 	if err := json.Unmarshal(b, &s); err != nil {
 		return nil, fmt.Errorf("depot status %s: %w", filepath.Join(dir, StatusFile), err)
 	}
+	if err := s.check(); err != nil {
+		return nil, fmt.Errorf("depot status %s: %w", filepath.Join(dir, StatusFile), err)
+	}
 	if s.Status == StatusRunning && !running(dir) {
 		s.Status = StatusInterrupted
 		for i := range s.Builds {
@@ -385,6 +392,28 @@ func ReadStatus(dir string) (*Summary, error) {
 		}
 	}
 	return &s, nil
+}
+
+// check refuses a record no depot wrote ({} or a stranger's JSON): one that says nothing
+// would otherwise be shown as a depot that did nothing and exit 0.
+func (s *Summary) check() error {
+	switch s.Status {
+	case StatusRunning, StatusSucceeded, StatusFailed, StatusInterrupted:
+	default:
+		return fmt.Errorf("not a depot record: status %q is none of %s, %s, %s, %s", s.Status,
+			StatusRunning, StatusSucceeded, StatusFailed, StatusInterrupted)
+	}
+	if s.Started.IsZero() {
+		return errors.New("not a depot record: it has no start time")
+	}
+	for i, b := range s.Builds {
+		switch b.Status {
+		case StatusQueued, StatusRunning, StatusSucceeded, StatusFailed, StatusInterrupted:
+		default:
+			return fmt.Errorf("not a depot record: builds[%d] has status %q", i, b.Status)
+		}
+	}
+	return nil
 }
 
 func writeAtomic(path string, b []byte) error {
