@@ -19,6 +19,8 @@ import (
 	"github.com/containers/image/v5/signature"
 	"github.com/containers/image/v5/types"
 	"github.com/opencontainers/go-digest"
+
+	"github.com/snofactory/snofactory/pipeline/badinput"
 )
 
 // The files podman and skopeo read when none is named.
@@ -73,13 +75,15 @@ func Check(ctx context.Context, ref string, p Policy) (digest.Digest, error) {
 		}
 		file = DefaultPolicy
 	}
+	// A policy that cannot be read or parsed is the caller's input to fix (exit 2), as a
+	// refusal by a well-formed one is.
 	b, err := os.ReadFile(file)
 	if err != nil {
-		return "", fmt.Errorf("the trust policy: %w", err)
+		return "", badinput.Errorf("the trust policy: %w", err)
 	}
 	pol, err := signature.NewPolicyFromBytes(b)
 	if err != nil {
-		return "", fmt.Errorf("the trust policy %s: %w", file, err)
+		return "", badinput.Errorf("the trust policy %s: %w", file, err)
 	}
 	if acceptsAnything(b) {
 		// Debian's default policy: nothing to check, so nothing to read.
@@ -88,7 +92,7 @@ func Check(ctx context.Context, ref string, p Policy) (digest.Digest, error) {
 	}
 	pc, err := signature.NewPolicyContext(pol)
 	if err != nil {
-		return "", fmt.Errorf("the trust policy %s: %w", file, err)
+		return "", badinput.Errorf("the trust policy %s: %w", file, err)
 	}
 	defer pc.Destroy()
 	dref, err := parseRef(ref)
