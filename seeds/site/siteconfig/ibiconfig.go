@@ -130,8 +130,11 @@ func parseImageBasedConfig(data []byte, name, dir string) (sc *SiteConfig, err e
 	fromInstallConfig := map[string]string{}
 	if dir != "" {
 		icProblems, fromInstallConfig = readInstallConfig(icPath, s)
-		// config-image also carries DIR/extra-manifests onto the medium.
-		if fi, err := os.Lstat(filepath.Join(dir, extraManifestsDir)); err == nil && fi.IsDir() {
+		// config-image also carries DIR/extra-manifests onto the medium. Whatever is there
+		// is read as spec.extraManifests is: a symlink to a directory is followed, as the
+		// manifest reader follows one to a file, and one to nothing or a file that is no
+		// manifest is reported, never silently left off the medium.
+		if _, err := os.Lstat(filepath.Join(dir, extraManifestsDir)); err == nil {
 			s.ExtraManifests = []string{extraManifestsDir}
 		}
 	}
