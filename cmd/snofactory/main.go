@@ -21,6 +21,7 @@ import (
 	"github.com/snofactory/snofactory/pipeline/badinput"
 	"github.com/snofactory/snofactory/pipeline/output"
 	"github.com/snofactory/snofactory/seeds/artifact/diskpack"
+	"github.com/snofactory/snofactory/seeds/artifact/seed"
 )
 
 // Exit codes are part of the interface: depots script against them.
@@ -83,12 +84,18 @@ func runContext(parent context.Context, args []string, stdout, stderr io.Writer)
 // or a failed command (exitFailed).
 func exitCode(err error) int {
 	var se *pipeline.StageError
+	var te *seed.TargetError
 	switch {
 	case badinput.Is(err), isUsageError(err):
 		return exitBadInput
 	case errors.As(err, &se):
 		// Whatever went wrong inside a stage, the build failed.
 		return exitFailed
+	case errors.Is(err, seed.ErrBadSeed), errors.As(err, &te), output.IsRefused(err):
+		// A seed that fails verification is untrusted input, whichever command read it
+		// (pull, verify, inspect, write, boot): retrying cannot help, another seed can. So
+		// is a target refused before anything was written to it.
+		return exitBadInput
 	case errors.Is(err, syscall.EISDIR), errors.Is(err, syscall.ENOTDIR):
 		// A path of the wrong kind outside any stage (a directory given to -o FILE, a file
 		// given as a directory) came from the command line.

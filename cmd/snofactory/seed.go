@@ -70,16 +70,6 @@ func seedDir(dir string) (*seed.Manifest, error) {
 	return m, nil
 }
 
-// seedErr makes a problem with the seed itself, or with the target, the user's input
-// (exit 2); a write that stopped part-way stays a failure (exit 1).
-func seedErr(err error) error {
-	var te *seed.TargetError
-	if errors.Is(err, seed.ErrBadSeed) || errors.As(err, &te) || output.IsRefused(err) {
-		return badInput(err)
-	}
-	return err
-}
-
 func newSeedPushCommand(reg *registryFlags) *cobra.Command {
 	var chunk, source, signBy, passFile string
 	var attach []string
@@ -130,7 +120,7 @@ func newSeedPushCommand(reg *registryFlags) *cobra.Command {
 			res, err := ociseed.Push(cmd.Context(), args[0], args[1], reg.options(ociseed.WithChunkSize(size),
 				ociseed.WithSource(source), ociseed.WithReferrers(refs...))...)
 			if err != nil {
-				return seedErr(err)
+				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Pushed %s@%s: %d blobs, %s, %s sent\n", res.Location, res.Digest, res.Blobs,
 				units.BytesSize(float64(res.Bytes)), units.BytesSize(float64(res.Sent)))
@@ -182,7 +172,7 @@ func newSeedPullCommand(reg *registryFlags) *cobra.Command {
 			}
 			m, err := s.Pull(cmd.Context(), args[1])
 			if err != nil {
-				return seedErr(err)
+				return err
 			}
 			// Not "verified": a chunked disk's raw digest is checked when it is written (or by
 			// seed verify), not here; what was checked is said as it is.
@@ -208,7 +198,7 @@ func newSeedDiffCommand(reg *registryFlags) *cobra.Command {
 					return err
 				}
 				if idx[i], err = s.Index(cmd.Context()); err != nil {
-					return seedErr(err)
+					return err
 				}
 			}
 			return diskpack.Compare(idx[0], idx[1]).WriteText(cmd.OutOrStdout(), args[0], args[1])
@@ -275,7 +265,7 @@ func newSeedInspectCommand(reg *registryFlags) *cobra.Command {
 func printSBOM(w io.Writer, s *seedref.Seed, m *seed.Manifest, a *trust.Attached, checked bool) error {
 	doc, err := s.SBOM(m, a, checked)
 	if err != nil && s.Local() {
-		return seedErr(err)
+		return err
 	} else if err != nil {
 		return badInput(err)
 	}
@@ -346,7 +336,7 @@ func newSeedWriteCommand(reg *registryFlags) *cobra.Command {
 			}
 			// Fail before a long pull if DEV is in use.
 			if err := output.CheckNotMounted(device); err != nil {
-				return seedErr(err)
+				return err
 			}
 			st := &ociseed.PullStats{}
 			s, err := reg.open(cmd.Context(), image, seedref.WithStagingFor(device), seedref.WithFrom(from), seedref.WithPullStats(st))
@@ -360,7 +350,7 @@ func newSeedWriteCommand(reg *registryFlags) *cobra.Command {
 			// leaves it, and the same write run again resumes its pull from there.
 			dir, done, err := s.Dir(cmd.Context())
 			if err != nil {
-				return seedErr(err)
+				return err
 			}
 			defer func() { err = errors.Join(err, done()) }()
 			if sum := st.Summary(from); sum != "" {
@@ -368,7 +358,7 @@ func newSeedWriteCommand(reg *registryFlags) *cobra.Command {
 			}
 			d, err := seed.WriteDevice(cmd.Context(), dir, device)
 			if err != nil {
-				return seedErr(err)
+				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Wrote %s (%s) onto %s; raw digest %s verified\n", d.File,
 				units.BytesSize(float64(d.VirtualSize)), device, d.RawDigest)

@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/snofactory/snofactory/seeds/artifact/seed"
 	"github.com/snofactory/snofactory/seeds/artifact/seedref"
+	"github.com/snofactory/snofactory/seeds/site/siteconfig"
 	"github.com/snofactory/snofactory/stages"
 )
 
@@ -47,6 +47,9 @@ network (10.0.2.0/24, gateway 10.0.2.2, DNS 10.0.2.3).`,
 			if err != nil {
 				return badInput(fmt.Errorf("--forward %w", err))
 			}
+			if err := checkSiteMedium(f.siteConfig); err != nil {
+				return err
+			}
 			work, err := os.MkdirTemp("", "snofactory-seed-boot-")
 			if err != nil {
 				return err
@@ -60,15 +63,11 @@ network (10.0.2.0/24, gateway 10.0.2.2, DNS 10.0.2.3).`,
 			if err != nil {
 				return err
 			}
-			err = stages.BootSeed(cmd.Context(), stages.SeedBoot{
+			return stages.BootSeed(cmd.Context(), stages.SeedBoot{
 				Dir: dir, Work: work, Overlay: f.overlay, SiteConfig: f.siteConfig, Forwards: forwards,
 				CPUs: f.cpus, MemoryMiB: f.memoryMiB, Timeout: f.timeout, Hold: f.hold, Accelerator: f.accelerator,
 				MachineSerial: f.serial, Out: cmd.OutOrStdout(),
 			})
-			if errors.Is(err, seed.ErrBadSeed) {
-				return badInput(err)
-			}
-			return err
 		},
 	}
 	fl := c.Flags()
@@ -82,4 +81,17 @@ network (10.0.2.0/24, gateway 10.0.2.2, DNS 10.0.2.3).`,
 	fl.StringVar(&f.serial, "machine-serial", "", "the serial number the VM's firmware reports, as the site's server would (a medium bound with --for-serial checks it)")
 	fl.StringVar(&f.overlay, "overlay", "", "keep the VM's disk (an overlay of the seed's) in this file and boot it again if it exists, as a machine keeps its disk across power cycles (default: a temporary one)")
 	return c
+}
+
+// checkSiteMedium refuses a --site-config that is not a site-config medium (an ISO 9660
+// image labelled as the seed's hook looks for it) before any pull or VM: the seed would
+// wait for a medium it cannot find until the boot timed out.
+func checkSiteMedium(path string) error {
+	if path == "" {
+		return nil
+	}
+	if _, err := siteconfig.OpenMedium(path); err != nil {
+		return badInput(fmt.Errorf("--site-config: %w", err))
+	}
+	return nil
 }

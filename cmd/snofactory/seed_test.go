@@ -136,7 +136,8 @@ func TestSeedErrors(t *testing.T) {
 		{"push bad chunk size", []string{"seed", "push", "--chunk-size", "lots", src, "oci:" + t.TempDir()}, 2, "--chunk-size"},
 		{"push bad attach", []string{"seed", "push", "--attach", "x.json", src, "oci:" + t.TempDir()}, 2, "FILE=ARTIFACT_TYPE"},
 		{"inspect bad output", []string{"seed", "inspect", "-o", "xml", src}, 2, "--output"},
-		{"verify corrupt", []string{"seed", "verify", broken}, 1, "disk.raw.zst: digest mismatch"},
+		// A seed that fails verification is untrusted input, as it is to write and pull.
+		{"verify corrupt", []string{"seed", "verify", broken}, 2, "disk.raw.zst: digest mismatch"},
 		{"pull missing layout", []string{"seed", "pull", "oci:" + filepath.Join(t.TempDir(), "none"), t.TempDir()}, 2, "no such OCI layout directory"},
 		{"pull missing tag", []string{"seed", "pull", "oci:" + t.TempDir() + ":none", t.TempDir()}, 1, "no manifest named"},
 		{"pull into a file", []string{"seed", "pull", "oci:" + t.TempDir() + ":v1", "/dev/null"}, 2, "/dev/null is not a directory"},

@@ -82,6 +82,20 @@ func readSeed(ctx context.Context, src source, loc Location) (*remoteSeed, error
 	return rs, nil
 }
 
+// PartialPullError is a pull that stopped having kept the verified chunks it fetched in
+// Dir, from which the same pull resumes. A caller that removes Dir reports Err alone, so
+// the message never names a directory that is gone.
+type PartialPullError struct {
+	Err error
+	Dir string
+}
+
+func (e *PartialPullError) Error() string {
+	return fmt.Sprintf("%v (the chunks fetched so far are kept in %s: run the same command again to resume, or remove it)", e.Err, e.Dir)
+}
+
+func (e *PartialPullError) Unwrap() error { return e.Err }
+
 // Pull fetches the seed at ref into dir (created if needed) and verifies it with
 // seed.VerifyPulled (a chunked disk's chunks are each checked as they arrive; its raw
 // digest is checked when it is written). Chunks are written at their offsets into files in a staging directory
@@ -110,13 +124,13 @@ func Pull(ctx context.Context, ref, dir string, opts ...Option) (*seed.Manifest,
 	}
 	if err := fetchFiles(ctx, src, stage, files, o); err != nil {
 		// Only chunks whose digest matched were kept: the same pull resumes from them.
-		return nil, fmt.Errorf("%w (the chunks fetched so far are kept in %s: run the same pull again to resume, or remove it)", err, stage)
+		return nil, &PartialPullError{Err: err, Dir: stage}
 	}
 	moved := files
 	if rs.delta != nil {
 		d, _ := chunkedDisk(m)
 		if err := pullPack(ctx, src, rs.delta, d, stage, o); err != nil {
-			return nil, fmt.Errorf("%w (the chunks fetched so far are kept in %s: run the same pull again to resume, or remove it)", err, stage)
+			return nil, &PartialPullError{Err: err, Dir: stage}
 		}
 		moved = append(moved, fileChunks{name: d.File}, fileChunks{name: d.Index.File})
 	}
@@ -320,6 +334,9 @@ func Verify(ctx context.Context, ref string, opts ...Option) (*seed.Manifest, er
 		return nil, fmt.Errorf("verifying %s: %w", ref, err)
 	}
 	m, err := Pull(ctx, ref, tmp, opts...)
+	if pe, ok := errors.AsType[*PartialPullError](err); ok {
+		err = pe.Err // tmp is removed below: the message must not say the chunks are kept there
+	}
 	if err == nil {
 		err = seed.Verify(ctx, tmp)
 	}

@@ -41,9 +41,23 @@ func (s *Seed) Dir(ctx context.Context) (dir string, done func() error, err erro
 		done = nothing
 	}
 	if _, err := ociseed.Pull(ctx, ref, dir, opts...); err != nil {
-		return "", nil, errors.Join(err, done())
+		return "", nil, s.o.staging.failed(err, done)
 	}
 	return dir, done, nil
+}
+
+// failed ends a pull for use that failed. A target's staging keeps the verified chunks, so
+// the same command run again resumes, and the message says where they are; any other
+// staging is removed, and the message names no directory.
+func (st staging) failed(err error, done func() error) error {
+	var pe *ociseed.PartialPullError
+	if !errors.As(err, &pe) {
+		return errors.Join(err, done())
+	}
+	if st.target != "" {
+		return err
+	}
+	return errors.Join(pe.Err, done())
 }
 
 // make creates the staging directory.
