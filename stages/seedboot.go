@@ -15,8 +15,23 @@ import (
 	"github.com/snofactory/snofactory/pipeline/badinput"
 	"github.com/snofactory/snofactory/seeds/artifact/seed"
 	"github.com/snofactory/snofactory/seeds/contract/wire"
+	"github.com/snofactory/snofactory/seeds/site/siteconfig"
 	"github.com/snofactory/snofactory/stages/internal/vm"
 )
+
+// CheckSiteMedium refuses a site-config medium (seed boot --site-config) that is not one: an
+// ISO 9660 image labelled as the seed's hook looks for it. Callers check it before any pull
+// or VM, since the seed would otherwise wait for a medium it cannot find until the boot
+// timed out. An empty path is no medium.
+func CheckSiteMedium(path string) error {
+	if path == "" {
+		return nil
+	}
+	if _, err := siteconfig.OpenMedium(path); err != nil {
+		return badinput.Wrap(fmt.Errorf("--site-config: %w", err))
+	}
+	return nil
+}
 
 // SeedBoot is a seed booted as at its site (snofactory seed boot).
 type SeedBoot struct {

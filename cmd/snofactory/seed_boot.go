@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/snofactory/snofactory/seeds/artifact/seedref"
-	"github.com/snofactory/snofactory/seeds/site/siteconfig"
 	"github.com/snofactory/snofactory/stages"
 )
 
@@ -47,7 +46,7 @@ network (10.0.2.0/24, gateway 10.0.2.2, DNS 10.0.2.3).`,
 			if err != nil {
 				return badInput(fmt.Errorf("--forward %w", err))
 			}
-			if err := checkSiteMedium(f.siteConfig); err != nil {
+			if err := stages.CheckSiteMedium(f.siteConfig); err != nil {
 				return err
 			}
 			work, err := os.MkdirTemp("", "snofactory-seed-boot-")
@@ -81,17 +80,4 @@ network (10.0.2.0/24, gateway 10.0.2.2, DNS 10.0.2.3).`,
 	fl.StringVar(&f.serial, "machine-serial", "", "the serial number the VM's firmware reports, as the site's server would (a medium bound with --for-serial checks it)")
 	fl.StringVar(&f.overlay, "overlay", "", "keep the VM's disk (an overlay of the seed's) in this file and boot it again if it exists, as a machine keeps its disk across power cycles (default: a temporary one)")
 	return c
-}
-
-// checkSiteMedium refuses a --site-config that is not a site-config medium (an ISO 9660
-// image labelled as the seed's hook looks for it) before any pull or VM: the seed would
-// wait for a medium it cannot find until the boot timed out.
-func checkSiteMedium(path string) error {
-	if path == "" {
-		return nil
-	}
-	if _, err := siteconfig.OpenMedium(path); err != nil {
-		return badInput(fmt.Errorf("--site-config: %w", err))
-	}
-	return nil
 }
