@@ -1,53 +1,17 @@
-// Package smallfile reads the small files a user names (a blueprint, a site config, a pull
-// secret, a key, a manifest) with a cap on their size. Every such read refuses what is not a
-// regular file after symlinks, so a FIFO, a device or a directory given by mistake (or on
-// purpose) neither blocks the reader nor feeds it without end, and every error names the
-// file and, when the file is too large, the cap.
+// Package smallfile is the seeds' name for pipeline/smallfile, the one reader of the small
+// files a user names: a regular file after symlinks, opened without blocking, read up to a
+// cap, with errors that name the file and the cap. The implementation lives with the
+// engine's leaf helpers so the engine can use it too.
 package smallfile
 
-import (
-	"errors"
-	"fmt"
-	"io"
-	"os"
-	"syscall"
-)
+import "github.com/snofactory/snofactory/pipeline/smallfile"
 
 // ErrTooLarge matches (errors.Is) the error Read returns for a file over its cap.
-var ErrTooLarge = errors.New("file too large")
+var ErrTooLarge = smallfile.ErrTooLarge
 
 // ErrNotRegular matches the error Read returns for a FIFO, a device, a directory or a socket.
-var ErrNotRegular = errors.New("not a regular file")
+var ErrNotRegular = smallfile.ErrNotRegular
 
-// sizeError says the cap; it matches ErrTooLarge.
-type sizeError struct{ limit int64 }
-
-func (e sizeError) Error() string        { return fmt.Sprintf("larger than %d bytes", e.limit) }
-func (e sizeError) Is(target error) bool { return target == ErrTooLarge }
-
-// Read returns the content of the regular file at path, of at most limit bytes. Its errors
-// are *os.PathError naming path: "read PATH: larger than LIMIT bytes" matches ErrTooLarge,
-// "read PATH: not a regular file" matches ErrNotRegular.
-func Read(path string, limit int64) ([]byte, error) {
-	// O_NONBLOCK: opening a FIFO for reading otherwise waits for a writer.
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, &os.PathError{Op: "read", Path: path, Err: ErrNotRegular}
-	}
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > limit {
-		return nil, &os.PathError{Op: "read", Path: path, Err: sizeError{limit}}
-	}
-	return data, nil
-}
+// Read returns the content of the regular file at path, of at most limit bytes; see
+// pipeline/smallfile.Read.
+func Read(path string, limit int64) ([]byte, error) { return smallfile.Read(path, limit) }

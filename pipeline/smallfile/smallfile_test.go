@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/snofactory/snofactory/seeds/checks/smallfile"
+	"github.com/snofactory/snofactory/pipeline/smallfile"
 )
 
 func TestRead(t *testing.T) {
