@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/snofactory/snofactory/pipeline/smallfile"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -20,13 +21,17 @@ type SecretSource interface {
 // SecretFiles is a SecretSource backed by files named in the blueprint (pull secret, SSH key).
 type SecretFiles map[string]string
 
+// MaxSecretFile bounds a secret file (a pull secret, an SSH key, a registry auth file): real
+// ones are a few KiB; a file larger than this, or a FIFO or device, was named by mistake.
+const MaxSecretFile = 1 << 20
+
 // Secret reads the named secret's file.
 func (s SecretFiles) Secret(name string) ([]byte, error) {
 	p, ok := s[name]
 	if !ok {
 		return nil, fmt.Errorf("secret %q is not configured", name)
 	}
-	b, err := os.ReadFile(p)
+	b, err := smallfile.Read(p, MaxSecretFile)
 	if err != nil {
 		return nil, fmt.Errorf("reading secret %q: %w", name, err)
 	}

@@ -2,12 +2,12 @@ package depotfile
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"reflect"
 	"sort"
 
 	"github.com/snofactory/snofactory/blueprints/v1alpha1"
+	"github.com/snofactory/snofactory/seeds/checks/smallfile"
 	"github.com/snofactory/snofactory/seeds/checks/strictyaml"
 )
 
@@ -57,9 +57,13 @@ type Slots struct {
 	Memory v1alpha1.Size `json:"memory,omitempty" yaml:"memory,omitempty"`
 }
 
+// MaxFileSize bounds a depot file, and what KindOf peeks at (a depot file or a blueprint):
+// real ones are a few KiB, like a blueprint, whose cap this is.
+const MaxFileSize = 4 << 20
+
 // Load reads and checks a depot file.
 func Load(path string) (*Depot, error) {
-	data, err := os.ReadFile(path)
+	data, err := smallfile.Read(path, MaxFileSize)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/snofactory/snofactory/seeds/checks/smallfile"
 )
 
 // Target reads what a depot run builds: a depot file (its blueprints and its spec), every
@@ -68,9 +70,10 @@ func blueprintsOf(dir string, globs []string) ([]string, error) {
 	return out, nil
 }
 
-// KindOf peeks at a YAML file's top-level kind; "" when it has none or cannot be read.
+// KindOf peeks at a YAML file's top-level kind; "" when it has none or cannot be read (then
+// loading it as a blueprint says why, naming the file and the cap).
 func KindOf(path string) string {
-	b, err := os.ReadFile(path)
+	b, err := smallfile.Read(path, MaxFileSize)
 	if err != nil {
 		return ""
 	}

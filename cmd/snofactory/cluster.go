@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -36,7 +35,9 @@ func newClusterCheckCommand() *cobra.Command {
 			if access == "" {
 				return badInput(fmt.Errorf("cluster check needs --%s FILE", validate.ClusterAccessFlag))
 			}
-			if _, err := os.Stat(access); err != nil {
+			// Read once up front: a FIFO, a device or a huge file is the caller's mistake (exit
+			// 2), found before any check starts.
+			if _, err := validate.ReadKubeconfig(access); err != nil {
 				return badInput(fmt.Errorf("--%s: %w", validate.ClusterAccessFlag, err))
 			}
 			if err := textOrJSON("-o", output); err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/snofactory/snofactory/pipeline/smallfile"
 	"io"
 	"log/slog"
 	"os"
@@ -22,6 +23,10 @@ import (
 
 // StatusFile is the depot's status in its output directory, kept current while it runs.
 const StatusFile = "depot.json"
+
+// MaxStatusFile bounds the status file depot status reads: a record of a few hundred bytes
+// per build, so 16 MiB is tens of thousands of builds; a larger file is not ours.
+const MaxStatusFile = 16 << 20
 
 // Build is one blueprint of the depot.
 type Build struct {
@@ -372,7 +377,7 @@ func ReadStatus(dir string) (*Summary, error) {
 		return nil, badinput.Errorf("depot status %s: is a symlink; a depot's status file is never one, and is not followed",
 			filepath.Join(dir, StatusFile))
 	}
-	b, err := os.ReadFile(filepath.Join(dir, StatusFile))
+	b, err := smallfile.Read(filepath.Join(dir, StatusFile), MaxStatusFile)
 	if err != nil {
 		return nil, fmt.Errorf("depot status: %w", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/seeds/checks/smallfile"
 	"github.com/snofactory/snofactory/stages/internal/handoff"
 	"github.com/snofactory/snofactory/stages/liveiso/coreiso"
 )
@@ -125,7 +126,7 @@ func runStage(ctx context.Context, opts StageOptions, env *pipeline.Env) error {
 		c.Mode = 0o600
 	}
 	for name, p := range opts.NetworkKeyfiles {
-		b, err := os.ReadFile(p)
+		b, err := smallfile.Read(p, coreiso.MaxKeyfile)
 		if err != nil {
 			return fmt.Errorf("reading network keyfile %s: %w", name, err)
 		}

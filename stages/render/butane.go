@@ -3,7 +3,6 @@ package render
 import (
 	"errors"
 	"fmt"
-	"os"
 	"regexp"
 	"strings"
 
@@ -11,6 +10,8 @@ import (
 	"github.com/coreos/butane/config/common"
 	"github.com/coreos/vcontext/report"
 	"gopkg.in/yaml.v3"
+
+	"github.com/snofactory/snofactory/seeds/checks/smallfile"
 )
 
 // ButaneError is a Butane config that did not translate cleanly. Its message names the
@@ -117,12 +118,15 @@ func butaneOpenShiftVersion(release string) (string, error) {
 	return v, nil
 }
 
+// MaxButaneFragment bounds a Butane fragment file, as blueprints' validation does.
+const MaxButaneFragment = 1 << 20
+
 // readFragment returns a fragment's Butane text.
 func readFragment(opts Options, f Fragment) ([]byte, error) {
 	if f.Inline != "" {
 		return []byte(f.Inline), nil
 	}
-	b, err := os.ReadFile(opts.HostFiles[f.File])
+	b, err := smallfile.Read(opts.HostFiles[f.File], MaxButaneFragment)
 	if err != nil {
 		return nil, fmt.Errorf("reading Butane fragment %s: %w", f.File, err)
 	}

@@ -20,6 +20,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/snofactory/snofactory/seeds/checks/smallfile"
 )
 
 // The OpenShift resources the checks read; the dynamic client and unstructured objects
@@ -36,6 +38,42 @@ var (
 	gvrConfigMap         = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 )
 
+// MaxKubeconfigFile bounds a kubeconfig: one with embedded certificates for a few clusters
+// is tens of KiB.
+const MaxKubeconfigFile = 4 << 20
+
+// ReadKubeconfig reads a kubeconfig through the one reader of small files, so a FIFO, a
+// device or a huge file is refused with the file and the cap named.
+func ReadKubeconfig(path string) ([]byte, error) {
+	return smallfile.Read(path, MaxKubeconfigFile)
+}
+
+// loadKubeconfig is what clientcmd.BuildConfigFromFlags does with an explicit path
+// (client-go tools/clientcmd/loader.go, LoadFromFile and ClientConfigLoadingRules.Load:
+// parse, mark each cluster and user with the file it came from, resolve their relative
+// paths against it), except that the file is read through ReadKubeconfig rather than
+// os.ReadFile.
+func loadKubeconfig(path string) (*rest.Config, error) {
+	b, err := ReadKubeconfig(path)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := clientcmd.Load(b)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range cfg.Clusters {
+		c.LocationOfOrigin = path
+	}
+	for _, a := range cfg.AuthInfos {
+		a.LocationOfOrigin = path
+	}
+	if err := clientcmd.ResolveLocalPaths(cfg); err != nil {
+		return nil, err
+	}
+	return clientcmd.NewDefaultClientConfig(*cfg, &clientcmd.ConfigOverrides{}).ClientConfig()
+}
+
 // requestTimeout bounds one API request.
 const requestTimeout = 30 * time.Second
 
@@ -43,7 +81,7 @@ const requestTimeout = 30 * time.Second
 // set. The certificate is still verified against the kubeconfig's host name, since a
 // forwarded port on the host does not change whom the API server's certificate names.
 func RESTConfig(kubeconfig, server string) (*rest.Config, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	cfg, err := loadKubeconfig(kubeconfig)
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
 	}

@@ -11,11 +11,14 @@ import (
 	"path"
 	"path/filepath"
 	"sync"
+	"syscall"
 
 	"github.com/opencontainers/go-digest"
 	specs "github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/snofactory/snofactory/pipeline/badinput"
 	"github.com/snofactory/snofactory/pipeline/ctxio"
+	"github.com/snofactory/snofactory/seeds/checks/smallfile"
 )
 
 // archiveWriter writes an oci-archive (an OCI layout as a tar file) in one pass: each
@@ -124,9 +127,18 @@ type archiveReader struct {
 }
 
 func openArchive(loc Location) (*archiveReader, error) {
-	f, err := os.Open(loc.Path)
+	// O_NONBLOCK and the regular-file check: a FIFO would block the open, a device would
+	// feed the tar reader without end.
+	f, err := os.OpenFile(loc.Path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, fmt.Errorf("opening the archive: %w", err)
+		return nil, badinput.Errorf("opening the archive: %w", err)
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		if err == nil {
+			err = &os.PathError{Op: "open", Path: loc.Path, Err: smallfile.ErrNotRegular}
+		}
+		return nil, badinput.Errorf("opening the archive: %w", err)
 	}
 	a := &archiveReader{f: f, where: "oci-archive:" + loc.Path, tag: loc.Tag, files: map[string]*io.SectionReader{}}
 	// tar.Reader reads headers straight from f and seeks over contents, so f's offset after
@@ -159,6 +171,10 @@ func (a *archiveReader) index() (ocispec.Index, error) {
 	sr, ok := a.files[ocispec.ImageIndexFile]
 	if !ok {
 		return idx, fmt.Errorf("%s: no %s: not an OCI archive", a.where, ocispec.ImageIndexFile)
+	}
+	// The tar header says how long index.json is; believe it only up to maxMetadata.
+	if sr.Size() > maxMetadata {
+		return idx, fmt.Errorf("%s: %s is larger than %d bytes", a.where, ocispec.ImageIndexFile, maxMetadata)
 	}
 	if err := json.NewDecoder(io.NewSectionReader(sr, 0, sr.Size())).Decode(&idx); err != nil {
 		return idx, fmt.Errorf("%s: reading %s: %w", a.where, ocispec.ImageIndexFile, err)

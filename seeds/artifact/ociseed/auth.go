@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/authn"
+
+	"github.com/snofactory/snofactory/seeds/checks/smallfile"
 )
 
 // Keychain finds registry credentials the way skopeo and podman do, then docker:
@@ -47,12 +49,16 @@ func fileExists(p string) bool {
 	return err == nil
 }
 
+// maxAuthFile bounds a containers-auth.json(5): a few KiB of credentials, even for many
+// registries.
+const maxAuthFile = 1 << 20
+
 func (containersKeychain) Resolve(r authn.Resource) (authn.Authenticator, error) {
 	file := containersAuthFile()
 	if file == "" {
 		return authn.Anonymous, nil
 	}
-	b, err := os.ReadFile(file)
+	b, err := smallfile.Read(file, maxAuthFile)
 	if errors.Is(err, os.ErrNotExist) {
 		return authn.Anonymous, nil
 	}

@@ -18,6 +18,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/snofactory/snofactory/pipeline/badinput"
 	"github.com/snofactory/snofactory/seeds/artifact/diskpack"
 	"github.com/snofactory/snofactory/seeds/artifact/seed"
 )
@@ -271,6 +272,26 @@ func (ds *deltaSeed) fetchIndex(ctx context.Context, src source, d seed.Disk) ([
 	return nil, nil, errors.New("the seed has no chunk index layer")
 }
 
+// openOldRaw opens the raw disk --from names: a regular file or a block device. O_NONBLOCK
+// keeps a FIFO from blocking the open; it and a character device (/dev/zero would be read
+// without end) are refused by their type, as the user's input.
+func openOldRaw(from string) (*os.File, error) {
+	f, err := os.OpenFile(from, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, badinput.Errorf("--from: %w", err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--from: %w", err)
+	}
+	if m := fi.Mode(); !m.IsRegular() && (m&os.ModeDevice == 0 || m&os.ModeCharDevice != 0) {
+		f.Close()
+		return nil, badinput.Errorf("--from %s: not a seed directory, a regular file or a block device", from)
+	}
+	return f, nil
+}
+
 // openOld opens what --from names: a seed directory with a chunked disk, or any raw disk
 // (a file, or the device about to be rewritten), chunked as x's parameters say.
 func openOld(ctx context.Context, from string, x *diskpack.Index) (*diskpack.Old, func(), error) {
@@ -302,9 +323,9 @@ func openOld(ctx context.Context, from string, x *diskpack.Index) (*diskpack.Old
 		}
 		return old, func() { old.Close(); f.Close() }, nil
 	}
-	f, err := os.OpenFile(from, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	f, err := openOldRaw(from)
 	if err != nil {
-		return nil, nil, fmt.Errorf("--from: %w", err)
+		return nil, nil, err
 	}
 	size, err := f.Seek(0, io.SeekEnd)
 	if err != nil {

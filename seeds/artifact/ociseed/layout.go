@@ -15,6 +15,7 @@ import (
 
 	"github.com/snofactory/snofactory/pipeline/ctxio"
 	"github.com/snofactory/snofactory/seeds/artifact/seed"
+	"github.com/snofactory/snofactory/seeds/checks/smallfile"
 )
 
 // layoutStore is an OCI image layout directory. Blobs are written to a temporary name and
@@ -97,7 +98,7 @@ func (l *layoutStore) putManifest(ctx context.Context, raw []byte, tagged bool) 
 
 func (l *layoutStore) index() (ocispec.Index, error) {
 	idx := ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageIndex}
-	b, err := os.ReadFile(filepath.Join(l.dir, ocispec.ImageIndexFile))
+	b, err := smallfile.Read(filepath.Join(l.dir, ocispec.ImageIndexFile), maxMetadata)
 	if errors.Is(err, os.ErrNotExist) {
 		return idx, nil
 	}

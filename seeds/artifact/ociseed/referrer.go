@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -14,6 +13,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/snofactory/snofactory/seeds/artifact/seed"
+	"github.com/snofactory/snofactory/seeds/checks/smallfile"
 )
 
 // Referrer is a file attached to a seed, such as validation.json or run.json.
@@ -40,7 +40,7 @@ func pushReferrer(ctx context.Context, t target, subject ocispec.Descriptor, r R
 	if r.ArtifactType == "" {
 		return "", fmt.Errorf("attaching %s: no artifact type", r.File)
 	}
-	b, err := os.ReadFile(r.File)
+	b, err := smallfile.Read(r.File, maxAttachment)
 	if err != nil {
 		return "", fmt.Errorf("attaching to the seed: %w", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/snofactory/snofactory/seeds/artifact/ociseed"
 	"github.com/snofactory/snofactory/seeds/artifact/seed"
 	"github.com/snofactory/snofactory/seeds/artifact/trust"
+	"github.com/snofactory/snofactory/seeds/checks/smallfile"
 )
 
 // Seed is an opened seed: a directory here, or a reference whose transport is known and
@@ -51,9 +52,16 @@ func Open(ctx context.Context, ref string, opts ...Option) (*Seed, error) {
 		return nil, badinput.Wrap(err)
 	}
 	if loc.Transport != ociseed.TransportRegistry {
-		if _, err := os.Stat(loc.Path); err != nil {
+		fi, err := os.Stat(loc.Path)
+		if err != nil {
 			kind := map[string]string{ociseed.TransportLayout: "OCI layout directory", ociseed.TransportOCIArchive: "OCI archive"}[loc.Transport]
 			return nil, inputErrorf("%s: no such %s: %s", ref, kind, loc.Path)
+		}
+		// Refused here, before the trust policy's check opens the archive (containers/image
+		// oci/archive/oci_transport.go, createUntarTempDir, untars it whole): a FIFO would
+		// block that open and a device would feed it without end.
+		if loc.Transport == ociseed.TransportOCIArchive && !fi.Mode().IsRegular() {
+			return nil, inputErrorf("%s: %s: %v (an OCI archive is a tar file)", ref, loc.Path, smallfile.ErrNotRegular)
 		}
 	}
 	s.loc = loc
@@ -128,8 +136,14 @@ func (s *Seed) checkFrom() ([]ociseed.Option, error) {
 	if s.o.from == "" {
 		return s.o.pullOptions(extra...), nil
 	}
-	if _, err := os.Stat(s.o.from); err != nil {
+	fi, err := os.Stat(s.o.from)
+	if err != nil {
 		return nil, badinput.Errorf("--from: %w", err)
+	}
+	// A FIFO would block the pull's open of it, a character device (/dev/zero) feed it
+	// without end: refuse them before anything is pulled.
+	if m := fi.Mode(); !m.IsDir() && !m.IsRegular() && (m&os.ModeDevice == 0 || m&os.ModeCharDevice != 0) {
+		return nil, badinput.Errorf("--from %s: %v: want a seed directory, a raw disk file or a block device", s.o.from, smallfile.ErrNotRegular)
 	}
 	return s.o.pullOptions(append(extra, ociseed.WithFrom(s.o.from))...), nil
 }

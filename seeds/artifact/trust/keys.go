@@ -15,6 +15,8 @@ import (
 
 	"github.com/containers/image/v5/signature/sigstore"
 	"github.com/secure-systems-lab/go-securesystemslib/encrypted"
+
+	"github.com/snofactory/snofactory/seeds/checks/smallfile"
 )
 
 // KeyFile and PubFile are the files GenerateKeys writes for a prefix.
@@ -105,17 +107,13 @@ func parsePrivateKey(path string, b, passphrase []byte) (*ecdsa.PrivateKey, erro
 	return ec, nil
 }
 
-// readSmall reads a small regular file, never following a symlink's target beyond the
-// file it names and never more than maxKeyFile bytes.
+// readSmall reads a key file: a regular file of at most maxKeyFile bytes.
 func readSmall(path string) ([]byte, error) {
-	fi, err := os.Stat(path)
+	b, err := smallfile.Read(path, maxKeyFile)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("not a key file: %w", err)
 	}
-	if !fi.Mode().IsRegular() || fi.Size() > maxKeyFile {
-		return nil, fmt.Errorf("%s: not a key file (a regular file of at most %d bytes)", path, maxKeyFile)
-	}
-	return os.ReadFile(path)
+	return b, nil
 }
 
 // PassphraseEnv is the environment variable a key's passphrase comes from when no file

@@ -75,11 +75,9 @@ func Check(ctx context.Context, ref string, p Policy) (digest.Digest, error) {
 		}
 		file = DefaultPolicy
 	}
-	// A policy that cannot be read or parsed is the caller's input to fix (exit 2), as a
-	// refusal by a well-formed one is.
-	b, err := os.ReadFile(file)
+	b, err := readPolicy(file)
 	if err != nil {
-		return "", badinput.Errorf("the trust policy: %w", err)
+		return "", err
 	}
 	pol, err := signature.NewPolicyFromBytes(b)
 	if err != nil {
@@ -89,6 +87,9 @@ func Check(ctx context.Context, ref string, p Policy) (digest.Digest, error) {
 		// Debian's default policy: nothing to check, so nothing to read.
 		slog.DebugContext(ctx, "the trust policy accepts anything", "policy", file, "seed", ref)
 		return "", nil
+	}
+	if err := checkPolicyFiles(file, b); err != nil {
+		return "", err
 	}
 	pc, err := signature.NewPolicyContext(pol)
 	if err != nil {
@@ -102,6 +103,9 @@ func Check(ctx context.Context, ref string, p Policy) (digest.Digest, error) {
 	dir := p.RegistriesDir
 	if dir == "" {
 		dir = DefaultRegistriesDir
+	}
+	if err := checkRegistriesDir(dir); err != nil {
+		return "", err
 	}
 	sys := &types.SystemContext{RegistriesDirPath: dir}
 	if p.Insecure || loopback(dref) {

@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
 	"github.com/snofactory/snofactory/pipeline"
+
+	"github.com/snofactory/snofactory/seeds/checks/smallfile"
 )
 
 // SchemaVersion is bumped whenever the lock file's meaning changes.
@@ -142,9 +143,12 @@ func WriteLock(path string, l *Lock) error {
 	return nil
 }
 
+// MaxLockFile bounds a lock file: digests of a release's images, a few hundred KiB.
+const MaxLockFile = 16 << 20
+
 // ReadLock reads and checks a lock file.
 func ReadLock(path string) (*Lock, error) {
-	b, err := os.ReadFile(path)
+	b, err := smallfile.Read(path, MaxLockFile)
 	if err != nil {
 		return nil, fmt.Errorf("reading lock: %w", err)
 	}

@@ -3,8 +3,17 @@ package coreiso
 import (
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
+
+	"github.com/snofactory/snofactory/seeds/checks/smallfile"
+)
+
+// Caps on the files an ISO is customized with (docs/inputs.md).
+const (
+	// MaxIgnitionFile bounds an Ignition config: the ISO's embed area is a few MiB.
+	MaxIgnitionFile = 16 << 20
+	// MaxKeyfile bounds a NetworkManager keyfile: a few hundred bytes.
+	MaxKeyfile = 1 << 20
 )
 
 // ReadIgnition reads the Ignition config to embed from path, or from stdin when path is
@@ -15,9 +24,11 @@ func ReadIgnition(path string, stdin io.Reader) ([]byte, error) {
 		err error
 	)
 	if path == "-" {
-		cfg, err = io.ReadAll(stdin)
+		if cfg, err = io.ReadAll(io.LimitReader(stdin, MaxIgnitionFile+1)); err == nil && len(cfg) > MaxIgnitionFile {
+			err = fmt.Errorf("stdin: larger than %d bytes", MaxIgnitionFile)
+		}
 	} else {
-		cfg, err = os.ReadFile(path)
+		cfg, err = smallfile.Read(path, MaxIgnitionFile)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading the Ignition config: %w", err)
@@ -30,7 +41,7 @@ func ReadIgnition(path string, stdin io.Reader) ([]byte, error) {
 func ReadKeyfiles(paths []string) (map[string][]byte, error) {
 	var out map[string][]byte
 	for _, p := range paths {
-		data, err := os.ReadFile(p)
+		data, err := smallfile.Read(p, MaxKeyfile)
 		if err != nil {
 			return nil, fmt.Errorf("reading network keyfile: %w", err)
 		}

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/snofactory/snofactory/pipeline/depot"
+	"github.com/snofactory/snofactory/seeds/artifact/trust"
+	"github.com/snofactory/snofactory/stages/liveiso/coreiso"
+	"github.com/snofactory/snofactory/stages/validate"
+)
+
+// hostileSmallFile makes, at path, what a small input must refuse: a FIFO with no writer,
+// a symlink to /dev/zero, or a sparse file one byte over limit (no data is written). It
+// returns what the error must say besides the path.
+func hostileSmallFile(t *testing.T, kind, path string, limit int64) string {
+	t.Helper()
+	var err error
+	want := "not a regular file"
+	switch kind {
+	case "fifo":
+		err = syscall.Mkfifo(path, 0o600)
+	case "/dev/zero":
+		err = os.Symlink("/dev/zero", path)
+	case "over the cap":
+		if err = os.WriteFile(path, nil, 0o600); err == nil {
+			err = os.Truncate(path, limit+1)
+		}
+		want = fmt.Sprintf("larger than %d bytes", limit)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return want
+}
+
+// runGuarded runs the CLI in a goroutine so a read that blocks fails the test with the
+// command named, before the test binary's own deadline kills every test at once.
+func runGuarded(t *testing.T, args ...string) (code int, stderr string) {
+	t.Helper()
+	type result struct {
+		code   int
+		stderr string
+	}
+	done := make(chan result, 1)
+	go func() {
+		code, _, stderr := runMain(t, args...)
+		done <- result{code, stderr}
+	}()
+	var timeout <-chan time.Time
+	if dl, ok := t.Deadline(); ok {
+		timeout = time.After(time.Until(dl) * 9 / 10)
+	}
+	select {
+	case r := <-done:
+		return r.code, r.stderr
+	case <-timeout:
+		t.Fatalf("snofactory %s still runs at the test's deadline: a read blocked", strings.Join(args, " "))
+	case <-t.Context().Done():
+		t.Fatalf("snofactory %s: test cancelled", strings.Join(args, " "))
+	}
+	return 0, ""
+}
+
+// TestSmallInputsRefuseSpecialAndHugeFiles gives every small input a command reads a FIFO,
+// /dev/zero and a file over its cap: each is refused at once, exit 2, with the file and the
+// cap (or "not a regular file") named.
+func TestSmallInputsRefuseSpecialAndHugeFiles(t *testing.T) {
+	enforcing := func(dir, keyPath string) string {
+		p := filepath.Join(dir, "policy.json")
+		os.WriteFile(p, fmt.Appendf(nil, `{"default":[{"type":"sigstoreSigned","keyPath":%q}]}`, keyPath), 0o644)
+		return p
+	}
+	// pull applies the policy (and --from) before it reads the layout, so an empty one does.
+	pull := func(dir string, flags ...string) []string {
+		os.Mkdir(filepath.Join(dir, "layout"), 0o755)
+		return append(append([]string{"seed", "pull"}, flags...), "oci:"+filepath.Join(dir, "layout")+":v1", filepath.Join(dir, "seed"))
+	}
+	inputs := []struct {
+		name  string
+		limit int64
+		// setup prepares a directory around the hostile file and returns where the hostile
+		// file goes and the command line.
+		setup func(dir string) (hostile string, args []string)
+	}{
+		{"--policy", trust.MaxPolicyFile, func(dir string) (string, []string) {
+			p := filepath.Join(dir, "policy.json")
+			return p, pull(dir, "--policy", p)
+		}},
+		{"a trust policy's keyPath", trust.MaxPolicyKeyFile, func(dir string) (string, []string) {
+			key := filepath.Join(dir, "key.pub")
+			return key, pull(dir, "--policy", enforcing(dir, key))
+		}},
+		{"a registries.d file", trust.MaxRegistriesFile, func(dir string) (string, []string) {
+			key := filepath.Join(dir, "key.pub")
+			os.WriteFile(key, []byte("not read before the policy applies"), 0o644)
+			regd := filepath.Join(dir, "registries.d")
+			os.Mkdir(regd, 0o755)
+			return filepath.Join(regd, "default.yaml"), pull(dir, "--policy", enforcing(dir, key), "--registries.d", regd)
+		}},
+		{"--kubeconfig", validate.MaxKubeconfigFile, func(dir string) (string, []string) {
+			p := filepath.Join(dir, "kubeconfig")
+			return p, []string{"cluster", "check", "--kubeconfig", p}
+		}},
+		{"a depot's depot.json", depot.MaxStatusFile, func(dir string) (string, []string) {
+			return filepath.Join(dir, depot.StatusFile), []string{"depot", "status", dir}
+		}},
+		{"iso embed -i", coreiso.MaxIgnitionFile, func(dir string) (string, []string) {
+			iso := filepath.Join(dir, "live.iso")
+			os.WriteFile(iso, []byte("not read before the config"), 0o644)
+			p := filepath.Join(dir, "config.ign")
+			return p, []string{"iso", "embed", "-i", p, "-o", filepath.Join(dir, "out.iso"), iso}
+		}},
+	}
+	for _, in := range inputs {
+		for _, kind := range []string{"fifo", "/dev/zero", "over the cap"} {
+			t.Run(in.name+"/"+kind, func(t *testing.T) {
+				dir := t.TempDir()
+				hostile, args := in.setup(dir)
+				want := hostileSmallFile(t, kind, hostile, in.limit)
+				code, stderr := runGuarded(t, args...)
+				if code != exitBadInput {
+					t.Errorf("exit %d, want %d: %s", code, exitBadInput, stderr)
+				}
+				for _, s := range []string{hostile, want} {
+					if !strings.Contains(stderr, s) {
+						t.Errorf("stderr does not say %q: %s", s, stderr)
+					}
+				}
+			})
+		}
+	}
+}
+
+// The big inputs, an oci-archive: and a raw disk given to --from, have no cap (they are
+// read as streams) but must still be regular files (or, for --from, a block device or a seed
+// directory): a FIFO or /dev/zero is refused before anything opens it.
+func TestBigInputsMustBeRegularFiles(t *testing.T) {
+	for _, kind := range []string{"fifo", "/dev/zero"} {
+		t.Run(kind, func(t *testing.T) {
+			dir := t.TempDir()
+			p := filepath.Join(dir, "hostile")
+			want := hostileSmallFile(t, kind, p, 0)
+			layout := filepath.Join(dir, "layout")
+			os.Mkdir(layout, 0o755)
+			for _, args := range [][]string{
+				{"seed", "inspect", "oci-archive:" + p + ":v1"},
+				{"seed", "pull", "oci-archive:" + p + ":v1", filepath.Join(dir, "seed")},
+				{"seed", "pull", "--from", p, "oci:" + layout + ":v1", filepath.Join(dir, "seed")},
+			} {
+				code, stderr := runGuarded(t, args...)
+				if code != exitBadInput || !strings.Contains(stderr, p) || !strings.Contains(stderr, want) {
+					t.Errorf("%v: exit %d, want %d naming %s and %q: %s", args, code, exitBadInput, p, want, stderr)
+				}
+			}
+		})
+	}
+}

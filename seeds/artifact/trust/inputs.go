@@ -1,0 +1,116 @@
+package trust
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/snofactory/snofactory/pipeline/badinput"
+	"github.com/snofactory/snofactory/seeds/checks/smallfile"
+)
+
+// Caps on the files a trust check reads (docs/inputs.md lists them with every other input).
+const (
+	// MaxPolicyFile bounds a containers-policy.json(5): real ones are a few KiB.
+	MaxPolicyFile = 1 << 20
+	// MaxPolicyKeyFile bounds a file the policy names (keyPath, keyPaths, caPath,
+	// rekorPublicKeyPath, ...): a public key is a few hundred bytes, a CA bundle a few
+	// hundred KiB at most.
+	MaxPolicyKeyFile = 1 << 20
+	// MaxRegistriesFile bounds one containers-registries.d(5) file: a few lines each.
+	MaxRegistriesFile = 1 << 20
+)
+
+// readPolicy reads the policy file; every failure is the user's input.
+func readPolicy(file string) ([]byte, error) {
+	b, err := smallfile.Read(file, MaxPolicyFile)
+	if err != nil {
+		return nil, badinput.Errorf("the trust policy: %w", err)
+	}
+	return b, nil
+}
+
+// checkPolicyFiles reads every file the policy names through smallfile before
+// containers/image reads them with os.ReadFile (signature/policy_eval_sigstore.go,
+// loadBytesFromConfigSources, used by signedBy and sigstoreSigned alike), which would block
+// on a FIFO and read /dev/zero until memory runs out. A missing or unreadable file is left
+// to containers/image, which reports it only when the requirement applies.
+func checkPolicyFiles(file string, policy []byte) error {
+	var doc any
+	if err := json.Unmarshal(policy, &doc); err != nil {
+		return badinput.Errorf("the trust policy %s: %w", file, err)
+	}
+	var errs []error
+	walkPaths(doc, func(field, p string) {
+		_, err := smallfile.Read(p, MaxPolicyKeyFile)
+		if errors.Is(err, smallfile.ErrNotRegular) || errors.Is(err, smallfile.ErrTooLarge) {
+			errs = append(errs, fmt.Errorf("the trust policy %s: %s: %w", file, field, err))
+		}
+	})
+	return badinput.Wrap(errors.Join(errs...))
+}
+
+// walkPaths calls fn for each file a policy document names: a string under a key ending in
+// "Path", each string of a list under a key ending in "Paths".
+func walkPaths(v any, fn func(field, path string)) {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			switch x := x.(type) {
+			case string:
+				if strings.HasSuffix(k, "Path") && x != "" {
+					fn(k, x)
+				}
+			case []any:
+				if strings.HasSuffix(k, "Paths") {
+					for _, p := range x {
+						if s, ok := p.(string); ok && s != "" {
+							fn(k, s)
+						}
+					}
+					continue
+				}
+			}
+			walkPaths(x, fn)
+		}
+	case []any:
+		for _, x := range v {
+			walkPaths(x, fn)
+		}
+	}
+}
+
+// checkRegistriesDir reads each *.yaml file of a containers-registries.d(5) directory
+// through smallfile, as containers/image would read it with os.ReadFile
+// (docker/registries_d.go, loadAndMergeConfig: every name ending in .yaml, no directory
+// at all is no configuration), so a FIFO, a device or a huge file there is refused first.
+func checkRegistriesDir(dir string) error {
+	fi, err := os.Stat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return badinput.Errorf("the registries.d directory: %w", err)
+	}
+	if !fi.IsDir() {
+		return badinput.Errorf("the registries.d directory %s: not a directory", dir)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return badinput.Errorf("the registries.d directory: %w", err)
+	}
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".yaml") {
+			continue
+		}
+		_, err := smallfile.Read(filepath.Join(dir, e.Name()), MaxRegistriesFile)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return badinput.Errorf("the registries.d directory: %w", err)
+		}
+	}
+	return nil
+}
