@@ -192,7 +192,7 @@ func rawReads(f *ast.File) []rawRead {
 		if !ok {
 			continue
 		}
-		name := readerName(fd)
+		name := funcName(fd)
 		ast.Inspect(fd, func(n ast.Node) bool {
 			c, ok := n.(*ast.CallExpr)
 			if !ok {
@@ -212,22 +212,4 @@ func rawReads(f *ast.File) []rawRead {
 		})
 	}
 	return out
-}
-
-// readerName is a function's name, Recv.Name for a method.
-func readerName(fd *ast.FuncDecl) string {
-	if fd.Recv == nil || len(fd.Recv.List) == 0 {
-		return fd.Name.Name
-	}
-	t := fd.Recv.List[0].Type
-	if s, ok := t.(*ast.StarExpr); ok {
-		t = s.X
-	}
-	if ix, ok := t.(*ast.IndexExpr); ok {
-		t = ix.X
-	}
-	if id, ok := t.(*ast.Ident); ok {
-		return id.Name + "." + fd.Name.Name
-	}
-	return fd.Name.Name
 }
