@@ -159,14 +159,20 @@ func checkOwnedFiles(src, out []byte, report butaneReport) {
 	}
 }
 
+// spellings are the ways a MachineConfig spells out node path p, most precise first: the
+// path, and for a unit or drop-in under /etc/systemd/system the names it is declared by.
+func spellings(p string) []string {
+	out := []string{p}
+	if rest, ok := strings.CutPrefix(p, "/etc/systemd/system/"); ok {
+		out = append(out, strings.TrimSuffix(path.Base(rest), ".d"), strings.Split(rest, ".d/")[0])
+	}
+	return out
+}
+
 // findLine is the 1-based line and column where a fragment names node path p, a unit's
 // path by the unit's name; 0, 0 when it does not spell it out.
 func findLine(src []byte, p string) (int64, int64) {
-	needles := []string{p}
-	if rest, ok := strings.CutPrefix(p, "/etc/systemd/system/"); ok {
-		needles = append(needles, strings.TrimSuffix(path.Base(rest), ".d"), strings.Split(rest, ".d/")[0])
-	}
-	for _, n := range needles {
+	for _, n := range spellings(p) {
 		for i, line := range strings.Split(string(src), "\n") {
 			if j := strings.Index(line, n); j >= 0 {
 				return int64(i + 1), int64(j + 1)

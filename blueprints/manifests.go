@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path"
 	"path/filepath"
-	"strings"
 
 	"gopkg.in/yaml.v3"
 
@@ -122,11 +120,7 @@ func ownedByMachineConfig(rel string, doc *yaml.Node, nc nodeChanges) []manifest
 // nodeNaming is the scalar under n that spells out node path p (a unit's path by the unit's
 // name), or n itself.
 func nodeNaming(n *yaml.Node, p string) *yaml.Node {
-	want := []string{p}
-	if rest, ok := strings.CutPrefix(p, "/etc/systemd/system/"); ok {
-		want = append(want, strings.Split(rest, ".d/")[0], strings.TrimSuffix(path.Base(rest), ".d"))
-	}
-	for _, w := range want {
+	for _, w := range spellings(p) {
 		if found := findScalar(n, w); found != nil {
 			return found
 		}
