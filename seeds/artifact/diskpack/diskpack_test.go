@@ -10,7 +10,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 )
 
 var small = Params{Min: 16 << 10, Avg: 64 << 10, Max: 256 << 10}
@@ -333,4 +335,85 @@ func TestChecksAndVersion1(t *testing.T) {
 		}
 		r.Close()
 	}
+}
+
+// gatedPack lets reads of the first chunk through and holds every other one until
+// release closes.
+type gatedPack struct {
+	r       io.ReaderAt
+	held    atomic.Int32
+	release chan struct{}
+}
+
+func (g *gatedPack) ReadAt(p []byte, off int64) (int, error) {
+	if off > 0 {
+		g.held.Add(1)
+		<-g.release
+	}
+	return g.r.ReadAt(p, off)
+}
+
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
+
+// WriteTo returns only after every chunk decoder it started has finished: the caller
+// closes the shared zstd decoder next, and a decoder still running then panics.
+func TestWriteToWaitsForItsDecoders(t *testing.T) {
+	const size = 8 << 20
+	f := sparseFile(t, size, map[int64][]byte{0: content(size, 3)})
+	x, p := pack(t, f, size, small)
+	synctest.Test(t, func(t *testing.T) {
+		g := &gatedPack{r: bytes.NewReader(p), release: make(chan struct{})}
+		r, err := NewReader(g, x, "pack")
+		if err != nil {
+			t.Fatal(err)
+		}
+		returned := make(chan error, 1)
+		go func() {
+			_, err := r.WriteTo(context.Background(), failingWriter{})
+			returned <- err
+		}()
+		synctest.Wait() // the writer has failed; later chunks' reads are held
+		select {
+		case err := <-returned:
+			t.Fatalf("WriteTo returned (%v) while %d chunk reads were still held", err, g.held.Load())
+		default:
+		}
+		close(g.release)
+		if err := <-returned; err == nil || !strings.Contains(err.Error(), "disk full") {
+			t.Errorf("WriteTo = %v, want the writer's error", err)
+		}
+		r.Close()
+	})
+}
+
+// Closing a stream part-way returns only once its chunk decoders have finished, so that
+// closing the reader right after is safe.
+func TestStreamCloseWaitsForItsDecoders(t *testing.T) {
+	const size = 8 << 20
+	f := sparseFile(t, size, map[int64][]byte{0: content(size, 4)})
+	x, p := pack(t, f, size, small)
+	synctest.Test(t, func(t *testing.T) {
+		g := &gatedPack{r: bytes.NewReader(p), release: make(chan struct{})}
+		r, err := NewReader(g, x, "pack")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := r.Stream(context.Background())
+		if _, err := io.ReadFull(s, make([]byte, 1)); err != nil {
+			t.Fatal(err)
+		}
+		closed := make(chan error, 1)
+		go func() { closed <- s.Close() }()
+		synctest.Wait() // later chunks' reads are held
+		select {
+		case <-closed:
+			t.Fatalf("Close returned while %d chunk reads were still held", g.held.Load())
+		default:
+		}
+		close(g.release)
+		<-closed
+		r.Close()
+	})
 }

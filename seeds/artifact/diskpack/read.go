@@ -139,6 +139,10 @@ func (r *Reader) WriteTo(ctx context.Context, w io.Writer) (int64, error) {
 	ahead := make(chan chan result, 2*jobs)
 	g, gctx := errgroup.WithContext(ctx)
 	sem := make(chan struct{}, jobs)
+	// Decoders still running when the writer stops must finish before WriteTo returns:
+	// the caller closes the shared zstd decoder next.
+	var decoding sync.WaitGroup
+	defer decoding.Wait()
 	g.Go(func() error {
 		defer close(ahead)
 		for _, c := range r.x.Chunks {
@@ -149,11 +153,11 @@ func (r *Reader) WriteTo(ctx context.Context, w io.Writer) (int64, error) {
 				return gctx.Err()
 			}
 			sem <- struct{}{}
-			go func() {
+			decoding.Go(func() {
 				defer func() { <-sem }()
 				raw, err := r.Chunk(c)
 				ch <- result{raw, err}
-			}()
+			})
 		}
 		return nil
 	})
@@ -196,25 +200,30 @@ func (r *Reader) WriteTo(ctx context.Context, w io.Writer) (int64, error) {
 }
 
 // Stream returns the raw disk as a reader (WriteTo through a pipe); closing it stops the
-// stream.
+// stream and returns once WriteTo has, so that the reader may be closed next.
 func (r *Reader) Stream(ctx context.Context) io.ReadCloser {
 	pr, pw := io.Pipe()
 	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
 	go func() {
+		defer close(done)
 		_, err := r.WriteTo(ctx, pw)
 		pw.CloseWithError(err)
 	}()
-	return &stream{PipeReader: pr, cancel: cancel}
+	return &stream{PipeReader: pr, cancel: cancel, done: done}
 }
 
 type stream struct {
 	*io.PipeReader
 	cancel context.CancelFunc
+	done   <-chan struct{}
 }
 
 func (s *stream) Close() error {
 	s.cancel()
-	return s.PipeReader.Close()
+	err := s.PipeReader.Close()
+	<-s.done
+	return err
 }
 
 // WriteAt writes every chunk of the disk at its offset in w, decompressing and checking
