@@ -29,8 +29,8 @@ func TestSealContainersStopCancelled(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "containers-stop") || !errors.Is(err, context.Canceled) {
 		t.Fatalf("seal = %v, want the containers-stop step cancelled", err)
 	}
-	if n.stopsSeen > containerStops {
-		t.Errorf("%d stops started after the cancellation, at most %d were under way", n.stopsSeen, containerStops)
+	if n.stopsSeen > lcaContainerStops {
+		t.Errorf("%d stops started after the cancellation, at most %d were under way", n.stopsSeen, lcaContainerStops)
 	}
 	if n.index("crictl pods -q") >= 0 || n.index("systemctl stop crio.service") >= 0 {
 		t.Error("the seal went on after it was cancelled")

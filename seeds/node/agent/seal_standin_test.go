@@ -290,6 +290,11 @@ func (n *sealNode) systemctlEnable(line string) ([]byte, error) {
 	return nil, os.Symlink("/etc/systemd/system/"+f[2], link)
 }
 
+// lcaContainerStops is how many containers lifecycle-agent stops at once (lca-cli/ops/ops.go
+// StopClusterServices: xargs --max-procs 10), the stand-in's own copy so that a change to
+// the seal's constant shows.
+const lcaContainerStops = 10
+
 // crictlStop is cri-tools cmd/crictl/container.go StopContainer. The stops are held until
 // as many run at once as lifecycle-agent runs (xargs --max-procs 10) or every container's
 // stop started, so a seal that stops fewer at once never gets past them, and one that
@@ -300,7 +305,7 @@ func (n *sealNode) crictlStop(ctx context.Context, id string) ([]byte, error) {
 	n.stopsIn++
 	n.stopsSeen++
 	n.stopsMax = max(n.stopsMax, n.stopsIn)
-	if !n.stopGateOpen && (n.stopsIn == containerStops || n.stopsSeen == len(n.containers)) {
+	if !n.stopGateOpen && (n.stopsIn == lcaContainerStops || n.stopsSeen == len(n.containers)) {
 		n.stopGateOpen = true
 		close(n.stopGate)
 	}
