@@ -1,0 +1,144 @@
+package netlimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// Policy is how often and how patiently a transient failure is retried. Every request goes
+// through the same one (Transport for failures before the body, Do for a body that breaks),
+// so a 500 on a chunk blob is retried exactly as one on a manifest.
+type Policy struct {
+	Attempts int           // tries in all, the first included
+	Backoff  time.Duration // the first wait; each next one doubles
+	MaxWait  time.Duration // bounds one wait, a Retry-After included
+}
+
+// The default policy: five tries over about four seconds of backoff, a Retry-After honoured
+// up to 30 seconds.
+const (
+	defaultAttempts = 5
+	defaultBackoff  = 250 * time.Millisecond
+	defaultMaxWait  = 30 * time.Second
+)
+
+// DefaultPolicy is the policy every client of the project uses.
+func DefaultPolicy() Policy {
+	return Policy{Attempts: defaultAttempts, Backoff: defaultBackoff, MaxWait: defaultMaxWait}
+}
+
+// OrDefault is p with DefaultPolicy in place of each unset field.
+func (p Policy) OrDefault() Policy {
+	d := DefaultPolicy()
+	if p.Attempts <= 0 {
+		p.Attempts = d.Attempts
+	}
+	if p.Backoff <= 0 {
+		p.Backoff = d.Backoff
+	}
+	if p.MaxWait <= 0 {
+		p.MaxWait = d.MaxWait
+	}
+	return p
+}
+
+// wait is the pause before try n+1 (n counted from 1): the backoff doubled per try, or the
+// peer's Retry-After, within MaxWait.
+func (p Policy) wait(n int, retryAfter time.Duration) time.Duration {
+	d := p.Backoff << min(n-1, 16)
+	if retryAfter > 0 {
+		d = retryAfter
+	}
+	return min(d, p.MaxWait)
+}
+
+// RetryStatus reports whether an answer with this status is worth asking again: the
+// request timed out (408), the peer is throttling (429), or it failed on its side (500,
+// 502, 503, 504). 501 and 505 are answers that will not change.
+func RetryStatus(code int) bool {
+	switch code {
+	case http.StatusRequestTimeout, http.StatusTooManyRequests, http.StatusInternalServerError,
+		http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
+}
+
+// Transient reports whether err is a transfer broken on the way (a reset, a refused
+// connection, a body cut short) that asking again can mend. A stall, a body over its cap,
+// a cancelled context and a transport that already spent its tries are not.
+func Transient(err error) bool {
+	var se *StallError
+	var tl *TooLargeError
+	var ex *ExhaustedError
+	switch {
+	case err == nil, errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded),
+		errors.As(err, &se), errors.As(err, &tl), errors.As(err, &ex):
+		return false
+	}
+	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed)
+}
+
+// ExhaustedError is a request that failed transiently on every try.
+type ExhaustedError struct {
+	Attempts int
+	Err      error
+}
+
+func (e *ExhaustedError) Error() string {
+	return fmt.Sprintf("giving up after %d tries: %v", e.Attempts, e.Err)
+}
+
+func (e *ExhaustedError) Unwrap() error { return e.Err }
+
+// Do runs fn until it succeeds, fails for good (not Transient) or the tries run out. It is
+// for what a transport cannot retry by itself: a body that breaks after its answer began,
+// which fn fetches again from the start (its caller checks what it reads).
+func (p Policy) Do(ctx context.Context, fn func() error) error {
+	p = p.OrDefault()
+	for n := 1; ; n++ {
+		err := fn()
+		if !Transient(err) || ctx.Err() != nil {
+			return err
+		}
+		if n == p.Attempts {
+			return &ExhaustedError{Attempts: n, Err: err}
+		}
+		if err := sleep(ctx, p.wait(n, 0)); err != nil {
+			return err
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// retryAfter reads a Retry-After header: seconds, or an HTTP date (RFC 9110 §10.2.3).
+func retryAfter(h string, now time.Time) time.Duration {
+	if h == "" {
+		return 0
+	}
+	if s, err := strconv.Atoi(h); err == nil && s >= 0 {
+		return time.Duration(s) * time.Second
+	}
+	if t, err := http.ParseTime(h); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}
