@@ -19,6 +19,7 @@ import (
 
 	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/pipeline/badinput"
+	"github.com/snofactory/snofactory/pipeline/netlimit"
 	"github.com/snofactory/snofactory/pipeline/output"
 	"github.com/snofactory/snofactory/seeds/artifact/diskpack"
 	"github.com/snofactory/snofactory/seeds/artifact/seed"
@@ -86,7 +87,7 @@ func exitCode(err error) int {
 	var se *pipeline.StageError
 	var te *seed.TargetError
 	switch {
-	case badinput.Is(err), isUsageError(err):
+	case badinput.Is(err), badinput.IsUsage(err):
 		return exitBadInput
 	case errors.As(err, &se):
 		// Whatever went wrong inside a stage, the build failed.
@@ -114,7 +115,13 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return badInput(err) })
-	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return checkCounts(cmd) }
+	// Every request to a registry, an API server or a download server fails after this long
+	// without progress (pipeline/netlimit); the context carries it to every client.
+	stall := root.PersistentFlags().Duration(netlimit.Flag, netlimit.DefaultStallTimeout, "fail a network transfer that makes no progress for this long")
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		cmd.SetContext(netlimit.WithStallTimeout(cmd.Context(), *stall))
+		return checkCounts(cmd)
+	}
 	// Each subcommand lives in its own file; add one line here per command.
 	// --- commands ---
 	root.AddCommand(newValidateCommand())
@@ -178,17 +185,6 @@ func refuseUnknownSubcommands(c *cobra.Command) {
 		}
 		return cmd.Help()
 	}
-}
-
-// isUsageError recognizes the errors cobra makes itself for unknown commands and flags.
-func isUsageError(err error) bool {
-	msg := err.Error()
-	for _, prefix := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "required flag", "invalid argument", "flag needs an argument"} {
-		if strings.HasPrefix(msg, prefix) {
-			return true
-		}
-	}
-	return false
 }
 
 // outputFile refuses an output file argument (-o FILE) that output.Check refuses (a

@@ -8,6 +8,7 @@ package badinput
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Error is an error caused by what the caller asked for.
@@ -33,4 +34,17 @@ func Wrap(err error) error {
 func Is(err error) bool {
 	var e *Error
 	return errors.As(err, &e)
+}
+
+// IsUsage recognizes the errors cobra and pflag make themselves for a command line they
+// cannot parse (unknown commands and flags, missing or malformed values): bad input too,
+// though not marked as such.
+func IsUsage(err error) bool {
+	msg := err.Error()
+	for _, prefix := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "required flag", "invalid argument", "flag needs an argument"} {
+		if strings.HasPrefix(msg, prefix) {
+			return true
+		}
+	}
+	return false
 }

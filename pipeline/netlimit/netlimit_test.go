@@ -58,14 +58,19 @@ func TestStallAndCap(t *testing.T) {
 	}))
 	defer srv.Close()
 	host := strings.TrimPrefix(srv.URL, "http://")
-	for _, tc := range []struct{ path, want string }{
-		{"/v2/r/manifests/silent", "registry " + host + " answered nothing for 50ms (stall timeout"},
-		{"/v2/r/manifests/drip", "registry " + host + " sent no more of the manifest for"},
-		{"/v2/r/manifests/endless", "the manifest from registry " + host + " is larger than its cap of 4 MiB"},
-		{"/v2/r/referrers/sha256:x", "the referrers list from registry " + host + " is larger than its cap of 4 MiB"},
+	// The stalls are tried under a small stall timeout; the caps under a long one, which a
+	// loaded machine cannot reach between two reads of an endless body.
+	for _, tc := range []struct {
+		path, want string
+		stall      time.Duration
+	}{
+		{"/v2/r/manifests/silent", "registry " + host + " answered nothing for 50ms (stall timeout", 50 * time.Millisecond},
+		{"/v2/r/manifests/drip", "registry " + host + " sent no more of the manifest for", 50 * time.Millisecond},
+		{"/v2/r/manifests/endless", "the manifest from registry " + host + " is larger than its cap of 4 MiB", time.Hour},
+		{"/v2/r/referrers/sha256:x", "the referrers list from registry " + host + " is larger than its cap of 4 MiB", time.Hour},
 	} {
 		t.Run(tc.path, func(t *testing.T) {
-			_, err := get(t, srv.URL+tc.path, 50*time.Millisecond)
+			_, err := get(t, srv.URL+tc.path, tc.stall)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v, want an error containing %q", err, tc.want)
 			}

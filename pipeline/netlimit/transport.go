@@ -91,6 +91,17 @@ func (t *transport) once(req *http.Request) (*http.Response, error) {
 	r := req.WithContext(ctx)
 	if req.Body != nil && req.Body != http.NoBody {
 		r.Body = &progressReader{ReadCloser: req.Body, w: w}
+		if req.GetBody != nil {
+			// net/http sends a body again itself on a reused connection that was closed:
+			// that copy is progress too.
+			r.GetBody = func() (io.ReadCloser, error) {
+				b, err := req.GetBody()
+				if err != nil {
+					return nil, err
+				}
+				return &progressReader{ReadCloser: b, w: w}, nil
+			}
+		}
 	}
 	resp, err := t.base.RoundTrip(r)
 	if err != nil {
@@ -190,7 +201,10 @@ func (b *body) Read(p []byte) (int, error) {
 	if b.limit > 0 && b.n > b.limit {
 		return n - int(b.n-b.limit), b.big
 	}
-	if err != nil && err != io.EOF {
+	switch {
+	case err == io.EOF:
+		b.w.timer.Stop() // all there: the caller may take its time to close
+	case err != nil:
 		err = stalled(b.ctx, err)
 	}
 	return n, err
