@@ -16,13 +16,16 @@ import (
 
 	"github.com/opencontainers/go-digest"
 	"github.com/snofactory/snofactory/pipeline/blobstore"
+	"github.com/snofactory/snofactory/pipeline/netlimit"
 )
 
 // Options tunes a download.
 type Options struct {
-	// Client is the HTTP client; nil means http.DefaultClient.
+	// Client is the HTTP client; nil means http.DefaultClient. Its transport is wrapped in
+	// netlimit.Transport: the stall timeout and retry policy of every request.
 	Client *http.Client
-	// Attempts bounds tries per download (default 5); backoff doubles from Backoff (default 1s).
+	// Attempts bounds tries per download; backoff doubles from Backoff (defaults: those of
+	// netlimit.DefaultPolicy).
 	Attempts int
 	Backoff  time.Duration
 	// Progress, if set, is called with bytes done and total (0 if unknown).
@@ -105,18 +108,13 @@ func copyLocal(ctx context.Context, src string, w *blobstore.Writer, opts Option
 
 // download fetches rawURL into w, resuming from w's offset.
 func download(ctx context.Context, rawURL string, w *blobstore.Writer, opts Options) error {
-	client := opts.Client
-	if client == nil {
-		client = http.DefaultClient
+	pol := netlimit.Policy{Attempts: opts.Attempts, Backoff: opts.Backoff}.OrDefault()
+	client := &http.Client{}
+	if opts.Client != nil {
+		*client = *opts.Client
 	}
-	attempts := opts.Attempts
-	if attempts <= 0 {
-		attempts = 5
-	}
-	backoff := opts.Backoff
-	if backoff <= 0 {
-		backoff = time.Second
-	}
+	client.Transport = netlimit.Transport(client.Transport, netlimit.Peer{Kind: "server", Policy: pol})
+	attempts, backoff := pol.Attempts, pol.Backoff
 	var last error
 	for i := 0; i < attempts; i++ {
 		if i > 0 {
@@ -133,9 +131,16 @@ func download(ctx context.Context, rawURL string, w *blobstore.Writer, opts Opti
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		// Answers the transport already retried (5xx, 429) and a stalled server are final;
+		// a body cut short resumes from where it stopped.
 		var perm *permanentError
+		var stall *netlimit.StallError
+		var spent *netlimit.ExhaustedError
 		if errors.As(err, &perm) {
 			return err
+		}
+		if errors.As(err, &stall) || errors.As(err, &spent) {
+			return fmt.Errorf("fetching %s: %w", rawURL, err)
 		}
 		last = err
 	}
@@ -175,8 +180,6 @@ func downloadOnce(ctx context.Context, client *http.Client, rawURL string, w *bl
 	case resp.StatusCode == http.StatusRequestedRangeNotSatisfiable:
 		// We already have everything (or a stale partial): verify decides.
 		return true, nil
-	case resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests:
-		return false, fmt.Errorf("GET %s: %s", rawURL, resp.Status)
 	default:
 		return false, &permanentError{fmt.Errorf("GET %s: %s", rawURL, resp.Status)}
 	}

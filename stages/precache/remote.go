@@ -25,6 +25,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/opencontainers/go-digest"
 	"github.com/snofactory/snofactory/pipeline/blobstore"
+	"github.com/snofactory/snofactory/pipeline/netlimit"
 )
 
 // manifestAccept is every manifest type we can store.
@@ -186,7 +187,11 @@ func (r *remote) client(ctx context.Context, src source) (*repoClient, error) {
 	if src.insecure {
 		base = r.insecureBase()
 	}
-	rt, err := transport.NewWithContext(ctx, nr.Registry, auth, base, []string{nr.Scope(transport.PullScope)})
+	// The stall timeout and body caps of every registry request (netlimit); retries stay
+	// this stage's, which also fail over from one mirror to the next.
+	peer := netlimit.Registry()
+	peer.Policy.Attempts = 1
+	rt, err := transport.NewWithContext(ctx, nr.Registry, auth, netlimit.Transport(base, peer), []string{nr.Scope(transport.PullScope)})
 	if err != nil {
 		return nil, fmt.Errorf("authenticating to %s: %w", nr, err)
 	}

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/snofactory/snofactory/pipeline/netlimit"
 	"github.com/snofactory/snofactory/seeds/checks/smallfile"
 )
 
@@ -96,9 +97,28 @@ func RESTConfig(kubeconfig, server string) (*rest.Config, error) {
 		cfg.Host = server
 	}
 	cfg.Timeout = requestTimeout
+	// The stall timeout, the cap on each answer and the retry policy of every request the
+	// project makes (netlimit): an API server that sends an endless or dripping body fails
+	// the check naming the server and the limit, instead of filling memory.
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return netlimit.Transport(rt, netlimit.KubeAPI()) }
 	// The checks make a score of requests in a burst; client-go's default limit (5/s)
 	// would only slow them down.
 	cfg.QPS, cfg.Burst = 50, 100
+	return cfg, nil
+}
+
+// pollConfig is RESTConfig for a caller that polls: a 503 from a starting API server is the
+// answer it waits through and reports, not a failure to ask again at once.
+func pollConfig(kubeconfig, server string) (*rest.Config, error) {
+	cfg, err := RESTConfig(kubeconfig, server)
+	if err != nil {
+		return nil, err
+	}
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		p := netlimit.KubeAPI()
+		p.Policy.Attempts = 1
+		return netlimit.Transport(rt, p)
+	}
 	return cfg, nil
 }
 
@@ -458,7 +478,7 @@ func sortedKeys[V any](m map[string]V) []string {
 // WaitForAPI polls the API server's /readyz until it answers ok. A booted node reports
 // boot-complete before its static pods serve, and the checks need the API.
 func WaitForAPI(ctx context.Context, o *OpenShift, poll time.Duration) error {
-	cfg, err := RESTConfig(o.Kubeconfig, o.Server)
+	cfg, err := pollConfig(o.Kubeconfig, o.Server)
 	if err != nil {
 		return err
 	}

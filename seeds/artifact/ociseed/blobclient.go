@@ -27,13 +27,18 @@ type blobClient struct {
 }
 
 // newBlobClient authenticates for scope (transport.PushScope or PullScope) on repo as
-// go-containerregistry does (the keychain, bearer tokens, retries of temporary failures).
+// go-containerregistry does (the keychain, bearer tokens). Retries, the stall timeout and
+// the body caps are o.transport's (netlimit.Transport), the same as for manifests:
+// go-containerregistry's transport.NewRetry, used here before, retries only errors that say
+// they are temporary and no status code unless given some (pkg/v1/remote/transport/retry.go,
+// NewRetry; remote's own list is set in pkg/v1/remote/options.go, makeOptions), so a chunk
+// blob answered with one 500 failed the pull where a manifest was asked again.
 func newBlobClient(ctx context.Context, repo name.Repository, o options, scope string) (*blobClient, error) {
 	auth, err := authn.Resolve(ctx, o.keychain, repo)
 	if err != nil {
 		return nil, fmt.Errorf("credentials for %s: %w", repo, err)
 	}
-	base := transport.NewUserAgent(transport.NewRetry(o.transport), "snofactory")
+	base := transport.NewUserAgent(o.transport, "snofactory")
 	tr, err := transport.NewWithContext(ctx, repo.Registry, auth, base, []string{repo.Scope(scope)})
 	if err != nil {
 		return nil, err

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/snofactory/snofactory/pipeline/badinput"
+	"github.com/snofactory/snofactory/pipeline/netlimit"
 	"github.com/snofactory/snofactory/seeds/artifact/diskpack"
 	"github.com/snofactory/snofactory/seeds/artifact/seed"
 )
@@ -432,12 +433,14 @@ func firstUses(x *diskpack.Index) map[digest.Digest]diskpack.Chunk {
 
 // fetchChunkTwice fetches blob b into the pack, once more when its bytes do not match its
 // digest: a transfer can be damaged once, a registry whose copy is damaged serves it wrong
-// again, and that is a damagedChunk.
+// again, and that is a damagedChunk. A body that breaks on the way is a failed transfer,
+// fetched again under the retry policy of every request (netlimit).
 func fetchChunkTwice(ctx context.Context, src source, f *os.File, b diskpack.Blob, desc ocispec.Descriptor, c diskpack.Chunk, o options) error {
 	var err error
 	var ce *diskpack.ChunkError
+	fetch := func() error { return fetchChunk(ctx, src, f, b, desc, c) }
 	for attempt := 0; attempt < 2; attempt++ {
-		if err = fetchChunk(ctx, src, f, b, desc, c); err == nil {
+		if err = netlimit.DefaultPolicy().Do(ctx, fetch); err == nil {
 			return nil
 		}
 		if ctx.Err() != nil || !errors.As(err, &ce) {

@@ -7,6 +7,8 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/opencontainers/go-digest"
+
+	"github.com/snofactory/snofactory/pipeline/netlimit"
 )
 
 // DefaultChunkSize is the size of a seed's layers; the last chunk of a file is shorter.
@@ -47,6 +49,9 @@ func makeOptions(opts []Option) options {
 		}
 		o.transport = t
 	}
+	// Every request to a registry, from go-containerregistry or our own blob client, goes
+	// through the one stall timeout, body caps and retry policy.
+	o.transport = netlimit.Transport(o.transport, netlimit.Registry())
 	return o
 }
 

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/snofactory/snofactory/pipeline/ctxio"
+	"github.com/snofactory/snofactory/pipeline/netlimit"
 	"github.com/snofactory/snofactory/seeds/artifact/diskpack"
 	"github.com/snofactory/snofactory/seeds/artifact/seed"
 )
@@ -288,6 +289,28 @@ func (c pullChunk) fetch(ctx context.Context, src source) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("%s: bad offset annotation: %w", c, err)
 	}
+	var n int64
+	// A chunk whose body breaks on the way is fetched again, whole: the same retry policy as
+	// every request (netlimit); copy checks the digest of whichever try wrote it.
+	err = netlimit.DefaultPolicy().Do(ctx, func() error {
+		var err error
+		n, err = c.copy(ctx, src, off)
+		return err
+	})
+	if err != nil {
+		return n, err
+	}
+	if err := c.file.Sync(); err != nil {
+		return n, fmt.Errorf("%s: %w", c, err)
+	}
+	if err := os.WriteFile(c.marker, []byte(c.desc.Digest), 0o644); err != nil {
+		return n, fmt.Errorf("%s: recording it done: %w", c, err)
+	}
+	return n, nil
+}
+
+// copy fetches the chunk and writes it at off, once, checking its digest and size.
+func (c pullChunk) copy(ctx context.Context, src source, off int64) (int64, error) {
 	rc, err := src.fetch(ctx, c.desc)
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", c, err)
@@ -301,12 +324,6 @@ func (c pullChunk) fetch(ctx context.Context, src source) (int64, error) {
 	}
 	if got := dg.Digest(); got != c.desc.Digest || n != c.desc.Size {
 		return n, &ChunkError{File: c.name, Index: c.index, Offset: off, Want: c.desc.Digest, Got: got, WantSize: c.desc.Size, GotSize: n}
-	}
-	if err := c.file.Sync(); err != nil {
-		return n, fmt.Errorf("%s: %w", c, err)
-	}
-	if err := os.WriteFile(c.marker, []byte(c.desc.Digest), 0o644); err != nil {
-		return n, fmt.Errorf("%s: recording it done: %w", c, err)
 	}
 	return n, nil
 }

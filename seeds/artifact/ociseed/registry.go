@@ -38,6 +38,10 @@ func newRegistry(loc Location, o options) (*registry, error) {
 		remote.WithTransport(o.transport),
 		remote.WithJobs(o.jobs),
 		remote.WithUserAgent("snofactory"),
+		// o.transport retries (netlimit.Transport); go-containerregistry's own retries on
+		// top would multiply the tries, and its default leaves blob bodies out.
+		remote.WithRetryPredicate(func(error) bool { return false }),
+		remote.WithRetryStatusCodes(),
 	}
 	pusher, err := remote.NewPusher(ropts...)
 	if err != nil {

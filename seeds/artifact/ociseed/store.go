@@ -8,6 +8,8 @@ import (
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/snofactory/snofactory/pipeline/netlimit"
 )
 
 // target is where Push stores blobs and manifests: a registry, a layout or an archive.
@@ -81,14 +83,22 @@ func readBlob(ctx context.Context, src source, d ocispec.Descriptor, limit int64
 	if d.Size > limit {
 		return nil, fmt.Errorf("blob %s is %d bytes, more than the %d expected", d.Digest, d.Size, limit)
 	}
-	rc, err := src.fetch(ctx, d)
+	var b []byte
+	// A body that breaks on the way is fetched again, as every request is (netlimit).
+	err := netlimit.DefaultPolicy().Do(ctx, func() error {
+		rc, err := src.fetch(ctx, d)
+		if err != nil {
+			return err
+		}
+		defer rc.Close()
+		// The descriptor's size is the cap: one byte more shows a body longer than declared.
+		if b, err = io.ReadAll(io.LimitReader(rc, d.Size+1)); err != nil {
+			return fmt.Errorf("reading blob %s: %w", d.Digest, err)
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
-	}
-	defer rc.Close()
-	b, err := io.ReadAll(io.LimitReader(rc, d.Size+1))
-	if err != nil {
-		return nil, fmt.Errorf("reading blob %s: %w", d.Digest, err)
 	}
 	if got := digest.FromBytes(b); got != d.Digest || int64(len(b)) != d.Size {
 		return nil, fmt.Errorf("blob %s: content has digest %s (%d bytes, want %d)", d.Digest, got, len(b), d.Size)
