@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/pem"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/snofactory/snofactory/seeds/artifact/seed/seedtest"
+	"github.com/snofactory/snofactory/seeds/artifact/trust/trusttest"
 	"github.com/snofactory/snofactory/test/faultproxy"
 	"github.com/snofactory/snofactory/test/kubeapi"
 	"github.com/snofactory/snofactory/test/registry"
@@ -204,6 +206,36 @@ func TestClusterCheckAgainstHostileAPIServer(t *testing.T) {
 			code, stdout, stderr := runMain(t, "cluster", "check", "--kubeconfig", kc, "--stall-timeout", tc.stall)
 			if code != 1 || !strings.Contains(stdout+stderr, "API server "+host) || !strings.Contains(stdout+stderr, tc.want) {
 				t.Errorf("exit %d: want 1 naming API server %s and %q\nstdout:\n%s\nstderr:\n%s", code, host, tc.want, stdout, stderr)
+			}
+		})
+	}
+}
+
+// A policy that requires signatures makes containers/image read the seed and its
+// signatures before our client does; a registry that drips or never answers then fails
+// the check within the stall timeout, naming the registry, not as an untrusted seed.
+func TestSignatureCheckAgainstHostileRegistries(t *testing.T) {
+	key := trusttest.New(t, "depot")
+	policy := filepath.Join(t.TempDir(), "policy.json")
+	if err := os.WriteFile(policy, fmt.Appendf(nil, `{"default":[{"type":"sigstoreSigned","keyPath":%q}]}`, key.PubFile()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, host string }{
+		{"dripping manifest", hostileRegistry(t, "drip")},
+		{"silent registry", silentPeer(t)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("REGISTRY_AUTH_FILE", filepath.Join(t.TempDir(), "auth.json"))
+			t.Setenv("DOCKER_CONFIG", t.TempDir())
+			dir := filepath.Join(t.TempDir(), "pulled")
+			code, _, stderr := runMain(t, "seed", "pull", tc.host+"/seeds/demo:v1", dir, "--stall-timeout", stall,
+				"--policy", policy, "--registries.d", t.TempDir())
+			want := "registry " + tc.host + " sent no more of the answers the signature check reads for 200ms (stall timeout"
+			if code != 1 || !strings.Contains(stderr, want) || strings.Contains(stderr, "not trusted") {
+				t.Errorf("exit %d, stderr %q: want exit 1 and %q", code, stderr, want)
+			}
+			if _, err := os.Stat(dir); !os.IsNotExist(err) {
+				t.Errorf("the pull left %s behind (%v)", dir, err)
 			}
 		})
 	}

@@ -1,6 +1,7 @@
 package trust
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,6 +22,7 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/snofactory/snofactory/pipeline/badinput"
+	"github.com/snofactory/snofactory/pipeline/netlimit"
 )
 
 // The files podman and skopeo read when none is named.
@@ -111,20 +113,49 @@ func Check(ctx context.Context, ref string, p Policy) (digest.Digest, error) {
 	if p.Insecure || loopback(dref) {
 		sys.DockerInsecureSkipTLSVerify = types.OptionalBoolTrue
 	}
+	ctx, cancel := boundCheck(ctx, dref)
+	defer cancel()
+	return checkSource(ctx, dref, sys, pc, ref, file)
+}
+
+// checkSource reads the seed and its signatures and asks pc whether it may run. Once the
+// deadline boundCheck set has passed, any failure is reported as its cause, which names
+// the registry and the limit (containers/image does not always wrap the context's error).
+func checkSource(ctx context.Context, dref types.ImageReference, sys *types.SystemContext, pc *signature.PolicyContext, ref, file string) (digest.Digest, error) {
+	stalled := func() error {
+		if se := (*netlimit.StallError)(nil); errors.As(context.Cause(ctx), &se) {
+			return fmt.Errorf("checking the signatures of %s: %w", ref, se)
+		}
+		return nil
+	}
 	src, err := dref.NewImageSource(ctx, sys)
 	if err != nil {
-		return "", fmt.Errorf("reading %s to check its signatures: %w", ref, err)
+		return "", cmp.Or(stalled(), fmt.Errorf("reading %s to check its signatures: %w", ref, err))
 	}
 	defer src.Close()
 	img := image.UnparsedInstance(src, nil)
 	if _, err := pc.IsRunningImageAllowed(ctx, img); err != nil {
-		return "", &UntrustedError{Ref: ref, Policy: file, Reason: err}
+		return "", cmp.Or(stalled(), error(&UntrustedError{Ref: ref, Policy: file, Reason: err}))
 	}
 	raw, _, err := img.Manifest(ctx)
 	if err != nil {
-		return "", fmt.Errorf("reading %s: %w", ref, err)
+		return "", cmp.Or(stalled(), fmt.Errorf("reading %s: %w", ref, err))
 	}
 	return manifest.Digest(raw)
+}
+
+// boundCheck bounds the signature check of a registry's seed by the stall timeout.
+// containers/image's client takes no transport of ours, so its progress cannot be
+// watched; every answer the check reads is small (containers/image's iolimits cap a
+// manifest or signature at 4 MiB), so the whole check gets the time one stalled answer
+// would.
+func boundCheck(ctx context.Context, dref types.ImageReference) (context.Context, context.CancelFunc) {
+	if dref.Transport().Name() != docker.Transport.Name() || dref.DockerReference() == nil {
+		return ctx, func() {}
+	}
+	limit := netlimit.StallTimeout(ctx)
+	return context.WithTimeoutCause(ctx, limit, &netlimit.StallError{Kind: "registry",
+		Peer: reference.Domain(dref.DockerReference()), Limit: limit, What: "answers the signature check reads"})
 }
 
 // acceptsAnything tells whether every requirement of the policy (already parsed, so
