@@ -95,7 +95,7 @@ func (r *run) coreosInterface(ctx context.Context, iface siteconfig.Interface) e
 		_, err := r.cmd(ctx, "ip", "link", "set", iface.Name, "down")
 		return err
 	}
-	if iface.IPv6.IsEnabled() && iface.IPv6.DHCP {
+	if iface.IPv6.IsEnabled() && iface.IPv6.IsDHCP() {
 		return errors.New("ipv6 dhcp: the conformance OS has no DHCPv6 client (busybox udhcpc is IPv4 only); give static addresses")
 	}
 	// Flushing only global addresses keeps the IPv6 link-local one neighbour discovery needs.
@@ -116,7 +116,7 @@ func (r *run) coreosInterface(ctx context.Context, iface siteconfig.Interface) e
 			return err
 		}
 	}
-	if iface.IPv4.IsEnabled() && iface.IPv4.DHCP {
+	if iface.IPv4.IsEnabled() && iface.IPv4.IsDHCP() {
 		// -q: exit once leased; -n: fail instead of retrying in the background forever.
 		if _, err := r.cmd(ctx, "udhcpc", "-i", iface.Name, "-q", "-n"); err != nil {
 			return fmt.Errorf("dhcp: %w", err)

@@ -102,24 +102,24 @@ func TestCoreOSSteps(t *testing.T) {
 
 // Each interface shape gives busybox's exact command lines.
 func TestCoreOSInterfaceCommands(t *testing.T) {
-	off := false
+	off, yes := false, true
 	for _, tc := range []struct {
 		name  string
 		iface siteconfig.Interface
 		want  []string
 		err   string
 	}{
-		{"dhcp", siteconfig.Interface{Name: "eth0", IPv4: &siteconfig.IPConfig{DHCP: true}},
+		{"dhcp", siteconfig.Interface{Name: "eth0", IPv4: &siteconfig.IPConfig{DHCP: &yes}},
 			[]string{"ip link set eth0 up", "ip addr flush dev eth0 scope global", "udhcpc -i eth0 -q -n"}, ""},
-		{"down", siteconfig.Interface{Name: "eth1", State: "down", IPv4: &siteconfig.IPConfig{DHCP: true}},
+		{"down", siteconfig.Interface{Name: "eth1", State: "down", IPv4: &siteconfig.IPConfig{DHCP: &yes}},
 			[]string{"ip link set eth1 down"}, ""},
 		{"ipv4 disabled", siteconfig.Interface{Name: "eth2", IPv4: &siteconfig.IPConfig{Enabled: &off},
 			IPv6: &siteconfig.IPConfig{Address: []siteconfig.Address{{IP: "fd00::2", PrefixLength: 64}}}},
 			[]string{"ip link set eth2 up", "ip addr flush dev eth2 scope global", "ip addr add fd00::2/64 dev eth2"}, ""},
-		{"dhcpv6", siteconfig.Interface{Name: "eth3", IPv6: &siteconfig.IPConfig{DHCP: true}}, nil, "no DHCPv6 client"},
-		{"matching mac", siteconfig.Interface{Name: "eth4", MACAddress: "52:54:00:AB:CD:04", IPv4: &siteconfig.IPConfig{DHCP: true}},
+		{"dhcpv6", siteconfig.Interface{Name: "eth3", IPv6: &siteconfig.IPConfig{DHCP: &yes}}, nil, "no DHCPv6 client"},
+		{"matching mac", siteconfig.Interface{Name: "eth4", MACAddress: "52:54:00:AB:CD:04", IPv4: &siteconfig.IPConfig{DHCP: &yes}},
 			[]string{"ip -o link show dev eth4", "ip link set eth4 up", "ip addr flush dev eth4 scope global", "udhcpc -i eth4 -q -n"}, ""},
-		{"other mac", siteconfig.Interface{Name: "eth5", MACAddress: "52:54:00:ab:cd:99", IPv4: &siteconfig.IPConfig{DHCP: true}},
+		{"other mac", siteconfig.Interface{Name: "eth5", MACAddress: "52:54:00:ab:cd:99", IPv4: &siteconfig.IPConfig{DHCP: &yes}},
 			nil, "interface eth5 has the hardware address 52:54:00:ab:cd:05, but the site config names mac-address 52:54:00:ab:cd:99"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -238,7 +238,7 @@ func staticAddresses(iface siteconfig.Interface) string {
 		if !c.IsEnabled() {
 			continue
 		}
-		if c.DHCP {
+		if c.IsDHCP() {
 			out = append(out, "dhcp")
 		}
 		for _, a := range c.Address {

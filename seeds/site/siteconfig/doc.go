@@ -7,15 +7,16 @@
 // files inlined, see Normalized) on a medium and ReadMedium reads one back and validates it
 // again.
 //
-// spec.network is nmstate YAML, of which this version supports a deliberate subset, the
-// one the reconfiguration hook can apply on every target: ethernet interfaces with
-// state up or down and ipv4/ipv6 blocks of enabled, dhcp and static address lists
-// (ip, prefix-length); routes.config entries with destination, next-hop-address and
-// next-hop-interface; dns-resolver.config server and search. Bonds, VLANs, Linux and OVS
-// bridges, other interface types, route rules, ethtool, 802.1x, IPv6 autoconf and every
-// other nmstate feature are refused with "not supported by the reconfiguration hook in this
-// version" rather than silently dropped. DNS may be given as spec.dns or as the nmstate
-// dns-resolver, not both with different values (EffectiveDNS).
+// spec.network is an nmstate document: ethernet, bond (link-aggregation) and vlan
+// interfaces with state, mac-address, mtu and ipv4/ipv6 blocks (enabled, dhcp, autoconf,
+// static address lists); routes.config entries with destination, next-hop-address,
+// next-hop-interface, metric and table-id; dns-resolver.config server and search. Validation
+// (network.go, bond.go, topology.go) refuses what nmstate, or the kernel under it, would
+// refuse when the hook applies the document, and what the hook cannot apply; each rule
+// names its source. Linux and OVS bridges, other interface types, route rules, ethtool,
+// 802.1x and per-port bond settings are refused with "not supported by the reconfiguration
+// hook in this version" rather than silently dropped. DNS may be given as spec.dns or as the
+// nmstate dns-resolver, not both with different values (EffectiveDNS).
 //
 // The image-based installer's inputs load too (ibiconfig.go): an ImageBasedConfig file
 // with the install-config.yaml and extra-manifests/ beside it becomes a site config, each

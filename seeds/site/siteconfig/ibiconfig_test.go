@@ -137,7 +137,7 @@ func TestLoadImageBasedConfigRefuses(t *testing.T) {
 	ibi := strings.NewReplacer(
 		"hostname: sno-0042.store.example.com", "hostname: SNO_0042",
 		"cluster_id: e6a68c95-ee5c-4edd-9bb1-8141ac3eb348", "cluster_id: not-a-uuid\nnodeLabels:\n  zone: a\nseedImage: quay.io/x/seed:1",
-		"      type: ethernet\n", "      type: bond\n",
+		"      type: ethernet\n", "      type: vlan\n      vlan: {base-iface: eth9, id: 4095}\n",
 		"mac-address: 00:00:00:00:00:00", "mac-address: 00:00:00:00:00",
 	).Replace(ibiSite)
 	ic := strings.Replace(ibiInstallConfig, "platform:\n", "proxy:\n  httpProxy: http://proxy:3128\nplatform:\n", 1)
@@ -154,8 +154,9 @@ func TestLoadImageBasedConfigRefuses(t *testing.T) {
 		path + `:15:13: cluster_id: "not-a-uuid" is not a lowercase UUID`,
 		path + `:17:3: nodeLabels: node labels are not supported`,
 		path + `:18:1: seedImage: unknown field`,
-		path + `:23:13: networkConfig.interfaces[0].type: interface type "bond" is not supported`,
-		path + `:25:20: networkConfig.interfaces[0].mac-address: "00:00:00:00:00" is not an Ethernet MAC address`,
+		path + `:24:26: networkConfig.interfaces[0].vlan.base-iface: no interface "eth9"`,
+		path + `:24:36: networkConfig.interfaces[0].vlan.id: 4095 is not a VLAN ID`,
+		path + `:26:20: networkConfig.interfaces[0].mac-address: "00:00:00:00:00" is not an Ethernet MAC address`,
 		icPath + `:15:1: proxy: a cluster-wide proxy is not supported`,
 		icPath + `: baseDomain: "Store_Example" is not a DNS subdomain`,
 	}

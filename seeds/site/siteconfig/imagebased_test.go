@@ -97,9 +97,9 @@ func TestReadImageBasedMediumRefuses(t *testing.T) {
 	}{
 		{"api version", func(m map[string]any) { m["api_version"] = 2 }, "api_version 2"},
 		{"proxy", func(m map[string]any) { m["proxy"] = map[string]string{"httpProxy": "http://p:3128"} }, "sets proxy"},
-		{"bond", func(m map[string]any) {
-			m["raw_nm_state_config"] = "interfaces:\n- name: bond0\n  type: bond\n  link-aggregation:\n    mode: active-backup\n"
-		}, "bond"},
+		{"VLAN ID", func(m map[string]any) {
+			m["raw_nm_state_config"] = "interfaces:\n- name: eth0\n  type: ethernet\n- name: eth0.4095\n  type: vlan\n  vlan: {base-iface: eth0, id: 4095}\n"
+		}, "4095 is not a VLAN ID"},
 		{"bad hash", func(m map[string]any) { m["kubeadmin_password_hash"] = "plain" }, "not a bcrypt hash"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -90,9 +90,10 @@ func notSiteConfig(data []byte) bool {
 
 // nmstate keys this version leaves out on purpose, by where they appear.
 var (
-	indexRE            = regexp.MustCompile(`\[\d+\]`)
-	unsupportedHere    = map[string]bool{"spec.network": true, "spec.network.interfaces[]": true, "spec.network.interfaces[].ipv4": true, "spec.network.interfaces[].ipv6": true, "spec.network.routes": true, "spec.network.routes.config[]": true, "spec.network.dns-resolver": true}
-	unsupportedFeature = map[string]string{"link-aggregation": "bonds", "vlan": "VLANs", "bridge": "Linux bridges", "ovs-db": "OVS", "ovn": "OVN bridge mappings", "route-rules": "route rules", "ethtool": "ethtool settings", "autoconf": "IPv6 autoconf"}
+	indexRE         = regexp.MustCompile(`\[\d+\]`)
+	unsupportedHere = map[string]bool{"spec.network": true, "spec.network.interfaces[]": true, "spec.network.interfaces[].ipv4": true, "spec.network.interfaces[].ipv6": true,
+		"spec.network.interfaces[].link-aggregation": true, "spec.network.interfaces[].vlan": true, "spec.network.routes": true, "spec.network.routes.config[]": true, "spec.network.dns-resolver": true}
+	unsupportedFeature = map[string]string{"bridge": "Linux bridges", "ovs-db": "OVS", "ovn": "OVN bridge mappings", "route-rules": "route rules", "ethtool": "ethtool settings", "ports-config": "per-port bond settings"}
 )
 
 // unsupportedNMState explains an unknown key under spec.network: nmstate has it, this
@@ -111,7 +112,8 @@ func unsupportedNMState(path string) (string, string) {
 
 const (
 	notSupported  = "not supported by the reconfiguration hook in this version"
-	supportedHint = "supported: ethernet interfaces (state, ipv4/ipv6 enabled, dhcp, address), routes.config (destination, next-hop-address, next-hop-interface), dns-resolver.config (server, search)"
+	supportedHint = "supported: ethernet, bond (link-aggregation mode, port, options) and vlan (base-iface, id, protocol) interfaces with state, mac-address, mtu and " +
+		"ipv4/ipv6 (enabled, dhcp, autoconf, address); routes.config (destination, next-hop-address, next-hop-interface, metric, table-id); dns-resolver.config (server, search)"
 )
 
 var errTooLarge = errors.New("file too large")

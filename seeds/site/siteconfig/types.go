@@ -137,7 +137,7 @@ type Network struct {
 	DNSResolver *DNSResolver `yaml:"dns-resolver,omitempty"`
 }
 
-// Interface is an nmstate interface; only type ethernet is supported.
+// Interface is an nmstate interface of type ethernet, bond or vlan.
 type Interface struct {
 	Name  string `yaml:"name"`
 	Type  string `yaml:"type"`
@@ -146,16 +146,29 @@ type Interface struct {
 	// binds the connection to it; on the conformance OS the hook checks it before any
 	// change, so a site config for another box changes nothing.
 	MACAddress string    `yaml:"mac-address,omitempty"`
+	MTU        *int      `yaml:"mtu,omitempty"`
 	IPv4       *IPConfig `yaml:"ipv4,omitempty"`
 	IPv6       *IPConfig `yaml:"ipv6,omitempty"`
+	// LinkAggregation is a bond's settings (type bond only), VLAN a VLAN's (type vlan only).
+	LinkAggregation *Bond `yaml:"link-aggregation,omitempty"`
+	VLAN            *VLAN `yaml:"vlan,omitempty"`
 }
 
 // IPConfig is an interface's ipv4 or ipv6 block.
 type IPConfig struct {
-	Enabled *bool     `yaml:"enabled,omitempty"` // default true when the block is given
-	DHCP    bool      `yaml:"dhcp,omitempty"`
-	Address []Address `yaml:"address,omitempty"`
+	Enabled *bool `yaml:"enabled,omitempty"` // default true when the block is given
+	// DHCP and Autoconf are kept as given: nmstate takes a setting left out from the
+	// interface's current state (rust/src/lib/ip.rs InterfaceIpv4::merge_ip), so an
+	// explicit false must reach nmstatectl. Autoconf is IPv6 router advertisement (SLAAC);
+	// nmstate refuses it under ipv4.
+	DHCP     *bool     `yaml:"dhcp,omitempty"`
+	Autoconf *bool     `yaml:"autoconf,omitempty"`
+	Address  []Address `yaml:"address,omitempty"`
 }
+
+// IsDHCP and IsAutoconf report the flags, false when unset.
+func (c *IPConfig) IsDHCP() bool     { return c != nil && c.DHCP != nil && *c.DHCP }
+func (c *IPConfig) IsAutoconf() bool { return c != nil && c.Autoconf != nil && *c.Autoconf }
 
 // IsEnabled reports the block's enabled flag, true when unset.
 func (c *IPConfig) IsEnabled() bool { return c != nil && (c.Enabled == nil || *c.Enabled) }
@@ -176,6 +189,8 @@ type Route struct {
 	Destination      string `yaml:"destination"`
 	NextHopAddress   string `yaml:"next-hop-address,omitempty"`
 	NextHopInterface string `yaml:"next-hop-interface,omitempty"`
+	Metric           *int   `yaml:"metric,omitempty"`
+	TableID          *int   `yaml:"table-id,omitempty"`
 }
 
 // DNSResolver is nmstate's dns-resolver section.
