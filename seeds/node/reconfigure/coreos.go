@@ -50,6 +50,13 @@ func (r *run) coreosNetwork(ctx context.Context, sc *siteconfig.SiteConfig) (map
 	if n == nil || len(n.Interfaces) == 0 {
 		return map[string]string{"applied": "nothing: the site config has no interfaces"}, nil
 	}
+	// busybox ip cannot make a bond, and the conformance OS has no NetworkManager: refused
+	// before anything changes.
+	for _, iface := range n.Interfaces {
+		if iface.Type != "ethernet" {
+			return nil, fmt.Errorf("interface %s is a %s: the conformance OS configures ethernet interfaces with busybox ip only; bonds and VLANs need a node with NetworkManager (OpenShift)", iface.Name, iface.Type)
+		}
+	}
 	for _, iface := range n.Interfaces {
 		if err := r.coreosInterface(ctx, iface); err != nil {
 			return nil, fmt.Errorf("interface %s: %w", iface.Name, err)
@@ -102,6 +109,9 @@ func (r *run) coreosInterface(ctx context.Context, iface siteconfig.Interface) e
 	cmds := [][]string{
 		{"link", "set", iface.Name, "up"},
 		{"addr", "flush", "dev", iface.Name, "scope", "global"},
+	}
+	if iface.MTU != nil {
+		cmds = append(cmds[:1], append([][]string{{"link", "set", "dev", iface.Name, "mtu", strconv.Itoa(*iface.MTU)}}, cmds[1:]...)...)
 	}
 	for _, c := range []*siteconfig.IPConfig{iface.IPv4, iface.IPv6} {
 		if !c.IsEnabled() {
@@ -160,6 +170,12 @@ func routeArgs(rt siteconfig.Route) []string {
 	}
 	if rt.NextHopInterface != "" {
 		args = append(args, "dev", rt.NextHopInterface)
+	}
+	if rt.Metric != nil {
+		args = append(args, "metric", strconv.Itoa(*rt.Metric))
+	}
+	if rt.TableID != nil {
+		args = append(args, "table", strconv.Itoa(*rt.TableID))
 	}
 	return args
 }

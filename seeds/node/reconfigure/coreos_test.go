@@ -102,7 +102,7 @@ func TestCoreOSSteps(t *testing.T) {
 
 // Each interface shape gives busybox's exact command lines.
 func TestCoreOSInterfaceCommands(t *testing.T) {
-	off, yes := false, true
+	off, yes, mtu := false, true, 9000
 	for _, tc := range []struct {
 		name  string
 		iface siteconfig.Interface
@@ -117,6 +117,8 @@ func TestCoreOSInterfaceCommands(t *testing.T) {
 			IPv6: &siteconfig.IPConfig{Address: []siteconfig.Address{{IP: "fd00::2", PrefixLength: 64}}}},
 			[]string{"ip link set eth2 up", "ip addr flush dev eth2 scope global", "ip addr add fd00::2/64 dev eth2"}, ""},
 		{"dhcpv6", siteconfig.Interface{Name: "eth3", IPv6: &siteconfig.IPConfig{DHCP: &yes}}, nil, "no DHCPv6 client"},
+		{"mtu", siteconfig.Interface{Name: "eth6", MTU: &mtu, IPv4: &siteconfig.IPConfig{Address: []siteconfig.Address{{IP: "10.0.0.6", PrefixLength: 24}}}},
+			[]string{"ip link set eth6 up", "ip link set dev eth6 mtu 9000", "ip addr flush dev eth6 scope global", "ip addr add 10.0.0.6/24 dev eth6"}, ""},
 		{"matching mac", siteconfig.Interface{Name: "eth4", MACAddress: "52:54:00:AB:CD:04", IPv4: &siteconfig.IPConfig{DHCP: &yes}},
 			[]string{"ip -o link show dev eth4", "ip link set eth4 up", "ip addr flush dev eth4 scope global", "udhcpc -i eth4 -q -n"}, ""},
 		{"other mac", siteconfig.Interface{Name: "eth5", MACAddress: "52:54:00:ab:cd:99", IPv4: &siteconfig.IPConfig{DHCP: &yes}},
@@ -144,6 +146,7 @@ func TestCoreOSInterfaceCommands(t *testing.T) {
 }
 
 func TestRouteArgs(t *testing.T) {
+	metric, table := 100, 200
 	for _, tc := range []struct {
 		route siteconfig.Route
 		want  string
@@ -152,6 +155,7 @@ func TestRouteArgs(t *testing.T) {
 		{siteconfig.Route{Destination: "10.8.0.0/16", NextHopAddress: "10.0.0.254"}, "route replace 10.8.0.0/16 via 10.0.0.254"},
 		{siteconfig.Route{Destination: "::/0", NextHopAddress: "fd00::1", NextHopInterface: "eth0"}, "-6 route replace default via fd00::1 dev eth0"},
 		{siteconfig.Route{Destination: "192.168.9.0/24", NextHopInterface: "eth1"}, "route replace 192.168.9.0/24 dev eth1"},
+		{siteconfig.Route{Destination: "10.50.0.0/16", NextHopAddress: "10.0.0.1", NextHopInterface: "eth0", Metric: &metric, TableID: &table}, "route replace 10.50.0.0/16 via 10.0.0.1 dev eth0 metric 100 table 200"},
 	} {
 		if got := strings.Join(routeArgs(tc.route), " "); got != tc.want {
 			t.Errorf("%+v: ip %s, want ip %s", tc.route, got, tc.want)
@@ -250,5 +254,22 @@ func TestPullSecretNeverShown(t *testing.T) {
 				t.Errorf("the failure quoting the token was not reported redacted: %s", msgs)
 			}
 		})
+	}
+}
+
+// A bond or a VLAN is refused on the conformance OS before any interface changes: busybox
+// ip cannot make a bond.
+func TestCoreOSRefusesBondsFirst(t *testing.T) {
+	sc, err := siteconfig.Load(filepath.Join("..", "..", "site", "siteconfig", "testdata", "bond-vlan.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmds := &commands{outputs: map[string]string{}}
+	r := &run{o: Options{Run: cmds.run}}
+	if _, err := r.coreosNetwork(context.Background(), sc); err == nil || !strings.Contains(err.Error(), "interface bond0 is a bond") {
+		t.Errorf("err %v, want the bond refused", err)
+	}
+	if len(cmds.lines) > 0 {
+		t.Errorf("ran %q before refusing", cmds.lines)
 	}
 }

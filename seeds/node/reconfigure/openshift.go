@@ -40,6 +40,12 @@ const (
 	ChronyConf = "/etc/chrony.conf"
 	// NMConnectionsDir is where nmstatectl apply persists NetworkManager's profiles (keyfiles).
 	NMConnectionsDir = "/etc/NetworkManager/system-connections/"
+	// NetworkManagerUnit is restarted after the network is applied, as lifecycle-agent does;
+	// OVSConfigurationUnit is the MachineConfig's ovs-configuration.service (its unit file
+	// OVSConfigurationUnitFile), which builds br-ex on the interface of the default route.
+	NetworkManagerUnit       = "NetworkManager.service"
+	OVSConfigurationUnit     = "ovs-configuration.service"
+	OVSConfigurationUnitFile = "/etc/systemd/system/" + OVSConfigurationUnit
 	// KubeletWantsLink and ReconfigureWantsLink are what systemctl enable and disable make
 	// and remove for units wanted by multi-user.target.
 	KubeletWantsLink     = "/etc/systemd/system/multi-user.target.wants/kubelet.service"
@@ -69,7 +75,9 @@ func (r *run) openshiftSteps(sc *siteconfig.SiteConfig) ([]step, error) {
 // including recert.
 func (r *run) openshiftNodeSteps(sc *siteconfig.SiteConfig, site siteIdentity, rc recert.Config, recertArgv []string) []step {
 	return []step{
-		{steps.Step{Name: "network", Argv: []string{"nmstatectl", "apply", under(r.o.Root, OpenShiftNetworkFile)}, Changes: []string{OpenShiftNetworkFile, NMConnectionsDir}}, r.nmstateNetwork},
+		{steps.Step{Name: "network", Argv: []string{"nmstatectl", "apply", under(r.o.Root, OpenShiftNetworkFile)}, Changes: []string{OpenShiftNetworkFile, NMConnectionsDir},
+			Detail: "the whole nmstate document, after any NetworkManager profile left in " + NMConnectionsDir + " is removed; then systemctl restart " +
+				NetworkManagerUnit + " and, where OVN runs, " + OVSConfigurationUnit + " (br-ex moves onto the site's default-route interface)"}, r.nmstateNetwork},
 		{steps.Step{Name: "hostname", Argv: []string{"hostnamectl", "set-hostname", sc.Spec.Hostname}, Changes: []string{"/etc/hostname"}}, func(ctx context.Context, sc *siteconfig.SiteConfig) (map[string]string, error) {
 			if _, err := r.cmd(ctx, "hostnamectl", "set-hostname", sc.Spec.Hostname); err != nil {
 				return nil, err
@@ -199,30 +207,53 @@ func deleteOldCatalogs() []string {
 	return []string{"delete", "--ignore-not-found", "--all", "-n", "openshift-marketplace", "catalogsources.operators.coreos.com"}
 }
 
-func (r *run) nmstateApply(ctx context.Context, path string, state any) error {
-	b, err := yaml.Marshal(state)
-	if err != nil {
-		return fmt.Errorf("rendering %s: %w", path, err)
-	}
-	if _, err := r.writeUnder(path, b, 0o644); err != nil {
+// nmstateApply writes state to path and applies it with nmstatectl apply, which applies the
+// desired state and, by default, makes it persistent through NetworkManager. The file is
+// 0600 as lifecycle-agent writes its nmstate.yaml: a state may carry secrets (802.1x).
+func (r *run) nmstateApply(ctx context.Context, path string, state []byte) error {
+	if _, err := r.writeUnder(path, state, 0o600); err != nil {
 		return err
 	}
-	// nmstatectl apply STATE_FILE: applies the desired state and, by default, makes it
-	// persistent through NetworkManager.
-	_, err = r.cmd(ctx, "nmstatectl", "apply", under(r.o.Root, path))
+	_, err := r.cmd(ctx, "nmstatectl", "apply", under(r.o.Root, path))
 	return err
 }
 
+// nmstateNetwork applies the site's nmstate document whole, as lifecycle-agent's post-pivot
+// applies the image-based installer's (lca-cli/postpivot/postpivot.go networkConfiguration:
+// applyNMStateConfiguration writes raw_nm_state_config to nmstate.yaml and runs nmstatectl
+// apply, then NetworkManager is restarted). The factory NIC's profiles never reach the site
+// (the seal removes NMConnectionsDir as lifecycle-agent's seed leaves it out,
+// lca-cli/seedcreator/seedcreator.go backupEtc); any profile found there all the same is
+// removed first, so it cannot claim a NIC the site bonds. Then ovs-configuration runs again:
+// configure-ovs.sh puts br-ex on the interface that holds the default route
+// (machine-config-operator templates/common/_base/files/configure-ovs-network.yaml
+// get_default_bridge_interface), the site's, before kubelet starts.
 func (r *run) nmstateNetwork(ctx context.Context, sc *siteconfig.SiteConfig) (map[string]string, error) {
-	if sc.Spec.Network == nil || len(sc.Spec.Network.Interfaces) == 0 && sc.Spec.Network.Routes == nil {
+	n := sc.Spec.Network
+	if n == nil || len(n.Interfaces) == 0 && n.Routes == nil && n.DNSResolver == nil {
 		return map[string]string{"applied": "nothing: the site config has no network"}, nil
 	}
-	n := *sc.Spec.Network
-	n.DNSResolver = nil // the dns step applies it, from spec.dns or the nmstate resolver
-	if err := r.nmstateApply(ctx, OpenShiftNetworkFile, &n); err != nil {
+	removed, err := r.removeProfiles()
+	if err != nil {
+		return nil, err
+	}
+	state, err := n.NMState()
+	if err != nil {
+		return nil, err
+	}
+	if err := r.nmstateApply(ctx, OpenShiftNetworkFile, state); err != nil {
 		return nil, fmt.Errorf("applying the network: %w", err)
 	}
-	d := map[string]string{"file": OpenShiftNetworkFile}
+	restarted := []string{NetworkManagerUnit}
+	if _, err := os.Stat(under(r.o.Root, OVSConfigurationUnitFile)); err == nil {
+		restarted = append(restarted, OVSConfigurationUnit)
+	}
+	for _, u := range restarted {
+		if _, err := r.cmd(ctx, "systemctl", "restart", u); err != nil {
+			return nil, fmt.Errorf("restarting %s after the network was applied: %w", u, err)
+		}
+	}
+	d := map[string]string{"file": OpenShiftNetworkFile, "restarted": strings.Join(restarted, ","), "removedProfiles": strings.Join(removed, ",")}
 	var names []string
 	for _, iface := range n.Interfaces {
 		names = append(names, iface.Name)
@@ -230,6 +261,30 @@ func (r *run) nmstateNetwork(ctx context.Context, sc *siteconfig.SiteConfig) (ma
 	}
 	d["interfaces"] = strings.Join(names, ",")
 	return d, nil
+}
+
+// removeProfiles removes the NetworkManager keyfiles the node holds before the site's
+// network is applied, and returns their names.
+func (r *run) removeProfiles() ([]string, error) {
+	dir := under(r.o.Root, NMConnectionsDir)
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing %s: %w", NMConnectionsDir, err)
+	}
+	var removed []string
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".nmconnection") {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
+			return nil, fmt.Errorf("removing the profile %s%s: %w", NMConnectionsDir, e.Name(), err)
+		}
+		removed = append(removed, e.Name())
+	}
+	return removed, nil
 }
 
 func staticAddresses(iface siteconfig.Interface) string {
@@ -249,14 +304,20 @@ func staticAddresses(iface siteconfig.Interface) string {
 }
 
 func (r *run) nmstateDNS(ctx context.Context, sc *siteconfig.SiteConfig) (map[string]string, error) {
+	if n := sc.Spec.Network; n != nil && n.DNSResolver != nil {
+		return map[string]string{"applied": "with the network: its nmstate dns-resolver"}, nil
+	}
 	d := sc.EffectiveDNS()
 	if len(d.Servers) == 0 && len(d.Search) == 0 {
 		return map[string]string{"applied": "nothing: the site config has no DNS"}, nil
 	}
-	state := struct {
+	state, err := yaml.Marshal(struct {
 		DNSResolver siteconfig.DNSResolver `yaml:"dns-resolver"`
-	}{siteconfig.DNSResolver{Config: siteconfig.DNSResolverConfig{Server: d.Servers, Search: d.Search}}}
-	if err := r.nmstateApply(ctx, OpenShiftDNSFile, &state); err != nil {
+	}{siteconfig.DNSResolver{Config: siteconfig.DNSResolverConfig{Server: d.Servers, Search: d.Search}}})
+	if err != nil {
+		return nil, fmt.Errorf("rendering %s: %w", OpenShiftDNSFile, err)
+	}
+	if err := r.nmstateApply(ctx, OpenShiftDNSFile, state); err != nil {
 		return nil, fmt.Errorf("applying the DNS resolver: %w", err)
 	}
 	return map[string]string{"dns.servers": strings.Join(d.Servers, ","), "dns.search": strings.Join(d.Search, ","), "file": OpenShiftDNSFile}, nil

@@ -59,14 +59,16 @@ func openshiftNode(t *testing.T, h *harness) {
 		// The unit files the hook's systemctl calls name: RHCOS's own, the MachineConfigs'
 		// (kubelet, render's dnsmasq) and the seal's hook, still enabled; the seal disabled kubelet.
 		"/usr/lib/systemd/system/chronyd.service":                                 "",
+		"/usr/lib/systemd/system/" + NetworkManagerUnit:                           "",
+		OVSConfigurationUnitFile:                                                  "",
 		"/usr/lib/systemd/system/crio.service":                                    "",
 		"/etc/systemd/system/kubelet.service":                                     "",
 		"/etc/systemd/system/dnsmasq.service":                                     "",
 		"/etc/systemd/system/" + wire.ReconfigureUnitName:                         "",
 		"/etc/systemd/system/multi-user.target.wants/" + wire.ReconfigureUnitName: "",
-		DefaultKubeConfig:                          "apiVersion: v1\nkind: Config\n",
-		"/var/lib/kubelet/config.json":             `{"auths":{"placeholder":{"auth":"c2VhbGVkOnNlZWQ="}}}`,
-		"/etc/machine-config-daemon/currentconfig": "{}",
+		DefaultKubeConfig:                                                         "apiVersion: v1\nkind: Config\n",
+		"/var/lib/kubelet/config.json":                                            `{"auths":{"placeholder":{"auth":"c2VhbGVkOnNlZWQ="}}}`,
+		"/etc/machine-config-daemon/currentconfig":                                "{}",
 		// The seal keeps the factory's host keys for the site's recert to replace.
 		"/etc/ssh/ssh_host_ed25519_key":     "factory ed25519",
 		"/etc/ssh/ssh_host_ed25519_key.pub": "factory ed25519 pub",
@@ -172,8 +174,9 @@ func TestOpenShiftSteps(t *testing.T) {
 	}
 	want := []string{
 		"nmstatectl apply " + r(OpenShiftNetworkFile),
+		"systemctl restart NetworkManager.service",
+		"systemctl restart ovs-configuration.service",
 		"hostnamectl set-hostname sno-0042",
-		"nmstatectl apply " + r(OpenShiftDNSFile),
 		"systemctl restart chronyd.service",
 		"systemctl restart dnsmasq.service",
 		"podman run --detach --rm --replace --name snofactory-recert-etcd --network=host --privileged --entrypoint etcd -v " +
@@ -202,8 +205,9 @@ func TestOpenShiftSteps(t *testing.T) {
 	if len(got) != len(want) {
 		t.Fatalf("commands:\n%s", strings.Join(got, "\n"))
 	}
-	recertLine := got[7]
-	got[7] = ""
+	recert := slices.Index(want, "")
+	recertLine := got[recert]
+	got[recert] = ""
 	for i := range want {
 		if got[i] != want[i] {
 			t.Errorf("command %d:\n got %s\nwant %s", i, got[i], want[i])
@@ -271,14 +275,15 @@ func TestOpenShiftSteps(t *testing.T) {
 	if fi, err := os.Stat(filepath.Join(h.root, DnsmasqOverridesFile)); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("dnsmasq overrides mode: %v, %v; want 0600 as lifecycle-agent writes it", fi.Mode(), err)
 	}
-	// The network state nmstatectl gets is nmstate's schema, without the resolver (the dns
-	// step applies that).
+	// The network state nmstatectl gets is the whole nmstate document, its resolver
+	// included, as lifecycle-agent applies raw_nm_state_config; the dns step has nothing
+	// left to do.
 	var state map[string]any
-	if err := yaml.Unmarshal([]byte(h.read(t, OpenShiftNetworkFile)), &state); err != nil || state["interfaces"] == nil || state["dns-resolver"] != nil {
+	if err := yaml.Unmarshal([]byte(h.read(t, OpenShiftNetworkFile)), &state); err != nil || state["interfaces"] == nil || state["dns-resolver"] == nil {
 		t.Errorf("network state %v (%v)", state, err)
 	}
-	if s := h.read(t, OpenShiftDNSFile); !strings.Contains(s, "dns-resolver:\n    config:\n        server:\n            - 192.168.50.1") {
-		t.Errorf("dns state %q", s)
+	if _, err := os.Stat(r(OpenShiftDNSFile)); err == nil {
+		t.Errorf("the dns step applied the resolver a second time")
 	}
 	for p, c := range map[string]string{
 		ChronyConf:              "server ntp.example.com iburst\n",
@@ -618,5 +623,78 @@ func TestMachineConfigRewritesInPlan(t *testing.T) {
 		if w.Why == "" || w.Upstream == "" {
 			t.Errorf("%s: no reason or upstream citation", w.Path)
 		}
+	}
+}
+
+// A far-edge site's network, a bond of two NICs with the cluster on a VLAN, dual-stack,
+// goes to nmstatectl whole, as lifecycle-agent applies the image-based installer's; the
+// profiles the node held before are gone, NetworkManager and ovs-configuration run again,
+// and the keyfiles nmstate leaves bind the ports to the bond and the VLAN to its base.
+func TestOpenShiftBondVLANNetwork(t *testing.T) {
+	h := newHarness(t)
+	openshiftNode(t, h)
+	factory := []string{"br-ex.nmconnection", "ovs-if-phys0.nmconnection", "Wired connection 1.nmconnection"}
+	for _, f := range factory {
+		p := filepath.Join(h.root, NMConnectionsDir, f)
+		os.MkdirAll(filepath.Dir(p), 0o700)
+		if err := os.WriteFile(p, []byte("[connection]\ninterface-name=ens3\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := h.options(oskind.OpenShift, medium(t, "bond-vlan.yaml", func(sc *siteconfig.SiteConfig) {
+		sc.Spec.PullSecret = `{"auths":{"registry.store-0042.example:5000":{"auth":"c2l0ZTpzZWNyZXQ="}}}`
+	}))
+	if _, err := Run(context.Background(), o); err != nil {
+		t.Fatalf("%v\nconsole:\n%s", err, h.console.String())
+	}
+	r := func(p string) string { return filepath.Join(h.root, p) }
+	apply := slices.Index(h.cmds.lines, "nmstatectl apply "+r(OpenShiftNetworkFile))
+	if apply < 0 || !slices.Equal(h.cmds.lines[apply+1:apply+3], []string{"systemctl restart NetworkManager.service", "systemctl restart ovs-configuration.service"}) {
+		t.Errorf("commands:\n%s", strings.Join(h.cmds.lines, "\n"))
+	}
+	if slices.Contains(h.cmds.lines, "nmstatectl apply "+r(OpenShiftDNSFile)) {
+		t.Error("the resolver was applied apart from the network")
+	}
+	var state struct {
+		Interfaces []map[string]any `yaml:"interfaces"`
+		Routes     struct {
+			Config []map[string]any `yaml:"config"`
+		} `yaml:"routes"`
+		DNS map[string]any `yaml:"dns-resolver"`
+	}
+	if err := yaml.Unmarshal([]byte(h.read(t, OpenShiftNetworkFile)), &state); err != nil || len(state.Interfaces) != 5 || len(state.Routes.Config) != 3 || state.DNS == nil {
+		t.Fatalf("network state %+v (%v)", state, err)
+	}
+	if fi, err := os.Stat(r(OpenShiftNetworkFile)); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("network state mode %v (%v), want 0600 as lifecycle-agent writes nmstate.yaml", fi.Mode(), err)
+	}
+	if ipv6 := state.Interfaces[3]["ipv6"].(map[string]any); ipv6["dhcp"] != false || ipv6["autoconf"] != false {
+		t.Errorf("bond0.100 ipv6 %v: an explicit false must reach nmstate, which otherwise keeps the current setting", ipv6)
+	}
+	for _, f := range factory {
+		if _, err := os.Stat(r(NMConnectionsDir + f)); err == nil {
+			t.Errorf("the node's profile %s is still there", f)
+		}
+	}
+	for file, want := range map[string][]string{
+		"eno1":      {"type=ethernet", "master=bond0\nslave-type=bond", "mtu=9000", "[ipv4]\nmethod=disabled"},
+		"bond0":     {"type=bond", "mode=802.3ad", "miimon=100", "lacp_rate=fast", "xmit_hash_policy=layer3+4"},
+		"bond0.100": {"[vlan]\nid=100\nparent=bond0", "address1=192.168.100.10/24", "route1=0.0.0.0/0,192.168.100.1,100", "address1=fd00:100::10/64", "route1=::/0,fd00:100::1,100", "dns=fd00:100::1;"},
+		"bond0.200": {"parent=bond0", "route1=10.50.0.0/16,10.200.0.1", "route1_options=table=200"},
+	} {
+		kf := h.read(t, NMConnectionsDir+file+".nmconnection")
+		for _, w := range want {
+			if !strings.Contains(kf, w) {
+				t.Errorf("%s.nmconnection lacks %q:\n%s", file, w, kf)
+			}
+		}
+	}
+	m, _ := h.rep.step("network", wire.StatusOK)
+	if m.Details["interfaces"] != "eno1,eno2,bond0,bond0.100,bond0.200" || m.Details["address.bond0.100"] != "192.168.100.10/24,fd00:100::10/64" ||
+		m.Details["removedProfiles"] != "Wired connection 1.nmconnection,br-ex.nmconnection,ovs-if-phys0.nmconnection" {
+		t.Errorf("network report %v", m.Details)
+	}
+	if s := h.read(t, DnsmasqOverridesFile); !strings.Contains(s, "SNO_DNSMASQ_IP_OVERRIDE=192.168.100.10\n") {
+		t.Errorf("dnsmasq overrides %q: the node IP is the VLAN's", s)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -88,48 +89,6 @@ func systemctl(c *commands, args []string) ([]byte, error) {
 		}
 	}
 	return nil, nil
-}
-
-// nmStateKeys are the top-level keys of nmstate's NetworkState, which refuses any other
-// (nmstate rust/src/lib/net_state.rs NetworkState: #[serde(deny_unknown_fields)]).
-var nmStateKeys = []string{"hostname", "dns-resolver", "route-rules", "routes", "interfaces", "ovs-db", "ovn", "description", "version"}
-
-// nmstatectl imitates nmstate's nmstatectl apply (rust/src/cli/apply.rs apply): it reads a
-// YAML state, refuses invalid YAML and unknown keys, keeps each interface's profile as a
-// NetworkManager keyfile named after the interface (nmstate's connection id), and prints
-// the state it applied on stdout.
-func nmstatectl(c *commands, args []string) ([]byte, error) {
-	argv := append([]string{"nmstatectl"}, args...)
-	if len(args) != 2 || args[0] != "apply" {
-		return nil, fail(argv, 1, "error: unexpected arguments")
-	}
-	b, err := os.ReadFile(args[1])
-	if err != nil {
-		return nil, fail(argv, 1, "[ERROR] Failed to read file "+args[1]+": "+err.Error())
-	}
-	var state map[string]any
-	if err := yaml.Unmarshal(b, &state); err != nil {
-		return nil, fail(argv, 1, "NmstateError: InvalidArgument: Invalid YAML string: "+err.Error())
-	}
-	for k := range state {
-		if !slices.Contains(nmStateKeys, k) {
-			return nil, fail(argv, 1, fmt.Sprintf("NmstateError: InvalidArgument: unknown field `%s`", k))
-		}
-	}
-	ifaces, _ := state["interfaces"].([]any)
-	for _, i := range ifaces {
-		m, _ := i.(map[string]any)
-		name, _ := m["name"].(string)
-		if name == "" {
-			return nil, fail(argv, 1, "NmstateError: InvalidArgument: missing field `name`")
-		}
-		p := filepath.Join(c.root, NMConnectionsDir, name+".nmconnection")
-		os.MkdirAll(filepath.Dir(p), 0o700)
-		if err := os.WriteFile(p, []byte("[connection]\nid="+name+"\ninterface-name="+name+"\n"), 0o600); err != nil {
-			return nil, fail(argv, 1, err.Error())
-		}
-	}
-	return append([]byte("---\n"), b...), nil
 }
 
 // validHostname is systemd's hostname_is_valid (src/basic/hostname-util.c): dot-separated
@@ -374,8 +333,9 @@ func ocApply(argv []string, dir string) ([]byte, error) {
 	return out.Bytes(), nil
 }
 
-// busyboxIP imitates busybox ip on the conformance OS (networking/libiproute: iplink.c,
-// ipaddress.c ipaddr_modify, iproute.c iproute_modify): it refuses an object or verb it
+// busyboxIP imitates busybox ip on the conformance OS (networking/libiproute: iplink.c
+// do_set with up, down and mtu, ipaddress.c ipaddr_modify, iproute.c iproute_modify with
+// via, dev, metric and table): it refuses an object or verb it
 // does not know, an address without its prefix length and a route destination that is
 // neither "default" nor a prefix, as get_prefix does ("an inet prefix is expected rather
 // than ..."); show answers from the recorded output.
@@ -389,6 +349,10 @@ func busyboxIP(c *commands, args []string) ([]byte, error) {
 	case verb == "show":
 		return c.recorded(strings.Join(argv, " "))
 	case obj == "link" && verb == "set" && len(a) == 4 && (a[3] == "up" || a[3] == "down"):
+	case obj == "link" && verb == "set" && len(a) == 6 && a[2] == "dev" && a[4] == "mtu":
+		if n, err := strconv.Atoi(a[5]); err != nil || n < 0 {
+			return nil, fail(argv, 1, "ip: invalid argument '"+a[5]+"' to 'mtu'")
+		}
 	case obj == "addr" && verb == "flush" && len(a) >= 4 && a[2] == "dev":
 	case obj == "addr" && verb == "add" && len(a) == 5 && a[3] == "dev":
 		if _, err := netip.ParsePrefix(a[2]); err != nil {
@@ -403,7 +367,7 @@ func busyboxIP(c *commands, args []string) ([]byte, error) {
 				if _, err := netip.ParseAddr(a[i+1]); err != nil {
 					return nil, fail(argv, 1, "ip: an inet address is expected rather than \""+a[i+1]+"\"")
 				}
-			} else if a[i] != "dev" {
+			} else if a[i] != "dev" && a[i] != "metric" && a[i] != "table" {
 				return nil, fail(argv, 1, "ip: invalid argument '"+a[i]+"' to 'ip'")
 			}
 		}
