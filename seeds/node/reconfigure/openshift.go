@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"net/netip"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -144,6 +146,7 @@ func (r *run) openshiftClusterSteps(sc *siteconfig.SiteConfig, site siteIdentity
 			}
 			return map[string]string{"clusterID": site.clusterID}, nil
 		}},
+		r.nodeLabelsStep(sc, oc),
 		{steps.Step{Name: "wait-machine-config", Argv: oc("get", "machineconfigpools.machineconfiguration.openshift.io", "-o", "json"),
 			Detail: "every MachineConfigPool updated and the machine-config daemon done on the node (then oc get nodes -o json); a Degraded pool stops the wait at once, naming its reason"},
 			func(ctx context.Context, _ *siteconfig.SiteConfig) (map[string]string, error) {
@@ -481,4 +484,44 @@ func (r *run) images() (recert, etcd string, err error) {
 		return "", "", fmt.Errorf("%s names no recert or no etcd image", ImagesFile)
 	}
 	return recert, etcd, nil
+}
+
+// kubeletLabels are the labels the kubelet and the installer set on an SNO node, which
+// lifecycle-agent leaves alone (lca-cli/postpivot/postpivot.go setNodeLabels defaultLabels).
+var kubeletLabels = []string{"beta.kubernetes.io/arch", "beta.kubernetes.io/os", "kubernetes.io/arch", "kubernetes.io/hostname", "kubernetes.io/os",
+	"node-role.kubernetes.io/control-plane", "node-role.kubernetes.io/master", "node.openshift.io/os_id", "node-role.kubernetes.io/worker"}
+
+// nodeLabelsStep merge-patches the site's labels onto the node once the API answers, as
+// lifecycle-agent's post-pivot does after the new cluster ID (setNodeLabels: a JSON merge
+// patch of metadata.labels on the SNO node, the kubelet's own labels left out). The node
+// is named by the site's host name, as the kubelet registers it.
+func (r *run) nodeLabelsStep(sc *siteconfig.SiteConfig, oc func(...string) []string) step {
+	labels := map[string]string{}
+	var ignored []string
+	for k, v := range sc.Spec.NodeLabels {
+		if slices.Contains(kubeletLabels, k) {
+			ignored = append(ignored, k)
+			continue
+		}
+		labels[k] = v
+	}
+	slices.Sort(ignored)
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": labels}}) // strings only: cannot fail
+	argv := oc("patch", "node", sc.Spec.Hostname, "--type", "merge", "-p", string(patch))
+	st := steps.Step{Name: "node-labels", Argv: argv, Changes: []string{"Node " + sc.Spec.Hostname}}
+	if len(labels) == 0 {
+		st.Argv, st.Changes = nil, nil
+	}
+	return step{st, func(ctx context.Context, _ *siteconfig.SiteConfig) (map[string]string, error) {
+		d := map[string]string{"ignored": strings.Join(ignored, ",")}
+		if len(labels) == 0 {
+			d["applied"] = "nothing: the site config has no node labels of its own"
+			return d, nil
+		}
+		if _, err := r.cmd(ctx, argv[0], argv[1:]...); err != nil {
+			return nil, fmt.Errorf("labelling the node %s: %w", sc.Spec.Hostname, err)
+		}
+		d["labels"] = strings.Join(slices.Sorted(maps.Keys(labels)), ",")
+		return d, nil
+	}}
 }

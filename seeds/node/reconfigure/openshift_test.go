@@ -384,7 +384,7 @@ func TestOpenShiftPlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"medium", "network", "hostname", "dns", "ntp", "pull-secret", "mirrors", "ssh-keys", "dnsmasq", "ssh-host-keys", "recert", "kubelet", "api",
-		"old-mirrors", "manifests", "cluster-id", "wait-machine-config", "wait-cluster-version", "wait-cluster-operators", "wait-node", "reconfigure-disable"}
+		"old-mirrors", "manifests", "cluster-id", "node-labels", "wait-machine-config", "wait-cluster-version", "wait-cluster-operators", "wait-node", "reconfigure-disable"}
 	if got := steps.Names(plan); !slices.Equal(got, want) {
 		t.Fatalf("plan %q,\nwant %q", got, want)
 	}
@@ -694,7 +694,27 @@ func TestOpenShiftBondVLANNetwork(t *testing.T) {
 		m.Details["removedProfiles"] != "Wired connection 1.nmconnection,br-ex.nmconnection,ovs-if-phys0.nmconnection" {
 		t.Errorf("network report %v", m.Details)
 	}
+	// The site's labels reach the node after the new cluster ID, as lifecycle-agent's
+	// setNodeLabels puts them there.
+	kc := filepath.Join(h.root, DefaultKubeConfig)
+	label := `oc --kubeconfig ` + kc + ` patch node sno-0042 --type merge -p {"metadata":{"labels":{"node-role.kubernetes.io/edge":"","site.example.com/store":"0042"}}}`
+	if i := slices.Index(h.cmds.lines, label); i < 0 || !strings.Contains(h.cmds.lines[i-1], "patch clusterversion") {
+		t.Errorf("no node label patch after the cluster ID:\n%s", strings.Join(h.cmds.lines, "\n"))
+	}
 	if s := h.read(t, DnsmasqOverridesFile); !strings.Contains(s, "SNO_DNSMASQ_IP_OVERRIDE=192.168.100.10\n") {
 		t.Errorf("dnsmasq overrides %q: the node IP is the VLAN's", s)
+	}
+}
+
+// The kubelet's and the installer's own labels are left alone, as lifecycle-agent leaves
+// them; a site with only those patches nothing.
+func TestNodeLabelsLeaveKubeletLabels(t *testing.T) {
+	cmds := &commands{outputs: map[string]string{}}
+	r := &run{o: Options{Run: cmds.run}}
+	sc := &siteconfig.SiteConfig{Spec: siteconfig.Spec{Hostname: "sno-1", NodeLabels: map[string]string{"kubernetes.io/hostname": "x", "node-role.kubernetes.io/master": ""}}}
+	st := r.nodeLabelsStep(sc, func(a ...string) []string { return append([]string{"oc"}, a...) })
+	d, err := st.apply(context.Background(), sc)
+	if err != nil || len(cmds.lines) > 0 || st.Argv != nil || d["ignored"] != "kubernetes.io/hostname,node-role.kubernetes.io/master" {
+		t.Errorf("details %v, err %v, ran %q, argv %q", d, err, cmds.lines, st.Argv)
 	}
 }

@@ -44,6 +44,7 @@ func TestStandInsRefuse(t *testing.T) {
 	}{
 		{"nmstatectl: invalid YAML", nil, []string{"nmstatectl", "apply", write("/s1.yml", "interfaces: [\n")}, "exit status 1", "Invalid YAML string"},
 		{"nmstatectl: unknown key", nil, []string{"nmstatectl", "apply", write("/s2.yml", "dns:\n  server: [1.1.1.1]\n")}, "exit status 1", "unknown field `dns`"},
+		{"oc: patch an unknown node", nil, []string{"oc", "--kubeconfig", kc, "patch", "node", "sno-9", "--type", "merge", "-p", `{"metadata":{"labels":{"a":"b"}}}`}, "exit status 1", `nodes "sno-9" not found`},
 		{"nmstatectl: bond without mode", nil, []string{"nmstatectl", "apply", write("/s3.yml", "interfaces:\n- {name: bond0, type: bond, link-aggregation: {port: [eth0]}}\n")}, "exit status 1", "Bond mode is mandatory for new bond interface: bond0"},
 		{"nmstatectl: VLAN without base", nil, []string{"nmstatectl", "apply", write("/s4.yml", "interfaces:\n- {name: v100, type: vlan, vlan: {id: 100}}\n")}, "exit status 1", "Missing 'vlan.base-iface' for interface 'v100'"},
 		{"nmstatectl: route without interface", nil, []string{"nmstatectl", "apply", write("/s5.yml", "routes:\n  config:\n  - {destination: 0.0.0.0/0, next-hop-address: 10.0.0.1}\n")}, "exit status 1", "Route with empty next hop interface is not supported"},

@@ -305,7 +305,42 @@ func oc(c *commands, args []string) ([]byte, error) {
 	if len(args) == 5 && args[2] == "apply" && args[3] == "-f" {
 		return ocApply(argv, args[4])
 	}
+	if len(args) == 9 && args[2] == "patch" && args[3] == "node" {
+		return c.ocPatchNode(argv, args)
+	}
 	return c.recorded(strings.Join(argv, " "))
+}
+
+// labelKeyRE is a label key as the API server takes it (apimachinery
+// pkg/util/validation/validation.go IsQualifiedName).
+var labelKeyRE = regexp.MustCompile(`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$`)
+
+// ocPatchNode imitates oc patch node NAME --type merge -p PATCH (kubectl
+// pkg/cmd/patch/patch.go RunPatch): the node must be one the API lists, the patch JSON,
+// each label key valid (else the API server's 422); it prints "node/NAME patched".
+func (c *commands) ocPatchNode(argv, args []string) ([]byte, error) {
+	name := args[4]
+	if args[5] != "--type" || args[6] != "merge" || args[7] != "-p" {
+		return nil, fail(argv, 1, "error: unknown flag")
+	}
+	nodes, err := c.recorded("oc --kubeconfig " + args[1] + " get nodes -o json")
+	if err != nil || !strings.Contains(string(nodes), `"name":"`+name+`"`) {
+		return nil, fail(argv, 1, `Error from server (NotFound): nodes "`+name+`" not found`)
+	}
+	var patch struct {
+		Metadata struct {
+			Labels map[string]string `json:"labels"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal([]byte(args[8]), &patch); err != nil {
+		return nil, fail(argv, 1, "error: unable to parse \""+args[8]+"\": "+err.Error())
+	}
+	for k := range patch.Metadata.Labels {
+		if !labelKeyRE.MatchString(k) {
+			return nil, fail(argv, 1, `The Node "`+name+`" is invalid: metadata.labels: Invalid value: "`+k+`": name part must consist of alphanumeric characters`)
+		}
+	}
+	return []byte("node/" + name + " patched\n"), nil
 }
 
 func ocApply(argv []string, dir string) ([]byte, error) {

@@ -72,6 +72,7 @@ var installConfigRefused = map[string]string{
 var ibiPaths = []struct{ spec, ibi string }{
 	{"spec.network", "networkConfig"},
 	{"spec.ntp.servers", "additionalNTPSources"},
+	{"spec.nodeLabels", "nodeLabels"},
 	{"spec.hostname", "hostname"},
 	{"spec.clusterID", "cluster_id"},
 	{"spec.infraID", "infra_id"},
@@ -115,13 +116,10 @@ func parseImageBasedConfig(data []byte, name, dir string) (sc *SiteConfig, err e
 	if ibi.Kind != ImageBasedConfigKind {
 		d.Report("kind", "must be "+ImageBasedConfigKind, "")
 	}
-	if len(ibi.NodeLabels) > 0 {
-		d.Report("nodeLabels", "node labels are "+notSupported, "label the node with an extra manifest instead, or leave nodeLabels out")
-	}
 	sc = &SiteConfig{APIVersion: APIVersion, Kind: Kind, dir: dir}
 	sc.Metadata.Name = ibi.Metadata.Name
 	s := &sc.Spec
-	s.Hostname, s.Network, s.ClusterID, s.InfraID = ibi.Hostname, ibi.NetworkConfig, ibi.ClusterID, ibi.InfraID
+	s.Hostname, s.Network, s.ClusterID, s.InfraID, s.NodeLabels = ibi.Hostname, ibi.NetworkConfig, ibi.ClusterID, ibi.InfraID, ibi.NodeLabels
 	if len(ibi.AdditionalNTPSources) > 0 {
 		s.NTP = &NTP{Servers: ibi.AdditionalNTPSources}
 	}

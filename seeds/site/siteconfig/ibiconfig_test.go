@@ -136,7 +136,7 @@ func TestLoadImageBasedConfig(t *testing.T) {
 func TestLoadImageBasedConfigRefuses(t *testing.T) {
 	ibi := strings.NewReplacer(
 		"hostname: sno-0042.store.example.com", "hostname: SNO_0042",
-		"cluster_id: e6a68c95-ee5c-4edd-9bb1-8141ac3eb348", "cluster_id: not-a-uuid\nnodeLabels:\n  zone: a\nseedImage: quay.io/x/seed:1",
+		"cluster_id: e6a68c95-ee5c-4edd-9bb1-8141ac3eb348", "cluster_id: not-a-uuid\nnodeLabels:\n  Zone/x: a\nseedImage: quay.io/x/seed:1",
 		"      type: ethernet\n", "      type: vlan\n      vlan: {base-iface: eth9, id: 4095}\n",
 		"mac-address: 00:00:00:00:00:00", "mac-address: 00:00:00:00:00",
 	).Replace(ibiSite)
@@ -152,7 +152,7 @@ func TestLoadImageBasedConfigRefuses(t *testing.T) {
 	want := []string{
 		path + `:13:11: hostname: "SNO_0042" is not an RFC 1123 host name`,
 		path + `:15:13: cluster_id: "not-a-uuid" is not a lowercase UUID`,
-		path + `:17:3: nodeLabels: node labels are not supported`,
+		path + `:17:11: nodeLabels.Zone/x: label key "Zone/x" has a prefix that is not a lowercase DNS subdomain`,
 		path + `:18:1: seedImage: unknown field`,
 		path + `:24:26: networkConfig.interfaces[0].vlan.base-iface: no interface "eth9"`,
 		path + `:24:36: networkConfig.interfaces[0].vlan.id: 4095 is not a VLAN ID`,

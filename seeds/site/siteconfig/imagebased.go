@@ -99,7 +99,6 @@ func fromSeedReconfiguration(data []byte, manifests []Manifest) ([]byte, error) 
 		"proxy": len(sr.Proxy) > 0 && string(sr.Proxy) != "null", "status_proxy": len(sr.StatusProxy) > 0 && string(sr.StatusProxy) != "null",
 		"install_config": sr.InstallConfig != "", "additionalTrustBundle": len(sr.AdditionalTrustBundle) > 0 && string(sr.AdditionalTrustBundle) != "null",
 		"server_ssh_keys": len(sr.ServerSSHKeys) > 0 && string(sr.ServerSSHKeys) != "null" && string(sr.ServerSSHKeys) != "[]",
-		"node_labels":     len(sr.NodeLabels) > 0,
 	} {
 		if set {
 			unsupported = append(unsupported, key)
@@ -123,6 +122,9 @@ func fromSeedReconfiguration(data []byte, manifests []Manifest) ([]byte, error) 
 	set("infraID", sr.InfraID)
 	set("pullSecret", sr.PullSecret)
 	set("kubeadminPasswordHash", sr.KubeadminPasswordHash)
+	if len(sr.NodeLabels) > 0 {
+		spec["nodeLabels"] = sr.NodeLabels
+	}
 	if sr.SSHKey != "" {
 		spec["sshAuthorizedKeys"] = []string{strings.TrimSpace(sr.SSHKey)}
 	}

@@ -54,7 +54,7 @@ func (c *checker) bondPort(p, bond, port string, byName map[string]Interface, ow
 		// rust/src/lib/ifaces/inter_ifaces_controller.rs validate_controller_not_in_port_list.
 		c.Add(p, fmt.Sprintf("bond %s lists itself as a port", suggest.Clip(bond)), "list the ethernet interfaces it aggregates")
 	case !declared:
-		c.Add(p, fmt.Sprintf("no interface %q in spec.network.interfaces", suggest.Clip(port)),
+		c.Add(p, fmt.Sprintf("no interface %q among the declared interfaces", suggest.Clip(port)),
 			fmt.Sprintf("declare it: - {name: %s, type: ethernet, state: up}", suggest.Clip(port)))
 	case target.Type != "ethernet":
 		c.Add(p, fmt.Sprintf("%s is of type %s; a bond's ports are ethernet interfaces", suggest.Clip(port), suggest.Clip(target.Type)), "")
@@ -88,7 +88,7 @@ func (c *checker) vlanBases(ifaces []Interface, byName map[string]Interface) {
 		base, ok := byName[v.BaseIface]
 		switch {
 		case !ok:
-			c.Add(p+".base-iface", fmt.Sprintf("no interface %q in spec.network.interfaces", suggest.Clip(v.BaseIface)),
+			c.Add(p+".base-iface", fmt.Sprintf("no interface %q among the declared interfaces", suggest.Clip(v.BaseIface)),
 				fmt.Sprintf("declare it (type ethernet or bond); with ipv4 and ipv6 {enabled: false} when it carries only VLANs"))
 			continue
 		case base.Type != "ethernet" && base.Type != "bond":
@@ -159,7 +159,7 @@ func (c *checker) nextHop(p string, r Route, dst netip.Prefix, ifaces map[string
 		c.Add(p, "needs next-hop-interface (nmstate refuses a route without one)", "next-hop-interface: the interface the route leaves by, e.g. bond0.100")
 		return
 	case !ok:
-		c.Add(p+".next-hop-interface", fmt.Sprintf("no interface %q in spec.network.interfaces", suggest.Clip(r.NextHopInterface)), "")
+		c.Add(p+".next-hop-interface", fmt.Sprintf("no interface %q among the declared interfaces", suggest.Clip(r.NextHopInterface)), "")
 		return
 	case !dst.IsValid():
 		return

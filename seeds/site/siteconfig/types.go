@@ -44,6 +44,9 @@ type Spec struct {
 	// config. Load reads it into PullSecret; the self-contained form carries PullSecret only.
 	PullSecretFile string `yaml:"pullSecretFile,omitempty"`
 	PullSecret     string `yaml:"pullSecret,omitempty"`
+	// NodeLabels are labels the hook puts on the node once the API answers (OpenShift only),
+	// as lifecycle-agent's post-pivot does with an ImageBasedConfig's nodeLabels.
+	NodeLabels map[string]string `yaml:"nodeLabels,omitempty"`
 	// Registry mirrors, rendered as an ImageDigestMirrorSet (see ImageDigestMirrorSet).
 	RegistryMirrors []RegistryMirror `yaml:"registryMirrors,omitempty"`
 	// SSH public keys in authorized_keys format, one per item.

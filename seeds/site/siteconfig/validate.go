@@ -80,6 +80,7 @@ func (sc *SiteConfig) validate(c *checker) {
 	if s.NTP != nil {
 		c.ntp(s.NTP.Servers)
 	}
+	c.nodeLabels(s.NodeLabels)
 	c.mirrors(s.RegistryMirrors)
 	c.sshKeys(s.SSHAuthorizedKeys)
 	c.pullSecret(s)
