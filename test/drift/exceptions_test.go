@@ -28,6 +28,16 @@ var exceptions = []exception{
 			"--cluster-customization-dir /etc/machine-config-daemon", "--cluster-customization-file /etc/mcs-machine-config-content.json"),
 	},
 	{
+		plan: planSite, step: "trust-bundle", paths: []string{"/etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt"},
+		why: "the site's recert, later in the plan, writes the same bundle as user_ca_bundle into every MachineConfig, the " +
+			"ControllerConfig and currentconfig (recert src/ocp_postprocess/additional_trust_bundle.rs rename_all; " +
+			"additional_trust_bundle/etcd_rename.rs fix_machineconfigs, fix_controllerconfigs; filesystem_rename.rs " +
+			"fix_filesystem_currentconfig), and the step writes the file 0600, the MachineConfig's mode " +
+			"(machine-config-operator templates/common/_base/files/additional-trust-bundle.yaml), as lifecycle-agent's " +
+			"establishEarlyCertificateTrust writes it",
+		holds: recertAfter("trust-bundle", "--user-ca-bundle", "--cluster-customization-dir /etc/machine-config-daemon"),
+	},
+	{
 		plan: planSite, step: "recert",
 		why: "recert edits a MachineConfig's file only together with the MachineConfigs in etcd, currentconfig and " +
 			"mcs-machine-config-content.json: certificates and keys are found in all of them as one object " +

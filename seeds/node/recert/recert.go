@@ -67,6 +67,11 @@ type Config struct {
 	// UseCerts are certificate files that replace the one with the same subject whole.
 	UseKeys, UseCerts []string
 	ChronyConfig      string
+	// UserCABundle is the cluster's additional trust bundle (PEM), which recert puts in the
+	// user-ca-bundle ConfigMap and the node's anchors (src/ocp_postprocess/
+	// additional_trust_bundle.rs); ProxyTrustedCABundle is NAME:BUNDLE for the proxy's
+	// trustedCA ConfigMap ("user-ca-bundle:" names that one).
+	UserCABundle, ProxyTrustedCABundle string
 	// ExtendExpiration starts every re-signed certificate's life now (the site run);
 	// ForceExpire ends it now (the seed-time run). recert takes one at most.
 	ExtendExpiration, ForceExpire bool
@@ -113,6 +118,8 @@ func Args(c Config) []string {
 	many("--use-key", c.UseKeys)
 	many("--use-cert", c.UseCerts)
 	one("--chrony-config", c.ChronyConfig)
+	one("--user-ca-bundle", c.UserCABundle)
+	one("--proxy-trusted-ca-bundle", c.ProxyTrustedCABundle)
 	one("--regenerate-server-ssh-keys", c.RegenerateServerSSHKeys)
 	one("--summary-file-clean", c.SummaryFileClean)
 	bool_("--extend-expiration", c.ExtendExpiration)
@@ -228,6 +235,8 @@ type configFile struct {
 	UseKeyRules             []string `json:"use_key_rules,omitempty"`
 	UseCertRules            []string `json:"use_cert_rules,omitempty"`
 	ChronyConfig            string   `json:"chrony_config,omitempty"`
+	UserCABundle            string   `json:"user_ca_bundle,omitempty"`
+	ProxyTrustedCABundle    string   `json:"proxy_trusted_ca_bundle,omitempty"`
 	RegenerateServerSSHKeys string   `json:"regenerate_server_ssh_keys,omitempty"`
 	SummaryFileClean        string   `json:"summary_file_clean,omitempty"`
 	ExtendExpiration        bool     `json:"extend_expiration,omitempty"`
@@ -248,8 +257,9 @@ func ConfigJSON(c Config) ([]byte, error) {
 		ClusterCustomizationDir: c.CustomizationDirs, ClusterCustomizationFil: c.CustomizationFiles,
 		ClusterRename: c.ClusterRename, CNSANReplaceRules: c.CNSANReplace, Hostname: c.Hostname, IP: c.IPs,
 		PullSecret: c.PullSecret, KubeadminPasswordHash: c.KubeadminPasswordHash, UseKeyRules: c.UseKeys,
-		UseCertRules: c.UseCerts, ChronyConfig: c.ChronyConfig, RegenerateServerSSHKeys: c.RegenerateServerSSHKeys,
-		SummaryFileClean: c.SummaryFileClean, ExtendExpiration: c.ExtendExpiration, ForceExpire: c.ForceExpire,
+		UseCertRules: c.UseCerts, ChronyConfig: c.ChronyConfig, UserCABundle: c.UserCABundle, ProxyTrustedCABundle: c.ProxyTrustedCABundle,
+		RegenerateServerSSHKeys: c.RegenerateServerSSHKeys,
+		SummaryFileClean:        c.SummaryFileClean, ExtendExpiration: c.ExtendExpiration, ForceExpire: c.ForceExpire,
 		EtcdDefrag: c.EtcdDefrag,
 	}, "", "  ")
 }

@@ -13,6 +13,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -42,6 +43,11 @@ const (
 	ChronyConf = "/etc/chrony.conf"
 	// NMConnectionsDir is where nmstatectl apply persists NetworkManager's profiles (keyfiles).
 	NMConnectionsDir = "/etc/NetworkManager/system-connections/"
+	// UserCABundleFile is where lifecycle-agent puts the site's trust bundle for the node
+	// (internal/common/consts.go CABundleFilePath); update-ca-trust extracts the anchors
+	// into TrustExtractedDir.
+	UserCABundleFile  = "/etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt"
+	TrustExtractedDir = "/etc/pki/ca-trust/extracted/"
 	// NetworkManagerUnit is restarted after the network is applied, as lifecycle-agent does;
 	// OVSConfigurationUnit is the MachineConfig's ovs-configuration.service (its unit file
 	// OVSConfigurationUnitFile), which builds br-ex on the interface of the default route.
@@ -102,6 +108,8 @@ func (r *run) openshiftNodeSteps(sc *siteconfig.SiteConfig, site siteIdentity, r
 		}},
 		{steps.Step{Name: "ssh-host-keys", Argv: []string{"ssh-keygen", "-A", "-f", r.o.Root}, Changes: sshHostKeyFiles(),
 			Detail: "only when " + SSHHostKeysDir + " has none: recert replaces the host keys it finds and stops on none"}, r.sshHostKeys},
+		{steps.Step{Name: "trust-bundle", Argv: []string{"update-ca-trust"}, Changes: []string{UserCABundleFile, TrustExtractedDir},
+			Detail: "only when the site gives an additionalTrustBundle: the node trusts it before recert and the pulls that follow"}, r.trustBundle},
 		{steps.Step{Name: "recert", Argv: recertArgv, Changes: recertChanges(sc, rc), Detail: r.recertSettings(rc)}, func(ctx context.Context, sc *siteconfig.SiteConfig) (map[string]string, error) {
 			return r.recert(ctx, sc, site, rc)
 		}},
@@ -508,7 +516,8 @@ func (r *run) nodeLabelsStep(sc *siteconfig.SiteConfig, oc func(...string) []str
 	slices.Sort(ignored)
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": labels}}) // strings only: cannot fail
 	argv := oc("patch", "node", sc.Spec.Hostname, "--type", "merge", "-p", string(patch))
-	st := steps.Step{Name: "node-labels", Argv: argv, Changes: []string{"Node " + sc.Spec.Hostname}}
+	// "Node *": a single-node cluster's one node, whatever the dry run's placeholder name.
+	st := steps.Step{Name: "node-labels", Argv: argv, Changes: []string{"Node *"}}
 	if len(labels) == 0 {
 		st.Argv, st.Changes = nil, nil
 	}
@@ -524,4 +533,23 @@ func (r *run) nodeLabelsStep(sc *siteconfig.SiteConfig, oc func(...string) []str
 		d["labels"] = strings.Join(slices.Sorted(maps.Keys(labels)), ",")
 		return d, nil
 	}}
+}
+
+// trustBundle makes the node trust the site's additional trust bundle before recert, as
+// lifecycle-agent's post-pivot does (lca-cli/postpivot/postpivot.go
+// establishEarlyCertificateTrust: the userCaBundle written 0600 to CABundleFilePath, then
+// update-ca-trust), so pulls through a mirror signed by the site's CA work at once; recert's
+// user_ca_bundle then puts it in the cluster.
+func (r *run) trustBundle(ctx context.Context, sc *siteconfig.SiteConfig) (map[string]string, error) {
+	b := sc.Spec.AdditionalTrustBundle
+	if b == "" {
+		return map[string]string{"applied": "nothing: the site config has no additionalTrustBundle"}, nil
+	}
+	if _, err := r.writeUnder(UserCABundleFile, []byte(b), 0o600); err != nil {
+		return nil, err
+	}
+	if _, err := r.cmd(ctx, "update-ca-trust"); err != nil {
+		return nil, fmt.Errorf("trusting the site's additionalTrustBundle: %w", err)
+	}
+	return map[string]string{"file": UserCABundleFile, "certificates": strconv.Itoa(strings.Count(b, "-----BEGIN CERTIFICATE-----"))}, nil
 }

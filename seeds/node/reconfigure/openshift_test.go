@@ -58,6 +58,7 @@ func openshiftNode(t *testing.T, h *harness) {
 		"/var/lib/etcd/member/x": "",
 		// The unit files the hook's systemctl calls name: RHCOS's own, the MachineConfigs'
 		// (kubelet, render's dnsmasq) and the seal's hook, still enabled; the seal disabled kubelet.
+		TrustExtractedDir + "pem/.keep":                                           "",
 		"/usr/lib/systemd/system/chronyd.service":                                 "",
 		"/usr/lib/systemd/system/" + NetworkManagerUnit:                           "",
 		OVSConfigurationUnitFile:                                                  "",
@@ -383,7 +384,7 @@ func TestOpenShiftPlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"medium", "network", "hostname", "dns", "ntp", "pull-secret", "mirrors", "ssh-keys", "dnsmasq", "ssh-host-keys", "recert", "kubelet", "api",
+	want := []string{"medium", "network", "hostname", "dns", "ntp", "pull-secret", "mirrors", "ssh-keys", "dnsmasq", "ssh-host-keys", "trust-bundle", "recert", "kubelet", "api",
 		"old-mirrors", "manifests", "cluster-id", "node-labels", "wait-machine-config", "wait-cluster-version", "wait-cluster-operators", "wait-node", "reconfigure-disable"}
 	if got := steps.Names(plan); !slices.Equal(got, want) {
 		t.Fatalf("plan %q,\nwant %q", got, want)
@@ -644,10 +645,34 @@ func TestOpenShiftBondVLANNetwork(t *testing.T) {
 	o := h.options(oskind.OpenShift, medium(t, "bond-vlan.yaml", func(sc *siteconfig.SiteConfig) {
 		sc.Spec.PullSecret = `{"auths":{"registry.store-0042.example:5000":{"auth":"c2l0ZTpzZWNyZXQ="}}}`
 	}))
+	var recertConfig []byte
+	o.Run = func(ctx context.Context, name string, args ...string) ([]byte, error) {
+		if slices.Contains(args, "RECERT_CONFIG="+RecertConfigFile) {
+			recertConfig, _ = os.ReadFile(filepath.Join(h.root, RecertConfigFile))
+		}
+		return h.cmds.run(ctx, name, args...)
+	}
 	if _, err := Run(context.Background(), o); err != nil {
 		t.Fatalf("%v\nconsole:\n%s", err, h.console.String())
 	}
 	r := func(p string) string { return filepath.Join(h.root, p) }
+	// The corporate CA: trusted on the node before recert (lifecycle-agent's
+	// establishEarlyCertificateTrust), then recert's user_ca_bundle.
+	ca, _ := os.ReadFile("../../site/siteconfig/testdata/corporate-ca.pem")
+	trust, rec := slices.Index(h.cmds.lines, "update-ca-trust"), slices.IndexFunc(h.cmds.lines, func(l string) bool { return strings.Contains(l, "RECERT_CONFIG=") })
+	if trust < 0 || rec < trust || !strings.Contains(h.read(t, TrustExtractedDir+"pem/tls-ca-bundle.pem"), strings.TrimSpace(string(ca))) {
+		t.Errorf("the trust bundle is not trusted before recert:\n%s", strings.Join(h.cmds.lines, "\n"))
+	}
+	if fi, err := os.Stat(r(UserCABundleFile)); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("%s: %v (%v), want 0600 as lifecycle-agent writes it", UserCABundleFile, fi, err)
+	}
+	var rc map[string]any
+	if err := json.Unmarshal(recertConfig, &rc); err != nil || strings.TrimSpace(fmt.Sprint(rc["user_ca_bundle"])) != strings.TrimSpace(string(ca)) {
+		t.Errorf("recert config user_ca_bundle %v (%v)", rc["user_ca_bundle"], err)
+	}
+	if ips, _ := rc["ip"].([]any); len(ips) != 2 || ips[0] != "192.168.100.10" || ips[1] != "fd00:100::10" {
+		t.Errorf("recert ip %v, want the VLAN's IPv4 then IPv6 address", rc["ip"])
+	}
 	apply := slices.Index(h.cmds.lines, "nmstatectl apply "+r(OpenShiftNetworkFile))
 	if apply < 0 || !slices.Equal(h.cmds.lines[apply+1:apply+3], []string{"systemctl restart NetworkManager.service", "systemctl restart ovs-configuration.service"}) {
 		t.Errorf("commands:\n%s", strings.Join(h.cmds.lines, "\n"))

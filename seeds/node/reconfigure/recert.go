@@ -205,6 +205,10 @@ func (r *run) recertPlan(sc *siteconfig.SiteConfig, id siteIdentity) (recert.Con
 	if sc.Spec.NTP != nil && len(sc.Spec.NTP.Servers) > 0 {
 		c.ChronyConfig = chronyConf(sc.Spec.NTP.Servers)
 	}
+	// lifecycle-agent passes the site's userCaBundle as user_ca_bundle
+	// (internal/recert/recert.go SetRecertTrustedCaBundleFromSeedReconfigAdditionaTrustBundle);
+	// the proxy's trusted CA goes with a proxy, which this version does not apply.
+	c.UserCABundle = sc.Spec.AdditionalTrustBundle
 	if _, err := recert.ConfigJSON(c); err != nil {
 		return c, nil, err
 	}
@@ -216,6 +220,9 @@ func (r *run) recertPlan(sc *siteconfig.SiteConfig, id siteIdentity) (recert.Con
 func (r *run) recertSettings(c recert.Config) string {
 	if c.PullSecret != "" {
 		c.PullSecret = "<site pull secret>"
+	}
+	if c.UserCABundle != "" {
+		c.UserCABundle = "<site additionalTrustBundle>"
 	}
 	return "RECERT_CONFIG holds: " + r.redact(strings.Join(recert.Args(c), " "))
 }

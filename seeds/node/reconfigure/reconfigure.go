@@ -291,7 +291,8 @@ func Plan(o Options, sc *siteconfig.SiteConfig) ([]steps.Step, error) {
 		refused = r.checkPullSecret(sc)
 	} else {
 		sc = &siteconfig.SiteConfig{Spec: siteconfig.Spec{Hostname: "<site hostname>", ClusterName: "<site cluster>", BaseDomain: "<site domain>",
-			PullSecret: "<site pull secret>", KubeadminPasswordHash: "<site kubeadmin password hash>"}}
+			PullSecret: "<site pull secret>", KubeadminPasswordHash: "<site kubeadmin password hash>",
+			AdditionalTrustBundle: "<site additionalTrustBundle>", NodeLabels: map[string]string{"<site node label>": "<value>"}}}
 	}
 	r.secrets = secretsOf(sc.Spec.PullSecret)
 	acts, err := r.steps(sc)

@@ -44,6 +44,7 @@ func TestStandInsRefuse(t *testing.T) {
 	}{
 		{"nmstatectl: invalid YAML", nil, []string{"nmstatectl", "apply", write("/s1.yml", "interfaces: [\n")}, "exit status 1", "Invalid YAML string"},
 		{"nmstatectl: unknown key", nil, []string{"nmstatectl", "apply", write("/s2.yml", "dns:\n  server: [1.1.1.1]\n")}, "exit status 1", "unknown field `dns`"},
+		{"update-ca-trust: no extracted directory", nil, []string{"update-ca-trust"}, "exit status 1", "p11-kit: couldn't create file"},
 		{"oc: patch an unknown node", nil, []string{"oc", "--kubeconfig", kc, "patch", "node", "sno-9", "--type", "merge", "-p", `{"metadata":{"labels":{"a":"b"}}}`}, "exit status 1", `nodes "sno-9" not found`},
 		{"nmstatectl: bond without mode", nil, []string{"nmstatectl", "apply", write("/s3.yml", "interfaces:\n- {name: bond0, type: bond, link-aggregation: {port: [eth0]}}\n")}, "exit status 1", "Bond mode is mandatory for new bond interface: bond0"},
 		{"nmstatectl: VLAN without base", nil, []string{"nmstatectl", "apply", write("/s4.yml", "interfaces:\n- {name: v100, type: vlan, vlan: {id: 100}}\n")}, "exit status 1", "Missing 'vlan.base-iface' for interface 'v100'"},

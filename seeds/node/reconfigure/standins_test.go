@@ -35,7 +35,7 @@ type tool func(c *commands, args []string) ([]byte, error)
 // condition the operator sets).
 func nodeTools() map[string]tool {
 	return map[string]tool{"systemctl": systemctl, "nmstatectl": nmstatectl, "hostnamectl": hostnamectl,
-		"ssh-keygen": sshKeygen, "podman": podman, "oc": oc, "curl": curl, "ip": busyboxIP, "hostname": busyboxHostname}
+		"ssh-keygen": sshKeygen, "update-ca-trust": updateCATrust, "podman": podman, "oc": oc, "curl": curl, "ip": busyboxIP, "hostname": busyboxHostname}
 }
 
 // fail is a command's failure as steps.ExecRunner reports it.
@@ -213,7 +213,7 @@ func inContainer(mounts map[string]string, p string) string {
 // RecertConfig::parse_from_config_file, which refuses "unknown keys {:?} in config file").
 var recertKeys = []string{"dry_run", "etcd_endpoint", "crypto_dirs", "crypto_files", "cluster_customization_dirs", "cluster_customization_files",
 	"cn_san_replace_rules", "use_key_rules", "use_cert_rules", "extend_expiration", "force_expire", "cluster_rename", "hostname", "ip",
-	"proxy", "install_config", "kubeadmin_password_hash", "pull_secret", "additional_trust_bundle", "user_ca_bundle", "chrony_config",
+	"proxy", "install_config", "kubeadmin_password_hash", "pull_secret", "additional_trust_bundle", "user_ca_bundle", "proxy_trusted_ca_bundle", "chrony_config",
 	"machine_network_cidr", "regenerate_server_ssh_keys", "summary_file", "summary_file_clean", "threads", "etcd_defrag", "postprocess_only"}
 
 // recert imitates recert run from its RECERT_CONFIG file, seen through the container's
@@ -235,6 +235,13 @@ func (c *commands) recert(argv []string, mounts map[string]string, configPath st
 	for k := range cfg {
 		if !slices.Contains(recertKeys, k) {
 			return fail(argv, 1, fmt.Sprintf("Error: unknown keys [%q] in config file", k))
+		}
+	}
+	// src/ocp_postprocess/additional_trust_bundle/params.rs parse_additional_trust_bundle: a
+	// value without a newline is a path; the bundle holds certificates only, at least one.
+	if b, ok := cfg["user_ca_bundle"].(string); ok {
+		if !strings.Contains(b, "\n") || !strings.Contains(b, "-----BEGIN CERTIFICATE-----") || strings.Contains(b, "PRIVATE KEY") {
+			return fail(argv, 1, "Error: additional_trust_bundle must contain only certificates")
 		}
 	}
 	if !c.running[EtcdContainerName] {
@@ -419,4 +426,27 @@ func busyboxHostname(_ *commands, args []string) ([]byte, error) {
 		return nil, fail(append([]string{"hostname"}, args...), 1, "hostname: sethostname: Invalid argument")
 	}
 	return nil, nil
+}
+
+// updateCATrust imitates ca-certificates' update-ca-trust (extract): p11-kit's trust extract
+// writes the anchors, the system's and those under /etc/pki/ca-trust/source/anchors, into
+// /etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem, and fails when that directory is
+// missing ("p11-kit: couldn't create file").
+func updateCATrust(c *commands, args []string) ([]byte, error) {
+	argv := append([]string{"update-ca-trust"}, args...)
+	if len(args) > 1 || len(args) == 1 && args[0] != "extract" {
+		return nil, fail(argv, 1, "Error: Invalid command line")
+	}
+	out := filepath.Join(c.root, TrustExtractedDir, "pem/tls-ca-bundle.pem")
+	if _, err := os.Stat(filepath.Dir(out)); err != nil {
+		return nil, fail(argv, 1, "p11-kit: couldn't create file: "+out+": No such file or directory")
+	}
+	var bundle []byte
+	anchors := filepath.Join(c.root, "/etc/pki/ca-trust/source/anchors")
+	entries, _ := os.ReadDir(anchors)
+	for _, e := range entries {
+		b, _ := os.ReadFile(filepath.Join(anchors, e.Name()))
+		bundle = append(bundle, b...)
+	}
+	return nil, os.WriteFile(out, bundle, 0o444)
 }

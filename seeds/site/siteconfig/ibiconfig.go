@@ -52,9 +52,10 @@ type installConfig struct {
 	Metadata   struct {
 		Name string `yaml:"name"`
 	} `yaml:"metadata"`
-	PullSecret         string `yaml:"pullSecret"`
-	SSHKey             string `yaml:"sshKey"`
-	ImageDigestSources []struct {
+	PullSecret            string `yaml:"pullSecret"`
+	AdditionalTrustBundle string `yaml:"additionalTrustBundle"`
+	SSHKey                string `yaml:"sshKey"`
+	ImageDigestSources    []struct {
 		Source  string   `yaml:"source"`
 		Mirrors []string `yaml:"mirrors"`
 	} `yaml:"imageDigestSources"`
@@ -62,9 +63,8 @@ type installConfig struct {
 
 // installConfigRefused are install-config.yaml settings the hook does not apply at a site.
 var installConfigRefused = map[string]string{
-	"proxy":                 "a cluster-wide proxy",
-	"additionalTrustBundle": "an additional trust bundle",
-	"imageContentSources":   "imageContentSources (deprecated)",
+	"proxy":               "a cluster-wide proxy",
+	"imageContentSources": "imageContentSources (deprecated)",
 }
 
 // ibiPaths maps a site config path to where the same value sits in an ImageBasedConfig,
@@ -222,6 +222,7 @@ func readInstallConfig(path string, s *Spec) ([]strictyaml.Problem, map[string]s
 	fill(&s.ClusterName, ic.Metadata.Name, "spec.clusterName", "metadata.name")
 	fill(&s.BaseDomain, ic.BaseDomain, "spec.baseDomain", "baseDomain")
 	fill(&s.PullSecret, strings.TrimSpace(ic.PullSecret), "spec.pullSecret", "pullSecret")
+	fill(&s.AdditionalTrustBundle, ic.AdditionalTrustBundle, "spec.additionalTrustBundle", "additionalTrustBundle")
 	if s.PullSecret == "" {
 		// The installer requires it (pkg/types/validation/installconfig.go
 		// ValidateInstallConfig, through pkg/validate/validate.go ImagePullSecret).

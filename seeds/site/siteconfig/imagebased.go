@@ -73,12 +73,17 @@ type seedReconfiguration struct {
 	}
 
 	// What the hook does not apply in this version: refused by name when set.
-	Proxy                 json.RawMessage   `json:"proxy"`
-	StatusProxy           json.RawMessage   `json:"status_proxy"`
-	InstallConfig         string            `json:"install_config"`
-	AdditionalTrustBundle json.RawMessage   `json:"additionalTrustBundle"`
-	ServerSSHKeys         json.RawMessage   `json:"server_ssh_keys"`
-	NodeLabels            map[string]string `json:"node_labels"`
+	Proxy         json.RawMessage `json:"proxy"`
+	StatusProxy   json.RawMessage `json:"status_proxy"`
+	InstallConfig string          `json:"install_config"`
+	// AdditionalTrustBundle's userCaBundle is applied; the proxy's configmap goes with a
+	// proxy, which is not.
+	AdditionalTrustBundle struct {
+		UserCaBundle       string `json:"userCaBundle"`
+		ProxyConfigmapName string `json:"proxyConfigmapName"`
+	} `json:"additionalTrustBundle"`
+	ServerSSHKeys json.RawMessage   `json:"server_ssh_keys"`
+	NodeLabels    map[string]string `json:"node_labels"`
 }
 
 var chronyServer = regexp.MustCompile(`^\s*(server|pool)\s+(\S+)`)
@@ -97,7 +102,7 @@ func fromSeedReconfiguration(data []byte, manifests []Manifest) ([]byte, error) 
 	var unsupported []string
 	for key, set := range map[string]bool{
 		"proxy": len(sr.Proxy) > 0 && string(sr.Proxy) != "null", "status_proxy": len(sr.StatusProxy) > 0 && string(sr.StatusProxy) != "null",
-		"install_config": sr.InstallConfig != "", "additionalTrustBundle": len(sr.AdditionalTrustBundle) > 0 && string(sr.AdditionalTrustBundle) != "null",
+		"install_config": sr.InstallConfig != "", "additionalTrustBundle.proxyConfigmapName": sr.AdditionalTrustBundle.ProxyConfigmapName != "",
 		"server_ssh_keys": len(sr.ServerSSHKeys) > 0 && string(sr.ServerSSHKeys) != "null" && string(sr.ServerSSHKeys) != "[]",
 	} {
 		if set {
@@ -122,6 +127,7 @@ func fromSeedReconfiguration(data []byte, manifests []Manifest) ([]byte, error) 
 	set("infraID", sr.InfraID)
 	set("pullSecret", sr.PullSecret)
 	set("kubeadminPasswordHash", sr.KubeadminPasswordHash)
+	set("additionalTrustBundle", sr.AdditionalTrustBundle.UserCaBundle)
 	if len(sr.NodeLabels) > 0 {
 		spec["nodeLabels"] = sr.NodeLabels
 	}

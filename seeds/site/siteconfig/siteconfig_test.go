@@ -168,6 +168,8 @@ func TestValidation(t *testing.T) {
 		{"label key prefix", head + "  nodeLabels:\n    Site/zone: a\n", "spec.nodeLabels.Site/zone", `label key "Site/zone" has a prefix that is not a lowercase DNS subdomain`, "site.example.com/zone", 8, 16},
 		{"label key name", head + "  nodeLabels:\n    site.example.com/-zone: a\n", "spec.nodeLabels.site.example.com/-zone", "has no valid name", "", 8, 29},
 		{"label value", head + "  nodeLabels:\n    zone: 'a b'\n", "spec.nodeLabels.zone", `label value "a b" is not valid`, "or empty", 8, 11},
+		{"trust bundle not PEM", head + "  additionalTrustBundle: 'not a cert'\n", "spec.additionalTrustBundle", "certificate 1: text that is no PEM block", "BEGIN CERTIFICATE", 7, 26},
+		{"trust bundle with a key", head + "  additionalTrustBundle: |\n    -----BEGIN PRIVATE KEY-----\n    AAAA\n    -----END PRIVATE KEY-----\n", "spec.additionalTrustBundle", "certificate 1 is a PEM PRIVATE KEY", "", 7, 26},
 		{"binding seed", head + "  binding: {seed: Du_Edge}\n", "spec.binding.seed", "not a seed name", "du-edge", 7, 19},
 		{"binding serial with a newline", head + "  binding: {machineSerial: \"CZ\\n1\"}\n", "spec.binding.machineSerial", "not a serial number", "dmidecode", 7, 28},
 		{"binding serial too long", head + "  binding: {machineSerial: " + strings.Repeat("A", 65) + "}\n", "spec.binding.machineSerial", "at most 64", "", 7, 28},

@@ -44,6 +44,10 @@ type Spec struct {
 	// config. Load reads it into PullSecret; the self-contained form carries PullSecret only.
 	PullSecretFile string `yaml:"pullSecretFile,omitempty"`
 	PullSecret     string `yaml:"pullSecret,omitempty"`
+	// AdditionalTrustBundle is PEM certificates the node and the cluster trust besides the
+	// system's (install-config's additionalTrustBundle; OpenShift only): recert's
+	// user_ca_bundle puts it in the cluster, and the hook trusts it on the node first.
+	AdditionalTrustBundle string `yaml:"additionalTrustBundle,omitempty"`
 	// NodeLabels are labels the hook puts on the node once the API answers (OpenShift only),
 	// as lifecycle-agent's post-pivot does with an ImageBasedConfig's nodeLabels.
 	NodeLabels map[string]string `yaml:"nodeLabels,omitempty"`

@@ -81,6 +81,11 @@ func (sc *SiteConfig) validate(c *checker) {
 		c.ntp(s.NTP.Servers)
 	}
 	c.nodeLabels(s.NodeLabels)
+	if s.AdditionalTrustBundle != "" {
+		if err := checkCABundle(s.AdditionalTrustBundle); err != nil {
+			c.Add("spec.additionalTrustBundle", err.Error(), "PEM certificates, each from -----BEGIN CERTIFICATE----- to -----END CERTIFICATE-----")
+		}
+	}
 	c.mirrors(s.RegistryMirrors)
 	c.sshKeys(s.SSHAuthorizedKeys)
 	c.pullSecret(s)
@@ -191,6 +196,33 @@ func checkPEM(s, kind string) error {
 			return nil
 		}
 		return errors.New("is not a private key (PKCS#8, PKCS#1 or EC)")
+	}
+	return nil
+}
+
+// checkCABundle checks a trust bundle as the installer does (pkg/validate/validate.go
+// CABundle: every PEM block a certificate that parses, nothing else in the text) and recert
+// after it (src/ocp_postprocess/additional_trust_bundle/params.rs
+// parse_additional_trust_bundle: at least one certificate, only certificates).
+func checkCABundle(s string) error {
+	rest := []byte(s)
+	n := 0
+	for len(strings.TrimSpace(string(rest))) > 0 {
+		var blk *pem.Block
+		blk, rest = pem.Decode(rest)
+		switch {
+		case blk == nil:
+			return fmt.Errorf("certificate %d: text that is no PEM block", n+1)
+		case blk.Type != "CERTIFICATE":
+			return fmt.Errorf("certificate %d is a PEM %s; a trust bundle holds certificates only", n+1, blk.Type)
+		}
+		if _, err := x509.ParseCertificate(blk.Bytes); err != nil {
+			return fmt.Errorf("certificate %d does not parse: %v", n+1, err)
+		}
+		n++
+	}
+	if n == 0 {
+		return errors.New("holds no certificate")
 	}
 	return nil
 }
