@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -126,8 +127,9 @@ func parseImageBasedConfig(data []byte, name, dir string) (sc *SiteConfig, err e
 	var icProblems []strictyaml.Problem
 	icPath := filepath.Join(dir, installConfigFile)
 	fromInstallConfig := map[string]string{}
+	var icDoc *yaml.Node
 	if dir != "" {
-		icProblems, fromInstallConfig = readInstallConfig(icPath, s)
+		icProblems, fromInstallConfig, icDoc = readInstallConfig(icPath, s)
 		// config-image also carries DIR/extra-manifests onto the medium. Whatever is there
 		// is read as spec.extraManifests is: a symlink to a directory is followed, as the
 		// manifest reader follows one to a file, and one to nothing or a file that is no
@@ -140,7 +142,8 @@ func parseImageBasedConfig(data []byte, name, dir string) (sc *SiteConfig, err e
 	sc.validate(c)
 	for _, fe := range c.Errs {
 		if field, ok := installConfigField(fromInstallConfig, fe.Path); ok {
-			icProblems = append(icProblems, strictyaml.Problem{File: icPath, Path: field, Message: fe.Message, Hint: fe.Hint})
+			line, col := locateField(icDoc, field)
+			icProblems = append(icProblems, strictyaml.Problem{File: icPath, Line: line, Col: col, Path: field, Message: fe.Message, Hint: fe.Hint})
 			continue
 		}
 		if !d.Report(ibiPath(fe.Path), fe.Message, fe.Hint) {
@@ -184,19 +187,20 @@ func ibiPath(specPath string) string {
 // readInstallConfig takes the cluster name, base domain, pull secret, SSH keys and mirrors
 // from install-config.yaml into s. It returns the problems found there (at their
 // positions) and, for each site config path it filled, the install-config field it came
-// from. No install-config.yaml is no problem: the seed keeps its cluster's name.
-func readInstallConfig(path string, s *Spec) ([]strictyaml.Problem, map[string]string) {
+// from, and the parsed document (nil when there is none), to place problems in it. No
+// install-config.yaml is no problem: the seed keeps its cluster's name.
+func readInstallConfig(path string, s *Spec) ([]strictyaml.Problem, map[string]string, *yaml.Node) {
 	from := map[string]string{}
 	data, err := smallfile.Read(path, MaxFileSize)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, from
+		return nil, from, nil
 	}
 	if err != nil {
-		return []strictyaml.Problem{{File: path, Message: fmt.Sprintf("cannot read the install config: %v", unwrapPathError(err))}}, from
+		return []strictyaml.Problem{{File: path, Message: fmt.Sprintf("cannot read the install config: %v", unwrapPathError(err))}}, from, nil
 	}
 	var doc yaml.Node
 	if err := yaml.NewDecoder(bytes.NewReader(data)).Decode(&doc); err != nil {
-		return []strictyaml.Problem{{File: path, Message: "invalid YAML: " + err.Error()}}, from
+		return []strictyaml.Problem{{File: path, Message: "invalid YAML: " + err.Error()}}, from, nil
 	}
 	var problems []strictyaml.Problem
 	if len(doc.Content) == 1 && doc.Content[0].Kind == yaml.MappingNode {
@@ -211,7 +215,7 @@ func readInstallConfig(path string, s *Spec) ([]strictyaml.Problem, map[string]s
 	}
 	var ic installConfig
 	if err := doc.Decode(&ic); err != nil {
-		return append(problems, strictyaml.Problem{File: path, Message: "not an install config: " + err.Error()}), from
+		return append(problems, strictyaml.Problem{File: path, Message: "not an install config: " + err.Error()}), from, &doc
 	}
 	fill := func(dst *string, v, specPath, field string) {
 		if v != "" {
@@ -240,7 +244,7 @@ func readInstallConfig(path string, s *Spec) ([]strictyaml.Problem, map[string]s
 		s.RegistryMirrors = append(s.RegistryMirrors, RegistryMirror{Source: src.Source, Mirrors: src.Mirrors})
 		from[fmt.Sprintf("spec.registryMirrors[%d]", i)] = fmt.Sprintf("imageDigestSources[%d]", i)
 	}
-	return problems, from
+	return problems, from, &doc
 }
 
 // installConfigProblem is a problem at key of install-config.yaml: at the key when the file
@@ -256,4 +260,33 @@ func installConfigProblem(path string, doc *yaml.Node, key, msg, hint string) st
 		}
 	}
 	return p
+}
+
+// locateField is where field (a path such as imageDigestSources[0].source) has its value in
+// doc, or the nearest enclosing value the file gives; 0, 0 without a document.
+func locateField(doc *yaml.Node, field string) (line, col int) {
+	if doc == nil || len(doc.Content) != 1 {
+		return 0, 0
+	}
+	n := doc.Content[0]
+	line, col = n.Line, n.Column
+	for _, seg := range strings.FieldsFunc(field, func(r rune) bool { return r == '.' || r == '[' }) {
+		var next *yaml.Node
+		if i, err := strconv.Atoi(strings.TrimSuffix(seg, "]")); err == nil && strings.HasSuffix(seg, "]") {
+			if n.Kind == yaml.SequenceNode && i >= 0 && i < len(n.Content) {
+				next = n.Content[i]
+			}
+		} else if n.Kind == yaml.MappingNode {
+			for j := 0; j+1 < len(n.Content); j += 2 {
+				if n.Content[j].Value == seg {
+					next = n.Content[j+1]
+				}
+			}
+		}
+		if next == nil {
+			break
+		}
+		n, line, col = next, next.Line, next.Column
+	}
+	return line, col
 }

@@ -158,7 +158,7 @@ func TestLoadImageBasedConfigRefuses(t *testing.T) {
 		path + `:24:36: networkConfig.interfaces[0].vlan.id: 4095 is not a VLAN ID`,
 		path + `:26:20: networkConfig.interfaces[0].mac-address: "00:00:00:00:00" is not an Ethernet MAC address`,
 		icPath + `:15:1: proxy: a cluster-wide proxy is not supported`,
-		icPath + `: baseDomain: "Store_Example" is not a DNS subdomain`,
+		icPath + `:2:13: baseDomain: "Store_Example" is not a DNS subdomain`,
 	}
 	got := ve.Error()
 	for _, w := range want {

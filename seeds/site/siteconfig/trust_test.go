@@ -7,7 +7,7 @@ import (
 )
 
 // install-config.yaml's additionalTrustBundle is the site's, as the image-based installer
-// carries it; one that does not parse is refused at its place in that file.
+// carries it; one that does not parse is refused at its line and column in that file.
 func TestImageBasedTrustBundle(t *testing.T) {
 	ca, err := os.ReadFile("testdata/corporate-ca.pem")
 	if err != nil {
@@ -21,7 +21,7 @@ func TestImageBasedTrustBundle(t *testing.T) {
 	bad := strings.Replace(indent, "MII", "XXX", 1)
 	path := ibiDir(t, ibiSite, ibiInstallConfig+"additionalTrustBundle: |\n"+bad)
 	_, err = Load(path)
-	if err == nil || !strings.Contains(err.Error(), "install-config.yaml: additionalTrustBundle: certificate 1 does not parse") {
+	if err == nil || !strings.Contains(err.Error(), "install-config.yaml:24:24: additionalTrustBundle: certificate 1 does not parse") {
 		t.Errorf("err %v", err)
 	}
 }
