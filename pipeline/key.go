@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/snofactory/snofactory/pipeline/ctxio"
+	"github.com/snofactory/snofactory/pipeline/smallfile"
 )
 
 // KeyInputs is everything a stage's key is derived from. It is stored beside each cache entry
@@ -219,8 +220,10 @@ func digestPath(ctx context.Context, p string) (string, error) {
 	return "sha256-tree:" + hex.EncodeToString(h.Sum(nil)), nil
 }
 
+// hashFile hashes the file at p as a stream: a file a blueprint names (an ISO, a keyfile),
+// so a FIFO or a device is refused rather than waited on or read without end.
 func hashFile(ctx context.Context, w io.Writer, p string) error {
-	f, err := os.Open(p)
+	f, err := smallfile.Open(p)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -142,9 +143,11 @@ func TestSmallInputsRefuseSpecialAndHugeFiles(t *testing.T) {
 	}
 }
 
-// The big inputs, an oci-archive: and a raw disk given to --from, have no cap (they are
-// read as streams) but must still be regular files (or, for --from, a block device or a seed
-// directory): a FIFO or /dev/zero is refused before anything opens it.
+// The big inputs, an oci-archive:, a raw disk given to --from, an ISO given to the iso
+// commands and the site-config medium of seed boot, have no cap (they are read as streams)
+// but must still be regular files (or, for --from and the medium, a block device; for
+// --from, a seed directory): a FIFO or /dev/zero is refused before anything reads it, and
+// nothing is written.
 func TestBigInputsMustBeRegularFiles(t *testing.T) {
 	for _, kind := range []string{"fifo", "/dev/zero"} {
 		t.Run(kind, func(t *testing.T) {
@@ -153,14 +156,26 @@ func TestBigInputsMustBeRegularFiles(t *testing.T) {
 			want := hostileSmallFile(t, kind, p, 0)
 			layout := filepath.Join(dir, "layout")
 			os.Mkdir(layout, 0o755)
+			ign := filepath.Join(dir, "config.ign")
+			os.WriteFile(ign, []byte(`{"ignition":{"version":"3.4.0"}}`), 0o644)
+			out := filepath.Join(dir, "out.iso")
 			for _, args := range [][]string{
 				{"seed", "inspect", "oci-archive:" + p + ":v1"},
 				{"seed", "pull", "oci-archive:" + p + ":v1", filepath.Join(dir, "seed")},
 				{"seed", "pull", "--from", p, "oci:" + layout + ":v1", filepath.Join(dir, "seed")},
+				{"iso", "embed", "-i", ign, "-o", out, p},
+				{"iso", "embed", "-i", ign, p},
+				{"iso", "show", p},
+				{"iso", "kargs", "show", p},
+				{"iso", "kargs", "modify", "-a", "quiet", "-o", out, p},
+				{"seed", "boot", "--site-config", p, filepath.Join(dir, "seed")},
 			} {
 				code, stderr := runGuarded(t, args...)
 				if code != exitBadInput || !strings.Contains(stderr, p) || !strings.Contains(stderr, want) {
 					t.Errorf("%v: exit %d, want %d naming %s and %q: %s", args, code, exitBadInput, p, want, stderr)
+				}
+				if _, err := os.Lstat(out); !errors.Is(err, os.ErrNotExist) {
+					t.Errorf("%v wrote %s", args, out)
 				}
 			}
 		})

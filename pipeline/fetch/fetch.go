@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -17,6 +16,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	"github.com/snofactory/snofactory/pipeline/blobstore"
 	"github.com/snofactory/snofactory/pipeline/netlimit"
+	"github.com/snofactory/snofactory/pipeline/smallfile"
 )
 
 // Options tunes a download.
@@ -88,7 +88,8 @@ func File(ctx context.Context, rawURL, sha, store string, opts Options) (string,
 
 // copyLocal copies a local file into w from the start: a local copy is cheap to redo.
 func copyLocal(ctx context.Context, src string, w *blobstore.Writer, opts Options) error {
-	in, err := os.Open(src)
+	// A local source is a user's file: a FIFO or a device would block or never end.
+	in, err := smallfile.Open(src)
 	if err != nil {
 		return fmt.Errorf("fetching file://%s: %w", src, err)
 	}

@@ -31,19 +31,11 @@ func (e sizeError) Is(target error) bool { return target == ErrTooLarge }
 // are *os.PathError naming path: "read PATH: larger than LIMIT bytes" matches ErrTooLarge,
 // "read PATH: not a regular file" matches ErrNotRegular.
 func Read(path string, limit int64) ([]byte, error) {
-	// O_NONBLOCK: opening a FIFO for reading otherwise waits for a writer.
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := open(path, "read", false)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, &os.PathError{Op: "read", Path: path, Err: ErrNotRegular}
-	}
 	data, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
 		return nil, err
@@ -52,4 +44,36 @@ func Read(path string, limit int64) ([]byte, error) {
 		return nil, &os.PathError{Op: "read", Path: path, Err: sizeError{limit}}
 	}
 	return data, nil
+}
+
+// Open opens the regular file at path (after symlinks) to be streamed, for the inputs that
+// are large by nature (an ISO, a disk, a file hashed for a cache key): the same rule as
+// Read without the cap. "open PATH: not a regular file" matches ErrNotRegular.
+func Open(path string) (*os.File, error) { return open(path, "open", false) }
+
+// OpenOrBlockDevice is Open that also accepts a block device, for the inputs where a device
+// is the point (a medium in a drive, the disk --from names). A character device such as
+// /dev/zero, a FIFO, a directory or a socket is still refused.
+func OpenOrBlockDevice(path string) (*os.File, error) { return open(path, "open", true) }
+
+// open opens path without blocking and refuses what is not a regular file (or, with
+// device, a block device). op names the operation in the error.
+func open(path, op string, device bool) (*os.File, error) {
+	// O_NONBLOCK: opening a FIFO for reading otherwise waits for a writer. It changes
+	// nothing for reads of a regular file or a block device.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	m := fi.Mode()
+	if m.IsRegular() || device && m&os.ModeDevice != 0 && m&os.ModeCharDevice == 0 {
+		return f, nil
+	}
+	f.Close()
+	return nil, &os.PathError{Op: op, Path: path, Err: ErrNotRegular}
 }

@@ -2,6 +2,7 @@ package smallfile_test
 
 import (
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -76,5 +77,54 @@ func TestRead(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestOpen(t *testing.T) {
+	dir := t.TempDir()
+	regular := filepath.Join(dir, "regular")
+	if err := os.WriteFile(regular, []byte("0123456789"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	zeroLink := filepath.Join(dir, "zero-link")
+	fifo := filepath.Join(dir, "fifo")
+	for _, err := range []error{os.Symlink(regular, link), os.Symlink("/dev/zero", zeroLink), syscall.Mkfifo(fifo, 0o600)} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	open := map[string]func(string) (*os.File, error){"Open": smallfile.Open, "OpenOrBlockDevice": smallfile.OpenOrBlockDevice}
+	for name, fn := range open {
+		for _, tc := range []struct {
+			path string
+			ok   bool
+		}{
+			{regular, true}, {link, true},
+			{fifo, false}, {"/dev/zero", false}, {zeroLink, false}, {dir, false},
+		} {
+			f, err := fn(tc.path)
+			if tc.ok {
+				if err != nil {
+					t.Errorf("%s(%s): %v", name, tc.path, err)
+					continue
+				}
+				// The file is opened without a cap: all of it reads.
+				if b, err := io.ReadAll(f); err != nil || string(b) != "0123456789" {
+					t.Errorf("%s(%s) read %q, %v", name, tc.path, b, err)
+				}
+				f.Close()
+				continue
+			}
+			if err == nil {
+				f.Close()
+				t.Errorf("%s(%s) opened it, want it refused", name, tc.path)
+				continue
+			}
+			var pe *os.PathError
+			if !errors.Is(err, smallfile.ErrNotRegular) || !errors.As(err, &pe) || pe.Path != tc.path || !strings.Contains(err.Error(), tc.path) {
+				t.Errorf("%s(%s): error %q does not say the file is not a regular file", name, tc.path, err)
+			}
+		}
 	}
 }

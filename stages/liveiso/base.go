@@ -7,12 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/pipeline/blobstore"
 	"github.com/snofactory/snofactory/pipeline/fetch"
+	"github.com/snofactory/snofactory/seeds/checks/smallfile"
 	"github.com/snofactory/snofactory/stages/internal/handoff"
 	"github.com/snofactory/snofactory/stages/internal/lockfile"
 	"github.com/snofactory/snofactory/stages/liveiso/coreiso"
@@ -92,7 +92,7 @@ func verifiedISO(ctx context.Context, p, stage, sha string, env *pipeline.Env) (
 
 // fileSHA256 hashes a file, reporting progress and stopping when ctx is done.
 func fileSHA256(ctx context.Context, path string, progress func(done, total int64)) (string, error) {
-	f, err := os.Open(path)
+	f, err := smallfile.Open(path)
 	if err != nil {
 		return "", err
 	}
@@ -100,9 +100,6 @@ func fileSHA256(ctx context.Context, path string, progress func(done, total int6
 	fi, err := f.Stat()
 	if err != nil {
 		return "", err
-	}
-	if !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("%s is not a regular file", path)
 	}
 	h := sha256.New()
 	buf := make([]byte, 1<<20)

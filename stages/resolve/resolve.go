@@ -16,6 +16,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/seeds/checks/smallfile"
 	"github.com/snofactory/snofactory/stages/internal/lockfile"
 	"github.com/snofactory/snofactory/stages/internal/registries"
 )
@@ -304,7 +305,7 @@ func blueprintISO(opts Options) (*lockfile.LockedISO, error) {
 	if opts.ISO != nil {
 		return &lockfile.LockedISO{URL: opts.ISO.URL, SHA256: opts.ISO.SHA256, From: "blueprint"}, nil
 	}
-	f, err := os.Open(opts.ISOPath)
+	f, err := smallfile.Open(opts.ISOPath)
 	if err != nil {
 		return nil, fmt.Errorf("live ISO: %w", err)
 	}

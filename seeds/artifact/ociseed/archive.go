@@ -11,7 +11,6 @@ import (
 	"path"
 	"path/filepath"
 	"sync"
-	"syscall"
 
 	"github.com/opencontainers/go-digest"
 	specs "github.com/opencontainers/image-spec/specs-go"
@@ -129,15 +128,8 @@ type archiveReader struct {
 func openArchive(loc Location) (*archiveReader, error) {
 	// O_NONBLOCK and the regular-file check: a FIFO would block the open, a device would
 	// feed the tar reader without end.
-	f, err := os.OpenFile(loc.Path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	f, err := smallfile.Open(loc.Path)
 	if err != nil {
-		return nil, badinput.Errorf("opening the archive: %w", err)
-	}
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		f.Close()
-		if err == nil {
-			err = &os.PathError{Op: "open", Path: loc.Path, Err: smallfile.ErrNotRegular}
-		}
 		return nil, badinput.Errorf("opening the archive: %w", err)
 	}
 	a := &archiveReader{f: f, where: "oci-archive:" + loc.Path, tag: loc.Tag, files: map[string]*io.SectionReader{}}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/snofactory/snofactory/pipeline/output"
 	"github.com/snofactory/snofactory/seeds/artifact/trust"
+	"github.com/snofactory/snofactory/seeds/checks/smallfile"
 )
 
 // VolumeLabel is the ISO 9660 volume identifier of every site-config medium: the
@@ -165,7 +166,8 @@ var fingerprintRE = regexp.MustCompile(`^[0-9a-f]{64}$`)
 // OpenMedium reads a medium, an ISO 9660 image file or a block device: its site config
 // document and signature files, each bounded. Nothing in them is checked yet.
 func OpenMedium(path string) (*Medium, error) {
-	f, err := os.Open(path)
+	// A drive is a block device; a FIFO or a character device would block or never end.
+	f, err := smallfile.OpenOrBlockDevice(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading the site-config medium: %w", err)
 	}

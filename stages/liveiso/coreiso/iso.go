@@ -1,8 +1,11 @@
 package coreiso
 
 import (
+	"errors"
 	"fmt"
 	"os"
+
+	"github.com/snofactory/snofactory/seeds/checks/smallfile"
 )
 
 // ISO is an opened live ISO with its located areas. It is read-only; changes
@@ -16,7 +19,10 @@ type ISO struct {
 
 // Open reads the layout of the live ISO at path.
 func Open(path string) (*ISO, error) {
-	f, err := os.Open(path)
+	f, err := smallfile.Open(path)
+	if errors.Is(err, smallfile.ErrNotRegular) {
+		return nil, fmt.Errorf("%w: %w", ErrNotISO, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("opening ISO: %w", err)
 	}
@@ -24,10 +30,6 @@ func Open(path string) (*ISO, error) {
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if !st.Mode().IsRegular() {
-		f.Close()
-		return nil, fmt.Errorf("%s: %w: not a regular file", path, ErrNotISO)
 	}
 	fs, err := openISOFS(path, f, st.Size())
 	if err != nil {
