@@ -8,10 +8,13 @@ import (
 	"time"
 
 	"github.com/docker/go-units"
+
+	"github.com/snofactory/snofactory/pipeline/termsafe"
 )
 
 // WriteItems prints items as a table, one line per item, for people: keys are shortened
-// (the JSON form has them whole) and each last use says how long ago it was at now.
+// (the JSON form has them whole) and each last use says how long ago it was at now. Stage
+// names and keys come from the cache's records on disk: control characters are escaped.
 func WriteItems(w io.Writer, items []CacheItem, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "STORE\tSTAGE\tKEY\tSIZE\tLAST USED\tIN USE")
@@ -23,7 +26,7 @@ func WriteItems(w io.Writer, items []CacheItem, now time.Time) error {
 		if it.InUse {
 			inUse = "yes"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", it.Store, stage, shortKey(it.Key), units.BytesSize(float64(it.Size)), usedAgo(now, it.LastUsed), inUse)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", termsafe.String(it.Store), termsafe.String(stage), termsafe.String(shortKey(it.Key)), units.BytesSize(float64(it.Size)), usedAgo(now, it.LastUsed), inUse)
 	}
 	return tw.Flush()
 }
@@ -33,7 +36,7 @@ func (u Usage) WriteText(w io.Writer, items int) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "STORE\tITEMS\tSIZE")
 	for _, s := range u.Stores {
-		fmt.Fprintf(tw, "%s\t%d\t%s\n", s.Store, s.Items, units.BytesSize(float64(s.Bytes)))
+		fmt.Fprintf(tw, "%s\t%d\t%s\n", termsafe.String(s.Store), s.Items, units.BytesSize(float64(s.Bytes)))
 	}
 	fmt.Fprintf(tw, "total\t%d\t%s\n", items, exactBytes(u.Total))
 	return tw.Flush()
@@ -56,11 +59,11 @@ func (r PruneResult) WriteText(w io.Writer) {
 }
 
 // Describe names the item for a person: its stage or store, its short key, its size and
-// its last use.
+// its last use. The names come from the cache's records: control characters are escaped.
 func (it CacheItem) Describe() string {
-	what := it.Store + " " + shortKey(it.Key)
+	what := termsafe.String(it.Store) + " " + termsafe.String(shortKey(it.Key))
 	if it.Stage != "" {
-		what = "stage " + it.Stage + " entry " + shortKey(it.Key)
+		what = "stage " + termsafe.String(it.Stage) + " entry " + termsafe.String(shortKey(it.Key))
 	}
 	return fmt.Sprintf("%s (%s, last used %s)", what, units.BytesSize(float64(it.Size)), it.LastUsed.Format(time.RFC3339))
 }

@@ -31,6 +31,9 @@ func TestCacheItemDescribe(t *testing.T) {
 			"stage install entry k11111111111 (2KiB, last used 2026-03-04T05:06:07Z)"},
 		{CacheItem{Store: "shared/blobs", Key: "sha256:" + strings.Repeat("f", 64), Size: 3 << 20, LastUsed: used},
 			"shared/blobs sha256:ffffffffffff (3MiB, last used 2026-03-04T05:06:07Z)"},
+		// Stage names and keys are read back from the cache's files: escaped.
+		{CacheItem{Store: StoreEntries, Stage: "x\x1b[31m", Key: "k\r", Size: 1, LastUsed: used},
+			`stage "x\x1b[31m" entry "k\r" (1B, last used 2026-03-04T05:06:07Z)`},
 	} {
 		if got := tc.it.Describe(); got != tc.want {
 			t.Errorf("got %q, want %q", got, tc.want)
@@ -53,6 +56,25 @@ func TestWriteItems(t *testing.T) {
 		"shared/iso  -        sha256:eeeeeeeeeeee  10B   2026-03-04 11:00 (1h0m0s ago)   no\n"
 	if b.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+}
+
+// A stage name and a key read back from the cache's files are printed escaped: an escape
+// sequence cannot clear the screen, a newline cannot forge a row.
+func TestWriteItemsEscapesRecords(t *testing.T) {
+	now := time.Date(2026, 3, 4, 12, 0, 0, 0, time.Local)
+	var b bytes.Buffer
+	if err := WriteItems(&b, []CacheItem{{Store: "shared\a", Stage: "\x1b[2J", Key: "a\nb", LastUsed: now}}, now); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, s := range []string{`"shared\a"`, `"\x1b[2J"`, `"a\nb"`} {
+		if !strings.Contains(out, s) {
+			t.Errorf("output does not hold %s:\n%s", s, out)
+		}
+	}
+	if strings.ContainsAny(out, "\x1b\a") || strings.Count(out, "\n") != 2 {
+		t.Errorf("a control character from a record reached the output:\n%q", out)
 	}
 }
 
@@ -108,5 +130,24 @@ func TestWritePlan(t *testing.T) {
 		"install  -             run     vm       forced; input changed\n"
 	if b.String() != want {
 		t.Errorf("got\n%q\nwant\n%q", b.String(), want)
+	}
+}
+
+// A reason quotes what changed (a file's name from the blueprint, a record's key): its
+// control characters are escaped, its own quotes kept.
+func TestWritePlanEscapesReasons(t *testing.T) {
+	var b bytes.Buffer
+	err := WritePlan(&b, []PlannedStage{{Name: "render", Key: "k\x1b", Action: "run", Reasons: []string{`input "a\x1b[2J" changed`, "x\ny"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, s := range []string{`"k\x1b"`, `input "a\x1b[2J" changed; x\ny`} {
+		if !strings.Contains(out, s) {
+			t.Errorf("output does not hold %s:\n%s", s, out)
+		}
+	}
+	if strings.Contains(out, "\x1b") || strings.Count(out, "\n") != 2 {
+		t.Errorf("a control character reached the output:\n%q", out)
 	}
 }

@@ -373,11 +373,11 @@ func running(dir string) bool {
 func ReadStatus(dir string) (*Summary, error) {
 	// A depot writes its status file itself, by renaming: a symlink there was put there by
 	// someone else, and following it would read (and print) whatever it points at.
-	if fi, err := os.Lstat(filepath.Join(dir, StatusFile)); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+	b, err := smallfile.ReadNoFollow(filepath.Join(dir, StatusFile), MaxStatusFile)
+	if errors.Is(err, smallfile.ErrSymlink) {
 		return nil, badinput.Errorf("depot status %s: is a symlink; a depot's status file is never one, and is not followed",
 			filepath.Join(dir, StatusFile))
 	}
-	b, err := smallfile.Read(filepath.Join(dir, StatusFile), MaxStatusFile)
 	if err != nil {
 		return nil, fmt.Errorf("depot status: %w", err)
 	}

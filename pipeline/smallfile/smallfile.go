@@ -21,6 +21,9 @@ var ErrTooLarge = errors.New("file too large")
 // ErrNotRegular matches the error Read returns for a FIFO, a device, a directory or a socket.
 var ErrNotRegular = errors.New("not a regular file")
 
+// ErrSymlink matches the error ReadNoFollow returns for a symlink.
+var ErrSymlink = errors.New("is a symlink, not followed")
+
 // sizeError says the cap; it matches ErrTooLarge.
 type sizeError struct{ limit int64 }
 
@@ -31,7 +34,19 @@ func (e sizeError) Is(target error) bool { return target == ErrTooLarge }
 // are *os.PathError naming path: "read PATH: larger than LIMIT bytes" matches ErrTooLarge,
 // "read PATH: not a regular file" matches ErrNotRegular.
 func Read(path string, limit int64) ([]byte, error) {
-	f, err := open(path, "read", false)
+	return read(path, limit, 0)
+}
+
+// ReadNoFollow is Read for a file only its own program writes (by renaming into place): a
+// symlink at path was put there by someone else and is refused, in the open itself
+// (O_NOFOLLOW), so it cannot be swapped in between a check and the read. The error
+// matches ErrSymlink.
+func ReadNoFollow(path string, limit int64) ([]byte, error) {
+	return read(path, limit, syscall.O_NOFOLLOW)
+}
+
+func read(path string, limit int64, flags int) ([]byte, error) {
+	f, err := open(path, "read", flags, false)
 	if err != nil {
 		return nil, err
 	}
@@ -49,19 +64,22 @@ func Read(path string, limit int64) ([]byte, error) {
 // Open opens the regular file at path (after symlinks) to be streamed, for the inputs that
 // are large by nature (an ISO, a disk, a file hashed for a cache key): the same rule as
 // Read without the cap. "open PATH: not a regular file" matches ErrNotRegular.
-func Open(path string) (*os.File, error) { return open(path, "open", false) }
+func Open(path string) (*os.File, error) { return open(path, "open", 0, false) }
 
 // OpenOrBlockDevice is Open that also accepts a block device, for the inputs where a device
 // is the point (a medium in a drive, the disk --from names). A character device such as
 // /dev/zero, a FIFO, a directory or a socket is still refused.
-func OpenOrBlockDevice(path string) (*os.File, error) { return open(path, "open", true) }
+func OpenOrBlockDevice(path string) (*os.File, error) { return open(path, "open", 0, true) }
 
-// open opens path without blocking and refuses what is not a regular file (or, with
-// device, a block device). op names the operation in the error.
-func open(path, op string, device bool) (*os.File, error) {
+// open opens path without blocking, with flags added, and refuses what is not a regular
+// file (or, with device, a block device). op names the operation in the error.
+func open(path, op string, flags int, device bool) (*os.File, error) {
 	// O_NONBLOCK: opening a FIFO for reading otherwise waits for a writer. It changes
 	// nothing for reads of a regular file or a block device.
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC|flags, 0)
+	if flags&syscall.O_NOFOLLOW != 0 && errors.Is(err, syscall.ELOOP) {
+		return nil, &os.PathError{Op: op, Path: path, Err: ErrSymlink}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -128,3 +128,26 @@ func TestOpen(t *testing.T) {
 		}
 	}
 }
+
+// ReadNoFollow refuses a symlink in the open itself, even one to a regular file.
+func TestReadNoFollow(t *testing.T) {
+	dir := t.TempDir()
+	regular := filepath.Join(dir, "regular")
+	link := filepath.Join(dir, "link")
+	if err := os.WriteFile(regular, []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(regular, link); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := smallfile.ReadNoFollow(regular, 10); err != nil || string(b) != "{}" {
+		t.Fatalf("ReadNoFollow(regular) = %q, %v", b, err)
+	}
+	_, err := smallfile.ReadNoFollow(link, 10)
+	if !errors.Is(err, smallfile.ErrSymlink) || !strings.Contains(err.Error(), link) {
+		t.Fatalf("ReadNoFollow(symlink) = %v, want a refusal naming %s", err, link)
+	}
+	if _, err := smallfile.ReadNoFollow(regular, 1); !errors.Is(err, smallfile.ErrTooLarge) {
+		t.Fatalf("ReadNoFollow over the cap = %v, want ErrTooLarge", err)
+	}
+}

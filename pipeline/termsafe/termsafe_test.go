@@ -21,3 +21,21 @@ func TestString(t *testing.T) {
 		}
 	}
 }
+
+func TestText(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"inputs unchanged", "inputs unchanged"},
+		{`input "iso" changed`, `input "iso" changed`},
+		{`a\b`, `a\b`},
+		{"\x1b[31mred", `\x1b[31mred`},
+		{"ok\rFAILED", `ok\rFAILED`},
+		{"two\nlines\tand a tab", `two\nlines\tand a tab`},
+		{"\u202eevil", `\u202eevil`},
+		{"bad\xffutf8", `bad\xffutf8`},
+		{"real \uFFFD kept", "real \uFFFD kept"},
+	} {
+		if got := Text(tc.in); got != tc.want {
+			t.Errorf("Text(%q) = %s, want %s", tc.in, got, tc.want)
+		}
+	}
+}

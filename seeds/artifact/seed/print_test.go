@@ -42,3 +42,22 @@ func TestManifestWriteFields(t *testing.T) {
 		})
 	}
 }
+
+// seed.json is anyone's: a name, a file or a recipient holding an escape sequence or a
+// newline is printed escaped, so it can neither drive the terminal nor forge a field.
+func TestManifestWriteFieldsEscapes(t *testing.T) {
+	m := seed.Manifest{Name: "edge\x1b[2J", Target: "openshift", ReleaseVersion: "4.18\nLock:\tforged",
+		Disks:       []seed.Disk{{Format: "raw", File: "disk\r.raw"}},
+		Credentials: &seed.Credentials{File: "c.age", Recipients: []string{"age1\a"}}}
+	var b bytes.Buffer
+	m.WriteFields(&b)
+	out := b.String()
+	for _, s := range []string{`Name:	"edge\x1b[2J"`, `"4.18\nLock:\tforged"`, `"disk\r.raw"`, `"age1\a"`} {
+		if !strings.Contains(out, s) {
+			t.Errorf("output does not hold %s:\n%s", s, out)
+		}
+	}
+	if strings.ContainsAny(out, "\x1b\r\a") || strings.Count(out, "\nLock:") != 1 {
+		t.Errorf("a control character from seed.json reached the output:\n%q", out)
+	}
+}

@@ -7,17 +7,21 @@ import (
 	"time"
 
 	units "github.com/docker/go-units"
+
+	"github.com/snofactory/snofactory/pipeline/termsafe"
 )
 
 // WriteFields lists the seed's signatures and attestations, one "Field:\tvalue" line each
 // (for a tabwriter), each with the key that verified it or the reason it does not verify.
-// checked says keys were given.
+// checked says keys were given. Identities, creators, predicate types and problems come
+// from the registry's signatures and annotations: printed with control characters escaped.
 func (a *Attached) WriteFields(w io.Writer, checked bool) {
-	fmt.Fprintf(w, "Digest:\t%s\n", a.Digest)
+	q := termsafe.String
+	fmt.Fprintf(w, "Digest:\t%s\n", q(a.Digest.String()))
 	status := func(verifiedBy, problem string) string {
 		switch {
 		case problem != "":
-			return "NOT VERIFIED: " + problem
+			return "NOT VERIFIED: " + termsafe.Text(problem)
 		case verifiedBy != "":
 			return "verified by key " + verifiedBy
 		case !checked:
@@ -29,13 +33,13 @@ func (a *Attached) WriteFields(w io.Writer, checked bool) {
 		fmt.Fprintf(w, "Signatures:\tnone\n")
 	}
 	for _, s := range a.Signatures {
-		fmt.Fprintf(w, "Signature:\t%s, by %s at %s: %s\n", s.Identity, s.Creator, s.Signed.Format(time.RFC3339), status(s.VerifiedBy, s.Problem))
+		fmt.Fprintf(w, "Signature:\t%s, by %s at %s: %s\n", q(s.Identity), q(s.Creator), s.Signed.Format(time.RFC3339), status(s.VerifiedBy, s.Problem))
 	}
 	if len(a.Attestations) == 0 {
 		fmt.Fprintf(w, "Attestations:\tnone\n")
 	}
 	for _, at := range a.Attestations {
-		fmt.Fprintf(w, "Attestation:\t%s, %s: %s\n", at.PredicateType, units.BytesSize(float64(at.Size)), status(at.VerifiedBy, at.Problem))
+		fmt.Fprintf(w, "Attestation:\t%s, %s: %s\n", q(at.PredicateType), units.BytesSize(float64(at.Size)), status(at.VerifiedBy, at.Problem))
 	}
 }
 

@@ -27,6 +27,14 @@ func TestAttachedWriteFields(t *testing.T) {
 			"Digest:\tsha256:d\nSignature:\treg/seed:1, by snofactory at 2026-01-02T03:04:05Z: verified by key SHA256:k\n" +
 				"Signature:\treg/seed:1, by snofactory at 2026-01-02T03:04:05Z: NOT VERIFIED: bad signature\n" +
 				"Attestation:\tp, 1B: NOT VERIFIED: no key\n"},
+		// Identities and predicate types come from the registry (a signature's payload, an
+		// attestation's annotation): an escape sequence or a newline in them is printed
+		// escaped, so it neither drives the terminal nor forges a "verified" line.
+		{"escape sequences from the registry", Attached{Digest: "sha256:d",
+			Signatures:   []SignatureInfo{{Identity: "reg/\x1b[2Jseed:1", Creator: "x\rverified", Signed: at, Problem: "bad\nSignature:\tok"}},
+			Attestations: []AttestationInfo{{PredicateType: "p\x1b]0;title\a", Size: 1}}}, true,
+			"Digest:\tsha256:d\nSignature:\t\"reg/\\x1b[2Jseed:1\", by \"x\\rverified\" at 2026-01-02T03:04:05Z: NOT VERIFIED: bad\\nSignature:\\tok\n" +
+				"Attestation:\t\"p\\x1b]0;title\\a\", 1B: \n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var b bytes.Buffer
