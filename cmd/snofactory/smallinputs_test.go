@@ -181,3 +181,45 @@ func TestBigInputsMustBeRegularFiles(t *testing.T) {
 		})
 	}
 }
+
+// A registries.d file that containers/image cannot decode, or two that define the same
+// namespace, is bad input: exit 2 before the pull starts, naming the file and the line.
+func TestMalformedRegistriesDIsBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		files map[string]string
+		says  []string
+	}{
+		{"not YAML", map[string]string{"a.yaml": "docker:\n  reg.example/ns: [\n"}, []string{"a.yaml", "line"}},
+		{"wrong shape", map[string]string{"a.yaml": "docker:\n  reg.example/ns: 5\n"}, []string{"a.yaml", "line 2"}},
+		{"a namespace twice", map[string]string{"a.yaml": "docker:\n  reg.example/ns:\n    lookaside: https://a\n",
+			"b.yaml": "docker:\n  reg.example/ns:\n    lookaside: https://b\n"}, []string{"a.yaml", "b.yaml", `"reg.example/ns"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			regd := filepath.Join(dir, "registries.d")
+			os.Mkdir(regd, 0o755)
+			for name, body := range tc.files {
+				os.WriteFile(filepath.Join(regd, name), []byte(body), 0o644)
+			}
+			policy := filepath.Join(dir, "policy.json")
+			// A policy that accepts anything reads no registries.d; one that rejects does.
+			os.WriteFile(policy, []byte(`{"default":[{"type":"reject"}]}`), 0o644)
+			layout := filepath.Join(dir, "layout")
+			os.Mkdir(layout, 0o755)
+			seedDir := filepath.Join(dir, "seed")
+			code, stderr := runGuarded(t, "seed", "pull", "--policy", policy, "--registries.d", regd, "oci:"+layout+":v1", seedDir)
+			if code != exitBadInput {
+				t.Errorf("exit %d, want %d: %s", code, exitBadInput, stderr)
+			}
+			for _, s := range tc.says {
+				if !strings.Contains(stderr, s) {
+					t.Errorf("stderr does not say %q: %s", s, stderr)
+				}
+			}
+			if _, err := os.Lstat(seedDir); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the pull wrote %s", seedDir)
+			}
+		})
+	}
+}

@@ -5,9 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+
+	"gopkg.in/yaml.v3"
 
 	"github.com/snofactory/snofactory/pipeline/badinput"
 	"github.com/snofactory/snofactory/seeds/checks/smallfile"
@@ -103,14 +107,62 @@ func checkRegistriesDir(dir string) error {
 	if err != nil {
 		return badinput.Errorf("the registries.d directory: %w", err)
 	}
+	seen := map[string]string{} // default-docker or a namespace: the file that defined it
 	for _, e := range entries {
 		if !strings.HasSuffix(e.Name(), ".yaml") {
 			continue
 		}
-		_, err := smallfile.Read(filepath.Join(dir, e.Name()), MaxRegistriesFile)
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		p := filepath.Join(dir, e.Name())
+		b, err := smallfile.Read(p, MaxRegistriesFile)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
 			return badinput.Errorf("the registries.d directory: %w", err)
 		}
+		if err := checkRegistriesFile(p, b, seen); err != nil {
+			return badinput.Errorf("the registries.d directory: %w", err)
+		}
+	}
+	return nil
+}
+
+// registriesFile is the shape of a registries.d file, as containers/image decodes it
+// (docker/registries_d.go, registryConfiguration and registryNamespace).
+type registriesFile struct {
+	DefaultDocker *registriesNamespace           `yaml:"default-docker"`
+	Docker        map[string]registriesNamespace `yaml:"docker"`
+}
+
+type registriesNamespace struct {
+	Lookaside              string `yaml:"lookaside"`
+	LookasideStaging       string `yaml:"lookaside-staging"`
+	SigStore               string `yaml:"sigstore"`
+	SigStoreStaging        string `yaml:"sigstore-staging"`
+	UseSigstoreAttachments *bool  `yaml:"use-sigstore-attachments,omitempty"`
+}
+
+// checkRegistriesFile refuses, before containers/image reads it, what its
+// loadAndMergeConfig (docker/registries_d.go) would fail on only once a pull had started:
+// YAML that does not decode into its shape (the error says the line), and a
+// default-docker or a namespace that two files define. seen records who defined what.
+func checkRegistriesFile(path string, b []byte, seen map[string]string) error {
+	var f registriesFile
+	if err := yaml.Unmarshal(b, &f); err != nil {
+		return fmt.Errorf("parsing %s: %w", path, err)
+	}
+	var what []string
+	if f.DefaultDocker != nil {
+		what = append(what, "default-docker")
+	}
+	for _, ns := range slices.Sorted(maps.Keys(f.Docker)) {
+		what = append(what, fmt.Sprintf("namespace %q under docker", ns))
+	}
+	for _, w := range what {
+		if prev, ok := seen[w]; ok {
+			return fmt.Errorf("%s is defined both in %s and %s: keep one", w, prev, path)
+		}
+		seen[w] = path
 	}
 	return nil
 }
