@@ -64,7 +64,7 @@ func checkBuild(g *Graph, opts BuildOptions) (map[string]bool, error) {
 }
 
 // checkApart refuses an output or cache directory that holds one of the build's inputs,
-// and one directory serving as both.
+// and output and cache directories that are one, or one inside the other.
 func checkApart(inputs []string, outputDir, cacheDir string) error {
 	if err := output.CheckDir("the output directory", outputDir, inputs...); err != nil {
 		return badinput.Wrap(err)
@@ -72,17 +72,8 @@ func checkApart(inputs []string, outputDir, cacheDir string) error {
 	if err := output.CheckDir("the cache directory", cacheDir, inputs...); err != nil {
 		return badinput.Wrap(err)
 	}
-	o, oerr := filepath.Abs(outputDir)
-	c, cerr := filepath.Abs(cacheDir)
-	if oerr == nil && cerr == nil && o == c {
-		return inputErrorf("the output directory and the cache directory are both %s; give each its own", o)
-	}
-	if fo, err := os.Stat(outputDir); err == nil {
-		if fc, err := os.Stat(cacheDir); err == nil && os.SameFile(fo, fc) {
-			return inputErrorf("the output directory %s and the cache directory %s are the same directory; give each its own", outputDir, cacheDir)
-		}
-	}
-	return nil
+	return badinput.Wrap(output.CheckApart(output.Named{Flag: "the output directory", Path: outputDir},
+		output.Named{Flag: "the cache directory", Path: cacheDir}))
 }
 
 // checkDir refuses a directory argument that cannot be one: a path naming a file (or below

@@ -14,6 +14,7 @@ import (
 	"github.com/snofactory/snofactory/seeds/artifact/trust"
 	"github.com/snofactory/snofactory/stages/liveiso/coreiso"
 	"github.com/snofactory/snofactory/stages/validate"
+	"github.com/snofactory/snofactory/test/testbin"
 )
 
 // hostileSmallFile makes, at path, what a small input must refuse: a FIFO with no writer,
@@ -221,5 +222,41 @@ func TestMalformedRegistriesDIsBadInput(t *testing.T) {
 				t.Errorf("the pull wrote %s", seedDir)
 			}
 		})
+	}
+}
+
+// A command's output and cache directories may be neither one directory nor one inside the
+// other: build and depot run refuse them with exit 2 before either is created.
+func TestOutputAndCacheDirectoriesApart(t *testing.T) {
+	bp, err := testbin.CopyDemo(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		// out and cache are relative to a fresh directory; neither exists yet.
+		out, cache, says string
+	}{
+		{"the same", "d", "d", "same directory"},
+		{"output inside the cache", "c/out", "c", "holds"},
+		{"cache inside the output", "o", "o/cache", "is inside"},
+	} {
+		for _, cmd := range []string{"build", "depot"} {
+			t.Run(tc.name+"/"+cmd, func(t *testing.T) {
+				dir := t.TempDir()
+				out, cache := filepath.Join(dir, tc.out), filepath.Join(dir, tc.cache)
+				args := []string{"build", bp, "--until", "render"}
+				if cmd == "depot" {
+					args = []string{"depot", "run", bp}
+				}
+				code, stderr := runGuarded(t, append(args, "--output-dir", out, "--cache-dir", cache)...)
+				if code != exitBadInput || !strings.Contains(stderr, tc.says) || !strings.Contains(stderr, "cache") {
+					t.Errorf("exit %d, want %d saying %q: %s", code, exitBadInput, tc.says, stderr)
+				}
+				if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+					t.Errorf("%s holds %d entries after a refusal, want none", dir, len(entries))
+				}
+			})
+		}
 	}
 }

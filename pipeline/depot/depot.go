@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/snofactory/snofactory/pipeline/output"
 	"github.com/snofactory/snofactory/pipeline/smallfile"
 	"io"
 	"log/slog"
@@ -134,6 +135,13 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	}
 	if err := checkNames(cfg.Builds); err != nil {
 		return nil, err
+	}
+	// The depot rewrites its output directory and every build's under it; a cache there, or
+	// an output inside the cache, would have one clean out the other.
+	if cfg.Cache != nil {
+		if err := output.CheckApart(output.Named{Flag: "--output-dir", Path: cfg.OutputDir}, output.Named{Flag: "--cache-dir", Path: cfg.Cache.Dir}); err != nil {
+			return nil, badinput.Wrap(err)
+		}
 	}
 	if err := checkWatermark(cfg); err != nil {
 		return nil, err

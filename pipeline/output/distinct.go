@@ -71,3 +71,49 @@ func resolved(path string) string {
 	}
 	return abs
 }
+
+// CheckApart refuses two directories of one command (a and b, each named by its flag) that
+// are the same directory, or one inside the other: what is written into one would land in,
+// or be cleaned out of, the other (a build's output directory inside its cache, a cache
+// inside an output directory a depot rewrites). Paths are compared once made absolute with
+// their symlinks resolved, as far as they exist; an empty path is skipped.
+func CheckApart(a, b Named) error {
+	if a.Path == "" || b.Path == "" {
+		return nil
+	}
+	ra, rb := resolvedDir(a.Path), resolvedDir(b.Path)
+	switch {
+	case SameFile(a.Path, b.Path):
+		return &Error{Path: b.Path, Problem: fmt.Sprintf("%s is the same directory as %s %s; give each its own", b.Flag, a.Flag, a.Path)}
+	case inside(ra, rb):
+		return &Error{Path: b.Path, Problem: fmt.Sprintf("%s is inside %s %s; give each a directory of its own, neither inside the other", b.Flag, a.Flag, a.Path)}
+	case inside(rb, ra):
+		return &Error{Path: b.Path, Problem: fmt.Sprintf("%s holds %s %s; give each a directory of its own, neither inside the other", b.Flag, a.Flag, a.Path)}
+	}
+	return nil
+}
+
+// resolvedDir is path made absolute with the symlinks of its nearest existing ancestor
+// resolved: a directory a command is about to create may be several levels deep.
+func resolvedDir(path string) string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return filepath.Clean(path)
+	}
+	rest := ""
+	for p := abs; ; p = filepath.Dir(p) {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			return filepath.Join(r, rest)
+		}
+		if p == filepath.Dir(p) {
+			return abs
+		}
+		rest = filepath.Join(filepath.Base(p), rest)
+	}
+}
+
+// inside tells whether path lies below dir (both resolved).
+func inside(dir, path string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != "." && filepath.IsLocal(rel)
+}

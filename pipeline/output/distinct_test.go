@@ -49,3 +49,42 @@ func TestCheckAll(t *testing.T) {
 		})
 	}
 }
+
+func TestCheckApart(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	cache := filepath.Join(dir, "cache")
+	link := filepath.Join(dir, "link")
+	if err := os.Mkdir(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(out, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name       string
+		a, b, says string
+	}{
+		{"apart", out, cache, ""},
+		{"siblings sharing a prefix", out, out + "-cache", ""},
+		{"the same", out, out, "same directory"},
+		{"the same through a symlink", link, out, "same directory"},
+		{"inside", out, filepath.Join(out, "cache"), "is inside"},
+		{"inside through a symlink", out, filepath.Join(link, "x", "cache"), "is inside"},
+		{"containing", filepath.Join(cache, "out"), cache, "holds"},
+		{"a relative path", ".", "sub", "is inside"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := CheckApart(Named{"--output-dir", tc.a}, Named{"--cache-dir", tc.b})
+			if tc.says == "" {
+				if err != nil {
+					t.Fatalf("CheckApart: %v", err)
+				}
+				return
+			}
+			if !IsRefused(err) || !strings.Contains(err.Error(), tc.says) || !strings.Contains(err.Error(), "--output-dir") || !strings.Contains(err.Error(), "--cache-dir") {
+				t.Fatalf("CheckApart = %v, want a refusal naming both flags and %q", err, tc.says)
+			}
+		})
+	}
+}
