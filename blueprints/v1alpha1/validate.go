@@ -738,7 +738,7 @@ func (c *checker) readFile(path, abs, what string, limit int64) ([]byte, bool) {
 	data, err := smallfile.Read(abs, limit)
 	switch {
 	case errors.Is(err, smallfile.ErrTooLarge):
-		c.Add(path, fmt.Sprintf("%s is larger than %d bytes", what, limit), "")
+		c.Add(path, fmt.Sprintf("%s %s is larger than %d bytes", what, abs, limit), "")
 		return nil, false
 	case err != nil:
 		c.Add(path, fmt.Sprintf("cannot read %s: %v", what, err), "")

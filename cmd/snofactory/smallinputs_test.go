@@ -3,14 +3,19 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/pipeline/depot"
+	"github.com/snofactory/snofactory/seeds/artifact/seed"
+	"github.com/snofactory/snofactory/seeds/artifact/seed/seedtest"
 	"github.com/snofactory/snofactory/seeds/artifact/trust"
 	"github.com/snofactory/snofactory/stages/liveiso/coreiso"
 	"github.com/snofactory/snofactory/stages/validate"
@@ -39,6 +44,38 @@ func hostileSmallFile(t *testing.T, kind, path string, limit int64) string {
 		t.Fatal(err)
 	}
 	return want
+}
+
+// copyBlueprint copies blueprints/NAME.yaml and its directory into dir and returns the
+// copy of the blueprint.
+func copyBlueprint(t *testing.T, dir, name string) string {
+	t.Helper()
+	if err := os.CopyFS(filepath.Join(dir, name), os.DirFS(filepath.Join("..", "..", "blueprints", name))); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join("..", "..", "blueprints", name+".yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, name+".yaml")
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// listTree lists every path under dir with its size, to tell that a command wrote nothing.
+func listTree(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil {
+			fi, _ := d.Info()
+			out = append(out, fmt.Sprintf("%s %v %d", p, fi.Mode(), fi.Size()))
+		}
+		return nil
+	})
+	return out
 }
 
 // runGuarded runs the CLI in a goroutine so a read that blocks fails the test with the
@@ -112,6 +149,31 @@ func TestSmallInputsRefuseSpecialAndHugeFiles(t *testing.T) {
 		{"a depot's depot.json", depot.MaxStatusFile, func(dir string) (string, []string) {
 			return filepath.Join(dir, depot.StatusFile), []string{"depot", "status", dir}
 		}},
+		{"a blueprint's pull secret", pipeline.MaxSecretFile, func(dir string) (string, []string) {
+			bp := copyBlueprint(t, dir, "du-profile")
+			secret := filepath.Join(dir, "du-profile", "pull-secret.json")
+			os.Remove(secret)
+			return secret, []string{"validate", bp}
+		}},
+		{"iso embed --network-keyfile", coreiso.MaxKeyfile, func(dir string) (string, []string) {
+			iso := filepath.Join(dir, "live.iso")
+			os.WriteFile(iso, []byte("not read before the keyfiles"), 0o644)
+			ign := filepath.Join(dir, "config.ign")
+			os.WriteFile(ign, []byte(`{"ignition":{"version":"3.4.0"}}`), 0o644)
+			p := filepath.Join(dir, "eth0.nmconnection")
+			return p, []string{"iso", "embed", "-i", ign, "--network-keyfile", p, "-o", filepath.Join(dir, "out.iso"), iso}
+		}},
+		{"an OCI layout's index.json", 4 << 20, func(dir string) (string, []string) {
+			layout := filepath.Join(dir, "layout")
+			os.Mkdir(layout, 0o755)
+			return filepath.Join(layout, "index.json"), []string{"seed", "inspect", "oci:" + layout + ":v1"}
+		}},
+		{"seed push --attach", 64 << 20, func(dir string) (string, []string) {
+			seedDir := filepath.Join(dir, "seed")
+			seedtest.Write(t, seedDir, seedtest.Options{RawSize: 1 << 20, Seed: 3, Formats: []string{seed.FormatRaw}})
+			p := filepath.Join(dir, "report.json")
+			return p, []string{"seed", "push", "--attach", p + "=application/json", seedDir, "oci:" + filepath.Join(dir, "pushed") + ":v1"}
+		}},
 		{"iso embed -i", coreiso.MaxIgnitionFile, func(dir string) (string, []string) {
 			iso := filepath.Join(dir, "live.iso")
 			os.WriteFile(iso, []byte("not read before the config"), 0o644)
@@ -130,9 +192,13 @@ func TestSmallInputsRefuseSpecialAndHugeFiles(t *testing.T) {
 					// followed: refused before it is opened.
 					want = "is a symlink"
 				}
+				before := listTree(t, dir)
 				code, stderr := runGuarded(t, args...)
 				if code != exitBadInput {
 					t.Errorf("exit %d, want %d: %s", code, exitBadInput, stderr)
+				}
+				if after := listTree(t, dir); !slices.Equal(before, after) {
+					t.Errorf("the refused command changed %s: %v, then %v", dir, before, after)
 				}
 				for _, s := range []string{hostile, want} {
 					if !strings.Contains(stderr, s) {

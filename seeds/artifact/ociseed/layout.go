@@ -13,6 +13,7 @@ import (
 	specs "github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/snofactory/snofactory/pipeline/badinput"
 	"github.com/snofactory/snofactory/pipeline/ctxio"
 	"github.com/snofactory/snofactory/seeds/artifact/seed"
 	"github.com/snofactory/snofactory/seeds/checks/smallfile"
@@ -101,6 +102,10 @@ func (l *layoutStore) index() (ocispec.Index, error) {
 	b, err := smallfile.Read(filepath.Join(l.dir, ocispec.ImageIndexFile), maxMetadata)
 	if errors.Is(err, os.ErrNotExist) {
 		return idx, nil
+	}
+	if errors.Is(err, smallfile.ErrNotRegular) || errors.Is(err, smallfile.ErrTooLarge) {
+		// A FIFO, a device or a huge file is the user's layout, not a failure to retry.
+		return idx, badinput.Errorf("reading the OCI layout index: %w", err)
 	}
 	if err != nil {
 		return idx, fmt.Errorf("reading the OCI layout index: %w", err)

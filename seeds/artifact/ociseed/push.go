@@ -45,6 +45,9 @@ func Push(ctx context.Context, dir, ref string, opts ...Option) (*Result, error)
 	if err != nil {
 		return nil, err
 	}
+	if err := readReferrers(o.referrers); err != nil {
+		return nil, err
+	}
 	cfg, err := os.ReadFile(filepath.Join(dir, seed.ManifestFile))
 	if err != nil {
 		return nil, fmt.Errorf("reading the seed manifest: %w", err)

@@ -12,6 +12,7 @@ import (
 	specs "github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/snofactory/snofactory/pipeline/badinput"
 	"github.com/snofactory/snofactory/seeds/artifact/seed"
 	"github.com/snofactory/snofactory/seeds/checks/smallfile"
 )
@@ -20,6 +21,21 @@ import (
 type Referrer struct {
 	File         string // path of the file to attach
 	ArtifactType string // e.g. "application/vnd.snofactory.validation.v1+json"
+	data         []byte // File's content, once read by readReferrers
+}
+
+// readReferrers reads every file to attach before anything is pushed, so a FIFO, a device
+// or a file over the cap is the user's input refused up front, not a failure after the
+// seed was sent.
+func readReferrers(rs []Referrer) error {
+	for i := range rs {
+		b, err := smallfile.Read(rs[i].File, maxAttachment)
+		if err != nil {
+			return badinput.Errorf("--attach: %w", err)
+		}
+		rs[i].data = b
+	}
+	return nil
 }
 
 // manifestDescriptor describes a manifest as a subject.
@@ -40,9 +56,12 @@ func pushReferrer(ctx context.Context, t target, subject ocispec.Descriptor, r R
 	if r.ArtifactType == "" {
 		return "", fmt.Errorf("attaching %s: no artifact type", r.File)
 	}
-	b, err := smallfile.Read(r.File, maxAttachment)
-	if err != nil {
-		return "", fmt.Errorf("attaching to the seed: %w", err)
+	b := r.data
+	if b == nil {
+		var err error
+		if b, err = smallfile.Read(r.File, maxAttachment); err != nil {
+			return "", fmt.Errorf("attaching to the seed: %w", err)
+		}
 	}
 	name := filepath.Base(r.File)
 	mt := "application/octet-stream"
