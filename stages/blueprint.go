@@ -351,3 +351,11 @@ func ClusterCheckProfile(bp *v1alpha1.Blueprint) (skip map[string]string, opts v
 	vo := validateOptions(bp)
 	return vo.Skip, validate.Options{ShipmentWindow: vo.ShipmentWindow}
 }
+
+// CheckLock reads the lock file a build --locked will hold the resolution to, before any
+// stage runs: one that is missing, not a regular file, over its cap or malformed is the
+// user's input, refused up front rather than by the resolve stage as a failed build.
+func CheckLock(path string) error {
+	_, err := resolve.ReadLock(path)
+	return err
+}

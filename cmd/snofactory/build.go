@@ -72,7 +72,7 @@ func loadGraph(path string, gf graphFlags) (*v1alpha1.Blueprint, *pipeline.Graph
 	}
 	if locked {
 		opts.LockFile = blueprints.LockPath(path)
-		if _, err := os.Stat(opts.LockFile); err != nil {
+		if err := stages.CheckLock(opts.LockFile); err != nil {
 			return nil, nil, nil, badInput(fmt.Errorf("--locked: %w; create it with: snofactory lock %s", err, path))
 		}
 	}

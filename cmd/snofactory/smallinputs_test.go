@@ -155,6 +155,11 @@ func TestSmallInputsRefuseSpecialAndHugeFiles(t *testing.T) {
 			os.Remove(secret)
 			return secret, []string{"validate", bp}
 		}},
+		{"build --locked's lock file", 16 << 20, func(dir string) (string, []string) {
+			bp := copyBlueprint(t, dir, "du-profile")
+			return filepath.Join(dir, "du-profile.lock.json"), []string{"build", "--locked", "--until", "resolve",
+				"--output-dir", filepath.Join(dir, "out"), "--cache-dir", filepath.Join(dir, "cache"), bp}
+		}},
 		{"iso embed --network-keyfile", coreiso.MaxKeyfile, func(dir string) (string, []string) {
 			iso := filepath.Join(dir, "live.iso")
 			os.WriteFile(iso, []byte("not read before the keyfiles"), 0o644)
