@@ -160,6 +160,12 @@ func TestSmallInputsRefuseSpecialAndHugeFiles(t *testing.T) {
 			return filepath.Join(dir, "du-profile.lock.json"), []string{"build", "--locked", "--until", "resolve",
 				"--output-dir", filepath.Join(dir, "out"), "--cache-dir", filepath.Join(dir, "cache"), bp}
 		}},
+		{"registry credentials (REGISTRY_AUTH_FILE)", 1 << 20, func(dir string) (string, []string) {
+			p := filepath.Join(dir, "auth.json")
+			t.Setenv("REGISTRY_AUTH_FILE", p)
+			// Nothing listens on port 1: the credentials are read before any connection.
+			return p, []string{"seed", "inspect", "docker://127.0.0.1:1/seeds/demo:1"}
+		}},
 		{"iso embed --network-keyfile", coreiso.MaxKeyfile, func(dir string) (string, []string) {
 			iso := filepath.Join(dir, "live.iso")
 			os.WriteFile(iso, []byte("not read before the keyfiles"), 0o644)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/authn"
 
+	"github.com/snofactory/snofactory/pipeline/badinput"
 	"github.com/snofactory/snofactory/seeds/checks/smallfile"
 )
 
@@ -61,6 +62,10 @@ func (containersKeychain) Resolve(r authn.Resource) (authn.Authenticator, error)
 	b, err := smallfile.Read(file, maxAuthFile)
 	if errors.Is(err, os.ErrNotExist) {
 		return authn.Anonymous, nil
+	}
+	if errors.Is(err, smallfile.ErrNotRegular) || errors.Is(err, smallfile.ErrTooLarge) {
+		// A FIFO, a device or a huge file named as the credentials is the user's input.
+		return nil, badinput.Errorf("reading registry credentials: %w", err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading registry credentials: %w", err)
