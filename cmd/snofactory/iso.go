@@ -55,7 +55,7 @@ around a larger images/ignition.img (needs xorriso) unless --no-rebuild.`,
 			if config == "" {
 				return badInput(fmt.Errorf("missing -i CONFIG (an Ignition config file, or - for stdin)"))
 			}
-			cfg, err := coreiso.ReadIgnition(config, cmd.InOrStdin())
+			cfg, err := coreiso.ReadIgnition(cmd.Context(), config, cmd.InOrStdin())
 			if err != nil {
 				return badInput(err)
 			}

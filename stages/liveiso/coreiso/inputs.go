@@ -1,10 +1,12 @@
 package coreiso
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"path/filepath"
 
+	"github.com/snofactory/snofactory/pipeline/ctxio"
 	"github.com/snofactory/snofactory/seeds/checks/smallfile"
 )
 
@@ -17,14 +19,14 @@ const (
 )
 
 // ReadIgnition reads the Ignition config to embed from path, or from stdin when path is
-// "-".
-func ReadIgnition(path string, stdin io.Reader) ([]byte, error) {
+// "-", until ctx ends: stdin may be a terminal or a pipe that never ends.
+func ReadIgnition(ctx context.Context, path string, stdin io.Reader) ([]byte, error) {
 	var (
 		cfg []byte
 		err error
 	)
 	if path == "-" {
-		if cfg, err = io.ReadAll(io.LimitReader(stdin, MaxIgnitionFile+1)); err == nil && len(cfg) > MaxIgnitionFile {
+		if cfg, err = io.ReadAll(io.LimitReader(ctxio.Abandoning(ctx, stdin), MaxIgnitionFile+1)); err == nil && len(cfg) > MaxIgnitionFile {
 			err = fmt.Errorf("stdin: larger than %d bytes", MaxIgnitionFile)
 		}
 	} else {

@@ -22,7 +22,7 @@ func TestReadIgnition(t *testing.T) {
 		{"missing", filepath.Join(dir, "none.ign"), "", "reading the Ignition config: "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := ReadIgnition(tc.path, strings.NewReader(`{"from":"stdin"}`))
+			got, err := ReadIgnition(t.Context(), tc.path, strings.NewReader(`{"from":"stdin"}`))
 			if tc.wantErr != "" {
 				if err == nil || !strings.HasPrefix(err.Error(), tc.wantErr) {
 					t.Fatalf("error %v, want %q...", err, tc.wantErr)
