@@ -72,13 +72,13 @@ func runContext(parent context.Context, args []string, stdout, stderr io.Writer)
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintln(stderr, "snofactory:", err)
-	if ctx.Err() != nil && exitCode(err) == exitFailed {
-		// Stopped by Ctrl-C or SIGTERM, having cleaned up (a command that ends normally on
-		// Ctrl-C, such as seed boot --hold, returned no error above).
-		return exitInterrupted
+	if code = exitCode(err); ctx.Err() != nil && (code == exitFailed || errors.Is(err, context.Cause(ctx)) || errors.Is(err, ctx.Err())) {
+		// Stopped by Ctrl-C or SIGTERM, having cleaned up, even mid-read of the user's input
+		// (a command that ends normally on Ctrl-C, such as seed boot --hold, returns nil).
+		code, err = exitInterrupted, fmt.Errorf("interrupted (%v): %w", context.Cause(ctx), err)
 	}
-	return exitCode(err)
+	fmt.Fprintln(stderr, "snofactory:", err)
+	return code
 }
 
 // exitCode is the one place an error becomes an exit code: the user's input (exitBadInput)
