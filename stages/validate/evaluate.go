@@ -141,5 +141,10 @@ func Evaluate(ctx context.Context, in Inputs) (*Report, error) {
 		}
 		results = append(results, Result{CheckInfo: c, Status: o.status, Message: o.message, Evidence: o.evidence})
 	}
+	// Checks cut short by Ctrl-C failed for no fault of the cluster: a report of them would
+	// blame it, so the interruption is the answer.
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("checking the cluster: %w", context.Cause(ctx))
+	}
 	return newReport(results), nil
 }
