@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -434,6 +436,19 @@ func TestExecToolErrorAndGroupKill(t *testing.T) {
 	// delivers it. A survivor keeps this loop, and so the test, running until its timeout.
 	for syscall.Kill(pid, 0) == nil {
 		time.Sleep(time.Millisecond) // paces the poll; the condition is the event
+	}
+}
+
+// A tool that leaves a process behind outside its group (a daemon in its own session)
+// holding its output pipe returns once the tool is gone: the orphan is not waited for.
+func TestRunToolReturnsDespiteAnOrphanHoldingItsOutput(t *testing.T) {
+	var out bytes.Buffer // not a file: RunTool copies from a pipe the orphan holds
+	err := RunTool(t.Context(), exec.Command("sh", "-c", "setsid sleep 600 & echo $!"), &out)
+	if pid, _ := strconv.Atoi(strings.TrimSpace(out.String())); pid > 0 {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	if err != nil && !errors.Is(err, exec.ErrWaitDelay) {
+		t.Fatalf("got %v", err)
 	}
 }
 

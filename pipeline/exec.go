@@ -63,6 +63,11 @@ func RunTool(ctx context.Context, cmd *exec.Cmd, w io.Writer) error {
 	}
 	cmd.SysProcAttr.Setpgid = true
 	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	if cmd.WaitDelay == 0 {
+		// A process the tool left behind outside its group (a daemon it spawned) may hold
+		// its output pipe open forever: once the tool is gone, stop copying after a moment.
+		cmd.WaitDelay = time.Second
+	}
 	if err := cmd.Start(); err != nil {
 		return &ToolError{Tool: toolName(cmd), Args: cmd.Args, ExitCode: -1, Err: err}
 	}
