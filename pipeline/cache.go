@@ -18,6 +18,7 @@ import (
 
 	"github.com/snofactory/snofactory/pipeline/clock"
 	"github.com/snofactory/snofactory/pipeline/ctxio"
+	"github.com/snofactory/snofactory/pipeline/flock"
 )
 
 // Cache is a content-addressed store of stage outputs, safe to share between concurrent builds
@@ -198,8 +199,10 @@ func (c *Cache) commit(staged string, e Entry) (Entry, error) {
 }
 
 // lock takes the per-entry lock, waiting until it is free or ctx ends (Ctrl-C while another
-// build makes the same entry). Locks are flocks, so a killed build releases them.
-func (c *Cache) lock(ctx context.Context, key string) (unlock func(), err error) {
+// build makes the same entry). Locks are flocks, so a killed build releases them. waiting,
+// if not nil, is called once when the lock is held elsewhere, so a build that waits says so
+// instead of looking hung.
+func (c *Cache) lock(ctx context.Context, key string, waiting func(lock string)) (unlock func(), err error) {
 	d := filepath.Join(c.Dir, "locks")
 	if err := os.MkdirAll(d, 0o755); err != nil {
 		return nil, err
@@ -207,6 +210,9 @@ func (c *Cache) lock(ctx context.Context, key string) (unlock func(), err error)
 	f, err := os.OpenFile(filepath.Join(d, key+".lock"), os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, err
+	}
+	if ok, err := flock.TryLock(f); !ok && err == nil && waiting != nil {
+		waiting(f.Name())
 	}
 	if err := LockFile(ctx, f); err != nil {
 		f.Close()

@@ -473,7 +473,9 @@ func runStage(ctx context.Context, s Stage, in KeyInputs, outputs map[string]str
 	forced := slices.Contains(opts.Selection.Force, s.Name)
 	since := func() Duration { return Duration(opts.Clock.Now().Sub(start)) }
 
-	unlock, err := c.lock(ctx, key)
+	unlock, err := c.lock(ctx, key, func(lock string) {
+		em.emit(Event{Kind: EventLog, Stage: s.Name, Message: WaitingForEntry + " (it holds " + lock + ")"})
+	})
 	if err != nil {
 		return sr, err
 	}
@@ -535,6 +537,10 @@ func runStage(ctx context.Context, s Stage, in KeyInputs, outputs map[string]str
 	em.emit(Event{Kind: EventStageDone, Stage: s.Name, Key: key, Cache: "miss", Duration: time.Duration(sr.Duration)})
 	return sr, nil
 }
+
+// WaitingForEntry begins the log event of a stage waiting for another build (of this
+// process or another) that holds its cache entry's lock; a depot shows it on its own log.
+const WaitingForEntry = "waiting for another build making the same cache entry"
 
 // acquire takes the stage's resources from the build's slots, saying so when it has to
 // wait for them.

@@ -717,16 +717,24 @@ func TestModifiedEntryIsRebuilt(t *testing.T) {
 	}
 }
 
-// Ctrl-C while another build holds the entry's lock stops the wait instead of hanging.
+// Ctrl-C while another build holds the entry's lock stops the wait instead of hanging, and
+// the wait is announced (naming the lock) before it starts.
 func TestWaitingForAnEntryLockIsCancellable(t *testing.T) {
 	c := &Cache{Dir: t.TempDir()}
-	unlock, err := c.lock(context.Background(), strings.Repeat("a", 64))
+	var waited []string
+	unlock, err := c.lock(context.Background(), strings.Repeat("a", 64), func(l string) { waited = append(waited, l) })
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer unlock()
-	if _, err := c.lock(waittest.CancelOnWait(), strings.Repeat("a", 64)); !errors.Is(err, context.Canceled) {
+	if len(waited) != 0 {
+		t.Fatalf("a free lock announced a wait: %v", waited)
+	}
+	if _, err := c.lock(waittest.CancelOnWait(), strings.Repeat("a", 64), func(l string) { waited = append(waited, l) }); !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v", err)
+	}
+	if len(waited) != 1 || !strings.HasSuffix(waited[0], strings.Repeat("a", 64)+".lock") {
+		t.Fatalf("waits announced: %v; want the held lock, once", waited)
 	}
 }
 

@@ -318,6 +318,10 @@ func (r *runner) attempt(ctx context.Context, i int) (*pipeline.Record, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		enc.Encode(e)
+		if e.Kind == pipeline.EventLog && strings.HasPrefix(e.Message, pipeline.WaitingForEntry) {
+			// Only the build's log would say why it stands still.
+			r.cfg.Log.Info(e.Message, "build", b.Name, "stage", e.Stage)
+		}
 	})
 	return pipeline.Build(ctx, g, pipeline.BuildOptions{Cache: r.cfg.Cache, OutputDir: b.OutputDir, Selection: r.cfg.Selection,
 		Secrets: secrets, Sink: sink, Slots: r.cfg.Slots})
