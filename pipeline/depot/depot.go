@@ -179,8 +179,12 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	r.mu.Lock()
 	r.sum.Finished = time.Now()
 	r.sum.Status = StatusSucceeded
-	for _, b := range r.sum.Builds {
-		if b.Status != StatusSucceeded {
+	for i, b := range r.sum.Builds {
+		switch {
+		case ctx.Err() != nil && b.Status != StatusSucceeded:
+			// Stopped by Ctrl-C, not failed: started again, the depot finishes them.
+			r.sum.Status, r.sum.Builds[i].Status = StatusInterrupted, StatusInterrupted
+		case b.Status != StatusSucceeded:
 			r.sum.Status = StatusFailed
 		}
 	}

@@ -243,3 +243,31 @@ func TestDepotRefusesUnmeetableWatermark(t *testing.T) {
 		t.Fatalf("err = %v, want the watermark refused", err)
 	}
 }
+
+// A depot stopped by Ctrl-C records itself and its unfinished builds as interrupted, not
+// failed: nothing about them is wrong, and run again it finishes them.
+func TestRunStoppedByCtrlCIsInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	out := t.TempDir()
+	load := func(path string) (*pipeline.Graph, pipeline.SecretSource, error) {
+		return &pipeline.Graph{Blueprint: filepath.Base(path), Stages: []pipeline.Stage{{Name: "s", Version: "1", Options: path,
+			Run: func(ctx context.Context, env *pipeline.Env) error {
+				cancel() // Ctrl-C while the first build runs
+				<-ctx.Done()
+				return ctx.Err()
+			}}}}, pipeline.SecretSet{}, nil
+	}
+	sum, err := Run(ctx, Config{
+		Builds: []Build{{Name: "a", Blueprint: "/b/a"}, {Name: "b", Blueprint: "/b/b"}}, Load: load,
+		Cache: &pipeline.Cache{Dir: t.TempDir()}, OutputDir: out, MaxParallel: 1, Log: slog.New(slog.DiscardHandler),
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err %v, want context.Canceled", err)
+	}
+	st, rerr := ReadStatus(out)
+	for _, s := range []*Summary{sum, st} {
+		if rerr != nil || s.Status != StatusInterrupted || s.Builds[0].Status != StatusInterrupted || s.Builds[1].Status != StatusInterrupted {
+			t.Fatalf("summary %+v (%v): want the depot and both builds interrupted", s, rerr)
+		}
+	}
+}
