@@ -31,12 +31,21 @@ func (e *Error) Unwrap() error { return e.Err }
 // Decode decodes b, which must hold exactly one JSON document, into v. Duplicate keys (at
 // any depth), keys v has no field for, and anything but white space after the document
 // are errors, as *Error.
-func Decode(b []byte, v any) error {
+func Decode(b []byte, v any) error { return decode(b, v, true) }
+
+// DecodeOpen is Decode for a format whose specification tells readers to ignore fields
+// they do not know (OCI manifests and indexes, DSSE envelopes, a registry's config): keys v
+// has no field for are skipped, but duplicate keys and trailing data are still errors.
+func DecodeOpen(b []byte, v any) error { return decode(b, v, false) }
+
+func decode(b []byte, v any, closed bool) error {
 	if err := checkKeys(b); err != nil {
 		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
+	if closed {
+		dec.DisallowUnknownFields()
+	}
 	if err := dec.Decode(v); err != nil {
 		return located(b, err)
 	}

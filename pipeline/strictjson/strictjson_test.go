@@ -68,3 +68,32 @@ func TestPosition(t *testing.T) {
 		}
 	}
 }
+
+// DecodeOpen skips unknown keys, and refuses what Decode refuses otherwise.
+func TestDecodeOpen(t *testing.T) {
+	for _, tc := range []struct {
+		name, in  string
+		line, col int
+		want      string
+	}{
+		{"unknown field", `{"name":"a","future":{"x":1}}`, 0, 0, ""},
+		{"duplicate key", "{\"name\":\"a\",\n\"name\":\"b\"}", 2, 1, `duplicate key "name" (first at line 1, column 2)`},
+		{"duplicate unknown key at depth", `{"future":{"x":1,"x":2}}`, 1, 18, `duplicate key "x"`},
+		{"data after the document", `{"name":"a"}{}`, 1, 13, "data after the JSON document"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var d doc
+			err := strictjson.DecodeOpen([]byte(tc.in), &d)
+			if tc.want == "" {
+				if err != nil || d.Name != "a" {
+					t.Fatalf("DecodeOpen = %v, name %q", err, d.Name)
+				}
+				return
+			}
+			var se *strictjson.Error
+			if !errors.As(err, &se) || se.Line != tc.line || se.Col != tc.col || !strings.Contains(se.Error(), tc.want) {
+				t.Errorf("DecodeOpen = %v, want %q at %d:%d", err, tc.want, tc.line, tc.col)
+			}
+		})
+	}
+}
