@@ -270,7 +270,7 @@ func (d *Decoder) keys(n *yaml.Node, path string, fn func(k, v *yaml.Node)) {
 			continue
 		}
 		if first, dup := seen[k.Value]; dup {
-			d.Add(k, Join(path, k.Value), fmt.Sprintf("duplicate key %q (first at line %d)", k.Value, first.Line), "remove one of them")
+			d.Add(k, Join(path, k.Value), duplicateMessage(k.Value, first), "remove one of them")
 			continue
 		}
 		seen[k.Value] = k

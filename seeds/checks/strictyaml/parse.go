@@ -18,6 +18,25 @@ import (
 // checks that its root is a mapping with a known apiVersion. It returns the root mapping,
 // or false when the document cannot be decoded (the problems are recorded).
 func (d *Decoder) Parse(data []byte) (*yaml.Node, bool) {
+	root, ok := d.ParseDocument(data)
+	if !ok {
+		return nil, false
+	}
+	if root.Kind != yaml.MappingNode {
+		d.Add(root, "", fmt.Sprintf("a %s is a mapping, got %s", d.noun, Describe(root)), "start with apiVersion: "+d.current())
+		return nil, false
+	}
+	if !d.checkAPIVersion(root) {
+		return nil, false
+	}
+	return root, true
+}
+
+// ParseDocument is the first half of Parse, for a document in another tool's format that
+// the caller decodes in part (an install-config.yaml): exactly one YAML document, bounded
+// (CheckTree). Its apiVersion is not judged; the caller checks for duplicate keys with
+// Duplicates before it decodes.
+func (d *Decoder) ParseDocument(data []byte) (*yaml.Node, bool) {
 	if !utf8.Valid(data) && !hasBOM16(data) {
 		// yaml.v3 reports encoding errors without a position; find the byte ourselves.
 		d.AddAt(offsetPosition(data, firstInvalidUTF8(data)), "", "invalid YAML: the file is not valid UTF-8", "save the file as UTF-8")
@@ -43,14 +62,46 @@ func (d *Decoder) Parse(data []byte) (*yaml.Node, bool) {
 	if !d.CheckTree(root) {
 		return nil, false
 	}
-	if root.Kind != yaml.MappingNode {
-		d.Add(root, "", fmt.Sprintf("a %s is a mapping, got %s", d.noun, Describe(root)), "start with apiVersion: "+d.current())
-		return nil, false
-	}
-	if !d.checkAPIVersion(root) {
-		return nil, false
-	}
 	return root, true
+}
+
+// Duplicates records, at the second key, every key that a mapping anywhere under n names
+// twice, with its path. Decode finds the duplicates of the fields it decodes; a caller
+// that decodes only part of a document (the rest is another tool's) calls this on the
+// whole of it, so two readers of the file can never see two different documents. Aliases
+// are not followed: the anchor is checked where it is defined. It tells whether there
+// were none.
+func (d *Decoder) Duplicates(n *yaml.Node, path string) bool {
+	before := len(d.problems)
+	var walk func(n *yaml.Node, path string, depth int)
+	walk = func(n *yaml.Node, path string, depth int) {
+		if depth > maxDepth || d.aborted {
+			return // CheckTree has refused such a document already
+		}
+		switch n.Kind {
+		case yaml.SequenceNode:
+			for i, c := range n.Content {
+				walk(c, fmt.Sprintf("%s[%d]", path, i), depth+1)
+			}
+		case yaml.MappingNode:
+			seen := map[string]*yaml.Node{}
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k := n.Content[i]
+				if first, dup := seen[k.Value]; dup && k.Kind == yaml.ScalarNode {
+					d.Add(k, Join(path, k.Value), duplicateMessage(k.Value, first), "remove one of them")
+					continue
+				}
+				seen[k.Value] = k
+				walk(n.Content[i+1], Join(path, k.Value), depth+1)
+			}
+		}
+	}
+	walk(n, path, 0)
+	return len(d.problems) == before
+}
+
+func duplicateMessage(key string, first *yaml.Node) string {
+	return fmt.Sprintf("duplicate key %q (first at line %d, column %d)", key, first.Line, first.Column)
 }
 
 // parseDocuments decodes the first document of data and tries a second one: it returns

@@ -62,7 +62,7 @@ func TestParseAndDecode(t *testing.T) {
 		{"not UTF-8", head + "spec:\n  name: \xff\n", 4, 9, "", "not valid UTF-8", "save the file as UTF-8"},
 		{"syntax", head + "spec: [\n", 3, 0, "", "invalid YAML", ""},
 		{"unknown field", head + "spec:\n  nmae: a\n", 4, 3, "spec.nmae", "unknown field", `"name"`},
-		{"duplicate key", head + "spec:\n  name: a\n  name: b\n", 5, 3, "spec.name", "duplicate key \"name\" (first at line 4)", "remove one"},
+		{"duplicate key", head + "spec:\n  name: a\n  name: b\n", 5, 3, "spec.name", "duplicate key \"name\" (first at line 4, column 3)", "remove one"},
 		{"string for int", head + "spec:\n  count: many\n", 4, 10, "spec.count", "expected an integer", ""},
 		{"mapping for string", head + "spec:\n  name: {a: b}\n", 4, 9, "spec.name", "expected a string, got a mapping", ""},
 		{"scalar for list", head + "spec:\n  items: x\n", 4, 10, "spec.items", "expected a list", ""},
@@ -244,5 +244,43 @@ func TestUnsupported(t *testing.T) {
 	ps := d.Problems()
 	if len(ps) != 2 || ps[0].Message != "legacy is not supported" || ps[0].Hint != "drop it" || ps[1].Message != "unknown field" {
 		t.Errorf("problems = %v", ps)
+	}
+}
+
+// ParseDocument and Duplicates read another tool's document, whatever its fields: one
+// document only, and no key twice in any mapping, however deep.
+func TestParseDocumentDuplicates(t *testing.T) {
+	tests := []struct {
+		name, data string
+		line, col  int // of the first problem; 0 for none
+		path, msg  string
+	}{
+		{"valid", "a: 1\nb: {c: [1, {d: 2}]}\n", 0, 0, "", ""},
+		{"same key in sibling mappings", "a: {x: 1}\nb: {x: 1}\nl: [{x: 1}, {x: 2}]\n", 0, 0, "", ""},
+		{"duplicated key", "a: 1\nb: 2\na: 3\n", 3, 1, "a", `duplicate key "a" (first at line 1, column 1)`},
+		{"duplicate at depth", "a:\n  l:\n  - x: 1\n    y: 2\n    x: 3\n", 5, 5, "a.l[0].x", `duplicate key "x" (first at line 3, column 5)`},
+		{"data after the document", "a: 1\n---\nb: 2\n", 2, 1, "", "more than one YAML document"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := newDecoder()
+			if root, ok := d.ParseDocument([]byte(tt.data)); ok {
+				d.Duplicates(root, "")
+			}
+			ps := d.Problems()
+			if tt.msg == "" {
+				if len(ps) > 0 {
+					t.Fatalf("problems: %v", ps)
+				}
+				return
+			}
+			if len(ps) == 0 {
+				t.Fatal("no problem reported")
+			}
+			p := ps[0]
+			if p.File != "doc.yaml" || p.Line != tt.line || p.Col != tt.col || p.Path != tt.path || !strings.Contains(p.Message, tt.msg) {
+				t.Errorf("got %s, want doc.yaml:%d:%d: %s: ...%s...", p, tt.line, tt.col, tt.path, tt.msg)
+			}
+		})
 	}
 }

@@ -1,7 +1,6 @@
 package siteconfig
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -80,13 +79,21 @@ var ibiPaths = []struct{ spec, ibi string }{
 	{"metadata.name", "metadata.name"},
 }
 
-// isImageBasedConfig tells whether data is an ImageBasedConfig document (its top-level
-// kind), without judging anything else about it.
+// isImageBasedConfig tells whether data is an ImageBasedConfig document (a top-level kind
+// says so), without judging anything else about it: a duplicated key is for the strict
+// decoder to report at its place, not a reason to read the file as another kind.
 func isImageBasedConfig(data []byte) bool {
-	var head struct {
-		Kind string `yaml:"kind"`
+	var doc yaml.Node
+	if yaml.Unmarshal(data, &doc) != nil || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
+		return false
 	}
-	return yaml.Unmarshal(data, &head) == nil && head.Kind == ImageBasedConfigKind
+	m := doc.Content[0].Content
+	for i := 0; i+1 < len(m); i += 2 {
+		if m[i].Value == "kind" && m[i+1].Value == ImageBasedConfigKind {
+			return true
+		}
+	}
+	return false
 }
 
 // parseImageBasedConfig converts an ImageBasedConfig, and the install-config.yaml beside it
@@ -198,10 +205,15 @@ func readInstallConfig(path string, s *Spec) ([]strictyaml.Problem, map[string]s
 	if err != nil {
 		return []strictyaml.Problem{{File: path, Message: fmt.Sprintf("cannot read the install config: %v", unwrapPathError(err))}}, from, nil
 	}
-	var doc yaml.Node
-	if err := yaml.NewDecoder(bytes.NewReader(data)).Decode(&doc); err != nil {
-		return []strictyaml.Problem{{File: path, Message: "invalid YAML: " + err.Error()}}, from, nil
+	// The installer reads the file strictly, duplicated keys refused
+	// (pkg/asset/imagebased/configimage/installconfig.go loadFromFile, yaml.UnmarshalStrict),
+	// and so does this, at any depth, though it decodes only the fields it takes.
+	d := strictyaml.NewDecoder(path, "install config", []string{"v1"}, reflect.TypeOf(installConfig{}))
+	root, ok := d.ParseDocument(data)
+	if !ok || !d.Duplicates(root, "") {
+		return d.Problems(), from, nil
 	}
+	doc := yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{root}}
 	var problems []strictyaml.Problem
 	if len(doc.Content) == 1 && doc.Content[0].Kind == yaml.MappingNode {
 		m := doc.Content[0]
