@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -237,6 +238,12 @@ func TestValidate(t *testing.T) {
 		{"stored too large", func(x *Index) { x.Chunks[0].Stored = 1 << 30 }, "stored size"},
 		{"bad digest", func(x *Index) { x.Chunks[0].ID = "md5:abc" }, "sha256"},
 		{"blob of two contents", func(x *Index) { x.Chunks[1].Size = 99 }, "other content"},
+		{"blob of two ids", func(x *Index) { x.Chunks[1].ID = sha256Of([]byte("z")) }, fmt.Sprintf(
+			"chunks[1] at offset 4096: blob %s is also chunks[0], a chunk with other content: id %s (100 bytes, 50 stored) there, id %s (100 bytes, 50 stored) here",
+			sha256Of([]byte("b")), sha256Of([]byte("a")), sha256Of([]byte("z")))},
+		{"id of two blobs", func(x *Index) { x.Chunks[1].Blob = sha256Of([]byte("y")) }, fmt.Sprintf(
+			"chunks[1] at offset 4096: id %s disagrees with its blob: chunks[0] has the same id with blob %s (100 bytes), this chunk blob %s (100 bytes)",
+			sha256Of([]byte("a")), sha256Of([]byte("b")), sha256Of([]byte("y")))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			x := good()

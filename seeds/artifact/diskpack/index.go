@@ -170,12 +170,11 @@ func (x *Index) Validate() error {
 	if x.Size <= 0 || x.Size > MaxDiskSize {
 		bad("size %d is not within 1..%d (64 TiB)", x.Size, int64(MaxDiskSize))
 	}
-	type stored struct {
-		id          digest.Digest
-		size, bytes int64
-		check       string
+	type indexed struct {
+		Chunk
+		index int
 	}
-	blobs := map[digest.Digest]stored{}
+	blobs, ids := map[digest.Digest]indexed{}, map[digest.Digest]indexed{}
 	var end int64
 	for i, c := range x.Chunks {
 		if len(errs) > 20 {
@@ -198,10 +197,21 @@ func (x *Index) Validate() error {
 		case x.Version > 1 && !validCheck(c.Check):
 			bad("chunks[%d]: check %q is not %s: and 64 hex digits", i, c.Check, CheckAlgorithm)
 		}
-		if prev, ok := blobs[c.Blob]; ok && (prev.id != c.ID || prev.size != c.Size || prev.bytes != c.Stored || prev.check != c.Check) {
-			bad("chunks[%d]: blob %s is also a chunk with other content", i, c.Blob)
+		if first, ok := blobs[c.Blob]; ok && (first.ID != c.ID || first.Size != c.Size || first.Stored != c.Stored || first.Check != c.Check) {
+			bad("chunks[%d] at offset %d: blob %s is also chunks[%d], a chunk with other content: id %s (%d bytes, %d stored) there, id %s (%d bytes, %d stored) here",
+				i, c.Offset, c.Blob, first.index, first.ID, first.Size, first.Stored, c.ID, c.Size, c.Stored)
+		} else if !ok {
+			blobs[c.Blob] = indexed{c, i}
 		}
-		blobs[c.Blob] = stored{c.ID, c.Size, c.Stored, c.Check}
+		// An id names raw bytes, which pack to one blob: an id given with two blobs
+		// disagrees with one of them, and a reader taking the chunk by id (a delta from an
+		// old disk) would take other bytes than one taking it by blob.
+		if first, ok := ids[c.ID]; ok && (first.Blob != c.Blob || first.Size != c.Size) {
+			bad("chunks[%d] at offset %d: id %s disagrees with its blob: chunks[%d] has the same id with blob %s (%d bytes), this chunk blob %s (%d bytes)",
+				i, c.Offset, c.ID, first.index, first.Blob, first.Size, c.Blob, c.Size)
+		} else if !ok {
+			ids[c.ID] = indexed{c, i}
+		}
 		end = c.Offset + max(c.Size, 0)
 	}
 	return errors.Join(errs...)

@@ -169,7 +169,7 @@ func TestHostileSeeds(t *testing.T) {
 		}, "chunk sizes", chunked},
 		{"index blob shared by chunks of other content", func(t *testing.T, dir string, m *seed.Manifest) {
 			rewriteIndex(t, dir, m, func(x *diskpack.Index) { x.Chunks[1].Blob = x.Chunks[0].Blob })
-		}, "is also a chunk with other content", chunked},
+		}, "is also chunks[0], a chunk with other content", chunked},
 		{"disk is a symlink to a host file", func(t *testing.T, dir string, m *seed.Manifest) {
 			replaceWithSymlink(t, dir, "disk.raw.zst", hostFile(t))
 		}, "disk.raw.zst: is a symbolic link", nil},
@@ -249,6 +249,9 @@ func TestHostileSeeds(t *testing.T) {
 				return bytes.Replace(b, []byte(`{"version":`), []byte(`{"size":1,"version":`), 1)
 			})
 		}, `line 1, column 23: duplicate key "size" (first at line 1, column 2)`, chunked},
+		{"index with a chunk id that disagrees with its blob", func(t *testing.T, dir string, m *seed.Manifest) {
+			rewriteIndex(t, dir, m, func(x *diskpack.Index) { x.Chunks[1].ID = x.Chunks[0].ID })
+		}, "chunks[1] at offset", chunked},
 		{"index with data after it", func(t *testing.T, dir string, m *seed.Manifest) {
 			rewriteIndexBytes(t, dir, m, func(b []byte) []byte { return append(b, "[]"...) })
 		}, "data after the JSON document", chunked},
