@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"github.com/snofactory/snofactory/pipeline/output"
 	"github.com/snofactory/snofactory/pipeline/smallfile"
+	"github.com/snofactory/snofactory/pipeline/strictjson"
 	"io"
 	"log/slog"
 	"os"
@@ -398,7 +399,7 @@ func ReadStatus(dir string) (*Summary, error) {
 		return nil, fmt.Errorf("depot status: %w", err)
 	}
 	var s Summary
-	if err := json.Unmarshal(b, &s); err != nil {
+	if err := strictjson.Decode(b, &s); err != nil {
 		return nil, fmt.Errorf("depot status %s: %w", filepath.Join(dir, StatusFile), err)
 	}
 	if err := s.check(); err != nil {

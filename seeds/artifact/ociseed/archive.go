@@ -17,6 +17,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/snofactory/snofactory/pipeline/badinput"
 	"github.com/snofactory/snofactory/pipeline/ctxio"
+	"github.com/snofactory/snofactory/pipeline/strictjson"
 	"github.com/snofactory/snofactory/seeds/checks/smallfile"
 )
 
@@ -168,7 +169,11 @@ func (a *archiveReader) index() (ocispec.Index, error) {
 	if sr.Size() > maxMetadata {
 		return idx, fmt.Errorf("%s: %s is larger than %d bytes", a.where, ocispec.ImageIndexFile, maxMetadata)
 	}
-	if err := json.NewDecoder(io.NewSectionReader(sr, 0, sr.Size())).Decode(&idx); err != nil {
+	b := make([]byte, sr.Size())
+	if _, err := sr.ReadAt(b, 0); err != nil {
+		return idx, fmt.Errorf("%s: reading %s: %w", a.where, ocispec.ImageIndexFile, err)
+	}
+	if err := strictjson.DecodeOpen(b, &idx); err != nil {
 		return idx, fmt.Errorf("%s: reading %s: %w", a.where, ocispec.ImageIndexFile, err)
 	}
 	return idx, nil

@@ -15,6 +15,7 @@ import (
 	specs "github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/snofactory/snofactory/pipeline/strictjson"
 	"github.com/snofactory/snofactory/seeds/artifact/seed"
 )
 
@@ -177,7 +178,7 @@ type fileChunks struct {
 // parseSeedManifest checks that raw is a seed artifact and returns it.
 func parseSeedManifest(raw []byte) (*ocispec.Manifest, error) {
 	var man ocispec.Manifest
-	if err := json.Unmarshal(raw, &man); err != nil {
+	if err := strictjson.DecodeOpen(raw, &man); err != nil {
 		return nil, fmt.Errorf("decoding the OCI manifest: %w", err)
 	}
 	if man.ArtifactType != seed.ArtifactType || man.Config.MediaType != seed.MediaTypeManifest {

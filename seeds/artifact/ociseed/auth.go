@@ -2,7 +2,6 @@ package ociseed
 
 import (
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -12,6 +11,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 
 	"github.com/snofactory/snofactory/pipeline/badinput"
+	"github.com/snofactory/snofactory/pipeline/strictjson"
 	"github.com/snofactory/snofactory/seeds/checks/smallfile"
 )
 
@@ -75,7 +75,7 @@ func (containersKeychain) Resolve(r authn.Resource) (authn.Authenticator, error)
 			Auth string `json:"auth"`
 		} `json:"auths"`
 	}
-	if err := json.Unmarshal(b, &cfg); err != nil {
+	if err := strictjson.DecodeOpen(b, &cfg); err != nil {
 		return nil, fmt.Errorf("reading registry credentials from %s: %w", file, err)
 	}
 	// From the most specific key (host/ns/repo) to the host alone.

@@ -20,6 +20,7 @@ import (
 
 	"github.com/snofactory/snofactory/pipeline/badinput"
 	"github.com/snofactory/snofactory/pipeline/netlimit"
+	"github.com/snofactory/snofactory/pipeline/strictjson"
 	"github.com/snofactory/snofactory/seeds/artifact/diskpack"
 	"github.com/snofactory/snofactory/seeds/artifact/seed"
 )
@@ -219,7 +220,7 @@ type deltaSeed struct {
 // readParts reads every manifest of a chunked seed's index top.
 func readParts(ctx context.Context, src source, top []byte) (*deltaSeed, error) {
 	var idx ocispec.Index
-	if err := json.Unmarshal(top, &idx); err != nil {
+	if err := strictjson.DecodeOpen(top, &idx); err != nil {
 		return nil, fmt.Errorf("decoding the OCI index: %w", err)
 	}
 	if idx.ArtifactType != seed.ArtifactType || len(idx.Manifests) == 0 || len(idx.Manifests) > maxParts {
@@ -235,7 +236,7 @@ func readParts(ctx context.Context, src source, top []byte) (*deltaSeed, error) 
 			return nil, err
 		}
 		var man ocispec.Manifest
-		if err := json.Unmarshal(raw, &man); err != nil {
+		if err := strictjson.DecodeOpen(raw, &man); err != nil {
 			return nil, fmt.Errorf("decoding manifest %s: %w", d.Digest, err)
 		}
 		if i == 0 {

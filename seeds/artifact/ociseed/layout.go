@@ -15,6 +15,7 @@ import (
 
 	"github.com/snofactory/snofactory/pipeline/badinput"
 	"github.com/snofactory/snofactory/pipeline/ctxio"
+	"github.com/snofactory/snofactory/pipeline/strictjson"
 	"github.com/snofactory/snofactory/seeds/artifact/seed"
 	"github.com/snofactory/snofactory/seeds/checks/smallfile"
 )
@@ -110,7 +111,7 @@ func (l *layoutStore) index() (ocispec.Index, error) {
 	if err != nil {
 		return idx, fmt.Errorf("reading the OCI layout index: %w", err)
 	}
-	if err := json.Unmarshal(b, &idx); err != nil {
+	if err := strictjson.DecodeOpen(b, &idx); err != nil {
 		return idx, fmt.Errorf("reading %s: %w", filepath.Join(l.dir, ocispec.ImageIndexFile), err)
 	}
 	return idx, nil

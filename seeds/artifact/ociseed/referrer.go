@@ -13,6 +13,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/snofactory/snofactory/pipeline/badinput"
+	"github.com/snofactory/snofactory/pipeline/strictjson"
 	"github.com/snofactory/snofactory/seeds/artifact/seed"
 	"github.com/snofactory/snofactory/seeds/checks/smallfile"
 )
@@ -186,7 +187,7 @@ func referrersInIndex(ctx context.Context, src source, idx ocispec.Index, subjec
 			return nil, err
 		}
 		var m ocispec.Manifest
-		if err := json.Unmarshal(raw, &m); err != nil {
+		if err := strictjson.DecodeOpen(raw, &m); err != nil {
 			return nil, fmt.Errorf("decoding manifest %s: %w", d.Digest, err)
 		}
 		if m.Subject != nil && m.Subject.Digest == subject.Digest {

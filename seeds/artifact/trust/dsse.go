@@ -11,6 +11,8 @@ import (
 	"strconv"
 
 	"github.com/opencontainers/go-digest"
+
+	"github.com/snofactory/snofactory/pipeline/strictjson"
 )
 
 // What an attestation is, as in-toto, DSSE and cosign name it.
@@ -121,7 +123,7 @@ func OpenEnvelope(b []byte, keys []PublicKey) (Statement, int, error) {
 		return Statement{}, -1, fmt.Errorf("%w: an envelope of %d bytes (at most %d)", ErrBadAttestation, len(b), maxEnvelope)
 	}
 	var env Envelope
-	if err := json.Unmarshal(b, &env); err != nil {
+	if err := strictjson.DecodeOpen(b, &env); err != nil {
 		return Statement{}, -1, fmt.Errorf("%w: not a DSSE envelope: %v", ErrBadAttestation, err)
 	}
 	if env.PayloadType != PayloadTypeInToto {
@@ -145,7 +147,7 @@ func OpenEnvelope(b []byte, keys []PublicKey) (Statement, int, error) {
 		}
 	}
 	var st Statement
-	if err := json.Unmarshal(env.Payload, &st); err != nil {
+	if err := strictjson.DecodeOpen(env.Payload, &st); err != nil {
 		return Statement{}, -1, fmt.Errorf("%w: the payload is not an in-toto statement: %v", ErrBadAttestation, err)
 	}
 	if st.Type != StatementType {

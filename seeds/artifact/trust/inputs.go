@@ -1,7 +1,6 @@
 package trust
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -14,6 +13,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/snofactory/snofactory/pipeline/badinput"
+	"github.com/snofactory/snofactory/pipeline/strictjson"
 	"github.com/snofactory/snofactory/seeds/checks/smallfile"
 )
 
@@ -45,7 +45,9 @@ func readPolicy(file string) ([]byte, error) {
 // to containers/image, which reports it only when the requirement applies.
 func checkPolicyFiles(file string, policy []byte) error {
 	var doc any
-	if err := json.Unmarshal(policy, &doc); err != nil {
+	// containers/image refuses a duplicated key too (signature/json.go,
+	// paranoidUnmarshalJSONObject), but without saying where; this says where first.
+	if err := strictjson.DecodeOpen(policy, &doc); err != nil {
 		return badinput.Errorf("the trust policy %s: %w", file, err)
 	}
 	var errs []error

@@ -11,6 +11,7 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
+	"github.com/snofactory/snofactory/pipeline/strictjson"
 	"github.com/snofactory/snofactory/seeds/artifact/ociseed"
 )
 
@@ -72,8 +73,8 @@ func Inspect(ctx context.Context, ref string, d digest.Digest, keys []PublicKey,
 func describeSignature(l ociseed.SignatureLayer, d digest.Digest, keys []PublicKey) SignatureInfo {
 	var info SignatureInfo
 	var p payload
-	if err := json.Unmarshal(l.Payload, &p); err != nil {
-		info.Problem = "the payload is not a cosign container image signature"
+	if err := strictjson.DecodeOpen(l.Payload, &p); err != nil {
+		info.Problem = "the payload is not a cosign container image signature: " + err.Error()
 		return info
 	}
 	info.Claims = digest.Digest(p.Critical.Image.DockerManifestDigest)

@@ -11,6 +11,8 @@ import (
 	"github.com/opencontainers/go-digest"
 	specs "github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/snofactory/snofactory/pipeline/strictjson"
 )
 
 // Image is one named image of a disk: an entry of the layout's index.json.
@@ -154,7 +156,7 @@ func ReadIndex(dir string) ([]Image, error) {
 // checkLayoutFile accepts the oci-layout file of the one layout version we write.
 func checkLayoutFile(b []byte) error {
 	var l ocispec.ImageLayout
-	if err := json.Unmarshal(b, &l); err != nil {
+	if err := strictjson.DecodeOpen(b, &l); err != nil {
 		return fmt.Errorf("precache layout %s: %w", ocispec.ImageLayoutFile, err)
 	}
 	if l.Version != ocispec.ImageLayoutVersion {
@@ -171,7 +173,7 @@ func parseIndex(b []byte) ([]Image, error) {
 // parseIndexAgent also returns the agent digest the index records ("" for none).
 func parseIndexAgent(b []byte) (digest.Digest, []Image, error) {
 	var idx ocispec.Index
-	if err := json.Unmarshal(b, &idx); err != nil {
+	if err := strictjson.DecodeOpen(b, &idx); err != nil {
 		return "", nil, fmt.Errorf("precache layout %s: %w", ocispec.ImageIndexFile, err)
 	}
 	if idx.SchemaVersion != 2 {

@@ -6,7 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
+
+	"github.com/snofactory/snofactory/pipeline/strictjson"
 )
 
 // The factory's commands: a node the factory keeps running from its install through
@@ -104,9 +105,7 @@ func ReadCommand(r io.Reader) (Command, error) {
 		}
 		return c, errors.New("reading a command: the line has no end")
 	}
-	d := json.NewDecoder(strings.NewReader(line))
-	d.DisallowUnknownFields()
-	if err := d.Decode(&c); err != nil {
+	if err := strictjson.Decode([]byte(line), &c); err != nil {
 		return c, fmt.Errorf("reading a command: %w", err)
 	}
 	return c, c.Validate()

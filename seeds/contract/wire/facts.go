@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/snofactory/snofactory/pipeline/strictjson"
 )
 
 // PhaseFacts is the phase of the one message that carries a Facts document (status info,
@@ -295,7 +297,7 @@ func DecodeFacts(m Message) (*Facts, error) {
 		return nil, fmt.Errorf("agent facts message (seq %d) has no %q detail", m.Seq, FactsDetailKey)
 	}
 	var f Facts
-	if err := json.Unmarshal([]byte(raw), &f); err != nil {
+	if err := strictjson.DecodeOpen([]byte(raw), &f); err != nil {
 		return nil, fmt.Errorf("agent facts (seq %d): %w", m.Seq, err)
 	}
 	if f.Version != FactsVersion {

@@ -9,6 +9,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/snofactory/snofactory/pipeline/strictjson"
 )
 
 // ProtocolVersion is carried in every message so the host can refuse a guest it does not
@@ -226,7 +228,7 @@ func (d *Decoder) Next() (Message, error) {
 			continue
 		}
 		var m Message
-		if err := json.Unmarshal(line, &m); err != nil {
+		if err := strictjson.DecodeOpen(line, &m); err != nil {
 			return Message{}, &ProtocolError{Line: string(line), Err: err}
 		}
 		if err := m.Validate(); err != nil {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 
+	"github.com/snofactory/snofactory/pipeline/strictjson"
 	"github.com/snofactory/snofactory/seeds/contract/oskind"
 )
 
@@ -98,9 +99,7 @@ func ReadSealRequest(path string) (SealRequest, error) {
 	if i := bytes.IndexByte(b, 0); i >= 0 {
 		b = b[:i]
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
+	if err := strictjson.Decode(b, &req); err != nil {
 		return req, fmt.Errorf("seal request on %s: %w", path, err)
 	}
 	switch {

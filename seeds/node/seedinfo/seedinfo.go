@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/snofactory/snofactory/pipeline/strictjson"
 	"github.com/snofactory/snofactory/seeds/checks/smallfile"
 )
 
@@ -73,7 +74,7 @@ func Read(path string) (Info, error) {
 	if err != nil {
 		return i, fmt.Errorf("reading the seed cluster info: %w", err)
 	}
-	if err := json.Unmarshal(b, &i); err != nil {
+	if err := strictjson.DecodeOpen(b, &i); err != nil {
 		return i, fmt.Errorf("seed cluster info %s: %w", path, err)
 	}
 	if err := i.Check(); err != nil {

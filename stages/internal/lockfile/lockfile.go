@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/pipeline/strictjson"
 
 	"github.com/snofactory/snofactory/seeds/checks/smallfile"
 )
@@ -153,9 +154,7 @@ func ReadLock(path string) (*Lock, error) {
 		return nil, fmt.Errorf("reading lock: %w", err)
 	}
 	var l Lock
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&l); err != nil {
+	if err := strictjson.Decode(b, &l); err != nil {
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
 	if l.SchemaVersion != SchemaVersion {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net"
 	"time"
+
+	"github.com/snofactory/snofactory/pipeline/strictjson"
 )
 
 // qmp is a minimal client of qemu's machine protocol: one command at a time, events
@@ -64,7 +66,7 @@ func (q *qmp) read() (qmpReply, error) {
 		return qmpReply{}, err
 	}
 	var r qmpReply
-	if err := json.Unmarshal(line, &r); err != nil {
+	if err := strictjson.DecodeOpen(line, &r); err != nil {
 		return qmpReply{}, fmt.Errorf("qmp reply %q: %w", line, err)
 	}
 	return r, nil
