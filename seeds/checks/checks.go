@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/containers/image/v5/docker/reference"
+	"github.com/snofactory/snofactory/pipeline/strictjson"
 	"github.com/snofactory/snofactory/seeds/checks/suggest"
 	"golang.org/x/crypto/ssh"
 )
@@ -53,6 +54,12 @@ func PullSecret(data []byte) string {
 			return fmt.Sprintf("the pull secret is not valid JSON (syntax error at byte offset %d)", se.Offset)
 		}
 		return "the pull secret is not a JSON object"
+	}
+	// Valid JSON now, so strictjson's message quotes at most a key (a registry's name):
+	// a key named twice (two credentials for one registry) or a second document.
+	var se *strictjson.Error
+	if err := strictjson.Check(data); errors.As(err, &se) {
+		return "the pull secret: " + se.Error()
 	}
 	raw, ok := doc["auths"]
 	if !ok {

@@ -2,7 +2,6 @@ package precache
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,6 +14,7 @@ import (
 	"github.com/containers/image/v5/types"
 	"github.com/opencontainers/go-digest"
 	"github.com/snofactory/snofactory/pipeline/blobstore"
+	"github.com/snofactory/snofactory/pipeline/strictjson"
 	"github.com/snofactory/snofactory/stages/internal/registries"
 	"golang.org/x/sync/errgroup"
 )
@@ -393,7 +393,7 @@ func loadManifest(ctx context.Context, r *remote, st *blobstore.Store, img Image
 		return nil, desc, false, fmt.Errorf("stored manifest %s is corrupt: remove %s", d, st.Path(d))
 	}
 	m = &manifestDoc{}
-	if err := json.Unmarshal(b, m); err != nil {
+	if err := strictjson.DecodeOpen(b, m); err != nil {
 		return nil, desc, fetched, fmt.Errorf("manifest %s of %s: %w", d, img.Ref, err)
 	}
 	if m.SchemaVersion != 2 {

@@ -2,11 +2,11 @@ package resolve
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"path"
 	"strings"
 
+	"github.com/snofactory/snofactory/pipeline/strictjson"
 	"github.com/snofactory/snofactory/stages/internal/lockfile"
 
 	"gopkg.in/yaml.v3"
@@ -74,7 +74,7 @@ func (c *client) readPayload(ctx context.Context, im *image) (*payload, error) {
 		return nil, fmt.Errorf("%s is not a release image: it has no /%s", im.named, imageReferencesPath)
 	}
 	var is imageStream
-	if err := json.Unmarshal(refs, &is); err != nil {
+	if err := strictjson.DecodeOpen(refs, &is); err != nil {
 		return nil, fmt.Errorf("release %s: parsing /%s: %w", im.named, imageReferencesPath, err)
 	}
 	p := &payload{version: is.Metadata.Name}
@@ -86,7 +86,7 @@ func (c *client) readPayload(ctx context.Context, im *image) (*payload, error) {
 	}
 	if b, ok := files[releaseMetadataPath]; ok {
 		var md releaseMetadata
-		if err := json.Unmarshal(b, &md); err != nil {
+		if err := strictjson.DecodeOpen(b, &md); err != nil {
 			return nil, fmt.Errorf("release %s: parsing /%s: %w", im.named, releaseMetadataPath, err)
 		}
 		if md.Version != "" {
@@ -137,7 +137,7 @@ type coreosStream struct {
 // liveISO finds the metal live ISO for arch in a CoreOS stream.
 func liveISO(stream []byte, arch string) (*lockfile.LockedISO, error) {
 	var s coreosStream
-	if err := json.Unmarshal(stream, &s); err != nil {
+	if err := strictjson.DecodeOpen(stream, &s); err != nil {
 		return nil, fmt.Errorf("parsing CoreOS stream metadata: %w", err)
 	}
 	a, ok := s.Architectures[arch]

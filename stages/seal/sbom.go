@@ -2,12 +2,12 @@ package seal
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 
+	"github.com/snofactory/snofactory/pipeline/strictjson"
 	"github.com/snofactory/snofactory/seeds/artifact/sbom"
 	"github.com/snofactory/snofactory/seeds/artifact/seed"
 	"github.com/snofactory/snofactory/seeds/contract/oskind"
@@ -65,7 +65,7 @@ func readInventory(v handoff.Input[handoff.Validate]) (*wire.Inventory, error) {
 		return nil, fmt.Errorf("the node's inventory %s is more than %d bytes", p, maxInventory)
 	}
 	var inv wire.Inventory
-	if err := json.Unmarshal(b, &inv); err != nil {
+	if err := strictjson.DecodeOpen(b, &inv); err != nil {
 		return nil, fmt.Errorf("the node's inventory %s: %w", p, err)
 	}
 	return &inv, nil

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +18,7 @@ import (
 	"github.com/spdx/tools-golang/spdx/v2/common"
 	spdx "github.com/spdx/tools-golang/spdx/v2/v2_3"
 
+	"github.com/snofactory/snofactory/pipeline/strictjson"
 	"github.com/snofactory/snofactory/seeds/artifact/seed"
 )
 
@@ -431,7 +431,7 @@ func Read(r io.Reader) (*spdx.Document, error) {
 	var v struct {
 		SPDXVersion string `json:"spdxVersion"`
 	}
-	if err := json.Unmarshal(b, &v); err != nil {
+	if err := strictjson.DecodeOpen(b, &v); err != nil {
 		return nil, fmt.Errorf("the SBOM is not JSON: %w", err)
 	}
 	if v.SPDXVersion != spdx.Version {

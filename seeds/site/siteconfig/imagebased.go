@@ -1,7 +1,6 @@
 package siteconfig
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +13,8 @@ import (
 
 	"github.com/kdomanski/iso9660"
 	"gopkg.in/yaml.v3"
+
+	"github.com/snofactory/snofactory/pipeline/strictjson"
 )
 
 // The image-based installer's site medium (`openshift-install image-based create
@@ -92,8 +93,7 @@ var chronyServer = regexp.MustCompile(`^\s*(server|pool)\s+(\S+)`)
 // it) into a site config document, which Parse then checks as strictly as our own.
 func fromSeedReconfiguration(data []byte, manifests []Manifest) ([]byte, error) {
 	var sr seedReconfiguration
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&sr); err != nil {
+	if err := strictjson.DecodeOpen(data, &sr); err != nil {
 		return nil, fmt.Errorf("%s: %w", imageBasedManifest, err)
 	}
 	if sr.APIVersion != seedReconfigurationVersion {

@@ -47,3 +47,18 @@ func TestImageBasedStrict(t *testing.T) {
 		})
 	}
 }
+
+// The installer's manifest.json on a config image is decoded strictly too.
+func TestSeedReconfigurationStrict(t *testing.T) {
+	for _, tc := range []struct{ name, doc, want string }{
+		{"duplicated key", `{"api_version":1,` + "\n" + `"api_version":1}`, `line 2, column 1: duplicate key "api_version" (first at line 1, column 2)`},
+		{"data after it", `{"api_version":1}` + "\n[]", "line 2, column 1: data after the JSON document"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := fromSeedReconfiguration([]byte(tc.doc), nil)
+			if err == nil || !strings.Contains(err.Error(), imageBasedManifest) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want %s and %q", err, imageBasedManifest, tc.want)
+			}
+		})
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"unicode/utf8"
+
+	"github.com/snofactory/snofactory/pipeline/strictjson"
 )
 
 // Where the embed areas are described.
@@ -113,7 +115,7 @@ func readLayout(fs *isoFS) (*Layout, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := json.Unmarshal(raw, &l.Features); err != nil {
+		if err := strictjson.DecodeOpen(raw, &l.Features); err != nil {
 			return nil, fmt.Errorf("%s: %w: /%s is not a JSON object: %v", fs.name, ErrMalformed, featuresPath, err)
 		}
 	} else if !errors.Is(err, errNotFound) {
@@ -197,7 +199,7 @@ func checkArea(fs *isoFS, a EmbedArea) (EmbedArea, error) {
 // parseIgnInfo decodes igninfo.json strictly.
 func parseIgnInfo(raw []byte) (ignInfo, error) {
 	var info ignInfo
-	if err := json.Unmarshal(raw, &info); err != nil {
+	if err := strictjson.DecodeOpen(raw, &info); err != nil {
 		return info, fmt.Errorf("%w: not valid igninfo JSON: %v", ErrMalformed, err)
 	}
 	if info.File == "" {
@@ -213,7 +215,7 @@ func parseIgnInfo(raw []byte) (ignInfo, error) {
 // resolving its file paths.
 func ParseKargsJSON(raw []byte) (*KargsLayout, error) {
 	var info kargsInfo
-	if err := json.Unmarshal(raw, &info); err != nil {
+	if err := strictjson.DecodeOpen(raw, &info); err != nil {
 		return nil, fmt.Errorf("%w: not valid kargs JSON: %v", ErrMalformed, err)
 	}
 	if info.Size <= 0 || info.Size > maxKargsSize {
