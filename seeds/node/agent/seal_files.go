@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -10,6 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/snofactory/snofactory/pipeline/strictjson"
 )
 
 // MCDCurrentConfig is the machine-config daemon's record of the config the node runs: every
@@ -65,7 +66,7 @@ func mcOwned(root string) (map[string]bool, error) {
 			} `json:"config"`
 		} `json:"spec"`
 	}
-	if err := json.Unmarshal(b, &mc); err != nil {
+	if err := strictjson.DecodeOpen(b, &mc); err != nil {
 		return nil, fmt.Errorf("reading %s (the MachineConfig the node runs): %w", MCDCurrentConfig, err)
 	}
 	owned := map[string]bool{}

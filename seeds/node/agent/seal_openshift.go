@@ -24,6 +24,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/snofactory/snofactory/pipeline/clock"
+	"github.com/snofactory/snofactory/pipeline/strictjson"
 	"github.com/snofactory/snofactory/seeds/contract/wire"
 	"github.com/snofactory/snofactory/seeds/node/recert"
 	"github.com/snofactory/snofactory/seeds/node/seedinfo"
@@ -445,7 +446,7 @@ func (s Sealer) readPools(ctx context.Context, get []string) (pools, error) {
 	if err != nil {
 		return p, err
 	}
-	if err := json.Unmarshal(out, &p); err != nil {
+	if err := strictjson.DecodeOpen(out, &p); err != nil {
 		return p, fmt.Errorf("reading MachineConfigPools: %w", err)
 	}
 	return p, nil
@@ -509,7 +510,7 @@ func (s Sealer) deleteOldRenderedConfigs(ctx context.Context, getPools, getConfi
 			} `json:"metadata"`
 		} `json:"items"`
 	}
-	if err := json.Unmarshal(out, &mcs); err != nil {
+	if err := strictjson.DecodeOpen(out, &mcs); err != nil {
 		return "", fmt.Errorf("reading MachineConfigs: %w", err)
 	}
 	var old []string
@@ -633,7 +634,7 @@ func clusterObjectsInto(info *seedinfo.Info, objects []byte) (bool, error) {
 			Data map[string]string `json:"data"`
 		} `json:"items"`
 	}
-	if err := json.Unmarshal(objects, &list); err != nil {
+	if err := strictjson.DecodeOpen(objects, &list); err != nil {
 		return false, fmt.Errorf("reading the cluster objects: %w", err)
 	}
 	hasKubeadmin, haveInstallConfig := false, false
@@ -698,7 +699,7 @@ func nodeInto(info *seedinfo.Info, nodes []byte) error {
 			} `json:"status"`
 		} `json:"items"`
 	}
-	if err := json.Unmarshal(nodes, &nl); err != nil {
+	if err := strictjson.DecodeOpen(nodes, &nl); err != nil {
 		return fmt.Errorf("reading the Node: %w", err)
 	}
 	if len(nl.Items) != 1 {
@@ -726,7 +727,7 @@ func routerCACN(secret []byte) (string, error) {
 	var sec struct {
 		Data map[string]string `json:"data"`
 	}
-	if err := json.Unmarshal(secret, &sec); err != nil {
+	if err := strictjson.DecodeOpen(secret, &sec); err != nil {
 		return "", fmt.Errorf("reading the router CA: %w", err)
 	}
 	der, err := base64.StdEncoding.DecodeString(sec.Data["tls.crt"])

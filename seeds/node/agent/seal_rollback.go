@@ -2,11 +2,11 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
 
+	"github.com/snofactory/snofactory/pipeline/strictjson"
 	"github.com/snofactory/snofactory/seeds/node/steps"
 )
 
@@ -47,7 +47,7 @@ func (s Sealer) rollbackAction() sealAction {
 				return "", fmt.Errorf("reading the ostree deployments: %w", err)
 			}
 			var st rpmOstreeStatus
-			if err := json.Unmarshal(out, &st); err != nil {
+			if err := strictjson.DecodeOpen(out, &st); err != nil {
 				return "", fmt.Errorf("reading rpm-ostree status --json: %w", err)
 			}
 			idx, err := unbootedDeployments(st)

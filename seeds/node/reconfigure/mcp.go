@@ -2,12 +2,12 @@ package reconfigure
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/snofactory/snofactory/pipeline/clock"
+	"github.com/snofactory/snofactory/pipeline/strictjson"
 )
 
 // The machine-config daemon's node annotations (machine-config-operator
@@ -47,10 +47,10 @@ func machineConfigSettled(pools, nodes []byte) (bool, string, error) {
 	var pl, nl struct {
 		Items []mcpObject `json:"items"`
 	}
-	if err := json.Unmarshal(pools, &pl); err != nil {
+	if err := strictjson.DecodeOpen(pools, &pl); err != nil {
 		return false, "", fmt.Errorf("reading the MachineConfigPools: %w", err)
 	}
-	if err := json.Unmarshal(nodes, &nl); err != nil {
+	if err := strictjson.DecodeOpen(nodes, &nl); err != nil {
 		return false, "", fmt.Errorf("reading the Nodes: %w", err)
 	}
 	var why []string

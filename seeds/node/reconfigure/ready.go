@@ -2,7 +2,6 @@ package reconfigure
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/snofactory/snofactory/pipeline/clock"
+	"github.com/snofactory/snofactory/pipeline/strictjson"
 )
 
 // Readiness after recert: recert sets ClusterVersion Available=False, so the cluster is
@@ -83,7 +83,7 @@ func (r *run) waitReady(ctx context.Context, what string, argv []string, clk Clo
 // clusterVersionReady: Available=True, Failing not True, Progressing=False.
 func clusterVersionReady(out []byte, _ time.Time) (bool, string, error) {
 	var cv object
-	if err := json.Unmarshal(out, &cv); err != nil {
+	if err := strictjson.DecodeOpen(out, &cv); err != nil {
 		return false, "", err
 	}
 	for _, w := range []struct {
@@ -106,7 +106,7 @@ func (r *run) operatorsSettled(out []byte, now time.Time) (bool, string, error) 
 	var list struct {
 		Items []object `json:"items"`
 	}
-	if err := json.Unmarshal(out, &list); err != nil {
+	if err := strictjson.DecodeOpen(out, &list); err != nil {
 		return false, "", err
 	}
 	if len(list.Items) == 0 {
@@ -141,7 +141,7 @@ func nodesReady(out []byte, _ time.Time) (bool, string, error) {
 	var list struct {
 		Items []object `json:"items"`
 	}
-	if err := json.Unmarshal(out, &list); err != nil {
+	if err := strictjson.DecodeOpen(out, &list); err != nil {
 		return false, "", err
 	}
 	if len(list.Items) == 0 {
