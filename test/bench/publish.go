@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -61,32 +60,6 @@ func runPackChild(ctx context.Context, raw, dir string) error {
 		Created: time.Unix(0, 0).UTC(), Tools: map[string]string{"bench": "1"}, Images: []seed.Image{}, Disks: []seed.Disk{d},
 	}
 	return seed.WriteManifest(dir, m)
-}
-
-// measured is one command's wall time, CPU time (user and system) and peak resident
-// memory.
-type measured struct {
-	wall   time.Duration
-	cpu    time.Duration
-	rssMiB float64
-	out    string
-}
-
-// run runs a command to its end and measures it.
-func run(ctx context.Context, name string, args ...string) (measured, error) {
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	start := time.Now()
-	out, err := cmd.CombinedOutput()
-	m := measured{wall: time.Since(start), out: string(out)}
-	if err != nil {
-		return m, fmt.Errorf("%s %s: %v\n%s", filepath.Base(name), strings.Join(args, " "), err, out)
-	}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		m.rssMiB = float64(ru.Maxrss) / 1024
-		m.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	}
-	return m, nil
 }
 
 // packBlobs is the number of distinct chunks in the seed in dir, 0 if it cannot be read.
@@ -275,6 +248,7 @@ func benchPublish(ctx context.Context, dir string) ([]Result, error) {
 type publishBench struct {
 	dir        string
 	bin, self  string // the snofactory binary, and this bench binary for packChild
+	m          *measurer
 	rawA, rawB string // the bench disk and its z-stream update
 	seedA      string
 	written    string // the disk seed write writes, and seed write --from updates
@@ -307,12 +281,16 @@ func newPublishBench(ctx context.Context, dir string) (*publishBench, error) {
 	if err != nil {
 		return nil, err
 	}
+	m, err := newMeasurer(dir)
+	if err != nil {
+		return nil, err
+	}
 	rawA, rawB, err := bigSeedDisks(ctx)
 	if err != nil {
 		return nil, err
 	}
 	return &publishBench{
-		dir: dir, bin: bin, self: self, rawA: rawA, rawB: rawB,
+		dir: dir, bin: bin, self: self, m: m, rawA: rawA, rawB: rawB,
 		seedA: filepath.Join(dir, "seed-a"), written: filepath.Join(dir, "written.raw"),
 		rss: map[string]float64{},
 	}, nil
@@ -331,20 +309,20 @@ func (p *publishBench) stop() {
 // packaging measures sparsify + chunk + compress, against a compressed qcow2 of the same
 // disk, and the seed's size against the smaller of that qcow2 and zstd -3.
 func (p *publishBench) packaging(ctx context.Context) error {
-	pack, err := run(ctx, p.self, packChild, p.rawA, p.seedA)
+	pack, err := p.m.run(ctx, p.self, packChild, p.rawA, p.seedA)
 	if err != nil {
 		return err
 	}
 	p.rss["seal packaging"] = pack.rssMiB
 	qcow := filepath.Join(p.dir, "node.qcow2")
-	qc, err := run(ctx, "qemu-img", "convert", "-c", "-O", "qcow2", p.rawA, qcow)
+	qc, err := p.m.run(ctx, "qemu-img", "convert", "-c", "-O", "qcow2", p.rawA, qcow)
 	if err != nil {
 		return err
 	}
 	qcowSize := fileSize(qcow)
 	os.Remove(qcow)
 	zst := filepath.Join(p.dir, "node.raw.zst")
-	if _, err := run(ctx, "zstd", "-q", "-T0", "-3", p.rawA, "-o", zst); err != nil {
+	if _, err := p.m.run(ctx, "zstd", "-q", "-T0", "-3", p.rawA, "-o", zst); err != nil {
 		return err
 	}
 	zstSize := fileSize(zst)
@@ -367,7 +345,7 @@ func (p *publishBench) push(ctx context.Context) error {
 	}
 	p.reg = reg
 	regCPU := registryCPU(reg)
-	push, err := run(ctx, p.bin, "seed", "push", p.seedA, reg.Ref("seeds/bench:a"))
+	push, err := p.m.run(ctx, p.bin, "seed", "push", p.seedA, reg.Ref("seeds/bench:a"))
 	if err != nil {
 		return err
 	}
@@ -404,7 +382,7 @@ func (p *publishBench) skopeoPush(ctx context.Context) (measured, time.Duration,
 	}
 	p.base = base
 	baseCPU := registryCPU(base)
-	sk, err := run(ctx, "skopeo", "copy", "--quiet", "--dest-tls-verify=false", "oci:"+layout+":1", "docker://"+base.Ref("seeds/bench:a"))
+	sk, err := p.m.run(ctx, "skopeo", "copy", "--quiet", "--dest-tls-verify=false", "oci:"+layout+":1", "docker://"+base.Ref("seeds/bench:a"))
 	if err != nil {
 		return measured{}, 0, err
 	}
@@ -417,7 +395,7 @@ func (p *publishBench) skopeoPush(ctx context.Context) (measured, time.Duration,
 // sent.
 func (p *publishBench) repush(ctx context.Context) error {
 	p.reg.Reset()
-	again, err := run(ctx, p.bin, "seed", "push", p.seedA, p.reg.Ref("seeds/bench:a"))
+	again, err := p.m.run(ctx, p.bin, "seed", "push", p.seedA, p.reg.Ref("seeds/bench:a"))
 	if err != nil {
 		return err
 	}
@@ -436,14 +414,14 @@ func (p *publishBench) repush(ctx context.Context) error {
 // skopeo's registry is stopped after it.
 func (p *publishBench) pull(ctx context.Context) error {
 	pulled := filepath.Join(p.dir, "pulled")
-	pull, err := run(ctx, p.bin, "seed", "pull", p.reg.Ref("seeds/bench:a"), pulled)
+	pull, err := p.m.run(ctx, p.bin, "seed", "pull", p.reg.Ref("seeds/bench:a"), pulled)
 	if err != nil {
 		return err
 	}
 	p.rss["seed pull"] = pull.rssMiB
 	os.RemoveAll(pulled)
 	skBack := filepath.Join(p.dir, "skopeo-pulled")
-	skp, err := run(ctx, "skopeo", "copy", "--quiet", "--src-tls-verify=false", "docker://"+p.base.Ref("seeds/bench:a"), "oci:"+skBack+":1")
+	skp, err := p.m.run(ctx, "skopeo", "copy", "--quiet", "--src-tls-verify=false", "docker://"+p.base.Ref("seeds/bench:a"), "oci:"+skBack+":1")
 	if err != nil {
 		return err
 	}
@@ -458,7 +436,7 @@ func (p *publishBench) pull(ctx context.Context) error {
 // write measures writing seed A to a file, against dd of the uncompressed disk. The
 // written file stays for the z-stream's write --from.
 func (p *publishBench) write(ctx context.Context) error {
-	wr, err := run(ctx, p.bin, "seed", "write", "--image", p.seedA, "--device", p.written)
+	wr, err := p.m.run(ctx, p.bin, "seed", "write", "--image", p.seedA, "--device", p.written)
 	if err != nil {
 		return err
 	}
@@ -467,7 +445,7 @@ func (p *publishBench) write(ctx context.Context) error {
 	// Both copies are durable when they finish: seed write syncs the file before it
 	// renames it into place, so dd syncs too (conv=fsync); without it, dd would leave the
 	// 6 GiB in the page cache for the kernel to write after the clock stops.
-	dd, err := run(ctx, "dd", "if="+p.rawA, "of="+ddOut, "bs=4M", "conv=sparse,fsync", "status=none")
+	dd, err := p.m.run(ctx, "dd", "if="+p.rawA, "of="+ddOut, "bs=4M", "conv=sparse,fsync", "status=none")
 	if err != nil {
 		return err
 	}
@@ -480,7 +458,7 @@ func (p *publishBench) write(ctx context.Context) error {
 
 // verify runs seed verify on seed A, for its peak memory only.
 func (p *publishBench) verify(ctx context.Context) error {
-	ver, err := run(ctx, p.bin, "seed", "verify", p.seedA)
+	ver, err := p.m.run(ctx, p.bin, "seed", "verify", p.seedA)
 	if err != nil {
 		return err
 	}
@@ -492,7 +470,7 @@ func (p *publishBench) verify(ctx context.Context) error {
 // new chunks, and a write --from the disk holding the old seed fetches only those.
 func (p *publishBench) zstream(ctx context.Context) error {
 	seedB := filepath.Join(p.dir, "seed-b")
-	if _, err := run(ctx, p.self, packChild, p.rawB, seedB); err != nil {
+	if _, err := p.m.run(ctx, p.self, packChild, p.rawB, seedB); err != nil {
 		return err
 	}
 	res, err := ociseed.Push(ctx, seedB, p.reg.Ref("seeds/bench:b"))
@@ -503,7 +481,7 @@ func (p *publishBench) zstream(ctx context.Context) error {
 		Baseline: float64(res.Bytes) / (1 << 20), Target: "ratio <= 0.6"})
 	p.noteGrouping(seedB)
 	p.reg.Reset()
-	wf, err := run(ctx, p.bin, "seed", "write", "--image", p.reg.Ref("seeds/bench:b"), "--device", p.written, "--from", p.written)
+	wf, err := p.m.run(ctx, p.bin, "seed", "write", "--image", p.reg.Ref("seeds/bench:b"), "--device", p.written, "--from", p.written)
 	if err != nil {
 		return err
 	}
