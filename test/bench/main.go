@@ -30,7 +30,13 @@ func main() {
 		return
 	}
 	only := flag.String("only", "", "run only benchmarks whose name contains this")
+	count := flag.Int("count", 3, "rounds of each benchmark: ours and its baseline run together in each, and each line "+
+		"prints the rounds' median ratio and its spread (1 for a quick run)")
 	flag.Parse()
+	if *count < 1 {
+		fmt.Fprintln(os.Stderr, "-count must be at least 1")
+		os.Exit(2)
+	}
 
 	benchmarks := []benchmark{
 		// --- benchmarks ---
@@ -48,19 +54,13 @@ func main() {
 		if *only != "" && !strings.Contains(b.name, *only) {
 			continue
 		}
-		dir, err := os.MkdirTemp("", "snofactory-bench-"+b.name+"-")
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		results, err := b.run(ctx, dir)
-		os.RemoveAll(dir)
+		rounds, err := runRounds(ctx, b, *count)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "bench %s: %v\n", b.name, err)
 			failed = true
 			continue
 		}
-		for _, r := range results {
+		for _, r := range combine(rounds) {
 			fmt.Println(format(r))
 		}
 	}
@@ -69,17 +69,44 @@ func main() {
 	}
 }
 
+// runRounds runs b n times, each round in a fresh directory, and returns each round's
+// figures. Ours and the baseline run one after the other within a round, so the rounds
+// interleave them: load that comes and goes falls on both.
+func runRounds(ctx context.Context, b benchmark, n int) ([][]Result, error) {
+	var rounds [][]Result
+	for i := range n {
+		if n > 1 {
+			fmt.Fprintf(os.Stderr, "bench %s: round %d of %d\n", b.name, i+1, n)
+		}
+		dir, err := os.MkdirTemp("", "snofactory-bench-"+b.name+"-")
+		if err != nil {
+			return nil, err
+		}
+		results, err := b.run(ctx, dir)
+		os.RemoveAll(dir)
+		if err != nil {
+			return nil, fmt.Errorf("round %d: %w", i+1, err)
+		}
+		rounds = append(rounds, results)
+	}
+	return rounds, nil
+}
+
 func format(r Result) string {
 	ratio := "inf"
-	if r.Baseline != 0 {
-		ratio = fmt.Sprintf("%.4f", r.Ours/r.Baseline)
+	if v, ok := r.ratio(); ok {
+		ratio = fmt.Sprintf("%.4f", v)
 	}
 	line := fmt.Sprintf("BENCH %s ours=%.4g%s baseline=%.4g%s ratio=%s", r.Name, r.Ours, r.Unit, r.Baseline, r.Unit, ratio)
+	if len(r.Ratios) > 0 {
+		lo, hi := spread(r.Ratios)
+		line += fmt.Sprintf(" spread=%.4f-%.4f runs=%d", lo, hi, len(r.Ratios))
+	}
 	if r.Target != "" {
 		line += " target=" + strings.ReplaceAll(r.Target, " ", "")
 	}
-	if ok, known := met(r); known && !ok {
-		line += " MISSED"
+	if ok, known := met(r); known {
+		line += map[bool]string{true: " MET", false: " MISSED"}[ok]
 	}
 	if r.Note != "" {
 		line += fmt.Sprintf(" note=%q", r.Note)
@@ -88,7 +115,8 @@ func format(r Result) string {
 }
 
 // met evaluates a target of the form "ratio|ours OP NUMBER ..." (OP one of <, <=, =, >=,
-// >); known is false for a target it cannot read.
+// >) on the figure's median ratio, or its median ours; known is false for a target it
+// cannot read.
 func met(r Result) (ok, known bool) {
 	f := strings.Fields(r.Target)
 	if len(f) < 3 {
@@ -101,10 +129,9 @@ func met(r Result) (ok, known bool) {
 	var v float64
 	switch f[0] {
 	case "ratio":
-		if r.Baseline == 0 {
+		if v, known = r.ratio(); !known {
 			return false, false
 		}
-		v = r.Ours / r.Baseline
 	case "ours":
 		v = r.Ours
 	default:
