@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -72,9 +73,18 @@ func guestWaitShare(events []pipeline.Event, rec *pipeline.Record, stages ...str
 	return wait.Seconds() / total.Seconds(), wait, nil
 }
 
+// The log lines a stage's wait on a guest starts at: vm.Start's when the stage boots a VM
+// (stages/internal/vm, Start), validate's when it takes over the VM install left running
+// (stages/validate, bootFacts), as the one-boot build does.
+const (
+	vmStartLine    = "starting VM "
+	vmTakeoverLine = "validating the node install left running"
+)
+
 // guestWait is the time a stage's VMs ran from their start (vm.Start's "starting VM" log
-// line) to the guest's final message (install-complete or boot-complete, ok or failed),
-// summed over the stage's VMs, from the log events' timestamps.
+// line) or from the stage taking over install's running VM, to the guest's final message
+// (install-complete or boot-complete, ok or failed), summed over the stage's VMs, from the
+// log events' timestamps.
 func guestWait(events []pipeline.Event, stage string) (time.Duration, error) {
 	var total time.Duration
 	var started time.Time
@@ -84,7 +94,7 @@ func guestWait(events []pipeline.Event, stage string) (time.Duration, error) {
 			continue
 		}
 		switch {
-		case strings.HasPrefix(e.Message, "starting VM "):
+		case strings.HasPrefix(e.Message, vmStartLine) || strings.HasPrefix(e.Message, vmTakeoverLine):
 			if !started.IsZero() {
 				return 0, fmt.Errorf("stage %s started a VM before the previous one sent its final message", stage)
 			}
@@ -97,15 +107,29 @@ func guestWait(events []pipeline.Event, stage string) (time.Duration, error) {
 	}
 	switch {
 	case vms == 0:
-		return 0, fmt.Errorf("stage %s logged no VM start", stage)
+		return 0, fmt.Errorf("stage %s logged neither a VM start nor taking over install's VM", stage)
 	case !started.IsZero():
 		return 0, fmt.Errorf("a VM of stage %s logged no final guest message", stage)
 	}
 	return total, nil
 }
 
-// finalGuestMessage reports whether a log line relays the guest's final message: the
-// install's "guest phase=… status=…" and vm's "guest phase vm=… phase=… status=…".
+// vmStarts is how many VMs the stages booted ("starting VM" log lines): one for install and
+// validate together when install hands its VM on.
+func vmStarts(events []pipeline.Event, stages ...string) int {
+	n := 0
+	for _, e := range events {
+		if e.Kind == pipeline.EventLog && slices.Contains(stages, e.Stage) && strings.HasPrefix(e.Message, vmStartLine) {
+			n++
+		}
+	}
+	return n
+}
+
+// finalGuestMessage reports whether a log line relays the guest's final message for an
+// install or a boot: the install's "guest phase=… status=…" and vm's "guest phase vm=…
+// phase=… status=…". A factory VM's awaiting-command is final too, but it ends a command,
+// not the boot the stage waits for.
 func finalGuestMessage(line string) bool {
 	if !strings.HasPrefix(line, "guest ") {
 		return false
@@ -119,5 +143,5 @@ func finalGuestMessage(line string) bool {
 			m.Status = wire.Status(v)
 		}
 	}
-	return m.Final()
+	return m.Final() && (m.Phase == wire.PhaseInstallComplete || m.Phase == wire.PhaseBootComplete)
 }

@@ -35,6 +35,12 @@ const (
 	installDone   = "guest phase=install-complete status=ok uptime=31.5"
 	installFailed = "guest phase=install-complete status=failed uptime=12"
 	bootDone      = "guest phase vm=validate phase=boot-complete status=ok seq=9 uptime=8.2"
+	// The one-boot build: install freezes, snapshots and thaws the node (each command
+	// answered by awaiting-command), and validate takes the running VM over.
+	awaiting     = "guest phase vm=install phase=awaiting-command status=ok seq=12 uptime=33"
+	takeover     = "validating the node install left running console=/out/logs/install-console.log"
+	handedFacts  = "guest phase vm=install phase=facts status=ok seq=15 uptime=36"
+	handedBooted = "guest phase vm=install phase=boot-complete status=ok seq=16 uptime=36.2"
 )
 
 func TestGuestWaitShare(t *testing.T) {
@@ -47,6 +53,17 @@ func TestGuestWaitShare(t *testing.T) {
 		wantShare float64
 		wantErr   string
 	}{{
+		name: "one boot: validate waits from taking over install's VM to its boot-complete",
+		events: []pipeline.Event{
+			logAt("install", 1, startInstall), logAt("install", 5, liveBooted),
+			logAt("install", 38, installStart), logAt("install", 41, installDone),
+			logAt("install", 42, awaiting), logAt("install", 44, awaiting),
+			logAt("validate", 50, takeover), logAt("validate", 51, awaiting),
+			logAt("validate", 53, handedFacts), logAt("validate", 54, handedBooted),
+		},
+		rec:      both,
+		wantWait: 44 * time.Second, wantShare: 44.0 / 64,
+	}, {
 		name: "one VM per stage, waits up to each final message",
 		events: []pipeline.Event{
 			logAt("install", 1, startInstall), logAt("install", 5, liveBooted),
@@ -82,7 +99,7 @@ func TestGuestWaitShare(t *testing.T) {
 		name:    "a stage that started no VM",
 		events:  []pipeline.Event{logAt("install", 1, startInstall), logAt("install", 41, installDone)},
 		rec:     both,
-		wantErr: "stage validate logged no VM start",
+		wantErr: "stage validate logged neither a VM start nor taking over install's VM",
 	}, {
 		name:    "a cached stage measures nothing",
 		events:  []pipeline.Event{logAt("install", 1, startInstall), logAt("install", 41, installDone)},
@@ -138,5 +155,24 @@ func TestParseEventsReadsTheJSONRenderer(t *testing.T) {
 	}
 	if _, err := parseEvents([]byte("\x1e{not json}\n")); err == nil {
 		t.Error("a broken record parsed")
+	}
+}
+
+// The one-boot build starts one VM for install and validate; the build before it, two.
+func TestVMStarts(t *testing.T) {
+	oneBoot := []pipeline.Event{
+		logAt("install", 1, startInstall), logAt("install", 41, installDone),
+		logAt("validate", 50, takeover), logAt("validate", 54, handedBooted),
+		logAt("seal", 60, "starting VM name=seal accel=tcg console=x"),
+	}
+	twoBoots := []pipeline.Event{
+		logAt("install", 1, startInstall), logAt("install", 41, installDone),
+		logAt("validate", 52, startValidate), logAt("validate", 61, bootDone),
+	}
+	if n := vmStarts(oneBoot, "install", "validate"); n != 1 {
+		t.Errorf("one-boot build: %d VM starts, want 1", n)
+	}
+	if n := vmStarts(twoBoots, "install", "validate"); n != 2 {
+		t.Errorf("two-boot build: %d VM starts, want 2", n)
 	}
 }
