@@ -84,23 +84,25 @@ const (
 // guestWait is the time a stage's VMs ran from their start (vm.Start's "starting VM" log
 // line) or from the stage taking over install's running VM, to the guest's final message
 // (install-complete or boot-complete, ok or failed), summed over the stage's VMs, from the
-// log events' timestamps.
+// log events' timestamps. A VM logs through the stage that started it (vm.Machine keeps
+// that stage's logger), so a taken-over VM's final message is taken from any stage.
 func guestWait(events []pipeline.Event, stage string) (time.Duration, error) {
 	var total time.Duration
 	var started time.Time
-	vms := 0
+	vms, handed := 0, false
 	for _, e := range events {
-		if e.Stage != stage || e.Kind != pipeline.EventLog {
+		if e.Kind != pipeline.EventLog {
 			continue
 		}
+		own := e.Stage == stage
 		switch {
-		case strings.HasPrefix(e.Message, vmStartLine) || strings.HasPrefix(e.Message, vmTakeoverLine):
+		case own && (strings.HasPrefix(e.Message, vmStartLine) || strings.HasPrefix(e.Message, vmTakeoverLine)):
 			if !started.IsZero() {
 				return 0, fmt.Errorf("stage %s started a VM before the previous one sent its final message", stage)
 			}
-			started = e.Time
+			started, handed = e.Time, strings.HasPrefix(e.Message, vmTakeoverLine)
 			vms++
-		case !started.IsZero() && finalGuestMessage(e.Message):
+		case !started.IsZero() && (own || handed) && finalGuestMessage(e.Message):
 			total += e.Time.Sub(started)
 			started = time.Time{}
 		}

@@ -53,16 +53,33 @@ func TestGuestWaitShare(t *testing.T) {
 		wantShare float64
 		wantErr   string
 	}{{
+		// The VM logs through install's logger, so its boot-complete is an install event.
 		name: "one boot: validate waits from taking over install's VM to its boot-complete",
 		events: []pipeline.Event{
 			logAt("install", 1, startInstall), logAt("install", 5, liveBooted),
 			logAt("install", 38, installStart), logAt("install", 41, installDone),
 			logAt("install", 42, awaiting), logAt("install", 44, awaiting),
-			logAt("validate", 50, takeover), logAt("validate", 51, awaiting),
-			logAt("validate", 53, handedFacts), logAt("validate", 54, handedBooted),
+			logAt("validate", 50, takeover), logAt("install", 51, awaiting),
+			logAt("install", 53, handedFacts), logAt("install", 54, handedBooted),
 		},
 		rec:      both,
 		wantWait: 44 * time.Second, wantShare: 44.0 / 64,
+	}, {
+		name: "one boot, the taken-over VM's messages logged by validate",
+		events: []pipeline.Event{
+			logAt("install", 1, startInstall), logAt("install", 41, installDone),
+			logAt("validate", 50, takeover), logAt("validate", 53, handedFacts), logAt("validate", 55, handedBooted),
+		},
+		rec:      both,
+		wantWait: 45 * time.Second, wantShare: 45.0 / 64,
+	}, {
+		name: "another stage's final message does not end a VM the stage booted",
+		events: []pipeline.Event{
+			logAt("install", 1, startInstall), logAt("install", 41, installDone),
+			logAt("validate", 50, startValidate), logAt("seal", 52, handedBooted), logAt("validate", 58, bootDone),
+		},
+		rec:      both,
+		wantWait: 48 * time.Second, wantShare: 48.0 / 64,
 	}, {
 		name: "one VM per stage, waits up to each final message",
 		events: []pipeline.Event{
