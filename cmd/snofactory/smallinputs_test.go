@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -336,4 +338,70 @@ func TestOutputAndCacheDirectoriesApart(t *testing.T) {
 			})
 		}
 	}
+}
+
+// An OCI layout's blob is streamed, not capped, but must be a regular file: a chunk blob
+// replaced by a FIFO (which blocked the open, out of Ctrl-C's reach) or by a symlink to
+// /dev/zero is refused at once, exit 2, naming the blob, and nothing is written. The real
+// binary runs under its memory limit, its time bounded by this test's context.
+func TestLayoutBlobMustBeRegularFile(t *testing.T) {
+	src := hostileSeed(t, nil)
+	for _, kind := range []string{"fifo", "/dev/zero"} {
+		t.Run(kind, func(t *testing.T) {
+			dir := t.TempDir()
+			layout := filepath.Join(dir, "layout")
+			if code, _, stderr := runMain(t, "seed", "push", src, "oci:"+layout+":v1"); code != 0 {
+				t.Fatalf("push: exit %d: %s", code, stderr)
+			}
+			blob := lastChunkBlob(t, layout)
+			os.Remove(blob)
+			want := hostileSmallFile(t, kind, blob, 0)
+			before := listTree(t, layout)
+			// A guard against a hang, not a figure: the child is killed and the test fails.
+			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+			defer cancel()
+			args := append([]string{"seed", "pull"}, seedTrustFlags(t)...)
+			args = append(args, "oci:"+layout+":v1", filepath.Join(dir, "seed"))
+			code, _, stderr := testbin.RunChild(ctx, t, snofactoryBin.Path(t), args, nil)
+			if code != exitBadInput || !strings.Contains(stderr, filepath.Base(blob)) || !strings.Contains(stderr, want) {
+				t.Errorf("exit %d, want %d naming %s and %q: %s", code, exitBadInput, blob, want, stderr)
+			}
+			if after := listTree(t, layout); !slices.Equal(before, after) {
+				t.Errorf("the refused pull changed the layout: %v, then %v", before, after)
+			}
+			// The chunks already fetched are kept to resume from, and the message says where.
+			kept, _ := os.ReadDir(filepath.Join(dir, "seed"))
+			for _, e := range kept {
+				if p := filepath.Join(dir, "seed", e.Name()); !strings.Contains(stderr, p) {
+					t.Errorf("the refused pull left %s and does not name it: %s", p, stderr)
+				}
+			}
+		})
+	}
+}
+
+// lastChunkBlob is the path of the last chunk blob a seed manifest in layout lists.
+func lastChunkBlob(t *testing.T, layout string) string {
+	t.Helper()
+	var index struct{ Manifests []struct{ Digest string } }
+	b, _ := os.ReadFile(filepath.Join(layout, "index.json"))
+	if err := json.Unmarshal(b, &index); err != nil || len(index.Manifests) != 1 {
+		t.Fatalf("index.json: %v", err)
+	}
+	path := func(d string) string { return filepath.Join(layout, "blobs", strings.Replace(d, ":", "/", 1)) }
+	var m struct {
+		Layers []struct{ MediaType, Digest string }
+	}
+	b, _ = os.ReadFile(path(index.Manifests[0].Digest))
+	json.Unmarshal(b, &m)
+	last := ""
+	for _, l := range m.Layers {
+		if strings.Contains(l.MediaType, "chunk") {
+			last = l.Digest
+		}
+	}
+	if last == "" {
+		t.Fatalf("the seed's manifest lists no chunk: %s", b)
+	}
+	return path(last)
 }

@@ -52,7 +52,6 @@ var rawReadsAllowed = map[rawRead]string{
 	{"seeds/artifact/ociseed/delta.go", "openOldRaw", "os.OpenFile"}:                        "--from raw disk: opened O_NONBLOCK, refused unless regular or a block device",
 	{"seeds/artifact/ociseed/delta.go", "openPack", "os.OpenFile"}:                          "a seed directory's pack, opened O_NOFOLLOW and checked regular of the size seed.json says",
 	{"seeds/artifact/ociseed/delta.go", "pushDelta", "os.ReadFile"}:                         "the chunk index of a seed directory that seed.Check accepted",
-	{"seeds/artifact/ociseed/layout.go", "layoutStore.fetch", "os.Open"}:                    "a blob of an OCI layout, read up to its descriptor's size",
 	{"seeds/artifact/ociseed/pull.go", "fetchFiles", "os.OpenFile"}:                         "a file of the pull's own staging directory (own state)",
 	{"seeds/artifact/ociseed/pull.go", "pullChunk.fetch", "os.ReadFile"}:                    "a file of the pull's own staging directory (own state)",
 	{"seeds/artifact/ociseed/push.go", "Push", "os.ReadFile"}:                               "seed.json of a seed directory that seed.Check accepted",

@@ -208,7 +208,12 @@ func (l *layoutStore) fetch(_ context.Context, d ocispec.Descriptor) (io.ReadClo
 	if err := d.Digest.Validate(); err != nil {
 		return nil, fmt.Errorf("blob %q: %w", d.Digest, err)
 	}
-	f, err := os.Open(l.blobPath(d.Digest))
+	// A blob replaced by a FIFO would block the open forever, out of Ctrl-C's reach; a
+	// device would never end: the layout is the user's, so either is bad input.
+	f, err := smallfile.Open(l.blobPath(d.Digest))
+	if errors.Is(err, smallfile.ErrNotRegular) {
+		return nil, badinput.Errorf("reading blob %s of %s: %w", d.Digest, l.dir, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("reading blob %s: %w", d.Digest, err)
 	}
