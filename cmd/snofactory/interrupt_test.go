@@ -47,7 +47,8 @@ type blocked struct {
 // that stops mid-write, stdin that never ends), then sends SIGINT, as a supervisor's kill
 // does, to the command alone: it must exit 130 saying it was interrupted, having stopped
 // everything it started and left no temporary or partial file. Time is bounded by the
-// test's context only.
+// test's contexts only: a guard for reaching the blocked state, and a short one of its own
+// for the exit after SIGINT.
 func TestCtrlCEndsEveryBlockedCommand(t *testing.T) {
 	for _, tc := range blockedCommands(t) {
 		t.Run(tc.name, func(t *testing.T) {
@@ -72,7 +73,13 @@ func TestCtrlCEndsEveryBlockedCommand(t *testing.T) {
 			if err := c.Signal(syscall.SIGINT); err != nil {
 				t.Fatal(err)
 			}
-			code := c.Wait(ctx, t)
+			// Ctrl-C must end the command promptly, not whenever the guard above runs out:
+			// the wait for its exit has its own short context, which kills it and fails the
+			// test when it ends first (a bound generous enough for a loaded machine, not a
+			// figure).
+			prompt, cancelPrompt := context.WithTimeout(t.Context(), 5*time.Second)
+			defer cancelPrompt()
+			code := c.Wait(prompt, t)
 			stderr := c.Stderr.String()
 			if code != exitInterrupted || !strings.Contains(stderr, "interrupted") {
 				t.Errorf("exit %d, stderr %q; want %d and a message saying it was interrupted", code, stderr, exitInterrupted)
@@ -121,6 +128,11 @@ func blockedCommands(t *testing.T) []blocked {
 		{"seed pull from a registry that never answers", registry("seed", "pull"), outs, ""},
 		{"seed inspect of a registry that never answers", registry("seed", "inspect"), none, ""},
 		{"seed verify REF of a registry that never answers", registry("seed", "verify"), none, ""},
+		{"seed push to a registry that never answers", func(t *testing.T) ([]string, io.Reader, func(context.Context, *testbin.Child) error) {
+			held := silentServer(t)
+			ref := strings.TrimPrefix(held.url, "http://") + "/seeds/demo:1"
+			return []string{"seed", "push", hostileSeed(t, nil), ref}, nil, held.entered
+		}, none, ""},
 		{"seed write from a source that stops mid-write", seedWriteHeld(target), outs, ""},
 		{"cluster check of an API that never answers", func(t *testing.T) ([]string, io.Reader, func(context.Context, *testbin.Child) error) {
 			held := silentServer(t)
