@@ -51,7 +51,7 @@ func (d *decoder) checkButane(bp *v1alpha1.Blueprint, data []byte) {
 			}
 			b, err := smallfile.Read(bp.Resolved.Butane[i], maxButaneFile)
 			if errors.Is(err, smallfile.ErrTooLarge) {
-				d.AddAt(d.Locate(path), path, fmt.Sprintf("the Butane file is larger than %d bytes", maxButaneFile),
+				d.AddAt(d.Locate(path), path, fmt.Sprintf("the Butane file %s is larger than %d bytes", bp.Resolved.Butane[i], maxButaneFile),
 					"Butane embeds small files; ship large content as images or manifests")
 				continue
 			}

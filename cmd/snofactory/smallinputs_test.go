@@ -14,11 +14,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snofactory/snofactory/blueprints"
+	"github.com/snofactory/snofactory/blueprints/depotfile"
 	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/pipeline/depot"
 	"github.com/snofactory/snofactory/seeds/artifact/seed"
 	"github.com/snofactory/snofactory/seeds/artifact/seed/seedtest"
 	"github.com/snofactory/snofactory/seeds/artifact/trust"
+	"github.com/snofactory/snofactory/seeds/checks/manifest"
+	"github.com/snofactory/snofactory/seeds/site/siteconfig"
+	"github.com/snofactory/snofactory/seeds/site/siteconfig/isotest"
 	"github.com/snofactory/snofactory/stages/liveiso/coreiso"
 	"github.com/snofactory/snofactory/stages/validate"
 	"github.com/snofactory/snofactory/test/testbin"
@@ -46,6 +51,29 @@ func hostileSmallFile(t *testing.T, kind, path string, limit int64) string {
 		t.Fatal(err)
 	}
 	return want
+}
+
+// copyImageBasedConfig copies the image-based installer's sample image-based-config.yaml
+// into dir and returns the copy; nothing is beside it.
+func copyImageBasedConfig(t *testing.T, dir string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "seeds", "site", "siteconfig", "testdata", "image-based", "image-based-config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "image-based-config.yaml")
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// smallSeed writes a seed directory of a 1 MiB disk in dir and returns it.
+func smallSeed(t *testing.T, dir string) string {
+	t.Helper()
+	p := filepath.Join(dir, "seed")
+	seedtest.Write(t, p, seedtest.Options{RawSize: 1 << 20, Seed: 3, Formats: []string{seed.FormatRaw}})
+	return p
 }
 
 // copyBlueprint copies blueprints/NAME.yaml and its directory into dir and returns the
@@ -187,6 +215,77 @@ func TestSmallInputsRefuseSpecialAndHugeFiles(t *testing.T) {
 			p := filepath.Join(dir, "report.json")
 			return p, []string{"seed", "push", "--attach", p + "=application/json", seedDir, "oci:" + filepath.Join(dir, "pushed") + ":v1"}
 		}},
+		{"site-config validate's site config", siteconfig.MaxFileSize, func(dir string) (string, []string) {
+			p := filepath.Join(dir, "site.yaml")
+			return p, []string{"site-config", "validate", p}
+		}},
+		{"site-config create's site config", siteconfig.MaxFileSize, func(dir string) (string, []string) {
+			p := filepath.Join(dir, "site.yaml")
+			return p, []string{"site-config", "create", p, "-o", filepath.Join(dir, "site.iso")}
+		}},
+		{"image-based-config.yaml", siteconfig.MaxFileSize, func(dir string) (string, []string) {
+			p := filepath.Join(dir, "image-based-config.yaml")
+			return p, []string{"site-config", "validate", p}
+		}},
+		{"install-config.yaml beside an image-based-config.yaml", siteconfig.MaxFileSize, func(dir string) (string, []string) {
+			ibi := copyImageBasedConfig(t, dir)
+			return filepath.Join(dir, "install-config.yaml"), []string{"site-config", "validate", ibi}
+		}},
+		{"a file in a site's extra-manifests/", manifest.MaxInlineSize, func(dir string) (string, []string) {
+			ibi := copyImageBasedConfig(t, dir)
+			os.Mkdir(filepath.Join(dir, "extra-manifests"), 0o755)
+			return filepath.Join(dir, "extra-manifests", "cm.yaml"), []string{"site-config", "validate", ibi}
+		}},
+		{"the blueprint", blueprints.MaxFileSize, func(dir string) (string, []string) {
+			p := filepath.Join(dir, "seed.yaml")
+			return p, []string{"validate", p}
+		}},
+		{"a file in a blueprint's extra-manifests/", manifest.MaxFileSize, func(dir string) (string, []string) {
+			bp := copyBlueprint(t, dir, "du-profile")
+			return filepath.Join(dir, "du-profile", "extra-manifests", "hostile.yaml"), []string{"validate", bp}
+		}},
+		{"a blueprint's Butane fragment", 1 << 20, func(dir string) (string, []string) {
+			bp := copyBlueprint(t, dir, "du-profile")
+			p := filepath.Join(dir, "du-profile", "sctp.bu")
+			os.Remove(p)
+			return p, []string{"validate", bp}
+		}},
+		{"a blueprint's SSH public key", 64 << 10, func(dir string) (string, []string) {
+			bp := copyBlueprint(t, dir, "du-profile")
+			p := filepath.Join(dir, "du-profile", "id_ed25519.pub")
+			os.Remove(p)
+			return p, []string{"validate", bp}
+		}},
+		{"a blueprint's signaturePolicyFile", 1 << 20, func(dir string) (string, []string) {
+			bp := copyBlueprint(t, dir, "du-profile")
+			b, _ := os.ReadFile(bp)
+			os.WriteFile(bp, []byte(strings.Replace(string(b), "\nspec:\n", "\nspec:\n  signaturePolicyFile: policy.json\n", 1)), 0o644)
+			return filepath.Join(dir, "policy.json"), []string{"validate", bp}
+		}},
+		{"a depot file", depotfile.MaxFileSize, func(dir string) (string, []string) {
+			p := filepath.Join(dir, "depot.yaml")
+			return p, []string{"depot", "run", p, "--output-dir", filepath.Join(dir, "out"), "--cache-dir", filepath.Join(dir, "cache")}
+		}},
+		{"keys generate --passphrase-file", 64 << 10, func(dir string) (string, []string) {
+			p := filepath.Join(dir, "passphrase")
+			return p, []string{"keys", "generate", "--passphrase-file", p, filepath.Join(dir, "k")}
+		}},
+		{"seed push --passphrase-file", 64 << 10, func(dir string) (string, []string) {
+			key := filepath.Join(dir, "k.key")
+			os.WriteFile(key, []byte("not read before the passphrase"), 0o600)
+			p := filepath.Join(dir, "passphrase")
+			return p, []string{"seed", "push", "--sign-by", key, "--passphrase-file", p, smallSeed(t, dir), "127.0.0.1:1/seeds/demo:1"}
+		}},
+		{"seed push --sign-by", 64 << 10, func(dir string) (string, []string) {
+			pass := filepath.Join(dir, "passphrase")
+			os.WriteFile(pass, []byte("secret\n"), 0o600)
+			p := filepath.Join(dir, "k.key")
+			return p, []string{"seed", "push", "--sign-by", p, "--passphrase-file", pass, smallSeed(t, dir), "127.0.0.1:1/seeds/demo:1"}
+		}},
+		{"seed inspect --key", 64 << 10, func(dir string) (string, []string) {
+			p := filepath.Join(dir, "k.pub")
+			return p, []string{"seed", "inspect", "--key", p, smallSeed(t, dir)}
+		}},
 		{"iso embed -i", coreiso.MaxIgnitionFile, func(dir string) (string, []string) {
 			iso := filepath.Join(dir, "live.iso")
 			os.WriteFile(iso, []byte("not read before the config"), 0o644)
@@ -194,6 +293,9 @@ func TestSmallInputsRefuseSpecialAndHugeFiles(t *testing.T) {
 			return p, []string{"iso", "embed", "-i", p, "-o", filepath.Join(dir, "out.iso"), iso}
 		}},
 	}
+	// A blueprint names a file in its extra-manifests/ as the blueprint's own reference
+	// does, relative to the blueprint, at the blueprint's line.
+	namedAsWritten := map[string]bool{"a file in a blueprint's extra-manifests/": true}
 	for _, in := range inputs {
 		for _, kind := range []string{"fifo", "/dev/zero", "over the cap"} {
 			t.Run(in.name+"/"+kind, func(t *testing.T) {
@@ -213,7 +315,11 @@ func TestSmallInputsRefuseSpecialAndHugeFiles(t *testing.T) {
 				if after := listTree(t, dir); !slices.Equal(before, after) {
 					t.Errorf("the refused command changed %s: %v, then %v", dir, before, after)
 				}
-				for _, s := range []string{hostile, want} {
+				names := hostile
+				if namedAsWritten[in.name] {
+					names, _ = filepath.Rel(dir, hostile)
+				}
+				for _, s := range []string{names, want} {
 					if !strings.Contains(stderr, s) {
 						t.Errorf("stderr does not say %q: %s", s, stderr)
 					}
@@ -243,6 +349,7 @@ func TestBigInputsMustBeRegularFiles(t *testing.T) {
 				{"seed", "inspect", "oci-archive:" + p + ":v1"},
 				{"seed", "pull", "oci-archive:" + p + ":v1", filepath.Join(dir, "seed")},
 				{"seed", "pull", "--from", p, "oci:" + layout + ":v1", filepath.Join(dir, "seed")},
+				{"seed", "write", "--from", p, "--image", "oci:" + layout + ":v1", "--device", filepath.Join(dir, "disk.img")},
 				{"iso", "embed", "-i", ign, "-o", out, p},
 				{"iso", "embed", "-i", ign, p},
 				{"iso", "show", p},
@@ -254,8 +361,10 @@ func TestBigInputsMustBeRegularFiles(t *testing.T) {
 				if code != exitBadInput || !strings.Contains(stderr, p) || !strings.Contains(stderr, want) {
 					t.Errorf("%v: exit %d, want %d naming %s and %q: %s", args, code, exitBadInput, p, want, stderr)
 				}
-				if _, err := os.Lstat(out); !errors.Is(err, os.ErrNotExist) {
-					t.Errorf("%v wrote %s", args, out)
+				for _, o := range []string{out, filepath.Join(dir, "seed"), filepath.Join(dir, "disk.img")} {
+					if _, err := os.Lstat(o); !errors.Is(err, os.ErrNotExist) {
+						t.Errorf("%v wrote %s", args, o)
+					}
 				}
 			}
 		})
@@ -404,4 +513,30 @@ func lastChunkBlob(t *testing.T, layout string) string {
 		t.Fatalf("the seed's manifest lists no chunk: %s", b)
 	}
 	return path(last)
+}
+
+// The site config on a seed boot medium is a small file too, though it is inside an ISO: one
+// over its cap is refused before any VM starts, exit 2, naming the medium, the file and the
+// cap.
+func TestSeedBootMediumSiteConfigOverItsCap(t *testing.T) {
+	dir := t.TempDir()
+	medium := isotest.Write(t, filepath.Join(dir, "site.iso"), siteconfig.VolumeLabel, map[string]string{
+		siteconfig.ConfigFileName: strings.Repeat(" ", siteconfig.MaxFileSize+1),
+	})
+	seedDir := smallSeed(t, dir)
+	// No qemu on PATH: the refusal must come before any VM or disk tool is needed.
+	t.Setenv("PATH", t.TempDir())
+	before := listTree(t, dir)
+	code, stderr := runGuarded(t, "seed", "boot", "--site-config", medium, seedDir)
+	if code != exitBadInput {
+		t.Errorf("exit %d, want %d: %s", code, exitBadInput, stderr)
+	}
+	for _, s := range []string{medium, siteconfig.ConfigFileName, fmt.Sprintf("larger than %d bytes", siteconfig.MaxFileSize)} {
+		if !strings.Contains(stderr, s) {
+			t.Errorf("stderr does not say %q: %s", s, stderr)
+		}
+	}
+	if after := listTree(t, dir); !slices.Equal(before, after) {
+		t.Errorf("the refused boot changed %s: %v, then %v", dir, before, after)
+	}
 }
