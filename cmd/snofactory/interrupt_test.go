@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -138,6 +139,10 @@ func blockedCommands(t *testing.T) []blocked {
 			held := silentServer(t)
 			return []string{"cluster", "check", "--kubeconfig", kubeconfigFor(t, held.url)}, nil, held.entered
 		}, none, ""},
+		{"cluster check --wait on an API that is never ready", func(t *testing.T) ([]string, io.Reader, func(context.Context, *testbin.Child) error) {
+			again := unreadyServer(t)
+			return []string{"cluster", "check", "--wait", "1h", "--kubeconfig", kubeconfigFor(t, again.url)}, nil, again.entered
+		}, none, ""},
 		{"build waiting for a lock another build holds", lockHeld("build"), none, ""},
 		{"depot run waiting for a lock another build holds", lockHeld("depot"), none, "depot interrupted: 0 succeeded, 0 failed"},
 		{"iso embed reading an Ignition config from stdin that never ends", func(t *testing.T) ([]string, io.Reader, func(context.Context, *testbin.Child) error) {
@@ -190,6 +195,33 @@ func silentServer(t *testing.T) silent {
 		}
 	}))
 	t.Cleanup(func() { close(done); srv.Close() })
+	s.url = srv.URL
+	return s
+}
+
+// unreadyServer is an API server that answers every request at once with 503, as a
+// starting kube-apiserver does before it serves: the client waits between its tries and
+// polls, not on a connection. The event is a request for a path asked before, which shows
+// the command came back after a wait.
+func unreadyServer(t *testing.T) silent {
+	s := silent{reqs: make(chan string, 1)}
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		if seen[r.URL.Path] {
+			select {
+			case s.reqs <- r.URL.Path:
+			default:
+			}
+		}
+		seen[r.URL.Path] = true
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"ServiceUnavailable","code":503}`)
+	}))
+	t.Cleanup(srv.Close)
 	s.url = srv.URL
 	return s
 }
