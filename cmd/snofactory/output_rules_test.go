@@ -10,6 +10,8 @@ import (
 
 	"filippo.io/age"
 	"golang.org/x/sys/unix"
+
+	"github.com/snofactory/snofactory/seeds/artifact/seed"
 )
 
 // copySite copies the test site config and the files it names into a directory of the
@@ -189,4 +191,80 @@ func TestDepotStatusRefusesSymlink(t *testing.T) {
 	if strings.Contains(out, "secret-name") {
 		t.Errorf("the symlink was followed: %s", out)
 	}
+}
+
+// seed push to an oci-archive: or an oci: layout writes a file or a directory the user
+// names: the archive goes through the output rules (never the seed's own files, a
+// read-only file or a character device), the layout may not be, hold or lie inside the
+// seed directory. A refusal is exit 2 before any blob is read, names the path and the
+// rule, and leaves the seed as it was; a good archive is written and reads back.
+func TestSeedPushOutputsRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ref  func(t *testing.T, seedDir, disk string) string
+		want string
+	}{
+		{"archive over the seed's disk", func(_ *testing.T, _, disk string) string { return "oci-archive:" + disk + ":v1" }, "is this command's input"},
+		{"archive over seed.json", func(_ *testing.T, s, _ string) string {
+			return "oci-archive:" + filepath.Join(s, seed.ManifestFile) + ":v1"
+		}, "is this command's input"},
+		{"archive over a read-only file", func(t *testing.T, _, _ string) string {
+			ro := filepath.Join(t.TempDir(), "ro.tar")
+			os.WriteFile(ro, []byte("keep"), 0o444)
+			return "oci-archive:" + ro + ":v1"
+		}, "is a read-only file"},
+		{"archive on a character device", func(t *testing.T, _, _ string) string {
+			return "oci-archive:" + charDevice(t, t.TempDir()) + ":v1"
+		}, "is a character device"},
+		{"archive in a missing directory", func(t *testing.T, _, _ string) string {
+			return "oci-archive:" + filepath.Join(t.TempDir(), "no", "a.tar") + ":v1"
+		}, "its directory does not exist"},
+		{"layout in the seed directory", func(_ *testing.T, s, _ string) string { return "oci:" + s + ":v1" }, "the oci: layout holds this command's input"},
+		{"layout inside the seed directory", func(_ *testing.T, s, _ string) string {
+			return "oci:" + filepath.Join(s, "layout") + ":v1"
+		}, "the oci: layout is inside the seed directory"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := hostileSeed(t, nil)
+			m, err := seed.ReadManifest(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ref := tc.ref(t, dir, filepath.Join(dir, m.Disks[0].File))
+			target := ref[strings.Index(ref, ":")+1 : strings.LastIndex(ref, ":")]
+			before := map[string]*fileState{target: stateOf(t, target)}
+			for _, p := range m.Paths(dir) {
+				before[p] = stateOf(t, p)
+			}
+			inSeed := filepath.Join(dir, seed.ManifestFile) // listDir lists beside it
+			entries := listDir(inSeed)
+			code, out, errOut := runMain(t, "seed", "push", dir, ref)
+			if code != exitBadInput || !strings.Contains(errOut, tc.want) || !strings.Contains(errOut, target) {
+				t.Fatalf("exit %d, stderr %q; want exit 2 naming %s and %q\n%s", code, errOut, target, tc.want, out)
+			}
+			for p, was := range before {
+				now := stateOf(t, p)
+				if (was == nil) != (now == nil) || was != nil && (!bytes.Equal(was.data, now.data) || !was.mtime.Equal(now.mtime) || was.mode != now.mode) {
+					t.Errorf("%s changed: %+v -> %+v", p, was, now)
+				}
+			}
+			if after := listDir(inSeed); strings.Join(after, " ") != strings.Join(entries, " ") {
+				t.Errorf("files appeared in the seed directory or went: %v -> %v", entries, after)
+			}
+		})
+	}
+	t.Run("a new archive", func(t *testing.T) {
+		dir := hostileSeed(t, nil)
+		out := t.TempDir()
+		archive := filepath.Join(out, "seed.tar")
+		if code, _, errOut := runMain(t, "seed", "push", dir, "oci-archive:"+archive+":v1"); code != 0 {
+			t.Fatalf("push: exit %d: %s", code, errOut)
+		}
+		if got := listDir(archive); len(got) != 1 || got[0] != "seed.tar" {
+			t.Errorf("beside the archive: %v, want the archive alone", got)
+		}
+		if code, _, errOut := runMain(t, "seed", "pull", "oci-archive:"+archive+":v1", filepath.Join(out, "pulled")); code != 0 {
+			t.Fatalf("pull: exit %d: %s", code, errOut)
+		}
+	})
 }

@@ -4,12 +4,10 @@ import (
 	"archive/tar"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path"
-	"path/filepath"
 	"sync"
 
 	"github.com/opencontainers/go-digest"
@@ -22,11 +20,11 @@ import (
 )
 
 // archiveWriter writes an oci-archive (an OCI layout as a tar file) in one pass: each
-// blob once, then index.json and oci-layout. It writes FILE's sibling and renames it over
-// FILE on commit, so FILE is either the old archive or the whole new one.
+// blob once, then index.json and oci-layout. It writes into the file pipeline/output hands
+// it (Push writes the archive through output.Write), so FILE is refused, or is either the
+// old archive or the whole new one, by the same rules as every other output.
 type archiveWriter struct {
 	mu      sync.Mutex // the tar stream is sequential
-	f       *os.File
 	tw      *tar.Writer
 	final   string
 	tag     string
@@ -34,13 +32,9 @@ type archiveWriter struct {
 	index   ocispec.Index
 }
 
-func createArchive(loc Location) (*archiveWriter, error) {
-	f, err := os.CreateTemp(filepath.Dir(loc.Path), "."+filepath.Base(loc.Path)+".partial-*")
-	if err != nil {
-		return nil, fmt.Errorf("creating the archive %s: %w", loc.Path, err)
-	}
-	return &archiveWriter{f: f, tw: tar.NewWriter(f), final: loc.Path, tag: loc.Tag, written: map[digest.Digest]bool{},
-		index: ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageIndex}}, nil
+func newArchiveWriter(f *os.File, loc Location) *archiveWriter {
+	return &archiveWriter{tw: tar.NewWriter(f), final: loc.Path, tag: loc.Tag, written: map[digest.Digest]bool{},
+		index: ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageIndex}}
 }
 
 func (a *archiveWriter) putBlob(ctx context.Context, b blob) (int64, error) {
@@ -101,21 +95,15 @@ func (a *archiveWriter) commit() error {
 			return fmt.Errorf("writing %s: %w", a.final, err)
 		}
 	}
-	err = errors.Join(a.tw.Close(), a.f.Sync(), a.f.Close())
-	if err == nil {
-		err = os.Rename(a.f.Name(), a.final)
-	}
-	if err != nil {
-		os.Remove(a.f.Name())
+	// output.Write syncs the file and renames it into place once this returns.
+	if err := a.tw.Close(); err != nil {
 		return fmt.Errorf("writing %s: %w", a.final, err)
 	}
 	return nil
 }
 
-func (a *archiveWriter) abort() {
-	a.f.Close()
-	os.Remove(a.f.Name())
-}
+// abort: output.Write removes the partial file when the push fails.
+func (a *archiveWriter) abort() {}
 
 // archiveReader reads blobs straight out of an oci-archive: one scan of the tar headers
 // (seeking over the contents) finds where each file lies, so nothing is extracted.

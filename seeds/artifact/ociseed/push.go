@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/snofactory/snofactory/pipeline/ctxio"
+	"github.com/snofactory/snofactory/pipeline/output"
 	"github.com/snofactory/snofactory/seeds/artifact/seed"
 )
 
@@ -56,10 +57,57 @@ func Push(ctx context.Context, dir, ref string, opts ...Option) (*Result, error)
 	if err != nil {
 		return nil, err
 	}
-	t, err := openTarget(ctx, loc, o)
+	inputs := pushInputs(dir, m, o.referrers)
+	var res *Result
+	switch loc.Transport {
+	case TransportOCIArchive:
+		// The archive is an output the user names: checked (never the seed's own files, a
+		// character device, a read-only file) before any blob is read, and renamed into place
+		// only once whole, by the one output rule.
+		err = output.Write(loc.Path, 0o644, func(f *os.File) error {
+			res, err = pushTo(ctx, newArchiveWriter(f, loc), loc, dir, m, cfg, o)
+			return err
+		}, inputs...)
+	case TransportLayout:
+		if err = checkLayoutOutput(dir, loc.Path, inputs); err != nil {
+			return nil, err
+		}
+		fallthrough
+	default:
+		var t target
+		if t, err = openTarget(ctx, loc, o); err == nil {
+			res, err = pushTo(ctx, t, loc, dir, m, cfg, o)
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
+	o.logger.InfoContext(ctx, "pushed seed", "to", res.Location, "digest", res.Digest, "blobs", res.Blobs,
+		"bytes", res.Bytes, "sent", res.Sent)
+	return res, nil
+}
+
+// pushInputs are the files a push reads: the seed's declared files and the referrers'.
+func pushInputs(dir string, m *seed.Manifest, refs []Referrer) []string {
+	inputs := m.Paths(dir)
+	for _, r := range refs {
+		inputs = append(inputs, r.File)
+	}
+	return inputs
+}
+
+// checkLayoutOutput refuses an oci: layout directory that is, holds or lies inside the seed
+// directory (its blobs/ and index.json would land among the seed's files) or that holds
+// another input.
+func checkLayoutOutput(dir, layout string, inputs []string) error {
+	if err := output.CheckDir("the oci: layout", layout, inputs...); err != nil {
+		return err
+	}
+	return output.CheckApart(output.Named{Flag: "the seed directory", Path: dir}, output.Named{Flag: "the oci: layout", Path: layout})
+}
+
+// pushTo stores the checked seed in dir (manifest m, seed.json bytes cfg) in t.
+func pushTo(ctx context.Context, t target, loc Location, dir string, m *seed.Manifest, cfg []byte, o options) (*Result, error) {
 	committed := false
 	defer func() {
 		if !committed {
@@ -69,17 +117,16 @@ func Push(ctx context.Context, dir, ref string, opts ...Option) (*Result, error)
 	p := &progress{f: o.progress}
 	res := &Result{Location: loc.String()}
 	var raw []byte
+	var err error
 	if d, ok := chunkedDisk(m); ok {
-		if raw, err = pushDelta(ctx, t, dir, m, d, cfg, o, p); err != nil {
-			return nil, err
-		}
-		res.Blobs, res.Bytes = p.done, p.size
+		raw, err = pushDelta(ctx, t, dir, m, d, cfg, o, p)
 	} else {
-		if raw, err = pushFiles(ctx, t, dir, m, cfg, o, p); err != nil {
-			return nil, err
-		}
-		res.Blobs, res.Bytes = p.done, p.size
+		raw, err = pushFiles(ctx, t, dir, m, cfg, o, p)
 	}
+	if err != nil {
+		return nil, err
+	}
+	res.Blobs, res.Bytes = p.done, p.size
 	res.Digest, res.Size = digest.FromBytes(raw), int64(len(raw))
 	var idx ocispec.Index
 	if json.Unmarshal(raw, &idx) == nil && idx.MediaType == ocispec.MediaTypeImageIndex {
@@ -100,8 +147,6 @@ func Push(ctx context.Context, dir, ref string, opts ...Option) (*Result, error)
 	}
 	committed = true
 	res.Sent = p.moved
-	o.logger.InfoContext(ctx, "pushed seed", "to", res.Location, "digest", res.Digest, "blobs", res.Blobs,
-		"bytes", res.Bytes, "sent", res.Sent)
 	return res, nil
 }
 

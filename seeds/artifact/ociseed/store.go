@@ -50,10 +50,9 @@ func openTarget(ctx context.Context, loc Location, o options) (target, error) {
 		return newRegistry(loc, o)
 	case TransportLayout:
 		return &layoutStore{dir: loc.Path, tag: loc.Tag}, nil
-	case TransportOCIArchive:
-		return createArchive(loc)
 	}
-	return nil, fmt.Errorf("unknown transport %q", loc.Transport)
+	// An oci-archive is written whole through pipeline/output (Push), never opened as a target.
+	return nil, fmt.Errorf("cannot write to transport %q here", loc.Transport)
 }
 
 // openRef parses ref and opens it for reading.

@@ -253,6 +253,16 @@ func checkFiles(dir string, m *Manifest) error {
 	return errors.Join(errs...)
 }
 
+// Paths are the paths, under dir, of every file the manifest declares, seed.json included:
+// what a command that reads the seed must never write over.
+func (m *Manifest) Paths(dir string) []string {
+	var paths []string
+	for _, n := range m.files() {
+		paths = append(paths, filepath.Join(dir, n))
+	}
+	return paths
+}
+
 // files are the names of every file the manifest declares, seed.json included.
 func (m *Manifest) files() []string {
 	names := []string{ManifestFile}
