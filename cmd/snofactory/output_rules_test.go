@@ -2,9 +2,12 @@ package main
 
 import (
 	"bytes"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -267,4 +270,51 @@ func TestSeedPushOutputsRefused(t *testing.T) {
 			t.Fatalf("pull: exit %d: %s", code, errOut)
 		}
 	})
+}
+
+// seed write --image REF checks --device by the output rules before it pulls anything: a
+// character device, a read-only file or a path in a missing directory is exit 2, naming
+// --device and the rule, with no request sent to the registry and the target untouched.
+func TestSeedWriteDeviceRefusedBeforePull(t *testing.T) {
+	var requests atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		w.WriteHeader(http.StatusNotFound)
+	}))
+	t.Cleanup(srv.Close)
+	ref := strings.TrimPrefix(srv.URL, "http://") + "/seeds/demo:v1"
+	for _, tc := range []struct {
+		name   string
+		device func(t *testing.T) string
+		want   string
+	}{
+		{"a character device", func(t *testing.T) string { return charDevice(t, t.TempDir()) }, "is a character device"},
+		{"a read-only file", func(t *testing.T) string {
+			ro := filepath.Join(t.TempDir(), "disk.img")
+			os.WriteFile(ro, []byte("keep"), 0o444)
+			return ro
+		}, "is a read-only file"},
+		{"a missing directory", func(t *testing.T) string { return filepath.Join(t.TempDir(), "no", "disk.img") }, "its directory does not exist"},
+		{"a directory", func(t *testing.T) string { return t.TempDir() }, "is a directory"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dev := tc.device(t)
+			was := stateOf(t, dev)
+			beside := listDir(dev)
+			requests.Store(0)
+			code, out, errOut := runMain(t, "seed", "write", "--image", ref, "--device", dev)
+			if code != exitBadInput || !strings.Contains(errOut, "--device "+dev) || !strings.Contains(errOut, tc.want) {
+				t.Fatalf("exit %d, stderr %q; want exit 2 naming --device %s and %q\n%s", code, errOut, dev, tc.want, out)
+			}
+			if n := requests.Load(); n != 0 || strings.Contains(out, "Pulled") {
+				t.Errorf("%d requests sent, stdout %q: the seed was fetched before --device was refused", n, out)
+			}
+			if now := stateOf(t, dev); (was == nil) != (now == nil) || was != nil && (!bytes.Equal(was.data, now.data) || was.mode != now.mode) {
+				t.Errorf("%s changed: %+v -> %+v", dev, was, now)
+			}
+			if after := listDir(dev); strings.Join(after, " ") != strings.Join(beside, " ") {
+				t.Errorf("files appeared beside %s or went: %v -> %v", dev, beside, after)
+			}
+		})
+	}
 }

@@ -334,8 +334,8 @@ func newSeedWriteCommand(reg *registryFlags) *cobra.Command {
 			if image == "" || device == "" {
 				return badInput(errors.New("--image and --device are both required"))
 			}
-			// Fail before a long pull if DEV is in use.
-			if err := output.CheckNotMounted(device); err != nil {
+			// The output rules on DEV before a long pull: nothing is fetched for a DEV refused.
+			if err := output.CheckFile("--device", device); err != nil {
 				return err
 			}
 			st := &ociseed.PullStats{}
