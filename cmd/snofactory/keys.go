@@ -29,8 +29,8 @@ func newKeysCommand() *cobra.Command {
 			if err != nil {
 				return badInput(err)
 			}
-			if err := trust.GenerateKeys(args[0], pass); err != nil {
-				return badInput(err)
+			if err := trust.GenerateKeys(args[0], pass, passFile); err != nil {
+				return err // a refusal is exit 2 (badinput, output), a failed write exit 1
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Wrote %s (private, encrypted) and %s (public)\n", trust.KeyFile(args[0]), trust.PubFile(args[0]))
 			return nil

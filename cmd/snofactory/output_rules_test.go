@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -15,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/snofactory/snofactory/seeds/artifact/seed"
+	"github.com/snofactory/snofactory/test/testbin"
 )
 
 // copySite copies the test site config and the files it names into a directory of the
@@ -314,6 +317,82 @@ func TestSeedWriteDeviceRefusedBeforePull(t *testing.T) {
 			}
 			if after := listDir(dev); strings.Join(after, " ") != strings.Join(beside, " ") {
 				t.Errorf("files appeared beside %s or went: %v -> %v", dev, beside, after)
+			}
+		})
+	}
+}
+
+// keys generate writes PREFIX.key and PREFIX.pub through the output rules: a key file that
+// would be the passphrase file, a character device or a path in a missing directory is
+// refused with exit 2 before a key is made; an existing key is never overwritten. A write
+// that fails (here: no file may grow, as on a full disk) is exit 1, not the user's input,
+// and leaves neither file behind.
+func TestKeysGenerateOutputs(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// prefix returns PREFIX and the passphrase file, in dir.
+		prefix func(t *testing.T, dir string) (string, string)
+		fsize  bool // run with RLIMIT_FSIZE 0: every write fails
+		code   int
+		want   string
+	}{
+		{"the public key on the passphrase file", func(t *testing.T, dir string) (string, string) {
+			return filepath.Join(dir, "k"), filepath.Join(dir, "k.pub")
+		}, false, exitBadInput, "is this command's input"},
+		{"the private key on a character device", func(t *testing.T, dir string) (string, string) {
+			if os.Geteuid() != 0 {
+				t.Skip("making a character device needs root")
+			}
+			if err := unix.Mknod(filepath.Join(dir, "k.key"), unix.S_IFCHR|0o666, int(unix.Mkdev(1, 3))); err != nil {
+				t.Skipf("making a character device: %v", err)
+			}
+			return filepath.Join(dir, "k"), filepath.Join(dir, "pass")
+		}, false, exitBadInput, "the private key " + "%DIR%/k.key: is a character device"},
+		{"a missing directory", func(t *testing.T, dir string) (string, string) {
+			return filepath.Join(dir, "no", "k"), filepath.Join(dir, "pass")
+		}, false, exitBadInput, "its directory does not exist"},
+		{"an existing public key", func(t *testing.T, dir string) (string, string) {
+			os.WriteFile(filepath.Join(dir, "k.pub"), []byte("keep"), 0o644)
+			return filepath.Join(dir, "k"), filepath.Join(dir, "pass")
+		}, false, exitBadInput, "k.pub exists: a key is never overwritten"},
+		{"a write that fails", func(t *testing.T, dir string) (string, string) {
+			return filepath.Join(dir, "k"), filepath.Join(dir, "pass")
+		}, true, exitFailed, "k.key"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			prefix, pass := tc.prefix(t, dir)
+			if _, err := os.Stat(pass); err != nil {
+				os.WriteFile(pass, []byte("hunter2\n"), 0o600)
+			}
+			before := map[string]*fileState{}
+			for _, p := range []string{prefix + ".key", prefix + ".pub", pass} {
+				before[p] = stateOf(t, p)
+			}
+			entries := listDir(pass)
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			code, out, errOut := testbin.RunChild(ctx, t, snofactoryBin.Path(t), []string{"keys", "generate", "--passphrase-file", pass, prefix},
+				func(c *exec.Cmd) {
+					if tc.fsize {
+						c.Args = append([]string{c.Args[0], "--fsize=0:0"}, c.Args[1:]...)
+					}
+				})
+			want := strings.ReplaceAll(tc.want, "%DIR%", dir)
+			if code != tc.code || !strings.Contains(errOut, want) {
+				t.Fatalf("exit %d, stderr %q; want exit %d and %q\n%s", code, errOut, tc.code, want, out)
+			}
+			if strings.Contains(out+errOut, "hunter2") {
+				t.Errorf("the passphrase reached the output: %q", out+errOut)
+			}
+			for p, was := range before {
+				now := stateOf(t, p)
+				if (was == nil) != (now == nil) || was != nil && (!bytes.Equal(was.data, now.data) || !was.mtime.Equal(now.mtime) || was.mode != now.mode) {
+					t.Errorf("%s changed: %+v -> %+v", p, was, now)
+				}
+			}
+			if after := listDir(pass); strings.Join(after, " ") != strings.Join(entries, " ") {
+				t.Errorf("files appeared or went: %v -> %v", entries, after)
 			}
 		})
 	}

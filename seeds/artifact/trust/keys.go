@@ -9,13 +9,14 @@ import (
 	"crypto/ecdsa"
 	"crypto/x509"
 	"encoding/pem"
-	"errors"
 	"fmt"
 	"os"
 
 	"github.com/containers/image/v5/signature/sigstore"
 	"github.com/secure-systems-lab/go-securesystemslib/encrypted"
 
+	"github.com/snofactory/snofactory/pipeline/badinput"
+	"github.com/snofactory/snofactory/pipeline/output"
 	"github.com/snofactory/snofactory/seeds/checks/smallfile"
 )
 
@@ -24,14 +25,22 @@ func KeyFile(prefix string) string { return prefix + ".key" }
 func PubFile(prefix string) string { return prefix + ".pub" }
 
 // GenerateKeys writes a sigstore key pair: PREFIX.key, the private key encrypted with
-// passphrase (0600), and PREFIX.pub. Neither file may exist: a key is never overwritten.
-func GenerateKeys(prefix string, passphrase []byte) error {
+// passphrase (0600), and PREFIX.pub. Both go through the output rules first (never one of
+// inputs, such as the passphrase file, never a character device or a path whose directory
+// does not exist, never one file for both), and neither may exist: a key is never
+// overwritten. A refusal is the user's input (badinput or output.IsRefused); a failure to
+// write is not.
+func GenerateKeys(prefix string, passphrase []byte, inputs ...string) error {
 	if len(passphrase) == 0 {
-		return errors.New("an empty passphrase: a private key is always encrypted")
+		return badinput.Errorf("an empty passphrase: a private key is always encrypted")
 	}
-	for _, f := range []string{KeyFile(prefix), PubFile(prefix)} {
-		if _, err := os.Lstat(f); err == nil {
-			return fmt.Errorf("%s exists: a key is never overwritten; remove it or choose another prefix", f)
+	outs := []output.Named{{Flag: "the private key", Path: KeyFile(prefix)}, {Flag: "the public key", Path: PubFile(prefix)}}
+	if err := output.CheckAll(outs, inputs...); err != nil {
+		return err
+	}
+	for _, o := range outs {
+		if _, err := os.Lstat(o.Path); err == nil {
+			return badinput.Errorf("%s exists: a key is never overwritten; remove it or choose another prefix", o.Path)
 		}
 	}
 	pair, err := sigstore.GenerateKeyPair(passphrase)
@@ -48,6 +57,9 @@ func GenerateKeys(prefix string, passphrase []byte) error {
 	return nil
 }
 
+// writeNew creates path, which must not exist (O_EXCL), after GenerateKeys ran the output
+// rules on it: unlike output.Write's rename, which would replace a key made meanwhile, a
+// key is never overwritten. A failed write removes what it created.
 func writeNew(path string, b []byte, mode os.FileMode) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
 	if err != nil {
