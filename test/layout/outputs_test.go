@@ -1,0 +1,173 @@
+package layout
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// rawWritesAllowed lists every os.Create, os.CreateTemp, os.WriteFile and os.OpenFile
+// with O_CREATE outside pipeline/output, with why what it writes is not an output a user
+// names. A new raw write of a user-named output (-o, --device, an archive, a key file)
+// fails TestOutputsGoThroughOneWriter: write it with output.Write (or check it with
+// output.Check, CheckAll, CheckDir first), or add it here with its reason.
+var rawWritesAllowed = map[rawRead]string{
+	{"pipeline/blobstore/writer.go", "Store.lockPartial", "os.OpenFile O_CREATE"}: "own state: a file in the cache, the build or work directory, never a path a user names",
+	{"pipeline/cache.go", "Cache.lock", "os.OpenFile O_CREATE"}:                   "own state: a file in the cache, the build or work directory, never a path a user names",
+	{"pipeline/depot/depot.go", "lockOutput", "os.OpenFile O_CREATE"}:             "the depot's lock in --output-dir, which output.CheckDir checked",
+	{"pipeline/depot/depot.go", "runner.attempt", "os.OpenFile O_CREATE"}:         "a build log in --output-dir, which output.CheckDir checked",
+	{"pipeline/depot/depot.go", "writeAtomic", "os.CreateTemp"}:                   "depot.json and reports in --output-dir, which output.CheckDir checked",
+	{"pipeline/engine.go", "openWorkspace", "os.OpenFile O_CREATE"}:               "own state: a file in the cache, the build or work directory, never a path a user names",
+	{"pipeline/fsutil.go", "WriteFileAtomic", "os.CreateTemp"}:                    "the cache's and the build's own files, a rendered file, and the lock file `lock -o` names, which the command checks with output.CheckFile first",
+	{"pipeline/handoff.go", "Env.WriteOutput", "os.WriteFile"}:                    "own state: a file in the cache, the build or work directory, never a path a user names",
+	{"pipeline/lease.go", "Cache.flockShared", "os.OpenFile O_CREATE"}:            "own state: a file in the cache, the build or work directory, never a path a user names",
+	{"pipeline/ownedtemp.go", "ownedDir", "os.CreateTemp"}:                        "own state: a file in the cache, the build or work directory, never a path a user names",
+	{"pipeline/prune.go", "tryLock", "os.OpenFile O_CREATE"}:                      "own state: a file in the cache, the build or work directory, never a path a user names",
+	{"seeds/artifact/diskpack/pack.go", "PackFiles", "os.OpenFile O_CREATE"}:      "the seal stage's pack in its output directory",
+	{"seeds/artifact/diskpack/pack.go", "PackFiles", "os.WriteFile"}:              "the seal stage's pack index in its output directory",
+	{"seeds/artifact/ociseed/delta.go", "fillPack", "os.OpenFile O_CREATE"}:       "the pack in the pull's own staging directory",
+	{"seeds/artifact/ociseed/layout.go", "writeFileAtomic", "os.CreateTemp"}:      "index.json of an oci: layout (push checks the directory with output.CheckDir and CheckApart) or seed.json in a pull's staging directory",
+	{"seeds/artifact/ociseed/layout.go", "writeVerified", "os.CreateTemp"}:        "a blob under an oci: layout's blobs/, named by its digest",
+	{"seeds/artifact/ociseed/pull.go", "fetchFiles", "os.OpenFile O_CREATE"}:      "a file of the pull's own staging directory",
+	{"seeds/artifact/ociseed/pull.go", "pullChunk.fetch", "os.WriteFile"}:         "a file of the pull's own staging directory",
+	{"seeds/artifact/seed/file.go", "writeFileAtomic", "os.CreateTemp"}:           "seed.json the seal stage writes in its output directory",
+	{"seeds/artifact/seed/raw.go", "qcow2Raw", "os.WriteFile"}:                    "a converted disk in the command's own temporary directory",
+	{"seeds/artifact/seed/seedtest/seedtest.go", "Write", "os.WriteFile"}:         "test fixtures (a test helper package)",
+	{"seeds/artifact/seed/seedtest/seedtest.go", "writeDisk", "os.WriteFile"}:     "test fixtures (a test helper package)",
+	{"seeds/artifact/seed/seedtest/seedtest.go", "writeSBOM", "os.WriteFile"}:     "test fixtures (a test helper package)",
+	{"seeds/artifact/trust/keys.go", "writeNew", "os.OpenFile O_CREATE"}:          "PREFIX.key and PREFIX.pub, after output.CheckAll; O_EXCL because a key is never replaced, as output.Write's rename would",
+	{"seeds/contract/precachedisk/layout.go", "AddAgent", "os.OpenFile O_CREATE"}: "the precache layout the build writes",
+	{"seeds/contract/precachedisk/layout.go", "CreateLayout", "os.WriteFile"}:     "the precache layout the build writes",
+	{"seeds/contract/precachedisk/layout.go", "writeIndexFile", "os.WriteFile"}:   "the precache layout the build writes",
+	{"seeds/contract/precachedisk/read.go", "extractor.unpack", "os.WriteFile"}:   "on the node: the precache disk unpacked into its own directory",
+	{"seeds/contract/precachedisk/read.go", "unpackBlob", "os.CreateTemp"}:        "on the node: the precache disk unpacked into its own directory",
+	{"seeds/contract/precachedisk/write.go", "Write", "os.Create"}:                "the precache disk image in the stage's output directory",
+	{"seeds/node/agent/report.go", "nextSeq", "os.OpenFile O_CREATE"}:             "on the node: the seed's own files under the sysroot, not a path a user names",
+	{"seeds/node/agent/seal.go", "writeUnder", "os.WriteFile"}:                    "on the node: the seed's own files under the sysroot, not a path a user names",
+	{"seeds/node/agent/seal_openshift.go", "writeFileMode", "os.WriteFile"}:       "on the node: the seed's own files under the sysroot, not a path a user names",
+	{"seeds/node/agent/sealrequest.go", "SaveSealRequest", "os.WriteFile"}:        "on the node: the seed's own files under the sysroot, not a path a user names",
+	{"seeds/node/agent/sealrequest.go", "WriteFailureLog", "os.WriteFile"}:        "on the node: the seed's own files under the sysroot, not a path a user names",
+	{"seeds/node/agent/unitrun.go", "UnitRunner.runUnit", "os.OpenFile O_CREATE"}: "on the node: the seed's own files under the sysroot, not a path a user names",
+	{"seeds/node/reconfigure/files.go", "writeFile", "os.CreateTemp"}:             "on the node: the seed's own files under the sysroot, not a path a user names",
+	{"seeds/site/siteconfig/isotest/isotest.go", "Write", "os.Create"}:            "test fixtures (a test helper package)",
+	{"stages/install/gather.go", "follower.gather", "os.WriteFile"}:               "a stage's file in its output or scratch directory (pipeline.CheckDirs checked the directory)",
+	{"stages/install/stage.go", "installRequest", "os.WriteFile"}:                 "a stage's file in its output or scratch directory (pipeline.CheckDirs checked the directory)",
+	{"stages/internal/registries/registries.go", "SystemContext", "os.WriteFile"}: "a registries configuration in the stage's scratch",
+	{"stages/internal/vm/accel.go", "runProbe", "os.WriteFile"}:                   "a probe's scratch file in a temporary directory",
+	{"stages/internal/vm/machine.go", "copyFile", "os.WriteFile"}:                 "a stage's file in its output or scratch directory (pipeline.CheckDirs checked the directory)",
+	{"stages/liveiso/coreiso/coreisotest/fixtures.go", "Fixture", "os.Create"}:    "test fixtures (a test helper package)",
+	{"stages/liveiso/coreiso/rebuild.go", "buildRebuilt", "os.WriteFile"}:         "xorriso's inputs in the rebuild's own work directory; the ISO is placed with output.Place",
+	{"stages/liveiso/coreiso/rebuild.go", "writeRebuildFiles", "os.WriteFile"}:    "xorriso's inputs in the rebuild's own work directory; the ISO is placed with output.Place",
+	{"stages/liveiso/stage.go", "runStage", "os.WriteFile"}:                       "a stage's file in its output or scratch directory (pipeline.CheckDirs checked the directory)",
+	{"stages/precache/layout.go", "copyFile", "os.OpenFile O_CREATE"}:             "a stage's file in its output or scratch directory (pipeline.CheckDirs checked the directory)",
+	{"stages/precache/stage.go", "run", "os.WriteFile"}:                           "a stage's file in its output or scratch directory (pipeline.CheckDirs checked the directory)",
+	{"stages/publish/stage.go", "attest", "os.WriteFile"}:                         "a stage's file in its output or scratch directory (pipeline.CheckDirs checked the directory)",
+	{"stages/publish/stage.go", "run", "os.WriteFile"}:                            "a stage's file in its output or scratch directory (pipeline.CheckDirs checked the directory)",
+	{"stages/resolve/image.go", "client.extractFileWith", "os.OpenFile O_CREATE"}: "a file extracted from a release image into the stage's scratch",
+	{"stages/seal/boot.go", "sealDisk", "os.WriteFile"}:                           "a stage's file in its output or scratch directory (pipeline.CheckDirs checked the directory)",
+	{"stages/seal/credentials.go", "writeCredentials", "os.WriteFile"}:            "a stage's file in its output or scratch directory (pipeline.CheckDirs checked the directory)",
+	{"stages/seal/disk.go", "compressZstd", "os.OpenFile O_CREATE"}:               "a stage's file in its output or scratch directory (pipeline.CheckDirs checked the directory)",
+	{"stages/seal/disk.go", "writeChunked", "os.WriteFile"}:                       "a stage's file in its output or scratch directory (pipeline.CheckDirs checked the directory)",
+	{"stages/seal/sbom.go", "writeSBOM", "os.WriteFile"}:                          "a stage's file in its output or scratch directory (pipeline.CheckDirs checked the directory)",
+	{"stages/validate/report.go", "WriteReports", "os.WriteFile"}:                 "a stage's file in its output or scratch directory (pipeline.CheckDirs checked the directory)",
+	{"stages/validate/stage.go", "writeInventory", "os.WriteFile"}:                "a stage's file in its output or scratch directory (pipeline.CheckDirs checked the directory)",
+}
+
+// TestOutputsGoThroughOneWriter finds every raw file creation in cmd/, seeds/, stages/,
+// pipeline/ and blueprints/ (pipeline/output itself aside) and checks it against
+// rawWritesAllowed, both ways: a creation not listed may write a user-named output past
+// the output rules, an entry with no creation is stale.
+func TestOutputsGoThroughOneWriter(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := map[rawRead]bool{}
+	fset := token.NewFileSet()
+	for _, top := range []string{"cmd", "seeds", "stages", "pipeline", "blueprints"} {
+		err := filepath.WalkDir(filepath.Join(root, top), func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+				return err
+			}
+			rel, _ := filepath.Rel(root, p)
+			if filepath.ToSlash(filepath.Dir(rel)) == "pipeline/output" {
+				return nil
+			}
+			f, err := parser.ParseFile(fset, p, nil, 0)
+			if err != nil {
+				return err
+			}
+			for _, w := range rawWrites(f) {
+				w.file = filepath.ToSlash(rel)
+				found[w] = true
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for w := range found {
+		if _, ok := rawWritesAllowed[w]; !ok {
+			t.Errorf("%s: %s calls %s: write an output a user names with output.Write (docs/inputs.md, Outputs), or list it in rawWritesAllowed with why it is not one", w.file, w.fn, w.call)
+		}
+	}
+	for w := range rawWritesAllowed {
+		if !found[w] {
+			t.Errorf("rawWritesAllowed lists %s %s %s, which no longer creates a file: remove the entry", w.file, w.fn, w.call)
+		}
+	}
+}
+
+// rawWrites lists the raw file creations of a file's functions (file left empty): os.Create,
+// os.CreateTemp, os.WriteFile, and os.OpenFile whose flags name O_CREATE.
+func rawWrites(f *ast.File) []rawRead {
+	var out []rawRead
+	for _, decl := range f.Decls {
+		fd, ok := decl.(*ast.FuncDecl)
+		if !ok {
+			continue
+		}
+		name := funcName(fd)
+		ast.Inspect(fd, func(n ast.Node) bool {
+			c, ok := n.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			sel, ok := c.Fun.(*ast.SelectorExpr)
+			if !ok {
+				return true
+			}
+			x, ok := sel.X.(*ast.Ident)
+			if !ok || x.Name != "os" {
+				return true
+			}
+			switch call := "os." + sel.Sel.Name; call {
+			case "os.Create", "os.CreateTemp", "os.WriteFile":
+				out = append(out, rawRead{fn: name, call: call})
+			case "os.OpenFile":
+				if len(c.Args) > 1 && mentions(c.Args[1], "O_CREATE") {
+					out = append(out, rawRead{fn: name, call: call + " O_CREATE"})
+				}
+			}
+			return true
+		})
+	}
+	return out
+}
+
+// mentions tells whether expression e uses the identifier name (os.O_CREATE, unix.O_CREAT).
+func mentions(e ast.Expr, name string) bool {
+	found := false
+	ast.Inspect(e, func(n ast.Node) bool {
+		if id, ok := n.(*ast.Ident); ok && strings.HasPrefix(id.Name, strings.TrimSuffix(name, "E")) {
+			found = true
+		}
+		return !found
+	})
+	return found
+}
