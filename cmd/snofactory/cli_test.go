@@ -1,18 +1,38 @@
 package main
 
 import (
-	"bytes"
+	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/snofactory/snofactory/test/testbin"
 )
 
+// childBound is how long one command a test runs may take before the test's context ends
+// it. Commands in these tests take milliseconds; the bound stops one that reads something it
+// should have refused (a FIFO, /dev/zero, an endless answer), and the child runner fails the
+// test naming it. It is the context's deadline, not an assertion on how long a command took.
+const childBound = time.Minute
+
+// runMain runs the real binary with args, as a user does: under the child runner's memory
+// limit, in its own process group, and bounded by a context from the test. A command that
+// blocks or grows fails its own test instead of the whole test binary.
 func runMain(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	var out, errb bytes.Buffer
-	code = run(args, &out, &errb)
-	return code, out.String(), errb.String()
+	return runMainWith(t, nil, args...)
+}
+
+// runMainWith is runMain with setup adjusting the child before it starts (its environment,
+// its stdin), so a test changes the child's world and not the test process's.
+func runMainWith(t *testing.T, setup func(*exec.Cmd), args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), childBound)
+	defer cancel()
+	return testbin.RunChild(ctx, t, snofactoryBin.Path(t), args, setup)
 }
 
 func TestExitCodes(t *testing.T) {

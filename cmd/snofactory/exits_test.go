@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -101,8 +102,9 @@ func TestBadInputIsExit2(t *testing.T) {
 	depotNone := write("none/depot.yaml", "apiVersion: snofactory.io/v1alpha1\nkind: Depot\nmetadata:\n  name: d\nspec:\n  blueprints: ['../others/*.yaml']\n")
 	out := filepath.Join(t.TempDir(), "out") // must never be made: nothing starts
 	notISO := write("site.iso", strings.Repeat("not an ISO 9660 image\n", 4096))
-	// No qemu on PATH: the refusal must come before any VM or disk tool is needed.
-	t.Setenv("PATH", t.TempDir())
+	// No qemu on the child's PATH: the refusal must come before any VM or disk tool is
+	// needed. The child's alone: the test still needs prlimit to start it.
+	noTools := "PATH=" + t.TempDir()
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -118,7 +120,7 @@ func TestBadInputIsExit2(t *testing.T) {
 		{"seed boot of a medium that is no ISO", []string{"seed", "boot", "--site-config", notISO, good}, []string{"--site-config", notISO, "not an ISO 9660 image"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			code, stdout, stderr := runMain(t, tc.args...)
+			code, stdout, stderr := runMainWith(t, func(c *exec.Cmd) { c.Env = append(c.Env, noTools) }, tc.args...)
 			if code != exitBadInput {
 				t.Fatalf("exit %d, want %d:\n%s%s", code, exitBadInput, stdout, stderr)
 			}
