@@ -179,3 +179,16 @@ func TestRetryAfter(t *testing.T) {
 		t.Errorf("a Retry-After of an hour waits %v, want the bound %v", got, quick.MaxWait)
 	}
 }
+
+// An error a caller marks Retryable is tried again by Policy.Do, and still reads and
+// unwraps as itself.
+func TestRetryableIsTransient(t *testing.T) {
+	base := errors.New("GET /v2/x/manifests/y: status code 503")
+	err := Retryable(base)
+	if !Transient(err) || err.Error() != base.Error() || !errors.Is(err, base) || Retryable(nil) != nil {
+		t.Errorf("Retryable(%v) = %v: transient %v", base, err, Transient(err))
+	}
+	if Transient(base) {
+		t.Errorf("an unmarked error was transient")
+	}
+}

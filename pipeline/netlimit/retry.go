@@ -83,9 +83,25 @@ func Transient(err error) bool {
 		errors.As(err, &se), errors.As(err, &tl), errors.As(err, &ex):
 		return false
 	}
-	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) ||
+	var re *retryableError
+	return errors.As(err, &re) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) ||
 		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed)
 }
+
+// Retryable marks err as worth asking again, for a caller whose client reports a failed
+// answer in a form Transient cannot read (containers/image puts the status into its error),
+// so that its retries still go through Policy.Do. The error reads and unwraps as err.
+func Retryable(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &retryableError{err}
+}
+
+type retryableError struct{ err error }
+
+func (e *retryableError) Error() string { return e.err.Error() }
+func (e *retryableError) Unwrap() error { return e.err }
 
 // ExhaustedError is a request that failed transiently on every try.
 type ExhaustedError struct {

@@ -4,21 +4,13 @@ import (
 	"context"
 	"errors"
 	"io"
-	"math/rand/v2"
 	"net"
 	"regexp"
 	"syscall"
-	"time"
 
 	"github.com/containers/image/v5/docker"
-)
 
-// attempts and backoff for registry operations: containers/image does not retry failed
-// requests, and a depot's link to its registry is not perfect.
-const (
-	attempts  = 6
-	retryBase = 200 * time.Millisecond
-	retryMax  = 5 * time.Second
+	"github.com/snofactory/snofactory/pipeline/netlimit"
 )
 
 // statusRe finds the HTTP status containers/image puts into error texts.
@@ -39,21 +31,16 @@ func transient(err error) bool {
 		errors.Is(err, syscall.ECONNREFUSED) || errors.As(err, &ne) || statusRe.MatchString(err.Error())
 }
 
-// retry runs fn until it succeeds, fails for good, or the attempts run out.
+// retry runs fn under the project's one retry policy (netlimit.DefaultPolicy): containers/
+// image does not retry failed requests, and a depot's link to its registry is not perfect.
+// transient reads the failures containers/image reports (a 5xx or 429 in its error) that
+// netlimit cannot.
 func retry(ctx context.Context, fn func() error) error {
-	var err error
-	for i := 0; i < attempts; i++ {
-		if i > 0 {
-			d := min(retryBase<<(i-1), retryMax)
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(d/2 + rand.N(d/2+1)):
-			}
+	return netlimit.DefaultPolicy().Do(ctx, func() error {
+		err := fn()
+		if transient(err) {
+			return netlimit.Retryable(err)
 		}
-		if err = fn(); err == nil || !transient(err) {
-			return err
-		}
-	}
-	return err
+		return err
+	})
 }
