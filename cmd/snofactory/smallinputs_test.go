@@ -1,12 +1,12 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -446,12 +446,9 @@ func TestLayoutBlobMustBeRegularFile(t *testing.T) {
 			os.Remove(blob)
 			want := hostileSmallFile(t, kind, blob, 0)
 			before := listTree(t, layout)
-			// A guard against a hang, not a figure: the child is killed and the test fails.
-			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-			defer cancel()
 			args := append([]string{"seed", "pull"}, seedTrustFlags(t)...)
 			args = append(args, "oci:"+layout+":v1", filepath.Join(dir, "seed"))
-			code, _, stderr := testbin.RunChild(ctx, t, snofactoryBin.Path(t), args, nil)
+			code, _, stderr := runMain(t, args...) // the real binary, bounded by the test's context
 			if code != exitBadInput || !strings.Contains(stderr, filepath.Base(blob)) || !strings.Contains(stderr, want) {
 				t.Errorf("exit %d, want %d naming %s and %q: %s", code, exitBadInput, blob, want, stderr)
 			}
@@ -504,10 +501,10 @@ func TestSeedBootMediumSiteConfigOverItsCap(t *testing.T) {
 		siteconfig.ConfigFileName: strings.Repeat(" ", siteconfig.MaxFileSize+1),
 	})
 	seedDir := smallSeed(t, dir)
-	// No qemu on PATH: the refusal must come before any VM or disk tool is needed.
-	t.Setenv("PATH", t.TempDir())
+	// No qemu on the child's PATH: the refusal must come before any VM or disk tool is needed.
+	noTools := "PATH=" + t.TempDir()
 	before := listTree(t, dir)
-	code, stderr := runGuarded(t, "seed", "boot", "--site-config", medium, seedDir)
+	code, _, stderr := runMainWith(t, func(c *exec.Cmd) { c.Env = append(c.Env, noTools) }, "seed", "boot", "--site-config", medium, seedDir)
 	if code != exitBadInput {
 		t.Errorf("exit %d, want %d: %s", code, exitBadInput, stderr)
 	}
