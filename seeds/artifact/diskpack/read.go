@@ -232,12 +232,38 @@ func (s *stream) Close() error {
 // already (a fresh sparse file, or zeroed ahead). Chunks land out of order; a failure
 // leaves w partly written.
 func (r *Reader) WriteAt(ctx context.Context, w io.WriterAt) error {
+	return r.eachChunk(ctx, r.x.Chunks, func(c Chunk, raw []byte) error {
+		if _, err := w.WriteAt(raw, c.Offset); err != nil {
+			return fmt.Errorf("writing the chunk at %d: %w", c.Offset, err)
+		}
+		return nil
+	})
+}
+
+// Check decompresses and checks every distinct chunk of the disk on every core, as
+// WriteAt does, writing nothing: a chunk stored once and used at several offsets is
+// checked once.
+func (r *Reader) Check(ctx context.Context) error {
+	seen := make(map[digest.Digest]bool, len(r.x.Chunks))
+	distinct := make([]Chunk, 0, len(r.x.Chunks))
+	for _, c := range r.x.Chunks {
+		if !seen[c.Blob] {
+			seen[c.Blob] = true
+			distinct = append(distinct, c)
+		}
+	}
+	return r.eachChunk(ctx, distinct, func(Chunk, []byte) error { return nil })
+}
+
+// eachChunk decompresses and checks chunks on every core, a bounded number at a time, and
+// hands each one's raw bytes (valid only during the call) to use.
+func (r *Reader) eachChunk(ctx context.Context, chunks []Chunk, use func(Chunk, []byte) error) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(2 * runtime.NumCPU())
 	// Buffers go back for the next chunk: a write of a 16 GiB disk would otherwise
 	// allocate (and zero) its 10 GiB of data and pack once more.
 	pool := sync.Pool{New: func() any { return &chunkBuffers{} }}
-	for _, c := range r.x.Chunks {
+	for _, c := range chunks {
 		if gctx.Err() != nil {
 			break
 		}
@@ -251,10 +277,7 @@ func (r *Reader) WriteAt(ctx context.Context, w io.WriterAt) error {
 			if err != nil {
 				return err
 			}
-			if _, err := w.WriteAt(raw, c.Offset); err != nil {
-				return fmt.Errorf("writing the chunk at %d: %w", c.Offset, err)
-			}
-			return nil
+			return use(c, raw)
 		})
 	}
 	if err := g.Wait(); err != nil {

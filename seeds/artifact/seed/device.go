@@ -204,20 +204,11 @@ func writeFile(ctx context.Context, device string, d Disk, rc io.Reader) error {
 // recomputed (on a 16 GiB disk that hash alone takes longer than the write). A file target
 // starts as a hole of the disk's size, so zero ranges cost nothing.
 func writeChunked(ctx context.Context, dir, device string, d Disk, block bool) error {
-	x, err := ReadIndex(dir, d)
+	r, x, closeAll, err := openChunked(dir, d)
 	if err != nil {
 		return err
 	}
-	f, err := openStored(dir, d.File, d.Size)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	r, err := diskpack.NewReader(f, x, d.File)
-	if err != nil {
-		return err
-	}
-	defer r.Close()
+	defer closeAll()
 	slog.InfoContext(ctx, "writing seed disk", "file", d.File, "device", device, "bytes", d.VirtualSize, "chunks", len(x.Chunks))
 	if block {
 		return writeChunkedBlock(ctx, device, d, x, r)

@@ -100,6 +100,23 @@ func CheckIndex(b []byte, d Disk) (*diskpack.Index, error) {
 	return x, nil
 }
 
+// openChunked opens the pack of the chunked disk d in dir with its index, checked against
+// the manifest; closeAll closes the reader and the pack.
+func openChunked(dir string, d Disk) (r *diskpack.Reader, x *diskpack.Index, closeAll func(), err error) {
+	if x, err = ReadIndex(dir, d); err != nil {
+		return nil, nil, nil, err
+	}
+	f, err := openStored(dir, d.File, d.Size)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if r, err = diskpack.NewReader(f, x, d.File); err != nil {
+		f.Close()
+		return nil, nil, nil, err
+	}
+	return r, x, func() { r.Close(); f.Close() }, nil
+}
+
 // chunkedReader streams the raw disk of a chunked disk from its pack f.
 func chunkedReader(ctx context.Context, dir string, d Disk, f *os.File) (io.ReadCloser, error) {
 	x, err := ReadIndex(dir, d)

@@ -7,8 +7,6 @@ import (
 	"log/slog"
 
 	"github.com/opencontainers/go-digest"
-
-	"github.com/snofactory/snofactory/seeds/artifact/diskpack"
 )
 
 // MismatchError says that a file's content does not match the manifest.
@@ -131,32 +129,10 @@ func rawDigest(ctx context.Context, dir string, d Disk) (int64, digest.Digest, e
 // what its chunks cost, not hours of hashing zeros. Its whole-disk raw digest is not
 // recomputed, as a write of it does not.
 func checkChunks(ctx context.Context, dir string, d Disk) error {
-	x, err := ReadIndex(dir, d)
+	r, _, closeAll, err := openChunked(dir, d)
 	if err != nil {
 		return err
 	}
-	f, err := openStored(dir, d.File, d.Size)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	r, err := diskpack.NewReader(f, x, d.File)
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	seen := map[digest.Digest]bool{}
-	for _, c := range x.Chunks {
-		if seen[c.Blob] {
-			continue
-		}
-		seen[c.Blob] = true
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if _, err := r.Chunk(c); err != nil {
-			return err
-		}
-	}
-	return nil
+	defer closeAll()
+	return r.Check(ctx)
 }
