@@ -3,6 +3,7 @@ package recert
 import (
 	"bufio"
 	_ "embed"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"strings"
@@ -66,6 +67,14 @@ func Check(args []string, exists func(string) bool) error {
 			if n := len(strings.Split(v, ":")); n != 2 && n != 3 {
 				errs = append(errs, fmt.Errorf("%s %q: recert wants NAME:DOMAIN[:INFRA_ID]", flag, v))
 			}
+		case "proxy":
+			if n := len(strings.Split(v, "|")); n != 6 {
+				errs = append(errs, fmt.Errorf("%s: recert wants six parts separated by '|' (HTTP|HTTPS|NO|STATUS_HTTP|STATUS_HTTPS|STATUS_NO), found %d", flag, n))
+			}
+		case "trustbundle":
+			if err := checkProxyTrustBundle(v); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", flag, err))
+			}
 		case "path":
 			if exists != nil && !exists(v) {
 				errs = append(errs, fmt.Errorf("%s %s: recert refuses a path that does not exist", flag, v))
@@ -89,4 +98,36 @@ func Check(args []string, exists func(string) bool) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// checkProxyTrustBundle holds a proxy_trusted_ca_bundle to recert's parser
+// (src/ocp_postprocess/additional_trust_bundle/params.rs ProxyAdditionalTrustBundle::parse,
+// parse_additional_trust_bundle): NAME:BUNDLE split at the first ':', the bundle empty, or
+// PEM holding certificates only, at least one (a value without a newline would be a path,
+// which this project never passes).
+func checkProxyTrustBundle(v string) error {
+	_, bundle, ok := strings.Cut(v, ":")
+	switch {
+	case !ok:
+		return errors.New("recert wants two parts separated by ':' (CONFIGMAP:BUNDLE), found 1")
+	case bundle == "":
+		return nil
+	case !strings.Contains(bundle, "\n"):
+		return errors.New("recert takes a bundle without a newline as a path to a file")
+	}
+	rest, n := []byte(bundle), 0
+	for {
+		var blk *pem.Block
+		if blk, rest = pem.Decode(rest); blk == nil {
+			break
+		}
+		if blk.Type != "CERTIFICATE" {
+			return errors.New("additional_trust_bundle must contain only certificates")
+		}
+		n++
+	}
+	if n == 0 {
+		return errors.New("additional_trust_bundle must contain at least one certificate")
+	}
+	return nil
 }

@@ -67,6 +67,11 @@ type Config struct {
 	// UseCerts are certificate files that replace the one with the same subject whole.
 	UseKeys, UseCerts []string
 	ChronyConfig      string
+	// Proxy is "HTTP|HTTPS|NO|STATUS_HTTP|STATUS_HTTPS|STATUS_NO": the Proxy CR's spec and
+	// status, which recert writes into the CR, the MachineConfigs, the ControllerConfig,
+	// the workloads and /etc/mco/proxy.env (src/ocp_postprocess/proxy_rename.rs rename_all);
+	// FormatProxy makes it.
+	Proxy string
 	// UserCABundle is the cluster's additional trust bundle (PEM), which recert puts in the
 	// user-ca-bundle ConfigMap and the node's anchors (src/ocp_postprocess/
 	// additional_trust_bundle.rs); ProxyTrustedCABundle is NAME:BUNDLE for the proxy's
@@ -118,6 +123,7 @@ func Args(c Config) []string {
 	many("--use-key", c.UseKeys)
 	many("--use-cert", c.UseCerts)
 	one("--chrony-config", c.ChronyConfig)
+	one("--proxy", c.Proxy)
 	one("--user-ca-bundle", c.UserCABundle)
 	one("--proxy-trusted-ca-bundle", c.ProxyTrustedCABundle)
 	one("--regenerate-server-ssh-keys", c.RegenerateServerSSHKeys)
@@ -235,6 +241,7 @@ type configFile struct {
 	UseKeyRules             []string `json:"use_key_rules,omitempty"`
 	UseCertRules            []string `json:"use_cert_rules,omitempty"`
 	ChronyConfig            string   `json:"chrony_config,omitempty"`
+	Proxy                   string   `json:"proxy,omitempty"`
 	UserCABundle            string   `json:"user_ca_bundle,omitempty"`
 	ProxyTrustedCABundle    string   `json:"proxy_trusted_ca_bundle,omitempty"`
 	RegenerateServerSSHKeys string   `json:"regenerate_server_ssh_keys,omitempty"`
@@ -257,7 +264,7 @@ func ConfigJSON(c Config) ([]byte, error) {
 		ClusterCustomizationDir: c.CustomizationDirs, ClusterCustomizationFil: c.CustomizationFiles,
 		ClusterRename: c.ClusterRename, CNSANReplaceRules: c.CNSANReplace, Hostname: c.Hostname, IP: c.IPs,
 		PullSecret: c.PullSecret, KubeadminPasswordHash: c.KubeadminPasswordHash, UseKeyRules: c.UseKeys,
-		UseCertRules: c.UseCerts, ChronyConfig: c.ChronyConfig, UserCABundle: c.UserCABundle, ProxyTrustedCABundle: c.ProxyTrustedCABundle,
+		UseCertRules: c.UseCerts, ChronyConfig: c.ChronyConfig, Proxy: c.Proxy, UserCABundle: c.UserCABundle, ProxyTrustedCABundle: c.ProxyTrustedCABundle,
 		RegenerateServerSSHKeys: c.RegenerateServerSSHKeys,
 		SummaryFileClean:        c.SummaryFileClean, ExtendExpiration: c.ExtendExpiration, ForceExpire: c.ForceExpire,
 		EtcdDefrag: c.EtcdDefrag,
@@ -277,4 +284,20 @@ func RunConfigArgv(image, root, configPath string, c Config) []string {
 		argv = append(argv, "-v", path.Join(root, m)+":"+m)
 	}
 	return append(argv, "--env", "RECERT_CONFIG="+configPath, image)
+}
+
+// UserCABundleConfigMap is the ConfigMap of the cluster's additional trust bundle. As the
+// proxy_trusted_ca_bundle's name it takes no bundle: recert uses user_ca_bundle's
+// (src/ocp_postprocess.rs additional_trust_bundle_rename), and lifecycle-agent writes it so
+// (internal/recert/recert.go SetRecertTrustedCaBundleFromSeedReconfigAdditionaTrustBundle).
+const UserCABundleConfigMap = "user-ca-bundle"
+
+// ProxySettings is one side of a proxy: the Proxy CR's spec or its status.
+type ProxySettings struct{ HTTP, HTTPS, No string }
+
+// FormatProxy is recert's proxy value, the spec's three fields then the status's, as
+// lifecycle-agent writes it (internal/recert/recert.go FormatRecertProxyFromSeedReconfigProxy)
+// and recert reads it (src/ocp_postprocess/proxy_rename/args.rs Proxy::parse).
+func FormatProxy(spec, status ProxySettings) string {
+	return strings.Join([]string{spec.HTTP, spec.HTTPS, spec.No, status.HTTP, status.HTTPS, status.No}, "|")
 }

@@ -21,8 +21,10 @@ func TestArgsKeepContract(t *testing.T) {
 			CNSANReplace: []string{"system:node:seed,system:node:sno-1", "seed:sno-1", "fd00::1,fd00::2"}, Hostname: "sno-1",
 			IPs: []string{"10.0.0.5"}, PullSecret: `{"auths":{}}`, KubeadminPasswordHash: ptr(""),
 			UseKeys: []string{"kube-apiserver-lb-signer /var/lib/snofactory/crypto/lb.key"}, UseCerts: []string{"/var/lib/snofactory/crypto/admin-ca.crt"},
-			ExtendExpiration: true},
-			[]string{"--cluster-rename store-1:edge.example:store-1-abcde", "--pull-secret {\"auths\":{}}", "--kubeadmin-password-hash  --use-key",
+			ExtendExpiration:     true,
+			Proxy:                FormatProxy(ProxySettings{"http://p:3128", "", ".svc"}, ProxySettings{"http://p:3128", "", ".svc"}),
+			ProxyTrustedCABundle: UserCABundleConfigMap + ":"},
+			[]string{"--proxy http://p:3128||.svc|http://p:3128||.svc", "--proxy-trusted-ca-bundle user-ca-bundle:", "--cluster-rename store-1:edge.example:store-1-abcde", "--pull-secret {\"auths\":{}}", "--kubeadmin-password-hash  --use-key",
 				"--use-cert /var/lib/snofactory/crypto/admin-ca.crt", "--extend-expiration"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -52,6 +54,11 @@ func TestCheckRefuses(t *testing.T) {
 		{[]string{"--cluster-rename", "justaname"}, "NAME:DOMAIN"},
 		{[]string{"--cn-san-replace", "a:b:c"}, "exactly one"},
 		{[]string{"--crypto-dir", "/missing"}, "does not exist"},
+		{[]string{"--proxy", "http://p:3128|http://p:3128|.svc"}, "six parts separated by '|'"},
+		{[]string{"--proxy", "a|b|c|d|e|f|g"}, "found 7"},
+		{[]string{"--proxy-trusted-ca-bundle", "user-ca-bundle"}, "two parts separated by ':'"},
+		{[]string{"--proxy-trusted-ca-bundle", "proxy-ca:-----BEGIN PRIVATE KEY-----\nAA==\n-----END PRIVATE KEY-----\n"}, "only certificates"},
+		{[]string{"--proxy-trusted-ca-bundle", "proxy-ca:not pem\n"}, "at least one certificate"},
 	} {
 		err := Check(tc.args, func(string) bool { return false })
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
