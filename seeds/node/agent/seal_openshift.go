@@ -673,6 +673,10 @@ func installConfigInto(info *seedinfo.Info, installConfig string) error {
 			MachineNetwork []struct {
 				CIDR string `yaml:"cidr"`
 			} `yaml:"machineNetwork"`
+			ClusterNetwork []struct {
+				CIDR string `yaml:"cidr"`
+			} `yaml:"clusterNetwork"`
+			ServiceNetwork []string `yaml:"serviceNetwork"`
 		} `yaml:"networking"`
 		Proxy *struct{} `yaml:"proxy"`
 		FIPS  bool      `yaml:"fips"`
@@ -684,6 +688,10 @@ func installConfigInto(info *seedinfo.Info, installConfig string) error {
 	for _, n := range ic.Networking.MachineNetwork {
 		info.MachineNetworks = append(info.MachineNetworks, n.CIDR)
 	}
+	for _, n := range ic.Networking.ClusterNetwork {
+		info.ClusterNetworks = append(info.ClusterNetworks, n.CIDR)
+	}
+	info.ServiceNetworks = ic.Networking.ServiceNetwork
 	return nil
 }
 

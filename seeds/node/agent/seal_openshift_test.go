@@ -45,7 +45,7 @@ func (e exitErr) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
 func (e exitErr) ExitCode() int { return int(e) }
 
 func clusterObjects(t *testing.T) []byte {
-	ic := "apiVersion: v1\nbaseDomain: factory.example\nmetadata:\n  name: seed\nnetworking:\n  machineNetwork:\n  - cidr: 192.168.127.0/24\n"
+	ic := "apiVersion: v1\nbaseDomain: factory.example\nmetadata:\n  name: seed\nnetworking:\n  machineNetwork:\n  - cidr: 192.168.127.0/24\n  clusterNetwork:\n  - cidr: 10.128.0.0/14\n    hostPrefix: 23\n  serviceNetwork:\n  - 172.30.0.0/16\n"
 	b, err := json.Marshal(map[string]any{"kind": "List", "items": []any{
 		map[string]any{"kind": "ClusterVersion", "metadata": map[string]any{"name": "version"}, "spec": map[string]any{"clusterID": "11111111-2222-4333-8444-555555555555"},
 			"status": map[string]any{"desired": map[string]any{"version": "4.20.3", "image": "quay.io/openshift-release-dev/ocp-release@sha256:aa"}}},
@@ -185,7 +185,8 @@ func checkSeedInfo(t *testing.T, n *sealNode) {
 	if info.Hostname != "seed-node" || info.ClusterName != "seed" || info.BaseDomain != "factory.example" ||
 		!slices.Equal(info.NodeIPs, []string{"192.168.127.10", "fd00:127::10"}) || info.InfraID != "seed-x7k2p" ||
 		info.ClusterID != "11111111-2222-4333-8444-555555555555" || info.IngressCertificateCN != "ingress-operator@1700000000" ||
-		info.OCPVersion != "4.20.3" || info.RecertImage != recertImageForTst {
+		info.OCPVersion != "4.20.3" || info.RecertImage != recertImageForTst ||
+		!slices.Equal(info.ClusterNetworks, []string{"10.128.0.0/14"}) || !slices.Equal(info.ServiceNetworks, []string{"172.30.0.0/16"}) {
 		t.Errorf("seed info = %+v", info)
 	}
 }

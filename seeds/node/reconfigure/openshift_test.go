@@ -642,6 +642,11 @@ func TestOpenShiftBondVLANNetwork(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A seed built behind a proxy, as lifecycle-agent requires of a site with one.
+	writeUnderRoot(t, h.root, seedinfo.File, `{"seed_cluster_ocp_version":"4.20.3","base_domain":"factory.example","cluster_name":"seed","node_ips":["192.168.127.10"],
+		"sno_hostname":"seed-node","has_proxy":true,"has_fips":false,"machine_networks":["192.168.127.0/24"],
+		"cluster_network_cidr":["10.128.0.0/14"],"service_network_cidr":["172.30.0.0/16"]}`)
+	writeUnderRoot(t, h.root, "/etc/mco/proxy.env", "# Proxy environment variables will be populated in this file.\nHTTP_PROXY=http://factory-proxy:3128\nNO_PROXY=.factory.example\n")
 	o := h.options(oskind.OpenShift, medium(t, "bond-vlan.yaml", func(sc *siteconfig.SiteConfig) {
 		sc.Spec.PullSecret = `{"auths":{"registry.store-0042.example:5000":{"auth":"c2l0ZTpzZWNyZXQ="}}}`
 	}))
@@ -670,6 +675,7 @@ func TestOpenShiftBondVLANNetwork(t *testing.T) {
 	if err := json.Unmarshal(recertConfig, &rc); err != nil || strings.TrimSpace(fmt.Sprint(rc["user_ca_bundle"])) != strings.TrimSpace(string(ca)) {
 		t.Errorf("recert config user_ca_bundle %v (%v)", rc["user_ca_bundle"], err)
 	}
+	checkSiteProxy(t, h, rc)
 	if ips, _ := rc["ip"].([]any); len(ips) != 2 || ips[0] != "192.168.100.10" || ips[1] != "fd00:100::10" {
 		t.Errorf("recert ip %v, want the VLAN's IPv4 then IPv6 address", rc["ip"])
 	}
@@ -741,5 +747,33 @@ func TestNodeLabelsLeaveKubeletLabels(t *testing.T) {
 	d, err := st.apply(context.Background(), sc)
 	if err != nil || len(cmds.lines) > 0 || st.Argv != nil || d["ignored"] != "kubernetes.io/hostname,node-role.kubernetes.io/master" {
 		t.Errorf("details %v, err %v, ran %q, argv %q", d, err, cmds.lines, st.Argv)
+	}
+}
+
+// checkSiteProxy: recert gets the site's proxy with noProxy completed as lifecycle-agent
+// completes it (setProxyAndProxyStatus: the site's machine networks, not the seed's), spec
+// and status alike; the corporate CA is the proxy's trusted CA by name, as
+// "user-ca-bundle:"; the node's /etc/mco/proxy.env carries the status proxy after recert.
+func checkSiteProxy(t *testing.T, h *harness, rc map[string]any) {
+	t.Helper()
+	const url = "http://proxy.store-0042.example.com:3128"
+	no := ".cluster.local,.edge.example.com,.svc,10.128.0.0/14,127.0.0.1,172.30.0.0/16,192.168.100.0/24,api-int.store-0042.edge.example.com,fd00:100::/64,localhost"
+	if want := url + "|" + url + "|" + no + "|" + url + "|" + url + "|" + no; rc["proxy"] != want {
+		t.Errorf("recert proxy\n%v\nwant\n%s", rc["proxy"], want)
+	}
+	if rc["proxy_trusted_ca_bundle"] != "user-ca-bundle:" {
+		t.Errorf("proxy_trusted_ca_bundle %q", rc["proxy_trusted_ca_bundle"])
+	}
+	want := "# Proxy environment variables will be populated in this file.\nHTTP_PROXY=" + url + "\nHTTPS_PROXY=" + url + "\nNO_PROXY=" + no + "\n"
+	if got := h.read(t, "/etc/mco/proxy.env"); got != want {
+		t.Errorf("/etc/mco/proxy.env\n%s\nwant\n%s", got, want)
+	}
+}
+
+// writeUnderRoot replaces a file of the test node.
+func writeUnderRoot(t *testing.T, root, p, content string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(root, p), []byte(content), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -36,6 +36,8 @@ type siteIdentity struct {
 	// clusterID and infraID are the site cluster's: from the site config, else made once
 	// per site and kept with the progress, so a resumed run uses the same ones.
 	clusterID, infraID string
+	// The seed's networks (seed cluster info), which a site proxy's noProxy takes.
+	machineNetworks, clusterNetworks, serviceNetworks []string
 }
 
 // Paths of the OpenShift hook under the root.
@@ -62,12 +64,14 @@ func (r *run) siteIdentity(sc *siteconfig.SiteConfig) (siteIdentity, error) {
 	if r.dry {
 		id.seed = Identity{ClusterName: "<seed cluster>", BaseDomain: "<seed domain>", Hostname: "<seed hostname>", IPs: []string{"<seed IP>"}}
 		id.ingressCN = "<seed ingress CN>"
+		id.machineNetworks, id.clusterNetworks, id.serviceNetworks = []string{"<seed machine network>"}, []string{"<seed cluster network>"}, []string{"<seed service network>"}
 	} else {
 		info, err := seedinfo.Read(under(r.o.Root, seedinfo.File))
 		switch {
 		case err == nil:
 			id.seed = Identity{ClusterName: info.ClusterName, BaseDomain: info.BaseDomain, Hostname: info.Hostname, IPs: info.NodeIPs}
 			id.ingressCN = info.IngressCertificateCN
+			id.machineNetworks, id.clusterNetworks, id.serviceNetworks = info.MachineNetworks, info.ClusterNetworks, info.ServiceNetworks
 			_, id.pinned, err = pinnedNodeIP(r.o.Root)
 			if err != nil {
 				return id, err
@@ -205,10 +209,16 @@ func (r *run) recertPlan(sc *siteconfig.SiteConfig, id siteIdentity) (recert.Con
 	if sc.Spec.NTP != nil && len(sc.Spec.NTP.Servers) > 0 {
 		c.ChronyConfig = chronyConf(sc.Spec.NTP.Servers)
 	}
-	// lifecycle-agent passes the site's userCaBundle as user_ca_bundle
-	// (internal/recert/recert.go SetRecertTrustedCaBundleFromSeedReconfigAdditionaTrustBundle);
-	// the proxy's trusted CA goes with a proxy, which this version does not apply.
+	// lifecycle-agent passes the site's userCaBundle as user_ca_bundle, and the proxy's
+	// trusted CA, when it is that bundle, as "user-ca-bundle:" (internal/recert/recert.go
+	// SetRecertTrustedCaBundleFromSeedReconfigAdditionaTrustBundle).
 	c.UserCABundle = sc.Spec.AdditionalTrustBundle
+	if sc.ProxyTrustsBundle() {
+		c.ProxyTrustedCABundle = recert.UserCABundleConfigMap + ":"
+	}
+	if c.Proxy, err = recertProxy(sc, id); err != nil {
+		return c, nil, err
+	}
 	if _, err := recert.ConfigJSON(c); err != nil {
 		return c, nil, err
 	}
@@ -223,6 +233,12 @@ func (r *run) recertSettings(c recert.Config) string {
 	}
 	if c.UserCABundle != "" {
 		c.UserCABundle = "<site additionalTrustBundle>"
+	}
+	if p := strings.Split(c.Proxy, "|"); len(p) == 6 {
+		for i := range p {
+			p[i] = siteconfig.RedactURL(p[i])
+		}
+		c.Proxy = strings.Join(p, "|")
 	}
 	return "RECERT_CONFIG holds: " + r.redact(strings.Join(recert.Args(c), " "))
 }
@@ -292,6 +308,68 @@ func pairIPs(old, site []string) []string {
 			}
 			out = append(out, o+","+s)
 			break
+		}
+	}
+	return out
+}
+
+// recertProxy is recert's proxy value for the site's proxy ("" without one). Its noProxy is
+// completed as lifecycle-agent's post-pivot completes it when the site gives no status proxy
+// (lca-cli/postpivot/postpivot.go setProxyAndProxyStatus): 127.0.0.1, localhost, .svc,
+// .cluster.local, api-int.CLUSTER.DOMAIN, the machine networks, the seed's service and
+// cluster networks and the site's own entries, sorted, duplicates dropped; the status is the
+// same as the spec, as the network operator would compute it.
+func recertProxy(sc *siteconfig.SiteConfig, id siteIdentity) (string, error) {
+	p := sc.Spec.Proxy
+	if p == nil {
+		return "", nil
+	}
+	machine := siteMachineNetworks(sc)
+	if id.pinned || len(machine) == 0 {
+		machine = append(machine, id.machineNetworks...)
+	}
+	if len(machine) == 0 {
+		return "", errors.New("the site's proxy needs the node's machine network for its noProxy, as lifecycle-agent does: " +
+			"give the node a static address in spec.network (its subnet is the machine network); the seed records none either")
+	}
+	if len(id.serviceNetworks) == 0 || len(id.clusterNetworks) == 0 {
+		return "", errors.New("the site's proxy needs the seed's service and cluster networks for its noProxy, and this seed " +
+			"records none (it was sealed by an older snofactory): seal the seed again, or leave spec.proxy out")
+	}
+	set := []string{"127.0.0.1", "localhost", ".svc", ".cluster.local", "api-int." + id.site.ClusterName + "." + id.site.BaseDomain}
+	set = append(append(append(set, machine...), id.serviceNetworks...), id.clusterNetworks...)
+	for _, v := range strings.Split(p.NoProxy, ",") {
+		if v != "" {
+			set = append(set, v)
+		}
+	}
+	slices.Sort(set)
+	spec := recert.ProxySettings{HTTP: p.HTTPProxy, HTTPS: p.HTTPSProxy, No: strings.Join(slices.Compact(set), ",")}
+	return recert.FormatProxy(spec, spec), nil
+}
+
+// siteMachineNetworks are the subnets of the node's site addresses (the first static
+// address of each family, as siteIPs picks them).
+func siteMachineNetworks(sc *siteconfig.SiteConfig) []string {
+	if sc.Spec.Network == nil {
+		return nil
+	}
+	ips := siteIPs(sc)
+	var out []string
+	for _, iface := range sc.Spec.Network.Interfaces {
+		for _, c := range []*siteconfig.IPConfig{iface.IPv4, iface.IPv6} {
+			if !c.IsEnabled() {
+				continue
+			}
+			for _, a := range c.Address {
+				ip, err := netip.ParseAddr(a.IP)
+				if err != nil || !slices.Contains(ips, a.IP) {
+					continue
+				}
+				if n, err := ip.Prefix(a.PrefixLength); err == nil && !slices.Contains(out, n.String()) {
+					out = append(out, n.String())
+				}
+			}
 		}
 	}
 	return out

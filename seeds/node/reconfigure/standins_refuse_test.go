@@ -30,6 +30,10 @@ func TestStandInsRefuse(t *testing.T) {
 	write("/etc/recert/config.json", `{"crypto_dirs":["/etc/kubernetes"],"regenerate_server_ssh_keys":"/etc/ssh","summary_file_clean":"/etc/recert/s.yaml"}`)
 	write("/etc/recert/unknown.json", `{"regenerate_server_ssh_key":"/etc/ssh"}`)
 	write("/etc/kubernetes/a.crt", "x")
+	write("/etc/recert/proxy5.json", `{"proxy":"http://p:3128|http://p:3128|.svc|http://p:3128|http://p:3128"}`)
+	write("/etc/recert/bundle-nocolon.json", `{"proxy_trusted_ca_bundle":"user-ca-bundle"}`)
+	write("/etc/recert/bundle-key.json", `{"proxy_trusted_ca_bundle":"proxy-ca:-----BEGIN PRIVATE KEY-----\nAA==\n-----END PRIVATE KEY-----\n"}`)
+	write("/etc/recert/bundle-user.json", `{"crypto_dirs":["/etc/kubernetes"],"proxy_trusted_ca_bundle":"user-ca-bundle:"}`)
 	recert := func(cfg string) []string {
 		return []string{"podman", "run", "--rm", "--name", "snofactory-recert", "-v", root + "/etc/ssh:/etc/ssh", "-v", root + "/etc/kubernetes:/etc/kubernetes",
 			"-v", root + "/etc/recert:/etc/recert", "--env", "RECERT_CONFIG=/etc/recert/" + cfg, "quay.io/edge-infrastructure/recert:v0"}
@@ -60,6 +64,10 @@ func TestStandInsRefuse(t *testing.T) {
 		{"podman: stop what is not running", nil, []string{"podman", "stop", EtcdContainerName}, "exit status 125", "no such container"},
 		{"recert: no etcd", nil, recert("config.json"), "exit status 1", "connecting to etcd"},
 		{"recert: unknown key", [][]string{etcd}, recert("unknown.json"), "exit status 1", "unknown keys"},
+		{"recert: proxy of five parts", nil, recert("proxy5.json"), "exit status 1", "expected six parts separated by '|' in proxy argument"},
+		{"recert: proxy trusted CA without a name", nil, recert("bundle-nocolon.json"), "exit status 1", "expected two parts separated by ':'"},
+		{"recert: proxy trusted CA with a key", nil, recert("bundle-key.json"), "exit status 1", "must contain only certificates"},
+		{"recert: user-ca-bundle without user_ca_bundle", [][]string{etcd}, recert("bundle-user.json"), "exit status 1", "requires user-ca-bundle to be set"},
 		{"recert: no host keys", [][]string{etcd}, recert("config.json"), "exit status 1", "No SSH server keys found in /etc/ssh"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -244,8 +244,14 @@ func (c *commands) recert(argv []string, mounts map[string]string, configPath st
 			return fail(argv, 1, "Error: additional_trust_bundle must contain only certificates")
 		}
 	}
+	if msg := recertProxyParse(cfg); msg != "" {
+		return fail(argv, 1, "Error: "+msg)
+	}
 	if !c.running[EtcdContainerName] {
 		return fail(argv, 1, "Error: connecting to etcd at localhost:2379: tcp connect error: Connection refused")
+	}
+	if msg := recertProxyRename(cfg, mounts); msg != "" {
+		return fail(argv, 1, "Error: "+msg)
 	}
 	var paths []string
 	for _, k := range []string{"crypto_dirs", "crypto_files", "cluster_customization_dirs", "cluster_customization_files"} {
@@ -449,4 +455,85 @@ func updateCATrust(c *commands, args []string) ([]byte, error) {
 		bundle = append(bundle, b...)
 	}
 	return nil, os.WriteFile(out, bundle, 0o444)
+}
+
+// recertProxyParse refuses what recert's config parser refuses in the proxy keys
+// (src/config.rs RecertConfig::parse_from_config_file): a proxy that is not six parts split
+// at '|' (src/ocp_postprocess/proxy_rename/args.rs Proxy::parse), a proxy_trusted_ca_bundle
+// without a ':' or with a bundle that is no path and not certificates only
+// (src/ocp_postprocess/additional_trust_bundle/params.rs ProxyAdditionalTrustBundle::parse,
+// parse_additional_trust_bundle). "" when it accepts them.
+func recertProxyParse(cfg map[string]any) string {
+	if v, ok := cfg["proxy"].(string); ok {
+		if n := len(strings.Split(v, "|")); n != 6 {
+			return fmt.Sprintf("proxy %s: expected six parts separated by '|' in proxy argument, i.e. "+
+				"'<http_proxy>|<https_proxy>|<no_proxy>|<status_http_proxy>|<status_https_proxy>|<status_no_proxy>', found %d", v, n)
+		}
+	}
+	v, ok := cfg["proxy_trusted_ca_bundle"].(string)
+	if !ok {
+		return ""
+	}
+	_, bundle, found := strings.Cut(v, ":")
+	switch {
+	case !found:
+		return "proxy_trusted_ca_bundle " + v + ": expected two parts separated by ':' in proxy additional trust bundle argument, found 1"
+	case bundle == "":
+		return ""
+	case !strings.Contains(bundle, "\n"):
+		return "proxy_trusted_ca_bundle: parsing additional trust bundle: additional_trust_bundle must exist"
+	case strings.Contains(bundle, "PRIVATE KEY"):
+		return "proxy_trusted_ca_bundle: parsing additional trust bundle: additional_trust_bundle must contain only certificates"
+	case !strings.Contains(bundle, "-----BEGIN CERTIFICATE-----"):
+		return "proxy_trusted_ca_bundle: parsing additional trust bundle: additional_trust_bundle must contain at least one certificate"
+	}
+	return ""
+}
+
+// recertProxyRename imitates recert's customizations for the proxy: the user-ca-bundle name
+// takes no bundle and needs user_ca_bundle (src/ocp_postprocess.rs
+// additional_trust_bundle_rename); /etc/mco/proxy.env among the customization files gets the
+// status proxy's non-empty variables in place of its old ones
+// (src/ocp_postprocess/proxy_rename/filesystem_rename.rs rename_proxy_env_file,
+// utils.rs rename_proxy_env_file_contents).
+func recertProxyRename(cfg map[string]any, mounts map[string]string) string {
+	if v, _ := cfg["proxy_trusted_ca_bundle"].(string); v != "" {
+		name, bundle, _ := strings.Cut(v, ":")
+		_, userBundle := cfg["user_ca_bundle"].(string)
+		switch {
+		case name == "user-ca-bundle" && bundle != "":
+			return "user-ca-bundle configmap name requires ca-bundle to be empty"
+		case name == "user-ca-bundle" && !userBundle:
+			return "proxy user-ca-bundle configmap name requires user-ca-bundle to be set"
+		}
+	}
+	v, _ := cfg["proxy"].(string)
+	files, _ := cfg["cluster_customization_files"].([]any)
+	if v == "" || !slices.Contains(files, any("/etc/mco/proxy.env")) {
+		return ""
+	}
+	parts := strings.Split(v, "|")
+	h := inContainer(mounts, "/etc/mco/proxy.env")
+	old, err := os.ReadFile(h)
+	if err != nil {
+		return "renaming proxy: reading proxy.env: " + err.Error()
+	}
+	var lines, oldLines []string
+	if len(old) > 0 { // Rust's "".lines() yields no line, Go's Split one empty one
+		oldLines = strings.Split(strings.TrimSuffix(string(old), "\n"), "\n")
+	}
+	for _, l := range oldLines {
+		if !strings.HasPrefix(l, "HTTP_PROXY=") && !strings.HasPrefix(l, "HTTPS_PROXY=") && !strings.HasPrefix(l, "NO_PROXY=") {
+			lines = append(lines, l)
+		}
+	}
+	for i, k := range []string{"HTTP_PROXY=", "HTTPS_PROXY=", "NO_PROXY="} {
+		if parts[3+i] != "" {
+			lines = append(lines, k+parts[3+i])
+		}
+	}
+	if err := os.WriteFile(h, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		return "renaming proxy: writing proxy.env: " + err.Error()
+	}
+	return ""
 }

@@ -33,6 +33,11 @@ type Info struct {
 	NodeIPs []string `json:"node_ips"`
 	// MachineNetworks are the install-config's networking.machineNetwork CIDRs.
 	MachineNetworks []string `json:"machine_networks,omitempty"`
+	// ClusterNetworks and ServiceNetworks are networking.clusterNetwork[].cidr and
+	// networking.serviceNetwork: a site proxy's noProxy takes them, as lifecycle-agent's
+	// post-pivot takes its seed's (setProxyAndProxyStatus).
+	ClusterNetworks []string `json:"cluster_network_cidr,omitempty"`
+	ServiceNetworks []string `json:"service_network_cidr,omitempty"`
 	// Hostname is the Node's status address of type Hostname.
 	Hostname string `json:"sno_hostname"`
 	// ReleaseRegistry is the registry of the release image.

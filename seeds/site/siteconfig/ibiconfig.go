@@ -54,8 +54,13 @@ type installConfig struct {
 	} `yaml:"metadata"`
 	PullSecret            string `yaml:"pullSecret"`
 	AdditionalTrustBundle string `yaml:"additionalTrustBundle"`
-	SSHKey                string `yaml:"sshKey"`
-	ImageDigestSources    []struct {
+	// The image-based installer takes the proxy and the trust bundle policy from
+	// install-config.yaml, not from the ImageBasedConfig
+	// (pkg/asset/imagebased/configimage/clusterconfiguration.go ClusterConfiguration.Generate).
+	AdditionalTrustBundlePolicy string `yaml:"additionalTrustBundlePolicy"`
+	Proxy                       *Proxy `yaml:"proxy"`
+	SSHKey                      string `yaml:"sshKey"`
+	ImageDigestSources          []struct {
 		Source  string   `yaml:"source"`
 		Mirrors []string `yaml:"mirrors"`
 	} `yaml:"imageDigestSources"`
@@ -63,7 +68,6 @@ type installConfig struct {
 
 // installConfigRefused are install-config.yaml settings the hook does not apply at a site.
 var installConfigRefused = map[string]string{
-	"proxy":               "a cluster-wide proxy",
 	"imageContentSources": "imageContentSources (deprecated)",
 }
 
@@ -239,6 +243,10 @@ func readInstallConfig(path string, s *Spec) ([]strictyaml.Problem, map[string]s
 	fill(&s.BaseDomain, ic.BaseDomain, "spec.baseDomain", "baseDomain")
 	fill(&s.PullSecret, strings.TrimSpace(ic.PullSecret), "spec.pullSecret", "pullSecret")
 	fill(&s.AdditionalTrustBundle, ic.AdditionalTrustBundle, "spec.additionalTrustBundle", "additionalTrustBundle")
+	fill(&s.AdditionalTrustBundlePolicy, ic.AdditionalTrustBundlePolicy, "spec.additionalTrustBundlePolicy", "additionalTrustBundlePolicy")
+	if ic.Proxy != nil {
+		s.Proxy, from["spec.proxy"] = ic.Proxy, "proxy"
+	}
 	if s.PullSecret == "" {
 		// The installer requires it (pkg/types/validation/installconfig.go
 		// ValidateInstallConfig, through pkg/validate/validate.go ImagePullSecret).

@@ -140,7 +140,7 @@ func TestLoadImageBasedConfigRefuses(t *testing.T) {
 		"      type: ethernet\n", "      type: vlan\n      vlan: {base-iface: eth9, id: 4095}\n",
 		"mac-address: 00:00:00:00:00:00", "mac-address: 00:00:00:00:00",
 	).Replace(ibiSite)
-	ic := strings.Replace(ibiInstallConfig, "platform:\n", "proxy:\n  httpProxy: http://proxy:3128\nplatform:\n", 1)
+	ic := strings.Replace(ibiInstallConfig, "platform:\n", "proxy:\n  httpProxy: https://proxy:3128\n  noProxy: '*.example.com'\nplatform:\n", 1)
 	ic = strings.Replace(ic, "baseDomain: store.example.com", "baseDomain: Store_Example", 1)
 	path := ibiDir(t, ibi, ic)
 	_, err := Load(path)
@@ -157,7 +157,8 @@ func TestLoadImageBasedConfigRefuses(t *testing.T) {
 		path + `:24:26: networkConfig.interfaces[0].vlan.base-iface: no interface "eth9"`,
 		path + `:24:36: networkConfig.interfaces[0].vlan.id: 4095 is not a VLAN ID`,
 		path + `:26:20: networkConfig.interfaces[0].mac-address: "00:00:00:00:00" is not an Ethernet MAC address`,
-		icPath + `:15:1: proxy: a cluster-wide proxy is not supported`,
+		icPath + `:16:14: proxy.httpProxy: "https://proxy:3128": scheme "https" is not supported: http`,
+		icPath + `:17:12: proxy.noProxy: entry 0 "*.example.com" is no IP address, CIDR or domain without wildcard characters`,
 		icPath + `:2:13: baseDomain: "Store_Example" is not a DNS subdomain`,
 	}
 	got := ve.Error()

@@ -48,6 +48,12 @@ type Spec struct {
 	// system's (install-config's additionalTrustBundle; OpenShift only): recert's
 	// user_ca_bundle puts it in the cluster, and the hook trusts it on the node first.
 	AdditionalTrustBundle string `yaml:"additionalTrustBundle,omitempty"`
+	// AdditionalTrustBundlePolicy is install-config's: Proxyonly (the default) makes the
+	// bundle the proxy's trusted CA when there is a proxy, Always whether or not.
+	AdditionalTrustBundlePolicy string `yaml:"additionalTrustBundlePolicy,omitempty"`
+	// Proxy is the cluster-wide proxy (OpenShift only), applied by recert as lifecycle-agent
+	// does; the seed must have been built with a proxy too (see HasProxy).
+	Proxy *Proxy `yaml:"proxy,omitempty"`
 	// NodeLabels are labels the hook puts on the node once the API answers (OpenShift only),
 	// as lifecycle-agent's post-pivot does with an ImageBasedConfig's nodeLabels.
 	NodeLabels map[string]string `yaml:"nodeLabels,omitempty"`

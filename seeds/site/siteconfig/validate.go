@@ -86,6 +86,7 @@ func (sc *SiteConfig) validate(c *checker) {
 			c.Add("spec.additionalTrustBundle", err.Error(), "PEM certificates, each from -----BEGIN CERTIFICATE----- to -----END CERTIFICATE-----")
 		}
 	}
+	c.proxy(s)
 	c.mirrors(s.RegistryMirrors)
 	c.sshKeys(s.SSHAuthorizedKeys)
 	c.pullSecret(s)
