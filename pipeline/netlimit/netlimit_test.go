@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -151,6 +152,21 @@ func TestDo(t *testing.T) {
 		t.Errorf("refused: %v after %d calls, want given up after %d tries in 1 call", err, calls, quick.Attempts)
 	}
 
+	// A transport of one try leaves the retries to its caller: the refusal reaches Do as it
+	// is, and Do asks again.
+	one := quick
+	one.Attempts = 1
+	c1 := &http.Client{Transport: Transport(nil, Peer{Kind: "server", Policy: one})}
+	calls = 0
+	err = quick.Do(t.Context(), func() error {
+		calls++
+		_, err := c1.Get("http://" + addr + "/file")
+		return err
+	})
+	if !errors.As(err, &ex) || ex.Attempts != quick.Attempts || calls != quick.Attempts {
+		t.Errorf("refused through one try: %v after %d calls, want given up after %d calls", err, calls, quick.Attempts)
+	}
+
 	calls = 0
 	err = quick.Do(context.Background(), func() error {
 		if calls++; calls < 3 {
@@ -190,5 +206,79 @@ func TestRetryableIsTransient(t *testing.T) {
 	}
 	if Transient(base) {
 		t.Errorf("an unmarked error was transient")
+	}
+}
+
+// The options a caller that owns its retries uses: a Retry-After carried by a *StatusError
+// is waited (within MaxWait) instead of the backoff, GiveUp ends the tries of one peer at
+// once, and the backoff is jittered within its second half.
+func TestPolicyOptions(t *testing.T) {
+	unavailable := &StatusError{Method: "GET", URL: "https://r/v2/x/blobs/y", Code: 503, RetryAfter: 7 * time.Second}
+	refused := fmt.Errorf("dial: %w", syscall.ECONNREFUSED)
+	for _, tc := range []struct {
+		name   string
+		err    error
+		giveUp func(error) bool
+		calls  int
+		spent  bool
+	}{
+		{"a 503 is asked again until the tries run out", unavailable, nil, quick.Attempts, true},
+		{"a 404 is final", &StatusError{Code: 404}, nil, 1, false},
+		{"a refused connection is asked again", refused, nil, quick.Attempts, true},
+		{"unless GiveUp says the peer is gone", refused, func(err error) bool { return errors.Is(err, syscall.ECONNREFUSED) }, 1, false},
+		{"GiveUp sees only what is transient", &StatusError{Code: 401}, func(error) bool { return false }, 1, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := quick
+			p.GiveUp = tc.giveUp
+			calls := 0
+			err := p.Do(t.Context(), func() error { calls++; return tc.err })
+			var ex *ExhaustedError
+			if calls != tc.calls || errors.As(err, &ex) != tc.spent || !errors.Is(err, tc.err) {
+				t.Errorf("%d calls, error %v; want %d calls, exhausted %v", calls, err, tc.calls, tc.spent)
+			}
+		})
+	}
+
+	draw := func(pick int64) func(int64) int64 { return func(n int64) int64 { return min(pick, n-1) } }
+	for _, tc := range []struct {
+		name       string
+		n          int
+		retryAfter time.Duration
+		rand       func(int64) int64
+		want       time.Duration
+	}{
+		{"first wait, least jitter", 1, 0, draw(0), 50 * time.Millisecond},
+		{"first wait, most jitter", 1, 0, draw(1 << 62), 100 * time.Millisecond},
+		{"third wait doubles twice", 3, 0, draw(0), 200 * time.Millisecond},
+		{"backoff bounded by MaxWait", 10, 0, draw(1 << 62), time.Second},
+		{"Retry-After as given, no jitter", 1, 700 * time.Millisecond, draw(1 << 62), 700 * time.Millisecond},
+		{"Retry-After bounded by MaxWait", 1, time.Hour, draw(0), time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := Policy{Attempts: 3, Backoff: 100 * time.Millisecond, MaxWait: time.Second, Rand: tc.rand}
+			if got := p.wait(tc.n, tc.retryAfter); got != tc.want {
+				t.Errorf("wait(%d, %v) = %v, want %v", tc.n, tc.retryAfter, got, tc.want)
+			}
+		})
+	}
+}
+
+// AnswerError reads the status and the Retry-After of a failed answer, and leaves a signed
+// redirect's query out of the message.
+func TestAnswerError(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "3")
+		w.WriteHeader(http.StatusTooManyRequests)
+	}))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/blob?X-Amz-Signature=secret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := AnswerError(resp)
+	if e.Code != 429 || e.RetryAfter != 3*time.Second || !Transient(e) || strings.Contains(e.Error(), "secret") ||
+		!strings.Contains(e.Error(), "GET "+srv.URL+"/blob: 429 Too Many Requests") {
+		t.Errorf("AnswerError = %+v (%v)", e, e)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"strconv"
@@ -19,6 +20,13 @@ type Policy struct {
 	Attempts int           // tries in all, the first included
 	Backoff  time.Duration // the first wait; each next one doubles
 	MaxWait  time.Duration // bounds one wait, a Retry-After included
+	// GiveUp, when set, reports an error that no further try of this peer will mend though
+	// Transient says one might: a caller with another peer to ask (a mirror) moves on at
+	// once instead of waiting on a peer that is not there.
+	GiveUp func(error) bool
+	// Rand draws the jitter of a backoff wait, in [0, n); nil is math/rand. Tests set it to
+	// make the waits exact.
+	Rand func(n int64) int64
 }
 
 // The default policy: five tries over about four seconds of backoff, a Retry-After honoured
@@ -49,14 +57,19 @@ func (p Policy) OrDefault() Policy {
 	return p
 }
 
-// wait is the pause before try n+1 (n counted from 1): the backoff doubled per try, or the
-// peer's Retry-After, within MaxWait.
+// wait is the pause before try n+1 (n counted from 1): the backoff doubled per try, its
+// second half drawn at random so that parallel transfers that failed together do not all
+// ask again at the same instant; or the peer's Retry-After, as given. Either within MaxWait.
 func (p Policy) wait(n int, retryAfter time.Duration) time.Duration {
-	d := p.Backoff << min(n-1, 16)
 	if retryAfter > 0 {
-		d = retryAfter
+		return min(retryAfter, p.MaxWait)
 	}
-	return min(d, p.MaxWait)
+	d := min(p.Backoff<<min(n-1, 16), p.MaxWait)
+	draw := p.Rand
+	if draw == nil {
+		draw = rand.Int64N
+	}
+	return d/2 + time.Duration(draw(int64(d/2)+1))
 }
 
 // RetryStatus reports whether an answer with this status is worth asking again: the
@@ -84,6 +97,10 @@ func Transient(err error) bool {
 		return false
 	}
 	var re *retryableError
+	var st *StatusError
+	if errors.As(err, &st) {
+		return RetryStatus(st.Code)
+	}
 	return errors.As(err, &re) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) ||
 		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed)
 }
@@ -115,23 +132,56 @@ func (e *ExhaustedError) Error() string {
 
 func (e *ExhaustedError) Unwrap() error { return e.Err }
 
-// Do runs fn until it succeeds, fails for good (not Transient) or the tries run out. It is
-// for what a transport cannot retry by itself: a body that breaks after its answer began,
-// which fn fetches again from the start (its caller checks what it reads).
+// Do runs fn until it succeeds, fails for good (not Transient, or GiveUp) or the tries run
+// out. It is for what a transport cannot retry by itself: a body that breaks after its
+// answer began, which fn fetches again from the start (its caller checks what it reads), and
+// a caller that owns the retries of its requests (a *StatusError carries the Retry-After of
+// the answer it reports).
 func (p Policy) Do(ctx context.Context, fn func() error) error {
 	p = p.OrDefault()
 	for n := 1; ; n++ {
 		err := fn()
-		if !Transient(err) || ctx.Err() != nil {
+		if !Transient(err) || ctx.Err() != nil || (p.GiveUp != nil && p.GiveUp(err)) {
 			return err
 		}
 		if n == p.Attempts {
 			return &ExhaustedError{Attempts: n, Err: err}
 		}
-		if err := sleep(ctx, p.wait(n, 0)); err != nil {
+		var after time.Duration
+		if st := (*StatusError)(nil); errors.As(err, &st) {
+			after = st.RetryAfter
+		}
+		if err := sleep(ctx, p.wait(n, after)); err != nil {
 			return err
 		}
 	}
+}
+
+// StatusError is an answer that is not a success, for a caller that reads the status
+// itself: Transient as RetryStatus says, and Do waits the Retry-After it carries.
+type StatusError struct {
+	Method, URL string
+	Code        int
+	RetryAfter  time.Duration
+}
+
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("%s %s: %d %s", e.Method, e.URL, e.Code, http.StatusText(e.Code))
+}
+
+// AnswerError is resp, an answer that is not a success, as a *StatusError. It drains (a
+// little) and closes the body, so the connection can be used again.
+func AnswerError(resp *http.Response) *StatusError {
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	e := &StatusError{Code: resp.StatusCode, RetryAfter: retryAfter(resp.Header.Get("Retry-After"), time.Now())}
+	if resp.Request != nil {
+		// Without its query: a registry's redirect to a CDN signs the URL there.
+		u := *resp.Request.URL
+		u.RawQuery, u.User = "", nil
+		e.Method, e.URL = resp.Request.Method, u.String()
+	}
+	return e
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

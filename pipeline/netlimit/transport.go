@@ -49,8 +49,11 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return resp, err
 		}
 		if n == pol.Attempts {
-			if err != nil {
+			if err != nil && n > 1 {
 				return nil, &ExhaustedError{Attempts: n, Err: err}
+			}
+			if err != nil {
+				return nil, err // one try: the caller owns the retries (Policy.Do)
 			}
 			return resp, nil // the caller reads the last answer's status and explanation
 		}

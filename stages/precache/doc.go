@@ -7,9 +7,10 @@
 // once per depot, verified against its sha256 before it is renamed into the store, and an
 // interrupted download is resumed from its partial file with an HTTP Range request, also
 // after a crash (kill -9) of the build. Transfers run in parallel (Options.Jobs) and retry
-// transient failures (connection resets, 5xx, 429, truncated or corrupt bodies, stalls)
-// with exponential backoff and jitter, trying each ICSP/IDMS or registries.conf mirror in
-// order before the source registry.
+// transient failures (connection resets, 5xx, 429, truncated or corrupt bodies) under the
+// project's one retry policy (pipeline/netlimit: jittered backoff, Retry-After honoured),
+// per source, trying each ICSP/IDMS or registries.conf mirror in order before the source
+// registry; a source that stalls, spends its tries or does not answer hands over to the next.
 //
 // Library split, and why: registry configuration comes from containers/image, so the stage
 // behaves like podman, skopeo and CRI-O on the node: mirrors and insecure registries through

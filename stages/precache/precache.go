@@ -14,6 +14,7 @@ import (
 	"github.com/containers/image/v5/types"
 	"github.com/opencontainers/go-digest"
 	"github.com/snofactory/snofactory/pipeline/blobstore"
+	"github.com/snofactory/snofactory/pipeline/netlimit"
 	"github.com/snofactory/snofactory/pipeline/strictjson"
 	"github.com/snofactory/snofactory/stages/internal/registries"
 	"golang.org/x/sync/errgroup"
@@ -34,13 +35,12 @@ type Config struct {
 	Sys *types.SystemContext
 	// Jobs is the number of parallel blob transfers (default 6).
 	Jobs int
-	// Attempts per source for a transient failure (default 8), with exponential backoff from
-	// RetryBase (default 200ms) up to RetryMax (default 10s).
+	// Attempts per source for a transient failure, with exponential backoff from RetryBase
+	// up to RetryMax; unset, the project's one policy (netlimit.DefaultPolicy). A transfer
+	// that stalls fails after the stall timeout the context carries (netlimit).
 	Attempts  int
 	RetryBase time.Duration
 	RetryMax  time.Duration
-	// Stall aborts and retries a transfer that receives nothing for this long (default 60s).
-	Stall time.Duration
 	// Arch and OS choose the instance of a manifest list (default amd64, linux).
 	Arch, OS string
 	// Progress receives images and bytes done/total; nil ignores them.
@@ -120,7 +120,7 @@ func Precache(ctx context.Context, cfg Config) (*Result, error) {
 			return nil, err
 		}
 	}
-	r := newRemote(cfg.Sys, cfg.Jobs, retryPolicy{attempts: cfg.Attempts, base: cfg.RetryBase, max: cfg.RetryMax, stall: cfg.Stall})
+	r := newRemote(cfg.Sys, cfg.Jobs, netlimit.Policy{Attempts: cfg.Attempts, Backoff: cfg.RetryBase, MaxWait: cfg.RetryMax})
 	defer r.close()
 	// Manifests first: they name the blobs.
 	images, manifestsGot, err := pinAll(ctx, r, cfg)
@@ -295,18 +295,6 @@ func every(d time.Duration, fn func()) (stop func()) {
 func (cfg *Config) defaults() {
 	if cfg.Jobs <= 0 {
 		cfg.Jobs = 6
-	}
-	if cfg.Attempts <= 0 {
-		cfg.Attempts = 8
-	}
-	if cfg.RetryBase <= 0 {
-		cfg.RetryBase = 200 * time.Millisecond
-	}
-	if cfg.RetryMax <= 0 {
-		cfg.RetryMax = 10 * time.Second
-	}
-	if cfg.Stall <= 0 {
-		cfg.Stall = time.Minute
 	}
 	if cfg.Arch == "" {
 		cfg.Arch = "amd64"

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -452,5 +453,43 @@ func TestPrecacheDeadMirror(t *testing.T) {
 	}
 	if res.Report.BlobsFetched != res.Report.Blobs {
 		t.Errorf("report = %+v", res.Report)
+	}
+}
+
+// A mirror that is up but throttles (503 with a Retry-After) is asked as often as the one
+// retry policy says, for each manifest and blob, then the next mirror serves the image.
+func TestPrecacheThrottledMirror(t *testing.T) {
+	reg := registry.StartT(t, registry.Options{})
+	images := testImages(t, reg, 1)
+	var asked atomic.Int64
+	busy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v2/" {
+			return // the ping: the registry is there
+		}
+		asked.Add(1)
+		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer busy.Close()
+	busyAddr := strings.TrimPrefix(busy.URL, "http://")
+	src := "127.0.0.1:1/ocp"
+	for i := range images {
+		images[i].Ref = strings.Replace(images[i].Ref, reg.Addr()+"/ocp", src, 1)
+	}
+	st, _ := blobstore.Open(filepath.Join(t.TempDir(), "blobs"))
+	sys := sysFor(t, registries.Config{Insecure: []string{busyAddr, reg.Addr(), "127.0.0.1:1"},
+		Mirrors: []registries.Mirror{{Source: src, Mirrors: []string{busyAddr + "/ocp", reg.Addr() + "/ocp"}}}})
+	const attempts = 3
+	// RetryMax bounds the Retry-After, so the test does not wait its second.
+	res, err := Precache(context.Background(), Config{Images: images, Store: st, Sys: sys, Attempts: attempts, RetryMax: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	objects := int64(1 + res.Report.Blobs) // the manifest and every blob
+	if got := asked.Load(); got != attempts*objects {
+		t.Errorf("the throttling mirror was asked %d times, want %d tries for each of %d objects", got, attempts, objects)
+	}
+	if res.Report.Retries != (attempts-1)*objects || res.Report.BlobsFetched != res.Report.Blobs {
+		t.Errorf("report = %+v, want %d retries and every blob fetched from the next mirror", res.Report, (attempts-1)*objects)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"strconv"
@@ -36,68 +35,14 @@ var manifestAccept = strings.Join([]string{
 	"application/vnd.docker.distribution.manifest.list.v2+json",
 }, ", ")
 
-// maxManifest bounds a manifest held in memory.
-const maxManifest = 8 << 20
-
-// retryPolicy is exponential backoff with jitter.
-type retryPolicy struct {
-	attempts int
-	base     time.Duration
-	max      time.Duration
-	// stall aborts a response body that delivers nothing for this long.
-	stall time.Duration
-}
-
-func (p retryPolicy) delay(attempt int) time.Duration {
-	d := p.base << min(attempt, 16)
-	if d > p.max || d <= 0 {
-		d = p.max
-	}
-	// Full jitter keeps parallel workers from retrying in lockstep.
-	return d/2 + rand.N(d/2+1)
-}
-
-// statusError is an HTTP error response.
-type statusError struct {
-	url        string
-	code       int
-	retryAfter time.Duration
-}
-
-func (e *statusError) Error() string {
-	return fmt.Sprintf("GET %s: %d %s", e.url, e.code, http.StatusText(e.code))
-}
-
-// transient reports whether err is worth retrying against the same endpoint.
-func transient(err error) bool {
-	if err == nil || errors.Is(err, context.Canceled) {
-		return false
-	}
-	var se *statusError
-	if errors.As(err, &se) {
-		return se.code >= 500 || se.code == http.StatusTooManyRequests || se.code == http.StatusRequestTimeout
-	}
-	var de *blobstore.DigestError
-	if errors.As(err, &de) {
-		return true
-	}
-	var ne net.Error
-	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) ||
-		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE) || errors.As(err, &ne) ||
-		errors.Is(err, errStalled) || errors.Is(err, errShort) || strings.Contains(err.Error(), "connection reset") ||
-		strings.Contains(err.Error(), "server closed") || strings.Contains(err.Error(), "unexpected EOF")
-}
-
-var (
-	errStalled = errors.New("transfer stalled")
-	errShort   = errors.New("response body shorter than the blob")
-)
+// errShort is a blob body that ended before the blob's size: asking again resumes it.
+var errShort = errors.New("response body shorter than the blob")
 
 // remote reaches registries: mirrors from registries.conf, credentials from the standard
 // auth files, and a token-authenticating transport per repository.
 type remote struct {
 	sys   *types.SystemContext
-	retry retryPolicy
+	retry netlimit.Policy
 	base  *http.Transport
 
 	retries atomic.Int64
@@ -116,10 +61,9 @@ type repoClient struct {
 	hc  *http.Client
 }
 
-func newRemote(sys *types.SystemContext, jobs int, retry retryPolicy) *remote {
+func newRemote(sys *types.SystemContext, jobs int, retry netlimit.Policy) *remote {
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	base.MaxIdleConnsPerHost = jobs + 2
-	base.ResponseHeaderTimeout = time.Minute
 	base.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
 	return &remote{sys: sys, retry: retry, base: base, repos: map[string]*repoClient{}, scheme: map[string]string{}, down: map[string]time.Time{}}
 }
@@ -187,8 +131,8 @@ func (r *remote) client(ctx context.Context, src source) (*repoClient, error) {
 	if src.insecure {
 		base = r.insecureBase()
 	}
-	// The stall timeout and body caps of every registry request (netlimit); retries stay
-	// this stage's, which also fail over from one mirror to the next.
+	// The stall timeout and body caps of every registry request (netlimit); the tries are
+	// withRetry's, under the same policy, which also fails over from one mirror to the next.
 	peer := netlimit.Registry()
 	peer.Policy.Attempts = 1
 	rt, err := transport.NewWithContext(ctx, nr.Registry, auth, netlimit.Transport(base, peer), []string{nr.Scope(transport.PullScope)})
@@ -268,45 +212,44 @@ func (r *remote) markDown(src source) {
 	r.mu.Unlock()
 }
 
-// withRetry runs op against each source in turn, retrying transient failures with backoff.
-// A source that answers "not found", fails for good or does not answer at all hands over to
-// the next one.
+// withRetry runs op against each source in turn, each under the one retry policy
+// (netlimit.Policy.Do: jittered backoff, a Retry-After honoured). A source that answers "not
+// found", fails for good, stalls or spends its tries hands over to the next one; one that
+// does not answer at all hands over at once and is tried last for a while (markDown).
 func (r *remote) withRetry(ctx context.Context, what string, srcs []source, op func(context.Context, source) error) error {
 	var errs []error
 	srcs = r.order(srcs)
 	for i, src := range srcs {
-		var err error
-		for attempt := 0; attempt < r.retry.attempts; attempt++ {
-			if attempt > 0 {
+		pol := r.retry
+		pol.GiveUp = func(err error) bool { return unreachable(err) && i < len(srcs)-1 }
+		tries := 0
+		err := pol.Do(ctx, func() error {
+			if tries++; tries > 1 {
 				r.retries.Add(1)
-				wait := r.retry.delay(attempt - 1)
-				var se *statusError
-				if errors.As(err, &se) && se.retryAfter > wait {
-					wait = min(se.retryAfter, r.retry.max)
-				}
-				select {
-				case <-ctx.Done():
-					return ctx.Err()
-				case <-time.After(wait):
-				}
 			}
-			err = op(ctx, src)
-			if err == nil || ctx.Err() != nil {
-				return err
-			}
+			err := op(ctx, src)
 			if unreachable(err) {
 				r.markDown(src)
-				if i < len(srcs)-1 {
-					break
-				}
 			}
-			if !transient(err) {
-				break
-			}
+			return retryable(err)
+		})
+		if err == nil || ctx.Err() != nil {
+			return err
 		}
 		errs = append(errs, fmt.Errorf("from %s: %w", reference.Domain(src.ref), err))
 	}
 	return fmt.Errorf("%s: %w", what, errors.Join(errs...))
+}
+
+// retryable marks what this stage asks again beyond what netlimit.Transient covers: a
+// blob or manifest whose bytes do not match their digest (a mirror or proxy that mangled
+// one transfer) and a blob body that ended early.
+func retryable(err error) error {
+	var de *blobstore.DigestError
+	if errors.As(err, &de) || errors.Is(err, errShort) {
+		return netlimit.Retryable(err)
+	}
+	return err
 }
 
 // get issues a GET for path below the repository, with optional headers.
@@ -325,15 +268,7 @@ func (c *repoClient) get(ctx context.Context, path string, hdr map[string]string
 	if resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusPartialContent {
 		return resp, nil
 	}
-	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	resp.Body.Close()
-	se := &statusError{url: c.url + path, code: resp.StatusCode}
-	if s := resp.Header.Get("Retry-After"); s != "" {
-		if n, err := strconv.Atoi(s); err == nil {
-			se.retryAfter = time.Duration(n) * time.Second
-		}
-	}
-	return nil, se
+	return nil, netlimit.AnswerError(resp)
 }
 
 // fetchManifest returns the verified manifest with digest d of the image at ref.
@@ -357,12 +292,9 @@ func (r *remote) fetchManifest(ctx context.Context, ref reference.Named, d diges
 			return err
 		}
 		defer resp.Body.Close()
-		b, err := io.ReadAll(io.LimitReader(resp.Body, maxManifest+1))
+		b, err := io.ReadAll(resp.Body) // capped by the transport (netlimit.MaxManifest)
 		if err != nil {
 			return err
-		}
-		if len(b) > maxManifest {
-			return fmt.Errorf("manifest is larger than %d bytes", maxManifest)
 		}
 		if got := d.Algorithm().FromBytes(b); got != d {
 			return &blobstore.DigestError{Want: d, Got: got}
@@ -371,20 +303,6 @@ func (r *remote) fetchManifest(ctx context.Context, ref reference.Named, d diges
 		return nil
 	})
 	return data, mediaType, err
-}
-
-// stallReader fails a body read that waits longer than the stall timeout, by cancelling the
-// request's context.
-type stallReader struct {
-	r     io.Reader
-	timer *time.Timer
-	stall time.Duration
-}
-
-func (s *stallReader) Read(p []byte) (int, error) {
-	s.timer.Reset(s.stall)
-	n, err := s.r.Read(p)
-	return n, err
 }
 
 // fetchBlob downloads blob d of the repository of ref into the store, resuming a partial
@@ -415,8 +333,6 @@ func (r *remote) fetchBlob(ctx context.Context, st *blobstore.Store, ref referen
 		if err != nil {
 			return err
 		}
-		ctx, cancel := context.WithCancelCause(ctx)
-		defer cancel(nil)
 		hdr := map[string]string{}
 		if p.Offset() > 0 {
 			hdr["Range"] = "bytes=" + strconv.FormatInt(p.Offset(), 10) + "-"
@@ -432,14 +348,11 @@ func (r *remote) fetchBlob(ctx context.Context, st *blobstore.Store, ref referen
 				return err
 			}
 		}
-		timer := time.AfterFunc(r.retry.stall, func() { cancel(errStalled) })
-		defer timer.Stop()
-		body := io.LimitReader(&stallReader{r: resp.Body, timer: timer, stall: r.retry.stall}, size-p.Offset()+1)
+		// The transport fails a body that stalls (netlimit.StallError): this source is then
+		// given up for the next one.
+		body := io.LimitReader(resp.Body, size-p.Offset()+1)
 		_, err = io.Copy(&countingWriter{w: p, add: func(k int64) { fetched += k; counted(k) }}, body)
 		if err != nil {
-			if cause := context.Cause(ctx); errors.Is(cause, errStalled) {
-				return errStalled
-			}
 			return fmt.Errorf("reading blob %s: %w", d, err)
 		}
 		if p.Offset() < size {
