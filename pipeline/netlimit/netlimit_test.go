@@ -282,3 +282,27 @@ func TestAnswerError(t *testing.T) {
 		t.Errorf("AnswerError = %+v (%v)", e, e)
 	}
 }
+
+// A client that owns no retries of its own sees the last answer without its Retry-After,
+// so it cannot ask again on top of the policy.
+func TestOwnsRetries(t *testing.T) {
+	var tries atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tries.Add(1)
+		w.Header().Set("Retry-After", "0")
+		w.WriteHeader(http.StatusTooManyRequests)
+	}))
+	defer srv.Close()
+	for _, owns := range []bool{false, true} {
+		tries.Store(0)
+		c := &http.Client{Transport: Transport(nil, Peer{Kind: "API server", Policy: quick, OwnsRetries: owns})}
+		resp, err := c.Get(srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if got := resp.Header.Get("Retry-After") != ""; got == owns || tries.Load() != int64(quick.Attempts) {
+			t.Errorf("owns %v: Retry-After handed up %v after %d tries, want %v after %d", owns, got, tries.Load(), !owns, quick.Attempts)
+		}
+	}
+}

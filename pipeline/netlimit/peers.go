@@ -38,9 +38,10 @@ func registryBody(req *http.Request, resp *http.Response) (string, int64) {
 	return "token answer", MaxSmallJSON
 }
 
-// KubeAPI is a Kubernetes API server; every answer is JSON of at most MaxAPIAnswer.
+// KubeAPI is a Kubernetes API server; every answer is JSON of at most MaxAPIAnswer. Its
+// client (client-go) would ask again on top of the policy: the transport owns the retries.
 func KubeAPI() Peer {
-	return Peer{Kind: "API server", Body: func(*http.Request, *http.Response) (string, int64) {
+	return Peer{Kind: "API server", OwnsRetries: true, Body: func(*http.Request, *http.Response) (string, int64) {
 		return "API answer", MaxAPIAnswer
 	}}
 }

@@ -18,6 +18,12 @@ type Peer struct {
 	Body func(req *http.Request, resp *http.Response) (what string, limit int64)
 	// Policy retries transient failures; the zero value is DefaultPolicy.
 	Policy Policy
+	// OwnsRetries says no client above the transport may ask again: the answer it hands up
+	// carries no Retry-After, which the policy has honoured already. client-go asks again
+	// after any 429 or 5xx with one, up to 10 times (client-go rest/with_retry.go,
+	// withRetry.IsNextRetry and checkWait; rest/request.go, NewRequest sets maxRetries),
+	// each time through this transport's own tries.
+	OwnsRetries bool
 }
 
 // Transport wraps base so that every request through it is bounded: a stall timeout (taken
@@ -46,7 +52,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp, err := t.once(try)
 		retry := (err != nil && Transient(err)) || (err == nil && RetryStatus(resp.StatusCode))
 		if !retry || !replayable || req.Context().Err() != nil {
-			return resp, err
+			return t.handUp(resp), err
 		}
 		if n == pol.Attempts {
 			if err != nil && n > 1 {
@@ -55,7 +61,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			if err != nil {
 				return nil, err // one try: the caller owns the retries (Policy.Do)
 			}
-			return resp, nil // the caller reads the last answer's status and explanation
+			return t.handUp(resp), nil // the caller reads the last answer's status and explanation
 		}
 		var after time.Duration
 		if resp != nil {
@@ -70,6 +76,15 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 	}
+}
+
+// handUp is the answer the transport returns: without its Retry-After when the transport
+// owns the retries.
+func (t *transport) handUp(resp *http.Response) *http.Response {
+	if t.peer.OwnsRetries && resp != nil {
+		resp.Header.Del("Retry-After")
+	}
+	return resp
 }
 
 // again is req ready to be sent once more, with a fresh body.
