@@ -214,13 +214,15 @@ func (e *readErrs) Read(p []byte) (int, error) {
 func (c *client) labels(ctx context.Context, im *image) (map[string]string, error) {
 	var labels map[string]string
 	err := retry(ctx, func() error {
+		ctx, w := watch(ctx, im.named, "image config")
+		defer w.Stop()
 		img, err := ciimage.FromUnparsedImage(ctx, c.sys, ciimage.UnparsedInstance(im.src, &im.instance))
 		if err != nil {
-			return err
+			return w.Err(err)
 		}
 		info, err := img.Inspect(ctx)
 		if err != nil {
-			return err
+			return w.Err(err)
 		}
 		labels = info.Labels
 		return nil

@@ -18,6 +18,7 @@ import (
 	"github.com/containers/image/v5/types"
 	"github.com/opencontainers/go-digest"
 
+	"github.com/snofactory/snofactory/pipeline/netlimit"
 	"github.com/snofactory/snofactory/stages/internal/registries"
 )
 
@@ -73,21 +74,32 @@ func parseRef(ref string) (reference.Named, error) {
 	return reference.TagNameOnly(named), nil
 }
 
+// watch bounds a registry operation on named's registry by the stall timeout the context
+// carries: containers/image takes no transport of ours, so its answers are watched from
+// outside (netlimit.Watch). what names what the registry was sending when it stalled.
+func watch(ctx context.Context, named reference.Named, what string) (context.Context, *netlimit.Watchdog) {
+	return netlimit.Watch(ctx, "registry", reference.Domain(named), what)
+}
+
 // open fetches the manifest of ref and, for a manifest list, the platform instance,
 // retrying transient failures.
 func (c *client) open(ctx context.Context, ref string) (im *image, err error) {
-	err = retry(ctx, func() error {
-		im, err = c.openOnce(ctx, ref)
-		return err
-	})
-	return im, err
-}
-
-func (c *client) openOnce(ctx context.Context, ref string) (*image, error) {
 	named, err := parseRef(ref)
 	if err != nil {
 		return nil, err
 	}
+	err = retry(ctx, func() error {
+		// Small answers only (manifests, signatures): the whole opening gets the time one
+		// stalled answer would.
+		wctx, w := watch(ctx, named, "manifest")
+		defer w.Stop()
+		im, err = c.openOnce(wctx, ref, named)
+		return w.Err(err)
+	})
+	return im, err
+}
+
+func (c *client) openOnce(ctx context.Context, ref string, named reference.Named) (*image, error) {
 	dref, err := docker.NewReference(named)
 	if err != nil {
 		return nil, fmt.Errorf("image %s: %w", ref, err)
@@ -153,8 +165,10 @@ func (c *client) digestOf(ctx context.Context, ref string) (string, digest.Diges
 	}
 	var dg digest.Digest
 	err = retry(ctx, func() (err error) {
-		dg, err = docker.GetDigest(ctx, c.sys, dref)
-		return err
+		wctx, w := watch(ctx, named, "manifest")
+		defer w.Stop()
+		dg, err = docker.GetDigest(wctx, c.sys, dref)
+		return w.Err(err)
 	})
 	if err != nil {
 		return "", "", fmt.Errorf("resolving %s: %w", ref, err)
@@ -174,12 +188,18 @@ func (c *client) walkLayers(ctx context.Context, im *image, fn func(name string,
 	return nil
 }
 
-func (c *client) walkLayer(ctx context.Context, im *image, bi types.BlobInfo, fn func(string, *tar.Header, io.Reader) error) error {
-	rc, _, err := im.src.GetBlob(ctx, bi, none.NoCache)
+// walkLayer reads one layer under a stall watch: a layer of any size takes as long as its
+// bytes keep coming, and fails naming the registry once they stop for the stall timeout.
+func (c *client) walkLayer(ctx context.Context, im *image, bi types.BlobInfo, fn func(string, *tar.Header, io.Reader) error) (err error) {
+	ctx, w := watch(ctx, im.named, "layer "+bi.Digest.String())
+	defer w.Stop()
+	defer func() { err = w.Err(err) }()
+	blob, _, err := im.src.GetBlob(ctx, bi, none.NoCache)
 	if err != nil {
 		return err
 	}
-	defer rc.Close()
+	defer blob.Close()
+	rc := w.Reader(blob)
 	verifier := bi.Digest.Verifier()
 	dr, _, err := compression.AutoDecompress(io.TeeReader(rc, verifier))
 	if err != nil {

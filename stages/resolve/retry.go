@@ -19,7 +19,8 @@ var statusRe = regexp.MustCompile(`(?:StatusCode: |status code |: )(5\d\d|429)\b
 // transient reports whether err is worth retrying: server errors, throttling, resets and
 // truncated bodies. Not found, unauthorized and bad content are not.
 func transient(err error) bool {
-	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	var stall *netlimit.StallError
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.As(err, &stall) {
 		return false
 	}
 	var se docker.UnexpectedHTTPStatusError
