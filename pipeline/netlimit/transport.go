@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -56,7 +58,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		if n == pol.Attempts {
 			if err != nil && n > 1 {
-				return nil, &ExhaustedError{Attempts: n, Err: err}
+				return nil, t.spent(req, n, err)
 			}
 			if err != nil {
 				return nil, err // one try: the caller owns the retries (Policy.Do)
@@ -86,6 +88,38 @@ func (t *transport) handUp(resp *http.Response) *http.Response {
 	}
 	return resp
 }
+
+// spent is the error of a request that failed on every try. Where the transport owns the
+// retries it is sealed, its cause told in words of its own and not unwrapped: client-go asks
+// a GET again, ten times, after an error that is or reads as a reset or closed connection
+// (client-go rest/request.go, Request.request, isErrRetryableFunc; apimachinery
+// pkg/util/net/http.go, IsConnectionReset matches the errno, IsProbableEOF the text).
+func (t *transport) spent(req *http.Request, n int, err error) error {
+	if !t.peer.OwnsRetries {
+		return &ExhaustedError{Attempts: n, Err: err}
+	}
+	return &ExhaustedError{Attempts: n, Err: sealedError(t.peer.Kind + " " + req.URL.Host + " " + lost(err))}
+}
+
+// lost says how a connection failed, for a sealed error.
+func lost(err error) string {
+	switch {
+	case errors.Is(err, syscall.ECONNRESET):
+		return "reset the connection"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "refused the connection"
+	case errors.Is(err, syscall.EPIPE):
+		return "closed the connection while the request was sent"
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed):
+		return "closed the connection before it answered"
+	}
+	return "failed: " + err.Error()
+}
+
+// sealedError is an error whose cause is in its text only.
+type sealedError string
+
+func (e sealedError) Error() string { return string(e) }
 
 // again is req ready to be sent once more, with a fresh body.
 func again(req *http.Request) (*http.Request, error) {

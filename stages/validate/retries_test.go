@@ -1,11 +1,16 @@
 package validate
 
 import (
+	"crypto/tls"
 	"encoding/pem"
+	"io"
+	"log"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -17,20 +22,69 @@ import (
 	"github.com/snofactory/snofactory/test/kubeapi"
 )
 
-// An API server that throttles every request (429, Retry-After: 0) is asked as often as
-// the one retry policy says, not that many times for each of client-go's own ten retries
-// (client-go rest/with_retry.go, withRetry.IsNextRetry and checkWait: any 429 or 5xx with a
-// Retry-After is asked again, up to maxRetries, 10, from rest/request.go, NewRequest).
+// throttle answers every request 429 with Retry-After: 0.
+func throttle(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Retry-After", "0")
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusTooManyRequests)
+	w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"TooManyRequests","code":429}`))
+}
+
+// reset resets the connection of every request, as a dying API server behind a load
+// balancer does.
+func reset(w http.ResponseWriter, _ *http.Request) {
+	c, _, err := w.(http.Hijacker).Hijack()
+	if err != nil {
+		return
+	}
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn() // under TLS: no close_notify, which reads as a clean end
+	}
+	c.(*net.TCPConn).SetLinger(0) // close with a RST
+	c.Close()
+}
+
+// An API server that throttles every request (429, Retry-After: 0) or resets every
+// connection is asked as often as the one retry policy says, not that many times for each
+// of client-go's own ten retries: client-go asks again after any 429 or 5xx with a
+// Retry-After (client-go rest/with_retry.go, withRetry.IsNextRetry and checkWait) and, for a
+// GET, after a reset connection (rest/request.go, Request.request, isErrRetryableFunc), up
+// to maxRetries, 10 (rest/request.go, NewRequest).
 func TestAPIRetriesAreTheOnePolicys(t *testing.T) {
-	var asked atomic.Int64
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		asked.Add(1)
-		w.Header().Set("Retry-After", "0")
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusTooManyRequests)
-		w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"TooManyRequests","code":429}`))
-	}))
-	defer srv.Close()
+	for _, tc := range []struct {
+		name    string
+		handler http.HandlerFunc
+		check   func(error) bool
+		want    string
+	}{
+		{"throttled", throttle, apierrors.IsTooManyRequests, "429 Too Many Requests"},
+		{"reset", reset, func(err error) bool {
+			return err != nil && strings.Contains(err.Error(), "giving up after 5 tries: API server 127.0.0.1:")
+		}, "API server ... reset the connection"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var asked atomic.Int64
+			srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				asked.Add(1)
+				tc.handler(w, r)
+			}))
+			srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+			defer srv.Close()
+			dyn := dynamicFor(t, srv)
+			_, err := dyn.Resource(gvrClusterVersion).Get(t.Context(), "version", metav1.GetOptions{})
+			if !tc.check(err) {
+				t.Errorf("err = %v, want %s", err, tc.want)
+			}
+			if want := int64(netlimit.DefaultPolicy().Attempts); asked.Load() != want {
+				t.Errorf("the API server was asked %d times, want %d (the policy's tries, once)", asked.Load(), want)
+			}
+		})
+	}
+}
+
+// dynamicFor is the API client of the checks, for srv.
+func dynamicFor(t *testing.T, srv *httptest.Server) dynamic.Interface {
+	t.Helper()
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 	if err := os.WriteFile(kubeconfig, []byte(kubeapi.Kubeconfig(srv.URL, caPEM)), 0o600); err != nil {
@@ -44,11 +98,5 @@ func TestAPIRetriesAreTheOnePolicys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = dyn.Resource(gvrClusterVersion).Get(t.Context(), "version", metav1.GetOptions{})
-	if !apierrors.IsTooManyRequests(err) {
-		t.Errorf("err = %v, want the throttling answer", err)
-	}
-	if want := int64(netlimit.DefaultPolicy().Attempts); asked.Load() != want {
-		t.Errorf("the API server was asked %d times, want %d (the policy's tries, once)", asked.Load(), want)
-	}
+	return dyn
 }
