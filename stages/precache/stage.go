@@ -51,9 +51,11 @@ type Options struct {
 	// Jobs is the number of parallel blob transfers (default 6). It does not change the
 	// output, so it is not part of the key.
 	Jobs int `json:"-"`
-	// Attempts per source on transient errors (default 8); not part of the key.
+	// Attempts per source on transient errors (default: netlimit.DefaultPolicy's); not part
+	// of the key.
 	Attempts int `json:"-"`
-	// RetryBase is the first backoff delay (default 200ms); not part of the key.
+	// RetryBase is the first backoff delay (default: netlimit.DefaultPolicy's); not part of
+	// the key.
 	RetryBase time.Duration `json:"-"`
 }
 
