@@ -11,6 +11,7 @@ import (
 
 	"github.com/snofactory/snofactory/seeds/artifact/diskpack"
 	"github.com/snofactory/snofactory/seeds/contract/oskind"
+	"github.com/snofactory/snofactory/seeds/contract/seedfit"
 )
 
 // ManifestFile is the seed manifest's name inside a seed directory.
@@ -79,6 +80,9 @@ type Manifest struct {
 	// SBOM is the seed's software bill of materials beside the disk, if any (seeds older
 	// than it have none).
 	SBOM *SBOM `json:"sbom,omitempty"`
+	// SiteFit is what a site must match for this seed to serve it (its own version inside;
+	// seeds sealed before it have none, and every site fits them).
+	SiteFit *seedfit.Record `json:"siteFit,omitempty"`
 }
 
 // Image is one image the seed carries.
@@ -222,6 +226,11 @@ func (m *Manifest) Validate() error {
 		bad("validation.failed", "%d checks failed", v.Failed)
 	}
 	m.validateFiles(bad)
+	if m.SiteFit != nil {
+		if err := m.SiteFit.Validate(); err != nil {
+			bad("siteFit", "%v", err)
+		}
+	}
 	return errors.Join(errs...)
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/snofactory/snofactory/pipeline/strictjson"
 	"github.com/snofactory/snofactory/seeds/contract/oskind"
+	"github.com/snofactory/snofactory/seeds/contract/seedfit"
 )
 
 // SealDiskSerial is the serial of the small disk the seal stage attaches to ask a booted
@@ -56,6 +57,9 @@ type SealRequest struct {
 	// and never keeps it in SealedFile. It travels in the request, not in the node's
 	// install config, so that no install cache entry or OpenShift manifest carries it.
 	SiteIdentity string `json:"siteIdentity,omitempty"`
+	// Fit is what a site must match (the seed manifest's siteFit): SealedFile keeps it,
+	// so the hook refuses a site the seed cannot serve before it changes anything.
+	Fit *seedfit.Record `json:"fit,omitempty"`
 }
 
 // Public is the request without its secrets: what SealedFile keeps and a log may show.
@@ -107,6 +111,10 @@ func ReadSealRequest(path string) (SealRequest, error) {
 		return req, fmt.Errorf("seal request version %d, this agent reads %d", req.Version, SealRequestVersion)
 	case !slices.Contains(oskind.All(), req.Target):
 		return req, fmt.Errorf("seal request target %q, want %s", req.Target, oskind.Names())
+	case req.Fit != nil:
+		if err := req.Fit.Validate(); err != nil {
+			return req, fmt.Errorf("seal request fit: %w", err)
+		}
 	}
 	return req, nil
 }

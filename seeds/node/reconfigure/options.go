@@ -10,6 +10,7 @@ import (
 
 	"github.com/snofactory/snofactory/pipeline/clock"
 	"github.com/snofactory/snofactory/seeds/contract/oskind"
+	"github.com/snofactory/snofactory/seeds/contract/seedfit"
 	"github.com/snofactory/snofactory/seeds/contract/wire"
 	"github.com/snofactory/snofactory/seeds/node/steps"
 	"github.com/snofactory/snofactory/seeds/site/siteconfig"
@@ -98,6 +99,9 @@ type Options struct {
 	SiteIdentityFile string
 	// SeedName is the seed's name, which a medium's binding may name (sealed.json's seed).
 	SeedName string
+	// Fit is what a site must match (sealed.json's fit); nil: a seed sealed before the
+	// record, which every site fits.
+	Fit *seedfit.Record
 	// MachineSerialFile holds the machine's serial number, which a medium's binding may
 	// name, as seen by the running system (default DefaultMachineSerialFile).
 	MachineSerialFile string

@@ -31,6 +31,9 @@ func (o *Options) FromSealedRequest(timeoutSet bool) error {
 	if o.SeedName == "" {
 		o.SeedName = req.Seed
 	}
+	if o.Fit == nil {
+		o.Fit = req.Fit
+	}
 	if !timeoutSet && req.SiteConfigTimeout != "" {
 		d, err := time.ParseDuration(req.SiteConfigTimeout)
 		if err != nil {

@@ -60,7 +60,10 @@ type installConfig struct {
 	AdditionalTrustBundlePolicy string `yaml:"additionalTrustBundlePolicy"`
 	Proxy                       *Proxy `yaml:"proxy"`
 	SSHKey                      string `yaml:"sshKey"`
-	ImageDigestSources          []struct {
+	// FIPS is the installer's types.InstallConfig FIPS: the site cluster must be in FIPS
+	// mode, which only a seed built in it can give (seeds/site/fit).
+	FIPS               bool `yaml:"fips"`
+	ImageDigestSources []struct {
 		Source  string   `yaml:"source"`
 		Mirrors []string `yaml:"mirrors"`
 	} `yaml:"imageDigestSources"`
@@ -251,6 +254,10 @@ func readInstallConfig(path string, s *Spec) ([]strictyaml.Problem, map[string]s
 		// The installer requires it (pkg/types/validation/installconfig.go
 		// ValidateInstallConfig, through pkg/validate/validate.go ImagePullSecret).
 		problems = append(problems, installConfigProblem(path, &doc, "pullSecret", "the pull secret is empty or missing", pullSecretHint))
+	}
+	if ic.FIPS {
+		s.FIPS = true
+		from["spec.fips"] = "fips"
 	}
 	for _, line := range strings.Split(ic.SSHKey, "\n") {
 		if line = strings.TrimSpace(line); line != "" {

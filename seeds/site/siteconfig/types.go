@@ -57,6 +57,12 @@ type Spec struct {
 	// NodeLabels are labels the hook puts on the node once the API answers (OpenShift only),
 	// as lifecycle-agent's post-pivot does with an ImageBasedConfig's nodeLabels.
 	NodeLabels map[string]string `yaml:"nodeLabels,omitempty"`
+	// FIPS: the site's cluster must run in FIPS mode (install-config's fips); only a seed
+	// built with fips: true serves it, and such a seed serves only such sites.
+	FIPS bool `yaml:"fips,omitempty"`
+	// SeedVersion is the OpenShift release the site expects its seed to carry, as the
+	// image-based installer's image-based-installation-config.yaml seedVersion; empty: any.
+	SeedVersion string `yaml:"seedVersion,omitempty"`
 	// Registry mirrors, rendered as an ImageDigestMirrorSet (see ImageDigestMirrorSet).
 	RegistryMirrors []RegistryMirror `yaml:"registryMirrors,omitempty"`
 	// SSH public keys in authorized_keys format, one per item.

@@ -1,0 +1,104 @@
+// Package seedfit is the seed's record of what a site must match: what lifecycle-agent's
+// seed cluster info carries for its compatibility checks (lca-cli/seedclusterinfo/
+// seedclusterinfo.go SeedClusterInfo: has_proxy, has_fips, machine_networks,
+// container_storage_mountpoint_target, seed_cluster_ocp_version, release_registry). The
+// seal fills it from what the build rendered; the seed manifest and the node's sealed
+// request both carry it, so seeds/site/fit can check a site before anything changes.
+package seedfit
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+)
+
+// Version is the record format this package writes and reads.
+const Version = 1
+
+// IP families, as the record names them.
+const (
+	IPv4 = "ipv4"
+	IPv6 = "ipv6"
+)
+
+// Record is what a site must match for the seed to serve it.
+type Record struct {
+	// Version of this record; readers refuse versions they do not know.
+	Version int `json:"version" jsonschema:"required,enum=1"`
+	// Proxy: the factory cluster was installed with a cluster-wide proxy (has_proxy).
+	Proxy bool `json:"proxy"`
+	// IPFamilies of the factory's machine network, IPv4 first: one for a single-stack
+	// cluster, two for dual-stack; none recorded for the conformance OS, which any site fits.
+	IPFamilies []string `json:"ipFamilies,omitempty" jsonschema:"maxItems=2"`
+	// FIPS: the factory cluster was installed in FIPS mode (has_fips).
+	FIPS bool `json:"fips"`
+	// ContainerStorageLabel is the partition label of a separate /var/lib/containers
+	// (container_storage_mountpoint_target); empty: none.
+	ContainerStorageLabel string `json:"containerStorageLabel,omitempty"`
+	// ReleaseVersion is the OpenShift release installed (seed_cluster_ocp_version).
+	ReleaseVersion string `json:"releaseVersion,omitempty"`
+	// ReleaseRegistry is the registry of the release image (release_registry).
+	ReleaseRegistry string `json:"releaseRegistry,omitempty"`
+}
+
+// Families returns the IP families of cidrs, IPv4 first, each once.
+func Families(cidrs []string) ([]string, error) {
+	var v4, v6 bool
+	for _, c := range cidrs {
+		p, err := netip.ParsePrefix(c)
+		if err != nil {
+			return nil, fmt.Errorf("machine network %q: %w", c, err)
+		}
+		if p.Addr().Is4() {
+			v4 = true
+		} else {
+			v6 = true
+		}
+	}
+	return FamilyList(v4, v6), nil
+}
+
+// FamilyList lists the families present, IPv4 first.
+func FamilyList(v4, v6 bool) []string {
+	var f []string
+	if v4 {
+		f = append(f, IPv4)
+	}
+	if v6 {
+		f = append(f, IPv6)
+	}
+	return f
+}
+
+// Describe names a family list as a person reads it: "single-stack IPv4", "dual-stack
+// (IPv4+IPv6)".
+func Describe(families []string) string {
+	switch {
+	case len(families) == 0:
+		return "without an IP family"
+	case len(families) == 2:
+		return "dual-stack (IPv4+IPv6)"
+	case families[0] == IPv6:
+		return "single-stack IPv6"
+	default:
+		return "single-stack IPv4"
+	}
+}
+
+// Validate reports every problem of r at once.
+func (r *Record) Validate() error {
+	var errs []error
+	if r.Version != Version {
+		errs = append(errs, fmt.Errorf("version: %d is not %d", r.Version, Version))
+	}
+	for i, f := range r.IPFamilies {
+		if f != IPv4 && f != IPv6 || slices.Index(r.IPFamilies, f) != i {
+			errs = append(errs, fmt.Errorf("ipFamilies[%d]: %q is not %s or %s, or is listed twice", i, f, IPv4, IPv6))
+		}
+	}
+	if len(r.IPFamilies) == 2 && r.IPFamilies[0] != IPv4 {
+		errs = append(errs, errors.New("ipFamilies: IPv4 comes first"))
+	}
+	return errors.Join(errs...)
+}
