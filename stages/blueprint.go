@@ -327,6 +327,7 @@ func renderOptions(bp *v1alpha1.Blueprint) render.Options {
 		InstallationDisk: osh.InstallDisk,
 		ServiceNetwork:   osh.ServiceNetwork,
 		ReleaseImage:     osh.ReleaseImage,
+		FIPS:             osh.FIPS,
 	}
 	for _, n := range osh.MachineNetwork {
 		c.MachineNetwork = append(c.MachineNetwork, n.CIDR)

@@ -95,8 +95,12 @@ func TestRenderOptionsOpenShift(t *testing.T) {
       - cidr: fd01::/48
         hostPrefix: 64
     serviceNetwork: [172.30.0.0/16, fd02::/112]
+    fips: true
 `)
 	o := renderOptions(bp)
+	if !o.OpenShift.FIPS {
+		t.Error("the blueprint's fips did not reach render")
+	}
 	if o.OpenShift.Version != "" || !o.FromResolve {
 		t.Errorf("version %q, from resolve %v", o.OpenShift.Version, o.FromResolve)
 	}

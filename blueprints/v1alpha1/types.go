@@ -147,6 +147,10 @@ type OpenShift struct {
 	// Also emit worker Ignition for day-2 workers. The default ingress controller is then pinned
 	// to the master pool, since the infrastructure topology stays SingleReplica. Default: false.
 	WorkerIgnition bool `json:"workerIgnition,omitempty" yaml:"workerIgnition,omitempty"`
+	// Install the cluster in FIPS mode (install-config fips: true). The seed records it, and
+	// serves only sites whose install-config asks for FIPS too: recert cannot change the
+	// mode. The conformance OS has no FIPS mode. Default: false.
+	FIPS bool `json:"fips,omitempty" yaml:"fips,omitempty"`
 }
 
 // ClusterNetwork is one pod network.

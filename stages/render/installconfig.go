@@ -25,6 +25,8 @@ type InstallConfig struct {
 	ImageDigestSources    []ImageDigestSource `yaml:"imageDigestSources,omitempty" json:"imageDigestSources,omitempty"`
 	PullSecret            string              `yaml:"pullSecret" json:"pullSecret"`
 	SSHKey                string              `yaml:"sshKey,omitempty" json:"sshKey,omitempty"`
+	// FIPS is the installer's types.InstallConfig FIPS: the cluster runs in FIPS mode.
+	FIPS bool `yaml:"fips,omitempty" json:"fips,omitempty"`
 }
 
 // ObjectMeta holds the cluster name.
@@ -116,6 +118,7 @@ func installConfig(c *OpenShift, pullSecret, sshKey string) InstallConfig {
 		BootstrapInPlace: BootstrapInPlace{InstallationDisk: c.InstallationDisk},
 		PullSecret:       pullSecret,
 		SSHKey:           sshKey,
+		FIPS:             c.FIPS,
 	}
 	cluster := c.ClusterNetwork
 	if len(cluster) == 0 {

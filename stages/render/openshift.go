@@ -35,6 +35,7 @@ func renderOpenShift(ctx context.Context, opts Options, env *runEnv, rep *Report
 		return err
 	}
 	rep.Manifests = append(rep.Manifests, ManifestFile{Path: icPath, Kind: "InstallConfig", Name: c.ClusterName, Redacted: !opts.KeepSecrets})
+	rep.Cluster = clusterReport(installConfig(c, "", ""))
 	var live netip.Prefix
 	if opts.Relocation != nil {
 		if live, err = bootstrapAddress(c, *opts.Relocation); err != nil {
@@ -229,4 +230,14 @@ type ignitionFiles struct {
 			} `json:"contents"`
 		} `json:"files"`
 	} `json:"storage"`
+}
+
+// clusterReport is what the install-config fixes for good that a site must match: the
+// machine networks (their IP families) and FIPS mode.
+func clusterReport(ic InstallConfig) *ClusterReport {
+	r := &ClusterReport{FIPS: ic.FIPS}
+	for _, n := range ic.Networking.MachineNetwork {
+		r.MachineNetwork = append(r.MachineNetwork, n.CIDR)
+	}
+	return r
 }

@@ -76,6 +76,31 @@ func TestInstallConfigGolden(t *testing.T) {
 
 // Every pod network keeps its own host prefix: a dual-stack cluster needs /23 for IPv4 and
 // /64 for IPv6 in the same install-config, and an unset prefix takes the family's default.
+// fips: true in the blueprint is the installer's types.InstallConfig FIPS in the file, and
+// what render hands the seal for the seed's record; without it the key is absent.
+func TestInstallConfigFIPS(t *testing.T) {
+	for _, fips := range []bool{false, true} {
+		c := goodCluster()
+		c.FIPS = fips
+		c.MachineNetwork = []string{"192.168.127.0/24", "fd00:127::/64"}
+		raw, err := marshalYAML(installConfig(c, redacted, redacted))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc map[string]any
+		if err := yaml.Unmarshal(raw, &doc); err != nil {
+			t.Fatal(err)
+		}
+		if v, ok := doc["fips"]; ok != fips || (fips && v != true) {
+			t.Errorf("fips %v: install-config has fips %v (%v)\n%s", fips, v, ok, raw)
+		}
+		r := clusterReport(installConfig(c, "", ""))
+		if r.FIPS != fips || !reflect.DeepEqual(r.MachineNetwork, c.MachineNetwork) {
+			t.Errorf("fips %v: cluster report %+v", fips, r)
+		}
+	}
+}
+
 func TestInstallConfigClusterNetworks(t *testing.T) {
 	for _, tc := range []struct {
 		name string

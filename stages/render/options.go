@@ -81,6 +81,8 @@ type OpenShift struct {
 	// lock.json, its release (repository@digest) is passed instead, so render installs
 	// exactly what was resolved even if the tag has moved since.
 	ReleaseImage string `json:"releaseImage,omitempty"`
+	// FIPS installs the cluster in FIPS mode (install-config fips: true).
+	FIPS bool `json:"fips,omitempty"`
 }
 
 // ClusterNetwork is one pod network: each node gets a /HostPrefix subnet of CIDR.

@@ -18,6 +18,8 @@ type Report struct {
 	SiteKeys []string `json:"siteKeys,omitempty"`
 	// Relocation echoes the relocation settings the MachineConfigs carry.
 	Relocation *RelocationReport `json:"relocation,omitempty"`
+	// Cluster is what the install-config fixes that a site must match (openshift).
+	Cluster *ClusterReport `json:"cluster,omitempty"`
 	// Release is the release the installer was told to install (openshift).
 	Release *ReleaseReport `json:"release,omitempty"`
 	// Installer lists the openshift-install outputs kept (auth/*, metadata.json).
@@ -66,4 +68,12 @@ type RelocationReport struct {
 	KubeletClientCertMinValidity string `json:"kubeletClientCertMinValidity"`
 	// MachineConfigs are the names of the relocation MachineConfigs.
 	MachineConfigs []string `json:"machineConfigs"`
+}
+
+// ClusterReport is what the seed's fit record takes from the install-config.
+type ClusterReport struct {
+	// MachineNetwork are the install-config's networking.machineNetwork CIDRs.
+	MachineNetwork []string `json:"machineNetwork"`
+	// FIPS is the install-config's fips.
+	FIPS bool `json:"fips,omitempty"`
 }

@@ -21,7 +21,7 @@ import (
 )
 
 // stageVersion changes whenever render's outputs change for the same Options.
-const stageVersion = "4"
+const stageVersion = "5"
 
 // Secret names render reads.
 const (
@@ -165,6 +165,9 @@ func record(rep *Report) handoff.Render {
 	rec.KubeadminPassword = handoff.File(rep.Installer[installerPassword])
 	if rep.Relocation != nil {
 		rec.RelocationMachineConfigs = rep.Relocation.MachineConfigs
+	}
+	if rep.Cluster != nil {
+		rec.MachineNetwork, rec.FIPS = rep.Cluster.MachineNetwork, rep.Cluster.FIPS
 	}
 	return rec
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/snofactory/snofactory/seeds/artifact/seed"
 	"github.com/snofactory/snofactory/seeds/artifact/seed/seedtest"
 	"github.com/snofactory/snofactory/seeds/contract/oskind"
+	"github.com/snofactory/snofactory/seeds/contract/seedfit"
 	"github.com/snofactory/snofactory/seeds/contract/wire"
 	"github.com/snofactory/snofactory/stages/internal/handoff"
 	"github.com/snofactory/snofactory/stages/internal/lockfile"
@@ -124,6 +125,7 @@ func TestWriteDisks(t *testing.T) {
 // a lock without them is refused before anything boots. A coreos seed's seal clamps file
 // times to SOURCE_DATE_EPOCH.
 func TestSealRequestImages(t *testing.T) {
+	fit := &seedfit.Record{Version: seedfit.Version}
 	const recert = "registry.example/edge-infrastructure/recert:v0"
 	pinned := func(name, ref string) lockfile.LockedImage {
 		return lockfile.LockedImage{Name: name, Ref: ref, Digest: "sha256:" + strings.Repeat("1", 64)}
@@ -136,12 +138,12 @@ func TestSealRequestImages(t *testing.T) {
 		want    wire.SealRequest
 		wantErr string
 	}{
-		{"coreos needs neither", "coreos", nil, "", wire.SealRequest{Version: 1, Target: "coreos", SiteConfigTimeout: "20s"}, ""},
+		{"coreos needs neither", "coreos", nil, "", wire.SealRequest{Version: 1, Target: "coreos", SiteConfigTimeout: "20s", Fit: fit}, ""},
 		{"coreos with SOURCE_DATE_EPOCH", "coreos", nil, "1700000000",
-			wire.SealRequest{Version: 1, Target: "coreos", SiteConfigTimeout: "20s", SourceDateEpoch: 1700000000}, ""},
+			wire.SealRequest{Version: 1, Target: "coreos", SiteConfigTimeout: "20s", SourceDateEpoch: 1700000000, Fit: fit}, ""},
 		{"coreos with a bad SOURCE_DATE_EPOCH", "coreos", nil, "today", wire.SealRequest{}, "SOURCE_DATE_EPOCH"},
 		{"openshift", "openshift", []lockfile.LockedImage{pinned(recert, "registry.example/edge-infrastructure/recert@sha256:aa"), pinned("etcd", "quay.io/ocp/etcd@sha256:bb")}, "1700000000",
-			wire.SealRequest{Version: 1, Target: "openshift", SiteConfigTimeout: "20s", RecertImage: "registry.example/edge-infrastructure/recert@sha256:aa", EtcdImage: "quay.io/ocp/etcd@sha256:bb", RequiredFiles: []string{"/etc/x"}}, ""},
+			wire.SealRequest{Version: 1, Target: "openshift", SiteConfigTimeout: "20s", RecertImage: "registry.example/edge-infrastructure/recert@sha256:aa", EtcdImage: "quay.io/ocp/etcd@sha256:bb", RequiredFiles: []string{"/etc/x"}, Fit: fit}, ""},
 		{"openshift without recert", "openshift", []lockfile.LockedImage{pinned("etcd", "quay.io/ocp/etcd@sha256:bb")}, "", wire.SealRequest{}, "no recert image"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -157,6 +159,37 @@ func TestSealRequestImages(t *testing.T) {
 			}
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("request = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// The seed's record of what a site must match comes from the rendered install-config and
+// the locked release, and the node's sealed request keeps the same record.
+func TestSiteFit(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		render  handoff.Render
+		release lockfile.LockedRelease
+		want    seedfit.Record
+		wantErr string
+	}{
+		{"conformance OS", handoff.Render{}, lockfile.LockedRelease{}, seedfit.Record{Version: 1}, ""},
+		{"single-stack IPv4", handoff.Render{MachineNetwork: []string{"192.168.127.0/24"}},
+			lockfile.LockedRelease{Ref: "quay.io/openshift-release-dev/ocp-release:4.18.3-x86_64", Version: "4.18.3"},
+			seedfit.Record{Version: 1, IPFamilies: []string{"ipv4"}, ReleaseVersion: "4.18.3", ReleaseRegistry: "quay.io"}, ""},
+		{"dual-stack IPv6 first, FIPS", handoff.Render{MachineNetwork: []string{"fd00:127::/64", "192.168.127.0/24"}, FIPS: true},
+			lockfile.LockedRelease{Ref: "depot.example:5000/ocp/release@sha256:aa", Version: "4.18.3"},
+			seedfit.Record{Version: 1, IPFamilies: []string{"ipv4", "ipv6"}, FIPS: true, ReleaseVersion: "4.18.3", ReleaseRegistry: "depot.example:5000"}, ""},
+		{"a network that is no CIDR", handoff.Render{MachineNetwork: []string{"192.168.127.0"}}, lockfile.LockedRelease{}, seedfit.Record{}, "machine network"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := siteFit(tc.render, tc.release)
+			if check.Error(t, err, tc.wantErr) {
+				return
+			}
+			if !reflect.DeepEqual(*got, tc.want) {
+				t.Errorf("record = %+v, want %+v", *got, tc.want)
 			}
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/opencontainers/go-digest"
@@ -14,6 +15,7 @@ import (
 	"github.com/snofactory/snofactory/pipeline/versions"
 	"github.com/snofactory/snofactory/seeds/artifact/seed"
 	"github.com/snofactory/snofactory/seeds/contract/oskind"
+	"github.com/snofactory/snofactory/seeds/contract/seedfit"
 	"github.com/snofactory/snofactory/seeds/contract/wire"
 	"github.com/snofactory/snofactory/seeds/site/siteconfig"
 	"github.com/snofactory/snofactory/stages/internal/handoff"
@@ -24,8 +26,8 @@ import (
 // Name is the stage name.
 const Name = handoff.StageSeal
 
-// version 2: the seed carries its SBOM.
-const version = "2"
+// version 2: the seed carries its SBOM; 3: its record of what a site must match.
+const version = "3"
 
 // SeedDir is the seed directory inside the stage's output.
 const SeedDir = "seed"
@@ -217,13 +219,39 @@ func manifest(ctx context.Context, opts Options, in inputs) (*seed.Manifest, err
 	for _, im := range in.precache.Out.Images {
 		m.Images = append(m.Images, seed.Image{Name: im.Name, Ref: im.Ref, Digest: digest.Digest(im.Digest)})
 	}
-	return m, nil
+	m.SiteFit, err = siteFit(in.render.Out, lock.Release)
+	return m, err
+}
+
+// siteFit is what a site must match, from what render put in the install-config and the
+// release resolve locked: what lifecycle-agent's seed cluster info records for its checks
+// (lca-cli/seedclusterinfo/seedclusterinfo.go SeedClusterInfo). No proxy: a blueprint has
+// none. No container-storage partition: a seed has none.
+func siteFit(r handoff.Render, release lockfile.LockedRelease) (*seedfit.Record, error) {
+	fams, err := seedfit.Families(r.MachineNetwork)
+	if err != nil {
+		return nil, fmt.Errorf("the rendered install-config: %w", err)
+	}
+	rec := &seedfit.Record{Version: seedfit.Version, IPFamilies: fams, FIPS: r.FIPS, ReleaseVersion: release.Version}
+	if release.Ref != "" {
+		// lifecycle-agent's release_registry: the host part of the release pull spec
+		// (utils/client_helper.go ExtractRegistryFromImage).
+		rec.ReleaseRegistry, _, _ = strings.Cut(release.Ref, "/")
+	}
+	return rec, rec.Validate()
 }
 
 // sealRequest is what the node is asked to do. An OpenShift seed also gets the pinned
 // recert and etcd images its reconfiguration runs.
 func sealRequest(opts Options, in inputs) (wire.SealRequest, error) {
 	req := wire.SealRequest{Version: wire.SealRequestVersion, Target: in.install.Out.Target, KeepPullSecret: opts.KeepPullSecret, Seed: opts.Name}
+	lock, err := lockfile.ReadLock(in.resolve.Path(in.resolve.Out.Lock))
+	if err != nil {
+		return req, err
+	}
+	if req.Fit, err = siteFit(in.render.Out, lock.Release); err != nil {
+		return req, err
+	}
 	if opts.SiteConfigTimeout > 0 {
 		req.SiteConfigTimeout = opts.SiteConfigTimeout.String()
 	}
@@ -236,10 +264,6 @@ func sealRequest(opts Options, in inputs) (wire.SealRequest, error) {
 		return req, err
 	}
 	req.RequiredFiles = opts.RelocationFiles
-	lock, err := lockfile.ReadLock(in.resolve.Path(in.resolve.Out.Lock))
-	if err != nil {
-		return req, err
-	}
 	for _, im := range lock.Images {
 		switch im.Name {
 		case opts.RecertImage:

@@ -31,6 +31,10 @@ type Render struct {
 	// RelocationMachineConfigs names the relocation MachineConfigs render added (openshift
 	// only): validate checks they are rendered into the master pool.
 	RelocationMachineConfigs []string `json:"relocationMachineConfigs,omitempty"`
+	// MachineNetwork and FIPS are the install-config's (openshift only): the seal records
+	// what a site must match from them.
+	MachineNetwork []string `json:"machineNetwork,omitempty"`
+	FIPS           bool     `json:"fips,omitempty"`
 }
 
 // Config roles in Render.Configs.
