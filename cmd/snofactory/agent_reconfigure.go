@@ -99,7 +99,7 @@ func reconfigurePlan(cmd *cobra.Command, o reconfigure.Options, siteConfig, outp
 	var sc *siteconfig.SiteConfig
 	if siteConfig != "" {
 		var err error
-		if sc, err = loadSiteConfig(cmd.ErrOrStderr(), siteConfig); err != nil {
+		if sc, err = siteconfig.LoadReported(cmd.ErrOrStderr(), siteConfig); err != nil {
 			return err
 		}
 	}

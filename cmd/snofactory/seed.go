@@ -20,6 +20,7 @@ import (
 	"github.com/snofactory/snofactory/seeds/artifact/seed"
 	"github.com/snofactory/snofactory/seeds/artifact/seedref"
 	"github.com/snofactory/snofactory/seeds/artifact/trust"
+	"github.com/snofactory/snofactory/seeds/site/fit"
 )
 
 func newSeedCommand() *cobra.Command {
@@ -321,14 +322,15 @@ func verifyDevice(cmd *cobra.Command, reg *registryFlags, src, device string) er
 }
 
 func newSeedWriteCommand(reg *registryFlags) *cobra.Command {
-	var image, device, from string
+	var image, device, from, site string
 	c := &cobra.Command{
-		Use:   "write --image REF|DIR --device DEV",
+		Use:   "write --image REF|DIR --device DEV [--site SITE.yaml]",
 		Short: "Write a seed's raw disk onto DEV (a block device or a file), verifying as it writes",
 		Long: "DEV must not be mounted. A REF is first pulled (and verified) into a temporary directory " +
 			"under $TMPDIR; the raw disk is then streamed onto DEV and its digest checked. With --from OLD (an " +
 			"earlier seed directory, or DEV itself when it holds an earlier seed), the pull fetches only the " +
-			"chunks OLD lacks.",
+			"chunks OLD lacks. With --site, a site the seed cannot serve is refused (exit 2) before anything is " +
+			"pulled or written.",
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			if image == "" || device == "" {
@@ -345,6 +347,11 @@ func newSeedWriteCommand(reg *registryFlags) *cobra.Command {
 			}
 			if s.Local() && from != "" {
 				return badInput(errors.New("--from reuses chunks for a seed pulled from REF; --image names a local seed directory"))
+			}
+			if site != "" {
+				if err := fit.CheckSiteFile(cmd.Context(), cmd.ErrOrStderr(), s, site); err != nil {
+					return err
+				}
 			}
 			// Staged for the write and removed once it ends, either way; a killed write
 			// leaves it, and the same write run again resumes its pull from there.
@@ -368,5 +375,6 @@ func newSeedWriteCommand(reg *registryFlags) *cobra.Command {
 	c.Flags().StringVar(&image, "image", "", "the seed: a reference or a seed directory")
 	c.Flags().StringVar(&device, "device", "", "block device or file to write the raw disk onto")
 	c.Flags().StringVar(&from, "from", "", "reuse the chunks of OLD (an earlier seed directory, or DEV itself)")
+	c.Flags().StringVar(&site, "site", "", "refuse to write unless the seed can serve this site config")
 	return c
 }

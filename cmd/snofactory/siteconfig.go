@@ -3,12 +3,11 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/spf13/cobra"
 
 	"github.com/snofactory/snofactory/pipeline/versions"
-	"github.com/snofactory/snofactory/seeds/checks/strictyaml"
+	"github.com/snofactory/snofactory/seeds/site/fit"
 	"github.com/snofactory/snofactory/seeds/site/siteconfig"
 )
 
@@ -22,15 +21,21 @@ func newSiteConfigCommand() *cobra.Command {
 }
 
 func newSiteConfigValidateCommand() *cobra.Command {
-	return &cobra.Command{
-		Use:   "validate SITE.yaml",
+	var seedRef string
+	cmd := &cobra.Command{
+		Use:   "validate SITE.yaml [--seed REF]",
 		Short: "Check a site config and report every problem in it",
 		Long: `Validate reads a site config and the files it references. Every problem is printed on
 stderr as FILE:LINE:COL: PATH: MESSAGE (with a hint where one helps), and the exit code is
-2; a good file prints a one-line summary on stdout.`,
+2; a good file prints a one-line summary on stdout. With --seed REF (a seed directory or
+reference; only its manifest is read), a site the seed cannot serve (IP families, FIPS,
+proxy, seed version) exits 2 too, each problem naming both values and the fix.`,
 		Args: oneSiteConfig,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			sc, err := loadSiteConfig(cmd.ErrOrStderr(), args[0])
+			sc, err := siteconfig.LoadReported(cmd.ErrOrStderr(), args[0])
+			if err == nil && seedRef != "" {
+				err = fit.CheckRef(cmd.Context(), seedRef, sc)
+			}
 			if err != nil {
 				return err
 			}
@@ -38,6 +43,8 @@ stderr as FILE:LINE:COL: PATH: MESSAGE (with a hint where one helps), and the ex
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&seedRef, "seed", "", "also check that this seed (directory or reference) can serve the site")
+	return cmd
 }
 
 func newSiteConfigCreateCommand() *cobra.Command {
@@ -88,7 +95,7 @@ firmware reports SERIAL (the chassis label; dmidecode -s system-serial-number). 
 				ForSeed: forSeed, ForSerial: serial,
 			})
 			if err != nil {
-				return siteConfigErr(cmd.ErrOrStderr(), args[0], err)
+				return siteconfig.Reported(cmd.ErrOrStderr(), args[0], err)
 			}
 			res.WriteText(cmd.OutOrStdout(), out)
 			return nil
@@ -112,24 +119,4 @@ func oneSiteConfig(_ *cobra.Command, args []string) error {
 		return badInput(fmt.Errorf("site-config: name one site config file, got %d arguments", len(args)))
 	}
 	return nil
-}
-
-// loadSiteConfig loads a site config, printing its problems (all of them) on stderr.
-func loadSiteConfig(stderr io.Writer, path string) (*siteconfig.SiteConfig, error) {
-	sc, err := siteconfig.Load(path)
-	if err != nil {
-		return nil, siteConfigErr(stderr, path, fmt.Errorf("loading the site config %s: %w", path, err))
-	}
-	return sc, nil
-}
-
-// siteConfigErr prints every problem of an invalid site config on stderr and makes it the
-// user's input (exit 2).
-func siteConfigErr(stderr io.Writer, path string, err error) error {
-	var ve *strictyaml.ValidationErrors
-	if errors.As(err, &ve) {
-		fmt.Fprintln(stderr, ve.Error())
-		return badInput(fmt.Errorf("site config %s is invalid", path))
-	}
-	return err
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/snofactory/snofactory/seeds/contract/oskind"
 	"github.com/snofactory/snofactory/seeds/contract/wire"
 	"github.com/snofactory/snofactory/seeds/node/steps"
+	"github.com/snofactory/snofactory/seeds/site/fit"
 	"github.com/snofactory/snofactory/seeds/site/siteconfig"
 )
 
@@ -229,6 +230,11 @@ func (r *run) acceptMedium(ctx context.Context) (*siteconfig.SiteConfig, string,
 		if err := sc.CheckBinding(r.o.SeedName, machineSerial(r.o.MachineSerialFile)); err != nil {
 			refuse(&siteconfig.RefusedError{Path: path, Reason: err, Msg: err.Error() + "; bring the medium made for this site, or make one with site-config create --for-seed and --for-serial"},
 				"made for this seed and this machine")
+			continue
+		}
+		if err := fit.Check(r.o.Fit, sc); err != nil {
+			refuse(&siteconfig.RefusedError{Path: path, Reason: err, Msg: "this seed cannot serve the site it describes, nothing was applied:\n" + err.Error()},
+				"for a site this seed can serve (snofactory site-config validate --seed shows why)")
 			continue
 		}
 		if err := unseal(sc, r.o.SiteIdentityFile); err != nil {

@@ -97,7 +97,10 @@ func TestCheck(t *testing.T) {
 			[]string{"spec.seedVersion: the site expects seed version 4.18.5 but the seed carries 4.18.3; use a seed of release 4.18.5, or set spec.seedVersion to 4.18.3"}},
 		{"the same seed version", rec(nil), site(func(s *siteconfig.Spec) { s.SeedVersion = "4.18.3" }), nil},
 		{"all at once", rec(func(r *seedfit.Record) { r.FIPS = true }),
-			site(func(s *siteconfig.Spec) { s.SeedVersion = "4.19.0"; s.Network = network(nil, static("2001:db8::10", 64)) }),
+			site(func(s *siteconfig.Spec) {
+				s.SeedVersion = "4.19.0"
+				s.Network = network(nil, static("2001:db8::10", 64))
+			}),
 			[]string{"spec.network: ", "spec.fips: ", "spec.seedVersion: "}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -208,3 +208,29 @@ func TestImageBasedEmptyPullSecret(t *testing.T) {
 		})
 	}
 }
+
+// An install-config's fips (the installer's types.InstallConfig FIPS) is the site's
+// spec.fips, which the seed fit check compares with the seed's; it survives the medium.
+func TestImageBasedFIPS(t *testing.T) {
+	for _, fips := range []bool{false, true} {
+		ic := ibiInstallConfig
+		if fips {
+			ic += "fips: true\n"
+		}
+		sc, err := Load(ibiDir(t, ibiSite, ic))
+		if err != nil {
+			t.Fatalf("fips %v: %v", fips, err)
+		}
+		if sc.Spec.FIPS != fips {
+			t.Errorf("fips %v: spec.fips = %v", fips, sc.Spec.FIPS)
+		}
+		p := filepath.Join(t.TempDir(), "site.iso")
+		if err := Write(t.Context(), sc, p); err != nil {
+			t.Fatal(err)
+		}
+		back, err := ReadMedium(p)
+		if err != nil || back.Spec.FIPS != fips {
+			t.Errorf("fips %v: the medium reads back %v, %v", fips, back.Spec.FIPS, err)
+		}
+	}
+}
