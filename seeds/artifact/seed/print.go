@@ -26,6 +26,10 @@ func (m *Manifest) WriteFields(w io.Writer) {
 	fmt.Fprintf(w, "Validation:\t%d passed, %d failed, %d skipped, %d warnings\n",
 		m.Validation.Passed, m.Validation.Failed, m.Validation.Skipped, m.Validation.Warnings)
 	fmt.Fprintf(w, "Images:\t%d\n", len(m.Images))
+	if m.SiteFit != nil {
+		// What a site must match (seeds/site/fit), so a depot sees it before it writes.
+		fmt.Fprintf(w, "Site fit:\t%s\n", q(m.SiteFit.Summary()))
+	}
 	for _, d := range m.Disks {
 		fmt.Fprintf(w, "Disk %s:\t%s, %s stored, %s raw, raw digest %s\n", q(d.Format), q(d.File),
 			units.BytesSize(float64(d.Size)), units.BytesSize(float64(d.VirtualSize)), q(d.RawDigest.String()))

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/snofactory/snofactory/seeds/artifact/seed"
+	"github.com/snofactory/snofactory/seeds/contract/seedfit"
 )
 
 func TestManifestWriteFields(t *testing.T) {
@@ -22,12 +23,15 @@ func TestManifestWriteFields(t *testing.T) {
 		"Disk qcow2:\tdisk.qcow2, 1GiB stored, 120GiB raw, raw digest sha256:r\n"
 	withCreds := base
 	withCreds.Credentials = &seed.Credentials{File: "credentials.age", Recipients: []string{"age1a", "age1b"}}
+	withFit := base
+	withFit.SiteFit = &seedfit.Record{Version: 1, IPFamilies: []string{"ipv4", "ipv6"}, FIPS: true, ReleaseVersion: "4.18.1", ReleaseRegistry: "quay.io"}
 	for _, tc := range []struct {
 		name string
 		m    seed.Manifest
 		want string
 	}{
 		{"without credentials", base, head},
+		{"with a site fit", withFit, strings.Replace(head, "Images:\t3\n", "Images:\t3\nSite fit:\tdual-stack (IPv4+IPv6), FIPS, no proxy, release 4.18.1 from quay.io\n", 1)},
 		{"with credentials", withCreds, head + "Credentials:\tcredentials.age, for age1a, age1b\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

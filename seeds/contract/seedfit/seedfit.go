@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 )
 
 // Version is the record format this package writes and reads.
@@ -101,4 +102,25 @@ func (r *Record) Validate() error {
 		errs = append(errs, errors.New("ipFamilies: IPv4 comes first"))
 	}
 	return errors.Join(errs...)
+}
+
+// Summary is the record on one line for a person: "single-stack IPv4, FIPS, no proxy,
+// release 4.18.3 from quay.io".
+func (r *Record) Summary() string {
+	parts := []string{"any IP family"}
+	if len(r.IPFamilies) > 0 {
+		parts[0] = Describe(r.IPFamilies)
+	}
+	parts = append(parts, map[bool]string{true: "FIPS", false: "no FIPS"}[r.FIPS], map[bool]string{true: "proxy", false: "no proxy"}[r.Proxy])
+	if r.ContainerStorageLabel != "" {
+		parts = append(parts, "container storage on "+r.ContainerStorageLabel)
+	}
+	if r.ReleaseVersion != "" {
+		rel := "release " + r.ReleaseVersion
+		if r.ReleaseRegistry != "" {
+			rel += " from " + r.ReleaseRegistry
+		}
+		parts = append(parts, rel)
+	}
+	return strings.Join(parts, ", ")
 }
