@@ -20,6 +20,7 @@ deps:
 	@./.ci/deps
 	@$(GO) mod download
 	@./test/kubeapi/build.sh
+	@./test/kube/build.sh
 	@./test/cosign/build.sh
 	@./test/skopeo/build.sh
 
