@@ -1,0 +1,167 @@
+package kube
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+)
+
+// A TaskRun sent as v1 runs for real: Tekton's controller makes the pod, the kubelet runs
+// its init containers (entrypoint copy, place-scripts) and the step in the local busybox
+// image, and the step's result comes back through the termination message. The step also
+// shows the pod's network: the kubernetes Service answers through the DNAT rule, and the
+// pod has no route off the bridge. After teardown nothing of the cluster is left.
+func TestTaskRunOnRealCluster(t *testing.T) {
+	before, err := readSysctls()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirsBefore := existing(hostDirs)
+	var dir, cgroupRoot string
+	t.Run("cluster", func(t *testing.T) {
+		c := Start(t)
+		dir, cgroupRoot = c.Dir, c.cgroupRoot
+		tr := runTaskRun(t, c, helloTaskRun)
+		if got := conditionStatus(tr, "Succeeded"); got != "True" {
+			t.Fatalf("TaskRun did not succeed: %v", tr.Object["status"])
+		}
+		results := map[string]string{}
+		list, _, _ := unstructured.NestedSlice(tr.Object, "status", "results")
+		for _, r := range list {
+			m, _ := r.(map[string]any)
+			name, _ := m["name"].(string)
+			value, _ := m["value"].(string)
+			results[name] = value
+		}
+		if results["hostname"] != "hello-pod" {
+			t.Errorf("result hostname = %q, want the pod's name hello-pod", results["hostname"])
+		}
+		if results["api"] != "open" {
+			t.Errorf("result api = %q: the pod did not reach the kubernetes Service at %s:443", results["api"], ServiceIP)
+		}
+		if strings.Contains(results["routes"], "default") || !strings.Contains(results["routes"], PodSubnet) {
+			t.Errorf("the pod's routes reach off the bridge:\n%s", results["routes"])
+		}
+	})
+	if dir == "" {
+		return
+	}
+	for _, left := range leftovers(dir, cgroupRoot) {
+		t.Errorf("left after teardown: %s", left)
+	}
+	for d, after := range existing(hostDirs) {
+		if after && !dirsBefore[d] {
+			t.Errorf("left after teardown: directory %s", d)
+		}
+	}
+	if after, err := readSysctls(); err != nil || !equalMaps(before, after) {
+		t.Errorf("kernel tunables changed: before %v, after %v (%v)", before, after, err)
+	}
+}
+
+const helloTaskRun = `
+apiVersion: tekton.dev/v1
+kind: TaskRun
+metadata: {name: hello, namespace: default}
+spec:
+  taskSpec:
+    results: [{name: hostname}, {name: api}, {name: routes}]
+    steps:
+    - name: hello
+      image: ` + BusyboxImage + `
+      script: |
+        #!/bin/sh
+        set -e
+        printf %s "$(hostname)" > $(results.hostname.path)
+        if nc -w 20 "$KUBERNETES_SERVICE_HOST" "$KUBERNETES_SERVICE_PORT" -e /bin/true; then echo -n open; else echo -n closed; fi > $(results.api.path)
+        ip route > $(results.routes.path)
+`
+
+// runTaskRun creates a TaskRun and watches it until it has finished.
+func runTaskRun(t *testing.T, c *Cluster, doc string) *unstructured.Unstructured {
+	t.Helper()
+	var obj map[string]any
+	if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{Object: obj}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute) // a ceiling for a loaded machine
+	defer cancel()
+	began := time.Now()
+	if _, err := c.Dynamic.Resource(TaskRuns).Namespace(u.GetNamespace()).Create(ctx, u, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating TaskRun %s: %v", u.GetName(), err)
+	}
+	tr, err := c.WaitObject(ctx, TaskRuns, u.GetNamespace(), u.GetName(), func(o *unstructured.Unstructured) bool {
+		s := conditionStatus(o, "Succeeded")
+		return s == "True" || s == "False"
+	})
+	if err != nil {
+		c.failWithLogs(t, err)
+	}
+	t.Logf("TaskRun %s finished in %s", u.GetName(), time.Since(began).Round(time.Second))
+	return tr
+}
+
+// leftovers lists what a torn-down cluster left on the host.
+func leftovers(dir, cgroupRoot string) []string {
+	var left []string
+	for _, pid := range pidsMatching(dir) {
+		b, _ := os.ReadFile(filepath.Join("/proc", itoa(pid), "cmdline"))
+		left = append(left, "process "+strings.ReplaceAll(string(b), "\x00", " "))
+	}
+	for _, m := range mountsUnder(dir) {
+		left = append(left, "mount "+m)
+	}
+	for _, ctl := range cgroupControllers() {
+		if _, err := os.Stat(filepath.Join(ctl, cgroupRoot)); err == nil {
+			left = append(left, "cgroup "+filepath.Join(ctl, cgroupRoot))
+		}
+	}
+	if _, err := os.Stat("/sys/class/net/" + BridgeName); err == nil {
+		left = append(left, "bridge "+BridgeName)
+	}
+	for _, save := range []string{"iptables-save", "ip6tables-save"} {
+		for _, table := range []string{"nat", "filter", "mangle"} {
+			out, _ := exec.Command(save, "-t", table).Output()
+			for _, line := range strings.Split(string(out), "\n") {
+				if strings.Contains(line, BridgeName) || strings.Contains(line, ServiceIP) || strings.Contains(line, "KUBE-") || strings.Contains(line, "CNI-") {
+					left = append(left, save+" "+table+": "+line)
+				}
+			}
+		}
+	}
+	links, _ := filepath.Glob("/var/log/containers/*.log")
+	for _, l := range links {
+		if dst, _ := os.Readlink(l); strings.HasPrefix(dst, dir+"/") {
+			left = append(left, "log link "+l)
+		}
+	}
+	cached, _ := filepath.Glob("/var/lib/cni/results/" + cniNetwork + "-*")
+	for _, f := range cached {
+		left = append(left, "CNI cache "+f)
+	}
+	return left
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+func equalMaps(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
