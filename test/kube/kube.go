@@ -239,9 +239,13 @@ func (c *Cluster) removeHostFiles() error {
 			errs = append(errs, os.Remove(l))
 		}
 	}
-	cached, _ := filepath.Glob("/var/lib/cni/results/" + cniNetwork + "-*")
-	for _, f := range cached {
-		errs = append(errs, os.Remove(f))
+	// NETWORK-SANDBOXID-IFNAME, for our network and containerd's own loopback network.
+	sandboxes, _ := os.ReadDir(c.path("containerd/root/io.containerd.grpc.v1.cri/sandboxes"))
+	for _, sb := range sandboxes {
+		cached, _ := filepath.Glob("/var/lib/cni/results/*-" + sb.Name() + "-*")
+		for _, f := range cached {
+			errs = append(errs, os.Remove(f))
+		}
 	}
 	for _, d := range hostDirs { // deepest first; one another program has filled stays
 		if existed, known := c.hostDirs[d]; known && !existed {
