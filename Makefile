@@ -36,7 +36,7 @@ $(BIN): $(shell find . -name '*.go' -not -path './build/*' 2>/dev/null) go.mod g
 # Every test: unit tests, end-to-end tests with real qemu/registry/ignition, and a short fuzz run.
 # deps runs first even under make -j: everything after it needs the toolchain it installs.
 test: deps
-	@$(MAKE) --no-print-directory build conformance-iso lint
+	@$(MAKE) --no-print-directory build conformance-iso conformance-systemd lint
 	$(GO) test -timeout $(TEST_TIMEOUT) -p 2 ./...
 	@$(MAKE) --no-print-directory fuzz
 
@@ -44,7 +44,7 @@ unit: build
 	$(GO) test -short ./...
 
 e2e: deps
-	@$(MAKE) --no-print-directory build conformance-iso
+	@$(MAKE) --no-print-directory build conformance-iso conformance-systemd
 	$(GO) test -timeout $(TEST_TIMEOUT) -p 1 ./test/...
 
 # Each fuzz target runs for FUZZTIME; the seed corpora already run in `go test`.

@@ -13,3 +13,15 @@ GO ?= go
 conformance-iso:
 	@mkdir -p $(dir $(CONFORMANCE_ISO))
 	$(GO) run ./test/conformance/cmd/build-conformance-iso -o $(CONFORMANCE_ISO)
+
+# The systemd conformance OS (test/conformance BuildSystemd): a Debian root made with
+# mmdebstrap (systemd, NetworkManager, OpenSSH, chrony; cached apart in debian.tar, keyed
+# by the package list and mirror: minutes the first time), the agent, the host's kernel and
+# a small initramfs, in build/conformance-systemd/. Needs root (mmdebstrap's root mode)
+# and the Debian mirror ($(DEBIAN_MIRROR) if set).
+CONFORMANCE_SYSTEMD_DIR ?= build/conformance-systemd
+
+.PHONY: conformance-systemd
+conformance-systemd:
+	@mkdir -p $(CONFORMANCE_SYSTEMD_DIR)
+	$(GO) run ./test/conformance/cmd/build-conformance-systemd -o $(CONFORMANCE_SYSTEMD_DIR)

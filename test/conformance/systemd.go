@@ -1,0 +1,202 @@
+package conformance
+
+import (
+	"context"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/snofactory/snofactory/pipeline"
+)
+
+// The systemd conformance OS: a Debian root with systemd, NetworkManager, OpenSSH and chrony
+// (RHCOS's user space, as far as a site's reconfiguration touches it), the snofactory agent,
+// and the host's kernel booted directly with a small initramfs that mounts the root disk.
+// Slower to boot than the busybox OS, so only the tests that need real units and
+// NetworkManager use it.
+const (
+	// DefaultSystemdDir is where `make conformance-systemd` puts the OS, relative to the
+	// module root.
+	DefaultSystemdDir = "build/conformance-systemd"
+	// SystemdRootLabel is the root file system's label; the initramfs mounts it by it.
+	SystemdRootLabel = "sfsysroot"
+	// SystemdKargs are the kernel arguments the OS boots with.
+	SystemdKargs = "console=ttyS0 root=LABEL=" + SystemdRootLabel
+	// systemdVersion changes whenever the layout of the OS changes, so cached images from an
+	// older builder are rebuilt.
+	systemdVersion = "conformance-systemd/1"
+	// debianSuite is the release the root is made of: the one this project's hosts run.
+	debianSuite = "bookworm"
+)
+
+// SystemdPackages are the Debian packages the root is made of, beside the essential set
+// (and what they depend on).
+var SystemdPackages = []string{"systemd", "systemd-sysv", "udev", "dbus", "network-manager",
+	"openssh-server", "chrony", "kmod", "iproute2"}
+
+// Kernel modules of the initramfs (to reach and mount the root disk) and of the root (udev
+// loads them: the NICs, the agent's port, bonds and VLANs the site's network may make).
+var (
+	systemdInitrdModules = []string{"virtio_pci", "virtio_blk", "ext4", "crc32c_generic"}
+	systemdRootModules   = []string{"virtio_net", "virtio_console", "bonding", "8021q"}
+)
+
+//go:embed systemd
+var systemdFiles embed.FS
+
+// SystemdOptions say where the systemd OS goes and where its inputs come from.
+type SystemdOptions struct {
+	// Dir receives vmlinuz, initrd.img and root.img (and the cached root file tree).
+	Dir string
+	// AgentBinary, ModuleDir and Kernel are as in Options.
+	AgentBinary, ModuleDir, Kernel string
+	// Mirror is the Debian mirror; empty means $DEBIAN_MIRROR, else deb.debian.org.
+	Mirror string
+	// Force rebuilds the root image (not the cached package tree: remove it for that).
+	Force bool
+	Log   *slog.Logger
+}
+
+// SystemdOS is a built systemd conformance OS: boot Kernel with Initrd and Kargs, the raw
+// ext4 Root as the first virtio disk.
+type SystemdOS struct {
+	Kernel, Initrd, Root string
+	Kargs                string
+	InputHash            string
+	Cached               bool
+	// PackagesDuration is how long mmdebstrap took (zero when its tree was cached).
+	PackagesDuration, Duration time.Duration
+}
+
+// BuildSystemd writes the systemd OS to o.Dir unless a copy built from the same inputs is
+// there. Its Debian tree is cached apart, keyed by the package list and mirror, since
+// mmdebstrap takes minutes while the agent changes with every commit.
+func BuildSystemd(ctx context.Context, o SystemdOptions) (SystemdOS, error) {
+	start := time.Now()
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	if o.Dir == "" {
+		return SystemdOS{}, errors.New("systemd conformance OS: no output directory")
+	}
+	res := SystemdOS{Kernel: filepath.Join(o.Dir, "vmlinuz"), Initrd: filepath.Join(o.Dir, "initrd.img"),
+		Root: filepath.Join(o.Dir, "root.img"), Kargs: SystemdKargs}
+	unlock, err := lockOutput(ctx, res.Root)
+	if err != nil {
+		return res, err
+	}
+	defer unlock()
+	for _, tool := range []string{"mmdebstrap", "mke2fs", "depmod", "tar"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return res, fmt.Errorf("the systemd conformance OS needs %s (Debian packages mmdebstrap, e2fsprogs, kmod, tar): %w", tool, err)
+		}
+	}
+	kernel, kver, err := findKernel(o.Kernel)
+	if err != nil {
+		return res, err
+	}
+	work, err := os.MkdirTemp(absOrSelf(o.Dir), ".systemd-*")
+	if err != nil {
+		return res, fmt.Errorf("systemd conformance OS work dir: %w", err)
+	}
+	defer os.RemoveAll(work)
+	tarball, pkgTime, err := debianTree(ctx, o)
+	res.PackagesDuration = pkgTime
+	if err != nil {
+		return res, err
+	}
+	agent := o.AgentBinary
+	if agent == "" {
+		agent = filepath.Join(work, "snofactory")
+		if err := buildAgent(ctx, o.ModuleDir, agent); err != nil {
+			return res, err
+		}
+	}
+	initrd, err := systemdInitrd(ctx, kver)
+	if err != nil {
+		return res, err
+	}
+	if res.InputHash, err = systemdHash(kernel, kver, tarball, agent, initrd); err != nil {
+		return res, err
+	}
+	stamp := res.Root + ".inputs"
+	if b, err := os.ReadFile(stamp); err == nil && !o.Force && strings.TrimSpace(string(b)) == res.InputHash {
+		res.Cached, res.Duration = true, time.Since(start)
+		o.Log.Info("systemd conformance OS is up to date", "dir", o.Dir, "inputs", res.InputHash[:12])
+		return res, nil
+	}
+	if err := assembleSystemd(ctx, work, kernel, kver, tarball, agent, initrd, res); err != nil {
+		return res, err
+	}
+	if err := pipeline.WriteFileAtomic(stamp, []byte(res.InputHash+"\n"), 0o644); err != nil {
+		return res, fmt.Errorf("systemd conformance OS stamp: %w", err)
+	}
+	res.Duration = time.Since(start)
+	o.Log.Info("built the systemd conformance OS", "dir", o.Dir, "kernel", kver, "duration", res.Duration.Round(time.Second))
+	return res, nil
+}
+
+// systemdHash covers every input of the root image, the initramfs and the kernel.
+func systemdHash(kernel, kver, tree, agent string, initrd *tree) (string, error) {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\nkernel %s\n", systemdVersion, kver)
+	for _, f := range []string{kernel, tree + ".inputs", agent} {
+		if err := hashFile(h, f); err != nil {
+			return "", err
+		}
+	}
+	if err := initrd.hash(h); err != nil {
+		return "", err
+	}
+	if err := hashEmbedded(h); err != nil {
+		return "", err
+	}
+	order, err := moduleOrder(kver, systemdRootModules)
+	if err != nil {
+		return "", err
+	}
+	for _, rel := range order {
+		fmt.Fprintf(h, "module %s\n", rel)
+		if err := hashFile(h, filepath.Join("/lib/modules", kver, rel)); err != nil {
+			return "", err
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func hashEmbedded(h io.Writer) error {
+	return fs.WalkDir(systemdFiles, "systemd", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := systemdFiles.ReadFile(p)
+		fmt.Fprintf(h, "embedded %s %d\n", p, len(b))
+		h.Write(b)
+		return err
+	})
+}
+
+// CachedSystemd returns the module's systemd conformance OS (DefaultSystemdDir), building
+// it first if it is missing or stale, as Cached does the ISO.
+func CachedSystemd(ctx context.Context, log *slog.Logger) (SystemdOS, error) {
+	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
+	if err != nil {
+		return SystemdOS{}, fmt.Errorf("finding the snofactory module: %w", err)
+	}
+	gomod := strings.TrimSpace(string(out))
+	if gomod == "" || gomod == os.DevNull {
+		return SystemdOS{}, errors.New("finding the snofactory module: not inside it")
+	}
+	root := filepath.Dir(gomod)
+	return BuildSystemd(ctx, SystemdOptions{Dir: filepath.Join(root, DefaultSystemdDir), ModuleDir: root, Log: log})
+}

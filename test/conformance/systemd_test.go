@@ -1,0 +1,76 @@
+package conformance
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// customizeRoot turns a Debian tree as mmdebstrap leaves it (host keys made by
+// openssh-server's postinst, the build host's name, a machine-id) into an image that has
+// never booted, with the units enabled and the modules indexed for udev.
+func TestCustomizeRootMakesAnUnbootedImage(t *testing.T) {
+	_, kver, err := findKernel("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	for p, content := range map[string]string{
+		"etc/ssh/ssh_host_ed25519_key": "k", "etc/ssh/ssh_host_ed25519_key.pub": "k", "etc/ssh/ssh_host_rsa_key": "k",
+		"etc/ssh/sshd_config": "", "etc/hostname": "factory-builder\n", "etc/machine-id": "0123456789abcdef0123456789abcdef\n",
+		"var/lib/dbus/machine-id": "0123456789abcdef0123456789abcdef\n",
+	} {
+		if err := writeUnder(root, p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	agent := filepath.Join(t.TempDir(), "agent")
+	os.WriteFile(agent, []byte("#!/bin/sh\n"), 0o755)
+	if err := customizeRoot(context.Background(), root, kver, agent); err != nil {
+		t.Fatal(err)
+	}
+	ssh, _ := filepath.Glob(filepath.Join(root, "etc/ssh/ssh_host_*"))
+	if len(ssh) != 0 {
+		t.Errorf("host keys left in the image: %v", ssh)
+	}
+	for _, gone := range []string{"etc/hostname", "var/lib/dbus/machine-id"} {
+		if _, err := os.Lstat(filepath.Join(root, gone)); !os.IsNotExist(err) {
+			t.Errorf("%s is still there (%v)", gone, err)
+		}
+	}
+	if fi, err := os.Stat(filepath.Join(root, "etc/machine-id")); err != nil || fi.Size() != 0 {
+		t.Errorf("/etc/machine-id is not empty: %v", err)
+	}
+	for unit, wants := range systemdEnabled {
+		if target, err := os.Readlink(filepath.Join(root, "etc/systemd/system", wants, unit)); err != nil || target != "/etc/systemd/system/"+unit {
+			t.Errorf("%s not enabled in %s: %q %v", unit, wants, target, err)
+		}
+	}
+	if fi, err := os.Stat(filepath.Join(root, "usr/local/lib/snofactory/ready.sh")); err != nil || fi.Mode().Perm() != 0o755 {
+		t.Errorf("ready.sh is not executable: %v", err)
+	}
+	aliases, err := os.ReadFile(filepath.Join(root, "lib/modules", kver, "modules.alias"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// udev loads the NIC driver by its PCI alias (virtio device 1000 is the network card).
+	if !strings.Contains(string(aliases), "alias virtio:d00000001v* virtio_net") {
+		t.Errorf("modules.alias has no virtio_net alias:\n%s", aliases)
+	}
+}
+
+// The Debian tree: only the essential set and the named packages, with no documentation,
+// manual or translations, from the given mirror and its security archive.
+func TestMmdebstrapArgs(t *testing.T) {
+	args := mmdebstrapArgs("http://mirror.example/debian", "OUT")
+	for _, want := range []string{"--variant=essential", "--include=" + strings.Join(SystemdPackages, ","),
+		"--dpkgopt=path-exclude=/usr/share/doc/*", "--dpkgopt=path-exclude=/usr/share/man/*", "--dpkgopt=path-exclude=/usr/share/locale/*",
+		"deb http://mirror.example/debian bookworm main", "deb http://mirror.example/debian-security bookworm-security main", "OUT"} {
+		if !slices.Contains(args, want) {
+			t.Errorf("mmdebstrap arguments lack %q: %q", want, args)
+		}
+	}
+}
