@@ -12,7 +12,7 @@ TEST_TIMEOUT ?= 25m
 # A count, not a duration: duration-bounded fuzz runs can fail spuriously at their deadline.
 FUZZTIME ?= 3000x
 
-.PHONY: all deps build test unit e2e fuzz bench demo lint clean image
+.PHONY: all deps build test unit e2e fuzz bench demo lint clean image kube-node
 
 all: build
 
@@ -20,11 +20,14 @@ deps:
 	@./.ci/deps
 	@$(GO) mod download
 	@./test/kubeapi/build.sh
-	@./test/kube/build.sh
 	@./test/cosign/build.sh
 	@./test/skopeo/build.sh
 
 build: $(BIN)
+
+# test/kube's single-node Kubernetes and Tekton, built once into build/kube/node.
+kube-node:
+	@./test/kube/build.sh
 
 # The binary depends on every Go file; go's own cache makes a no-op rebuild fast.
 $(BIN): $(shell find . -name '*.go' -not -path './build/*' 2>/dev/null) go.mod go.sum
@@ -35,8 +38,10 @@ $(BIN): $(shell find . -name '*.go' -not -path './build/*' 2>/dev/null) go.mod g
 
 # Every test: unit tests, end-to-end tests with real qemu/registry/ignition, and a short fuzz run.
 # deps runs first even under make -j: everything after it needs the toolchain it installs.
+# The Debian root of the systemd conformance OS (mostly download and unpack) is made while
+# the Kubernetes node binaries compile (CPU), so the two one-time builds overlap.
 test: deps
-	@$(MAKE) --no-print-directory build conformance-iso conformance-systemd lint
+	@$(MAKE) --no-print-directory -j3 build conformance-iso conformance-systemd lint kube-node
 	$(GO) test -timeout $(TEST_TIMEOUT) -p 2 ./...
 	@$(MAKE) --no-print-directory fuzz
 
@@ -44,7 +49,7 @@ unit: build
 	$(GO) test -short ./...
 
 e2e: deps
-	@$(MAKE) --no-print-directory build conformance-iso conformance-systemd
+	@$(MAKE) --no-print-directory -j3 build conformance-iso conformance-systemd kube-node
 	$(GO) test -timeout $(TEST_TIMEOUT) -p 1 ./test/...
 
 # Each fuzz target runs for FUZZTIME; the seed corpora already run in `go test`.
