@@ -86,6 +86,8 @@ func (b *Blueprint) Default() {
 	setDuration(&t.Cluster, 2*time.Hour)
 	setDuration(&t.Shutdown, 5*time.Minute)
 
+	s.Disk.defaultDisk()
+
 	if s.Relocation.NodeIP == "" {
 		s.Relocation.NodeIP = DefaultNodeIP
 	}

@@ -67,6 +67,8 @@ type Spec struct {
 	VM VM `json:"vm,omitempty" yaml:"vm,omitempty"`
 	// The validation gate that runs before the seed is sealed.
 	Validation Validation `json:"validation,omitempty" yaml:"validation,omitempty"`
+	// The installed node's disk beyond the OS's own partitions.
+	Disk Disk `json:"disk,omitempty" yaml:"disk,omitempty"`
 	// How the node is prepared for relocation to its site.
 	Relocation Relocation `json:"relocation,omitempty" yaml:"relocation,omitempty"`
 	// What the build produces and where it goes.

@@ -93,6 +93,7 @@ func (b *Blueprint) Validate() []FieldError {
 		}
 	}
 	b.validateVM(c)
+	b.validateDisk(c)
 	ids := map[string]bool{}
 	for i, id := range s.Validation.Skip {
 		p := fmt.Sprintf("spec.validation.skip[%d]", i)
