@@ -338,6 +338,11 @@ func renderOptions(bp *v1alpha1.Blueprint) render.Options {
 	for _, m := range s.RegistryMirrors {
 		c.Mirrors = append(c.Mirrors, render.Mirror{Source: m.Source, Mirrors: m.Mirrors})
 	}
+	if cs := s.Disk.ContainerStorage; cs != nil {
+		// Placed on the factory disk, which the seed is an image of; validation checked it fits.
+		at, _ := cs.StartBytes(s.VM.DiskSize)
+		c.ContainerStorage = &render.ContainerStorage{StartMiB: int64(at / v1alpha1.MiB), Label: cs.Label, Number: cs.Number}
+	}
 	o.OpenShift = c
 	o.Relocation = &render.Relocation{InternalIP: s.Relocation.NodeIP, ShipmentWindow: s.Relocation.KubeletCertValidity.String()}
 	o.WorkerIgnition = osh.WorkerIgnition

@@ -2,6 +2,7 @@ package stages
 
 import (
 	"context"
+	"github.com/snofactory/snofactory/stages/render"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -189,5 +190,25 @@ func TestSourceDateEpochKeysInstallAndSeal(t *testing.T) {
 	}
 	if got := b["seal"].(seal.Options).SourceDateEpoch; got != "1800000000" {
 		t.Errorf("seal's SourceDateEpoch = %q", got)
+	}
+}
+
+// The container-storage partition's start is placed on the factory disk before render: -40G
+// of a 120GiB disk starts at 80GiB; no block, no partition.
+func TestRenderOptionsContainerStorage(t *testing.T) {
+	const base = `  target:
+    type: openshift
+  openshift:
+    releaseImage: quay.io/openshift-release-dev/ocp-release:4.16.12-x86_64
+    baseDomain: example.com
+    pullSecretFile: pull-secret.json
+`
+	o := renderOptions(loadBlueprint(t, base+"  disk:\n    containerStorage: {}\n"))
+	want := render.ContainerStorage{StartMiB: 80 * 1024, Label: "var-lib-containers", Number: 5}
+	if cs := o.OpenShift.ContainerStorage; cs == nil || *cs != want {
+		t.Errorf("containerStorage = %+v, want %+v", cs, want)
+	}
+	if cs := renderOptions(loadBlueprint(t, base)).OpenShift.ContainerStorage; cs != nil {
+		t.Errorf("no block gives %+v", cs)
 	}
 }

@@ -31,7 +31,9 @@ type butaneMetadata struct {
 }
 
 type butaneStorage struct {
-	Files []butaneFile `yaml:"files"`
+	Disks       []butaneDisk       `yaml:"disks,omitempty"`
+	Filesystems []butaneFilesystem `yaml:"filesystems,omitempty"`
+	Files       []butaneFile       `yaml:"files,omitempty"`
 }
 
 type butaneFile struct {

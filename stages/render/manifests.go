@@ -36,6 +36,14 @@ func openshiftManifests(ctx context.Context, opts Options, variant string, rep *
 		out = append(out, dns)
 		rep.Relocation = relocation
 	}
+	if cs := opts.OpenShift.ContainerStorage; cs != nil {
+		m, csRep, err := containerStorageManifest(variant, opts.OpenShift.InstallationDisk, *cs)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+		rep.ContainerStorage = csRep
+	}
 	keys, err := siteKeysManifest(opts, variant, rep)
 	if err != nil {
 		return nil, err

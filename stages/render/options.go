@@ -83,6 +83,9 @@ type OpenShift struct {
 	ReleaseImage string `json:"releaseImage,omitempty"`
 	// FIPS installs the cluster in FIPS mode (install-config fips: true).
 	FIPS bool `json:"fips,omitempty"`
+	// ContainerStorage, when set, is a separate /var/lib/containers partition on
+	// InstallationDisk.
+	ContainerStorage *ContainerStorage `json:"containerStorage,omitempty"`
 }
 
 // ClusterNetwork is one pod network: each node gets a /HostPrefix subnet of CIDR.

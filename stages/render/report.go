@@ -20,6 +20,8 @@ type Report struct {
 	Relocation *RelocationReport `json:"relocation,omitempty"`
 	// Cluster is what the install-config fixes that a site must match (openshift).
 	Cluster *ClusterReport `json:"cluster,omitempty"`
+	// ContainerStorage is the /var/lib/containers partition the install makes (openshift).
+	ContainerStorage *ContainerStorageReport `json:"containerStorage,omitempty"`
 	// Release is the release the installer was told to install (openshift).
 	Release *ReleaseReport `json:"release,omitempty"`
 	// Installer lists the openshift-install outputs kept (auth/*, metadata.json).

@@ -169,6 +169,9 @@ func record(rep *Report) handoff.Render {
 	if rep.Cluster != nil {
 		rec.MachineNetwork, rec.FIPS = rep.Cluster.MachineNetwork, rep.Cluster.FIPS
 	}
+	if rep.ContainerStorage != nil {
+		rec.ContainerStorageLabel = rep.ContainerStorage.Label
+	}
 	return rec
 }
 

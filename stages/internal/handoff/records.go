@@ -35,6 +35,10 @@ type Render struct {
 	// what a site must match from them.
 	MachineNetwork []string `json:"machineNetwork,omitempty"`
 	FIPS           bool     `json:"fips,omitempty"`
+	// ContainerStorageLabel is the partition label of a separate /var/lib/containers the
+	// install makes (openshift only; empty: none), for the seed's record of what a site
+	// must match.
+	ContainerStorageLabel string `json:"containerStorageLabel,omitempty"`
 }
 
 // Config roles in Render.Configs.
