@@ -72,6 +72,9 @@ type phaseUnit struct {
 	// EveryBoot: the unit reports on every boot of the installed system (its stamp is in
 	// /run), after the install.
 	EveryBoot bool
+	// MountsFor are paths whose mounts the unit requires and starts after
+	// (RequiresMountsFor=): a path on no mount of its own adds nothing.
+	MountsFor []string
 }
 
 // unitName is the service reporting p.
@@ -110,9 +113,11 @@ func diskPhases() []phaseUnit {
 		// Upstream pulls the precache list into the shared store with podman (lifecycle-agent
 		// precache); the factory has no registry, so the images come off the data disk. The
 		// import starts once the MCD's first boot is over (mcdFirstboot) and holds back CRI-O
-		// and the kubelet until the store is complete.
+		// and the kubelet until the store is complete. With a separate container-storage
+		// partition the store must be the partition's, the one CRI-O reads, never the root
+		// directory beneath the mount point.
 		{Phase: wire.PhaseImagesImported, After: []string{mcdFirstboot}, Before: []string{"crio.service", "kubelet.service"},
-			Check: "import-images", Prev: wire.PhaseRebootedFromDisk},
+			Check: "import-images", Prev: wire.PhaseRebootedFromDisk, MountsFor: []string{"/var/lib/containers"}},
 		{Phase: wire.PhaseAPIUp, After: []string{"kubelet.service"}, Check: "api-readyz", Prev: wire.PhaseImagesImported},
 		{Phase: wire.PhaseBootstrapComplete, After: []string{"bootkube.service"}, Watch: "bootkube.service",
 			Check: "bootstrap-cleaned", Prev: wire.PhaseAPIUp},
@@ -134,6 +139,9 @@ func (p phaseUnit) unitText(stamps string) string {
 	}
 	if len(p.Before) > 0 {
 		fmt.Fprintf(&b, "Before=%s\n", strings.Join(p.Before, " "))
+	}
+	if len(p.MountsFor) > 0 {
+		fmt.Fprintf(&b, "RequiresMountsFor=%s\n", strings.Join(p.MountsFor, " "))
 	}
 	if p.EveryBoot {
 		stamps = liveStamps

@@ -339,6 +339,11 @@ func TestImportOrderedAfterMCDFirstboot(t *testing.T) {
 	if got := systemdUnit(t, text)["Service"]["Type"]; !slices.Equal(got, []string{"oneshot"}) {
 		t.Errorf("%s is Type=%v: only a oneshot holds the units after it until the import is done", imp, got)
 	}
+	// A separate container-storage partition (var-lib-containers.mount) is mounted before the
+	// import writes the store, so the images land on it, where CRI-O reads them.
+	if got := systemdUnit(t, text)["Unit"]["RequiresMountsFor"]; !slices.Equal(got, []string{"/var/lib/containers"}) {
+		t.Errorf("%s has RequiresMountsFor=%v, want /var/lib/containers", imp, got)
+	}
 	for name, text := range mcoUnits {
 		if _, clash := units[name]; clash {
 			t.Fatalf("render's MachineConfig has its own %s", name)
