@@ -83,6 +83,8 @@ func (r *run) openshiftSteps(sc *siteconfig.SiteConfig) ([]step, error) {
 // including recert.
 func (r *run) openshiftNodeSteps(sc *siteconfig.SiteConfig, site siteIdentity, rc recert.Config, recertArgv []string) []step {
 	return []step{
+		{steps.Step{Name: "container-storage", Argv: []string{"growpart"}, Changes: []string{ContainerStoragePath},
+			Detail: "only with a separate " + ContainerStoragePath + " partition on a disk bigger than the seed: sgdisk -e, growpart, xfs_growfs"}, r.growContainerStorage},
 		{steps.Step{Name: "network", Argv: []string{"nmstatectl", "apply", under(r.o.Root, OpenShiftNetworkFile)}, Changes: []string{OpenShiftNetworkFile, NMConnectionsDir},
 			Detail: "the whole nmstate document, after any NetworkManager profile left in " + NMConnectionsDir + " is removed; then systemctl restart " +
 				NetworkManagerUnit + " and, where OVN runs, " + OVSConfigurationUnit + " (br-ex moves onto the site's default-route interface)"}, r.nmstateNetwork},

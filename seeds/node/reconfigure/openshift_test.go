@@ -384,7 +384,7 @@ func TestOpenShiftPlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"medium", "network", "hostname", "dns", "ntp", "pull-secret", "mirrors", "ssh-keys", "dnsmasq", "ssh-host-keys", "trust-bundle", "recert", "kubelet", "api",
+	want := []string{"medium", "container-storage", "network", "hostname", "dns", "ntp", "pull-secret", "mirrors", "ssh-keys", "dnsmasq", "ssh-host-keys", "trust-bundle", "recert", "kubelet", "api",
 		"old-mirrors", "manifests", "cluster-id", "node-labels", "wait-machine-config", "wait-cluster-version", "wait-cluster-operators", "wait-node", "reconfigure-disable"}
 	if got := steps.Names(plan); !slices.Equal(got, want) {
 		t.Fatalf("plan %q,\nwant %q", got, want)
