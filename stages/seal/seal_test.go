@@ -181,6 +181,9 @@ func TestSiteFit(t *testing.T) {
 		{"dual-stack IPv6 first, FIPS", handoff.Render{MachineNetwork: []string{"fd00:127::/64", "192.168.127.0/24"}, FIPS: true},
 			lockfile.LockedRelease{Ref: "depot.example:5000/ocp/release@sha256:aa", Version: "4.18.3"},
 			seedfit.Record{Version: 1, IPFamilies: []string{"ipv4", "ipv6"}, FIPS: true, ReleaseVersion: "4.18.3", ReleaseRegistry: "depot.example:5000"}, ""},
+		{"a separate container-storage partition", handoff.Render{MachineNetwork: []string{"192.168.127.0/24"}, ContainerStorageLabel: "var-lib-containers"},
+			lockfile.LockedRelease{},
+			seedfit.Record{Version: 1, IPFamilies: []string{"ipv4"}, ContainerStorageLabel: "var-lib-containers"}, ""},
 		{"a network that is no CIDR", handoff.Render{MachineNetwork: []string{"192.168.127.0"}}, lockfile.LockedRelease{}, seedfit.Record{}, "machine network"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -226,13 +226,15 @@ func manifest(ctx context.Context, opts Options, in inputs) (*seed.Manifest, err
 // siteFit is what a site must match, from what render put in the install-config and the
 // release resolve locked: what lifecycle-agent's seed cluster info records for its checks
 // (lca-cli/seedclusterinfo/seedclusterinfo.go SeedClusterInfo). No proxy: a blueprint has
-// none. No container-storage partition: a seed has none.
+// none. The container-storage label is the separate /var/lib/containers partition's, if
+// the blueprint asked for one (container_storage_mountpoint_target).
 func siteFit(r handoff.Render, release lockfile.LockedRelease) (*seedfit.Record, error) {
 	fams, err := seedfit.Families(r.MachineNetwork)
 	if err != nil {
 		return nil, fmt.Errorf("the rendered install-config: %w", err)
 	}
-	rec := &seedfit.Record{Version: seedfit.Version, IPFamilies: fams, FIPS: r.FIPS, ReleaseVersion: release.Version}
+	rec := &seedfit.Record{Version: seedfit.Version, IPFamilies: fams, FIPS: r.FIPS, ReleaseVersion: release.Version,
+		ContainerStorageLabel: r.ContainerStorageLabel}
 	if release.Ref != "" {
 		// lifecycle-agent's release_registry: the host part of the release pull spec
 		// (utils/client_helper.go ExtractRegistryFromImage).
