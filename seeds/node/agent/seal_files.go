@@ -22,14 +22,16 @@ const MCDCurrentConfig = "/etc/machine-config-daemon/currentconfig"
 // perNodeState is what belongs to this one boot of this one machine and must not ship:
 // lifecycle-agent's exclusions from its /var archive (lca-cli/seedcreator/seedcreator.go
 // backupVar: /var/tmp/*, /var/log/*, /var/lib/log/*, /var/lib/cni/bin/*,
-// /var/lib/kubelet/pods/*, /var/lib/ovn-ic/etc/*) and the multus certificates it removes
-// (removeOvnCertsFolders; the OVN node certificates are under /var/lib/ovn-ic/etc). Each
-// directory is emptied and kept, as tar's DIR/* exclusion leaves the directory in the seed.
+// /var/lib/kubelet/pods/*, /var/lib/ovn-ic/etc/*) and all of /etc/cni/multus, which its
+// /etc archive drops (backupEtc filters `ostree admin config-diff` through
+// `grep -v 'cni/multus'`: the factory's multus kubeconfig and per-node certificates, which
+// multus's daemon writes again when it starts). Each directory is emptied and kept, as tar's
+// DIR/* exclusion leaves the directory in the seed.
 // Not followed: /var/lib/containers/* (this seed ships its images there, where
 // lifecycle-agent's seed re-pulls them) and /var/lib/lca (lifecycle-agent's own state).
 func perNodeState() []string {
 	return []string{"/var/tmp/", "/var/log/", "/var/lib/log/", "/var/lib/cni/bin/", "/var/lib/kubelet/pods/",
-		"/var/lib/ovn-ic/etc/", "/etc/cni/multus/certs/"}
+		"/var/lib/ovn-ic/etc/", "/etc/cni/multus/"}
 }
 
 // factoryEtcState is what lifecycle-agent leaves out of a seed's /etc (seedcreator.go

@@ -68,7 +68,8 @@ func routerCA(t *testing.T) []byte {
 		t.Fatal(err)
 	}
 	crt := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	return fmt.Appendf(nil, `{"data":{"tls.crt":%q}}`, base64.StdEncoding.EncodeToString(crt))
+	return fmt.Appendf(nil, `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"router-ca","namespace":"openshift-ingress-operator"},
+		"type":"kubernetes.io/tls","data":{"tls.crt":%q,"tls.key":"LS0tLS1CRUdJTiBFQyBQUklWQVRFIEtFWS0tLS0tCg=="}}`, base64.StdEncoding.EncodeToString(crt))
 }
 
 // The OpenShift seal takes lifecycle-agent's steps in lifecycle-agent's order, runs exactly
@@ -148,7 +149,7 @@ func checkLCAOrder(t *testing.T, n *sealNode) {
 		oc + " -n openshift-config set data secret/pull-secret",
 		oc + " delete machineconfigs.machineconfiguration.openshift.io rendered-master-old",
 		"systemctl stop kubelet.service", "systemctl disable kubelet.service", "systemctl is-active crio",
-		"crictl ps -q", "crictl stop --timeout 5 ", "crictl pods -q", "crictl rmp -f p1", "crictl rmp -f p2", "systemctl stop crio.service",
+		"crictl ps -q", "crictl stop --timeout 5 ", "crictl pods -q", "crictl rmp -f " + n.pods[0], "crictl rmp -f " + n.pods[1], "systemctl stop crio.service",
 		"podman run --detach --rm --replace --name snofactory-recert-etcd", "curl --silent --fail --max-time 5 http://localhost:2379/health",
 		"podman run --rm --replace --name snofactory-recert", "podman stop snofactory-recert-etcd",
 		"rpm-ostree status --json", "ostree admin undeploy 2", "ostree admin undeploy 0",
@@ -231,6 +232,7 @@ func checkSealedFiles(t *testing.T, n *sealNode) {
 	}
 	exists := func(p string) bool { _, err := os.Lstat(filepath.Join(n.root, p)); return err == nil }
 	for _, gone := range []string{"var/lib/ovn-ic/etc/ovnkube-node-certs", "etc/cni/multus/certs/multus-client-current.pem",
+		"etc/cni/multus/net.d/multus.d/multus.kubeconfig", "etc/cni/multus/net.d/00-multus.conf",
 		"var/log/journal", "var/lib/log/x", "var/lib/cni/bin/ovn-k8s-cni-overlay", "var/roothome/.bash_history", "var/home/core/.bash_history",
 		"etc/NetworkManager/system-connections/br-ex.nmconnection", "etc/NetworkManager/system-connections/ovs-if-phys0.nmconnection",
 		"etc/openvswitch/conf.db", "etc/openvswitch/.conf.db.~lock~", "etc/hostname", "etc/machine-config-daemon/orig/var/lib/kubelet",
@@ -239,7 +241,7 @@ func checkSealedFiles(t *testing.T, n *sealNode) {
 			t.Errorf("%s survived the seal", gone)
 		}
 	}
-	for _, kept := range []string{"etc/ssh/ssh_host_ed25519_key", "etc/ssh/ssh_host_ed25519_key.pub", ownedNMProfile[1:], kubeletAuthFile[1:],
+	for _, kept := range []string{"etc/ssh/ssh_host_ed25519_key", "etc/ssh/ssh_host_ed25519_key.pub", ownedNMProfile[1:], ownedMultusFile[1:], kubeletAuthFile[1:],
 		"var/lib/containers/storage/overlay/l1/diff/root/.bash_history", "var/log", "etc/NetworkManager/system-connections",
 		deployment{osname: "rhcos", checksum: checksum("booted")}.dir() + "/etc/hostname"} {
 		if !exists(kept) {

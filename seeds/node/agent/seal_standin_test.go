@@ -42,6 +42,7 @@ type sealNode struct {
 	deployments []deployment // ostree's, in bootloader order
 
 	containers          []string // what crictl ps -q lists
+	pods                []string // what crictl pods -q lists
 	stopsIn, stopsSeen  int      // crictl stops running now, and started in all
 	stopsMax            int      // the most that ran at once
 	stopGate            chan struct{}
@@ -114,6 +115,10 @@ func dataURL(s string) string {
 // the factory's profiles must leave it.
 const ownedNMProfile = "/etc/NetworkManager/system-connections/mc-static.nmconnection"
 
+// ownedMultusFile is a file under /etc/cni/multus that a MachineConfig places: the seal
+// drops the rest of that directory, as lifecycle-agent's seed does, but never this.
+const ownedMultusFile = "/etc/cni/multus/net.d/mc-owned.conf"
+
 // renderedConfig is a rendered MachineConfig whose kubelet pull secret file holds
 // secret+"\n": the MCO's templates/common/_base/files/pull-secret.yaml puts
 // `{{.PullSecret}}` in a YAML block that ends in a newline, mode 0600.
@@ -124,6 +129,7 @@ func renderedConfig(name, secret string) map[string]any {
 			"config": map[string]any{"ignition": map[string]any{"version": "3.5.0"}, "storage": map[string]any{"files": []any{
 				map[string]any{"path": "/etc/kubernetes/kubelet-ca.crt", "mode": 0o644, "overwrite": true, "contents": map[string]any{"source": dataURL("-----BEGIN CERTIFICATE-----\n")}},
 				map[string]any{"path": ownedNMProfile, "mode": 0o600, "overwrite": true, "contents": map[string]any{"source": dataURL("[connection]\nid=mc-static\n")}},
+				map[string]any{"path": ownedMultusFile, "mode": 0o644, "overwrite": true, "contents": map[string]any{"source": dataURL("{\"mc\":true}\n")}},
 				map[string]any{"path": kubeletAuthFile, "mode": 0o600, "overwrite": true, "contents": map[string]any{"source": dataURL(secret + "\n")}},
 			}}}}}
 }
@@ -159,6 +165,9 @@ func newSealNode(t *testing.T) *sealNode {
 	for i := range 25 { // crictl lists the newest first (cri-tools cmd/crictl/container.go, sorted by CreatedAt)
 		n.containers = append(n.containers, checksum(fmt.Sprintf("container-%02d", 24-i)))
 	}
+	// Pod sandbox IDs are full 64-hex IDs too, newest first (cri-tools cmd/crictl/sandbox.go
+	// getSandboxesList sorts by CreatedAt, descending).
+	n.pods = []string{checksum("sandbox-1"), checksum("sandbox-0")}
 	n.etcd = map[string]string{"secret/openshift-config/pull-secret": buildPullSecret, "secret/kube-system/kubeadmin": factoryAdminHash,
 		"machineconfig/00-master": dataURL(buildPullSecret + "\n"), "machineconfig/rendered-master-old": dataURL(buildPullSecret + "\n"),
 		// Pods by phase: the factory's finished installer and job pods, and a running one.
@@ -176,6 +185,9 @@ func newSealNode(t *testing.T) *sealNode {
 		"etc/kubernetes/kubelet-ca.crt":                                    "-----BEGIN CERTIFICATE-----\n",
 		"etc/kubernetes/manifests/etcd-pod.yaml":                           "etcd",
 		"var/lib/ovn-ic/etc/ovnkube-node-certs/ovnkube-client-current.pem": "c", "etc/cni/multus/certs/multus-client-current.pem": "c",
+		// What multus's daemon wrote at the factory (lifecycle-agent's seed drops all of /etc/cni/multus).
+		"etc/cni/multus/net.d/multus.d/multus.kubeconfig": "factory token", "etc/cni/multus/net.d/00-multus.conf": "{}",
+		ownedMultusFile[1:]:                "{\"mc\":true}\n",
 		"var/log/journal/x/system.journal": "j", "var/lib/log/x": "l", "var/lib/cni/bin/ovn-k8s-cni-overlay": "b",
 		"etc/default/nodeip-configuration":                                "KUBELET_NODEIP_HINT=192.168.127.0\n",
 		"etc/NetworkManager/system-connections/br-ex.nmconnection":        "[connection]\nid=br-ex\n",
@@ -237,7 +249,11 @@ func (n *sealNode) run(ctx context.Context, name string, args ...string) ([]byte
 	n.cmds = append(n.cmds, argv)
 	switch name {
 	case "oc":
-		return n.oc(argv)
+		out, err := n.oc(argv)
+		if err != nil || !slices.Contains(argv, "json") {
+			return out, err
+		}
+		return kubectlJSON(out)
 	case "systemctl", "crictl":
 		return n.systemctlCrictl(strings.Join(argv, " "))
 	case "podman", "curl":
@@ -263,14 +279,26 @@ func (n *sealNode) systemctlCrictl(line string) ([]byte, error) {
 		// ending in a newline, running containers only, newest first.
 		return []byte(strings.Join(n.containers, "\n") + "\n"), nil
 	case line == "crictl pods -q":
-		return []byte("p1\np2\n"), nil
-	case line == "crictl rmp -f p2":
-		// cri-tools cmd/crictl/sandbox.go RemovePodSandbox: CNI teardown can fail.
-		return nil, errors.New("removing the pod sandbox p2: rpc error: code = Unknown desc = failed to destroy network for pod sandbox")
+		// cri-tools cmd/crictl/sandbox.go OutputPodSandboxes: with --quiet, each sandbox's
+		// full ID (pod.GetId(), never truncated) on its own line, newest first.
+		return []byte(strings.Join(n.pods, "\n") + "\n"), nil
+	case line == "crictl rmp -f "+n.pods[1]:
+		// cri-tools cmd/crictl/sandbox.go removePodCommand: CNI teardown can fail, reported
+		// as "removing the pod sandbox %q: %w".
+		return nil, fmt.Errorf("removing the pod sandbox %q: rpc error: code = Unknown desc = failed to destroy network for pod sandbox: %w", n.pods[1], exitErr(1))
 	case strings.HasPrefix(line, "systemctl enable "), strings.HasPrefix(line, "systemctl disable "):
 		return n.systemctlEnable(line)
-	case strings.HasPrefix(line, "systemctl stop "), strings.HasPrefix(line, "crictl rmp -f "):
-		return nil, nil // systemctl stop prints nothing; crictl rmp prints the ID (ignored)
+	case strings.HasPrefix(line, "systemctl stop "):
+		return nil, nil // systemctl stop prints nothing
+	case strings.HasPrefix(line, "crictl rmp -f "):
+		// cri-tools cmd/crictl/sandbox.go removePodCommand: a ready sandbox is stopped first
+		// under -f (StopPodSandbox prints "Stopped sandbox ID"), then RemovePodSandbox
+		// prints "Removed sandbox ID".
+		id := strings.TrimPrefix(line, "crictl rmp -f ")
+		if !slices.Contains(n.pods, id) {
+			return nil, fmt.Errorf("getting sandbox status of pod %q: rpc error: code = NotFound: %w", id, exitErr(1))
+		}
+		return fmt.Appendf(nil, "Stopped sandbox %s\nRemoved sandbox %s\n", id, id), nil
 	}
 	return nil, fmt.Errorf("the stand-in does not know %q", line)
 }
@@ -330,7 +358,24 @@ func (n *sealNode) crictlStop(ctx context.Context, id string) ([]byte, error) {
 	return []byte(id + "\n"), nil
 }
 
-// oc answers the seal's API calls as the kube-apiserver and the MCO would.
+// kubectlJSON prints what the API answered as `oc get -o json` does: kubectl's JSONPrinter
+// (k8s.io/cli-runtime pkg/printers/json.go PrintObj) writes the object through
+// encoding/json's MarshalIndent with four spaces (an unstructured object's keys sorted, as
+// a map's are) and a final newline; --ignore-not-found with nothing found prints nothing.
+func kubectlJSON(compact []byte) ([]byte, error) {
+	if len(compact) == 0 {
+		return compact, nil
+	}
+	var obj any
+	if err := json.Unmarshal(compact, &obj); err != nil {
+		return nil, fmt.Errorf("the oc stand-in's own answer: %w", err)
+	}
+	out, err := json.MarshalIndent(obj, "", "    ")
+	return append(out, '\n'), err
+}
+
+// oc answers the seal's API calls as the kube-apiserver and the MCO would; run prints the
+// -o json answers as kubectl does (kubectlJSON).
 func (n *sealNode) oc(argv []string) ([]byte, error) {
 	line := strings.Join(argv, " ")
 	switch {
