@@ -80,7 +80,7 @@ func (r *run) openshiftSteps(sc *siteconfig.SiteConfig) ([]step, error) {
 }
 
 // openshiftNodeSteps are the steps on the node's files while kubelet is down, up to and
-// including recert.
+// including recert and the trust store refresh that follows it.
 func (r *run) openshiftNodeSteps(sc *siteconfig.SiteConfig, site siteIdentity, rc recert.Config, recertArgv []string) []step {
 	return []step{
 		{steps.Step{Name: "container-storage", Argv: []string{"growpart"}, Changes: []string{ContainerStoragePath},
@@ -115,7 +115,25 @@ func (r *run) openshiftNodeSteps(sc *siteconfig.SiteConfig, site siteIdentity, r
 		{steps.Step{Name: "recert", Argv: recertArgv, Changes: recertChanges(sc, rc), Detail: r.recertSettings(rc)}, func(ctx context.Context, sc *siteconfig.SiteConfig) (map[string]string, error) {
 			return r.recert(ctx, sc, site, rc)
 		}},
+		{steps.Step{Name: StepTrustStore, Argv: []string{"update-ca-trust"}, Changes: []string{TrustExtractedDir},
+			Detail: "after recert, as lifecycle-agent does: the extracted trust store follows the anchors recert rewrote"}, r.updateCATrust},
 	}
+}
+
+// StepTrustStore refreshes the node's extracted trust store after recert.
+const StepTrustStore = "trust-store"
+
+// updateCATrust runs update-ca-trust after recert, as lifecycle-agent's post-pivot does
+// (lca-cli/postpivot/postpivot.go postRecertCommands, run by lca-cli/ops/ops.go
+// RecertFullFlow right after RunRecert): recert's user_ca_bundle rewrites any
+// **/anchors/openshift-config-user-ca-bundle.crt in the customization dirs and leaves the
+// extraction to update-ca-trust (recert src/ocp_postprocess/additional_trust_bundle.rs
+// fix_dir_resources). It runs on every site, as upstream's does.
+func (r *run) updateCATrust(ctx context.Context, _ *siteconfig.SiteConfig) (map[string]string, error) {
+	if _, err := r.cmd(ctx, "update-ca-trust"); err != nil {
+		return nil, fmt.Errorf("refreshing the node's trust store after recert: %w", err)
+	}
+	return map[string]string{"extracted": TrustExtractedDir}, nil
 }
 
 // openshiftClusterSteps start kubelet and work through the API: the inherited mirror

@@ -185,6 +185,7 @@ func TestOpenShiftSteps(t *testing.T) {
 		"curl --silent --fail --max-time 5 http://localhost:2379/health",
 		"", // recert: checked below
 		"podman stop snofactory-recert-etcd",
+		"update-ca-trust", // after recert, as lifecycle-agent's postRecertCommands
 		"systemctl enable kubelet.service",
 		"systemctl start --no-block crio.service kubelet.service",
 		"oc --kubeconfig " + kc + " get --raw /readyz",
@@ -384,7 +385,7 @@ func TestOpenShiftPlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"medium", "container-storage", "network", "hostname", "dns", "ntp", "pull-secret", "mirrors", "ssh-keys", "dnsmasq", "ssh-host-keys", "trust-bundle", "recert", "kubelet", "api",
+	want := []string{"medium", "container-storage", "network", "hostname", "dns", "ntp", "pull-secret", "mirrors", "ssh-keys", "dnsmasq", "ssh-host-keys", "trust-bundle", "recert", "trust-store", "kubelet", "api",
 		"old-mirrors", "manifests", "cluster-id", "node-labels", "wait-machine-config", "wait-cluster-version", "wait-cluster-operators", "wait-node", "reconfigure-disable"}
 	if got := steps.Names(plan); !slices.Equal(got, want) {
 		t.Fatalf("plan %q,\nwant %q", got, want)

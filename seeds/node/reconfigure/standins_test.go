@@ -218,8 +218,8 @@ var recertKeys = []string{"dry_run", "etcd_endpoint", "crypto_dirs", "crypto_fil
 
 // recert imitates recert run from its RECERT_CONFIG file, seen through the container's
 // mounts: every key known (src/config.rs), every path existing (ConfigPath), etcd
-// reachable, then the pull secret written to each config.json of the customization dirs
-// (src/ocp_postprocess/pull_secret_rename.rs fix_filesystem_pull_secret), the SSH host keys
+// reachable, then the pull secret and trust bundle written where recert writes them in the
+// customization dirs (recertCustomizationDirs), the SSH host keys
 // replaced type for type (src/server_ssh_keys.rs remove_old_keys, which fails on none, and
 // write_new_keys), and the clean summary written.
 func (c *commands) recert(argv []string, mounts map[string]string, configPath string) error {
@@ -265,10 +265,8 @@ func (c *commands) recert(argv []string, mounts map[string]string, configPath st
 			return fail(argv, 1, "Error: "+p+" must exist")
 		}
 	}
-	if ps, _ := cfg["pull_secret"].(string); ps != "" {
-		if h := inContainer(mounts, "/var/lib/kubelet/config.json"); h != "" {
-			os.WriteFile(h, []byte(ps), 0o600)
-		}
+	if err := recertCustomizationDirs(cfg, mounts); err != nil {
+		return fail(argv, 1, "Error: "+err.Error())
 	}
 	if dir, _ := cfg["regenerate_server_ssh_keys"].(string); dir != "" {
 		if err := regenerateHostKeys(inContainer(mounts, dir), dir); err != nil {
@@ -279,6 +277,48 @@ func (c *commands) recert(argv []string, mounts map[string]string, configPath st
 		if h := inContainer(mounts, s); h == "" || os.WriteFile(h, []byte("summary: clean\n"), 0o644) != nil {
 			return fail(argv, 1, "Error: writing summary "+s)
 		}
+	}
+	return nil
+}
+
+// recertCustomizationDirs imitates what recert writes in each cluster_customization_dirs
+// entry, and nowhere else: with pull_secret, every **/config.json of a directory named
+// kubelet is overwritten whole (src/ocp_postprocess/pull_secret_rename.rs
+// fix_dir_resources, pull_secret_rename/filesystem_rename.rs fix_filesystem_pull_secret);
+// with user_ca_bundle, every **/anchors/openshift-config-user-ca-bundle.crt gets the bundle
+// (additional_trust_bundle.rs fix_dir_resources, additional_trust_bundle/filesystem_rename.rs
+// fix_filesystem_ca_trust_anchors). A file outside the dirs stays as it was, so a hook that
+// leaves a directory out finds its old contents there.
+func recertCustomizationDirs(cfg map[string]any, mounts map[string]string) error {
+	ps, _ := cfg["pull_secret"].(string)
+	bundle, _ := cfg["user_ca_bundle"].(string)
+	dirs, _ := cfg["cluster_customization_dirs"].([]any)
+	for _, d := range dirs {
+		dir := d.(string)
+		root := inContainer(mounts, dir)
+		err := filepath.WalkDir(root, func(p string, e os.DirEntry, err error) error {
+			switch {
+			case err != nil:
+				return err
+			case p != root && strings.HasPrefix(e.Name(), "."):
+				return skipHidden(e) // globvec: require_literal_leading_dot
+			case ps != "" && path.Base(dir) == "kubelet" && e.Name() == "config.json":
+				return os.WriteFile(p, []byte(ps), 0o600)
+			case bundle != "" && e.Name() == "openshift-config-user-ca-bundle.crt" && filepath.Base(filepath.Dir(p)) == "anchors":
+				return os.WriteFile(p, []byte(bundle), 0o600)
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("renaming in %s: %w", dir, err)
+		}
+	}
+	return nil
+}
+
+func skipHidden(e os.DirEntry) error {
+	if e.IsDir() {
+		return filepath.SkipDir
 	}
 	return nil
 }
@@ -434,10 +474,13 @@ func busyboxHostname(_ *commands, args []string) ([]byte, error) {
 	return nil, nil
 }
 
-// updateCATrust imitates ca-certificates' update-ca-trust (extract): p11-kit's trust extract
-// writes the anchors, the system's and those under /etc/pki/ca-trust/source/anchors, into
-// /etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem, and fails when that directory is
-// missing ("p11-kit: couldn't create file").
+// updateCATrust imitates RHEL's update-ca-trust, the shell script of the ca-certificates
+// package (src.fedoraproject.org/rpms/ca-certificates, file update-ca-trust: no command or
+// "extract" is an extract, anything else the usage and a failure; set -eu stops at the first
+// failing extract). Its `p11-kit extract --format=pem-bundle --filter=ca-anchors --overwrite
+// --purpose server-auth $DEST/pem/tls-ca-bundle.pem` writes the anchors, the system's and
+// those under /etc/pki/ca-trust/source/anchors, into that file, and fails when its directory
+// is missing (p11-kit trust/save.c p11_save_open_file: "couldn't create file").
 func updateCATrust(c *commands, args []string) ([]byte, error) {
 	argv := append([]string{"update-ca-trust"}, args...)
 	if len(args) > 1 || len(args) == 1 && args[0] != "extract" {
