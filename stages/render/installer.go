@@ -80,8 +80,9 @@ func findInstaller(opts Options, env *runEnv) (string, error) {
 
 // installerInfo is what `openshift-install version` prints (installer
 // cmd/openshift-install/version.go runVersionCmd): "<os.Args[0]> <version>", then
-// "built from commit C" when the build recorded one, "release image R", "release
-// architecture A" and, when A is multi or unknown, "default architecture D".
+// "built from commit C" when the build recorded one and "release image R"; a later
+// installer adds "release architecture A" and, when A is multi or unknown, "default
+// architecture D" (runVersionCmd at de45fedd; at 1679af70 the first three only).
 type installerInfo struct {
 	version string // pkg/version Version(): the release name oc injected, else the build's tag
 	commit  string

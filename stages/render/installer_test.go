@@ -12,8 +12,9 @@ import (
 
 // What `openshift-install version` prints, in the forms installer
 // cmd/openshift-install/version.go runVersionCmd gives: os.Args[0] as the installer was run,
-// then the optional commit line, the release image and the release architecture (plus the
-// default architecture when that is multi or unknown).
+// then the optional commit line, the release image and, from a later installer (version.go
+// at de45fedd, not at 1679af70), the release architecture (plus the default architecture
+// when that is multi or unknown).
 func TestParseInstallerVersion(t *testing.T) {
 	const (
 		injected = "built from commit 37c9f6e0a5b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5\n" +

@@ -164,7 +164,8 @@ func bootImagesYAML(version string, stream Stream) ([]byte, error) {
 // exist here. It answers `version` as the real binary does and refuses the rest:
 // openshift/installer cmd/openshift-install/version.go runVersionCmd prints the path it was
 // run by (os.Args[0], not the bare name), the version, then "built from commit", "release
-// image" and "release architecture" lines; a binary copied out of the installer image names
+// image" and, from a later installer (runVersionCmd at de45fedd), "release architecture"
+// lines; a binary copied out of the installer image names
 // the CI default release by tag (pkg/asset/releaseimage/default.go).
 func installerScript(version string) []byte {
 	return []byte(fmt.Sprintf(`#!/bin/sh
