@@ -775,7 +775,7 @@ func TestSealScript(t *testing.T) {
 //   - systemctl is-active UNIT: systemd src/systemctl/systemctl-is-active.c
 //     verb_is_active prints the state and exits 0 for active, 3 otherwise.
 //   - crictl ps -q / crictl pods -q: cri-tools cmd/crictl/container.go ListContainers and
-//     sandbox.go ListPodSandboxes print one full 64-hex ID a line, newest first (sorted by
+//     sandbox.go OutputPodSandboxes print one full 64-hex ID a line, newest first (sorted by
 //     creation time), so not in lexical order.
 //   - etcd's /health: go.etcd.io/etcd server/etcdserver/api/etcdhttp/health.go
 //     NewHealthHandler: {"health":"true","reason":""}.
