@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -109,6 +111,10 @@ func TestPathAndSelectionErrorsAreBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, cache := filepath.Join(dir, "out"), filepath.Join(dir, "cache")
+	fifo, bpLink, dirLink := filepath.Join(dir, "fifo"), filepath.Join(dir, "bp-link"), filepath.Join(dir, "dir-link")
+	if err := errors.Join(syscall.Mkfifo(fifo, 0o644), os.Symlink(bp, bpLink), os.Symlink(t.TempDir(), dirLink)); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name string
 		args []string
@@ -123,6 +129,9 @@ func TestPathAndSelectionErrorsAreBadInput(t *testing.T) {
 		{"render into a file", []string{"render", bp, "-o", file}, []string{"not a directory"}},
 		{"lock into a directory", []string{"lock", bp, "-o", dir}, []string{"-o " + dir + ": is a directory"}},
 		{"lock over its own blueprint", []string{"lock", bp, "-o", bp}, []string{"is this command's input"}},
+		{"lock onto a FIFO", []string{"lock", bp, "-o", fifo}, []string{"-o " + fifo + ": is neither a regular file nor a block device"}},
+		{"lock onto a symlink to its blueprint", []string{"lock", bp, "-o", bpLink}, []string{"-o " + bpLink + ": is this command's input"}},
+		{"lock onto a symlink to a directory", []string{"lock", bp, "-o", dirLink}, []string{"-o " + dirLink + ": is a directory"}},
 		{"iso embed into a directory", []string{"iso", "embed", file, "-i", file, "-o", dir}, []string{"-o " + dir + ": is a directory"}},
 	}
 	for _, tt := range tests {

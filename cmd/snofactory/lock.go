@@ -28,11 +28,12 @@ resolve differently.`,
 				out = blueprints.LockPath(args[0])
 			}
 			// The lock may not land on the blueprint or on any file it names.
-			if err := outputFile("-o", out, append([]string{args[0]}, bp.Resolved.Inputs()...)...); err != nil {
+			inputs := append([]string{args[0]}, bp.Resolved.Inputs()...)
+			if err := outputFile("-o", out, inputs...); err != nil {
 				return err
 			}
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-			n, err := stages.Lock(cmd.Context(), bp, out, log)
+			n, err := stages.Lock(cmd.Context(), bp, out, log, inputs...)
 			if err != nil {
 				return fmt.Errorf("resolving %s: %w", bp.Metadata.Name, err)
 			}

@@ -22,7 +22,7 @@ var rawWritesAllowed = map[rawRead]string{
 	{"pipeline/depot/depot.go", "runner.attempt", "os.OpenFile O_CREATE"}:         "a build log in --output-dir, which output.CheckDir checked",
 	{"pipeline/depot/depot.go", "writeAtomic", "os.CreateTemp"}:                   "depot.json and reports in --output-dir, which output.CheckDir checked",
 	{"pipeline/engine.go", "openWorkspace", "os.OpenFile O_CREATE"}:               "own state: a file in the cache, the build or work directory, never a path a user names",
-	{"pipeline/fsutil.go", "WriteFileAtomic", "os.CreateTemp"}:                    "the cache's and the build's own files, a rendered file, and the lock file `lock -o` names, which the command checks with output.CheckFile first",
+	{"pipeline/fsutil.go", "WriteFileAtomic", "os.CreateTemp"}:                    "the cache's and the build's own files and a rendered file in a stage's output directory; never a path a user names (`lock -o` goes through output.Write)",
 	{"pipeline/handoff.go", "Env.WriteOutput", "os.WriteFile"}:                    "own state: a file in the cache, the build or work directory, never a path a user names",
 	{"pipeline/lease.go", "Cache.flockShared", "os.OpenFile O_CREATE"}:            "own state: a file in the cache, the build or work directory, never a path a user names",
 	{"pipeline/ownedtemp.go", "ownedDir", "os.CreateTemp"}:                        "own state: a file in the cache, the build or work directory, never a path a user names",

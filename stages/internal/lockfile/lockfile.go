@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
 	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/pipeline/output"
 	"github.com/snofactory/snofactory/pipeline/strictjson"
 
 	"github.com/snofactory/snofactory/seeds/checks/smallfile"
@@ -142,6 +144,22 @@ func WriteLock(path string, l *Lock) error {
 		return fmt.Errorf("writing lock %s: %w", path, err)
 	}
 	return nil
+}
+
+// WriteOutput writes the lock to path, a file a user named (snofactory lock -o), through
+// the output rules: refused (output.IsRefused) where it is one of inputs, a directory, a
+// device, a FIFO, a read-only file; otherwise written beside itself and renamed into place.
+func WriteOutput(path string, l *Lock, inputs ...string) error {
+	b, err := l.Marshal()
+	if err != nil {
+		return fmt.Errorf("encoding lock: %w", err)
+	}
+	return output.Write(path, 0o644, func(f *os.File) error {
+		if _, err := f.Write(b); err != nil {
+			return fmt.Errorf("writing lock %s: %w", path, err)
+		}
+		return nil
+	}, inputs...)
 }
 
 // MaxLockFile bounds a lock file: digests of a release's images, a few hundred KiB.
