@@ -322,6 +322,81 @@ func TestSeedWriteDeviceRefusedBeforePull(t *testing.T) {
 	}
 }
 
+// seed pull REF DIR checks DIR by the output rules before it asks the registry anything:
+// an existing file, or a directory that is the --from seed, lies inside it or holds it (a
+// seed directory or a raw disk file), is exit 2 naming DIR, the rule and the fix, with no
+// request sent, and --from and DIR left as they were.
+func TestSeedPullDirRefusedBeforePull(t *testing.T) {
+	var requests atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		w.WriteHeader(http.StatusNotFound)
+	}))
+	t.Cleanup(srv.Close)
+	ref := strings.TrimPrefix(srv.URL, "http://") + "/seeds/demo:v1"
+	for _, tc := range []struct {
+		name string
+		// paths returns --from ("" for none) and DIR, given a seed directory.
+		paths func(t *testing.T, old string) (from, dir string)
+		want  string
+	}{
+		{"DIR is a regular file", func(t *testing.T, _ string) (string, string) {
+			f := filepath.Join(t.TempDir(), "seed.img")
+			os.WriteFile(f, []byte("keep"), 0o644)
+			return "", f
+		}, "DIR is not a directory"},
+		{"DIR is the --from seed", func(_ *testing.T, old string) (string, string) { return old, old }, "DIR is the same directory as --from"},
+		{"DIR is the --from seed through a symlink", func(t *testing.T, old string) (string, string) {
+			link := filepath.Join(t.TempDir(), "link")
+			os.Symlink(old, link)
+			return old, link
+		}, "DIR is the same directory as --from"},
+		{"DIR is inside the --from seed", func(_ *testing.T, old string) (string, string) {
+			return old, filepath.Join(old, "new")
+		}, "DIR is inside --from"},
+		{"DIR holds the --from seed", func(_ *testing.T, old string) (string, string) {
+			return old, filepath.Dir(old)
+		}, "DIR holds --from"},
+		{"DIR holds the --from raw disk", func(_ *testing.T, old string) (string, string) {
+			return filepath.Join(old, "disk.raw.zst"), old
+		}, "DIR holds --from"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			old := hostileSeed(t, nil)
+			from, dir := tc.paths(t, old)
+			watched := map[string]*fileState{dir: stateOf(t, dir)}
+			m, err := seed.ReadManifest(old)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range m.Paths(old) {
+				watched[p] = stateOf(t, p)
+			}
+			entries := listDir(filepath.Join(old, seed.ManifestFile))
+			args := []string{"seed", "pull", ref, dir}
+			if from != "" {
+				args = append(args, "--from", from)
+			}
+			requests.Store(0)
+			code, out, errOut := runMain(t, args...)
+			if code != exitBadInput || !strings.Contains(errOut, dir+": "+tc.want) || !strings.Contains(errOut, "pull into a new directory") {
+				t.Fatalf("exit %d, stderr %q; want exit 2 naming %s, %q and the fix\n%s", code, errOut, dir, tc.want, out)
+			}
+			if n := requests.Load(); n != 0 {
+				t.Errorf("%d requests sent: the registry was asked before DIR was refused", n)
+			}
+			for p, was := range watched {
+				if now := stateOf(t, p); (was == nil) != (now == nil) || was != nil && (!bytes.Equal(was.data, now.data) || was.mode != now.mode) {
+					t.Errorf("%s changed: %+v -> %+v", p, was, now)
+				}
+			}
+			if after := listDir(filepath.Join(old, seed.ManifestFile)); strings.Join(after, " ") != strings.Join(entries, " ") {
+				t.Errorf("files appeared in the --from seed or went: %v -> %v", entries, after)
+			}
+		})
+	}
+}
+
 // keys generate writes PREFIX.key and PREFIX.pub through the output rules: a key file that
 // would be the passphrase file, a character device or a path in a missing directory is
 // refused with exit 2 before a key is made; an existing key is never overwritten. A write

@@ -140,7 +140,7 @@ func TestSeedErrors(t *testing.T) {
 		{"verify corrupt", []string{"seed", "verify", broken}, 2, "disk.raw.zst: digest mismatch"},
 		{"pull missing layout", []string{"seed", "pull", "oci:" + filepath.Join(t.TempDir(), "none"), t.TempDir()}, 2, "no such OCI layout directory"},
 		{"pull missing tag", []string{"seed", "pull", "oci:" + t.TempDir() + ":none", t.TempDir()}, 1, "no manifest named"},
-		{"pull into a file", []string{"seed", "pull", "oci:" + t.TempDir() + ":v1", "/dev/null"}, 2, "/dev/null is not a directory"},
+		{"pull into a file", []string{"seed", "pull", "oci:" + t.TempDir() + ":v1", "/dev/null"}, 2, "/dev/null: DIR is not a directory; pull into a new directory"},
 		{"write without device", []string{"seed", "write", "--image", src}, 2, "--device"},
 		{"write mounted", []string{"seed", "write", "--image", src, "--device", rootDevice(t)}, 2, "is mounted at /"},
 	} {

@@ -10,6 +10,7 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/snofactory/snofactory/pipeline/badinput"
+	"github.com/snofactory/snofactory/pipeline/output"
 	"github.com/snofactory/snofactory/seeds/artifact/ociseed"
 	"github.com/snofactory/snofactory/seeds/artifact/seed"
 	"github.com/snofactory/snofactory/seeds/artifact/trust"
@@ -151,11 +152,11 @@ func (s *Seed) checkFrom() ([]ociseed.Option, error) {
 // Pull pulls the referenced seed into dir, trusted and verified; an interrupted pull
 // resumes when run again with the same dir.
 func (s *Seed) Pull(ctx context.Context, dir string) (*seed.Manifest, error) {
-	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
-		return nil, inputErrorf("%s is not a directory: pull a seed into a directory", dir)
-	}
 	opts, err := s.checkFrom()
 	if err != nil {
+		return nil, err
+	}
+	if err := s.checkPullDir(dir); err != nil {
 		return nil, err
 	}
 	ref, err := s.trusted(ctx)
@@ -163,6 +164,21 @@ func (s *Seed) Pull(ctx context.Context, dir string) (*seed.Manifest, error) {
 		return nil, err
 	}
 	return ociseed.Pull(ctx, ref, dir, opts...)
+}
+
+// checkPullDir refuses, by the output rules and before anything is fetched, a DIR the pull
+// cannot fill: an existing path that is not a directory, or a directory that is the
+// --from seed, lies inside it or holds it; the pull would replace or clean out the seed
+// whose chunks it reads while it writes DIR.
+func (s *Seed) checkPullDir(dir string) error {
+	err := output.CheckDir("DIR", dir)
+	if err == nil {
+		err = output.CheckApart(output.Named{Flag: "--from", Path: s.o.from}, output.Named{Flag: "DIR", Path: dir})
+	}
+	if err != nil {
+		return badinput.Errorf("seed pull: %w; pull into a new directory, or one holding only an earlier pull of this seed", err)
+	}
+	return nil
 }
 
 // Describe reads a referenced seed's manifest and its digest, and nothing else; a local
