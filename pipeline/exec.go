@@ -42,7 +42,8 @@ func (e *Env) Exec(ctx context.Context, cmd *exec.Cmd) error {
 	return RunTool(ctx, cmd, w)
 }
 
-// RunTool runs cmd in its own process group, killed as a group when ctx ends. Output is copied
+// RunTool runs cmd in its own process group. When ctx ends the group gets SIGTERM, then
+// SIGKILL after ToolGrace, or at once on a second Ctrl-C (Interruptible). Output is copied
 // to w (if not nil) and stderr's last lines are kept for the error.
 func RunTool(ctx context.Context, cmd *exec.Cmd, w io.Writer) error {
 	tail := NewTailBuffer(4096)
@@ -71,6 +72,7 @@ func RunTool(ctx context.Context, cmd *exec.Cmd, w io.Writer) error {
 	if err := cmd.Start(); err != nil {
 		return &ToolError{Tool: toolName(cmd), Args: cmd.Args, ExitCode: -1, Err: err}
 	}
+	defer trackTool(ctx, cmd.Process.Pid)()
 	done := make(chan struct{})
 	go func() {
 		select {
@@ -78,7 +80,7 @@ func RunTool(ctx context.Context, cmd *exec.Cmd, w io.Writer) error {
 			syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
 			select {
 			case <-done:
-			case <-time.After(5 * time.Second):
+			case <-time.After(ToolGrace):
 				syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			}
 		case <-done:

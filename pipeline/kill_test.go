@@ -37,6 +37,9 @@ func killGraph(hang bool) *Graph {
 const renderRunning = "render stage running"
 
 func TestMain(m *testing.M) {
+	if os.Getenv(toolChildEnv) != "" {
+		os.Exit(toolChild())
+	}
 	if dir := os.Getenv("PIPELINE_TEST_KILL_CHILD"); dir != "" {
 		_, err := Build(context.Background(), killGraph(true), BuildOptions{
 			Cache: &Cache{Dir: filepath.Join(dir, "cache")}, OutputDir: filepath.Join(dir, "out"),

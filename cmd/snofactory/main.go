@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -58,13 +57,12 @@ func runContext(parent context.Context, args []string, stdout, stderr io.Writer)
 			code = exitFailed
 		}
 	}()
-	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
+	// The first Ctrl-C stops the command cleanly; a second kills its tools, and it, at once.
+	ctx, stop := pipeline.Interruptible(parent, func() {
+		fmt.Fprintln(stderr, "snofactory: interrupted twice: its tools and it stopped at once")
+		os.Exit(exitInterrupted)
+	})
 	defer stop()
-	// After the first Ctrl-C the build stops cleanly; a second one kills it at once.
-	go func() {
-		<-ctx.Done()
-		stop()
-	}()
 
 	root := newRootCommand(stdout, stderr)
 	root.SetArgs(args)
