@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -19,6 +20,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/opencontainers/go-digest"
 
+	"github.com/snofactory/snofactory/seeds/artifact/diskpack"
 	"github.com/snofactory/snofactory/seeds/artifact/ociseed"
 	"github.com/snofactory/snofactory/seeds/artifact/seed"
 	"github.com/snofactory/snofactory/seeds/artifact/seed/seedtest"
@@ -245,4 +247,52 @@ func mustRef(t *testing.T, ref string) name.Reference {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// A chunked seed in a registry whose chunk index gives a chunk the id of another chunk with
+// other bytes (each blob whole and true to its digest, the index and manifests re-stored
+// under their new digests, so nothing but the ids disagree) is refused by seed pull as
+// verify and write refuse it: exit 2, naming the chunk, its id and both blobs, and DIR left
+// with no seed, no chunk and no staging in it.
+func TestSeedPullRefusesChunkIDThatDisagreesWithItsBlob(t *testing.T) {
+	ctx := t.Context()
+	r := registry.StartT(t, registry.Options{})
+	t.Setenv("REGISTRY_AUTH_FILE", filepath.Join(t.TempDir(), "auth.json"))
+	t.Setenv("DOCKER_CONFIG", t.TempDir())
+	dir := t.TempDir()
+	seedtest.Write(t, dir, seedtest.Options{RawSize: 1 << 20, Seed: 13, Formats: []string{seed.FormatChunked}})
+	layout := filepath.Join(t.TempDir(), "layout")
+	if _, err := ociseed.Push(ctx, dir, "oci:"+layout+":v1"); err != nil {
+		t.Fatal(err)
+	}
+	var x diskpack.Index
+	craftDeclaredSize(t, dir, layout, func(_ *seed.Manifest, idx *diskpack.Index) {
+		if len(idx.Chunks) < 2 || idx.Chunks[0].Blob == idx.Chunks[1].Blob {
+			t.Fatalf("the test seed needs two chunks with other bytes: %d chunks", len(idx.Chunks))
+		}
+		idx.Chunks[1].ID = idx.Chunks[0].ID
+		x = *idx
+	})
+	ref := r.Ref("seeds/ids:v1")
+	cmd := exec.CommandContext(ctx, testbin.Skopeo(t), "copy", "--insecure-policy", "--all", "--preserve-digests",
+		"--dest-tls-verify=false", "oci:"+layout+":v1", "docker://"+ref)
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("copying the crafted seed into the registry: %v\n%s", err, out)
+	}
+
+	pulled := filepath.Join(t.TempDir(), "pulled")
+	code, stdout, stderr := runMain(t, "seed", "pull", "--policy", acceptAnything(t), ref, pulled)
+	want := fmt.Sprintf("chunks[1] at offset %d: id %s disagrees with its blob: chunks[0] has the same id with blob %s",
+		x.Chunks[1].Offset, x.Chunks[0].ID, x.Chunks[0].Blob)
+	if code != exitBadInput || !strings.Contains(stderr, want) || !strings.Contains(stderr, string(x.Chunks[1].Blob)) {
+		t.Errorf("exit %d, want %d and %q naming this chunk's blob %s:\n%s%s", code, exitBadInput, want, x.Chunks[1].Blob, stdout, stderr)
+	}
+	if strings.Contains(stdout, "Pulled") || strings.Contains(stderr, "kept in") {
+		t.Errorf("the refused seed was reported pulled, or kept to resume from:\n%s%s", stdout, stderr)
+	}
+	// listTree lists DIR itself first, where the pull made it.
+	if left := listTree(t, pulled); len(left) > 1 {
+		t.Errorf("the refused pull left in DIR: %v", left[1:])
+	}
 }

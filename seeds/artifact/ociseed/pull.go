@@ -119,6 +119,14 @@ func Pull(ctx context.Context, ref, dir string, opts ...Option) (*seed.Manifest,
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", loc, err)
 	}
+	// A chunked disk's index is read and checked before anything is staged: a seed whose
+	// index is unsound (a chunk id given two blobs) leaves nothing to resume from.
+	var ix *stagedIndex
+	if rs.delta != nil {
+		if ix, err = fetchStagedIndex(ctx, src, rs.delta, m); err != nil {
+			return nil, fmt.Errorf("%s: %w", loc, err)
+		}
+	}
 	stage := filepath.Join(dir, stagingPrefix+desc.Digest.Encoded()[:16])
 	if err := prepareStaging(dir, stage); err != nil {
 		return nil, err
@@ -128,12 +136,11 @@ func Pull(ctx context.Context, ref, dir string, opts ...Option) (*seed.Manifest,
 		return nil, &PartialPullError{Err: err, Dir: stage}
 	}
 	moved := files
-	if rs.delta != nil {
-		d, _ := chunkedDisk(m)
-		if err := pullPack(ctx, src, rs.delta, d, stage, o); err != nil {
+	if ix != nil {
+		if err := pullPack(ctx, src, rs.delta, ix, stage, o); err != nil {
 			return nil, &PartialPullError{Err: err, Dir: stage}
 		}
-		moved = append(moved, fileChunks{name: d.File}, fileChunks{name: d.Index.File})
+		moved = append(moved, fileChunks{name: ix.disk.File}, fileChunks{name: ix.disk.Index.File})
 	}
 	// The seed is verified where it was staged, and its manifest goes into dir last: a pull
 	// that fails or stops leaves nothing in dir that looks like a complete seed.
@@ -162,17 +169,32 @@ func Pull(ctx context.Context, ref, dir string, opts ...Option) (*seed.Manifest,
 	return m, nil
 }
 
-// pullPack stages the chunked disk d: its index, then its pack, from the staged chunks of
-// an interrupted pull, from --from, and from the source, in that order of preference.
-func pullPack(ctx context.Context, src source, ds *deltaSeed, d seed.Disk, stage string, o options) error {
+// stagedIndex is the checked chunk index of a seed's chunked disk, as read and decoded.
+type stagedIndex struct {
+	disk seed.Disk
+	raw  []byte
+	x    *diskpack.Index
+}
+
+// fetchStagedIndex reads and checks the chunk index of the chunked disk of m.
+func fetchStagedIndex(ctx context.Context, src source, ds *deltaSeed, m *seed.Manifest) (*stagedIndex, error) {
+	d, _ := chunkedDisk(m)
 	b, x, err := ds.fetchIndex(ctx, src, d)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := writeFileAtomic(filepath.Join(stage, d.Index.File), b); err != nil {
+	return &stagedIndex{disk: d, raw: b, x: x}, nil
+}
+
+// pullPack stages the chunked disk of ix: its index, then its pack, from the staged chunks
+// of an interrupted pull, from --from, and from the source, in that order of preference.
+func pullPack(ctx context.Context, src source, ds *deltaSeed, ix *stagedIndex, stage string, o options) error {
+	d, x := ix.disk, ix.x
+	if err := writeFileAtomic(filepath.Join(stage, d.Index.File), ix.raw); err != nil {
 		return err
 	}
 	var old *diskpack.Old
+	var err error
 	switch dir := filepath.Dir(stage); {
 	case o.from != "":
 		var done func()
