@@ -2,10 +2,6 @@ package layout
 
 import (
 	"go/ast"
-	"go/parser"
-	"go/token"
-	"io/fs"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -15,7 +11,7 @@ import (
 // names. A new raw write of a user-named output (-o, --device, an archive, a key file)
 // fails TestOutputsGoThroughOneWriter: write it with output.Write (or check it with
 // output.Check, CheckAll, CheckDir first), or add it here with its reason.
-var rawWritesAllowed = map[rawRead]string{
+var rawWritesAllowed = map[rawCall]string{
 	{"pipeline/blobstore/writer.go", "Store.lockPartial", "os.OpenFile O_CREATE"}: "own state: a file in the cache, the build or work directory, never a path a user names",
 	{"pipeline/cache.go", "Cache.lock", "os.OpenFile O_CREATE"}:                   "own state: a file in the cache, the build or work directory, never a path a user names",
 	{"pipeline/depot/depot.go", "lockOutput", "os.OpenFile O_CREATE"}:             "the depot's lock in --output-dir, which output.CheckDir checked",
@@ -82,82 +78,26 @@ var rawWritesAllowed = map[rawRead]string{
 // rawWritesAllowed, both ways: a creation not listed may write a user-named output past
 // the output rules, an entry with no creation is stale.
 func TestOutputsGoThroughOneWriter(t *testing.T) {
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	found := map[rawRead]bool{}
-	fset := token.NewFileSet()
-	for _, top := range []string{"cmd", "seeds", "stages", "pipeline", "blueprints"} {
-		err := filepath.WalkDir(filepath.Join(root, top), func(p string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
-				return err
-			}
-			rel, _ := filepath.Rel(root, p)
-			if filepath.ToSlash(filepath.Dir(rel)) == "pipeline/output" {
-				return nil
-			}
-			f, err := parser.ParseFile(fset, p, nil, 0)
-			if err != nil {
-				return err
-			}
-			for _, w := range rawWrites(f) {
-				w.file = filepath.ToSlash(rel)
-				found[w] = true
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	for w := range found {
-		if _, ok := rawWritesAllowed[w]; !ok {
-			t.Errorf("%s: %s calls %s: write an output a user names with output.Write (docs/inputs.md, Outputs), or list it in rawWritesAllowed with why it is not one", w.file, w.fn, w.call)
-		}
-	}
-	for w := range rawWritesAllowed {
-		if !found[w] {
-			t.Errorf("rawWritesAllowed lists %s %s %s, which no longer creates a file: remove the entry", w.file, w.fn, w.call)
-		}
-	}
+	found := findRawCalls(t, func(rel string) bool { return strings.HasPrefix(rel, "pipeline/output/") }, rawWrite)
+	checkAllowlist(t, found, rawWritesAllowed, "rawWritesAllowed",
+		"write an output a user names with output.Write (docs/inputs.md, Outputs)", "creates a file")
 }
 
-// rawWrites lists the raw file creations of a file's functions (file left empty): os.Create,
-// os.CreateTemp, os.WriteFile, and os.OpenFile whose flags name O_CREATE.
-func rawWrites(f *ast.File) []rawRead {
-	var out []rawRead
-	for _, decl := range f.Decls {
-		fd, ok := decl.(*ast.FuncDecl)
-		if !ok {
-			continue
-		}
-		name := funcName(fd)
-		ast.Inspect(fd, func(n ast.Node) bool {
-			c, ok := n.(*ast.CallExpr)
-			if !ok {
-				return true
-			}
-			sel, ok := c.Fun.(*ast.SelectorExpr)
-			if !ok {
-				return true
-			}
-			x, ok := sel.X.(*ast.Ident)
-			if !ok || x.Name != "os" {
-				return true
-			}
-			switch call := "os." + sel.Sel.Name; call {
-			case "os.Create", "os.CreateTemp", "os.WriteFile":
-				out = append(out, rawRead{fn: name, call: call})
-			case "os.OpenFile":
-				if len(c.Args) > 1 && mentions(c.Args[1], "O_CREATE") {
-					out = append(out, rawRead{fn: name, call: call + " O_CREATE"})
-				}
-			}
-			return true
-		})
+// rawWrite names a raw file creation: os.Create, os.CreateTemp, os.WriteFile, and
+// os.OpenFile whose flags name O_CREATE.
+func rawWrite(pkg, name string, c *ast.CallExpr) (string, bool) {
+	if pkg != "os" {
+		return "", false
 	}
-	return out
+	switch call := "os." + name; call {
+	case "os.Create", "os.CreateTemp", "os.WriteFile":
+		return call, true
+	case "os.OpenFile":
+		if len(c.Args) > 1 && mentions(c.Args[1], "O_CREATE") {
+			return call + " O_CREATE", true
+		}
+	}
+	return "", false
 }
 
 // mentions tells whether expression e uses the identifier name (os.O_CREATE, unix.O_CREAT).

@@ -2,24 +2,15 @@ package layout
 
 import (
 	"go/ast"
-	"go/parser"
-	"go/token"
-	"io/fs"
-	"path/filepath"
-	"strings"
 	"testing"
 )
-
-// rawRead is one raw file read in non-test code: the file, the function (Recv.Name for a
-// method) and the call.
-type rawRead struct{ file, fn, call string }
 
 // rawReadsAllowed lists every os.ReadFile, os.Open and os.OpenFile outside the one reader
 // of small files (pipeline/smallfile) with why it is not a small file a user names. A new
 // raw read of a user's input fails TestSmallInputsGoThroughOneReader: read it with
 // smallfile.Read and a cap, or open it with smallfile.Open when it is streamed
 // (docs/inputs.md), or add it here with its reason.
-var rawReadsAllowed = map[rawRead]string{
+var rawReadsAllowed = map[rawCall]string{
 	{"pipeline/blobstore/prune.go", "removeUnheld", "os.Open"}:                              "the cache's blob store (own state)",
 	{"pipeline/blobstore/store.go", "Store.Read", "os.ReadFile"}:                            "the cache's blob store (own state)",
 	{"pipeline/blobstore/writer.go", "Store.lockPartial", "os.OpenFile"}:                    "the cache's blob store (own state)",
@@ -139,70 +130,16 @@ var rawReadsAllowed = map[rawRead]string{
 // pipeline/ and blueprints/ and checks it against rawReadsAllowed, both ways: a read not
 // listed is a user's input that bypasses smallfile.Read, an entry with no read is stale.
 func TestSmallInputsGoThroughOneReader(t *testing.T) {
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	found := map[rawRead]bool{}
-	fset := token.NewFileSet()
-	for _, top := range []string{"cmd", "seeds", "stages", "pipeline", "blueprints"} {
-		err := filepath.WalkDir(filepath.Join(root, top), func(p string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
-				return err
-			}
-			f, err := parser.ParseFile(fset, p, nil, 0)
-			if err != nil {
-				return err
-			}
-			rel, _ := filepath.Rel(root, p)
-			for _, r := range rawReads(f) {
-				r.file = filepath.ToSlash(rel)
-				found[r] = true
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	for r := range found {
-		if _, ok := rawReadsAllowed[r]; !ok {
-			t.Errorf("%s: %s calls %s: read a file a user names with smallfile.Read and a cap (docs/inputs.md), or list it in rawReadsAllowed with why it is not one", r.file, r.fn, r.call)
-		}
-	}
-	for r := range rawReadsAllowed {
-		if !found[r] {
-			t.Errorf("rawReadsAllowed lists %s %s %s, which no longer reads raw: remove the entry", r.file, r.fn, r.call)
-		}
-	}
+	found := findRawCalls(t, nil, rawRead)
+	checkAllowlist(t, found, rawReadsAllowed, "rawReadsAllowed",
+		"read a file a user names with smallfile.Read and a cap (docs/inputs.md)", "reads raw")
 }
 
-// rawReads lists the raw reads of a file's functions (file left empty).
-func rawReads(f *ast.File) []rawRead {
-	var out []rawRead
-	for _, decl := range f.Decls {
-		fd, ok := decl.(*ast.FuncDecl)
-		if !ok {
-			continue
-		}
-		name := funcName(fd)
-		ast.Inspect(fd, func(n ast.Node) bool {
-			c, ok := n.(*ast.CallExpr)
-			if !ok {
-				return true
-			}
-			sel, ok := c.Fun.(*ast.SelectorExpr)
-			if !ok {
-				return true
-			}
-			if x, ok := sel.X.(*ast.Ident); ok {
-				switch call := x.Name + "." + sel.Sel.Name; call {
-				case "os.ReadFile", "os.Open", "os.OpenFile", "ioutil.ReadFile":
-					out = append(out, rawRead{fn: name, call: call})
-				}
-			}
-			return true
-		})
+// rawRead names a raw read: os.ReadFile, os.Open, os.OpenFile, ioutil.ReadFile.
+func rawRead(pkg, name string, _ *ast.CallExpr) (string, bool) {
+	switch call := pkg + "." + name; call {
+	case "os.ReadFile", "os.Open", "os.OpenFile", "ioutil.ReadFile":
+		return call, true
 	}
-	return out
+	return "", false
 }
