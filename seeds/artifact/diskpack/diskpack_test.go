@@ -364,63 +364,62 @@ type failingWriter struct{}
 
 func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
 
-// WriteTo returns only after every chunk decoder it started has finished: the caller
-// closes the shared zstd decoder next, and a decoder still running then panics.
-func TestWriteToWaitsForItsDecoders(t *testing.T) {
+// whileReadsHeld packs 8 MiB of content(seed) and, in a synctest bubble, reads it through a
+// gatedPack: start begins what is tested on the reader (in a goroutine of its own) and
+// returns where its result comes. Once every goroutine is blocked (the reads of all but
+// the first chunk are held) it must not have returned; the reads are then released, and
+// its result is returned once the reader is closed.
+func whileReadsHeld(t *testing.T, seed uint64, what string, start func(t *testing.T, r *Reader) <-chan error) error {
 	const size = 8 << 20
-	f := sparseFile(t, size, map[int64][]byte{0: content(size, 3)})
+	f := sparseFile(t, size, map[int64][]byte{0: content(size, seed)})
 	x, p := pack(t, f, size, small)
+	var result error
 	synctest.Test(t, func(t *testing.T) {
 		g := &gatedPack{r: bytes.NewReader(p), release: make(chan struct{})}
 		r, err := NewReader(g, x, "pack")
 		if err != nil {
 			t.Fatal(err)
 		}
+		returned := start(t, r)
+		synctest.Wait()
+		select {
+		case err := <-returned:
+			t.Fatalf("%s returned (%v) while %d chunk reads were still held", what, err, g.held.Load())
+		default:
+		}
+		close(g.release)
+		result = <-returned
+		r.Close()
+	})
+	return result
+}
+
+// WriteTo returns only after every chunk decoder it started has finished: the caller
+// closes the shared zstd decoder next, and a decoder still running then panics.
+func TestWriteToWaitsForItsDecoders(t *testing.T) {
+	err := whileReadsHeld(t, 3, "WriteTo", func(_ *testing.T, r *Reader) <-chan error {
 		returned := make(chan error, 1)
 		go func() {
 			_, err := r.WriteTo(context.Background(), failingWriter{})
 			returned <- err
 		}()
-		synctest.Wait() // the writer has failed; later chunks' reads are held
-		select {
-		case err := <-returned:
-			t.Fatalf("WriteTo returned (%v) while %d chunk reads were still held", err, g.held.Load())
-		default:
-		}
-		close(g.release)
-		if err := <-returned; err == nil || !strings.Contains(err.Error(), "disk full") {
-			t.Errorf("WriteTo = %v, want the writer's error", err)
-		}
-		r.Close()
+		return returned
 	})
+	if err == nil || !strings.Contains(err.Error(), "disk full") {
+		t.Errorf("WriteTo = %v, want the writer's error", err)
+	}
 }
 
 // Closing a stream part-way returns only once its chunk decoders have finished, so that
 // closing the reader right after is safe.
 func TestStreamCloseWaitsForItsDecoders(t *testing.T) {
-	const size = 8 << 20
-	f := sparseFile(t, size, map[int64][]byte{0: content(size, 4)})
-	x, p := pack(t, f, size, small)
-	synctest.Test(t, func(t *testing.T) {
-		g := &gatedPack{r: bytes.NewReader(p), release: make(chan struct{})}
-		r, err := NewReader(g, x, "pack")
-		if err != nil {
-			t.Fatal(err)
-		}
+	whileReadsHeld(t, 4, "Close", func(t *testing.T, r *Reader) <-chan error {
 		s := r.Stream(context.Background())
 		if _, err := io.ReadFull(s, make([]byte, 1)); err != nil {
 			t.Fatal(err)
 		}
 		closed := make(chan error, 1)
 		go func() { closed <- s.Close() }()
-		synctest.Wait() // later chunks' reads are held
-		select {
-		case <-closed:
-			t.Fatalf("Close returned while %d chunk reads were still held", g.held.Load())
-		default:
-		}
-		close(g.release)
-		<-closed
-		r.Close()
+		return closed
 	})
 }
