@@ -48,7 +48,7 @@ func (c *Cluster) startControlPlane(ctx context.Context) error {
 	url := fmt.Sprintf("https://%s:%d", NodeIP, c.apiPort)
 	// The node has no name the machine's DNS knows: the apiserver reaches the kubelet by its
 	// InternalIP, and advertises the bridge address as the kubernetes Service's endpoint.
-	if err := c.add(startProc(c.Dir, "kube-apiserver", filepath.Join(c.bins.node, "kube-apiserver"), nil,
+	if err := c.add(startProc(c.Dir, "kube-apiserver", c.bins.apiserver, nil,
 		"--etcd-servers", etcdURL, "--bind-address", NodeIP, "--advertise-address", NodeIP,
 		"--secure-port", fmt.Sprint(c.apiPort), "--kubelet-preferred-address-types", "InternalIP",
 		"--tls-cert-file", c.path("serving.crt"), "--tls-private-key-file", c.path("serving.key"), "--client-ca-file", c.path("ca.crt"),

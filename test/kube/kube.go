@@ -56,7 +56,7 @@ type Cluster struct {
 }
 
 type binaries struct {
-	node, tekton                                    string // build/kube/node and its tekton/
+	apiserver, node, tekton                         string // build/kube's apiserver, build/kube/node and its tekton/
 	etcd, containerd, ctr, runc, shim, cni, busybox string
 }
 
@@ -84,13 +84,17 @@ func findBinaries() (binaries, error) {
 		return binaries{}, err
 	}
 	b := binaries{node: filepath.Join(root, "build", "kube", "node"), cni: "/usr/lib/cni"}
-	b.tekton = filepath.Join(b.node, "tekton")
+	// test/kubeapi/build.sh's apiserver, which reports its version (Tekton checks it).
+	b.apiserver, b.tekton = filepath.Join(root, "build", "kube", "kube-apiserver"), filepath.Join(b.node, "tekton")
 	var missing []string
-	for _, f := range []string{"stamp", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kubectl",
+	for _, f := range []string{"stamp", "kube-controller-manager", "kube-scheduler", "kubelet",
 		"tekton/controller", "tekton/entrypoint", "tekton/nop", "tekton/workingdirinit", "tekton/crds", "tekton/config"} {
 		if _, err := os.Stat(filepath.Join(b.node, f)); err != nil {
 			missing = append(missing, filepath.Join(b.node, f))
 		}
+	}
+	if _, err := os.Stat(b.apiserver); err != nil {
+		missing = append(missing, b.apiserver)
 	}
 	for _, f := range []string{"bridge", "host-local", "loopback"} {
 		if _, err := os.Stat(filepath.Join(b.cni, f)); err != nil {
