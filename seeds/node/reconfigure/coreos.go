@@ -22,7 +22,7 @@ const (
 // coreosSteps apply the site config with what busybox provides (ip, udhcpc, hostname).
 func (r *run) coreosSteps(_ *siteconfig.SiteConfig) []step {
 	return []step{
-		{steps.Step{Name: "network", Detail: "busybox ip on each interface and route"}, r.coreosNetwork},
+		{steps.Step{Name: "network", Detail: "NetworkManager keyfiles for the whole nmstate document where NetworkManager runs (" + NMConnectionsDir + "), else busybox ip on each interface and route"}, r.coreosNetwork},
 		{steps.Step{Name: "hostname", Changes: []string{"/etc/hostname"}}, r.coreosHostname},
 		{steps.Step{Name: "dns", Changes: []string{"/etc/resolv.conf"}}, r.applyDNS},
 		{steps.Step{Name: "ntp"}, func(_ context.Context, sc *siteconfig.SiteConfig) (map[string]string, error) {
@@ -50,11 +50,17 @@ func (r *run) coreosNetwork(ctx context.Context, sc *siteconfig.SiteConfig) (map
 	if n == nil || len(n.Interfaces) == 0 {
 		return map[string]string{"applied": "nothing: the site config has no interfaces"}, nil
 	}
-	// busybox ip cannot make a bond, and the conformance OS has no NetworkManager: refused
-	// before anything changes.
+	if nm, err := r.hasNetworkManager(ctx); err != nil || nm {
+		if err != nil {
+			return nil, err
+		}
+		return r.nmNetwork(ctx, n)
+	}
+	// busybox ip cannot make a bond, and this node has no NetworkManager: refused before
+	// anything changes.
 	for _, iface := range n.Interfaces {
 		if iface.Type != "ethernet" {
-			return nil, fmt.Errorf("interface %s is a %s: the conformance OS configures ethernet interfaces with busybox ip only; bonds and VLANs need a node with NetworkManager (OpenShift)", iface.Name, iface.Type)
+			return nil, fmt.Errorf("interface %s is a %s: the conformance OS configures ethernet interfaces with busybox ip only; bonds and VLANs need a node with NetworkManager (OpenShift, or the systemd conformance OS)", iface.Name, iface.Type)
 		}
 	}
 	for _, iface := range n.Interfaces {
@@ -71,21 +77,10 @@ func (r *run) coreosNetwork(ctx context.Context, sc *siteconfig.SiteConfig) (map
 			routes = append(routes, rt.Destination+"->"+rt.NextHopAddress)
 		}
 	}
-	d := map[string]string{}
-	var names []string
-	for _, iface := range n.Interfaces {
-		names = append(names, iface.Name)
-		if iface.State == "down" {
-			d["address."+iface.Name] = "down"
-			continue
-		}
-		out, err := r.cmd(ctx, "ip", "-o", "addr", "show", "dev", iface.Name)
-		if err != nil {
-			return nil, fmt.Errorf("reading the addresses of %s: %w", iface.Name, err)
-		}
-		d["address."+iface.Name] = strings.Join(globalAddresses(out), ",")
+	d, err := r.addressReport(ctx, n)
+	if err != nil {
+		return nil, err
 	}
-	d["interfaces"] = strings.Join(names, ",")
 	if len(routes) > 0 {
 		d["routes"] = strings.Join(routes, ",")
 	}

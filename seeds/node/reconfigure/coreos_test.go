@@ -265,7 +265,8 @@ func TestCoreOSRefusesBondsFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmds := &commands{outputs: map[string]string{}}
-	r := &run{o: Options{Run: cmds.run}}
+	// A root without NetworkManager's keyfile directory: the busybox conformance OS.
+	r := &run{o: Options{Root: t.TempDir(), Run: cmds.run}}
 	if _, err := r.coreosNetwork(context.Background(), sc); err == nil || !strings.Contains(err.Error(), "interface bond0 is a bond") {
 		t.Errorf("err %v, want the bond refused", err)
 	}
