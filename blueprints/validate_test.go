@@ -237,6 +237,11 @@ func TestValidationRules(t *testing.T) {
 		{"butane fcos on openshift", openshift("") + "  butane:\n    - inline: \"variant: fcos\\nversion: 1.4.0\\n\"\n", "spec.butane[0].inline", "cannot configure an OpenShift node"},
 		{"push without tag", coreos("  outputs:\n    push: registry.example:5000/seeds/x\n"), "spec.outputs.push", "needs a tag"},
 		{"replicas not an integer", openshift("    compute:\n      replicas: none\n"), "spec.openshift.compute.replicas", "expected an integer"},
+		{"proxy without a URL", openshift("    proxy:\n      noProxy: .example.com\n"), "spec.openshift.proxy", "must include httpProxy or httpsProxy"},
+		{"proxy https for http", openshift("    proxy:\n      httpProxy: https://proxy.example.com:3128\n"), "spec.openshift.proxy.httpProxy", `scheme "https" is not supported: http`},
+		{"proxy noProxy wildcard", openshift("    proxy:\n      httpProxy: http://p:3128\n      noProxy: '*.example.com'\n"), "spec.openshift.proxy.noProxy", `entry 0 "*.example.com"`},
+		{"proxy credentials", openshift("    proxy:\n      httpsProxy: http://user:" + fakeSecret + "@p:3128\n"), "spec.openshift.proxy.httpsProxy", `"http://<credentials>@p:3128" carries credentials`},
+		{"proxy unknown key", openshift("    proxy:\n      http_proxy: http://p:3128\n"), "spec.openshift.proxy.http_proxy", "unknown field"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -277,6 +282,7 @@ func TestAccepted(t *testing.T) {
 		"openshift fragment":        openshift("") + "  butane:\n    - inline: |\n        variant: openshift\n        version: 4.16.0\n        metadata:\n          name: 99-x\n          labels:\n            machineconfiguration.openshift.io/role: master\n",
 		"fcos fragment file":        coreos("  butane:\n    - file: frag.bu\n"),
 		"extra manifests":           openshift("    extraManifests: manifests\n"),
+		"factory proxy":             openshift("    proxy:\n      httpProxy: http://proxy.factory.example.com:3128\n      httpsProxy: https://10.0.0.9:3129\n      noProxy: .factory.example.com,10.0.0.0/8,fd00::/64\n"),
 		"labels with prefix":        strings.Replace(coreos(""), "  name: test\n", "  name: test\n  labels:\n    ran.openshift.io/wave: \"10\"\n    empty: \"\"\n", 1),
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -329,6 +329,9 @@ func renderOptions(bp *v1alpha1.Blueprint) render.Options {
 		ReleaseImage:     osh.ReleaseImage,
 		FIPS:             osh.FIPS,
 	}
+	if p := osh.Proxy; p != nil {
+		c.Proxy = &render.Proxy{HTTPProxy: p.HTTPProxy, HTTPSProxy: p.HTTPSProxy, NoProxy: p.NoProxy}
+	}
 	for _, n := range osh.MachineNetwork {
 		c.MachineNetwork = append(c.MachineNetwork, n.CIDR)
 	}

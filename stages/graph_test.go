@@ -16,6 +16,7 @@ import (
 	"github.com/snofactory/snofactory/stages/install"
 	"github.com/snofactory/snofactory/stages/liveiso"
 	"github.com/snofactory/snofactory/stages/precache"
+	"github.com/snofactory/snofactory/stages/render"
 	"github.com/snofactory/snofactory/stages/seal"
 )
 
@@ -97,10 +98,16 @@ func TestRenderOptionsOpenShift(t *testing.T) {
         hostPrefix: 64
     serviceNetwork: [172.30.0.0/16, fd02::/112]
     fips: true
+    proxy:
+      httpProxy: http://proxy.factory.example:3128
+      noProxy: .factory.example
 `)
 	o := renderOptions(bp)
 	if !o.OpenShift.FIPS {
 		t.Error("the blueprint's fips did not reach render")
+	}
+	if p := o.OpenShift.Proxy; p == nil || *p != (render.Proxy{HTTPProxy: "http://proxy.factory.example:3128", NoProxy: ".factory.example"}) {
+		t.Errorf("the blueprint's proxy reached render as %+v", p)
 	}
 	if o.OpenShift.Version != "" || !o.FromResolve {
 		t.Errorf("version %q, from resolve %v", o.OpenShift.Version, o.FromResolve)

@@ -153,6 +153,25 @@ type OpenShift struct {
 	// serves only sites whose install-config asks for FIPS too: recert cannot change the
 	// mode. The conformance OS has no FIPS mode. Default: false.
 	FIPS bool `json:"fips,omitempty" yaml:"fips,omitempty"`
+	// Cluster-wide proxy of the factory cluster (install-config proxy). A seed built with
+	// one records it and serves only sites that give a proxy (recert replaces its URLs with
+	// the site's); a seed built without one serves only sites without. Validated as the
+	// installer validates it. Default: none.
+	Proxy *Proxy `json:"proxy,omitempty" yaml:"proxy,omitempty"`
+}
+
+// Proxy is the cluster-wide proxy, the installer's types.Proxy field for field. At least
+// one of httpProxy and httpsProxy.
+type Proxy struct {
+	// URL of the proxy for HTTP requests, scheme http, without credentials (a blueprint is
+	// not a secret). Example: http://proxy.factory.example.com:3128.
+	HTTPProxy string `json:"httpProxy,omitempty" yaml:"httpProxy,omitempty"`
+	// URL of the proxy for HTTPS requests, scheme http or https, without credentials.
+	HTTPSProxy string `json:"httpsProxy,omitempty" yaml:"httpsProxy,omitempty"`
+	// Comma-separated domains (a leading dot matches subdomains), IP addresses and CIDRs
+	// reached without the proxy, or "*" for none. The cluster adds its own networks and
+	// names. Example: .factory.example.com,10.0.0.0/8.
+	NoProxy string `json:"noProxy,omitempty" yaml:"noProxy,omitempty"`
 }
 
 // ClusterNetwork is one pod network.

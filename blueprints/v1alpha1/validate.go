@@ -274,6 +274,7 @@ func (b *Blueprint) validateOpenShift(c *checker) {
 		c.dir(p+".extraManifests", b.Resolved.ExtraManifests)
 	}
 	validateOperators(c, o.Operators)
+	validateProxy(c, o.Proxy)
 	if r := o.ControlPlane.Replicas; r != nil && *r != 1 {
 		c.Add(p+".controlPlane.replicas", fmt.Sprintf("must be 1, got %d", *r), "a seed is a single-node cluster")
 	}
@@ -811,4 +812,21 @@ func (c *checker) knownCheck(path, id string) {
 		hint = fmt.Sprintf("did you mean %q?", near)
 	}
 	c.Add(path, fmt.Sprintf("unknown check %q", suggest.Clip(id)), hint)
+}
+
+// validateProxy holds the factory proxy to the site's rule (seeds/checks Report.Proxy, the
+// installer's validateProxy) and refuses credentials in its URLs: the blueprint is hashed
+// into cache keys and printed in plans, and the site gives its own proxy anyway.
+func validateProxy(c *checker, p *Proxy) {
+	if p == nil {
+		return
+	}
+	const path = "spec.openshift.proxy"
+	c.Report.Proxy(path, p.HTTPProxy, p.HTTPSProxy, p.NoProxy)
+	for _, u := range []struct{ field, v string }{{"httpProxy", p.HTTPProxy}, {"httpsProxy", p.HTTPSProxy}} {
+		if checks.RedactURL(u.v) != u.v {
+			c.Add(path+"."+u.field, fmt.Sprintf("%q carries credentials", checks.RedactURL(u.v)),
+				"a blueprint is not a secret: use a factory proxy that needs none (the site config gives the site's proxy, credentials and all)")
+		}
+	}
 }

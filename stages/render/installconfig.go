@@ -27,6 +27,9 @@ type InstallConfig struct {
 	SSHKey                string              `yaml:"sshKey,omitempty" json:"sshKey,omitempty"`
 	// FIPS is the installer's types.InstallConfig FIPS: the cluster runs in FIPS mode.
 	FIPS bool `yaml:"fips,omitempty" json:"fips,omitempty"`
+	// Proxy is the installer's types.InstallConfig Proxy: the cluster-wide proxy, which the
+	// installer turns into the Proxy config CR (pkg/asset/manifests/proxy.go).
+	Proxy *Proxy `yaml:"proxy,omitempty" json:"proxy,omitempty"`
 }
 
 // ObjectMeta holds the cluster name.
@@ -119,6 +122,7 @@ func installConfig(c *OpenShift, pullSecret, sshKey string) InstallConfig {
 		PullSecret:       pullSecret,
 		SSHKey:           sshKey,
 		FIPS:             c.FIPS,
+		Proxy:            c.Proxy,
 	}
 	cluster := c.ClusterNetwork
 	if len(cluster) == 0 {

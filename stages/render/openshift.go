@@ -233,9 +233,9 @@ type ignitionFiles struct {
 }
 
 // clusterReport is what the install-config fixes for good that a site must match: the
-// machine networks (their IP families) and FIPS mode.
+// machine networks (their IP families), FIPS mode and whether it has a proxy.
 func clusterReport(ic InstallConfig) *ClusterReport {
-	r := &ClusterReport{FIPS: ic.FIPS}
+	r := &ClusterReport{FIPS: ic.FIPS, Proxy: ic.Proxy != nil}
 	for _, n := range ic.Networking.MachineNetwork {
 		r.MachineNetwork = append(r.MachineNetwork, n.CIDR)
 	}

@@ -101,6 +101,37 @@ func TestInstallConfigFIPS(t *testing.T) {
 	}
 }
 
+// A blueprint's proxy is the installer's types.Proxy in the file, under the installer's
+// keys, and what render hands the seal; without one the key is absent.
+func TestInstallConfigProxy(t *testing.T) {
+	p := &Proxy{HTTPProxy: "http://proxy.factory.example:3128", HTTPSProxy: "https://10.0.0.9:3129", NoProxy: ".factory.example,10.0.0.0/8"}
+	for _, proxy := range []*Proxy{nil, p} {
+		c := goodCluster()
+		c.Proxy = proxy
+		raw, err := marshalYAML(installConfig(c, redacted, redacted))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc struct {
+			Proxy map[string]string `yaml:"proxy"`
+		}
+		if err := yaml.Unmarshal(raw, &doc); err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]string(nil)
+		if proxy != nil {
+			want = map[string]string{"httpProxy": p.HTTPProxy, "httpsProxy": p.HTTPSProxy, "noProxy": p.NoProxy}
+		}
+		if !reflect.DeepEqual(doc.Proxy, want) {
+			t.Errorf("install-config proxy %v, want %v\n%s", doc.Proxy, want, raw)
+		}
+		rec := record(&Report{Target: oskind.OpenShift, Cluster: clusterReport(installConfig(c, "", ""))})
+		if rec.Proxy != (proxy != nil) {
+			t.Errorf("proxy %v: render hands the seal proxy %v", proxy != nil, rec.Proxy)
+		}
+	}
+}
+
 func TestInstallConfigClusterNetworks(t *testing.T) {
 	for _, tc := range []struct {
 		name string

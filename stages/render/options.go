@@ -86,6 +86,16 @@ type OpenShift struct {
 	// ContainerStorage, when set, is a separate /var/lib/containers partition on
 	// InstallationDisk.
 	ContainerStorage *ContainerStorage `json:"containerStorage,omitempty"`
+	// Proxy is the cluster-wide proxy (install-config proxy); nil: none.
+	Proxy *Proxy `json:"proxy,omitempty"`
+}
+
+// Proxy is the installer's types.Proxy (pkg/types/installconfig.go): the factory cluster's
+// proxy, which recert replaces with the site's.
+type Proxy struct {
+	HTTPProxy  string `yaml:"httpProxy,omitempty" json:"httpProxy,omitempty"`
+	HTTPSProxy string `yaml:"httpsProxy,omitempty" json:"httpsProxy,omitempty"`
+	NoProxy    string `yaml:"noProxy,omitempty" json:"noProxy,omitempty"`
 }
 
 // ClusterNetwork is one pod network: each node gets a /HostPrefix subnet of CIDR.

@@ -78,4 +78,6 @@ type ClusterReport struct {
 	MachineNetwork []string `json:"machineNetwork"`
 	// FIPS is the install-config's fips.
 	FIPS bool `json:"fips,omitempty"`
+	// Proxy: the install-config has a proxy.
+	Proxy bool `json:"proxy,omitempty"`
 }

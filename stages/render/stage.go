@@ -167,7 +167,7 @@ func record(rep *Report) handoff.Render {
 		rec.RelocationMachineConfigs = rep.Relocation.MachineConfigs
 	}
 	if rep.Cluster != nil {
-		rec.MachineNetwork, rec.FIPS = rep.Cluster.MachineNetwork, rep.Cluster.FIPS
+		rec.MachineNetwork, rec.FIPS, rec.Proxy = rep.Cluster.MachineNetwork, rep.Cluster.FIPS, rep.Cluster.Proxy
 	}
 	if rep.ContainerStorage != nil {
 		rec.ContainerStorageLabel = rep.ContainerStorage.Label

@@ -22,6 +22,8 @@ import (
 	"github.com/snofactory/snofactory/seeds/contract/oskind"
 	"github.com/snofactory/snofactory/seeds/contract/seedfit"
 	"github.com/snofactory/snofactory/seeds/contract/wire"
+	"github.com/snofactory/snofactory/seeds/site/fit"
+	"github.com/snofactory/snofactory/seeds/site/siteconfig"
 	"github.com/snofactory/snofactory/stages/internal/handoff"
 	"github.com/snofactory/snofactory/stages/internal/lockfile"
 	"github.com/snofactory/snofactory/test/check"
@@ -167,6 +169,7 @@ func TestSealRequestImages(t *testing.T) {
 // The seed's record of what a site must match comes from the rendered install-config and
 // the locked release, and the node's sealed request keeps the same record.
 func TestSiteFit(t *testing.T) {
+	yes, no := true, false
 	for _, tc := range []struct {
 		name    string
 		render  handoff.Render
@@ -174,16 +177,19 @@ func TestSiteFit(t *testing.T) {
 		want    seedfit.Record
 		wantErr string
 	}{
-		{"conformance OS", handoff.Render{}, lockfile.LockedRelease{}, seedfit.Record{Version: 1}, ""},
-		{"single-stack IPv4", handoff.Render{MachineNetwork: []string{"192.168.127.0/24"}},
+		{"conformance OS: no proxy to compare", handoff.Render{Target: oskind.CoreOS}, lockfile.LockedRelease{}, seedfit.Record{Version: 2}, ""},
+		{"single-stack IPv4", handoff.Render{Target: oskind.OpenShift, MachineNetwork: []string{"192.168.127.0/24"}},
 			lockfile.LockedRelease{Ref: "quay.io/openshift-release-dev/ocp-release:4.18.3-x86_64", Version: "4.18.3"},
-			seedfit.Record{Version: 1, IPFamilies: []string{"ipv4"}, ReleaseVersion: "4.18.3", ReleaseRegistry: "quay.io"}, ""},
-		{"dual-stack IPv6 first, FIPS", handoff.Render{MachineNetwork: []string{"fd00:127::/64", "192.168.127.0/24"}, FIPS: true},
+			seedfit.Record{Version: 2, IPFamilies: []string{"ipv4"}, ReleaseVersion: "4.18.3", ReleaseRegistry: "quay.io", Proxy: &no}, ""},
+		{"dual-stack IPv6 first, FIPS", handoff.Render{Target: oskind.OpenShift, MachineNetwork: []string{"fd00:127::/64", "192.168.127.0/24"}, FIPS: true},
 			lockfile.LockedRelease{Ref: "depot.example:5000/ocp/release@sha256:aa", Version: "4.18.3"},
-			seedfit.Record{Version: 1, IPFamilies: []string{"ipv4", "ipv6"}, FIPS: true, ReleaseVersion: "4.18.3", ReleaseRegistry: "depot.example:5000"}, ""},
-		{"a separate container-storage partition", handoff.Render{MachineNetwork: []string{"192.168.127.0/24"}, ContainerStorageLabel: "var-lib-containers"},
+			seedfit.Record{Version: 2, IPFamilies: []string{"ipv4", "ipv6"}, FIPS: true, ReleaseVersion: "4.18.3", ReleaseRegistry: "depot.example:5000", Proxy: &no}, ""},
+		{"a separate container-storage partition", handoff.Render{Target: oskind.OpenShift, MachineNetwork: []string{"192.168.127.0/24"}, ContainerStorageLabel: "var-lib-containers"},
 			lockfile.LockedRelease{},
-			seedfit.Record{Version: 1, IPFamilies: []string{"ipv4"}, ContainerStorageLabel: "var-lib-containers"}, ""},
+			seedfit.Record{Version: 2, IPFamilies: []string{"ipv4"}, ContainerStorageLabel: "var-lib-containers", Proxy: &no}, ""},
+		{"behind a proxy", handoff.Render{Target: oskind.OpenShift, MachineNetwork: []string{"192.168.127.0/24"}, Proxy: true},
+			lockfile.LockedRelease{Version: "4.18.3"},
+			seedfit.Record{Version: 2, IPFamilies: []string{"ipv4"}, ReleaseVersion: "4.18.3", Proxy: &yes}, ""},
 		{"a network that is no CIDR", handoff.Render{MachineNetwork: []string{"192.168.127.0"}}, lockfile.LockedRelease{}, seedfit.Record{}, "machine network"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -195,5 +201,36 @@ func TestSiteFit(t *testing.T) {
 				t.Errorf("record = %+v, want %+v", *got, tc.want)
 			}
 		})
+	}
+}
+
+// A seed whose install-config had a proxy serves a site with a proxy and refuses one
+// without; a seed without, the reverse; a conformance seed, both.
+func TestProxySeedFit(t *testing.T) {
+	withProxy := &siteconfig.SiteConfig{Spec: siteconfig.Spec{Hostname: "edge", Proxy: &siteconfig.Proxy{HTTPProxy: "http://proxy.site.example:3128"}}}
+	without := &siteconfig.SiteConfig{Spec: siteconfig.Spec{Hostname: "edge"}}
+	for _, tc := range []struct {
+		name            string
+		render          handoff.Render
+		serves, refuses []*siteconfig.SiteConfig
+	}{
+		{"openshift behind a proxy", handoff.Render{Target: oskind.OpenShift, Proxy: true}, []*siteconfig.SiteConfig{withProxy}, []*siteconfig.SiteConfig{without}},
+		{"openshift without", handoff.Render{Target: oskind.OpenShift}, []*siteconfig.SiteConfig{without}, []*siteconfig.SiteConfig{withProxy}},
+		{"conformance OS", handoff.Render{Target: oskind.CoreOS}, []*siteconfig.SiteConfig{withProxy, without}, nil},
+	} {
+		rec, err := siteFit(tc.render, lockfile.LockedRelease{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, sc := range tc.serves {
+			if err := fit.Check(rec, sc); err != nil {
+				t.Errorf("%s: refused a site (proxy %v): %v", tc.name, sc.HasProxy(), err)
+			}
+		}
+		for _, sc := range tc.refuses {
+			if err := fit.Check(rec, sc); err == nil || !strings.Contains(err.Error(), "spec.proxy") {
+				t.Errorf("%s: site (proxy %v): %v, want a spec.proxy refusal", tc.name, sc.HasProxy(), err)
+			}
+		}
 	}
 }

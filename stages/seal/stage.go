@@ -225,9 +225,10 @@ func manifest(ctx context.Context, opts Options, in inputs) (*seed.Manifest, err
 
 // siteFit is what a site must match, from what render put in the install-config and the
 // release resolve locked: what lifecycle-agent's seed cluster info records for its checks
-// (lca-cli/seedclusterinfo/seedclusterinfo.go SeedClusterInfo). No proxy: a blueprint has
-// none. The container-storage label is the separate /var/lib/containers partition's, if
-// the blueprint asked for one (container_storage_mountpoint_target).
+// (lca-cli/seedclusterinfo/seedclusterinfo.go SeedClusterInfo). The proxy is recorded for
+// an OpenShift seed only: the conformance OS has no cluster-wide proxy to compare. The
+// container-storage label is the separate /var/lib/containers partition's, if the
+// blueprint asked for one (container_storage_mountpoint_target).
 func siteFit(r handoff.Render, release lockfile.LockedRelease) (*seedfit.Record, error) {
 	fams, err := seedfit.Families(r.MachineNetwork)
 	if err != nil {
@@ -235,6 +236,10 @@ func siteFit(r handoff.Render, release lockfile.LockedRelease) (*seedfit.Record,
 	}
 	rec := &seedfit.Record{Version: seedfit.Version, IPFamilies: fams, FIPS: r.FIPS, ReleaseVersion: release.Version,
 		ContainerStorageLabel: r.ContainerStorageLabel}
+	if r.Target == oskind.OpenShift {
+		proxy := r.Proxy
+		rec.Proxy = &proxy
+	}
 	if release.Ref != "" {
 		// lifecycle-agent's release_registry: the host part of the release pull spec
 		// (utils/client_helper.go ExtractRegistryFromImage).

@@ -14,8 +14,13 @@ import (
 	"strings"
 )
 
-// Version is the record format this package writes and reads.
-const Version = 1
+// Version is the record format this package writes. It reads Version1 too: there proxy
+// is always given, false for the conformance OS, which has no cluster-wide proxy; from
+// version 2 it is absent for a seed that is no cluster.
+const (
+	Version  = 2
+	Version1 = 1
+)
 
 // IP families, as the record names them.
 const (
@@ -26,9 +31,10 @@ const (
 // Record is what a site must match for the seed to serve it.
 type Record struct {
 	// Version of this record; readers refuse versions they do not know.
-	Version int `json:"version" jsonschema:"required,enum=1"`
-	// Proxy: the factory cluster was installed with a cluster-wide proxy (has_proxy).
-	Proxy bool `json:"proxy"`
+	Version int `json:"version" jsonschema:"required,enum=1,enum=2"`
+	// Proxy: the factory cluster was installed with a cluster-wide proxy (has_proxy);
+	// absent for the conformance OS, which has none to compare (see Version).
+	Proxy *bool `json:"proxy,omitempty"`
 	// IPFamilies of the factory's machine network, IPv4 first: one for a single-stack
 	// cluster, two for dual-stack; none recorded for the conformance OS, which any site fits.
 	IPFamilies []string `json:"ipFamilies,omitempty" jsonschema:"maxItems=2"`
@@ -90,8 +96,8 @@ func Describe(families []string) string {
 // Validate reports every problem of r at once.
 func (r *Record) Validate() error {
 	var errs []error
-	if r.Version != Version {
-		errs = append(errs, fmt.Errorf("version: %d is not %d", r.Version, Version))
+	if r.Version != Version && r.Version != Version1 {
+		errs = append(errs, fmt.Errorf("version: %d is not %d or %d", r.Version, Version1, Version))
 	}
 	for i, f := range r.IPFamilies {
 		if f != IPv4 && f != IPv6 || slices.Index(r.IPFamilies, f) != i {
@@ -104,6 +110,16 @@ func (r *Record) Validate() error {
 	return errors.Join(errs...)
 }
 
+// HasProxy is the seed's cluster-wide proxy and whether a site's is compared with it at
+// all: not for a seed that is no cluster (proxy absent from version 2 on); a version 1
+// record without proxy reads as false, as that version's readers took it.
+func (r *Record) HasProxy() (proxy, applies bool) {
+	if r.Proxy == nil {
+		return false, r.Version == Version1
+	}
+	return *r.Proxy, true
+}
+
 // Summary is the record on one line for a person: "single-stack IPv4, FIPS, no proxy,
 // release 4.18.3 from quay.io".
 func (r *Record) Summary() string {
@@ -111,7 +127,10 @@ func (r *Record) Summary() string {
 	if len(r.IPFamilies) > 0 {
 		parts[0] = Describe(r.IPFamilies)
 	}
-	parts = append(parts, map[bool]string{true: "FIPS", false: "no FIPS"}[r.FIPS], map[bool]string{true: "proxy", false: "no proxy"}[r.Proxy])
+	parts = append(parts, map[bool]string{true: "FIPS", false: "no FIPS"}[r.FIPS])
+	if proxy, applies := r.HasProxy(); applies {
+		parts = append(parts, map[bool]string{true: "proxy", false: "no proxy"}[proxy])
+	}
 	if r.ContainerStorageLabel != "" {
 		parts = append(parts, "container storage on "+r.ContainerStorageLabel)
 	}

@@ -29,7 +29,7 @@ func TestSealRequestRoundTrip(t *testing.T) {
 		"version":       `{"version":2,"target":"coreos"}`,
 		"target":        `{"version":1,"target":"windows"}`,
 		"zeros":         "\x00\x00",
-		"fit version":   `{"version":1,"target":"coreos","fit":{"version":2,"proxy":false,"fips":false}}`,
+		"fit version":   `{"version":1,"target":"coreos","fit":{"version":3,"proxy":false,"fips":false}}`,
 		"fit family":    `{"version":1,"target":"coreos","fit":{"version":1,"proxy":false,"fips":false,"ipFamilies":["ipv5"]}}`,
 	} {
 		os.WriteFile(disk, []byte(body), 0o644)

@@ -58,7 +58,9 @@ func Check(rec *seedfit.Record, sc *siteconfig.SiteConfig) error {
 	}
 	add(IPFamilies(rec.IPFamilies, SiteFamilies(sc.Spec.Network)))
 	add(FIPS(rec.FIPS, sc.Spec.FIPS))
-	add(Proxy(rec.Proxy, sc.HasProxy()))
+	if seed, applies := rec.HasProxy(); applies {
+		add(Proxy(seed, sc.HasProxy()))
+	}
 	add(ReleaseVersion(rec.ReleaseVersion, sc.Spec.SeedVersion))
 	if len(ps) == 0 {
 		return nil

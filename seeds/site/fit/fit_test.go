@@ -55,7 +55,8 @@ func TestSiteFamilies(t *testing.T) {
 func TestCheck(t *testing.T) {
 	v4 := []string{seedfit.IPv4}
 	rec := func(edit func(*seedfit.Record)) *seedfit.Record {
-		r := &seedfit.Record{Version: seedfit.Version, IPFamilies: v4, ReleaseVersion: "4.18.3"}
+		// An OpenShift seed: its record always says whether it has a proxy.
+		r := &seedfit.Record{Version: seedfit.Version, IPFamilies: v4, ReleaseVersion: "4.18.3", Proxy: boolPtr(false)}
 		if edit != nil {
 			edit(r)
 		}
@@ -91,12 +92,17 @@ func TestCheck(t *testing.T) {
 			[]string{"spec.fips: the site asks for FIPS mode (fips: true) but the seed was built without it", "spec.openshift.fips: true"}},
 		{"site without FIPS, FIPS seed", rec(func(r *seedfit.Record) { r.FIPS = true }), site(nil),
 			[]string{"spec.fips: the site does not ask for FIPS mode but the seed was built in it"}},
-		{"proxy seed, site without", rec(func(r *seedfit.Record) { r.Proxy = true }), site(nil),
+		{"proxy seed, site without", rec(func(r *seedfit.Record) { r.Proxy = boolPtr(true) }), site(nil),
 			[]string{"spec.proxy: the site has no proxy but the seed was built with one"}},
 		{"proxy site, seed without", rec(nil), site(func(s *siteconfig.Spec) { s.Proxy = &siteconfig.Proxy{HTTPProxy: "http://proxy.example:3128"} }),
 			[]string{"spec.proxy: the site has a proxy but the seed was built without one"}},
-		{"proxy on both", rec(func(r *seedfit.Record) { r.Proxy = true }),
+		{"proxy on both", rec(func(r *seedfit.Record) { r.Proxy = boolPtr(true) }),
 			site(func(s *siteconfig.Spec) { s.Proxy = &siteconfig.Proxy{HTTPProxy: "http://proxy.example:3128"} }), nil},
+		{"the conformance OS has no proxy to compare", rec(func(r *seedfit.Record) { r.Proxy, r.IPFamilies, r.ReleaseVersion = nil, nil, "" }),
+			site(func(s *siteconfig.Spec) { s.Proxy = &siteconfig.Proxy{HTTPProxy: "http://proxy.example:3128"} }), nil},
+		{"a version 1 record without proxy had none", rec(func(r *seedfit.Record) { r.Version, r.Proxy = seedfit.Version1, nil }),
+			site(func(s *siteconfig.Spec) { s.Proxy = &siteconfig.Proxy{HTTPProxy: "http://proxy.example:3128"} }),
+			[]string{"spec.proxy: the site has a proxy but the seed was built without one"}},
 		{"another seed version", rec(nil), site(func(s *siteconfig.Spec) { s.SeedVersion = "4.18.5" }),
 			[]string{"spec.seedVersion: the site expects seed version 4.18.5 but the seed carries 4.18.3; use a seed of release 4.18.5, or set spec.seedVersion to 4.18.3"}},
 		{"the same seed version", rec(nil), site(func(s *siteconfig.Spec) { s.SeedVersion = "4.18.3" }), nil},
@@ -155,3 +161,5 @@ func TestProxy(t *testing.T) {
 		}
 	}
 }
+
+func boolPtr(b bool) *bool { return &b }

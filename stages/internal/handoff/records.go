@@ -39,6 +39,8 @@ type Render struct {
 	// install makes (openshift only; empty: none), for the seed's record of what a site
 	// must match.
 	ContainerStorageLabel string `json:"containerStorageLabel,omitempty"`
+	// Proxy: the install-config has a cluster-wide proxy (openshift only).
+	Proxy bool `json:"proxy,omitempty"`
 }
 
 // Config roles in Render.Configs.
