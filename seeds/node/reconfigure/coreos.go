@@ -34,6 +34,9 @@ func (r *run) coreosSteps(_ *siteconfig.SiteConfig) []step {
 		{steps.Step{Name: "mirrors", Changes: []string{MirrorsFile}}, func(_ context.Context, sc *siteconfig.SiteConfig) (map[string]string, error) {
 			return r.writeMirrors(sc)
 		}},
+		{steps.Step{Name: "proxy", Changes: []string{CoreOSProxyFile}}, func(_ context.Context, sc *siteconfig.SiteConfig) (map[string]string, error) {
+			return r.writeProxyEnv(sc)
+		}},
 		{steps.Step{Name: "ssh-keys", Changes: []string{CoreOSKeysFile}}, func(_ context.Context, sc *siteconfig.SiteConfig) (map[string]string, error) {
 			return r.writeKeys(sc, CoreOSKeysFile)
 		}},
@@ -231,4 +234,31 @@ func (r *run) writeNTPServers(sc *siteconfig.SiteConfig) (map[string]string, err
 		return nil, fmt.Errorf("writing the NTP servers: %w", err)
 	}
 	return map[string]string{"ntp.servers": strings.Join(s, ","), "file": NTPServersFile}, nil
+}
+
+// writeProxyEnv gives the conformance OS the site proxy the way RHCOS holds it: the MCO's
+// environment file, HTTP_PROXY, HTTPS_PROXY and NO_PROXY, one line each when given
+// (machine-config-operator templates/common/_base/files/etc-mco-proxy.yaml). The node has
+// no cluster-wide proxy, so nothing recert would do applies: the file is what the node's
+// own tools read. Mode 0600, not the MCO's 0644: a proxy URL may carry credentials. The
+// step's report redacts them.
+func (r *run) writeProxyEnv(sc *siteconfig.SiteConfig) (map[string]string, error) {
+	p := sc.Spec.Proxy
+	if p == nil {
+		return map[string]string{"applied": "nothing: the site config has no proxy"}, nil
+	}
+	var b strings.Builder
+	rep := map[string]string{"file": CoreOSProxyFile}
+	for _, v := range []struct{ env, key, val string }{
+		{"HTTP_PROXY", "httpProxy", p.HTTPProxy}, {"HTTPS_PROXY", "httpsProxy", p.HTTPSProxy}, {"NO_PROXY", "noProxy", p.NoProxy},
+	} {
+		if v.val != "" {
+			fmt.Fprintf(&b, "%s=%s\n", v.env, v.val)
+			rep[v.key] = siteconfig.RedactURL(v.val)
+		}
+	}
+	if _, err := r.writeUnder(CoreOSProxyFile, []byte(b.String()), 0o600); err != nil {
+		return nil, fmt.Errorf("writing the site proxy: %w", err)
+	}
+	return rep, nil
 }

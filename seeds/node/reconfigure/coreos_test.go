@@ -53,7 +53,7 @@ func TestCoreOSSteps(t *testing.T) {
 	for _, s := range res.Steps {
 		names = append(names, s.Name)
 	}
-	if want := []string{"medium", "network", "hostname", "dns", "ntp", "pull-secret", "mirrors", "ssh-keys", "manifests"}; !slices.Equal(names, want) {
+	if want := []string{"medium", "network", "hostname", "dns", "ntp", "pull-secret", "mirrors", "proxy", "ssh-keys", "manifests"}; !slices.Equal(names, want) {
 		t.Errorf("steps %v, want %v", names, want)
 	}
 	for _, tc := range []struct {
@@ -272,5 +272,33 @@ func TestCoreOSRefusesBondsFirst(t *testing.T) {
 	}
 	if len(cmds.lines) > 0 {
 		t.Errorf("ran %q before refusing", cmds.lines)
+	}
+}
+
+// The conformance OS has no cluster-wide proxy: the site's goes where RHCOS's node tools
+// read it, the MCO's /etc/mco/proxy.env, in the MCO template's lines; credentials stay out
+// of the step's report and the console.
+func TestCoreOSProxy(t *testing.T) {
+	h := newHarness(t)
+	h.cmds.outputs["ip -o addr show dev ens3"] = busyboxAddrShow
+	const secret = "s3cret-proxy-pass"
+	site := medium(t, "site.yaml", func(sc *siteconfig.SiteConfig) {
+		sc.Spec.Proxy = &siteconfig.Proxy{HTTPProxy: "http://depot:" + secret + "@proxy.store.example:3128", NoProxy: ".store.example,10.0.0.0/8"}
+	})
+	if _, err := Run(context.Background(), h.options(oskind.CoreOS, site)); err != nil {
+		t.Fatalf("%v\nconsole:\n%s", err, h.console.String())
+	}
+	want := "HTTP_PROXY=http://depot:" + secret + "@proxy.store.example:3128\nNO_PROXY=.store.example,10.0.0.0/8\n"
+	fi, err := os.Stat(filepath.Join(h.root, CoreOSProxyFile))
+	if err != nil || h.read(t, CoreOSProxyFile) != want || fi.Mode().Perm() != 0o600 {
+		t.Errorf("%s = %q (%v, %v), want %q mode 0600", CoreOSProxyFile, h.read(t, CoreOSProxyFile), fi, err, want)
+	}
+	m, ok := h.rep.step("proxy", wire.StatusOK)
+	if !ok || m.Details["httpProxy"] != "http://<credentials>@proxy.store.example:3128" || m.Details["noProxy"] != ".store.example,10.0.0.0/8" {
+		t.Errorf("proxy step reported %v", m.Details)
+	}
+	b, _ := json.Marshal(h.rep.msgs)
+	if strings.Contains(string(b), secret) || strings.Contains(h.console.String(), secret) {
+		t.Error("the proxy password reached a report or the console")
 	}
 }

@@ -189,12 +189,12 @@ func TestMinimalSite(t *testing.T) {
 	if _, err := Run(context.Background(), h.options(oskind.CoreOS, medium(t, "dhcp.yaml", nil))); err != nil {
 		t.Fatal(err)
 	}
-	for _, step := range []string{"dns", "ntp", "pull-secret", "mirrors", "ssh-keys"} {
+	for _, step := range []string{"dns", "ntp", "pull-secret", "mirrors", "proxy", "ssh-keys"} {
 		if m, _ := h.rep.step(step, wire.StatusOK); !strings.HasPrefix(m.Details["applied"], "nothing") {
 			t.Errorf("step %s: %v", step, m.Details)
 		}
 	}
-	for _, p := range []string{"/etc/resolv.conf", CoreOSPullSecretFile, MirrorsFile, CoreOSKeysFile} {
+	for _, p := range []string{"/etc/resolv.conf", CoreOSPullSecretFile, MirrorsFile, CoreOSProxyFile, CoreOSKeysFile} {
 		if _, err := os.Stat(filepath.Join(h.root, p)); err == nil {
 			t.Errorf("%s written for a site config without it", p)
 		}
