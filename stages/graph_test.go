@@ -2,7 +2,6 @@ package stages
 
 import (
 	"context"
-	"github.com/snofactory/snofactory/stages/render"
 	"os"
 	"path/filepath"
 	"reflect"
