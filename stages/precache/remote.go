@@ -243,10 +243,13 @@ func (r *remote) withRetry(ctx context.Context, what string, srcs []source, op f
 
 // retryable marks what this stage asks again beyond what netlimit.Transient covers: a
 // blob or manifest whose bytes do not match their digest (a mirror or proxy that mangled
-// one transfer) and a blob body that ended early.
+// one transfer), a blob body that ended early, and a throttled or failing answer to the
+// token handshake, which go-containerregistry reports as its own transport.Error.
 func retryable(err error) error {
 	var de *blobstore.DigestError
-	if errors.As(err, &de) || errors.Is(err, errShort) {
+	var te *transport.Error
+	if errors.As(err, &de) || errors.Is(err, errShort) ||
+		errors.As(err, &te) && netlimit.RetryStatus(te.StatusCode) {
 		return netlimit.Retryable(err)
 	}
 	return err
