@@ -9,7 +9,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/base64"
 	"encoding/pem"
 	"fmt"
 	"math/big"
@@ -22,6 +21,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/snofactory/snofactory/test/kubeapi"
 )
 
 // Token is the bearer token of the cluster's admin (group system:masters), which every
@@ -64,7 +65,7 @@ func (c *Cluster) startControlPlane(ctx context.Context) error {
 	c.ruleAdded = true
 	c.Config = &rest.Config{Host: url, BearerToken: Token, TLSClientConfig: rest.TLSClientConfig{CAData: caPEM}, QPS: 50, Burst: 100}
 	c.Kubeconfig = c.path("kubeconfig")
-	if err := os.WriteFile(c.Kubeconfig, []byte(kubeconfig(url, caPEM)), 0o600); err != nil {
+	if err := os.WriteFile(c.Kubeconfig, []byte(kubeapi.KubeconfigFor(url, caPEM, Token)), 0o600); err != nil {
 		return err
 	}
 	if c.Client, err = kubernetes.NewForConfig(c.Config); err != nil {
@@ -130,22 +131,6 @@ func (c *Cluster) exitedServer() error {
 		}
 	}
 	return nil
-}
-
-func kubeconfig(server string, caPEM []byte) string {
-	return fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters:
-- cluster: {certificate-authority-data: %s, server: "%s"}
-  name: test
-contexts:
-- context: {cluster: test, user: admin}
-  name: admin
-current-context: admin
-users:
-- name: admin
-  user: {token: %s}
-`, base64.StdEncoding.EncodeToString(caPEM), server, Token)
 }
 
 // writePKI writes a CA, the apiserver's serving certificate (for the node address, the

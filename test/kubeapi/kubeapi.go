@@ -167,6 +167,11 @@ func Start(t testing.TB, o Options) *Server {
 
 // Kubeconfig is an admin kubeconfig for server.
 func Kubeconfig(server string, caPEM []byte) string {
+	return KubeconfigFor(server, caPEM, Token)
+}
+
+// KubeconfigFor is a kubeconfig for server, trusting caPEM, that presents token.
+func KubeconfigFor(server string, caPEM []byte, token string) string {
 	return fmt.Sprintf(`apiVersion: v1
 kind: Config
 clusters:
@@ -184,7 +189,7 @@ users:
 - name: admin
   user:
     token: %s
-`, base64.StdEncoding.EncodeToString(caPEM), server, Token)
+`, base64.StdEncoding.EncodeToString(caPEM), server, token)
 }
 
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
