@@ -25,9 +25,8 @@ func (r *run) coreosSteps(_ *siteconfig.SiteConfig) []step {
 		{steps.Step{Name: "network", Detail: "NetworkManager keyfiles for the whole nmstate document where NetworkManager runs (" + NMConnectionsDir + "), else busybox ip on each interface and route"}, r.coreosNetwork},
 		{steps.Step{Name: "hostname", Changes: []string{"/etc/hostname"}}, r.coreosHostname},
 		{steps.Step{Name: "dns", Changes: []string{"/etc/resolv.conf"}}, r.applyDNS},
-		{steps.Step{Name: "ntp"}, func(_ context.Context, sc *siteconfig.SiteConfig) (map[string]string, error) {
-			return r.writeNTPServers(sc)
-		}},
+		{steps.Step{Name: "ntp", Argv: []string{"systemctl", "try-restart", DebianChronyUnit}, Changes: []string{NTPServersFile, ChronySourcesFile},
+			Detail: "chrony's site sources only where chrony reads " + ChronySourcesDir}, r.coreosNTP},
 		{steps.Step{Name: StepPullSecret, Changes: []string{CoreOSPullSecretFile}}, func(_ context.Context, sc *siteconfig.SiteConfig) (map[string]string, error) {
 			return r.writeSecretFile(sc, CoreOSPullSecretFile)
 		}},
@@ -37,6 +36,8 @@ func (r *run) coreosSteps(_ *siteconfig.SiteConfig) []step {
 		{steps.Step{Name: "proxy", Changes: []string{CoreOSProxyFile}}, func(_ context.Context, sc *siteconfig.SiteConfig) (map[string]string, error) {
 			return r.writeProxyEnv(sc)
 		}},
+		{steps.Step{Name: "trust-bundle", Argv: []string{"update-ca-certificates"}, Changes: []string{DebianCAAnchorFile, "/etc/ssl/certs/"},
+			Detail: "only when the site gives an additionalTrustBundle; update-ca-trust on " + UserCABundleFile + " where the node has it"}, r.coreosTrustBundle},
 		{steps.Step{Name: "ssh-keys", Changes: []string{CoreOSKeysFile}}, func(_ context.Context, sc *siteconfig.SiteConfig) (map[string]string, error) {
 			return r.writeKeys(sc, CoreOSKeysFile)
 		}},

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/netip"
 	"os"
 	"path"
@@ -35,7 +36,7 @@ type tool func(c *commands, args []string) ([]byte, error)
 // condition the operator sets).
 func nodeTools() map[string]tool {
 	return map[string]tool{"systemctl": systemctl, "nmstatectl": nmstatectl, "hostnamectl": hostnamectl,
-		"ssh-keygen": sshKeygen, "update-ca-trust": updateCATrust, "podman": podman, "oc": oc, "curl": curl, "ip": busyboxIP, "hostname": busyboxHostname}
+		"ssh-keygen": sshKeygen, "update-ca-trust": updateCATrust, "update-ca-certificates": updateCACertificates, "podman": podman, "oc": oc, "curl": curl, "ip": busyboxIP, "hostname": busyboxHostname}
 }
 
 // fail is a command's failure as steps.ExecRunner reports it.
@@ -83,7 +84,7 @@ func systemctl(c *commands, args []string) ([]byte, error) {
 			}
 		case "disable":
 			os.Remove(link)
-		case "restart", "start":
+		case "restart", "start", "try-restart":
 		default:
 			return nil, fail(argv, 1, "Unknown command verb '"+verb+"'.")
 		}
@@ -579,4 +580,34 @@ func recertProxyRename(cfg map[string]any, mounts map[string]string) string {
 		return "renaming proxy: writing proxy.env: " + err.Error()
 	}
 	return ""
+}
+
+// updateCACertificates imitates Debian's update-ca-certificates, the shell script of the
+// ca-certificates package (salsa.debian.org/debian/ca-certificates, sbin/update-ca-certificates):
+// an option it does not know prints the usage and exits 0 having done nothing; under set -e
+// it stops when it cannot cd to /etc/ssl/certs; every *.crt found under
+// /usr/local/share/ca-certificates (and no other name) is appended to
+// /etc/ssl/certs/ca-certificates.crt, which is replaced; it prints its progress on stdout.
+func updateCACertificates(c *commands, args []string) ([]byte, error) {
+	for _, a := range args {
+		if a != "--fresh" && a != "-f" && a != "--verbose" && a != "-v" {
+			return []byte("update-ca-certificates: [--verbose] [--fresh]\n"), nil
+		}
+	}
+	etc := filepath.Join(c.root, "/etc/ssl/certs")
+	if _, err := os.Stat(etc); err != nil {
+		return nil, fail(append([]string{"update-ca-certificates"}, args...), 2, "/usr/sbin/update-ca-certificates: 1: cd: can't cd to /etc/ssl/certs")
+	}
+	var bundle []byte
+	added := 0
+	local := filepath.Join(c.root, "/usr/local/share/ca-certificates")
+	filepath.WalkDir(local, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".crt") {
+			b, _ := os.ReadFile(p)
+			bundle, added = append(bundle, b...), added+1
+		}
+		return nil
+	})
+	out := fmt.Sprintf("Updating certificates in /etc/ssl/certs...\n%d added, 0 removed; done.\nRunning hooks in /etc/ca-certificates/update.d...\ndone.\n", added)
+	return []byte(out), os.WriteFile(filepath.Join(etc, "ca-certificates.crt"), bundle, 0o644)
 }
