@@ -34,15 +34,17 @@ const (
 	SystemdKargs = "console=ttyS0 root=LABEL=" + SystemdRootLabel
 	// systemdVersion changes whenever the layout of the OS changes, so cached images from an
 	// older builder are rebuilt.
-	systemdVersion = "conformance-systemd/1"
+	systemdVersion = "conformance-systemd/2"
 	// debianSuite is the release the root is made of: the one this project's hosts run.
 	debianSuite = "bookworm"
 )
 
 // SystemdPackages are the Debian packages the root is made of, beside the essential set
-// (and what they depend on).
+// (and what they depend on). ca-certificates is the trust store a site's bundle joins
+// (update-ca-certificates, Debian's update-ca-trust); curl is the node's HTTP client that
+// goes through the site proxy, as RHCOS's units do from the MCO's proxy.env.
 var SystemdPackages = []string{"systemd", "systemd-sysv", "udev", "dbus", "network-manager",
-	"openssh-server", "chrony", "kmod", "iproute2"}
+	"openssh-server", "chrony", "kmod", "iproute2", "ca-certificates", "curl"}
 
 // Kernel modules of the initramfs (to reach and mount the root disk) and of the root (udev
 // loads them: the NICs, the agent's port, bonds and VLANs the site's network may make).

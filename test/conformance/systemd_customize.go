@@ -8,44 +8,71 @@ import (
 	"path/filepath"
 
 	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/seeds/contract/oskind"
+	"github.com/snofactory/snofactory/seeds/contract/seedfit"
+	"github.com/snofactory/snofactory/seeds/contract/wire"
+	"github.com/snofactory/snofactory/seeds/node/agent"
 )
+
+// SystemdSeedName is the seed name the systemd OS is sealed with (sealed.json's seed).
+const SystemdSeedName = "conformance-systemd"
 
 // The systemd OS's own files: where each embedded file goes in the root, and the units
 // enabled by a link in a target's .wants directory.
 var (
 	systemdPlaced = map[string]string{
-		"units/sshd-keygen@.service":         "/etc/systemd/system/sshd-keygen@.service",
-		"units/sshd-keygen.target":           "/etc/systemd/system/sshd-keygen.target",
-		"units/ssh-keygen.conf":              "/etc/systemd/system/ssh.service.d/keygen.conf",
-		"units/snofactory-firstboot.service": "/etc/systemd/system/snofactory-firstboot.service",
-		"units/snofactory-ready.service":     "/etc/systemd/system/snofactory-ready.service",
-		"units/no-auto-default.conf":         "/etc/NetworkManager/conf.d/no-auto-default.conf",
-		"ready.sh":                           "/usr/local/lib/snofactory/ready.sh",
+		"units/sshd-keygen@.service":           "/etc/systemd/system/sshd-keygen@.service",
+		"units/sshd-keygen.target":             "/etc/systemd/system/sshd-keygen.target",
+		"units/ssh-keygen.conf":                "/etc/systemd/system/ssh.service.d/keygen.conf",
+		"units/snofactory-firstboot.service":   "/etc/systemd/system/snofactory-firstboot.service",
+		"units/snofactory-ready.service":       "/etc/systemd/system/snofactory-ready.service",
+		"units/snofactory-proxy-probe.service": "/etc/systemd/system/snofactory-proxy-probe.service",
+		"units/no-auto-default.conf":           "/etc/NetworkManager/conf.d/no-auto-default.conf",
+		"ready.sh":                             "/usr/local/lib/snofactory/ready.sh",
 	}
 	systemdEnabled = map[string]string{
-		"snofactory-ready.service":     "multi-user.target.wants",
-		"snofactory-firstboot.service": "sysinit.target.wants",
+		"snofactory-ready.service":       "multi-user.target.wants",
+		"snofactory-firstboot.service":   "sysinit.target.wants",
+		"snofactory-proxy-probe.service": "multi-user.target.wants",
+		wire.ReconfigureUnitName:         "multi-user.target.wants",
 	}
 )
 
-// customizeRoot makes the unpacked Debian tree at root a node that has never booted, as an
-// RHCOS disk image is: no SSH host keys (Debian's openssh-server made them when it was
-// installed; sshd-keygen@.service makes them at the first boot, as on RHCOS), an empty
-// machine-id (systemd makes one at the first boot) and no host name. It adds the agent,
-// the units, and the kernel modules udev loads.
-func customizeRoot(ctx context.Context, root, kver, agent string) error {
-	keys, err := filepath.Glob(filepath.Join(root, "etc/ssh/ssh_host_*"))
+// customizeRoot makes the unpacked Debian tree at root a sealed seed that has never booted
+// at its site, as an RHCOS seed is: the agent, the units (the site's reconfiguration
+// service exactly as the OpenShift seal installs it, agent.ReconfigureUnit) and the kernel
+// modules udev loads, then the real coreos seal (agent.Seal), which leaves what it leaves on
+// every seed: no SSH host keys (sshd-keygen@.service makes them at the first boot, as on
+// RHCOS), an empty machine-id, no per-node state, and sealed.json, which the hook reads.
+// The build host's name goes too.
+func customizeRoot(ctx context.Context, root, kver, agentBin string) error {
+	if err := os.Remove(filepath.Join(root, "etc/hostname")); err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	if err := placeSystemdFiles(root); err != nil {
+		return err
+	}
+	b, err := os.ReadFile(agentBin)
 	if err != nil {
+		return fmt.Errorf("reading the agent: %w", err)
+	}
+	if err := writeUnder(root, wire.AgentPath, b, 0o755); err != nil {
 		return err
 	}
-	for _, k := range append(keys, filepath.Join(root, "etc/hostname"), filepath.Join(root, "var/lib/dbus/machine-id")) {
-		if err := os.Remove(k); err != nil && !os.IsNotExist(err) {
-			return err
-		}
-	}
-	if err := os.WriteFile(filepath.Join(root, "etc/machine-id"), nil, 0o444); err != nil {
+	if err := rootModules(ctx, root, kver); err != nil {
 		return err
 	}
+	req := wire.SealRequest{Version: wire.SealRequestVersion, Target: oskind.CoreOS, Seed: SystemdSeedName,
+		Fit: &seedfit.Record{Version: seedfit.Version}}
+	if _, err := agent.Seal(ctx, root, "", req, nil); err != nil {
+		return fmt.Errorf("sealing the systemd conformance OS: %w", err)
+	}
+	return nil
+}
+
+// placeSystemdFiles writes the embedded files and the reconfiguration unit, and enables
+// the units.
+func placeSystemdFiles(root string) error {
 	for src, dst := range systemdPlaced {
 		b, err := systemdFiles.ReadFile("systemd/" + src)
 		if err != nil {
@@ -59,6 +86,9 @@ func customizeRoot(ctx context.Context, root, kver, agent string) error {
 			return err
 		}
 	}
+	if err := writeUnder(root, agent.ReconfigureUnitPath, []byte(agent.ReconfigureUnit), 0o644); err != nil {
+		return err
+	}
 	for unit, wants := range systemdEnabled {
 		link := filepath.Join(root, "etc/systemd/system", wants, unit)
 		if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
@@ -68,14 +98,7 @@ func customizeRoot(ctx context.Context, root, kver, agent string) error {
 			return fmt.Errorf("enabling %s: %w", unit, err)
 		}
 	}
-	b, err := os.ReadFile(agent)
-	if err != nil {
-		return fmt.Errorf("reading the agent: %w", err)
-	}
-	if err := writeUnder(root, "/usr/local/bin/snofactory", b, 0o755); err != nil {
-		return err
-	}
-	return rootModules(ctx, root, kver)
+	return nil
 }
 
 func writeUnder(root, p string, b []byte, mode os.FileMode) error {

@@ -2,16 +2,22 @@ package conformance
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/snofactory/snofactory/seeds/contract/oskind"
+	"github.com/snofactory/snofactory/seeds/contract/wire"
+	"github.com/snofactory/snofactory/seeds/node/agent"
 )
 
 // customizeRoot turns a Debian tree as mmdebstrap leaves it (host keys made by
-// openssh-server's postinst, the build host's name, a machine-id) into an image that has
-// never booted, with the units enabled and the modules indexed for udev.
+// openssh-server's postinst, the build host's name, a machine-id) into a sealed seed that
+// has never booted, with the units enabled (the site's reconfiguration service as the
+// OpenShift seal installs it) and the modules indexed for udev.
 func TestCustomizeRootMakesAnUnbootedImage(t *testing.T) {
 	_, kver, err := findKernel("")
 	if err != nil {
@@ -27,9 +33,9 @@ func TestCustomizeRootMakesAnUnbootedImage(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	agent := filepath.Join(t.TempDir(), "agent")
-	os.WriteFile(agent, []byte("#!/bin/sh\n"), 0o755)
-	if err := customizeRoot(context.Background(), root, kver, agent); err != nil {
+	agentBin := filepath.Join(t.TempDir(), "agent")
+	os.WriteFile(agentBin, []byte("#!/bin/sh\n"), 0o755)
+	if err := customizeRoot(context.Background(), root, kver, agentBin); err != nil {
 		t.Fatal(err)
 	}
 	ssh, _ := filepath.Glob(filepath.Join(root, "etc/ssh/ssh_host_*"))
@@ -48,6 +54,17 @@ func TestCustomizeRootMakesAnUnbootedImage(t *testing.T) {
 		if target, err := os.Readlink(filepath.Join(root, "etc/systemd/system", wants, unit)); err != nil || target != "/etc/systemd/system/"+unit {
 			t.Errorf("%s not enabled in %s: %q %v", unit, wants, target, err)
 		}
+	}
+	if b, err := os.ReadFile(filepath.Join(root, agent.ReconfigureUnitPath)); err != nil || string(b) != agent.ReconfigureUnit {
+		t.Errorf("%s is not the seal's unit: %v\n%s", agent.ReconfigureUnitPath, err, b)
+	}
+	var sealed wire.SealRequest
+	b, err := os.ReadFile(filepath.Join(root, wire.SealedFile))
+	if err == nil {
+		err = json.Unmarshal(b, &sealed)
+	}
+	if err != nil || sealed.Target != oskind.CoreOS || sealed.Seed != SystemdSeedName || sealed.Fit == nil {
+		t.Errorf("%s = %s (%v), want a coreos seal of %s with its fit", wire.SealedFile, b, err, SystemdSeedName)
 	}
 	if fi, err := os.Stat(filepath.Join(root, "usr/local/lib/snofactory/ready.sh")); err != nil || fi.Mode().Perm() != 0o755 {
 		t.Errorf("ready.sh is not executable: %v", err)

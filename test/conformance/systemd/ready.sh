@@ -2,7 +2,9 @@
 # Reports boot-complete to the host over the agent's virtio-serial port once the default
 # target is reached, with what a test checks of a first boot: the state of the target and
 # of the services, the generated machine-id and SSH host keys, the NICs and how
-# NetworkManager sees them.
+# NetworkManager sees them; and of the site the hook applied: the addresses, bonds and
+# active profiles, chrony's sources, whether the system trust store trusts the site's CA,
+# and what the request through the site proxy got.
 set -u
 keys=
 for t in rsa ecdsa ed25519; do
@@ -10,11 +12,24 @@ for t in rsa ecdsa ed25519; do
 	[ -s "$f" ] && keys="$keys${keys:+,}$t:$(ssh-keygen -lf "$f" | awk '{print $2}')"
 done
 nics=
+bonds=
 for d in /sys/class/net/*; do
 	n=${d##*/}
-	[ "$n" = lo ] && continue
-	nics="$nics${nics:+,}$n=$(cat "$d/address")/$(basename "$(readlink -f "$d/device/driver")")"
+	if [ -e "$d/bonding/mode" ]; then
+		bonds="$bonds${bonds:+,}$n:$(cut -d' ' -f1 "$d/bonding/mode"):$(cat "$d/bonding/miimon"):$(tr ' ' + <"$d/bonding/slaves")"
+	fi
+	[ -e "$d/device" ] || continue
+	# A bond's port carries the bond's address; its own is the permanent one.
+	mac=$(cat "$d/bonding_slave/perm_hwaddr" 2>/dev/null || cat "$d/address")
+	nics="$nics${nics:+,}$n=$mac/$(basename "$(readlink -f "$d/device/driver")")"
 done
+# The site CA verifies against the system bundle only when the bundle holds it.
+ca=/usr/local/share/ca-certificates/openshift-config-user-ca-bundle.crt
+site_ca=absent
+if [ -s "$ca" ]; then
+	site_ca=untrusted
+	openssl verify -CAfile /etc/ssl/certs/ca-certificates.crt "$ca" >/dev/null 2>&1 && site_ca=trusted
+fi
 # Why each failed unit failed: the last lines of its journal.
 failed=$(systemctl list-units --failed --plain --no-legend | awk '{print $1}' | paste -sd, -)
 why=
@@ -35,4 +50,12 @@ exec /usr/local/bin/snofactory agent report --port org.snofactory.agent.0 --phas
 	--detail "networkmanager=$(systemctl is-active NetworkManager.service)" \
 	--detail "nics=$nics" \
 	--detail "nm_devices=$(nmcli -t -f DEVICE,TYPE,STATE device | grep -v '^lo:' | paste -sd, -)" \
-	--detail "kernel=$(uname -r)"
+	--detail "kernel=$(uname -r)" \
+	--detail "hostname=$(hostname)" \
+	--detail "addresses=$(ip -o addr show scope global | awk '{print $2 "=" $4}' | paste -sd, -)" \
+	--detail "bonds=$bonds" \
+	--detail "nm_active=$(nmcli -t -f NAME,TYPE,DEVICE connection show --active | grep -v ':lo$' | paste -sd, -)" \
+	--detail "reconfigure=$(systemctl is-active snofactory-reconfigure.service)" \
+	--detail "chrony_sources=$(chronyc -n -c sources 2>&1 | cut -d, -f3 | paste -sd, -)" \
+	--detail "site_ca=$site_ca" \
+	--detail "proxy_probe=$(cat /run/snofactory/proxy-probe 2>/dev/null)"
