@@ -59,8 +59,10 @@ func (c *commands) unitExists(unit string) bool {
 // systemctl imitates systemd's systemctl (src/systemctl/systemctl-enable.c
 // verb_enable, systemctl-start-unit.c verb_start): enable makes the [Install] WantedBy
 // link (every unit here is wanted by multi-user.target) and disable removes it; an unknown
-// unit fails, with exit status 1 for enable and disable and 5 for start and restart
-// (LSB "program is not installed", as systemctl returns it).
+// unit fails, with exit status 1 for enable and disable and 5 for start, restart and
+// try-restart (LSB "program is not installed", as systemctl returns it: every start-type
+// verb has the job logic check the unit's load state first: src/core/dbus-manager.c
+// method_start_unit and its kin, src/core/dbus-unit.c bus_unit_queue_job).
 func systemctl(c *commands, args []string) ([]byte, error) {
 	argv := append([]string{"systemctl"}, args...)
 	if len(args) < 2 {
