@@ -73,15 +73,24 @@ type seedReconfiguration struct {
 		}
 	}
 
-	// What the hook does not apply in this version: refused by name when set.
-	Proxy         json.RawMessage `json:"proxy"`
+	// Proxy is install-config's proxy, its noProxy completed with the cluster's networks
+	// (installer pkg/asset/imagebased/configimage/clusterconfiguration.go enrichNoProxy); it
+	// becomes spec.proxy, checked and applied as ours is.
+	Proxy *struct {
+		HTTPProxy  string `json:"httpProxy"`
+		HTTPSProxy string `json:"httpsProxy"`
+		NoProxy    string `json:"noProxy"`
+	} `json:"proxy"`
+	// What the hook does not apply in this version: refused by name when set. The installer
+	// never writes these (lifecycle-agent fills them from a running cluster for an upgrade).
 	StatusProxy   json.RawMessage `json:"status_proxy"`
 	InstallConfig string          `json:"install_config"`
-	// AdditionalTrustBundle's userCaBundle is applied; the proxy's configmap goes with a
-	// proxy, which is not.
+	// AdditionalTrustBundle is the site's user-ca-bundle, and the proxy's trusted CA when
+	// the installer made it that bundle (see trustPolicy).
 	AdditionalTrustBundle struct {
-		UserCaBundle       string `json:"userCaBundle"`
-		ProxyConfigmapName string `json:"proxyConfigmapName"`
+		UserCaBundle         string `json:"userCaBundle"`
+		ProxyConfigmapName   string `json:"proxyConfigmapName"`
+		ProxyConfigmapBundle string `json:"proxyConfigmapBundle"`
 	} `json:"additionalTrustBundle"`
 	ServerSSHKeys json.RawMessage   `json:"server_ssh_keys"`
 	NodeLabels    map[string]string `json:"node_labels"`
@@ -99,20 +108,8 @@ func fromSeedReconfiguration(data []byte, manifests []Manifest) ([]byte, error) 
 	if sr.APIVersion != seedReconfigurationVersion {
 		return nil, fmt.Errorf("%s: api_version %d, this hook reads %d", imageBasedManifest, sr.APIVersion, seedReconfigurationVersion)
 	}
-	var unsupported []string
-	for key, set := range map[string]bool{
-		"proxy": len(sr.Proxy) > 0 && string(sr.Proxy) != "null", "status_proxy": len(sr.StatusProxy) > 0 && string(sr.StatusProxy) != "null",
-		"install_config": sr.InstallConfig != "", "additionalTrustBundle.proxyConfigmapName": sr.AdditionalTrustBundle.ProxyConfigmapName != "",
-		"server_ssh_keys": len(sr.ServerSSHKeys) > 0 && string(sr.ServerSSHKeys) != "null" && string(sr.ServerSSHKeys) != "[]",
-	} {
-		if set {
-			unsupported = append(unsupported, key)
-		}
-	}
-	if len(unsupported) > 0 {
-		slices.Sort(unsupported)
-		return nil, fmt.Errorf("%s sets %s, which the reconfiguration hook does not apply in this version; leave them out or use a snofactory site config",
-			imageBasedManifest, strings.Join(unsupported, ", "))
+	if err := refuseUnapplied(&sr); err != nil {
+		return nil, err
 	}
 	name, _, _ := strings.Cut(sr.Hostname, ".")
 	spec := map[string]any{"hostname": sr.Hostname}
@@ -128,6 +125,14 @@ func fromSeedReconfiguration(data []byte, manifests []Manifest) ([]byte, error) 
 	set("pullSecret", sr.PullSecret)
 	set("kubeadminPasswordHash", sr.KubeadminPasswordHash)
 	set("additionalTrustBundle", sr.AdditionalTrustBundle.UserCaBundle)
+	if p := sr.Proxy; p != nil {
+		spec["proxy"] = map[string]string{"httpProxy": p.HTTPProxy, "httpsProxy": p.HTTPSProxy, "noProxy": p.NoProxy}
+	}
+	policy, err := trustPolicy(&sr)
+	if err != nil {
+		return nil, err
+	}
+	set("additionalTrustBundlePolicy", policy)
 	if len(sr.NodeLabels) > 0 {
 		spec["nodeLabels"] = sr.NodeLabels
 	}
@@ -167,6 +172,60 @@ func fromSeedReconfiguration(data []byte, manifests []Manifest) ([]byte, error) 
 	doc := map[string]any{"apiVersion": APIVersion, "kind": Kind, "metadata": map[string]string{"name": name}, "spec": spec}
 	return yaml.Marshal(doc)
 }
+
+// refuseUnapplied names what the medium sets and the hook does not apply.
+func refuseUnapplied(sr *seedReconfiguration) error {
+	var unsupported []string
+	for key, set := range map[string]bool{
+		"status_proxy": len(sr.StatusProxy) > 0 && string(sr.StatusProxy) != "null", "install_config": sr.InstallConfig != "",
+		"server_ssh_keys": len(sr.ServerSSHKeys) > 0 && string(sr.ServerSSHKeys) != "null" && string(sr.ServerSSHKeys) != "[]",
+	} {
+		if set {
+			unsupported = append(unsupported, key)
+		}
+	}
+	if len(unsupported) > 0 {
+		slices.Sort(unsupported)
+		return fmt.Errorf("%s sets %s, which the reconfiguration hook does not apply in this version; leave them out or use a snofactory site config",
+			imageBasedManifest, strings.Join(unsupported, ", "))
+	}
+	return nil
+}
+
+// trustPolicy is the additionalTrustBundlePolicy that gives the proxy the trusted CA the
+// medium names. The installer names user-ca-bundle, holding the site's bundle, when the
+// policy is Always or Proxyonly with a proxy, and nothing otherwise
+// (pkg/asset/imagebased/configimage/clusterconfiguration.go ClusterConfiguration.Generate);
+// lifecycle-agent wants the name and the bundle both or neither
+// (internal/recert/recert.go SetRecertTrustedCaBundleFromSeedReconfigAdditionaTrustBundle).
+// Anything the installer would not write is refused: the hook could not honour it.
+func trustPolicy(sr *seedReconfiguration) (string, error) {
+	b := sr.AdditionalTrustBundle
+	const field = imageBasedManifest + ": additionalTrustBundle"
+	switch {
+	case b.ProxyConfigmapName == "" && b.ProxyConfigmapBundle != "":
+		return "", fmt.Errorf("%s sets proxyConfigmapBundle without proxyConfigmapName; set both or neither", field)
+	case b.ProxyConfigmapName == "":
+		if sr.Proxy != nil && b.UserCaBundle != "" {
+			return "", fmt.Errorf("%s gives a bundle and the medium a proxy, but names no proxyConfigmapName: the proxy would not trust the bundle, "+
+				"which the hook cannot do; set proxyConfigmapName to %q (as the installer does) or leave the bundle out", field, userCABundleConfigMap)
+		}
+		return "", nil
+	case b.ProxyConfigmapName != userCABundleConfigMap:
+		return "", fmt.Errorf("%s.proxyConfigmapName is %q: the hook gives the proxy the site's own bundle only; set it to %q or leave it out",
+			field, b.ProxyConfigmapName, userCABundleConfigMap)
+	case b.UserCaBundle == "" || b.ProxyConfigmapBundle != b.UserCaBundle:
+		return "", fmt.Errorf("%s.proxyConfigmapBundle must equal userCaBundle when proxyConfigmapName is %q; give the same bundle in both",
+			field, userCABundleConfigMap)
+	case sr.Proxy == nil:
+		return TrustPolicyAlways, nil
+	}
+	return TrustPolicyProxyOnly, nil
+}
+
+// userCABundleConfigMap is the ConfigMap (namespace openshift-config) that holds the site's
+// additionalTrustBundle, the only proxy trusted CA the hook gives.
+const userCABundleConfigMap = "user-ca-bundle"
 
 // imageBasedDocument reads an image-based installer medium's site configuration and
 // returns it as a site config document, for Parse.

@@ -3,6 +3,7 @@ package siteconfig
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -96,7 +97,10 @@ func TestReadImageBasedMediumRefuses(t *testing.T) {
 		want string
 	}{
 		{"api version", func(m map[string]any) { m["api_version"] = 2 }, "api_version 2"},
-		{"proxy", func(m map[string]any) { m["proxy"] = map[string]string{"httpProxy": "http://p:3128"} }, "sets proxy"},
+		{"status proxy", func(m map[string]any) { m["status_proxy"] = map[string]string{"httpProxy": "http://p:3128"} }, "sets status_proxy"},
+		{"proxy by the one validator", func(m map[string]any) { m["proxy"] = map[string]string{"httpProxy": "https://user:s3cret@p:3128"} },
+			`spec.proxy.httpProxy: "https://<credentials>@p:3128": scheme "https" is not supported`},
+		{"empty proxy", func(m map[string]any) { m["proxy"] = map[string]string{} }, "must include httpProxy or httpsProxy"},
 		{"VLAN ID", func(m map[string]any) {
 			m["raw_nm_state_config"] = "interfaces:\n- name: eth0\n  type: ethernet\n- name: eth0.4095\n  type: vlan\n  vlan: {base-iface: eth0, id: 4095}\n"
 		}, "4095 is not a VLAN ID"},
@@ -104,13 +108,75 @@ func TestReadImageBasedMediumRefuses(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			iso := configISO(t, ImageBasedVolumeLabel, map[string]string{imageBasedManifest: seedReconfigurationJSON(t, tc.edit)})
-			if _, err := ReadMedium(iso); err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("ReadMedium = %v, want %q", err, tc.want)
+			if _, err := ReadMedium(iso); err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "s3cret") {
+				t.Errorf("ReadMedium = %v, want %q and no secret", err, tc.want)
 			}
 		})
 	}
 	if _, err := ReadMedium(configISO(t, "OTHER", map[string]string{"x.txt": "x"})); err == nil || !strings.Contains(err.Error(), ImageBasedVolumeLabel) {
 		t.Errorf("another label: %v", err)
+	}
+}
+
+// The installer's proxy becomes the site's spec.proxy, applied as ours is, and its trusted-CA
+// configmap becomes the trust bundle policy that gives the proxy the same CA
+// (installer pkg/asset/imagebased/configimage/clusterconfiguration.go
+// ClusterConfiguration.Generate writes user-ca-bundle for Always, or Proxyonly with a proxy).
+func TestReadImageBasedMediumProxy(t *testing.T) {
+	ca, err := os.ReadFile("testdata/corporate-ca.pem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := map[string]string{"httpProxy": "http://proxy.edge.example.com:3128", "httpsProxy": "http://proxy.edge.example.com:3128",
+		"noProxy": ".edge.example.com,10.128.0.0/14,172.30.0.0/16,192.168.50.0/24"}
+	trust := func(name, bundle string) map[string]string {
+		return map[string]string{"userCaBundle": string(ca), "proxyConfigmapName": name, "proxyConfigmapBundle": bundle}
+	}
+	for _, tc := range []struct {
+		name       string
+		proxy      map[string]string
+		trust      map[string]string
+		wantPolicy string
+		want       string
+	}{
+		{"proxy, bundle trusted by it", proxy, trust("user-ca-bundle", string(ca)), TrustPolicyProxyOnly, ""},
+		{"proxy, no bundle", proxy, nil, "", ""},
+		{"bundle trusted always, no proxy", nil, trust("user-ca-bundle", string(ca)), TrustPolicyAlways, ""},
+		{"bundle, no proxy", nil, trust("", ""), "", ""},
+		{"proxy not trusting the bundle", proxy, trust("", ""), "", `set proxyConfigmapName to "user-ca-bundle"`},
+		{"another configmap", proxy, trust("corp-ca", string(ca)), "", `proxyConfigmapName is "corp-ca"`},
+		{"bundles differ", proxy, trust("user-ca-bundle", "other"), "", "must equal userCaBundle"},
+		{"bundle without name", nil, trust("", string(ca)), "", "proxyConfigmapBundle without proxyConfigmapName"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			iso := configISO(t, ImageBasedVolumeLabel, map[string]string{imageBasedManifest: seedReconfigurationJSON(t, func(m map[string]any) {
+				if tc.proxy != nil {
+					m["proxy"] = tc.proxy
+				}
+				if tc.trust != nil {
+					m["additionalTrustBundle"] = tc.trust
+				}
+			})})
+			sc, err := ReadMedium(iso)
+			if tc.want != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("ReadMedium = %v, want %q", err, tc.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sc.HasProxy() != (tc.proxy != nil) || sc.Spec.AdditionalTrustBundlePolicy != tc.wantPolicy {
+				t.Fatalf("proxy %+v policy %q, want %v %q", sc.Spec.Proxy, sc.Spec.AdditionalTrustBundlePolicy, tc.proxy != nil, tc.wantPolicy)
+			}
+			if p := sc.Spec.Proxy; p != nil && (p.HTTPProxy != proxy["httpProxy"] || p.HTTPSProxy != proxy["httpsProxy"] || p.NoProxy != proxy["noProxy"]) {
+				t.Errorf("proxy %+v, want %v", p, proxy)
+			}
+			if got, want := sc.ProxyTrustsBundle(), tc.trust != nil && tc.trust["proxyConfigmapName"] != ""; got != want {
+				t.Errorf("ProxyTrustsBundle = %v, want %v", got, want)
+			}
+		})
 	}
 }
 
