@@ -25,7 +25,7 @@ func TestContainerStoragePartitionRefused(t *testing.T) {
 		name, doc, path, msg string
 		line                 int
 	}{
-		{"coreos target", coreos("  disk:\n    containerStorage: {}\n"), "spec.disk.containerStorage", "only allowed when target.type is openshift", 11},
+		{"coreos target, root too small", coreos("  disk:\n    containerStorage: {start: 200M}\n"), "spec.disk.containerStorage.start", "the conformance OS's root needs at least 201MiB", 11},
 		{"bare number is sectors", withPartition("\n      start: \"-40\"\n", ""), "spec.disk.containerStorage.start", "not a partition start", 14},
 		{"unknown unit", withPartition("\n      start: -40GB\n", ""), "spec.disk.containerStorage.start", "not a partition start", 14},
 		{"relative to default start", withPartition("\n      start: +40G\n", ""), "spec.disk.containerStorage.start", "not a partition start", 14},
@@ -97,5 +97,18 @@ func TestContainerStoragePartitionDefaults(t *testing.T) {
 	}
 	if bp.Spec.Disk.ContainerStorage != nil {
 		t.Errorf("a blueprint without the block gets a partition: %+v", bp.Spec.Disk.ContainerStorage)
+	}
+}
+
+// The conformance OS takes the partition too (its installer makes the disk GPT): a small
+// start from the end of its small disk is valid, and defaults fill label and number.
+func TestContainerStorageOnTheConformanceOS(t *testing.T) {
+	bp, err := parseIn(t, fixtureDir(t), coreos("  disk:\n    containerStorage: {start: -64M}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := bp.Spec.Disk.ContainerStorage
+	if cs == nil || cs.Label != "var-lib-containers" || cs.Number != 5 || cs.Start != "-64M" {
+		t.Errorf("containerStorage %+v, want -64M, var-lib-containers, 5", cs)
 	}
 }

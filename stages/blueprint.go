@@ -130,6 +130,11 @@ func installOptions(bp *v1alpha1.Blueprint) install.Options {
 		DefaultTimeout:  t.Install.D(),
 		Timeouts:        map[string]time.Duration{wire.PhaseLiveBooted: t.Boot.D()},
 	}
+	if cs := bp.Spec.Disk.ContainerStorage; cs != nil && o.Target == oskind.CoreOS {
+		// Placed on the factory disk as for OpenShift; validation checked it fits.
+		at, _ := cs.StartBytes(v.DiskSize)
+		o.ContainerStorage = &wire.InstallPartition{Number: cs.Number, Label: cs.Label, StartMiB: int64(at / v1alpha1.MiB)}
+	}
 	if o.Target == oskind.OpenShift {
 		for _, p := range []string{wire.PhaseAPIUp, wire.PhaseBootstrapComplete, wire.PhaseInstallComplete} {
 			o.Timeouts[p] = t.Cluster.D()

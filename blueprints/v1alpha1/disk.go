@@ -17,7 +17,8 @@ type Disk struct {
 	// (its extraPartitionStart, extraPartitionLabel and extraPartitionNumber): the precached
 	// images live on it, apart from the OS, and a node made from the seed can later take an
 	// image-based upgrade, which needs one. Present, even empty ({}), turns it on; each field
-	// left out takes the image-based installer's default. openshift targets only.
+	// left out takes the image-based installer's default. On a coreos target the conformance
+	// OS's installer makes the disk GPT for it, with ext4 on the partition.
 	ContainerStorage *ContainerStorage `json:"containerStorage,omitempty" yaml:"containerStorage,omitempty"`
 }
 
@@ -54,6 +55,9 @@ const (
 	// minRootSize: the space an RHCOS root must keep before the partition, as OpenShift's
 	// own documentation asks of a separate partition's start (at least 25000 MiB).
 	minRootSize = 25000 * MiB
+	// minConformanceRoot: the conformance OS's ESP and root end at 201 MiB
+	// (test/conformance MinDiskMiB); its installer lays the partition out after them.
+	minConformanceRoot = 201 * MiB
 )
 
 // rhcosPartitions are RHCOS's own partitions, by number and name: BIOS-BOOT, EFI-SYSTEM,
@@ -113,10 +117,6 @@ func (b *Blueprint) validateDisk(c *checker) {
 		return
 	}
 	const p = "spec.disk.containerStorage"
-	if b.Spec.Target.Type != oskind.OpenShift {
-		c.Add(p, "only allowed when target.type is openshift", "the conformance OS's disk is MBR, without partition names: drop spec.disk.containerStorage, or build an openshift target")
-		return
-	}
 	b.validatePartStart(c, p+".start", *cs)
 	switch {
 	case len(cs.Label) > maxPartLabel:
@@ -151,8 +151,13 @@ func (b *Blueprint) validatePartStart(c *checker, p string, cs ContainerStorage)
 		c.Add(p, fmt.Sprintf("%s falls outside the %s factory disk (spec.vm.diskSize)", cs.Start, disk), "a start within the disk, e.g. -40G, or a bigger spec.vm.diskSize")
 		return
 	}
-	if at < minRootSize {
-		c.Add(p, fmt.Sprintf("%s leaves the root %s of the %s factory disk; RHCOS's root needs at least %s", cs.Start, at, disk, minRootSize),
-			fmt.Sprintf("start the partition at or after %s, or make spec.vm.diskSize bigger", minRootSize))
+	// The conformance OS's installer makes the disk GPT for the partition, its root smaller.
+	minRoot, os := minRootSize, "RHCOS"
+	if b.Spec.Target.Type != oskind.OpenShift {
+		minRoot, os = minConformanceRoot, "the conformance OS"
+	}
+	if at < minRoot {
+		c.Add(p, fmt.Sprintf("%s leaves the root %s of the %s factory disk; %s's root needs at least %s", cs.Start, at, disk, os, minRoot),
+			fmt.Sprintf("start the partition at or after %s, or make spec.vm.diskSize bigger", minRoot))
 	}
 }

@@ -26,11 +26,11 @@ func TestInstallRequest(t *testing.T) {
 		return p
 	}
 	a, b := lock("a.lock.json", `{"schemaVersion":1}`), lock("b.lock.json", `{"schemaVersion":1,"arch":"amd64"}`)
-	epoch := "1700000000"
+	opts := Options{SourceDateEpoch: "1700000000"}
 	request := func(lock string) []byte {
 		t.Helper()
 		env := &pipeline.Env{Scratch: t.TempDir(), Log: slog.New(slog.DiscardHandler)}
-		d, err := installRequest(context.Background(), lock, epoch, env)
+		d, err := installRequest(context.Background(), lock, opts, env)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -58,8 +58,13 @@ func TestInstallRequest(t *testing.T) {
 	if bytes.Equal(request(b), first) {
 		t.Error("two locks made one request")
 	}
-	epoch = ""
+	opts.SourceDateEpoch = ""
 	if bytes.Contains(request(a), []byte("mkfs_time=")) {
 		t.Error("a mkfs time without SOURCE_DATE_EPOCH")
+	}
+	// A blueprint's container-storage partition reaches the installer.
+	opts.ContainerStorage = &wire.InstallPartition{Number: 5, Label: "var-lib-containers", StartMiB: 960}
+	if got := request(a); !bytes.Contains(got, []byte("cs_number=5\ncs_label=var-lib-containers\ncs_start_mib=960\n")) {
+		t.Errorf("request %q names no container-storage partition", bytes.TrimRight(got, "\x00"))
 	}
 }

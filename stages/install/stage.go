@@ -44,6 +44,10 @@ type Options struct {
 	// SourceDateEpoch is SOURCE_DATE_EPOCH as the build saw it ("" when not set): the
 	// root file system's creation time, so it keys the install (and its recipe).
 	SourceDateEpoch string `json:"sourceDateEpoch,omitempty"`
+	// ContainerStorage is a coreos target's separate /var/lib/containers partition
+	// (spec.disk.containerStorage placed on the disk): the conformance OS's installer makes
+	// the disk GPT with it, and imports the precached images onto it.
+	ContainerStorage *wire.InstallPartition `json:"containerStorage,omitempty"`
 	// Accelerator is auto, kvm or tcg (see vm.ResolveAccel).
 	Accelerator string `json:"-"`
 	// Timeouts bound each phase at KVM speed, by phase name; DefaultTimeout bounds the
@@ -115,7 +119,7 @@ func run(ctx context.Context, opts Options, env *pipeline.Env) error {
 		return err
 	}
 	if opts.Target == oskind.CoreOS {
-		req, err := installRequest(ctx, in.lock, opts.SourceDateEpoch, env)
+		req, err := installRequest(ctx, in.lock, opts, env)
 		if err != nil {
 			return err
 		}
@@ -189,14 +193,14 @@ func keepRunning(ctx context.Context, fac *vm.Factory, disk, sessionDir string, 
 // file system's UUID and hash seed derived from the lock's digest, and its creation time
 // from SOURCE_DATE_EPOCH when that is set, so two installs from one lock make the same
 // file system. (RHCOS makes its own on first boot: its install writes an image.)
-func installRequest(ctx context.Context, lock, sourceDateEpoch string, env *pipeline.Env) (vm.Disk, error) {
+func installRequest(ctx context.Context, lock string, opts Options, env *pipeline.Env) (vm.Disk, error) {
 	_, lockDigest, err := seed.FileDigest(ctx, lock)
 	if err != nil {
 		return vm.Disk{}, fmt.Errorf("the lock the root file system's identity comes from: %w", err)
 	}
-	req := wire.InstallRequest{}
+	req := wire.InstallRequest{ContainerStorage: opts.ContainerStorage}
 	req.RootUUID, req.HashSeed = wire.FSIdentity(lockDigest.String())
-	switch date, ok, err := seed.ParseSourceDateEpoch(sourceDateEpoch); {
+	switch date, ok, err := seed.ParseSourceDateEpoch(opts.SourceDateEpoch); {
 	case err != nil:
 		return vm.Disk{}, err
 	case ok:

@@ -24,7 +24,7 @@ import (
 
 // builderVersion changes whenever the layout this package produces changes, so cached
 // ISOs from an older builder are rebuilt.
-const builderVersion = "conformance-iso/8"
+const builderVersion = "conformance-iso/9"
 
 //go:embed init.sh
 var initScript []byte
@@ -84,6 +84,7 @@ const (
 	pkgXorriso   = "xorriso"
 	pkgGrubEFI   = "grub-efi-amd64-bin"
 	pkgE2fsprogs = "e2fsprogs"
+	pkgGdisk     = "gdisk"
 	ignitionPath = "/usr/lib/dracut/modules.d/30ignition/ignition"
 )
 
@@ -105,6 +106,10 @@ var (
 	// (busybox has none).
 	mke2fsBin = hostFile{"/sbin/mke2fs", pkgE2fsprogs}
 	chattrBin = hostFile{"/usr/bin/chattr", pkgE2fsprogs}
+	// sgdisk and syslinux's GPT boot code lay out a GPT disk when a blueprint asks for a
+	// separate /var/lib/containers partition (init.sh partition_gpt).
+	sgdiskBin = hostFile{"/usr/sbin/sgdisk", pkgGdisk}
+	gptmbrBin = hostFile{"/usr/lib/EXTLINUX/gptmbr.bin", pkgExtlinux}
 )
 
 // Host tools, by the Debian package that provides them.
@@ -142,7 +147,7 @@ func Build(ctx context.Context, o Options) (Result, error) {
 		return res, err
 	}
 	defer unlock()
-	for _, h := range []hostFile{isolinuxBin, isohdpfx, ldlinuxC32, mbrBin, busyboxBin, extlinuxBin, ignitionBin, mke2fsBin, chattrBin, grubEFIDir} {
+	for _, h := range []hostFile{isolinuxBin, isohdpfx, ldlinuxC32, mbrBin, busyboxBin, extlinuxBin, ignitionBin, mke2fsBin, chattrBin, sgdiskBin, gptmbrBin, grubEFIDir} {
 		if err := h.check(); err != nil {
 			return res, fmt.Errorf("conformance ISO: %w", err)
 		}
@@ -435,7 +440,7 @@ func isoGrubModules() []string {
 }
 
 func diskGrubModules() []string {
-	return []string{"normal", "configfile", "search", "search_label", "ext2", "part_msdos",
+	return []string{"normal", "configfile", "search", "search_label", "ext2", "part_msdos", "part_gpt",
 		"linux", "serial", "terminal", "echo", "test"}
 }
 

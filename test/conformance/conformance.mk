@@ -4,7 +4,7 @@
 # snofactory agent it builds, its own init script) and skips the rebuild when the hash
 # matches build/conformance/conformance.iso.inputs, so this target is cheap to depend on.
 # Debian packages: linux-image-amd64 busybox-static ignition isolinux syslinux-common
-# extlinux xorriso grub-efi-amd64-bin grub-common dosfstools mtools e2fsprogs dpkg (and
+# extlinux xorriso grub-efi-amd64-bin grub-common dosfstools mtools e2fsprogs gdisk dpkg (and
 # qemu-system-x86 qemu-utils ovmf to boot it).
 CONFORMANCE_ISO ?= build/conformance/conformance.iso
 GO ?= go

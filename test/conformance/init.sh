@@ -35,6 +35,12 @@ INSTALL_SERIAL=snofactory-install
 # PATH's files.
 MKE2FS=/bin/mke2fs.e2fsprogs
 CHATTR=/bin/chattr.e2fsprogs
+SGDISK=/bin/sgdisk
+GPTMBR=/usr/share/conformance/gptmbr.bin
+# The installed disk's layout (conformance.ESPMiB, MinDiskMiB): the ESP ends at 9 MiB, and
+# the root needs the rest up to 201 MiB.
+ESP_END_MIB=9
+MIN_ROOT_END_MIB=201
 # nodelalloc: blocks are allocated as each file is written, in the installer's order, not
 # when the kernel's writeback gets to them, so one lock's installs lay files out alike.
 ROOT_MOUNT_OPTIONS=nodelalloc
@@ -180,18 +186,92 @@ prepare_target() {
 	if [ "$(dd if="$dev" bs=1 skip=440 count=4 2>/dev/null)" = SNOF ]; then
 		die "$dev already holds an installed system: the firmware booted the live ISO again after the install (boot order must prefer the target disk)"
 	fi
-	dd if=/usr/share/conformance/mbr.img of="$dev" bs=512 count=1 conv=fsync 2>/dev/null || die "writing the MBR of $dev"
-	grow_root "$dev"
+	req=$(disk_by_serial "$INSTALL_SERIAL")
+	CS_NUMBER=
+	[ -n "$req" ] && container_storage_request "$req"
+	if [ -n "$CS_NUMBER" ]; then
+		partition_gpt "$dev"
+	else
+		dd if=/usr/share/conformance/mbr.img of="$dev" bs=512 count=1 conv=fsync 2>/dev/null || die "writing the MBR of $dev"
+		grow_root "$dev"
+	fi
 	blockdev --rereadpt "$dev" || die "re-reading the partition table of $dev"
 	ESP=$(partition "$dev" 1)
 	ROOTPART=$(partition "$dev" 2)
 	wait_for "$ESP" && wait_for "$ROOTPART" || die "partitions of $dev did not appear"
 	dd if=/usr/share/conformance/esp.img of="$ESP" bs=1M conv=fsync 2>/dev/null || die "writing the ESP $ESP"
-	mkfs_root "$ROOTPART" "$(disk_by_serial "$INSTALL_SERIAL")"
+	mkfs_root "$ROOTPART" "$req"
 	mkdir -p /mnt/target
 	mount -t ext4 -o "$ROOT_MOUNT_OPTIONS" "$ROOTPART" /mnt/target || die "mounting $ROOTPART"
 	mkdir -p /mnt/target/boot/extlinux /mnt/target/boot/grub /mnt/target/boot/ignition /mnt/target/root/var/tmp
+	[ -n "$CS_NUMBER" ] && container_storage_target "$dev" /mnt/target/root
 }
+
+# ---- partition_gpt ----
+# container_storage_request REQUEST: CS_NUMBER, CS_LABEL and CS_START_MIB from the install
+# request (a blueprint's spec.disk.containerStorage); all empty without one.
+container_storage_request() {
+	CS_NUMBER=
+	CS_LABEL=
+	CS_START_MIB=
+	while IFS='=' read -r k v; do
+		case "$k" in
+		cs_number) CS_NUMBER=$v ;;
+		cs_label) CS_LABEL=$v ;;
+		cs_start_mib) CS_START_MIB=$v ;;
+		esac
+	done <<REQ
+$(tr -d '\000' <"$1")
+REQ
+}
+
+# partition_gpt DEV: a GPT instead of the MBR, for a separate /var/lib/containers as RHCOS
+# has it: 1 the ESP and 2 the root at the MBR layout's offsets, the root up to CS_START_MIB,
+# and CS_NUMBER named CS_LABEL from there to the disk's end. BIOS boots it through
+# syslinux's gptmbr.bin in the protective MBR, which starts the partition marked legacy
+# BIOS bootable (attribute 2, the root, where extlinux sits); UEFI finds the ESP by its type.
+partition_gpt() {
+	[ "$CS_START_MIB" -ge "$MIN_ROOT_END_MIB" ] 2>/dev/null ||
+		die "the container-storage partition starts at $CS_START_MIB MiB, inside the ESP and the root (they end at $MIN_ROOT_END_MIB MiB): give the VM a bigger disk, or a later start"
+	"$SGDISK" --zap-all "$1" >/run/snofactory/sgdisk.log 2>&1
+	if ! "$SGDISK" -n "1:2048:$((ESP_END_MIB * 2048 - 1))" -t 1:EF00 -c 1:EFI-SYSTEM \
+		-n "2:$((ESP_END_MIB * 2048)):$((CS_START_MIB * 2048 - 1))" -t 2:8300 -c "2:$ROOT_LABEL_DEFAULT" -A 2:set:2 \
+		-n "$CS_NUMBER:$((CS_START_MIB * 2048)):0" -t "$CS_NUMBER:8300" -c "$CS_NUMBER:$CS_LABEL" \
+		"$1" >>/run/snofactory/sgdisk.log 2>&1; then
+		die "partitioning $1 (GPT) failed" /run/snofactory/sgdisk.log
+	fi
+	TABLE=gpt
+	dd if="$GPTMBR" of="$1" bs=440 count=1 conv=notrunc,fsync 2>/dev/null || die "writing the GPT boot code of $1"
+	printf SNOF | dd of="$1" bs=1 seek=440 count=4 conv=notrunc,fsync 2>/dev/null || die "marking $1 installed"
+}
+
+# container_storage_target DEV ROOT: an ext4 file system on the container-storage partition,
+# mounted at ROOT/var/lib/containers for the image import, and the mount unit RHCOS's
+# Ignition writes for it (Butane with_mount_unit), which a boot from disk and the site's
+# grow step read.
+container_storage_target() {
+	CSPART=$(partition "$1" "$CS_NUMBER")
+	wait_for "$CSPART" || die "the container-storage partition $CSPART did not appear"
+	"$MKE2FS" -F -q -t ext4 -L "$CS_LABEL" "$CSPART" >/run/snofactory/mkfs-cs.log 2>&1 || die "mke2fs $CSPART failed" /run/snofactory/mkfs-cs.log
+	mkdir -p "$2/var/lib/containers" "$2/etc/systemd/system/local-fs.target.requires"
+	mount -t ext4 "$CSPART" "$2/var/lib/containers" || die "mounting $CSPART"
+	esc=$(echo "$CS_LABEL" | sed 's/-/\\x2d/g')
+	cat >"$2/etc/systemd/system/var-lib-containers.mount" <<UNIT
+[Unit]
+Requires=systemd-fsck@dev-disk-by\x2dpartlabel-$esc.service
+After=systemd-fsck@dev-disk-by\x2dpartlabel-$esc.service
+
+[Mount]
+Where=/var/lib/containers
+What=/dev/disk/by-partlabel/$CS_LABEL
+Type=ext4
+
+[Install]
+RequiredBy=local-fs.target
+UNIT
+	ln -sf ../var-lib-containers.mount "$2/etc/systemd/system/local-fs.target.requires/var-lib-containers.mount"
+}
+# ---- end of partition_gpt ----
 
 # ---- mkfs_root ----
 # mkfs_root PART [REQUEST]: the root's empty ext2 file system, labelled $ROOT_LABEL_DEFAULT.
@@ -308,9 +388,10 @@ menuentry 'snofactory conformance OS' {
 CFG
 	extlinux --install /mnt/target/boot/extlinux >/run/snofactory/extlinux.log 2>&1 || die "extlinux --install" /run/snofactory/extlinux.log
 	sync
+	[ -n "$CSPART" ] && { umount /mnt/target/root/var/lib/containers || die "unmounting $CSPART"; }
 	umount /mnt/target
 	umount /run/media/iso
-	report "$PHASE" ok --detail "device=$dev" --detail "root=$ROOTPART" --detail "esp=$ESP" \
+	report "$PHASE" ok --detail "device=$dev" --detail "root=$ROOTPART" --detail "esp=$ESP" --detail "table=${TABLE:-mbr}" \
 		--detail "loaders=extlinux(bios),grub(uefi)" --detail "firmware=$FIRMWARE"
 }
 
@@ -398,6 +479,7 @@ disk_boot() {
 	[ -n "$part" ] || die "root LABEL=$ROOT_LABEL not found"
 	mkdir -p /mnt/disk
 	mount -t ext4 -o "$ROOT_MOUNT_OPTIONS" "$part" /mnt/disk || die "mounting $part"
+	mount_container_storage /mnt/disk/root
 	disk=/dev/$(basename "$(dirname "$(readlink -f "/sys/class/block/${part#/dev/}")")")
 	serial=$(cat "/sys/block/${disk#/dev/}/serial" 2>/dev/null)
 	if [ ! -f /mnt/disk/boot/ignition.firstboot ]; then
@@ -469,7 +551,7 @@ factory_commands() {
 			flag=--freeze
 			[ "$cmd" = thaw ] && flag=--unfreeze
 			sync
-			if fsfreeze "$flag" /mnt/disk 2>/run/snofactory/cmd.err; then
+			if fsfreeze "$flag" /mnt/disk 2>/run/snofactory/cmd.err && { [ -z "$CSMOUNT" ] || fsfreeze "$flag" "$CSMOUNT" 2>>/run/snofactory/cmd.err; }; then
 				last=$cmd:ok
 			else
 				last=$cmd:failed
@@ -500,9 +582,29 @@ clean_poweroff() {
 		umount -l "/mnt/disk/root/$d" 2>/dev/null
 	done
 	sync
+	[ -n "$CSMOUNT" ] && { umount "$CSMOUNT" 2>/dev/null || mount -o remount,ro "$CSMOUNT"; }
 	umount /mnt/disk 2>/dev/null || mount -o remount,ro /mnt/disk
 	sync
 	poweroff -f
+}
+
+# mount_container_storage ROOT: the container-storage partition its mount unit names
+# (What=/dev/disk/by-partlabel/LABEL), found by its GPT name in sysfs (no udev here to make
+# the by-partlabel link), at ROOT/var/lib/containers; nothing without the unit.
+mount_container_storage() {
+	CSMOUNT=
+	unit=$1/etc/systemd/system/var-lib-containers.mount
+	[ -f "$unit" ] || return 0
+	label=$(sed -n 's|^What=/dev/disk/by-partlabel/||p' "$unit")
+	cs=
+	for u in /sys/class/block/*/uevent; do
+		grep -qx "PARTNAME=$label" "$u" 2>/dev/null || continue
+		cs=/dev/$(sed -n 's/^DEVNAME=//p' "$u")
+		break
+	done
+	[ -n "$cs" ] || die "no partition named $label for /var/lib/containers ($unit)"
+	mount -t ext4 "$cs" "$1/var/lib/containers" || die "mounting $cs on /var/lib/containers"
+	CSMOUNT=$1/var/lib/containers
 }
 
 # disk_by_serial SERIAL prints the block device with that virtio serial.
@@ -540,6 +642,7 @@ seal() {
 	FINAL=sealed
 	/bin/snofactory agent seal --root /mnt/disk/root --boot-dir /mnt/disk/boot --request "$1" --port "$AGENT_PORT" || idle
 	fstrim /mnt/disk 2>/dev/null || log "fstrim /mnt/disk: no discard support"
+	[ -n "$CSMOUNT" ] && { fstrim "$CSMOUNT" 2>/dev/null || log "fstrim $CSMOUNT: no discard support"; }
 	clean_poweroff
 }
 

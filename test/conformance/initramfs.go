@@ -140,7 +140,7 @@ func (t *tree) initramfs() ([]byte, error) {
 func populate(ctx context.Context, t *tree, kver, agentBin string) error {
 	// Host files from Debian packages that the installed disk carries, in the initramfs or
 	// as its boot code: the package list names their packages.
-	debFiles := []string{busyboxBin.src, mbrBin.src, grubEFIDir.src}
+	debFiles := []string{busyboxBin.src, mbrBin.src, gptmbrBin.src, grubEFIDir.src}
 	t.addData("/init", initScript, 0o755)
 	t.addHost("/bin/busybox", busyboxBin.src, 0o755)
 	applets, err := exec.CommandContext(ctx, busyboxBin.src, "--list").Output()
@@ -165,7 +165,7 @@ func populate(ctx context.Context, t *tree, kver, agentBin string) error {
 	// e2fsprogs' mke2fs beside busybox's, which cannot fix a UUID or hash seed, and its
 	// chattr, which busybox lacks (init.sh's MKE2FS and CHATTR).
 	for dst, src := range map[string]string{"/bin/ignition": ignitionBin.src, "/bin/extlinux": extlinuxBin.src,
-		mke2fsPath: mke2fsBin.src, chattrPath: chattrBin.src} {
+		mke2fsPath: mke2fsBin.src, chattrPath: chattrBin.src, sgdiskPath: sgdiskBin.src} {
 		t.addHost(dst, src, 0o755)
 		libs, err := sharedLibs(ctx, src)
 		if err != nil {
@@ -181,6 +181,7 @@ func populate(ctx context.Context, t *tree, kver, agentBin string) error {
 		return err
 	}
 	t.addData(MBRImagePath, mbr, 0o644)
+	t.addHost(GPTMBRPath, gptmbrBin.src, 0o644)
 	// Where the render stage's units expect the agent (render.AgentBinary); the
 	// installer copies it into the installed root there too.
 	t.addLink("/usr/local/bin/snofactory", "/bin/snofactory")
@@ -371,6 +372,13 @@ const (
 
 // MBRImagePath is where the initramfs carries the installed disk's sector 0.
 const MBRImagePath = "/usr/share/conformance/mbr.img"
+
+// GPTMBRPath is syslinux's boot code for a GPT disk's protective MBR (init.sh GPTMBR), and
+// sgdiskPath the GPT tool (init.sh SGDISK): a disk with a container-storage partition is GPT.
+const (
+	GPTMBRPath = "/usr/share/conformance/gptmbr.bin"
+	sgdiskPath = "/bin/sgdisk"
+)
 
 // Installed disk layout, an MBR partition table (see mbrImage).
 const (

@@ -27,6 +27,35 @@ type InstallRequest struct {
 	// MkfsTime is the file system's creation time (and last check) in Unix seconds,
 	// SOURCE_DATE_EPOCH; 0 leaves mkfs the clock.
 	MkfsTime int64
+	// ContainerStorage, when set, makes the disk GPT with a separate /var/lib/containers
+	// partition (a blueprint's spec.disk.containerStorage), which the image import fills.
+	ContainerStorage *InstallPartition
+}
+
+// InstallPartition is a partition the installer adds after the root, to the disk's end.
+type InstallPartition struct {
+	// Number is the GPT partition number: the installer's own are 1 (ESP) and 2 (root).
+	Number int
+	// Label is the GPT partition name.
+	Label string
+	// StartMiB is where it starts, in MiB from the disk's start.
+	StartMiB int64
+}
+
+// partLabel is what a partition name may hold here: it becomes a shell word in a
+// key=value line and /dev/disk/by-partlabel/LABEL on an RHCOS node.
+var partLabel = regexp.MustCompile(`^[A-Za-z0-9._-]{1,36}$`)
+
+func (p *InstallPartition) check() error {
+	switch {
+	case p.Number < 3 || p.Number > 128:
+		return fmt.Errorf("install request: partition number %d is not between 3 and 128 (1 and 2 are the ESP and the root)", p.Number)
+	case !partLabel.MatchString(p.Label):
+		return fmt.Errorf("install request: partition label %q is not 1 to 36 letters, digits, '.', '_' or '-'", p.Label)
+	case p.StartMiB <= 0:
+		return fmt.Errorf("install request: partition start %d MiB is not on the disk", p.StartMiB)
+	}
+	return nil
 }
 
 // FSIdentity derives a root file system's UUID and hash seed from seed (the lock's
@@ -47,7 +76,8 @@ func nameUUID(purpose, seed string) string {
 var uuidPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 
 // EncodeInstallRequest is the install request disk's content: key=value lines (root_uuid,
-// hash_seed, and mkfs_time when set) that a shell reads, NUL-padded to InstallRequestSize.
+// hash_seed, mkfs_time when set, cs_number, cs_label and cs_start_mib with a container
+// storage partition) that a shell reads, NUL-padded to InstallRequestSize.
 func EncodeInstallRequest(r InstallRequest) ([]byte, error) {
 	for _, u := range []struct{ name, v string }{{"root UUID", r.RootUUID}, {"hash seed", r.HashSeed}} {
 		if !uuidPattern.MatchString(u.v) {
@@ -61,6 +91,12 @@ func EncodeInstallRequest(r InstallRequest) ([]byte, error) {
 	fmt.Fprintf(&b, "root_uuid=%s\nhash_seed=%s\n", r.RootUUID, r.HashSeed)
 	if r.MkfsTime > 0 {
 		fmt.Fprintf(&b, "mkfs_time=%d\n", r.MkfsTime)
+	}
+	if p := r.ContainerStorage; p != nil {
+		if err := p.check(); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(&b, "cs_number=%d\ncs_label=%s\ncs_start_mib=%d\n", p.Number, p.Label, p.StartMiB)
 	}
 	out := make([]byte, InstallRequestSize)
 	copy(out, b.String())

@@ -39,6 +39,11 @@ func TestEncodeInstallRequest(t *testing.T) {
 		{"an upper-case UUID", InstallRequest{RootUUID: strings.ToUpper(u), HashSeed: h}, ""},
 		{"a line in the UUID", InstallRequest{RootUUID: u + "\nmkfs_time=1", HashSeed: h}, ""},
 		{"a time before 1970", InstallRequest{RootUUID: u, HashSeed: h, MkfsTime: -1}, ""},
+		{"container storage", InstallRequest{RootUUID: u, HashSeed: h, ContainerStorage: &InstallPartition{Number: 5, Label: "var-lib-containers", StartMiB: 960}},
+			"root_uuid=" + u + "\nhash_seed=" + h + "\ncs_number=5\ncs_label=var-lib-containers\ncs_start_mib=960\n"},
+		{"container storage on the root's number", InstallRequest{RootUUID: u, HashSeed: h, ContainerStorage: &InstallPartition{Number: 2, Label: "x", StartMiB: 960}}, ""},
+		{"a line in the label", InstallRequest{RootUUID: u, HashSeed: h, ContainerStorage: &InstallPartition{Number: 5, Label: "x\nroot_uuid=y", StartMiB: 960}}, ""},
+		{"no start", InstallRequest{RootUUID: u, HashSeed: h, ContainerStorage: &InstallPartition{Number: 5, Label: "x"}}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b, err := EncodeInstallRequest(tc.req)
