@@ -176,12 +176,9 @@ func populate(ctx context.Context, t *tree, kver, agentBin string) error {
 		}
 		debFiles = append(append(debFiles, src), libs...)
 	}
-	mbr, err := mbrImage()
-	if err != nil {
+	if err := addBootCode(t); err != nil {
 		return err
 	}
-	t.addData(MBRImagePath, mbr, 0o644)
-	t.addHost(GPTMBRPath, gptmbrBin.src, 0o644)
 	// Where the render stage's units expect the agent (render.AgentBinary); the
 	// installer copies it into the installed root there too.
 	t.addLink("/usr/local/bin/snofactory", "/bin/snofactory")
@@ -216,6 +213,18 @@ func populate(ctx context.Context, t *tree, kver, agentBin string) error {
 		return err
 	}
 	t.addData(DpkgStatusPath, status, 0o644)
+	return nil
+}
+
+// addBootCode adds the installed disk's sector 0 for its MBR layout and syslinux's GPT boot
+// code for its GPT one.
+func addBootCode(t *tree) error {
+	mbr, err := mbrImage()
+	if err != nil {
+		return err
+	}
+	t.addData(MBRImagePath, mbr, 0o644)
+	t.addHost(GPTMBRPath, gptmbrBin.src, 0o644)
 	return nil
 }
 
