@@ -37,6 +37,7 @@ type Reader struct {
 	name    string
 	offsets map[digest.Digest]int64
 	dec     *zstd.Decoder
+	jobs    int // chunks decoded at once
 }
 
 // NewReader reads the pack r (name says what it is in errors) that x describes. Close
@@ -51,7 +52,7 @@ func NewReader(r io.ReaderAt, x *Index, name string) (*Reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Reader{r: r, x: x, name: name, offsets: offsets, dec: dec}, nil
+	return &Reader{r: r, x: x, name: name, offsets: offsets, dec: dec, jobs: runtime.NumCPU()}, nil
 }
 
 // NewDecoder returns a decoder that never makes more than a chunk of x's maximum size.
@@ -128,19 +129,52 @@ func decodeChunkInto(dec *zstd.Decoder, c Chunk, stored, raw []byte, source stri
 }
 
 // WriteTo streams the whole raw disk to w in order, zeros where no chunk is, checking
-// every chunk as it goes. Chunks are decompressed ahead on every core, a bounded number
-// at a time.
+// every chunk as it goes (inOrder: decompressed ahead on every core, a bounded number at
+// a time).
 func (r *Reader) WriteTo(ctx context.Context, w io.Writer) (int64, error) {
-	jobs := runtime.NumCPU()
+	var n int64
+	zeros := make([]byte, 1<<20)
+	pad := func(to int64) error {
+		for n < to {
+			k, err := w.Write(zeros[:min(int64(len(zeros)), to-n)])
+			n += int64(k)
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	err := r.inOrder(ctx, func(c Chunk, raw []byte) error {
+		if err := pad(c.Offset); err != nil {
+			return err
+		}
+		k, err := w.Write(raw)
+		n += int64(k)
+		return err
+	})
+	if err != nil {
+		return n, err
+	}
+	return n, pad(r.x.Size)
+}
+
+// inOrder decompresses and checks the disk's chunks on r.jobs cores, at most twice as many
+// ahead of use, and hands each one's raw bytes (valid only during the call) to use in
+// disk order. The first error, use's or a chunk's, stops it.
+func (r *Reader) inOrder(ctx context.Context, use func(Chunk, []byte) error) error {
 	type result struct {
+		b   *chunkBuffers
 		raw []byte
 		err error
 	}
-	ahead := make(chan chan result, 2*jobs)
+	ahead := make(chan chan result, 2*r.jobs)
+	sem := make(chan struct{}, r.jobs)
+	// Buffers go back for the next chunk once used: a write of a 16 GiB disk would
+	// otherwise allocate (and zero) its 10 GiB of data and pack once more.
+	pool := sync.Pool{New: func() any { return &chunkBuffers{} }}
 	g, gctx := errgroup.WithContext(ctx)
-	sem := make(chan struct{}, jobs)
-	// Decoders still running when the writer stops must finish before WriteTo returns:
-	// the caller closes the shared zstd decoder next.
+	// Decoders still running when use stops must finish before inOrder returns: the
+	// caller closes the shared zstd decoder next.
 	var decoding sync.WaitGroup
 	defer decoding.Wait()
 	g.Go(func() error {
@@ -155,48 +189,33 @@ func (r *Reader) WriteTo(ctx context.Context, w io.Writer) (int64, error) {
 			sem <- struct{}{}
 			decoding.Go(func() {
 				defer func() { <-sem }()
-				raw, err := r.Chunk(c)
-				ch <- result{raw, err}
+				b := pool.Get().(*chunkBuffers)
+				raw, err := r.chunkInto(c, b)
+				ch <- result{b, raw, err}
 			})
 		}
 		return nil
 	})
-	var n int64
 	g.Go(func() error {
-		zeros := make([]byte, 1<<20)
-		pad := func(to int64) error {
-			for n < to {
-				k, err := w.Write(zeros[:min(int64(len(zeros)), to-n)])
-				n += int64(k)
-				if err != nil {
-					return err
-				}
-			}
-			return nil
-		}
 		i := 0
 		for ch := range ahead {
 			res := <-ch
 			if res.err != nil {
 				return res.err
 			}
-			if err := pad(r.x.Chunks[i].Offset); err != nil {
-				return err
-			}
-			k, err := w.Write(res.raw)
-			n += int64(k)
+			err := use(r.x.Chunks[i], res.raw)
+			pool.Put(res.b)
 			if err != nil {
 				return err
 			}
-			i++
 			if err := gctx.Err(); err != nil {
 				return err
 			}
+			i++
 		}
-		return pad(r.x.Size)
+		return nil
 	})
-	err := g.Wait()
-	return n, err
+	return g.Wait()
 }
 
 // Stream returns the raw disk as a reader (WriteTo through a pipe); closing it stops the
@@ -259,7 +278,7 @@ func (r *Reader) Check(ctx context.Context) error {
 // hands each one's raw bytes (valid only during the call) to use.
 func (r *Reader) eachChunk(ctx context.Context, chunks []Chunk, use func(Chunk, []byte) error) error {
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(2 * runtime.NumCPU())
+	g.SetLimit(2 * r.jobs)
 	// Buffers go back for the next chunk: a write of a 16 GiB disk would otherwise
 	// allocate (and zero) its 10 GiB of data and pack once more.
 	pool := sync.Pool{New: func() any { return &chunkBuffers{} }}

@@ -198,7 +198,9 @@ func writeFile(ctx context.Context, device string, d Disk, rc io.Reader) error {
 	})
 }
 
-// writeChunked writes a chunked disk chunk by chunk at its offsets, on every core. The
+// writeChunked writes a chunked disk in disk order, past the page cache where the target
+// allows it (diskpack.WriteAligned: chunks decompressed and checked on every core while
+// earlier ones are written). The
 // index is checked against the manifest and every chunk against its digest as it is
 // decoded: together they fix each byte of the raw disk, so the whole-disk digest is not
 // recomputed (on a 16 GiB disk that hash alone takes longer than the write). A file target
@@ -213,11 +215,19 @@ func writeChunked(ctx context.Context, dir, device string, d Disk, block bool) e
 	if block {
 		return writeChunkedBlock(ctx, device, d, x, r)
 	}
+	return writeChunkedFile(ctx, device, d, r)
+}
+
+// writeChunkedFile writes a chunked disk into a file through output.Write: beside device,
+// renamed into place once every chunk was written and checked, and synced.
+func writeChunkedFile(ctx context.Context, device string, d Disk, r *diskpack.Reader) error {
 	return output.Write(device, 0o600, func(out *os.File) error {
 		if err := out.Truncate(d.VirtualSize); err != nil {
 			return fmt.Errorf("sizing %s: %w", device, err)
 		}
-		if err := r.WriteAt(ctx, out); err != nil {
+		w := newDirectWriter(out)
+		defer w.Close()
+		if err := r.WriteAligned(ctx, w, out); err != nil {
 			return fmt.Errorf("writing %s onto %s: %w", d.File, device, badChunk(err))
 		}
 		return nil
@@ -253,7 +263,9 @@ func writeChunkedBlock(ctx context.Context, device string, d Disk, x *diskpack.I
 		}
 		return &PartialError{Device: device, Err: err}
 	}
-	head := &heldHead{w: f, head: make([]byte, min(headLen, d.VirtualSize))}
+	w := newDirectWriter(f)
+	defer w.Close()
+	head := &heldHead{w: w, head: make([]byte, min(headLen, d.VirtualSize))}
 	for _, g := range x.Gaps() {
 		if g[1] <= headLen {
 			continue // the held head starts as zeros
@@ -262,7 +274,7 @@ func writeChunkedBlock(ctx context.Context, device string, d Disk, x *diskpack.I
 			return fail(fmt.Errorf("zeroing %s at %d: %w", device, g[0], err))
 		}
 	}
-	if err := r.WriteAt(ctx, head); err != nil {
+	if err := r.WriteAligned(ctx, head, &heldHead{w: f, head: head.head}); err != nil {
 		return fail(fmt.Errorf("writing %s onto %s: %w", d.File, device, badChunk(err)))
 	}
 	if err := f.Sync(); err != nil {

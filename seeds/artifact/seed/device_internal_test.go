@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/opencontainers/go-digest"
+	"golang.org/x/sys/unix"
 
 	"github.com/snofactory/snofactory/seeds/artifact/diskpack"
 )
@@ -185,5 +187,70 @@ func TestHeldHead(t *testing.T) {
 	got, _ := os.ReadFile(dev)
 	if string(h.head) != "abcd" || string(got[4:6]) != "ef" || string(got[10:12]) != "zz" || !bytes.Equal(got[:4], make([]byte, 4)) {
 		t.Errorf("head %q, device %q", h.head, got)
+	}
+}
+
+// A chunked disk goes into a file the same bytes as the disk, its unstored range a hole;
+// a chunk that does not match its digest stops the write, names the chunk, and leaves
+// neither the file nor its partial copy.
+func TestWriteChunkedFile(t *testing.T) {
+	raw, x, pack := packedDisk(t)
+	d := Disk{File: "disk.pack", VirtualSize: int64(len(raw))}
+	for _, damage := range []bool{false, true} {
+		t.Run(fmt.Sprintf("damaged %v", damage), func(t *testing.T) {
+			p, _ := os.ReadFile(pack)
+			if damage {
+				p[len(p)/2] ^= 0xff
+			}
+			r, err := diskpack.NewReader(bytes.NewReader(p), x, "disk.pack")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			dir := t.TempDir()
+			out := filepath.Join(dir, "disk.raw")
+			err = writeChunkedFile(context.Background(), out, d, r)
+			if damage {
+				var ce *diskpack.ChunkError
+				left, _ := os.ReadDir(dir)
+				if !errors.As(err, &ce) || !errors.Is(err, ErrBadSeed) || len(left) != 0 {
+					t.Fatalf("err = %v, left %v; want a bad chunk named and nothing left", err, left)
+				}
+				return
+			}
+			got, _ := os.ReadFile(out)
+			if err != nil || !bytes.Equal(got, raw) {
+				t.Fatalf("err = %v; the file does not hold the disk", err)
+			}
+			f, _ := os.Open(out)
+			defer f.Close()
+			if hole, err := unix.Seek(int(f.Fd()), 3<<19, unix.SEEK_HOLE); err != nil || hole >= 3<<20-diskpack.Alignment {
+				t.Errorf("SEEK_HOLE from %d = %d, %v: the unstored range was written", 3<<19, hole, err)
+			}
+		})
+	}
+}
+
+// A write the direct handle refuses (unaligned, as on a device with larger blocks) goes
+// through the file's own handle, and so do the writes after it.
+func TestDirectWriterFallsBack(t *testing.T) {
+	f, err := os.Create(filepath.Join(t.TempDir(), "disk.raw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w := newDirectWriter(f)
+	defer w.Close()
+	for _, off := range []int64{3, 4099} {
+		if n, err := w.WriteAt([]byte("abc"), off); err != nil || n != 3 {
+			t.Fatalf("WriteAt at %d = %d, %v", off, n, err)
+		}
+	}
+	if w.direct != nil {
+		t.Error("the direct handle is still used after it refused a write")
+	}
+	got, _ := os.ReadFile(f.Name())
+	if string(got[3:6]) != "abc" || string(got[4099:]) != "abc" {
+		t.Errorf("file holds %q", got)
 	}
 }

@@ -1,0 +1,247 @@
+package diskpack
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"unsafe"
+)
+
+// memDisk is a disk in memory that records the blocks written through it and refuses a
+// write that is not aligned in offset, length or memory, as O_DIRECT does.
+type memDisk struct {
+	mu      sync.Mutex
+	b       []byte
+	aligned bool
+	blocks  map[int64]bool // Alignment blocks written
+	fail    error
+	onWrite func()
+}
+
+func (d *memDisk) WriteAt(p []byte, off int64) (int, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.fail != nil {
+		return 0, d.fail
+	}
+	if d.onWrite != nil {
+		d.onWrite()
+	}
+	if d.aligned && (off%Alignment != 0 || len(p)%Alignment != 0 || uintptr(unsafe.Pointer(unsafe.SliceData(p)))%Alignment != 0) {
+		return 0, fmt.Errorf("unaligned write of %d bytes at %d", len(p), off)
+	}
+	if off+int64(len(p)) > int64(len(d.b)) {
+		return 0, fmt.Errorf("write of %d bytes at %d past the disk's end %d", len(p), off, len(d.b))
+	}
+	for blk := alignDown(off); blk < off+int64(len(p)); blk += Alignment {
+		d.blocks[blk] = true
+	}
+	return copy(d.b[off:], p), nil
+}
+
+// placed returns x's chunks moved to the offsets at gives (the previous chunk's end in,
+// the next chunk's offset out), the disk's size end(last chunk's end), and the raw disk
+// they make.
+func placed(t *testing.T, r *Reader, x *Index, at func(prevEnd int64) int64, end func(int64) int64) (*Index, []byte) {
+	t.Helper()
+	y := *x
+	y.Chunks = nil
+	var prev int64
+	for _, c := range x.Chunks {
+		c.Offset = at(prev)
+		prev = c.Offset + c.Size
+		y.Chunks = append(y.Chunks, c)
+	}
+	y.Size = end(prev)
+	raw := make([]byte, y.Size)
+	for i, c := range y.Chunks {
+		b, err := r.Chunk(x.Chunks[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		copy(raw[c.Offset:], b)
+	}
+	return &y, raw
+}
+
+// WriteAligned writes the same bytes as the disk holds, through aligned writes only (the
+// disk's last partial block excepted), never touching a block no chunk covers.
+func TestWriteAlignedSameBytes(t *testing.T) {
+	x, p := packedBig(t)
+	src, err := NewReader(bytes.NewReader(p), x, "pack")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	same := func(v int64) int64 { return v }
+	for _, tc := range []struct {
+		name string
+		at   func(prevEnd int64) int64
+		end  func(lastEnd int64) int64
+	}{
+		{"end to end from 0", same, same},
+		{"unaligned, gaps inside a block", func(e int64) int64 { return e + 777 }, func(e int64) int64 { return e + 3 }},
+		{"holes between chunks", func(e int64) int64 { return alignUp(e) + 64<<10 + 5 }, func(e int64) int64 { return e + 1<<20 }},
+		{"last partial block written at the disk's end", func(e int64) int64 { return e + 100 }, same},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			y, raw := placed(t, src, x, tc.at, tc.end)
+			r, err := NewReader(bytes.NewReader(p), y, "pack")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			disk := make([]byte, y.Size)
+			aligned := &memDisk{b: disk, aligned: true, blocks: map[int64]bool{}}
+			tail := &memDisk{b: disk, blocks: map[int64]bool{}}
+			if err := r.WriteAligned(context.Background(), aligned, tail); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(disk, raw) {
+				t.Fatal("the written disk differs from the raw disk")
+			}
+			touched := map[int64]bool{}
+			for _, c := range y.Chunks {
+				for blk := alignDown(c.Offset); blk < c.Offset+c.Size; blk += Alignment {
+					touched[blk] = true
+				}
+			}
+			for blk := range aligned.blocks {
+				if !touched[blk] {
+					t.Errorf("block at %d was written, no chunk covers it: a hole was filled", blk)
+				}
+			}
+			for blk := range tail.blocks {
+				if y.Size%Alignment == 0 || blk != alignDown(y.Size) {
+					t.Errorf("the unaligned writer wrote block %d of a %d-byte disk", blk, y.Size)
+				}
+			}
+			if last := alignDown(y.Size); y.Size%Alignment != 0 && touched[last] && !tail.blocks[last] {
+				t.Errorf("the disk's last partial block did not go through the unaligned writer")
+			}
+		})
+	}
+}
+
+// A damaged chunk stops the write with an error naming it; a failing writer's error comes
+// back; either way WriteAligned returns only after its decoders have.
+func TestWriteAlignedStops(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		damage bool
+		fail   error
+		want   string
+	}{
+		{"damaged chunk", true, nil, "at disk offset"},
+		{"writer fails", false, errors.New("disk full"), "disk full"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := whileReadsHeld(t, 5, "WriteAligned", func(_ *testing.T, r *Reader) <-chan error {
+				if tc.damage {
+					r.r = damagedAt{r.r, r.offsets[r.x.Chunks[len(r.x.Chunks)/2].Blob]}
+				}
+				disk := &memDisk{b: make([]byte, r.x.Size), aligned: true, blocks: map[int64]bool{}, fail: tc.fail}
+				returned := make(chan error, 1)
+				go func() { returned <- r.WriteAligned(context.Background(), disk, disk) }()
+				return returned
+			})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("WriteAligned = %v, want an error with %q", err, tc.want)
+			}
+			var ce *ChunkError
+			if tc.damage && !errors.As(err, &ce) {
+				t.Errorf("WriteAligned = %v, want a *ChunkError", err)
+			}
+		})
+	}
+}
+
+// packedBig packs a disk of more data than a staging buffer holds.
+func packedBig(t *testing.T) (*Index, []byte) {
+	const data = stageSize + 2<<20
+	f := sparseFile(t, data, map[int64][]byte{0: content(data, 7)})
+	return pack(t, f, data, small)
+}
+
+// Cancelling (Ctrl-C) stops the write part-way, with the context's error.
+func TestWriteAlignedCancelled(t *testing.T) {
+	x, p := packedBig(t)
+	r, err := NewReader(bytes.NewReader(p), x, "pack")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	disk := &memDisk{b: make([]byte, x.Size), aligned: true, blocks: map[int64]bool{}, onWrite: cancel}
+	if err := r.WriteAligned(ctx, disk, disk); !errors.Is(err, context.Canceled) {
+		t.Errorf("WriteAligned = %v, want it cancelled", err)
+	}
+	if int64(len(disk.blocks))*Alignment >= x.DataBytes() {
+		t.Errorf("all %d blocks were written after the cancel", len(disk.blocks))
+	}
+}
+
+// damagedAt flips the first byte read at off.
+type damagedAt struct {
+	r   io.ReaderAt
+	off int64
+}
+
+func (d damagedAt) ReadAt(p []byte, off int64) (int, error) {
+	n, err := d.r.ReadAt(p, off)
+	if off == d.off && n > 0 {
+		p[0] ^= 0xff
+	}
+	return n, err
+}
+
+// barrierPack holds every read until n reads are in flight at once: a reader that decodes
+// one chunk at a time never gets there, and the bubble deadlocks.
+type barrierPack struct {
+	r      io.ReaderAt
+	n      int32
+	in     atomic.Int32
+	all    chan struct{}
+	closed sync.Once
+}
+
+func (b *barrierPack) ReadAt(p []byte, off int64) (int, error) {
+	if b.in.Add(1) >= b.n {
+		b.closed.Do(func() { close(b.all) })
+	}
+	<-b.all
+	return b.r.ReadAt(p, off)
+}
+
+// WriteAligned decodes jobs chunks at once: the reads of that many chunks are in flight
+// together before any of them returns.
+func TestWriteAlignedDecodesConcurrently(t *testing.T) {
+	const size = 4 << 20
+	f := sparseFile(t, size, map[int64][]byte{0: content(size, 9)})
+	x, p := pack(t, f, size, small)
+	synctest.Test(t, func(t *testing.T) {
+		const jobs = 3
+		b := &barrierPack{r: bytes.NewReader(p), n: jobs, all: make(chan struct{})}
+		r, err := NewReader(b, x, "pack")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		r.jobs = jobs
+		disk := &memDisk{b: make([]byte, size), aligned: true, blocks: map[int64]bool{}}
+		if err := r.WriteAligned(context.Background(), disk, disk); err != nil {
+			t.Fatal(err)
+		}
+		if got := b.in.Load(); got != int32(len(x.Chunks)) {
+			t.Errorf("%d chunk reads, the disk has %d chunks", got, len(x.Chunks))
+		}
+	})
+}
