@@ -25,8 +25,9 @@ const isoBenchSize = 1 << 30
 // fits the embed area, so the ISO is patched, not rebuilt.
 const benchConfig = `{"ignition":{"version":"3.3.0"},"storage":{"files":[{"path":"/etc/bench","contents":{"source":"data:,bench"}}]}}`
 
-// benchISO measures embedding a config into a 1 GiB live ISO, in place and
-// into a new file, against `cp` of the same ISO.
+// benchISO measures embedding a config into a 1 GiB live ISO, in place, into a new file,
+// and with a rebuild for a config too large for the embed area, against `cp` of the same
+// ISO followed by `sync` of the copy.
 func benchISO(ctx context.Context, dir string) ([]Result, error) {
 	if err := needISOTools(); err != nil {
 		return nil, err
@@ -47,9 +48,8 @@ func benchISO(ctx context.Context, dir string) ([]Result, error) {
 	}
 	return []Result{
 		{Name: "iso-embed-inplace-1GiB", Unit: "s", Ours: inPlace.Seconds(), Baseline: cpTime.Seconds(), Target: "ratio < 0.01"},
-		{Name: "iso-embed-output-1GiB", Unit: "s", Ours: toFile.Seconds(), Baseline: cpTime.Seconds(), Target: "ratio <= 1.2"},
-		// the rebuild rewrites the image through xorriso: informational, no target
-		{Name: "iso-embed-rebuild-1GiB", Unit: "s", Ours: rebuild.Seconds(), Baseline: cpTime.Seconds()},
+		{Name: "iso-embed-output-1GiB", Unit: "s", Ours: toFile.Seconds(), Baseline: cpTime.Seconds(), Target: "ratio <= 0.3"},
+		{Name: "iso-embed-rebuild-1GiB", Unit: "s", Ours: rebuild.Seconds(), Baseline: cpTime.Seconds(), Target: "ratio <= 1.5"},
 	}, nil
 }
 
@@ -134,16 +134,21 @@ func (r *isoRun) sync() error {
 	return nil
 }
 
-// copyISO times `cp` of the ISO to copyPath from a synced disk.
+// copyISO times `cp` of the ISO to copyPath and `sync` of the copy, from a synced disk. A
+// new file from an embed is synced before it is renamed into place (output.Write), so the
+// copy it is measured against is synced too: without it, cp returns once the gigabyte is in
+// the page cache, and the ratio compares a disk write with a memory copy.
 func (r *isoRun) copyISO() (time.Duration, error) {
 	os.Remove(r.copyPath)
 	if err := r.sync(); err != nil {
 		return 0, err
 	}
 	start := time.Now()
-	out, err := exec.CommandContext(r.ctx, "cp", r.big, r.copyPath).CombinedOutput()
-	if err != nil {
+	if out, err := exec.CommandContext(r.ctx, "cp", r.big, r.copyPath).CombinedOutput(); err != nil {
 		return 0, fmt.Errorf("cp: %w: %s", err, out)
+	}
+	if out, err := exec.CommandContext(r.ctx, "sync", r.copyPath).CombinedOutput(); err != nil {
+		return 0, fmt.Errorf("sync %s: %w: %s", r.copyPath, err, out)
 	}
 	return time.Since(start), nil
 }
