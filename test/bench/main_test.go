@@ -4,6 +4,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestFormat(t *testing.T) {
@@ -136,6 +137,30 @@ func TestMedianValue(t *testing.T) {
 			if in[i] != tc.vs[i] {
 				t.Errorf("median reordered its input %v to %v", in, tc.vs)
 			}
+		}
+	}
+}
+
+// One factory VM is judged by what it saves per boot it avoids, against a bare boot; a
+// build that avoids no boot saves nothing and misses.
+func TestSavedPerBoot(t *testing.T) {
+	s := time.Second
+	for _, tc := range []struct {
+		ours, base       time.Duration
+		oursBoots, boots int
+		bare             time.Duration
+		perBoot          float64
+		missed           bool
+	}{
+		{44 * s, 59 * s, 2, 4, 10 * s, 7.5, false},
+		{57 * s, 59 * s, 2, 4, 10 * s, 1, true},
+		{44 * s, 59 * s, 4, 4, 10 * s, 0, true},
+	} {
+		r := savedPerBoot(tc.ours, tc.base, tc.oursBoots, tc.boots, tc.bare)
+		ok, known := met(r)
+		if r.Ours != tc.perBoot || !known || ok == tc.missed {
+			t.Errorf("%v vs %v, %d vs %d boots: %.2f s per boot, met %v; want %.2f, missed %v",
+				tc.ours, tc.base, tc.oursBoots, tc.boots, r.Ours, ok, tc.perBoot, tc.missed)
 		}
 	}
 }
