@@ -198,9 +198,8 @@ func writeFile(ctx context.Context, device string, d Disk, rc io.Reader) error {
 	})
 }
 
-// writeChunked writes a chunked disk in disk order, past the page cache where the target
-// allows it (diskpack.WriteAligned: chunks decompressed and checked on every core while
-// earlier ones are written). The
+// writeChunked writes a chunked disk chunk by chunk at its offsets (diskpack.WriteAt:
+// chunks read, checked, decompressed and written on every core at once). The
 // index is checked against the manifest and every chunk against its digest as it is
 // decoded: together they fix each byte of the raw disk, so the whole-disk digest is not
 // recomputed (on a 16 GiB disk that hash alone takes longer than the write). A file target
@@ -225,9 +224,7 @@ func writeChunkedFile(ctx context.Context, device string, d Disk, r *diskpack.Re
 		if err := out.Truncate(d.VirtualSize); err != nil {
 			return fmt.Errorf("sizing %s: %w", device, err)
 		}
-		w := newDirectWriter(out)
-		defer w.Close()
-		if err := r.WriteAligned(ctx, w, out); err != nil {
+		if err := r.WriteAt(ctx, out); err != nil {
 			return fmt.Errorf("writing %s onto %s: %w", d.File, device, badChunk(err))
 		}
 		return nil
@@ -263,9 +260,7 @@ func writeChunkedBlock(ctx context.Context, device string, d Disk, x *diskpack.I
 		}
 		return &PartialError{Device: device, Err: err}
 	}
-	w := newDirectWriter(f)
-	defer w.Close()
-	head := &heldHead{w: w, head: make([]byte, min(headLen, d.VirtualSize))}
+	head := &heldHead{w: f, head: make([]byte, min(headLen, d.VirtualSize))}
 	for _, g := range x.Gaps() {
 		if g[1] <= headLen {
 			continue // the held head starts as zeros
@@ -274,7 +269,7 @@ func writeChunkedBlock(ctx context.Context, device string, d Disk, x *diskpack.I
 			return fail(fmt.Errorf("zeroing %s at %d: %w", device, g[0], err))
 		}
 	}
-	if err := r.WriteAligned(ctx, head, &heldHead{w: f, head: head.head}); err != nil {
+	if err := r.WriteAt(ctx, head); err != nil {
 		return fail(fmt.Errorf("writing %s onto %s: %w", d.File, device, badChunk(err)))
 	}
 	if err := f.Sync(); err != nil {
