@@ -79,7 +79,7 @@ func TestImage(t *testing.T) {
 		}
 		cfg := run(t, ctx, "", "buildah", "inspect", "--type", "image",
 			"--format", "{{.OCIv1.Config.User}} {{.OCIv1.Config.Entrypoint}}", testImage)
-		if want := "snofactory [/usr/local/bin/snofactory]"; strings.TrimSpace(cfg) != want {
+		if want := "10001 [/usr/local/bin/snofactory]"; strings.TrimSpace(cfg) != want {
 			t.Errorf("user and entrypoint %q, want %q", strings.TrimSpace(cfg), want)
 		}
 	})
