@@ -118,10 +118,11 @@ func (im Image) writeArchive(path string) error {
 }
 
 // importImage loads an image archive into containerd's CRI namespace, as kind does
-// (ctr -n k8s.io images import), unpacked for the snapshotter the CRI plugin uses.
-func importImage(ctx context.Context, socket, snapshotter, archive string) error {
-	out, err := exec.CommandContext(ctx, "ctr", "--address", socket, "--namespace", "k8s.io", "images", "import",
-		"--snapshotter", snapshotter, archive).CombinedOutput()
+// (ctr -n k8s.io images import), unpacked for the snapshotter the CRI plugin uses; flags
+// are ctr's import flags.
+func importImage(ctx context.Context, socket, snapshotter, archive string, flags ...string) error {
+	args := append([]string{"--address", socket, "--namespace", "k8s.io", "images", "import", "--snapshotter", snapshotter}, flags...)
+	out, err := exec.CommandContext(ctx, "ctr", append(args, archive)...).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("ctr images import %s: %w: %s", filepath.Base(archive), err, out)
 	}

@@ -23,8 +23,9 @@ const TektonNamespace = "tekton-pipelines"
 
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
-// TaskRuns and PipelineRuns, always sent as v1: without Tekton's webhook nothing converts.
+// Tasks, TaskRuns and PipelineRuns, always sent as v1: without Tekton's webhook nothing converts.
 var (
+	Tasks        = schema.GroupVersionResource{Group: "tekton.dev", Version: "v1", Resource: "tasks"}
 	TaskRuns     = schema.GroupVersionResource{Group: "tekton.dev", Version: "v1", Resource: "taskruns"}
 	PipelineRuns = schema.GroupVersionResource{Group: "tekton.dev", Version: "v1", Resource: "pipelineruns"}
 )
