@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -46,6 +47,10 @@ type Options struct {
 	// Port, when not 0, is the port to listen on (127.0.0.1:Port) instead of a free one, for
 	// programs that name the registry in a file written beforehand (the demo blueprint).
 	Port int
+	// Host is the IPv4 address to listen on instead of 127.0.0.1: a test bridge's own
+	// address, for clients in network namespaces that reach only that bridge (test/kube's
+	// pods). Clients treat such a private address as plain HTTP, as they do 127.0.0.1.
+	Host string
 	// StartTimeout bounds the wait for /v2/ to answer. Default 20s.
 	StartTimeout time.Duration
 	// Logger receives lifecycle messages. Nil discards them.
@@ -103,6 +108,9 @@ func Start(ctx context.Context, opts Options) (*Registry, error) {
 	if opts.StartTimeout <= 0 {
 		opts.StartTimeout = 20 * time.Second
 	}
+	if opts.Host == "" {
+		opts.Host = "127.0.0.1"
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -140,13 +148,13 @@ func start(ctx context.Context, bin string, opts Options) (r *Registry, err erro
 	}()
 	port := opts.Port
 	if port == 0 {
-		if port, err = freePort(); err != nil {
+		if port, err = freePort(opts.Host); err != nil {
 			return nil, err
 		}
 	}
 	r = &Registry{
 		opts:   opts,
-		addr:   fmt.Sprintf("127.0.0.1:%d", port),
+		addr:   net.JoinHostPort(opts.Host, strconv.Itoa(port)),
 		dir:    dir,
 		owner:  owner,
 		exited: make(chan struct{}),
@@ -320,7 +328,7 @@ func (r *Registry) CPU() (time.Duration, error) {
 // Done is closed when the registry process has exited.
 func (r *Registry) Done() <-chan struct{} { return r.exited }
 
-// Addr is "127.0.0.1:PORT", the registry part of image references.
+// Addr is "127.0.0.1:PORT" (or Options.Host's address), the registry part of image references.
 func (r *Registry) Addr() string { return r.addr }
 
 // URL is the base URL, http:// or https:// depending on Options.TLS.
@@ -368,8 +376,8 @@ func (r *Registry) Dir() string { return r.dir }
 // StorageDir is the registry's filesystem storage root.
 func (r *Registry) StorageDir() string { return filepath.Join(r.dir, "data") }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+func freePort(host string) (int, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		return 0, fmt.Errorf("registry: find a free port: %w", err)
 	}
