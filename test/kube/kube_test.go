@@ -12,6 +12,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 )
 
@@ -89,25 +90,32 @@ spec:
 // runTaskRun creates a TaskRun and watches it until it has finished.
 func runTaskRun(t *testing.T, c *Cluster, doc string) *unstructured.Unstructured {
 	t.Helper()
+	return runToEnd(t, c, TaskRuns, 10*time.Minute, doc)
+}
+
+// runToEnd creates a TaskRun or PipelineRun (gvr) and watches it until it has finished or
+// limit (a ceiling for a loaded machine) has passed.
+func runToEnd(t *testing.T, c *Cluster, gvr schema.GroupVersionResource, limit time.Duration, doc string) *unstructured.Unstructured {
+	t.Helper()
 	var obj map[string]any
 	if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
 		t.Fatal(err)
 	}
 	u := &unstructured.Unstructured{Object: obj}
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute) // a ceiling for a loaded machine
+	ctx, cancel := context.WithTimeout(t.Context(), limit)
 	defer cancel()
 	began := time.Now()
-	if _, err := c.Dynamic.Resource(TaskRuns).Namespace(u.GetNamespace()).Create(ctx, u, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating TaskRun %s: %v", u.GetName(), err)
+	if _, err := c.Dynamic.Resource(gvr).Namespace(u.GetNamespace()).Create(ctx, u, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating %s %s: %v", u.GetKind(), u.GetName(), err)
 	}
-	tr, err := c.WaitObject(ctx, TaskRuns, u.GetNamespace(), u.GetName(), func(o *unstructured.Unstructured) bool {
+	tr, err := c.WaitObject(ctx, gvr, u.GetNamespace(), u.GetName(), func(o *unstructured.Unstructured) bool {
 		s := conditionStatus(o, "Succeeded")
 		return s == "True" || s == "False"
 	})
 	if err != nil {
 		c.failWithLogs(t, err)
 	}
-	t.Logf("TaskRun %s finished in %s", u.GetName(), time.Since(began).Round(time.Second))
+	t.Logf("%s %s finished in %s", u.GetKind(), u.GetName(), time.Since(began).Round(time.Second))
 	return tr
 }
 

@@ -29,8 +29,8 @@ func SnofactoryImage(ctx context.Context, dir string) (ref, archive string, err 
 	if err != nil {
 		return "", "", err
 	}
+	bin := ImageBinary(dir)
 	bctx := filepath.Join(dir, "image-context")
-	bin := filepath.Join(bctx, "build", "snofactory")
 	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w",
 		"-tags=containers_image_openpgp,exclude_graphdriver_btrfs", "-o", bin, "./cmd/snofactory")
 	build.Dir, build.Env = root, append(os.Environ(), "CGO_ENABLED=0")
@@ -63,6 +63,12 @@ func SnofactoryImage(ctx context.Context, dir string) (ref, archive string, err 
 		return "", "", err
 	}
 	return ref, archive, buildImage(ctx, bctx, ref, archive)
+}
+
+// ImageBinary is where SnofactoryImage(ctx, dir) left the snofactory binary its image
+// carries, for the host side of a test to run the same code.
+func ImageBinary(dir string) string {
+	return filepath.Join(dir, "image-context", "build", "snofactory")
 }
 
 // buildImage runs the Makefile's image recipe with the test's tag, writes the image as an

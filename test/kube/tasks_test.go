@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
 	"github.com/snofactory/snofactory/pipeline"
@@ -45,7 +47,7 @@ func TestPrepareTaskOnRealCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeSource(t, filepath.Join(work, "source"), iso)
+	writeSource(t, filepath.Join(work, "source"), iso, nil)
 	applyTask(t, c, "snofactory-prepare")
 
 	tr := runTaskRun(t, c, `
@@ -85,17 +87,18 @@ spec:
 }
 
 // writeSource fills the source workspace: the demo blueprint and its fragments, and the
-// conformance ISO beside them.
-func writeSource(t *testing.T, dir, iso string) {
+// conformance ISO beside them. edits are more of CopyDemo's replacements.
+func writeSource(t *testing.T, dir, iso string, edits map[string]string) {
 	t.Helper()
 	if err := copyFile(iso, filepath.Join(dir, "conformance.iso")); err != nil {
 		t.Fatal(err)
 	}
-	_, err := testbin.CopyDemo(dir, map[string]string{
+	all := map[string]string{
 		testbin.DemoISOLine: "path: ../conformance.iso",
 		"  extraImages:\n    - " + testbin.DemoImage + "\n": "",
-	})
-	if err != nil {
+	}
+	maps.Copy(all, edits)
+	if _, err := testbin.CopyDemo(dir, all); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -103,7 +106,14 @@ func writeSource(t *testing.T, dir, iso string) {
 // applyTask creates one of pipeline/tekton's Tasks in the default namespace.
 func applyTask(t *testing.T, c *Cluster, name string) {
 	t.Helper()
-	b, err := fs.ReadFile(tekton.Files(), tekton.TasksDir+"/"+name+".yaml")
+	applyFile(t, c, Tasks, tekton.TasksDir+"/"+name+".yaml")
+}
+
+// applyFile creates the object in one of pipeline/tekton's files (as gvr) in the default
+// namespace, exactly as it ships.
+func applyFile(t *testing.T, c *Cluster, gvr schema.GroupVersionResource, file string) {
+	t.Helper()
+	b, err := fs.ReadFile(tekton.Files(), file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,8 +122,8 @@ func applyTask(t *testing.T, c *Cluster, name string) {
 		t.Fatal(err)
 	}
 	u := &unstructured.Unstructured{Object: obj}
-	if _, err := c.Dynamic.Resource(Tasks).Namespace("default").Create(t.Context(), u, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating Task %s: %v", name, err)
+	if _, err := c.Dynamic.Resource(gvr).Namespace("default").Create(t.Context(), u, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating %s from %s: %v", u.GetKind(), file, err)
 	}
 }
 

@@ -1,0 +1,259 @@
+package kube
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/pipeline/tekton"
+	"github.com/snofactory/snofactory/test/conformance"
+	"github.com/snofactory/snofactory/test/registry"
+	"github.com/snofactory/snofactory/test/testbin"
+)
+
+// pipelineEnv is what TestPipelineRunOnRealCluster's runs share.
+type pipelineEnv struct {
+	c        *Cluster
+	reg      *registry.Registry
+	bin      string // the snofactory binary the image carries, run on the host
+	ref      string // the snofactory image
+	keys     string // the depot's key pair (depot.key, depot.pub, pass), another's, auth.json
+	out      string // the output volume's directory
+	wantSeed string // where the blueprint pushes the seed
+}
+
+// pipeline/tekton's Pipeline, exactly as it ships, runs the demo blueprint as a real
+// PipelineRun: prepare, factory-vm (qemu under TCG: the node has no /dev/kvm) and publish,
+// with the blueprint, the cache and the output on one volume (a subPath each),
+// the push credentials and the depot's signing key as Secrets, and the seed pushed, signed
+// and attested to a registry with basic auth on the cluster's bridge (pods reach nothing
+// else). The seed pulls under a policy that requires the depot's key and is refused under
+// one that requires another key; a second PipelineRun is a cache hit for every stage but
+// publish (which always runs), and pushes the same seed.
+func TestPipelineRunOnRealCluster(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 40*time.Minute) // a ceiling for a loaded machine
+	defer cancel()
+	e := startPipelineEnv(ctx, t)
+
+	first := e.run(t, "demo-1")
+	rec := e.record(t, "demo-1")
+	want := []string{"resolve", "render", "live-iso", "precache", "install", "validate", "seal", "publish"}
+	if got := stageNames(rec); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("the build's record has stages %v, want %v", got, want)
+	}
+	if s := rec.Stages[len(rec.Stages)-1]; s.Cache != "miss" {
+		t.Errorf("publish: %+v, want it run", s)
+	}
+	url, digest := first["IMAGE_URL"], first["IMAGE_DIGEST"]
+	if url != e.wantSeed || !strings.HasPrefix(digest, "sha256:") {
+		t.Fatalf("the PipelineRun's results are IMAGE_URL=%q IMAGE_DIGEST=%q, want %s and a digest", url, digest, e.wantSeed)
+	}
+	e.pullVerified(ctx, t, url)
+
+	second := e.run(t, "demo-2")
+	for _, s := range e.record(t, "demo-2").Stages {
+		if s.Name != "publish" && s.Cache != "hit" {
+			t.Errorf("second PipelineRun: stage %s was a cache %s, want a hit", s.Name, s.Cache)
+		}
+	}
+	if second["IMAGE_DIGEST"] != digest {
+		t.Errorf("the second PipelineRun pushed %s, the first %s: the same blueprint must give the same seed", second["IMAGE_DIGEST"], digest)
+	}
+}
+
+// startPipelineEnv builds and loads the image, starts the cluster and the registry, fills
+// the volumes, makes the Secrets and creates the Tasks and the Pipeline.
+func startPipelineEnv(ctx context.Context, t *testing.T) *pipelineEnv {
+	iso, err := conformance.Cached(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scratch := t.TempDir()
+	e := &pipelineEnv{bin: ImageBinary(scratch), keys: t.TempDir()}
+	var archive string
+	if e.ref, archive, err = SnofactoryImage(ctx, scratch); err != nil {
+		t.Fatal(err)
+	}
+	e.c = Start(t)
+	if err := e.c.ImportArchive(ctx, archive, SnofactoryRepo); err != nil {
+		t.Fatal(err)
+	}
+	// On the bridge, the only address besides the apiserver's that pods reach.
+	e.reg = registry.StartT(t, registry.Options{Host: NodeIP, Username: "depot", Password: testbin.RandomHex(t, 12)})
+	e.wantSeed = e.reg.Ref("demo/seed:1.0")
+	// One claim for the three workspaces: Tekton's default coschedule (workspaces) refuses
+	// a TaskRun that binds two claims (pkg/workspace/validate.go, ValidateOnlyOnePVCIsUsed).
+	vol, err := e.c.Volume(ctx, "default", "build", "source", "cache", "output")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.out = filepath.Join(vol, "output")
+	writeSource(t, filepath.Join(vol, "source"), iso, map[string]string{"push: " + testbin.DemoRegistry + "/demo/seed:1.0": "push: " + e.wantSeed})
+	e.makeSecrets(ctx, t)
+	for _, task := range []string{"snofactory-prepare", "snofactory-factory-vm", "snofactory-publish"} {
+		applyTask(t, e.c, task)
+	}
+	applyFile(t, e.c, Pipelines, tekton.PipelineFile)
+	return e
+}
+
+// makeSecrets generates the depot's key pair and makes the two Secrets the PipelineRun
+// binds: the registry's credentials as a kubernetes.io/dockerconfigjson Secret and the
+// signing key under the names the publish task reads.
+func (e *pipelineEnv) makeSecrets(ctx context.Context, t *testing.T) {
+	t.Helper()
+	pass := filepath.Join(e.keys, "pass")
+	if err := os.WriteFile(pass, []byte("depot-"+testbin.RandomHex(t, 8)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"depot", "other"} {
+		if out, err := exec.CommandContext(ctx, e.bin, "keys", "generate", "--passphrase-file", pass, filepath.Join(e.keys, name)).CombinedOutput(); err != nil {
+			t.Fatalf("keys generate: %v: %s", err, out)
+		}
+	}
+	user, password := e.reg.Credentials()
+	auth, _ := json.Marshal(map[string]any{"auths": map[string]any{e.reg.Addr(): map[string]string{
+		"auth": base64.StdEncoding.EncodeToString([]byte(user + ":" + password))}}})
+	// The same credentials for the host's pull.
+	if err := os.WriteFile(filepath.Join(e.keys, "auth.json"), auth, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	key, _ := os.ReadFile(filepath.Join(e.keys, "depot.key"))
+	phrase, _ := os.ReadFile(pass)
+	for _, s := range []*corev1.Secret{
+		{ObjectMeta: metav1.ObjectMeta{Name: "seed-push"}, Type: corev1.SecretTypeDockerConfigJson,
+			Data: map[string][]byte{corev1.DockerConfigJsonKey: auth}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "depot-signing"}, Data: map[string][]byte{"cosign.key": key, "cosign.password": phrase}},
+	} {
+		if _, err := e.c.Client.CoreV1().Secrets("default").Create(ctx, s, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("creating Secret %s: %v", s.Name, err)
+		}
+	}
+}
+
+// run starts a PipelineRun of the demo with its own output directory, waits for it to
+// succeed and returns its results.
+func (e *pipelineEnv) run(t *testing.T, name string) map[string]string {
+	t.Helper()
+	pr := runToEnd(t, e.c, PipelineRuns, 30*time.Minute, `
+apiVersion: tekton.dev/v1
+kind: PipelineRun
+metadata: {name: `+name+`, namespace: default}
+spec:
+  pipelineRef: {name: snofactory}
+  params:
+  - {name: BLUEPRINT, value: blueprints/demo.yaml}
+  - {name: OUTPUT_DIR, value: `+name+`}
+  - {name: SNOFACTORY_IMAGE, value: `+e.ref+`}
+  workspaces:
+  - {name: source, persistentVolumeClaim: {claimName: build}, subPath: source}
+  - {name: cache, persistentVolumeClaim: {claimName: build}, subPath: cache}
+  - {name: output, persistentVolumeClaim: {claimName: build}, subPath: output}
+  - {name: dockerconfig, secret: {secretName: seed-push}}
+  - {name: signing-key, secret: {secretName: depot-signing}}
+`)
+	if got := conditionStatus(pr, "Succeeded"); got != "True" {
+		t.Fatalf("PipelineRun %s did not succeed: %v%s", name, pr.Object["status"], e.failedSteps(t, name))
+	}
+	results := map[string]string{}
+	list, _, _ := unstructured.NestedSlice(pr.Object, "status", "results")
+	for _, r := range list {
+		m, _ := r.(map[string]any)
+		n, _ := m["name"].(string)
+		v, _ := m["value"].(string)
+		results[n] = v
+	}
+	return results
+}
+
+// failedSteps is the step log of each failed TaskRun of a PipelineRun.
+func (e *pipelineEnv) failedSteps(t *testing.T, pipelineRun string) string {
+	list, err := e.c.Dynamic.Resource(TaskRuns).Namespace("default").List(t.Context(),
+		metav1.ListOptions{LabelSelector: "tekton.dev/pipelineRun=" + pipelineRun})
+	if err != nil {
+		return "\n(listing its TaskRuns: " + err.Error() + ")"
+	}
+	var b strings.Builder
+	for i := range list.Items {
+		if tr := &list.Items[i]; conditionStatus(tr, "Succeeded") != "True" {
+			fmt.Fprintf(&b, "\n--- TaskRun %s: %v\n%s", tr.GetName(), tr.Object["status"], stepLog(t, e.c, tr, "step-build"))
+		}
+	}
+	return b.String()
+}
+
+// record reads the run record the PipelineRun's last task left in its output directory.
+func (e *pipelineEnv) record(t *testing.T, name string) *pipeline.Record {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(e.out, name, "run.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := pipeline.ReadRecord(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
+func stageNames(rec *pipeline.Record) []string {
+	var names []string
+	for _, s := range rec.Stages {
+		names = append(names, s.Name)
+	}
+	return names
+}
+
+// pullVerified pulls the seed on the host as a site's depot would, under a trust policy
+// that requires the depot's key, and checks a policy requiring another key refuses it.
+func (e *pipelineEnv) pullVerified(ctx context.Context, t *testing.T, ref string) {
+	t.Helper()
+	for _, tc := range []struct {
+		key  string
+		want bool
+	}{{"depot.pub", true}, {"other.pub", false}} {
+		flags := e.policy(t, filepath.Join(e.keys, tc.key))
+		args := append(flags, "seed", "pull", ref, filepath.Join(t.TempDir(), "seed"))
+		cmd := exec.CommandContext(ctx, e.bin, args...)
+		cmd.Env = append(os.Environ(), "REGISTRY_AUTH_FILE="+filepath.Join(e.keys, "auth.json"))
+		out, err := cmd.CombinedOutput()
+		if (err == nil) != tc.want {
+			t.Errorf("seed pull under a policy requiring %s: %v, want success %v\n%s", tc.key, err, tc.want, out)
+		}
+	}
+}
+
+// policy writes a trust policy accepting only seeds under the registry's "demo"
+// namespace signed by pub, and the registries.d saying the registry keeps sigstore
+// signatures as attachments; it returns the flags naming both (the registry is plain
+// HTTP on a private address).
+func (e *pipelineEnv) policy(t *testing.T, pub string) []string {
+	t.Helper()
+	dir := t.TempDir()
+	policy, regd := filepath.Join(dir, "policy.json"), filepath.Join(dir, "registries.d")
+	p := fmt.Sprintf(`{"default":[{"type":"reject"}],"transports":{"docker":{%q:[{"type":"sigstoreSigned","keyPath":%q}]}}}`,
+		e.reg.Addr()+"/demo", pub)
+	if err := os.WriteFile(policy, []byte(p), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(regd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d := fmt.Sprintf("docker:\n  %s:\n    use-sigstore-attachments: true\n", e.reg.Addr())
+	if err := os.WriteFile(filepath.Join(regd, "depot.yaml"), []byte(d), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return []string{"--policy", policy, "--registries.d", regd, "--tls-verify=false"}
+}
