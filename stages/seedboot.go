@@ -41,8 +41,10 @@ type SeedBoot struct {
 	// Work, gone afterwards).
 	Overlay string
 	// SiteConfig is the site-config medium ("": none).
-	SiteConfig      string
+	SiteConfig string
+	// Forwards are on the default NIC, on qemu's user network; NICs replace that NIC.
 	Forwards        []Forward
+	NICs            []NIC
 	CPUs, MemoryMiB int
 	// Timeout bounds the reconfiguration (scaled under TCG); Hold keeps the VM running
 	// that long afterwards.
@@ -72,6 +74,9 @@ func BootSeed(ctx context.Context, b SeedBoot) error {
 	if err != nil {
 		return err
 	}
+	if len(b.NICs) > 0 && len(b.Forwards) > 0 {
+		return badinput.Wrap(errors.New("forwards use the default NIC, which NICs replace: forward on a NIC of its own (a user netdev with hostfwd)"))
+	}
 	forwards := make([]vm.Forward, 0, len(b.Forwards))
 	for _, fw := range b.Forwards {
 		forwards = append(forwards, vm.Forward{HostPort: fw.HostPort, GuestAddr: fw.GuestAddr, GuestPort: fw.GuestPort})
@@ -99,8 +104,13 @@ func BootSeed(ctx context.Context, b SeedBoot) error {
 		MemoryMiB:    b.MemoryMiB,
 		Firmware:     vm.Firmware(m.Firmware),
 		ConsoleLog:   filepath.Join(b.Work, "console.log"),
-		Network:      &vm.UserNetwork{Forwards: forwards},
 		SystemSerial: b.MachineSerial,
+	}
+	if len(b.NICs) == 0 {
+		cfg.Network = &vm.UserNetwork{Forwards: forwards}
+	}
+	for _, n := range b.NICs {
+		cfg.NICs = append(cfg.NICs, vm.NIC{Netdev: n.Netdev, MAC: n.MAC})
 	}
 	if b.SiteConfig != "" {
 		cfg.Disks = append(cfg.Disks, vm.Disk{Path: b.SiteConfig, Format: "raw", ReadOnly: true, Serial: "site-config"})

@@ -118,6 +118,8 @@ func TestBadInputIsExit2(t *testing.T) {
 		{"depot file glob of no blueprint", []string{"depot", "run", depotNone, "--output-dir", out}, []string{"others/*.yaml", "matches no blueprint"}},
 		{"depot file parallelBuilds: 0", []string{"depot", "run", depotZero, "--output-dir", out}, []string{depotZero, "spec.parallelBuilds: must be at least 1, got 0"}},
 		{"seed boot of a medium that is no ISO", []string{"seed", "boot", "--site-config", notISO, good}, []string{"--site-config", notISO, "not an ISO 9660 image"}},
+		{"seed boot with a forward and NICs", []string{"seed", "boot", "--forward", "8080:10.0.2.50:80", "--nic", "tap,ifname=tap0", good}, []string{"--nic user,hostfwd=tcp:127.0.0.1:8080-10.0.2.50:80"}},
+		{"seed boot of a NIC that names its netdev", []string{"seed", "boot", "--nic", "tap,id=n0,ifname=tap0", good}, []string{`--nic "tap,id=n0,ifname=tap0": leave out id=`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, stdout, stderr := runMainWith(t, func(c *exec.Cmd) { c.Env = append(c.Env, noTools) }, tc.args...)

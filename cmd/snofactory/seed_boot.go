@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"time"
@@ -17,6 +16,7 @@ import (
 type seedBootFlags struct {
 	siteConfig  string
 	forwards    []string
+	nics        []string
 	memoryMiB   int
 	cpus        int
 	timeout     time.Duration
@@ -31,7 +31,7 @@ type seedBootFlags struct {
 func newSeedBootCommand(reg *registryFlags) *cobra.Command {
 	var f seedBootFlags
 	c := &cobra.Command{
-		Use:   "boot REF|DIR [--site-config ISO] [--forward HOSTPORT:GUESTADDR:GUESTPORT]...",
+		Use:   "boot REF|DIR [--site-config ISO] [--forward HOSTPORT:GUESTADDR:GUESTPORT]... [--nic NETDEV]...",
 		Short: "Boot a seed in a VM with a site-config medium, as at the site, and follow its reconfiguration",
 		Long: `boot starts a VM on a copy-on-write overlay of the seed's disk (the seed is not changed),
 attaches the site-config medium (made by snofactory site-config create) as a disk, and prints
@@ -39,14 +39,12 @@ each reconfiguration step the seed reports. It ends when the seed has booted rec
 (exit 0) or reports a failure (exit 1); --hold keeps the VM running that long afterwards
 (Ctrl-C ends it) so forwarded services can be tried: --forward 8080:10.0.2.50:8080 sends
 127.0.0.1:8080 to port 8080 of the address the site config gives the seed, on qemu's user
-network (10.0.2.0/24, gateway 10.0.2.2, DNS 10.0.2.3).`,
+network (10.0.2.0/24, gateway 10.0.2.2, DNS 10.0.2.3). --nic tap,ifname=tap0,script=no replaces
+that NIC with virtio NICs on qemu netdevs (ens16, ens17, ...: docs/sites.md), e.g. a bond's two.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
-			forwards, err := stages.ParseForwards(f.forwards)
+			forwards, nics, err := stages.CheckSeedBootInputs(f.siteConfig, f.forwards, f.nics)
 			if err != nil {
-				return badInput(fmt.Errorf("--forward %w", err))
-			}
-			if err := stages.CheckSiteMedium(f.siteConfig); err != nil {
 				return err
 			}
 			work, err := os.MkdirTemp("", "snofactory-seed-boot-")
@@ -63,7 +61,7 @@ network (10.0.2.0/24, gateway 10.0.2.2, DNS 10.0.2.3).`,
 				return err
 			}
 			return stages.BootSeed(cmd.Context(), stages.SeedBoot{
-				Dir: dir, Work: work, Overlay: f.overlay, SiteConfig: f.siteConfig, Forwards: forwards,
+				Dir: dir, Work: work, Overlay: f.overlay, SiteConfig: f.siteConfig, Forwards: forwards, NICs: nics,
 				CPUs: f.cpus, MemoryMiB: f.memoryMiB, Timeout: f.timeout, Hold: f.hold, Accelerator: f.accelerator,
 				MachineSerial: f.serial, Out: cmd.OutOrStdout(),
 			})
@@ -72,6 +70,7 @@ network (10.0.2.0/24, gateway 10.0.2.2, DNS 10.0.2.3).`,
 	fl := c.Flags()
 	fl.StringVar(&f.siteConfig, "site-config", "", "the site-config medium (an ISO from snofactory site-config create); none: the seed waits for it and reports that it is missing")
 	fl.StringArrayVar(&f.forwards, "forward", nil, "HOSTPORT:GUESTADDR:GUESTPORT to forward from 127.0.0.1 (repeatable)")
+	fl.StringArrayVar(&f.nics, "nic", nil, "a virtio NIC on a qemu netdev (TYPE,OPTIONS[,mac=MAC], e.g. tap,ifname=tap0,script=no,downscript=no) in place of the user-network one (repeatable)")
 	fl.IntVar(&f.memoryMiB, "memory", 1024, "VM memory in MiB")
 	fl.IntVar(&f.cpus, "cpus", 1, "VM CPUs")
 	fl.DurationVar(&f.timeout, "timeout", 15*time.Minute, "give up after this long (scaled under TCG)")

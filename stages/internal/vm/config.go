@@ -64,6 +64,8 @@ type Config struct {
 	GatherFile string
 	// Network, when set, gives the guest one virtio NIC on qemu's user-mode network.
 	Network *UserNetwork
+	// NICs are more virtio NICs, each on a netdev backend of its own (a tap, a socket).
+	NICs []NIC
 	// SystemSerial, when set, is the serial number the firmware reports for the machine
 	// (SMBIOS type 1), as a server's does: a site-config medium may be bound to it.
 	SystemSerial string
@@ -75,6 +77,32 @@ type Config struct {
 // and the host reaches the guest only through the forwarded ports, on 127.0.0.1.
 type UserNetwork struct {
 	Forwards []Forward
+}
+
+// NIC is a virtio NIC on a qemu netdev backend: Netdev is -netdev's option list without
+// its id (e.g. "tap,ifname=tap0,script=no,downscript=no"), MAC the NIC's address.
+type NIC struct {
+	Netdev, MAC string
+}
+
+// NICSlot is the PCI slot of NICs[0]; the others follow. Every slot of qemu's pc machine
+// is an ACPI hot-plug slot, so udev names the NIC in slot N "ensN" (systemd
+// src/udev/udev-builtin-net_id.c, ID_NET_NAME_SLOT, which the default NamePolicy prefers
+// to the path name): a site config can name the NICs before the first boot.
+const NICSlot = 0x10
+
+// MaxNICs is how many slots follow NICSlot on the pc machine's bus (slots end at 0x1f).
+const MaxNICs = 0x20 - NICSlot
+
+// args attaches the NIC as virtio NIC number i, in slot NICSlot+i. The netdev spec is
+// passed as given: its options are qemu's own, and it is the caller's backend.
+func (n NIC) args(i int) []string {
+	id := fmt.Sprintf("nic%d", i)
+	dev := fmt.Sprintf("virtio-net-pci,netdev=%s,addr=0x%x", id, NICSlot+i)
+	if n.MAC != "" {
+		dev += ",mac=" + optValue(n.MAC)
+	}
+	return []string{"-netdev", n.Netdev + ",id=" + id, "-device", dev}
 }
 
 // Forward sends connections to 127.0.0.1:HostPort on the host to GuestPort in the guest,
@@ -167,6 +195,9 @@ func (c Config) validate() error {
 	}
 	if c.ConsoleLog == "" {
 		errs = append(errs, errors.New("no console log path"))
+	}
+	if len(c.NICs) > MaxNICs {
+		errs = append(errs, fmt.Errorf("%d NICs: the machine has slots for %d", len(c.NICs), MaxNICs))
 	}
 	if c.MemoryMiB < 0 || c.CPUs < 0 {
 		errs = append(errs, errors.New("negative memory or CPU count"))
@@ -289,6 +320,9 @@ func (c Config) args(acc Accelerator, rp runtimePaths) []string {
 	}
 	if c.Network != nil {
 		a = append(a, c.Network.args()...)
+	}
+	for i, n := range c.NICs {
+		a = append(a, n.args(i)...)
 	}
 	if c.SystemSerial != "" {
 		a = append(a, "-smbios", "type=1,serial="+optValue(c.SystemSerial))

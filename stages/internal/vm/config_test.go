@@ -91,6 +91,18 @@ func TestArgs(t *testing.T) {
 			want: []string{"-device virtio-blk-pci,drive=disk0,serial=t,bootindex=1", "-global ide-cd.bootindex=2",
 				"-device virtio-blk-pci,drive=disk1"},
 		},
+		{
+			name: "NICs on their own backends, in slots from 0x10, beside the user network",
+			cfg: Config{ISO: "/x/live.iso", ConsoleLog: "/c", Network: &UserNetwork{},
+				NICs: []NIC{{Netdev: "tap,ifname=tap0,script=no,downscript=no", MAC: "52:54:00:5f:00:01"}, {Netdev: "socket,connect=127.0.0.1:5000"}}},
+			acc: TCG("test"),
+			want: []string{
+				"-netdev user,id=net0", "-device virtio-net-pci,netdev=net0",
+				"-netdev tap,ifname=tap0,script=no,downscript=no,id=nic0", "-device virtio-net-pci,netdev=nic0,addr=0x10,mac=52:54:00:5f:00:01",
+				"-netdev socket,connect=127.0.0.1:5000,id=nic1", "-device virtio-net-pci,netdev=nic1,addr=0x11",
+			},
+		},
+		{name: "more NICs than slots", cfg: Config{ISO: "/a.iso", ConsoleLog: "/c", NICs: make([]NIC, 17)}, validErr: "17 NICs: the machine has slots for 16"},
 		{name: "no network by default", cfg: Config{ISO: "/x/live.iso", ConsoleLog: "/c"}, acc: TCG("test"), wantNot: []string{"-netdev", "virtio-net-pci"}},
 		{name: "nothing to boot", cfg: Config{ConsoleLog: "/c"}, validErr: "nothing to boot"},
 		{
