@@ -12,7 +12,6 @@ import (
 
 	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/pipeline/ctxio"
-	"github.com/snofactory/snofactory/seeds/artifact/diskpack"
 	"github.com/snofactory/snofactory/seeds/artifact/seed"
 )
 
@@ -20,8 +19,8 @@ import (
 const (
 	QCOW2File = "disk.qcow2"
 	RawFile   = "disk.raw.zst"
-	PackFile  = "disk.pack"
-	IndexFile = "disk.index"
+	PackFile  = seed.PackFile
+	IndexFile = seed.IndexFile
 )
 
 // writeDisks converts the sealed overlay at work into each format in dir and describes
@@ -93,15 +92,7 @@ func writeChunked(ctx context.Context, work, dir string, env *pipeline.Env) (see
 	if err := qemuImg(ctx, "convert", "-q", "-O", "raw", work, raw); err != nil {
 		return seed.Disk{}, err
 	}
-	fi, err := os.Stat(raw)
-	if err != nil {
-		return seed.Disk{}, err
-	}
-	sums, err := diskpack.PackFiles(ctx, raw, filepath.Join(dir, PackFile), filepath.Join(dir, IndexFile), diskpack.ParamsFor(fi.Size()))
-	if err != nil {
-		return seed.Disk{}, fmt.Errorf("packing the sealed disk: %w", err)
-	}
-	return seed.DescribeChunked(dir, PackFile, IndexFile, sums)
+	return seed.PackDisk(ctx, raw, dir)
 }
 
 // compressZstd writes src compressed to dst, using every core.

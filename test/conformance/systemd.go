@@ -34,7 +34,7 @@ const (
 	SystemdKargs = "console=ttyS0 root=LABEL=" + SystemdRootLabel
 	// systemdVersion changes whenever the layout of the OS changes, so cached images from an
 	// older builder are rebuilt.
-	systemdVersion = "conformance-systemd/2"
+	systemdVersion = "conformance-systemd/3"
 	// debianSuite is the release the root is made of: the one this project's hosts run.
 	debianSuite = "bookworm"
 )
@@ -73,9 +73,11 @@ type SystemdOptions struct {
 // ext4 Root as the first virtio disk.
 type SystemdOS struct {
 	Kernel, Initrd, Root string
-	Kargs                string
-	InputHash            string
-	Cached               bool
+	// Seed is the same sealed OS as a seed directory (a bootable disk) for seed boot.
+	Seed      string
+	Kargs     string
+	InputHash string
+	Cached    bool
 	// PackagesDuration is how long mmdebstrap took (zero when its tree was cached).
 	PackagesDuration, Duration time.Duration
 }
@@ -92,15 +94,15 @@ func BuildSystemd(ctx context.Context, o SystemdOptions) (SystemdOS, error) {
 		return SystemdOS{}, errors.New("systemd conformance OS: no output directory")
 	}
 	res := SystemdOS{Kernel: filepath.Join(o.Dir, "vmlinuz"), Initrd: filepath.Join(o.Dir, "initrd.img"),
-		Root: filepath.Join(o.Dir, "root.img"), Kargs: SystemdKargs}
+		Root: filepath.Join(o.Dir, "root.img"), Seed: filepath.Join(o.Dir, SystemdSeedDirName), Kargs: SystemdKargs}
 	unlock, err := lockOutput(ctx, res.Root)
 	if err != nil {
 		return res, err
 	}
 	defer unlock()
-	for _, tool := range []string{"mmdebstrap", "mke2fs", "depmod", "tar"} {
+	for _, tool := range []string{"mmdebstrap", "mke2fs", "depmod", "tar", "extlinux", "mount"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			return res, fmt.Errorf("the systemd conformance OS needs %s (Debian packages mmdebstrap, e2fsprogs, kmod, tar): %w", tool, err)
+			return res, fmt.Errorf("the systemd conformance OS needs %s (Debian packages mmdebstrap, e2fsprogs, kmod, tar, extlinux, mount): %w", tool, err)
 		}
 	}
 	kernel, kver, err := findKernel(o.Kernel)
@@ -138,6 +140,9 @@ func BuildSystemd(ctx context.Context, o SystemdOptions) (SystemdOS, error) {
 		return res, nil
 	}
 	if err := assembleSystemd(ctx, work, kernel, kver, tarball, agent, initrd, res); err != nil {
+		return res, err
+	}
+	if err := writeSystemdSeed(ctx, work, res.Root, res.Seed, res.InputHash); err != nil {
 		return res, err
 	}
 	if err := pipeline.WriteFileAtomic(stamp, []byte(res.InputHash+"\n"), 0o644); err != nil {

@@ -130,20 +130,24 @@ func assembleSystemd(ctx context.Context, work, kernel, kver, tarball, agent str
 	if err := customizeRoot(ctx, root, kver, agent); err != nil {
 		return fmt.Errorf("systemd conformance OS root: %w", err)
 	}
+	cpio, err := initrd.initramfs()
+	if err != nil {
+		return err
+	}
+	if err := writeBootFiles(root, kernel, cpio); err != nil {
+		return fmt.Errorf("systemd conformance OS /boot: %w", err)
+	}
 	size, err := treeBytes(root)
 	if err != nil {
 		return err
 	}
 	// Room for the first boot's journal and the site's changes; the file stays sparse.
+	// Without 64bit: extlinux, which boots the seed's disk, reads the classic ext4 layout.
 	mib := size>>20 + size>>22 + 256
 	img := filepath.Join(work, "root.img")
-	mkfs := exec.Command("mke2fs", "-q", "-F", "-t", "ext4", "-m", "0", "-L", SystemdRootLabel, "-d", root, img, strconv.FormatInt(mib, 10)+"M")
+	mkfs := exec.Command("mke2fs", "-q", "-F", "-t", "ext4", "-O", "^64bit", "-m", "0", "-L", SystemdRootLabel, "-d", root, img, strconv.FormatInt(mib, 10)+"M")
 	if err := pipeline.RunTool(ctx, mkfs, nil); err != nil {
 		return fmt.Errorf("making the systemd conformance OS root image: %w", err)
-	}
-	cpio, err := initrd.initramfs()
-	if err != nil {
-		return err
 	}
 	if err := pipeline.WriteFileAtomic(res.Initrd, cpio, 0o644); err != nil {
 		return err
