@@ -154,7 +154,9 @@ func followSeed(ctx context.Context, machine *vm.Machine, timeout time.Duration,
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	show := func(msg wire.Message) {
-		if msg.Phase != wire.PhaseReconfigureStep && msg.Phase != wire.PhaseReconfigured {
+		// boot-complete's details are what the node sees of its site once up (its
+		// addresses, NICs, services): what a technician trying a site looks at.
+		if msg.Phase != wire.PhaseReconfigureStep && msg.Phase != wire.PhaseReconfigured && msg.Phase != wire.PhaseBootComplete {
 			return
 		}
 		keys := make([]string, 0, len(msg.Details))

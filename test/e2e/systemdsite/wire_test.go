@@ -1,4 +1,4 @@
-package systemdnode_test
+package systemdsite_test
 
 import (
 	"crypto/rand"
@@ -15,17 +15,18 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// testWire is a simulated network the test owns: a network namespace holding a bridge
-// and one tap per guest NIC. qemu runs inside the namespace (QemuBinary is a wrapper that
-// enters it), so nothing touches the host's own network; the namespace and all in it go
-// when the test ends.
+// testWire is a simulated network the test owns: a network namespace holding a bridge.
+// Each of the seed's NICs is a qemu dgram netdev on a unix socket pair whose other end the
+// test relays to a tap on the bridge, so qemu runs as seed boot starts it and nothing
+// touches the host's own network; the namespace and all in it go when the test ends.
 type testWire struct {
-	ns, qemu string
-	taps     []string
+	ns string
+	// sockDir holds the NICs' sockets (short: a unix socket path has at most 107 bytes).
+	sockDir string
 }
 
-// newTestWire makes the namespace with a bridge and n taps on it.
-func newTestWire(t *testing.T, n int) *testWire {
+// newTestWire makes the namespace with a bridge.
+func newTestWire(t *testing.T) *testWire {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("skipping: making a network namespace with taps needs root; make test runs as root")
@@ -44,43 +45,57 @@ func newTestWire(t *testing.T, n int) *testWire {
 	})
 	ip(t, "-n", w.ns, "link", "add", "br0", "type", "bridge")
 	ip(t, "-n", w.ns, "link", "set", "br0", "up")
-	for i := range n {
-		tap := "tap" + string(rune('0'+i))
-		ip(t, "-n", w.ns, "tuntap", "add", "dev", tap, "mode", "tap")
-		ip(t, "-n", w.ns, "link", "set", tap, "master", "br0", "up")
-		w.taps = append(w.taps, tap)
-	}
-	qemu, err := exec.LookPath("qemu-system-x86_64")
+	dir, err := os.MkdirTemp("", "sfsysd-")
 	if err != nil {
-		t.Fatalf("qemu-system-x86_64 not found: install the Debian package qemu-system-x86 (make deps): %v", err)
-	}
-	w.qemu = filepath.Join(t.TempDir(), "qemu-in-netns")
-	script := "#!/bin/sh\nexec ip netns exec " + w.ns + " " + qemu + " \"$@\"\n"
-	if err := os.WriteFile(w.qemu, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	w.sockDir = dir
 	return w
 }
 
-// nicSlot is the PCI slot of the first NIC; the others follow. On qemu's pc machine every
-// slot is an ACPI hot-plug slot, so udev names a NIC in slot N "ensN" (systemd
-// src/udev/udev-builtin-net_id.c, the slot name ID_NET_NAME_SLOT, which the default
-// NamePolicy prefers to the path name): the site config can name the NICs before the boot.
-const nicSlot = 0x10
-
-// nicName is the name udev gives the i-th NIC.
-func nicName(i int) string { return fmt.Sprintf("ens%d", nicSlot+i) }
-
-// nicArgs are qemu's arguments for one virtio NIC per tap, with the given MACs, in
-// slots from nicSlot on.
-func (w *testWire) nicArgs(macs []string) []string {
-	var a []string
-	for i, tap := range w.taps {
-		id := "net" + string(rune('0'+i))
-		a = append(a, "-netdev", "tap,id="+id+",ifname="+tap+",script=no,downscript=no",
-			"-device", fmt.Sprintf("virtio-net-pci,netdev=%s,mac=%s,addr=0x%x", id, macs[i], nicSlot+i))
+// plugNIC plugs the seed's i-th NIC into the bridge and returns its seed boot --nic spec: a
+// qemu dgram netdev (qemu net/dgram.c net_init_dgram: one datagram per Ethernet frame, no
+// length prefix) from its own unix socket to the test's, whose frames the test passes to
+// and from a tap "nicI" on the bridge. Until qemu binds its socket the test's writes fail
+// and the frames are dropped, as on a cable not yet plugged in.
+func (w *testWire) plugNIC(t *testing.T, i int) string {
+	t.Helper()
+	guest := filepath.Join(w.sockDir, fmt.Sprintf("nic%d-qemu", i))
+	wireEnd := filepath.Join(w.sockDir, fmt.Sprintf("nic%d-wire", i))
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: wireEnd, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
 	}
-	return a
+	tapName := fmt.Sprintf("nic%d", i)
+	var tap *os.File
+	if err := w.inNetns(func() (err error) { tap, err = openTap(tapName); return err }); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(); tap.Close() })
+	ip(t, "-n", w.ns, "link", "set", tapName, "master", "br0", "up")
+	to := &net.UnixAddr{Name: guest, Net: "unixgram"}
+	go func() {
+		buf := make([]byte, 65536)
+		for {
+			n, err := conn.Read(buf)
+			if err != nil {
+				return
+			}
+			tap.Write(buf[:n])
+		}
+	}()
+	go func() {
+		buf := make([]byte, 65536)
+		for {
+			n, err := tap.Read(buf)
+			if err != nil {
+				return
+			}
+			conn.WriteToUnix(buf[:n], to)
+		}
+	}()
+	return "dgram,local.type=unix,local.path=" + guest + ",remote.type=unix,remote.path=" + wireEnd
 }
 
 // addPeer puts a peer on the wire, a host on an access port of the site's VLAN: a tap

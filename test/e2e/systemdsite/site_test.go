@@ -1,4 +1,4 @@
-package systemdnode_test
+package systemdsite_test
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 
 	"github.com/snofactory/snofactory/seeds/contract/wire"
 	"github.com/snofactory/snofactory/seeds/site/siteconfig"
-	"github.com/snofactory/snofactory/stages/internal/vm"
+	"github.com/snofactory/snofactory/stages"
 )
 
 // The site: the node's two NICs in an active-backup bond, the cluster on VLAN 100 over it
@@ -83,46 +83,46 @@ spec:
 %[5]s`
 )
 
-// TestSystemdNodeSite boots the sealed systemd conformance OS once with a site-config
-// medium made by the product's own code, as a technician would attach it. The first boot
-// behaves as RHCOS's (machine-id, host keys); the reconfiguration service, ordered as on
-// RHCOS, applies the site: NetworkManager brings up the bond and the VLAN, and the peer
-// pings the node's site addresses over the VLAN on both families; the site CA is in the
-// node's trust store, chrony has the site's time server, and a node unit's request
-// reaches the proxy the test runs on the peer.
-func TestSystemdNodeSite(t *testing.T) {
+// TestSystemdSeedSite tries a bonded site as a technician would before shipping: the
+// sealed systemd conformance OS's seed, booted once with seed boot, a site-config medium made
+// by the product's own code and two NICs on the test's wire. The first boot behaves as
+// RHCOS's (machine-id, host keys); the reconfiguration service, ordered as on RHCOS, applies
+// the site: NetworkManager brings up the bond and the VLAN, and the peer pings the node's
+// site addresses over the VLAN on both families; the site CA is in the node's trust store,
+// chrony has the site's time server, and a node unit's request reaches the proxy the test
+// runs on the peer.
+func TestSystemdSeedSite(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipping: boots a VM")
 	}
 	ctx := t.Context()
-	w := newTestWire(t, 2)
+	w := newTestWire(t)
 	w.addPeer(t, siteVLAN, peerV4+"/24", peerV6+"/64")
 	proxied := startProxy(t, w)
-	macs := []string{"52:54:00:5f:00:01", "52:54:00:5f:00:02"}
+	nics := []string{w.plugNIC(t, 0), w.plugNIC(t, 1)}
+	macs := []string{stages.DefaultNICMAC(0), stages.DefaultNICMAC(1)}
 	iso := siteMedium(t, ctx, macs)
-	n := bootNode(t, ctx, w, vm.Disk{Path: iso, Format: "raw", ReadOnly: true, Serial: "siteconfig"})
-	imageIsUnbooted(t, n.os.Root)
-
 	start := time.Now()
-	wctx, cancel := context.WithTimeout(ctx, n.acc.Scale(bootTimeout+reconfigureTimeout))
-	defer cancel()
-	msgs, err := n.m.WaitFinal(wctx, wire.PhaseReconfigured, nil)
-	if err != nil {
-		t.Fatal(err)
+	r := bootSeed(t, ctx, iso, nics)
+	imageIsUnbooted(t, r.os.Root)
+	t.Logf("seed boot: reconfigured and booted after %s", time.Since(start).Round(time.Second))
+	checkSteps(t, r.msgs)
+	var d map[string]string
+	for _, m := range r.msgs {
+		if m.Phase == wire.PhaseBootComplete && m.Status == wire.StatusOK {
+			d = m.Details
+		}
 	}
-	t.Logf("reconfigured %s after qemu start (accelerator %s)", time.Since(start).Round(time.Second), n.acc.Name)
-	checkSteps(t, msgs)
-	boot, err := n.m.WaitFinal(wctx, wire.PhaseBootComplete, nil)
-	if err != nil {
-		t.Fatal(err)
+	if d == nil {
+		t.Fatalf("seed boot printed no boot-complete: %v", r.msgs)
 	}
-	d := boot[len(boot)-1].Details
-	t.Logf("boot-complete: %v", d)
 	checkFirstBoot(t, d)
-	checkNICs(t, d, n.macs)
+	checkNICs(t, d, r.macs)
 	checkSite(t, d)
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
 	for _, addr := range []string{nodeV4, nodeV6} {
-		if err := pingUntil(wctx, w.ns, addr); err != nil {
+		if err := pingUntil(pctx, w.ns, addr); err != nil {
 			t.Errorf("the peer cannot reach the node's site address %s over VLAN %d: %v", addr, siteVLAN, err)
 		}
 	}
@@ -171,7 +171,7 @@ func checkSite(t *testing.T, d map[string]string) {
 	t.Helper()
 	for _, tc := range []struct{ key, want string }{
 		{"hostname", siteHostname},
-		{"bonds", "bond0:active-backup:100:" + nicName(0) + "+" + nicName(1)},
+		{"bonds", "bond0:active-backup:100:" + stages.NICName(0) + "+" + stages.NICName(1)},
 		{"reconfigure", "active"},
 		{"site_ca", "trusted"},
 		{"proxy_probe", "200"},
@@ -201,7 +201,7 @@ func siteMedium(t *testing.T, ctx context.Context, macs []string) string {
 	ca.WriteString("\n")
 	dir := t.TempDir()
 	src := filepath.Join(dir, "site.yaml")
-	doc := fmt.Sprintf(siteConfigTemplate, nicName(0), nicName(1), macs[0], macs[1], ca.String())
+	doc := fmt.Sprintf(siteConfigTemplate, stages.NICName(0), stages.NICName(1), macs[0], macs[1], ca.String())
 	if err := os.WriteFile(src, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package systemdnode_test
+package systemdsite_test
 
 import (
 	"context"
@@ -7,64 +7,132 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
-	"github.com/snofactory/snofactory/stages/internal/vm"
+	"github.com/snofactory/snofactory/seeds/contract/wire"
+	"github.com/snofactory/snofactory/stages"
 	"github.com/snofactory/snofactory/test/conformance"
 )
 
-// bootTimeout is the first boot to the default target at KVM speed; vm.Accelerator.Scale
-// stretches it for TCG.
+// bootTimeout is the first boot to the default target at KVM speed; seed boot scales its
+// timeout for TCG.
 const bootTimeout = 90 * time.Second
 
-// node is the systemd conformance OS booted on a test wire.
-type node struct {
-	m    *vm.Machine
-	acc  vm.Accelerator
-	os   conformance.SystemdOS
+// seedRun is the systemd OS's seed booted with seed boot, its NICs on the test's wire.
+type seedRun struct {
+	os conformance.SystemdOS
+	// msgs are the messages seed boot printed: the reconfiguration's steps and outcome,
+	// then boot-complete with what the node reports.
+	msgs []wire.Message
 	macs []string
 }
 
-// bootNode boots the systemd OS (its root through a qcow2 overlay, so the image stays
-// pristine) with two virtio NICs on w and the extra disks; the VM is stopped when the test
-// ends.
-func bootNode(t *testing.T, ctx context.Context, w *testWire, extra ...vm.Disk) *node {
+// bootSeed boots the systemd OS's seed with the product's seed boot (stages.BootSeed) and
+// the site medium, one NIC per spec, and returns once the seed has reconfigured and booted.
+// seed boot holds the VM until the test ends, so the wire's peer can reach the node.
+func bootSeed(t *testing.T, ctx context.Context, iso string, nics []string) *seedRun {
 	t.Helper()
 	sys, err := conformance.CachedSystemd(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	acc, err := vm.ResolveAccel(ctx, "qemu-system-x86_64", vm.AccelAuto, nil)
+	r := &seedRun{os: sys}
+	parsed, err := stagesNICs(nics)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	overlay := filepath.Join(dir, "root.qcow2")
-	if err := vm.CreateOverlay(ctx, sys.Root, "raw", overlay); err != nil {
-		t.Fatal(err)
+	for _, n := range parsed {
+		r.macs = append(r.macs, n.MAC)
 	}
-	n := &node{acc: acc, os: sys, macs: []string{"52:54:00:5f:00:01", "52:54:00:5f:00:02"}}
-	cfg := vm.Config{
-		Name: "systemd-node", QemuBinary: w.qemu, MemoryMiB: 512,
-		Disks:      append([]vm.Disk{{Path: overlay, Format: "qcow2"}}, extra...),
-		ConsoleLog: filepath.Join(dir, "console.log"),
-		ExtraArgs:  append([]string{"-kernel", sys.Kernel, "-initrd", sys.Initrd, "-append", sys.Kargs}, w.nicArgs(n.macs)...),
-	}
-	if n.m, err = vm.Start(ctx, cfg, acc, nil); err != nil {
-		t.Fatal(err)
-	}
+	work := t.TempDir()
+	out := &watchWriter{match: "Seed reconfigured and booted", hit: make(chan struct{})}
+	bctx, cancel := context.WithCancel(ctx)
+	ended := make(chan error, 1)
+	go func() {
+		ended <- stages.BootSeed(bctx, stages.SeedBoot{Dir: sys.Seed, Work: work, SiteConfig: iso, NICs: parsed,
+			MemoryMiB: 512, Timeout: bootTimeout + reconfigureTimeout, Hold: 24 * time.Hour, Accelerator: "auto", Out: out})
+	}()
 	t.Cleanup(func() {
-		n.m.Stop()
+		cancel()
+		if err := <-ended; err != nil {
+			t.Errorf("seed boot, ended by the test: %v", err)
+		}
 		if t.Failed() {
-			b, _ := os.ReadFile(cfg.ConsoleLog)
+			b, _ := os.ReadFile(filepath.Join(work, "console.log"))
 			if len(b) > 6000 {
 				b = b[len(b)-6000:]
 			}
-			t.Logf("console of %s:\n%s", cfg.Name, b)
+			t.Logf("seed boot printed:\n%s\nconsole:\n%s", out.text(), b)
 		}
 	})
-	return n
+	select {
+	case <-out.hit:
+	case err := <-ended:
+		ended <- err
+		t.Fatalf("seed boot ended before the seed booted: %v", err)
+	}
+	r.msgs = parseSteps(out.text())
+	return r
+}
+
+// stagesNICs reads the NIC specs as seed boot's --nic does.
+func stagesNICs(specs []string) ([]stages.NIC, error) {
+	_, nics, err := stages.CheckSeedBootInputs("", nil, specs)
+	return nics, err
+}
+
+// watchWriter keeps what seed boot prints and closes hit once a line holds match.
+type watchWriter struct {
+	mu    sync.Mutex
+	buf   strings.Builder
+	match string
+	hit   chan struct{}
+	seen  bool
+}
+
+func (w *watchWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	if !w.seen && strings.Contains(w.buf.String(), w.match) {
+		w.seen = true
+		close(w.hit)
+	}
+	return len(p), nil
+}
+
+func (w *watchWriter) text() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+// parseSteps reads seed boot's message lines ("  PHASE STATUS k=v k=v ..."; a value
+// holding spaces continues over the words without "=").
+func parseSteps(out string) []wire.Message {
+	var msgs []wire.Message
+	for _, line := range strings.Split(out, "\n") {
+		if !strings.HasPrefix(line, "  ") {
+			continue
+		}
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		m := wire.Message{Phase: f[0], Status: wire.Status(f[1]), Details: map[string]string{}}
+		last := ""
+		for _, w := range f[2:] {
+			if k, v, ok := strings.Cut(w, "="); ok && k != "" {
+				m.Details[k], last = v, k
+			} else if last != "" {
+				m.Details[last] += " " + w
+			}
+		}
+		msgs = append(msgs, m)
+	}
+	return msgs
 }
 
 // checkFirstBoot: systemd reached its default target with no failed unit, the boot made
