@@ -299,5 +299,9 @@ func finish(env *pipeline.Env, opts Options, acc vm.Accelerator, phases []PhaseT
 	if err := env.Summarize(map[string]any{"accelerator": acc.Name, "phases": phases}); err != nil {
 		return err
 	}
-	return handoff.Write(env, handoff.Install{Disk: DiskFile, Format: "qcow2", Firmware: opts.Firmware, Target: opts.Target})
+	rec := handoff.Install{Disk: DiskFile, Format: "qcow2", Firmware: opts.Firmware, Target: opts.Target}
+	if opts.ContainerStorage != nil {
+		rec.ContainerStorageLabel = opts.ContainerStorage.Label
+	}
+	return handoff.Write(env, rec)
 }

@@ -193,7 +193,7 @@ func TestSiteFit(t *testing.T) {
 		{"a network that is no CIDR", handoff.Render{MachineNetwork: []string{"192.168.127.0"}}, lockfile.LockedRelease{}, seedfit.Record{}, "machine network"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := siteFit(tc.render, tc.release)
+			got, err := siteFit(tc.render, handoff.Install{}, tc.release)
 			if check.Error(t, err, tc.wantErr) {
 				return
 			}
@@ -201,6 +201,31 @@ func TestSiteFit(t *testing.T) {
 				t.Errorf("record = %+v, want %+v", *got, tc.want)
 			}
 		})
+	}
+}
+
+// A conformance seed with a container-storage partition records its label as an OpenShift
+// seed does: the conformance installer made the partition, and the install stage's record
+// names it (render has none for the conformance OS).
+func TestSiteFitCoreOSContainerStorage(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		inst handoff.Install
+		want string
+	}{
+		{"with the partition", handoff.Install{Target: oskind.CoreOS, ContainerStorageLabel: "var-lib-containers"}, "var-lib-containers"},
+		{"without", handoff.Install{Target: oskind.CoreOS}, ""},
+	} {
+		rec, err := siteFit(handoff.Render{Target: oskind.CoreOS}, tc.inst, lockfile.LockedRelease{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.ContainerStorageLabel != tc.want {
+			t.Errorf("%s: recorded container storage %q, want %q", tc.name, rec.ContainerStorageLabel, tc.want)
+		}
+		if got := rec.Summary(); (tc.want != "") != strings.Contains(got, "container storage on "+tc.want) {
+			t.Errorf("%s: summary %q", tc.name, got)
+		}
 	}
 }
 
@@ -218,7 +243,7 @@ func TestProxySeedFit(t *testing.T) {
 		{"openshift without", handoff.Render{Target: oskind.OpenShift}, []*siteconfig.SiteConfig{without}, []*siteconfig.SiteConfig{withProxy}},
 		{"conformance OS", handoff.Render{Target: oskind.CoreOS}, []*siteconfig.SiteConfig{withProxy, without}, nil},
 	} {
-		rec, err := siteFit(tc.render, lockfile.LockedRelease{})
+		rec, err := siteFit(tc.render, handoff.Install{}, lockfile.LockedRelease{})
 		if err != nil {
 			t.Fatal(err)
 		}

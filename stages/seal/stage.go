@@ -219,7 +219,7 @@ func manifest(ctx context.Context, opts Options, in inputs) (*seed.Manifest, err
 	for _, im := range in.precache.Out.Images {
 		m.Images = append(m.Images, seed.Image{Name: im.Name, Ref: im.Ref, Digest: digest.Digest(im.Digest)})
 	}
-	m.SiteFit, err = siteFit(in.render.Out, lock.Release)
+	m.SiteFit, err = siteFit(in.render.Out, in.install.Out, lock.Release)
 	return m, err
 }
 
@@ -228,14 +228,18 @@ func manifest(ctx context.Context, opts Options, in inputs) (*seed.Manifest, err
 // (lca-cli/seedclusterinfo/seedclusterinfo.go SeedClusterInfo). The proxy is recorded for
 // an OpenShift seed only: the conformance OS has no cluster-wide proxy to compare. The
 // container-storage label is the separate /var/lib/containers partition's, if the
-// blueprint asked for one (container_storage_mountpoint_target).
-func siteFit(r handoff.Render, release lockfile.LockedRelease) (*seedfit.Record, error) {
+// blueprint asked for one (container_storage_mountpoint_target): render's MachineConfig
+// makes it on OpenShift, the conformance installer on the conformance OS.
+func siteFit(r handoff.Render, inst handoff.Install, release lockfile.LockedRelease) (*seedfit.Record, error) {
 	fams, err := seedfit.Families(r.MachineNetwork)
 	if err != nil {
 		return nil, fmt.Errorf("the rendered install-config: %w", err)
 	}
 	rec := &seedfit.Record{Version: seedfit.Version, IPFamilies: fams, FIPS: r.FIPS, ReleaseVersion: release.Version,
 		ContainerStorageLabel: r.ContainerStorageLabel}
+	if rec.ContainerStorageLabel == "" {
+		rec.ContainerStorageLabel = inst.ContainerStorageLabel
+	}
 	if r.Target == oskind.OpenShift {
 		proxy := r.Proxy
 		rec.Proxy = &proxy
@@ -256,7 +260,7 @@ func sealRequest(opts Options, in inputs) (wire.SealRequest, error) {
 	if err != nil {
 		return req, err
 	}
-	if req.Fit, err = siteFit(in.render.Out, lock.Release); err != nil {
+	if req.Fit, err = siteFit(in.render.Out, in.install.Out, lock.Release); err != nil {
 		return req, err
 	}
 	if opts.SiteConfigTimeout > 0 {

@@ -36,7 +36,7 @@ type Render struct {
 	MachineNetwork []string `json:"machineNetwork,omitempty"`
 	FIPS           bool     `json:"fips,omitempty"`
 	// ContainerStorageLabel is the partition label of a separate /var/lib/containers the
-	// install makes (openshift only; empty: none), for the seed's record of what a site
+	// install makes (openshift only, coreos in Install; empty: none), for the seed's record of what a site
 	// must match.
 	ContainerStorageLabel string `json:"containerStorageLabel,omitempty"`
 	// Proxy: the install-config has a cluster-wide proxy (openshift only).
@@ -111,6 +111,10 @@ type Install struct {
 	Firmware string `json:"firmware"`
 	// Target is the blueprint's target.
 	Target oskind.Kind `json:"target"`
+	// ContainerStorageLabel is the partition label of the separate /var/lib/containers the
+	// conformance installer made (coreos only: on OpenShift render's MachineConfig makes
+	// it, and Render carries the label), for the seed's record of what a site must match.
+	ContainerStorageLabel string `json:"containerStorageLabel,omitempty"`
 }
 
 func (Install) stage() string { return StageInstall }
