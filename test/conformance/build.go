@@ -109,7 +109,10 @@ var (
 	// sgdisk and syslinux's GPT boot code lay out a GPT disk when a blueprint asks for a
 	// separate /var/lib/containers partition (init.sh partition_gpt).
 	sgdiskBin = hostFile{"/usr/sbin/sgdisk", pkgGdisk}
-	gptmbrBin = hostFile{"/usr/lib/EXTLINUX/gptmbr.bin", pkgExtlinux}
+	// resize2fs grows the container-storage partition's file system online at the site
+	// (the hook's container-storage step).
+	resize2fsBin = hostFile{"/sbin/resize2fs", pkgE2fsprogs}
+	gptmbrBin    = hostFile{"/usr/lib/EXTLINUX/gptmbr.bin", pkgExtlinux}
 )
 
 // Host tools, by the Debian package that provides them.
@@ -147,7 +150,7 @@ func Build(ctx context.Context, o Options) (Result, error) {
 		return res, err
 	}
 	defer unlock()
-	for _, h := range []hostFile{isolinuxBin, isohdpfx, ldlinuxC32, mbrBin, busyboxBin, extlinuxBin, ignitionBin, mke2fsBin, chattrBin, sgdiskBin, gptmbrBin, grubEFIDir} {
+	for _, h := range []hostFile{isolinuxBin, isohdpfx, ldlinuxC32, mbrBin, busyboxBin, extlinuxBin, ignitionBin, mke2fsBin, chattrBin, sgdiskBin, resize2fsBin, gptmbrBin, grubEFIDir} {
 		if err := h.check(); err != nil {
 			return res, fmt.Errorf("conformance ISO: %w", err)
 		}

@@ -626,6 +626,12 @@ reconfigure_seed() {
 	PHASE=reconfigured
 	FINAL=reconfigured
 	ip link set lo up
+	# The agent reads the node's disks under its --root, as on a node whose / it is: the
+	# container-storage step finds the partition in sysfs and grows it through /dev.
+	for d in sys dev; do
+		mkdir -p "/mnt/disk/root/$d"
+		mount --bind "/$d" "/mnt/disk/root/$d" || die "mounting /$d into the root"
+	done
 	if ! /bin/snofactory agent reconfigure --root /mnt/disk/root --port "$AGENT_PORT" --resolv-conf /etc/resolv.conf; then
 		log "the site reconfiguration failed (see above): fix the site-config medium and boot again"
 		idle

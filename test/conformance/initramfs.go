@@ -165,7 +165,7 @@ func populate(ctx context.Context, t *tree, kver, agentBin string) error {
 	// e2fsprogs' mke2fs beside busybox's, which cannot fix a UUID or hash seed, and its
 	// chattr, which busybox lacks (init.sh's MKE2FS and CHATTR).
 	for dst, src := range map[string]string{"/bin/ignition": ignitionBin.src, "/bin/extlinux": extlinuxBin.src,
-		mke2fsPath: mke2fsBin.src, chattrPath: chattrBin.src, sgdiskPath: sgdiskBin.src} {
+		mke2fsPath: mke2fsBin.src, chattrPath: chattrBin.src, sgdiskPath: sgdiskBin.src, "/bin/resize2fs": resize2fsBin.src} {
 		t.addHost(dst, src, 0o755)
 		libs, err := sharedLibs(ctx, src)
 		if err != nil {

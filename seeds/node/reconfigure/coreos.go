@@ -22,6 +22,8 @@ const (
 // coreosSteps apply the site config with what busybox provides (ip, udhcpc, hostname).
 func (r *run) coreosSteps(_ *siteconfig.SiteConfig) []step {
 	return []step{
+		{steps.Step{Name: "container-storage", Argv: []string{"sgdisk"}, Changes: []string{ContainerStoragePath},
+			Detail: "only with a separate " + ContainerStoragePath + " partition on a disk bigger than the seed: sgdisk (backup GPT to the end, the partition re-created to it), the kernel told (BLKPG), resize2fs"}, r.growExt4ContainerStorage},
 		{steps.Step{Name: "network", Detail: "NetworkManager keyfiles for the whole nmstate document where NetworkManager runs (" + NMConnectionsDir + "), else busybox ip on each interface and route"}, r.coreosNetwork},
 		{steps.Step{Name: "hostname", Changes: []string{"/etc/hostname"}}, r.coreosHostname},
 		{steps.Step{Name: "dns", Changes: []string{"/etc/resolv.conf"}}, r.applyDNS},

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -48,16 +49,9 @@ type partition struct {
 // bigger disk keeps it where the seed's disk ended, then growpart and xfs_growfs online.
 // A node without the partition, or a disk no bigger than the seed, is left as it is.
 func (r *run) growContainerStorage(ctx context.Context, _ *siteconfig.SiteConfig) (map[string]string, error) {
-	unit, err := smallfile.Read(under(r.o.Root, ContainerStorageMountFile), maxUnitFile)
-	if errors.Is(err, fs.ErrNotExist) {
-		return map[string]string{"grown": "nothing: " + ContainerStoragePath + " is on the root file system"}, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", ContainerStorageMountFile, err)
-	}
-	what := unitValue(string(unit), "What")
-	if !strings.HasPrefix(what, byPartlabel) {
-		return nil, fmt.Errorf("%s mounts %q, not a %s path: the seed was not built with spec.disk.containerStorage", ContainerStorageMountFile, what, byPartlabel)
+	what, none, err := r.containerStorageUnit()
+	if none != nil || err != nil {
+		return none, err
 	}
 	p, last, diskSize, err := r.partitionOf(what)
 	if err != nil {
@@ -88,11 +82,59 @@ func (r *run) growContainerStorage(ctx context.Context, _ *siteconfig.SiteConfig
 // partitionOf resolves a /dev/disk/by-partlabel link (udev's, relative to /dev) to its
 // partition in sysfs, says whether it is the last on its disk, and gives the disk's size.
 func (r *run) partitionOf(link string) (p partition, last bool, diskSize int64, err error) {
-	dev, err := filepath.EvalSymlinks(under(r.o.Root, link))
+	name, err := r.partitionName(link)
 	if err != nil {
-		return p, false, 0, fmt.Errorf("the container-storage partition %s: %w", link, err)
+		return p, false, 0, err
 	}
-	p.name = filepath.Base(dev)
+	return r.partitionInfo(name)
+}
+
+// containerStorageUnit is the container-storage mount unit's What=, a by-partlabel path;
+// without the unit, none is the step's result: the node has no such partition.
+func (r *run) containerStorageUnit() (what string, none map[string]string, err error) {
+	unit, err := smallfile.Read(under(r.o.Root, ContainerStorageMountFile), maxUnitFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", map[string]string{"grown": "nothing: " + ContainerStoragePath + " is on the root file system"}, nil
+	}
+	if err != nil {
+		return "", nil, fmt.Errorf("reading %s: %w", ContainerStorageMountFile, err)
+	}
+	what = unitValue(string(unit), "What")
+	if !strings.HasPrefix(what, byPartlabel) {
+		return "", nil, fmt.Errorf("%s mounts %q, not a %s path: the seed was not built with spec.disk.containerStorage", ContainerStorageMountFile, what, byPartlabel)
+	}
+	return what, nil, nil
+}
+
+// partitionName is the kernel's name of the partition a /dev/disk/by-partlabel path names:
+// udev's link where udev runs, else the partition whose sysfs uevent carries that GPT name
+// (PARTNAME=, block/partitions/core.c part_uevent), as the conformance OS's initramfs,
+// which has no udev, finds it.
+func (r *run) partitionName(link string) (string, error) {
+	dev, err := filepath.EvalSymlinks(under(r.o.Root, link))
+	if err == nil {
+		return filepath.Base(dev), nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("the container-storage partition %s: %w", link, err)
+	}
+	label := strings.TrimPrefix(link, byPartlabel)
+	uevents, gerr := filepath.Glob(under(r.o.Root, "/sys/class/block/*/uevent"))
+	if gerr != nil {
+		return "", fmt.Errorf("the container-storage partition %s: %w", link, gerr)
+	}
+	for _, u := range uevents {
+		b, rerr := smallfile.Read(u, maxUnitFile)
+		if rerr == nil && slices.Contains(strings.Split(string(b), "\n"), "PARTNAME="+label) {
+			return filepath.Base(filepath.Dir(u)), nil
+		}
+	}
+	return "", fmt.Errorf("the container-storage partition %s: no udev link and no partition named %q in sysfs: %w", link, label, err)
+}
+
+// partitionInfo reads a partition's place on its disk from sysfs.
+func (r *run) partitionInfo(name string) (p partition, last bool, diskSize int64, err error) {
+	p.name = name
 	sys := under(r.o.Root, "/sys/class/block/"+p.name)
 	real, err := filepath.EvalSymlinks(sys)
 	if err != nil {

@@ -21,6 +21,9 @@ type fakeDisk struct {
 	root, disk string
 	sectors    int64
 	parts      [][3]int64 // number, start, size
+	// noUdev: no by-partlabel links (the conformance OS's initramfs); the partitions'
+	// uevent files still carry their GPT names (block/partitions/core.c part_uevent).
+	noUdev bool
 }
 
 func (f fakeDisk) write(t *testing.T, label string, labelled int) {
@@ -52,7 +55,12 @@ func (f fakeDisk) write(t *testing.T, label string, labelled int) {
 		mk(filepath.Join(dev, name), "")
 		rel, _ := filepath.Rel(filepath.Join(f.root, "sys/class/block"), filepath.Join(diskDir, name))
 		link(rel, filepath.Join(f.root, "sys/class/block", name))
+		partName := "part" + strconv.FormatInt(p[0], 10)
 		if int(p[0]) == labelled {
+			partName = label
+		}
+		mk(filepath.Join(diskDir, name, "uevent"), fmt.Sprintf("MAJOR=254\nMINOR=%d\nDEVNAME=%s\nDEVTYPE=partition\nDISKSEQ=9\nPARTN=%d\nPARTNAME=%s", p[0], name, p[0], partName))
+		if int(p[0]) == labelled && !f.noUdev {
 			link("../../"+name, filepath.Join(dev, "disk/by-partlabel", label))
 		}
 	}

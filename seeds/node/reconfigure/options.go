@@ -110,6 +110,8 @@ type Options struct {
 	ResolvConf string
 	// Run runs commands (default ExecRunner).
 	Run Runner
+	// ResizePartition tells the kernel a mounted partition grew (default BLKPGResize).
+	ResizePartition PartitionResizer
 	// Clock is the time source (default RealClock).
 	Clock     Clock
 	OpenShift OpenShiftOptions
@@ -136,6 +138,9 @@ func (o Options) withDefaults() (Options, error) {
 		return o, errors.New("reconfigure: no root given")
 	case o.Target != oskind.CoreOS && o.Target != oskind.OpenShift:
 		return o, fmt.Errorf("reconfigure: target %q, want %s or %s", o.Target, oskind.CoreOS, oskind.OpenShift)
+	}
+	if o.ResizePartition == nil {
+		o.ResizePartition = BLKPGResize
 	}
 	if o.MediumGlobs == nil {
 		o.MediumGlobs = DefaultMediumGlobs()
