@@ -67,4 +67,8 @@ func TestInstallRequest(t *testing.T) {
 	if got := request(a); !bytes.Contains(got, []byte("cs_number=5\ncs_label=var-lib-containers\ncs_start_mib=960\n")) {
 		t.Errorf("request %q names no container-storage partition", bytes.TrimRight(got, "\x00"))
 	}
+	// ... and its GPT's GUIDs and file system come from the lock: one lock, one layout.
+	if got := request(a); !bytes.Contains(got, []byte("gpt_disk_guid="+wire.NewGPTIdentity(digest.FromString(`{"schemaVersion":1}`).String()).Disk+"\n")) || !bytes.Equal(got, request(a)) || bytes.Equal(got, request(b)) {
+		t.Errorf("request %q has no GPT identity from the lock", bytes.TrimRight(got, "\x00"))
+	}
 }

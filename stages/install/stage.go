@@ -200,6 +200,9 @@ func installRequest(ctx context.Context, lock string, opts Options, env *pipelin
 	}
 	req := wire.InstallRequest{ContainerStorage: opts.ContainerStorage}
 	req.RootUUID, req.HashSeed = wire.FSIdentity(lockDigest.String())
+	if req.ContainerStorage != nil {
+		req.GPT = wire.NewGPTIdentity(lockDigest.String())
+	}
 	switch date, ok, err := seed.ParseSourceDateEpoch(opts.SourceDateEpoch); {
 	case err != nil:
 		return vm.Disk{}, err

@@ -3,6 +3,7 @@ package conformance
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -21,6 +22,19 @@ type gptEntry struct {
 	first, last uint64
 	attrs       uint64
 	name        string
+	guid        string
+}
+
+// guid is a GPT GUID's text: its first three fields are stored little-endian.
+func guid(b []byte) string {
+	le := binary.LittleEndian
+	return fmt.Sprintf("%08x-%04x-%04x-%x-%x", le.Uint32(b[0:4]), le.Uint16(b[4:6]), le.Uint16(b[6:8]), b[8:10], b[10:16])
+}
+
+// readGPTDiskGUID is the disk GUID of img's primary GPT header.
+func readGPTDiskGUID(t *testing.T, img string) string {
+	t.Helper()
+	return guid(diskHead(t, img)[512+56 : 512+72])
 }
 
 // readGPT reads the primary GPT of img: the last usable LBA and the used entries by number.
@@ -44,7 +58,7 @@ func readGPT(t *testing.T, img string) (lastUsable uint64, parts map[int]gptEntr
 			u[j] = binary.LittleEndian.Uint16(e[56+2*j:])
 		}
 		name := strings.TrimRight(string(utf16.Decode(u)), "\x00")
-		parts[int(i)+1] = gptEntry{binary.LittleEndian.Uint64(e[32:40]), binary.LittleEndian.Uint64(e[40:48]), binary.LittleEndian.Uint64(e[48:56]), name}
+		parts[int(i)+1] = gptEntry{binary.LittleEndian.Uint64(e[32:40]), binary.LittleEndian.Uint64(e[40:48]), binary.LittleEndian.Uint64(e[48:56]), name, guid(e[16:32])}
 	}
 	return lastUsable, parts
 }
@@ -93,9 +107,11 @@ func runPartitionGPT(t *testing.T, img string, diskMiB int, req wire.InstallRequ
 		t.Fatal(err)
 	}
 	section := strings.ReplaceAll(s[begin:end], "/run/snofactory", dir)
+	// mke2fs records its arguments and time in root/mke2fs.args.
 	script := "log() { :; }\ndie() { echo \"$1\" >&2; [ -n \"$2\" ] && cat \"$2\" >&2; exit 1; }\n" +
 		"mount() { :; }\nwait_for() { :; }\npartition() { echo \"$1-part$2\"; }\n" +
-		"ROOT_LABEL_DEFAULT=" + RootLabel + "\nSGDISK=" + sgdiskBin.src + "\nGPTMBR=" + gptmbrBin.src + "\nMKE2FS=true\n" +
+		"MKE2FS_ARGS=\"$3/mke2fs.args\"\nrecord_mke2fs() { echo \"time=$E2FSPROGS_FAKE_TIME $*\" >\"$MKE2FS_ARGS\"; }\n" +
+		"ROOT_LABEL_DEFAULT=" + RootLabel + "\nSGDISK=" + sgdiskBin.src + "\nGPTMBR=" + gptmbrBin.src + "\nMKE2FS=record_mke2fs\n" +
 		"ESP_END_MIB=" + strconv.Itoa(1+ESPMiB) + "\nMIN_ROOT_END_MIB=" + strconv.Itoa(MinDiskMiB) + "\n" +
 		section + "\ncontainer_storage_request \"$2\"\npartition_gpt \"$1\"\ncontainer_storage_target \"$1\" \"$3\"\n"
 	cmd := exec.Command(busyboxBin.src, "sh", "-c", script, "sh", img, reqPath, root)
@@ -131,7 +147,8 @@ func TestPartitionGPT(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			img, root := filepath.Join(t.TempDir(), "disk.img"), t.TempDir()
-			req := wire.InstallRequest{RootUUID: u, HashSeed: h,
+			ids := wire.NewGPTIdentity("sha256:gpt")
+			req := wire.InstallRequest{RootUUID: u, HashSeed: h, MkfsTime: 1700000000, GPT: ids,
 				ContainerStorage: &wire.InstallPartition{Number: tc.number, Label: tc.label, StartMiB: int64(tc.startMiB)}}
 			err := runPartitionGPT(t, img, tc.disk, req, root)
 			if tc.want != "" {
@@ -145,9 +162,17 @@ func TestPartitionGPT(t *testing.T) {
 			}
 			last, parts := readGPT(t, img)
 			want := map[int]gptEntry{
-				1:         {2048, (1+ESPMiB)*2048 - 1, 0, "EFI-SYSTEM"},
-				2:         {(1 + ESPMiB) * 2048, uint64(tc.startMiB)*2048 - 1, 1 << 2, RootLabel},
-				tc.number: {uint64(tc.startMiB) * 2048, last, 0, tc.label},
+				1:         {2048, (1+ESPMiB)*2048 - 1, 0, "EFI-SYSTEM", ids.ESP},
+				2:         {(1 + ESPMiB) * 2048, uint64(tc.startMiB)*2048 - 1, 1 << 2, RootLabel, ids.Root},
+				tc.number: {uint64(tc.startMiB) * 2048, last, 0, tc.label, ids.ContainerStorage},
+			}
+			// One lock, one layout: the GUIDs and the file system's identity are the request's.
+			if got := readGPTDiskGUID(t, img); got != ids.Disk {
+				t.Errorf("disk GUID %s, want the request's %s", got, ids.Disk)
+			}
+			args, err := os.ReadFile(filepath.Join(root, "mke2fs.args"))
+			if want := "time=1700000000 -F -q -t ext4 -L " + tc.label + " -U " + ids.FSUUID + " -E hash_seed=" + ids.FSHashSeed + " "; err != nil || !strings.HasPrefix(string(args), want) {
+				t.Errorf("mke2fs ran with %q (%v), want %q...", args, err, want)
 			}
 			if len(parts) != len(want) {
 				t.Fatalf("partitions %+v, want %+v", parts, want)

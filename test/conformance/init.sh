@@ -209,20 +209,34 @@ prepare_target() {
 
 # ---- partition_gpt ----
 # container_storage_request REQUEST: CS_NUMBER, CS_LABEL and CS_START_MIB from the install
-# request (a blueprint's spec.disk.containerStorage); all empty without one.
+# request (a blueprint's spec.disk.containerStorage); all empty without one. GPT_IDS and
+# CS_MKFS_IDS are the GUIDs and file system identity the request fixes (sgdisk and mke2fs
+# arguments; empty: the tools pick them), CS_MKFS_TIME its mkfs time.
 container_storage_request() {
 	CS_NUMBER=
 	CS_LABEL=
 	CS_START_MIB=
+	GPT_IDS=
+	CS_MKFS_IDS=
+	CS_MKFS_TIME=
+	cs_guid=
 	while IFS='=' read -r k v; do
 		case "$k" in
 		cs_number) CS_NUMBER=$v ;;
 		cs_label) CS_LABEL=$v ;;
 		cs_start_mib) CS_START_MIB=$v ;;
+		gpt_disk_guid) GPT_IDS="$GPT_IDS -U $v" ;;
+		gpt_esp_guid) GPT_IDS="$GPT_IDS -u 1:$v" ;;
+		gpt_root_guid) GPT_IDS="$GPT_IDS -u 2:$v" ;;
+		cs_guid) cs_guid=$v ;;
+		cs_uuid) CS_MKFS_IDS="$CS_MKFS_IDS -U $v" ;;
+		cs_hash_seed) CS_MKFS_IDS="$CS_MKFS_IDS -E hash_seed=$v" ;;
+		mkfs_time) CS_MKFS_TIME=$v ;;
 		esac
 	done <<REQ
 $(tr -d '\000' <"$1")
 REQ
+	[ -n "$cs_guid" ] && GPT_IDS="$GPT_IDS -u $CS_NUMBER:$cs_guid"
 }
 
 # partition_gpt DEV: a GPT instead of the MBR, for a separate /var/lib/containers as RHCOS
@@ -236,7 +250,7 @@ partition_gpt() {
 	"$SGDISK" --zap-all "$1" >/run/snofactory/sgdisk.log 2>&1
 	if ! "$SGDISK" -n "1:2048:$((ESP_END_MIB * 2048 - 1))" -t 1:EF00 -c 1:EFI-SYSTEM \
 		-n "2:$((ESP_END_MIB * 2048)):$((CS_START_MIB * 2048 - 1))" -t 2:8300 -c "2:$ROOT_LABEL_DEFAULT" -A 2:set:2 \
-		-n "$CS_NUMBER:$((CS_START_MIB * 2048)):0" -t "$CS_NUMBER:8300" -c "$CS_NUMBER:$CS_LABEL" \
+		-n "$CS_NUMBER:$((CS_START_MIB * 2048)):0" -t "$CS_NUMBER:8300" -c "$CS_NUMBER:$CS_LABEL" $GPT_IDS \
 		"$1" >>/run/snofactory/sgdisk.log 2>&1; then
 		die "partitioning $1 (GPT) failed" /run/snofactory/sgdisk.log
 	fi
@@ -252,7 +266,13 @@ partition_gpt() {
 container_storage_target() {
 	CSPART=$(partition "$1" "$CS_NUMBER")
 	wait_for "$CSPART" || die "the container-storage partition $CSPART did not appear"
-	"$MKE2FS" -F -q -t ext4 -L "$CS_LABEL" "$CSPART" >/run/snofactory/mkfs-cs.log 2>&1 || die "mke2fs $CSPART failed" /run/snofactory/mkfs-cs.log
+	# An empty E2FSPROGS_FAKE_TIME would mean 1970, so it is only set with a time.
+	if ! (
+		[ -z "$CS_MKFS_TIME" ] || export E2FSPROGS_FAKE_TIME="$CS_MKFS_TIME"
+		"$MKE2FS" -F -q -t ext4 -L "$CS_LABEL" $CS_MKFS_IDS "$CSPART" >/run/snofactory/mkfs-cs.log 2>&1
+	); then
+		die "mke2fs $CSPART failed" /run/snofactory/mkfs-cs.log
+	fi
 	mkdir -p "$2/var/lib/containers" "$2/etc/systemd/system/local-fs.target.requires"
 	mount -t ext4 "$CSPART" "$2/var/lib/containers" || die "mounting $CSPART"
 	esc=$(echo "$CS_LABEL" | sed 's/-/\\x2d/g')

@@ -30,6 +30,39 @@ type InstallRequest struct {
 	// ContainerStorage, when set, makes the disk GPT with a separate /var/lib/containers
 	// partition (a blueprint's spec.disk.containerStorage), which the image import fills.
 	ContainerStorage *InstallPartition
+	// GPT fixes what sgdisk and mkfs would pick at random for a GPT install (one with
+	// ContainerStorage): the disk's and the partitions' GUIDs and the container-storage
+	// file system's UUID and hash seed. nil leaves them to the tools.
+	GPT *GPTIdentity
+}
+
+// GPTIdentity is a GPT install's identities, as FSIdentity is the root file system's.
+type GPTIdentity struct {
+	// Disk is the GPT's disk GUID; ESP, Root and ContainerStorage the partitions' unique
+	// GUIDs (PARTUUID).
+	Disk, ESP, Root, ContainerStorage string
+	// FSUUID and FSHashSeed are the container-storage file system's UUID and directory
+	// hash seed.
+	FSUUID, FSHashSeed string
+}
+
+// NewGPTIdentity derives a GPT install's identities from seed (the lock's digest): one lock
+// installs one layout.
+func NewGPTIdentity(seed string) *GPTIdentity {
+	return &GPTIdentity{Disk: nameUUID("gpt-disk", seed), ESP: nameUUID("gpt-esp", seed), Root: nameUUID("gpt-root", seed),
+		ContainerStorage: nameUUID("gpt-container-storage", seed), FSUUID: nameUUID("container-storage-uuid", seed),
+		FSHashSeed: nameUUID("container-storage-hash-seed", seed)}
+}
+
+func (g *GPTIdentity) encode(b *strings.Builder) error {
+	for _, u := range []struct{ key, v string }{{"gpt_disk_guid", g.Disk}, {"gpt_esp_guid", g.ESP}, {"gpt_root_guid", g.Root},
+		{"cs_guid", g.ContainerStorage}, {"cs_uuid", g.FSUUID}, {"cs_hash_seed", g.FSHashSeed}} {
+		if !uuidPattern.MatchString(u.v) {
+			return fmt.Errorf("install request: %s %q is not a lower-case UUID", u.key, u.v)
+		}
+		fmt.Fprintf(b, "%s=%s\n", u.key, u.v)
+	}
+	return nil
 }
 
 // InstallPartition is a partition the installer adds after the root, to the disk's end.
@@ -77,7 +110,7 @@ var uuidPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a
 
 // EncodeInstallRequest is the install request disk's content: key=value lines (root_uuid,
 // hash_seed, mkfs_time when set, cs_number, cs_label and cs_start_mib with a container
-// storage partition) that a shell reads, NUL-padded to InstallRequestSize.
+// storage partition, and then the GPT identities when given) that a shell reads, NUL-padded to InstallRequestSize.
 func EncodeInstallRequest(r InstallRequest) ([]byte, error) {
 	for _, u := range []struct{ name, v string }{{"root UUID", r.RootUUID}, {"hash seed", r.HashSeed}} {
 		if !uuidPattern.MatchString(u.v) {
@@ -97,6 +130,11 @@ func EncodeInstallRequest(r InstallRequest) ([]byte, error) {
 			return nil, err
 		}
 		fmt.Fprintf(&b, "cs_number=%d\ncs_label=%s\ncs_start_mib=%d\n", p.Number, p.Label, p.StartMiB)
+		if r.GPT != nil {
+			if err := r.GPT.encode(&b); err != nil {
+				return nil, err
+			}
+		}
 	}
 	out := make([]byte, InstallRequestSize)
 	copy(out, b.String())

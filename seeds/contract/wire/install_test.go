@@ -25,8 +25,25 @@ func TestFSIdentity(t *testing.T) {
 	}
 }
 
+// One lock gives one GPT layout, all its identities distinct; another lock other ones.
+func TestGPTIdentity(t *testing.T) {
+	a, b := NewGPTIdentity("sha256:aa"), NewGPTIdentity("sha256:bb")
+	if *a != *NewGPTIdentity("sha256:aa") {
+		t.Errorf("one lock, two layouts: %+v", a)
+	}
+	u, h := FSIdentity("sha256:aa")
+	seen := map[string]bool{u: true, h: true}
+	for _, v := range []string{a.Disk, a.ESP, a.Root, a.ContainerStorage, a.FSUUID, a.FSHashSeed, b.Disk, b.ESP, b.Root, b.ContainerStorage, b.FSUUID, b.FSHashSeed} {
+		if seen[v] || !uuidPattern.MatchString(v) {
+			t.Errorf("%s repeats or is no UUID", v)
+		}
+		seen[v] = true
+	}
+}
+
 func TestEncodeInstallRequest(t *testing.T) {
 	u, h := FSIdentity("sha256:aa")
+	g := NewGPTIdentity("sha256:aa")
 	for _, tc := range []struct {
 		name string
 		req  InstallRequest
@@ -41,6 +58,10 @@ func TestEncodeInstallRequest(t *testing.T) {
 		{"a time before 1970", InstallRequest{RootUUID: u, HashSeed: h, MkfsTime: -1}, ""},
 		{"container storage", InstallRequest{RootUUID: u, HashSeed: h, ContainerStorage: &InstallPartition{Number: 5, Label: "var-lib-containers", StartMiB: 960}},
 			"root_uuid=" + u + "\nhash_seed=" + h + "\ncs_number=5\ncs_label=var-lib-containers\ncs_start_mib=960\n"},
+		{"container storage, one layout per lock", InstallRequest{RootUUID: u, HashSeed: h, ContainerStorage: &InstallPartition{Number: 5, Label: "var-lib-containers", StartMiB: 960}, GPT: g},
+			"root_uuid=" + u + "\nhash_seed=" + h + "\ncs_number=5\ncs_label=var-lib-containers\ncs_start_mib=960\ngpt_disk_guid=" + g.Disk + "\ngpt_esp_guid=" + g.ESP +
+				"\ngpt_root_guid=" + g.Root + "\ncs_guid=" + g.ContainerStorage + "\ncs_uuid=" + g.FSUUID + "\ncs_hash_seed=" + g.FSHashSeed + "\n"},
+		{"a GPT identity that is no UUID", InstallRequest{RootUUID: u, HashSeed: h, ContainerStorage: &InstallPartition{Number: 5, Label: "x", StartMiB: 960}, GPT: &GPTIdentity{Disk: "x\nroot_uuid=y"}}, ""},
 		{"container storage on the root's number", InstallRequest{RootUUID: u, HashSeed: h, ContainerStorage: &InstallPartition{Number: 2, Label: "x", StartMiB: 960}}, ""},
 		{"a line in the label", InstallRequest{RootUUID: u, HashSeed: h, ContainerStorage: &InstallPartition{Number: 5, Label: "x\nroot_uuid=y", StartMiB: 960}}, ""},
 		{"no start", InstallRequest{RootUUID: u, HashSeed: h, ContainerStorage: &InstallPartition{Number: 5, Label: "x"}}, ""},
