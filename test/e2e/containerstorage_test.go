@@ -7,9 +7,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf16"
+
+	"github.com/snofactory/snofactory/seeds/artifact/seed"
+	"github.com/snofactory/snofactory/test/testbin"
 )
 
 // gptPartition is one used GPT entry, read by this test (UEFI spec 2.10 §5.3).
@@ -75,28 +80,33 @@ func debugfsLs(t *testing.T, img, dir string) string {
 }
 
 // TestContainerStoragePartition builds the demo with a separate /var/lib/containers
-// partition (-64M on its 2 GiB disk) through validate, under TCG, booting from disk with
-// either firmware (BIOS through gptmbr.bin, UEFI through the ESP's GRUB): the installed disk
-// is GPT with partition 5 named var-lib-containers from 64 MiB before the end to the last
-// usable sector, the precached images are on it and not on the root, and validate found
-// them there (the boot from disk mounted it).
+// partition (-64M on its 2 GiB disk) under TCG, booting from disk with either firmware
+// (BIOS through gptmbr.bin, UEFI through the ESP's GRUB): the installed disk is GPT with
+// partition 5 named var-lib-containers from 64 MiB before the end to the last usable sector,
+// the precached images are on it and not on the root, and validate found them there (the
+// boot from disk mounted it). The BIOS build goes on to the seal and the site: the seed
+// written to a disk twice its size uses the whole disk after its first boot there.
 func TestContainerStoragePartition(t *testing.T) {
 	t.Parallel()
 	for _, fw := range []string{"bios", "uefi"} {
 		t.Run(fw, func(t *testing.T) {
 			t.Parallel()
-			checkContainerStorageInstall(t, fw)
+			checkContainerStorageInstall(t, fw, fw == "bios")
 		})
 	}
 }
 
-func checkContainerStorageInstall(t *testing.T, firmware string) {
+func checkContainerStorageInstall(t *testing.T, firmware string, site bool) {
 	bp := demoBlueprint(t)
 	withFirmware(t, bp, firmware)
 	editBlueprint(t, bp, "  relocation:\n", "  disk:\n    containerStorage: {start: -64M}\n"+
 		"  validation:\n    skip: [host.time.sync]\n    skipReasons:\n      host.time.sync: the conformance OS keeps no NTP client\n  relocation:\n")
 	cache, out := t.TempDir(), t.TempDir()
-	if r := runCLI(t, "build", bp, "--until", "validate", "--cache-dir", cache, "--output-dir", out, "--progress", "plain"); r.code != 0 {
+	until := "validate"
+	if site {
+		until = "seal"
+	}
+	if r := runCLI(t, "build", bp, "--until", until, "--cache-dir", cache, "--output-dir", out, "--progress", "plain"); r.code != 0 {
 		t.Fatalf("build: exit %d\n%s", r.code, r.stderr)
 	}
 	cases := junitCases(t, filepath.Join(out, "validation.junit.xml"))
@@ -122,5 +132,90 @@ func checkContainerStorageInstall(t *testing.T, firmware string) {
 	}
 	if ls := debugfsLs(t, extractPartition(t, raw, root), "/root/var/lib/containers"); strings.Contains(ls, "storage") {
 		t.Errorf("the root's /var/lib/containers (under the mount) has the images too:\n%s", ls)
+	}
+	if site {
+		checkContainerStorageSite(t, filepath.Join(out, "seal", "seed"), cs.first)
+	}
+}
+
+// checkContainerStorageSite writes the sealed seed with seed write and makes the file a disk
+// twice the seed's size (as a bigger block device is: the seed's bytes, then the rest),
+// boots it with the demo's site medium, and checks that the hook's container-storage step
+// grew partition 5 and its file system to the new disk's end: from the step's report, and
+// from the disk itself (its GPT and debugfs's view of the file system).
+func checkContainerStorageSite(t *testing.T, sealed string, csStart uint64) {
+	m, err := seed.ReadManifest(sealed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.SiteFit == nil || m.SiteFit.ContainerStorageLabel != "var-lib-containers" {
+		t.Errorf("the seed's siteFit %+v records no container-storage label", m.SiteFit)
+	}
+	dir := t.TempDir()
+	raw, overlay, iso := filepath.Join(dir, "site.raw"), filepath.Join(dir, "site.qcow2"), filepath.Join(dir, "site.iso")
+	if r := runCLI(t, "seed", "write", "--image", sealed, "--device", raw); r.code != 0 {
+		t.Fatalf("seed write: exit %d\n%s", r.code, r.stderr)
+	}
+	const seedSectors = 2 << 30 / 512
+	const diskSectors = 2 * seedSectors
+	if err := os.Truncate(raw, diskSectors*512); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := exec.Command("qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b", raw, overlay).CombinedOutput(); err != nil {
+		t.Fatalf("qemu-img create: %v: %s", err, b)
+	}
+	root, err := testbin.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := runCLI(t, "site-config", "create", filepath.Join(root, "blueprints", "demo", "site.yaml"), "-o", iso); r.code != 0 {
+		t.Fatalf("site-config create: exit %d\n%s", r.code, r.stderr)
+	}
+	r := runCLI(t, "seed", "boot", sealed, "--overlay", overlay, "--site-config", iso)
+	if r.code != 0 {
+		t.Fatalf("seed boot: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	detail := func(key string) uint64 {
+		t.Helper()
+		m := regexp.MustCompile(`\b` + key + `=(\d+)`).FindStringSubmatch(r.stdout)
+		if m == nil {
+			t.Fatalf("the container-storage step reported no %s:\n%s", key, r.stdout)
+		}
+		n, _ := strconv.ParseUint(m[1], 10, 64)
+		return n
+	}
+	// The GPT's last usable sector is the disk's end less the backup array and header.
+	lastUsable := uint64(diskSectors - 34)
+	if start, before, after := detail("start_sector"), detail("partition_sectors_before"), detail("partition_sectors_after"); start != csStart ||
+		start+before != seedSectors-33 || start+after-1 != lastUsable || detail("disk_sectors") != diskSectors {
+		t.Errorf("partition 5 from %d: %d sectors before, %d after; want it from %d to the seed's end, then to sector %d\n%s",
+			start, before, after, csStart, lastUsable, r.stdout)
+	}
+	if fsAfter, partBytes := detail("fs_bytes_after"), (lastUsable-csStart+1)*512; fsAfter > partBytes || partBytes-fsAfter >= 4096 || detail("fs_bytes_before") >= fsAfter {
+		t.Errorf("the file system is %d bytes after (%d before), want it to end within a 4 KiB page of the partition's %d\n%s", fsAfter, detail("fs_bytes_before"), partBytes, r.stdout)
+	}
+	grown := filepath.Join(dir, "grown.raw")
+	if b, err := exec.Command("qemu-img", "convert", "-O", "raw", overlay, grown).CombinedOutput(); err != nil {
+		t.Fatalf("qemu-img convert: %v: %s", err, b)
+	}
+	parts, last := readGPTPartitions(t, grown)
+	if cs := parts[5]; last != lastUsable || cs.first != csStart || cs.last != lastUsable || cs.name != "var-lib-containers" {
+		t.Errorf("the site disk's GPT: last usable %d, partition 5 %+v; want var-lib-containers from %d to %d", last, cs, csStart, lastUsable)
+	}
+	stats, err := exec.Command("debugfs", "-R", "stats", extractPartition(t, grown, parts[5])).CombinedOutput()
+	if err != nil {
+		t.Fatalf("debugfs stats: %v: %s", err, stats)
+	}
+	count := regexp.MustCompile(`Block count:\s+(\d+)`).FindSubmatch(stats)
+	size := regexp.MustCompile(`Block size:\s+(\d+)`).FindSubmatch(stats)
+	if count == nil || size == nil {
+		t.Fatalf("debugfs stats gave no block count and size:\n%s", stats)
+	}
+	c, _ := strconv.ParseUint(string(count[1]), 10, 64)
+	bs, _ := strconv.ParseUint(string(size[1]), 10, 64)
+	// resize2fs sizes a file system from its device in whole pages (resize/main.c: the new
+	// size rounded down to sys_page_size), so it ends within 4 KiB of the partition's end.
+	if partBytes := (lastUsable - csStart + 1) * 512; c*bs > partBytes || partBytes-c*bs >= 4096 {
+		t.Errorf("debugfs: the file system is %d blocks of %d, want it to fill the partition's %d bytes to the last 4 KiB page", c, bs, partBytes)
 	}
 }

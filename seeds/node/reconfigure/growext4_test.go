@@ -130,8 +130,8 @@ func (g *ext4Disk) resize(_ context.Context, disk string, number int, start, sec
 }
 
 // resize2fs imitates e2fsprogs' resize2fs DEVICE on a mounted ext4 (resize/main.c: online
-// resize to the partition's size as the kernel shows it; "Nothing to do!" and exit 0 when
-// the file system already fills it).
+// resize to the partition's size as the kernel shows it, rounded down to whole 4 KiB
+// pages; "Nothing to do!" and exit 0 when the file system already fills it).
 func (g *ext4Disk) resize2fs(c *commands, args []string) ([]byte, error) {
 	argv := append([]string{"resize2fs"}, args...)
 	n, err := strconv.ParseInt(strings.TrimPrefix(args[len(args)-1], "/dev/"+g.disk), 10, 64)
