@@ -48,7 +48,6 @@ var rawReadsAllowed = map[rawCall]string{
 	{"seeds/artifact/ociseed/push.go", "Push", "os.ReadFile"}:                               "seed.json of a seed directory that seed.Check accepted",
 	{"seeds/artifact/ociseed/push.go", "hashChunks", "os.Open"}:                             "a chunk of a seed directory that seed.Check accepted, streamed",
 	{"seeds/artifact/seed/data.go", "openStored", "os.OpenFile"}:                            "a seed directory's file, opened O_NOFOLLOW|O_NONBLOCK and checked regular",
-	{"seeds/artifact/seed/device.go", "VerifyDevice", "os.Open"}:                            "the block device a seed is written to or verified on (--device), a device on purpose",
 	{"seeds/artifact/seed/device.go", "checkTarget", "os.OpenFile"}:                         "the block device a seed is written to or verified on (--device), a device on purpose",
 	{"seeds/artifact/seed/device.go", "writeBlock", "os.OpenFile"}:                          "the block device a seed is written to or verified on (--device), a device on purpose",
 	{"seeds/artifact/seed/device.go", "writeChunkedBlock", "os.OpenFile"}:                   "the block device a seed is written to or verified on (--device), a device on purpose",

@@ -13,9 +13,11 @@ import (
 	"github.com/opencontainers/go-digest"
 	"golang.org/x/sys/unix"
 
+	"github.com/snofactory/snofactory/pipeline/badinput"
 	"github.com/snofactory/snofactory/pipeline/ctxio"
 	"github.com/snofactory/snofactory/pipeline/output"
 	"github.com/snofactory/snofactory/seeds/artifact/diskpack"
+	"github.com/snofactory/snofactory/seeds/checks/smallfile"
 )
 
 // headLen is how much of the start of a disk is written last, as coreos-installer does:
@@ -342,13 +344,19 @@ func VerifyDevice(ctx context.Context, dir, device string) (Disk, error) {
 		return Disk{}, err
 	}
 	d := m.Disks[0]
-	f, err := os.Open(device)
+	// A disk or the file seed write wrote, opened without blocking: a FIFO (which would wait
+	// for a writer, deaf to Ctrl-C) or a character device such as /dev/zero is the user's
+	// mistake, refused before anything is read.
+	f, err := smallfile.OpenOrBlockDevice(device)
+	if errors.Is(err, smallfile.ErrNotRegular) {
+		return d, badinput.Errorf("--device %s: want a block device or a regular file: %w", device, err)
+	}
 	if err != nil {
 		return d, fmt.Errorf("reading the target: %w", err)
 	}
 	defer f.Close()
 	head := make([]byte, min(int64(headLen), d.VirtualSize))
-	if _, err := io.ReadFull(f, head); err != nil {
+	if _, err := io.ReadFull(ctxio.Reader(ctx, f), head); err != nil {
 		return d, fmt.Errorf("%s holds less than the seed's disk: %w", device, err)
 	}
 	if bytes.Equal(head, make([]byte, len(head))) {

@@ -8,9 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
+	"github.com/snofactory/snofactory/pipeline/badinput"
 	"github.com/snofactory/snofactory/pipeline/output"
+	"github.com/snofactory/snofactory/pipeline/smallfile"
 	"github.com/snofactory/snofactory/seeds/artifact/seed"
 	"github.com/snofactory/snofactory/seeds/artifact/seed/seedtest"
 )
@@ -110,5 +113,22 @@ func TestVerifyDevice(t *testing.T) {
 	var ie *seed.IncompleteError
 	if _, err := seed.VerifyDevice(context.Background(), dir, dev); !errors.As(err, &ie) || !strings.Contains(err.Error(), "incomplete") {
 		t.Errorf("a cleared first MiB: %v, want incomplete", err)
+	}
+}
+
+// seed verify --device given a FIFO (no writer) or /dev/zero: refused as bad input at once,
+// naming the device, instead of blocking in the open or reading zeros as a disk.
+func TestVerifyDeviceRefusesWhatIsNotADisk(t *testing.T) {
+	dir := t.TempDir()
+	seedtest.Write(t, dir, seedtest.Options{RawSize: 1 << 20, Formats: []string{seed.FormatRaw}, Seed: 6})
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, dev := range []string{fifo, "/dev/zero", t.TempDir()} {
+		_, err := seed.VerifyDevice(context.Background(), dir, dev)
+		if !badinput.Is(err) || !errors.Is(err, smallfile.ErrNotRegular) || !strings.Contains(err.Error(), dev) {
+			t.Errorf("%s: %v, want bad input naming it, not a regular file", dev, err)
+		}
 	}
 }
