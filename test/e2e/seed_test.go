@@ -568,3 +568,15 @@ func checkOneFactoryBoot(t *testing.T, out, starter string, stages ...string) {
 		}
 	}
 }
+
+// readJSON decodes the JSON file at path into v.
+func readJSON(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}

@@ -1,4 +1,4 @@
-package e2e
+package tour
 
 import (
 	"bufio"
@@ -240,7 +240,7 @@ func readJSON(path string, v any) error {
 // cache and no network: Go's proxy is off and HTTP(S) goes through a proxy that refuses.
 // Blocks under a sub-heading that needs a real OpenShift release are named and skipped.
 func TestREADMETour(t *testing.T) {
-	// Each e2e test has its own cache, registry and VMs: they run two at a time.
+	// It has its own cache, registry and VMs: it runs beside the package's other tests.
 	t.Parallel()
 	skipped := map[string]string{
 		"With a real OpenShift release": "reads a real release from quay.io with a real pull secret; tests run without a network",
