@@ -45,14 +45,8 @@ type ignitionUnit struct {
 	enabled        bool
 }
 
-// ignitionConfig renders a spec 3.3.0 config (the newest Debian's ignition 2.14 takes)
-// writing files, and checks it with the real ignition-validate.
-func ignitionConfig(t *testing.T, files ...conformance.File) []byte {
-	t.Helper()
-	return ignitionConfigUnits(t, nil, files...)
-}
-
-// ignitionConfigUnits is ignitionConfig with systemd units too.
+// ignitionConfigUnits renders a spec 3.3.0 config (the newest Debian's ignition 2.14
+// takes) with systemd units and files, and checks it with the real ignition-validate.
 func ignitionConfigUnits(t *testing.T, units []ignitionUnit, files ...conformance.File) []byte {
 	t.Helper()
 	cfg := ign.Config{Ignition: ign.Ignition{Version: "3.3.0"}}
@@ -114,23 +108,6 @@ func liveVM(t *testing.T, ctx context.Context, cfg vm.Config) (*vm.Machine, vm.A
 	return m, acc
 }
 
-// bootLive boots a live ISO and returns the guest's reports up to its final boot-complete,
-// within the boot timeout scaled for the accelerator.
-func bootLive(t *testing.T, ctx context.Context, cfg vm.Config) []wire.Message {
-	t.Helper()
-	m, acc := liveVM(t, ctx, cfg)
-	start := time.Now()
-	wctx, cancel := context.WithTimeout(ctx, acc.Scale(bootTimeout))
-	defer cancel()
-	msgs, err := m.WaitFinal(wctx, wire.PhaseBootComplete, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%s: boot-complete %s after qemu start (firmware %s, accelerator %s, guest uptime %.1fs)",
-		cfg.Name, time.Since(start).Round(time.Millisecond), cfg.Firmware, acc.Name, msgs[len(msgs)-1].Uptime)
-	return msgs
-}
-
 func tail(b []byte, n int) []byte {
 	if len(b) > n {
 		return b[len(b)-n:]
@@ -153,52 +130,33 @@ func customizedISO(t *testing.T, ctx context.Context, config []byte, kargs ...st
 	return out, rep
 }
 
-// The embedded config and an appended karg reach the guest, with BIOS (isolinux's karg
-// area) and with UEFI (GRUB's karg area).
-func TestLiveISOBootRunsIgnition(t *testing.T) {
-	for _, fw := range []vm.Firmware{vm.FirmwareBIOS, vm.FirmwareUEFI} {
-		t.Run(string(fw), func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-			defer cancel()
-			token := conformance.File{Path: "/etc/snofactory/token-" + testbin.RandomHex(t, 4), Content: []byte(testbin.RandomHex(t, 16))}
-			karg := "snofactory.e2e=" + testbin.RandomHex(t, 6)
-			iso, rep := customizedISO(t, ctx, ignitionConfig(t, token), karg)
-			if rep.Strategy != coreiso.StrategyPatch {
-				t.Errorf("a small config should be embedded in place, got strategy %s", rep.Strategy)
-			}
-			msgs := bootLive(t, ctx, vm.Config{Name: "live-boot-" + string(fw), ISO: iso, NoReboot: true, Firmware: fw})
-			conformance.CheckReports(t, msgs, wire.PhaseIgnitionApplied, karg, token)
-		})
+// oversizedConfig returns a config larger than the conformance ISO's 256 KiB embed area
+// (Customize must rebuild the ISO with a larger ignition.img) and the files it writes.
+func oversizedConfig(t *testing.T, units []ignitionUnit) ([]byte, []conformance.File) {
+	t.Helper()
+	big := make([]byte, 384<<10) // random, so it does not compress below the area size
+	if _, err := rand.Read(big); err != nil {
+		t.Fatal(err)
 	}
+	files := []conformance.File{
+		{Path: "/etc/snofactory/token", Content: []byte(testbin.RandomHex(t, 16))},
+		{Path: "/var/lib/snofactory/big.bin", Content: big},
+	}
+	config := ignitionConfigUnits(t, units, files...)
+	if len(config) <= conformance.IgnitionImgSize {
+		t.Fatalf("test config is only %d bytes", len(config))
+	}
+	return config, files
 }
 
-// A config larger than the 256 KiB embed area: Customize rebuilds the ISO with a larger
-// ignition.img, and the guest must still get all of it, booted either way.
-func TestLiveISOBootOversizedConfig(t *testing.T) {
-	for _, fw := range []vm.Firmware{vm.FirmwareBIOS, vm.FirmwareUEFI} {
-		t.Run(string(fw), func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-			defer cancel()
-			big := make([]byte, 384<<10) // random, so it does not compress below the area size
-			if _, err := rand.Read(big); err != nil {
-				t.Fatal(err)
-			}
-			bigFile := conformance.File{Path: "/var/lib/snofactory/big.bin", Content: big}
-			token := conformance.File{Path: "/etc/snofactory/token", Content: []byte(testbin.RandomHex(t, 16))}
-			config := ignitionConfig(t, token, bigFile)
-			if len(config) <= conformance.IgnitionImgSize {
-				t.Fatalf("test config is only %d bytes", len(config))
-			}
-			karg := "snofactory.e2e=" + testbin.RandomHex(t, 6)
-			iso, rep := customizedISO(t, ctx, config, karg)
-			if rep.Strategy != coreiso.StrategyRebuild || rep.AreaBytes <= conformance.IgnitionImgSize {
-				t.Fatalf("oversized config: strategy %s, area %d bytes; want a rebuild with a larger area", rep.Strategy, rep.AreaBytes)
-			}
-			msgs := bootLive(t, ctx, vm.Config{Name: "live-boot-oversized-" + string(fw), ISO: iso, NoReboot: true, Firmware: fw})
-			t.Logf("config %d bytes, embed area %d bytes", len(config), rep.AreaBytes)
-			conformance.CheckReports(t, msgs, wire.PhaseIgnitionApplied, karg, token, bigFile)
-		})
+// checkRebuilt fails the test unless Customize rebuilt the ISO with an area larger than
+// the conformance ISO's.
+func checkRebuilt(t *testing.T, rep coreiso.Report, config []byte) {
+	t.Helper()
+	if rep.Strategy != coreiso.StrategyRebuild || rep.AreaBytes <= conformance.IgnitionImgSize {
+		t.Fatalf("oversized config: strategy %s, area %d bytes; want a rebuild with a larger area", rep.Strategy, rep.AreaBytes)
 	}
+	t.Logf("config %d bytes, embed area %d bytes", len(config), rep.AreaBytes)
 }
 
 // precacheDataDisk writes a precache data disk (seeds/contract/precachedisk) holding n tiny
@@ -305,7 +263,10 @@ func phaseList(msgs []wire.Message) string {
 // the data disk's images into the target root, reboots from the disk (the boot loader
 // of that firmware), runs the enabled units (and not the disabled one), and ends with
 // install-complete. A later boot of the installed disk ends with boot-complete and
-// keeps what the first boot wrote.
+// keeps what the first boot wrote. The small config is embedded in place and an appended
+// karg reaches the live system through isolinux's karg area (BIOS) and GRUB's (UEFI): the
+// installs boot the ISO, so no live-only boot is spent on that (an oversized config is
+// booted by the other two installs, one per firmware).
 func TestConformanceInstall(t *testing.T) {
 	for _, fw := range []vm.Firmware{vm.FirmwareBIOS, vm.FirmwareUEFI} {
 		t.Run(string(fw), func(t *testing.T) {
@@ -317,7 +278,11 @@ func TestConformanceInstall(t *testing.T) {
 				{name: "e2e-ok.service", enabled: true, contents: "[Service]\nType=oneshot\nExecStart=/bin/sh -c 'echo " + marker + " > /var/lib/e2e-unit'\n[Install]\nWantedBy=multi-user.target\n"},
 				{name: "e2e-off.service", enabled: false, contents: "[Service]\nType=oneshot\nExecStart=/bin/false\n"},
 			}
-			iso, _ := customizedISO(t, ctx, ignitionConfigUnits(t, units, token))
+			karg := "snofactory.e2e=" + testbin.RandomHex(t, 6)
+			iso, rep := customizedISO(t, ctx, ignitionConfigUnits(t, units, token), karg)
+			if rep.Strategy != coreiso.StrategyPatch {
+				t.Errorf("a small config should be embedded in place, got strategy %s", rep.Strategy)
+			}
 			data, refs := precacheDataDisk(t, ctx, 2)
 			m, acc, target := installVM(t, ctx, "install-"+string(fw), fw, iso, data)
 			start := time.Now()
@@ -342,7 +307,7 @@ func TestConformanceInstall(t *testing.T) {
 				}
 			}
 			checkInstallDetails(t, msgs, fw, len(refs))
-			conformance.CheckReports(t, msgs, wire.PhaseIgnitionApplied, "", token)
+			conformance.CheckReports(t, msgs, wire.PhaseIgnitionApplied, karg, token)
 			first, _ := conformance.FindPhase(msgs, wire.PhaseRebootedFromDisk)
 			i := slices.IndexFunc(msgs, func(m wire.Message) bool { return m.Phase == wire.PhaseRebootedFromDisk })
 			conformance.CheckReports(t, msgs[i:], "ignition-firstboot", "", token)
@@ -415,17 +380,23 @@ func checkInstallDetails(t *testing.T, msgs []wire.Message, fw vm.Firmware, imag
 // An enabled unit that fails on the first boot from disk fails the install: the guest
 // reports the units phase failed and then install-complete failed, both carrying the
 // unit's output in log= and naming it in error=, so the host has the reason at once.
+// Its config is larger than the 256 KiB embed area: the rebuilt ISO's live system gets all
+// of it and the appended karg under UEFI (TestLiveISOInstallToDiskAndReboot boots a rebuilt
+// ISO under BIOS).
 func TestConformanceInstallFailingUnit(t *testing.T) {
 	// A failing unit is reported the same way whatever the firmware; TestConformanceInstall
-	// covers both firmwares, so this one boots BIOS only.
-	for _, fw := range []vm.Firmware{vm.FirmwareBIOS} {
+	// covers both firmwares, so this one boots UEFI only.
+	for _, fw := range []vm.Firmware{vm.FirmwareUEFI} {
 		t.Run(string(fw), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 			defer cancel()
 			marker := "e2e-unit-output-" + testbin.RandomHex(t, 6)
 			units := []ignitionUnit{{name: "e2e-fail.service", enabled: true,
 				contents: "[Service]\nType=oneshot\nExecStart=/bin/sh -c 'echo " + marker + "; echo on-stderr >&2; exit 3'\n[Install]\nWantedBy=multi-user.target\n"}}
-			iso, _ := customizedISO(t, ctx, ignitionConfigUnits(t, units))
+			config, files := oversizedConfig(t, units)
+			karg := "snofactory.e2e=" + testbin.RandomHex(t, 6)
+			iso, rep := customizedISO(t, ctx, config, karg)
+			checkRebuilt(t, rep, config)
 			m, acc, _ := installVM(t, ctx, "install-failing-unit-"+string(fw), fw, iso, "")
 			wctx, wcancel := context.WithTimeout(ctx, acc.Scale(2*installTimeout))
 			defer wcancel()
@@ -443,6 +414,9 @@ func TestConformanceInstallFailingUnit(t *testing.T) {
 				t.Errorf("milestones %v, want %v", got, want)
 			}
 			checkInstallDetails(t, msgs, fw, 0)
+			if i := slices.IndexFunc(msgs, func(m wire.Message) bool { return m.Phase == wire.PhaseRebootedFromDisk }); i > 0 {
+				conformance.CheckReports(t, msgs[:i], wire.PhaseIgnitionApplied, karg, files...)
+			}
 			final := msgs[len(msgs)-1]
 			failed := msgs[len(msgs)-2]
 			if failed.Phase != wire.PhaseUnits || failed.Status != wire.StatusFailed {
@@ -462,13 +436,16 @@ func TestConformanceInstallFailingUnit(t *testing.T) {
 
 // coreos.inst.install_dev still works (and wins over the serial): with no data disk the
 // install imports nothing and says why, reboots, and the first boot from disk runs
-// Ignition again, as CoreOS does.
+// Ignition again, as CoreOS does. Its config is larger than the 256 KiB embed area: the
+// rebuilt ISO's live system gets all of it under BIOS.
 func TestLiveISOInstallToDiskAndReboot(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	token := conformance.File{Path: "/etc/snofactory/token", Content: []byte(testbin.RandomHex(t, 16))}
+	config, files := oversizedConfig(t, nil)
+	token := files[0]
 	karg := "snofactory.e2e=" + testbin.RandomHex(t, 6)
-	iso, _ := customizedISO(t, ctx, ignitionConfig(t, token), karg, "coreos.inst.install_dev=/dev/vda")
+	iso, rep := customizedISO(t, ctx, config, karg, "coreos.inst.install_dev=/dev/vda")
+	checkRebuilt(t, rep, config)
 	disk := filepath.Join(t.TempDir(), "root.qcow2")
 	if err := vm.CreateDisk(ctx, disk, "qcow2", conformance.MinDiskMiB+16); err != nil {
 		t.Fatal(err)
@@ -489,7 +466,7 @@ func TestLiveISOInstallToDiskAndReboot(t *testing.T) {
 		t.Fatal("no rebooted-from-disk report")
 	}
 	live, installed := msgs[:i], msgs[i:]
-	conformance.CheckReports(t, live, wire.PhaseIgnitionApplied, karg, token)
+	conformance.CheckReports(t, live, wire.PhaseIgnitionApplied, karg, files...)
 	if _, ok := conformance.FindPhase(live, wire.PhaseBootComplete); ok {
 		t.Error("the live system reported boot-complete although it was installing")
 	}
