@@ -303,8 +303,11 @@ func buildAgent(ctx context.Context, moduleDir, out string) error {
 		}
 		moduleDir = filepath.Dir(gomod)
 	}
-	cmd := exec.Command("go", "build", "-trimpath", "-tags", "containers_image_openpgp exclude_graphdriver_btrfs",
-		"-ldflags", "-s -w", "-o", out, "./cmd/snofactory")
+	// go run keeps the linked executable in the Go build cache (go build -o links every
+	// time); -exec cp copies it to out instead of running it. Every package whose tests
+	// check the cached ISO builds this agent, so it is linked once, not once a package.
+	cmd := exec.Command("go", "run", "-trimpath", "-tags", "containers_image_openpgp exclude_graphdriver_btrfs",
+		"-ldflags", "-s -w", "-exec", "cp", "./cmd/snofactory", out)
 	cmd.Dir = moduleDir
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-buildvcs=false")
 	if err := pipeline.RunTool(ctx, cmd, nil); err != nil {
