@@ -97,11 +97,12 @@ func junitCases(t *testing.T, path string) map[string]junitCase {
 // install reports every phase in order, the installed disk boots and passes every check
 // (one skipped by the blueprint, with its reason), the JUnit file lists every check, and a
 // second build is all cache hits and boots nothing. A build resumed after install boots the
-// cached disk once, for validate and seal.
+// cached disk once, for validate and seal, and publishes; a rebuild after a one-file change
+// then moves as a delta (rebuildMovesAsDelta).
 func TestDemoInstallsAndValidates(t *testing.T) {
 	// Each e2e test has its own cache, registry and VMs: they run two at a time.
 	t.Parallel()
-	bp := demoBlueprint(t)
+	bp, ref, reg := deltaBlueprint(t)
 	withFirmware(t, bp, "uefi")
 	editBlueprint(t, bp, "  relocation:\n", "  validation:\n    skip: [host.time.sync]\n    skipReasons:\n      host.time.sync: the conformance OS keeps no NTP client\n  relocation:\n")
 	cache, out := t.TempDir(), t.TempDir()
@@ -151,15 +152,16 @@ func TestDemoInstallsAndValidates(t *testing.T) {
 		}
 	}
 	// Resumed after install: validate boots the cached disk and hands its VM on to
-	// seal, which boots nothing.
+	// seal, which boots nothing; publish pushes the seed.
 	out3 := t.TempDir()
-	if r := runCLI(t, "build", bp, "--until", "seal", "--force", "validate", "--cache-dir", cache, "--output-dir", out3); r.code != 0 {
-		t.Fatalf("build through seal: exit %d\n%s", r.code, r.stderr)
+	if r := runCLI(t, "build", bp, "--force", "validate", "--cache-dir", cache, "--output-dir", out3); r.code != 0 {
+		t.Fatalf("build through publish: exit %d\n%s", r.code, r.stderr)
 	}
-	if got := stageCache(loadRecord(t, out3)); got["install"] != "hit" || got["validate"] != "miss" || got["seal"] != "miss" {
+	if got := stageCache(loadRecord(t, out3)); got["install"] != "hit" || got["validate"] != "miss" || got["seal"] != "miss" || got["publish"] != "miss" {
 		t.Errorf("stages %v", got)
 	}
 	checkOneFactoryBoot(t, out3, "validate", "validate", "seal")
+	rebuildMovesAsDelta(t, reg, bp, ref, cache, out3)
 }
 
 // buildFailing builds the demo with one more Butane fragment through validate, expecting the
