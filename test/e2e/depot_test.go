@@ -18,8 +18,9 @@ import (
 	"github.com/snofactory/snofactory/test/testbin"
 )
 
-// depotOf writes four demo-derived blueprints and a depot file naming them: two share
-// their image, one has its own, one fails in the guest on purpose.
+// depotOf writes three demo-derived blueprints and a depot file naming them: two share
+// their image, the third has its own and fails in the guest on purpose. Three builds that
+// need a VM are one more than the depot's two slots, so one waits for a slot.
 func depotOf(t *testing.T, reg *registry.Registry) string {
 	t.Helper()
 	iso, err := conformance.Cached(context.Background(), nil)
@@ -31,7 +32,7 @@ func depotOf(t *testing.T, reg *registry.Registry) string {
 	pushRandom(t, own)
 	dir := t.TempDir()
 	var paths []string
-	for _, b := range []struct{ name, image string }{{"site-a", shared}, {"site-b", shared}, {"site-c", own}, {"site-broken", own}} {
+	for _, b := range []struct{ name, image string }{{"site-a", shared}, {"site-b", shared}, {"site-broken", own}} {
 		bp, err := testbin.CopyDemo(filepath.Join(dir, b.name), map[string]string{testbin.DemoImage: b.image, testbin.DemoISOLine: "path: " + iso,
 			"name: demo\n": "name: " + b.name + "\n"})
 		if err != nil {
@@ -53,7 +54,7 @@ func depotOf(t *testing.T, reg *registry.Registry) string {
 	return file
 }
 
-// TestDepot runs a depot of four demo blueprints with 2 VM slots through seal, kills it
+// TestDepot runs a depot of three demo blueprints with 2 VM slots through seal, kills it
 // with SIGKILL mid-run (no qemu may survive), runs it again to the end: the shared image
 // was fetched once, the broken build is reported with its stage, the others have seeds,
 // stages finished before the kill were not redone, and the HTML report draws its
