@@ -211,8 +211,9 @@ func TestOld(t *testing.T) {
 func TestValidate(t *testing.T) {
 	good := func() *Index {
 		id, blob, check := sha256Of([]byte("a")), sha256Of([]byte("b")), checkOf([]byte("b"))
-		return &Index{Version: IndexVersion, Size: 1 << 20, Algorithm: Algorithm, Params: small, Compression: CompressionZstd,
-			Chunks: []Chunk{{Offset: 0, Size: 100, ID: id, Blob: blob, Stored: 50, Check: check}, {Offset: 4096, Size: 100, ID: id, Blob: blob, Stored: 50, Check: check}}}
+		return &Index{Version: IndexVersion, Size: 1 << 20, Algorithm: Algorithm, Params: small, Compression: CompressionZstd, GroupChunks: 2,
+			Chunks: []Chunk{{Offset: 0, Size: 100, ID: id, Blob: blob, Stored: 50, Check: check, Group: blob},
+				{Offset: 4096, Size: 100, ID: id, Blob: blob, Stored: 50, Check: check, Group: blob}}}
 	}
 	if err := good().Validate(); err != nil {
 		t.Fatal(err)
@@ -222,12 +223,14 @@ func TestValidate(t *testing.T) {
 		change func(*Index)
 		want   string
 	}{
-		{"version", func(x *Index) { x.Version = 3 }, "version 3"},
+		{"version", func(x *Index) { x.Version = IndexVersion + 1 }, fmt.Sprintf("version %d", IndexVersion+1)},
 		{"no check", func(x *Index) { x.Chunks[0].Check = "" }, "check"},
 		{"check not blake3", func(x *Index) { x.Chunks[0].Check = string(sha256Of([]byte("b"))) }, "check"},
 		{"check not hex", func(x *Index) { x.Chunks[0].Check = "blake3:" + strings.Repeat("G", 64) }, "check"},
 		{"check upper case", func(x *Index) { x.Chunks[0].Check = strings.ToUpper(x.Chunks[0].Check) }, "check"},
 		{"check in version 1", func(x *Index) { x.Version = 1 }, "version 1 index has no check"},
+		{"group in version 2", func(x *Index) { x.Version = 2 }, "version 2 index has no groups"},
+		{"no group", func(x *Index) { x.Chunks[0].Group = "" }, "group"},
 		{"blob of two checks", func(x *Index) { x.Chunks[1].Check = checkOf([]byte("c")) }, "other content"},
 		{"algorithm", func(x *Index) { x.Algorithm = "fastcdc" }, "algorithm"},
 		{"compression", func(x *Index) { x.Compression = "xz" }, "compression"},
@@ -239,8 +242,9 @@ func TestValidate(t *testing.T) {
 		{"bad digest", func(x *Index) { x.Chunks[0].ID = "md5:abc" }, "sha256"},
 		{"blob of two contents", func(x *Index) { x.Chunks[1].Size = 99 }, "other content"},
 		{"blob of two ids", func(x *Index) { x.Chunks[1].ID = sha256Of([]byte("z")) }, fmt.Sprintf(
-			"chunks[1] at offset 4096: blob %s is also chunks[0], a chunk with other content: id %s (100 bytes, 50 stored) there, id %s (100 bytes, 50 stored) here",
+			"chunks[1] at offset 4096: blob %[1]s is also chunks[0], a chunk with other content or place: id %[2]s (100 bytes, 50 stored, group %[1]s at 0) there, id %[3]s (100 bytes, 50 stored, group %[1]s at 0) here",
 			sha256Of([]byte("b")), sha256Of([]byte("a")), sha256Of([]byte("z")))},
+		{"blob in two places", func(x *Index) { x.Chunks[1].At = 50 }, "other content or place"},
 		{"id of two blobs", func(x *Index) { x.Chunks[1].Blob = sha256Of([]byte("y")) }, fmt.Sprintf(
 			"chunks[1] at offset 4096: id %s disagrees with its blob: chunks[0] has the same id with blob %s (100 bytes), this chunk blob %s (100 bytes)",
 			sha256Of([]byte("a")), sha256Of([]byte("b")), sha256Of([]byte("y")))},
@@ -302,10 +306,10 @@ func TestChecksAndVersion1(t *testing.T) {
 		}
 	}
 	v1 := *x
-	v1.Version = 1
+	v1.Version, v1.GroupChunks = 1, 0
 	v1.Chunks = nil
 	for _, c := range x.Chunks {
-		c.Check = ""
+		c.Check, c.Group, c.At = "", "", 0
 		v1.Chunks = append(v1.Chunks, c)
 	}
 	enc, err := v1.Marshal()

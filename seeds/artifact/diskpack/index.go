@@ -11,8 +11,9 @@ import (
 )
 
 // IndexVersion is the index format this package writes. Version 2 adds each chunk's
-// Check; version 1 indexes (seeds sealed before it) are still read.
-const IndexVersion = 2
+// Check, version 3 its Group; version 1 and 2 indexes (seeds sealed before them) are
+// still read, each chunk then its own group.
+const IndexVersion = 3
 
 // CheckAlgorithm is the hash of a chunk's Check: BLAKE3, which this machine's cores run
 // six times faster than sha256 (no SHA extensions), so a write or pull that checks every
@@ -98,16 +99,22 @@ type Chunk struct {
 	// a write or a pull checks them against. Version 2 on; in a version 1 index, Blob is
 	// the check.
 	Check string `json:"check,omitempty"`
+	// Group is the sha256 of the group the chunk is stored in (version 3 on), the registry
+	// blob that holds it at At, its stored bytes' offset inside the group.
+	Group digest.Digest `json:"group,omitempty"`
+	At    int64         `json:"at,omitempty"`
 }
 
 // Index describes a packed disk. Chunks are in disk order and do not overlap; what no
 // chunk covers holds zeros.
 type Index struct {
-	Version     int     `json:"version"`
-	Size        int64   `json:"size"`
-	Algorithm   string  `json:"algorithm"`
-	Params      Params  `json:"params"`
-	Compression string  `json:"compression"`
+	Version     int    `json:"version"`
+	Size        int64  `json:"size"`
+	Algorithm   string `json:"algorithm"`
+	Params      Params `json:"params"`
+	Compression string `json:"compression"`
+	// GroupChunks is the mean number of chunks a group was cut for (version 3 on).
+	GroupChunks int     `json:"groupChunks,omitempty"`
 	Chunks      []Chunk `json:"chunks"`
 }
 
@@ -119,6 +126,8 @@ type Blob struct {
 	ID     digest.Digest // of the raw bytes
 	Raw    int64         // raw size
 	Check  string        // the chunk's Check
+	Group  digest.Digest // the chunk's Group (version 3 on)
+	At     int64         // its offset in the group
 }
 
 // Blobs lists the distinct chunks in pack order (the order they first occur on the disk)
@@ -132,7 +141,7 @@ func (x *Index) Blobs() ([]Blob, int64) {
 			continue
 		}
 		seen[c.Blob] = true
-		out = append(out, Blob{Digest: c.Blob, Size: c.Stored, Offset: off, ID: c.ID, Raw: c.Size, Check: c.Check})
+		out = append(out, Blob{Digest: c.Blob, Size: c.Stored, Offset: off, ID: c.ID, Raw: c.Size, Check: c.Check, Group: c.Group, At: c.At})
 		off += c.Stored
 	}
 	return out, off
@@ -155,8 +164,8 @@ func maxStored(raw int64) int64 { return raw + raw>>7 + 1024 }
 func (x *Index) Validate() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	if x.Version != 1 && x.Version != IndexVersion {
-		bad("version %d is not 1 or %d", x.Version, IndexVersion)
+	if x.Version < 1 || x.Version > IndexVersion {
+		bad("version %d is not within 1..%d", x.Version, IndexVersion)
 	}
 	if x.Algorithm != Algorithm {
 		bad("algorithm %q is not %q", x.Algorithm, Algorithm)
@@ -196,10 +205,15 @@ func (x *Index) Validate() error {
 			bad("chunks[%d]: a version 1 index has no check", i)
 		case x.Version > 1 && !validCheck(c.Check):
 			bad("chunks[%d]: check %q is not %s: and 64 hex digits", i, c.Check, CheckAlgorithm)
+		case x.Version < 3 && (c.Group != "" || c.At != 0):
+			bad("chunks[%d]: a version %d index has no groups", i, x.Version)
+		case x.Version >= 3 && (!sha256Digest(c.Group) || c.At < 0 || c.At > MaxGroupSize):
+			bad("chunks[%d]: group %q must be a sha256 digest and at %d within 0..%d", i, c.Group, c.At, MaxGroupSize)
 		}
-		if first, ok := blobs[c.Blob]; ok && (first.ID != c.ID || first.Size != c.Size || first.Stored != c.Stored || first.Check != c.Check) {
-			bad("chunks[%d] at offset %d: blob %s is also chunks[%d], a chunk with other content: id %s (%d bytes, %d stored) there, id %s (%d bytes, %d stored) here",
-				i, c.Offset, c.Blob, first.index, first.ID, first.Size, first.Stored, c.ID, c.Size, c.Stored)
+		if first, ok := blobs[c.Blob]; ok && (first.ID != c.ID || first.Size != c.Size || first.Stored != c.Stored || first.Check != c.Check ||
+			first.Group != c.Group || first.At != c.At) {
+			bad("chunks[%d] at offset %d: blob %s is also chunks[%d], a chunk with other content or place: id %s (%d bytes, %d stored, group %s at %d) there, id %s (%d bytes, %d stored, group %s at %d) here",
+				i, c.Offset, c.Blob, first.index, first.ID, first.Size, first.Stored, first.Group, first.At, c.ID, c.Size, c.Stored, c.Group, c.At)
 		} else if !ok {
 			blobs[c.Blob] = indexed{c, i}
 		}
@@ -213,6 +227,11 @@ func (x *Index) Validate() error {
 			ids[c.ID] = indexed{c, i}
 		}
 		end = c.Offset + max(c.Size, 0)
+	}
+	if x.Version >= 3 && len(errs) == 0 {
+		errs = x.validateGroups()
+	} else if x.Version < 3 && x.GroupChunks != 0 {
+		bad("groupChunks %d: a version %d index has no groups", x.GroupChunks, x.Version)
 	}
 	return errors.Join(errs...)
 }

@@ -183,8 +183,9 @@ func Pack(ctx context.Context, f *os.File, size int64, pack io.Writer, p Params,
 		return nil, err
 	}
 	defer enc.Close()
-	x := &Index{Version: IndexVersion, Size: size, Algorithm: Algorithm, Params: p, Compression: CompressionZstd}
+	x := &Index{Version: IndexVersion, Size: size, Algorithm: Algorithm, Params: p, Compression: CompressionZstd, GroupChunks: GroupChunksFor(size, p)}
 	res := &Packed{Index: x}
+	groups := newGrouper(x.GroupChunks)
 	packHash := digest.SHA256.Digester()
 	// The raw digest covers the whole disk, zeros too: on a sparse disk most of what it
 	// hashes. It runs beside the pack's writer rather than in it, so the two serial hashes
@@ -211,6 +212,7 @@ func Pack(ctx context.Context, f *os.File, size int64, pack io.Writer, p Params,
 			return fmt.Errorf("writing the pack: %w", err)
 		}
 		packHash.Hash().Write(pc.stored)
+		groups.add(pc.blob, pc.id, pc.stored)
 		res.PackSize += int64(len(pc.stored))
 		written[pc.id] = c
 		x.Chunks = append(x.Chunks, c)
@@ -223,6 +225,7 @@ func Pack(ctx context.Context, f *os.File, size int64, pack io.Writer, p Params,
 		return nil, err
 	}
 	res.PackDigest = packHash.Digest()
+	groups.assign(x.Chunks)
 	return res, x.Validate()
 }
 

@@ -205,7 +205,7 @@ func layoutFiles(man *ocispec.Manifest, m *seed.Manifest) ([]fileChunks, error) 
 	}
 	byFile := map[string][]ocispec.Descriptor{}
 	for _, l := range man.Layers {
-		if l.MediaType == MediaTypeDiskIndex || l.MediaType == MediaTypeDiskChunk2 {
+		if l.MediaType == MediaTypeDiskIndex || l.MediaType == MediaTypeDiskChunk2 || l.MediaType == MediaTypeDiskGroup {
 			continue
 		}
 		f := l.Annotations[ocispec.AnnotationTitle]

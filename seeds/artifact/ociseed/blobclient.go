@@ -6,12 +6,15 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync/atomic"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/opencontainers/go-digest"
+
+	"github.com/snofactory/snofactory/seeds/artifact/diskpack"
 )
 
 // blobClient moves blobs of one repository with the fewest requests the distribution spec
@@ -132,4 +135,58 @@ func (u *blobClient) get(ctx context.Context, d digest.Digest) (io.ReadCloser, e
 		return nil, err
 	}
 	return resp.Body, nil
+}
+
+// getRange opens n bytes of blob d from off, unchecked: the caller checks what it reads.
+// A registry need not honour a range (the OCI distribution spec leaves Range support to
+// the registry, spec.md "Pulling blobs"; RFC 9110 §14.2 lets any server ignore the header
+// and answer 200 with the whole content): then the bytes before off are read and
+// dropped, at most the index's bound on a group (diskpack.MaxGroupSize). A 206 must
+// name exactly the range asked for.
+func (u *blobClient) getRange(ctx context.Context, d digest.Digest, off, n int64) (io.ReadCloser, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.url("/blobs/"+d.String()).String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	want := fmt.Sprintf("bytes %d-%d/", off, off+n-1)
+	req.Header.Set("Range", "bytes="+strings.TrimSuffix(strings.TrimPrefix(want, "bytes "), "/"))
+	resp, err := u.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := transport.CheckError(resp, http.StatusOK, http.StatusPartialContent); err != nil {
+		resp.Body.Close()
+		return nil, err
+	}
+	if resp.StatusCode == http.StatusPartialContent {
+		if got := resp.Header.Get("Content-Range"); !strings.HasPrefix(got, want) {
+			resp.Body.Close()
+			return nil, fmt.Errorf("blob %s: asked for %sN, the registry answered with Content-Range %q", d, want, got)
+		}
+		return limitedBody(resp.Body, n), nil
+	}
+	return skipTo(resp.Body, off, n)
+}
+
+// skipTo reads and drops the first off bytes of body, and returns its next n.
+func skipTo(body io.ReadCloser, off, n int64) (io.ReadCloser, error) {
+	if off > diskpack.MaxGroupSize {
+		body.Close()
+		return nil, fmt.Errorf("a range at %d, past the %d bytes a chunk group may hold", off, diskpack.MaxGroupSize)
+	}
+	if k, err := io.CopyN(io.Discard, body, off); err != nil {
+		body.Close()
+		return nil, fmt.Errorf("skipping to byte %d of the blob (%d read): %w", off, k, err)
+	}
+	return limitedBody(body, n), nil
+}
+
+type limitedReadCloser struct {
+	io.Reader
+	io.Closer
+}
+
+// limitedBody reads at most n bytes of body.
+func limitedBody(body io.ReadCloser, n int64) io.ReadCloser {
+	return limitedReadCloser{io.LimitReader(body, n), body}
 }

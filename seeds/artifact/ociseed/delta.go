@@ -9,8 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
-	"sync/atomic"
 	"syscall"
 
 	"github.com/opencontainers/go-digest"
@@ -19,28 +17,31 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/snofactory/snofactory/pipeline/badinput"
-	"github.com/snofactory/snofactory/pipeline/netlimit"
 	"github.com/snofactory/snofactory/pipeline/strictjson"
 	"github.com/snofactory/snofactory/seeds/artifact/diskpack"
 	"github.com/snofactory/snofactory/seeds/artifact/seed"
 )
 
 // A seed with a chunked disk is stored as an image index of artifact manifests, so that
-// every chunk is a registry blob of its own, deduplicated by digest, and no manifest grows
-// past what registries accept however many chunks the disk has:
+// every chunk group (diskpack.Group: consecutive chunks of the pack; one chunk in an index
+// before version 3) is a registry blob of its own, deduplicated by digest, and no manifest
+// grows past what registries accept however many chunks the disk has:
 //
 //   - the index (artifactType seed.ArtifactType) is what the tag names and what a
 //     signature or a referrer points at;
 //   - its first manifest has the seed manifest (seed.json) as config, and as layers the
-//     disk's chunk index, the seed's other files cut into chunks as before, then chunks;
-//   - further manifests (empty config) carry the remaining chunks.
+//     disk's chunk index, the seed's other files cut into chunks as before, then groups;
+//   - further manifests (empty config) carry the remaining groups.
 //
 // Each manifest lists at most MaxLayersPerManifest layers, about 150 KiB of JSON: distribution
 // and quay accept manifests of 4 MiB, so a 120 GiB disk with 200,000 chunks needs 200
 // manifests of well under that.
 const (
-	MediaTypeDiskIndex   = "application/vnd.snofactory.seed.disk.index.v1+json"
-	MediaTypeDiskChunk2  = "application/vnd.snofactory.seed.disk.chunk.v2+zstd"
+	MediaTypeDiskIndex  = "application/vnd.snofactory.seed.disk.index.v1+json"
+	MediaTypeDiskChunk2 = "application/vnd.snofactory.seed.disk.chunk.v2+zstd"
+	// MediaTypeDiskGroup is a group of consecutive chunks (an index of version 3 on):
+	// their zstd frames one after another, which is a zstd stream too.
+	MediaTypeDiskGroup   = "application/vnd.snofactory.seed.disk.group.v1+zstd"
 	ArtifactTypePart     = "application/vnd.snofactory.seed.part.v1"
 	MaxLayersPerManifest = 1000
 	// maxParts bounds the manifests a pull reads: 2,000 parts are 2 million chunks.
@@ -114,7 +115,6 @@ func pushDelta(ctx context.Context, t target, dir string, m *seed.Manifest, d se
 		return nil, err
 	}
 	defer pack.Close()
-	blobs, _ := x.Blobs()
 	// The seed's other files (a qcow2 form, credentials) go as fixed-size chunks, as ever.
 	var others []chunk
 	for _, c := range chunks(dir, m, o.chunkSize) {
@@ -128,17 +128,7 @@ func pushDelta(ctx context.Context, t target, dir string, m *seed.Manifest, d se
 	if err := hashChunks(ctx, others, func(_ int, b blob) error { store = append(store, b); return nil }); err != nil {
 		return nil, err
 	}
-	for _, b := range blobs {
-		desc := ocispec.Descriptor{MediaType: MediaTypeDiskChunk2, Digest: b.Digest, Size: b.Size}
-		what := fmt.Sprintf("%s chunk %s", d.File, b.Digest.Encoded()[:12])
-		store = append(store, blob{desc: desc, what: what, open: func() (io.ReadCloser, error) {
-			r := io.NewSectionReader(pack, b.Offset, b.Size)
-			if t.checksDigests() {
-				return io.NopCloser(r), nil
-			}
-			return io.NopCloser(&verifyingReader{r: r, dg: digest.SHA256.Digester(), want: desc, what: what}), nil
-		}})
-	}
+	store = append(store, groupBlobs(t, pack, x, d.File)...)
 	config := bytesBlob(seed.MediaTypeManifest, cfg, seed.ManifestFile)
 	empty := bytesBlob(ocispec.MediaTypeEmptyJSON, []byte("{}"), "empty config")
 	parts, top, err := deltaManifests(m, x, config, empty, store, o)
@@ -172,6 +162,28 @@ func pushDelta(ctx context.Context, t target, dir string, m *seed.Manifest, d se
 		}
 	}
 	return top, t.putManifest(ctx, top, true)
+}
+
+// groupBlobs are the chunk groups of x, each one blob: the bytes of pack from its first
+// chunk to its last, checked against its digest as read unless t checks them itself.
+func groupBlobs(t target, pack *os.File, x *diskpack.Index, file string) []blob {
+	mediaType, kind := MediaTypeDiskChunk2, "chunk"
+	if x.Version >= 3 {
+		mediaType, kind = MediaTypeDiskGroup, "chunk group"
+	}
+	var out []blob
+	for _, g := range x.Groups() {
+		desc := ocispec.Descriptor{MediaType: mediaType, Digest: g.Digest, Size: g.Size}
+		what := fmt.Sprintf("%s %s %s", file, kind, g.Digest.Encoded()[:12])
+		out = append(out, blob{desc: desc, what: what, open: func() (io.ReadCloser, error) {
+			r := io.NewSectionReader(pack, g.Offset, g.Size)
+			if t.checksDigests() {
+				return io.NopCloser(r), nil
+			}
+			return io.NopCloser(&verifyingReader{r: r, dg: digest.SHA256.Digester(), want: desc, what: what}), nil
+		}})
+	}
+	return out
 }
 
 // deltaManifests lays the layers out in manifests of at most MaxLayersPerManifest, the
@@ -246,7 +258,7 @@ func readParts(ctx context.Context, src source, top []byte) (*deltaSeed, error) 
 			ds.first = &man
 		}
 		for _, l := range man.Layers {
-			if l.MediaType == MediaTypeDiskChunk2 {
+			if l.MediaType == MediaTypeDiskChunk2 || l.MediaType == MediaTypeDiskGroup {
 				ds.chunks[l.Digest] = l
 			}
 		}
@@ -347,16 +359,22 @@ type PullStats struct {
 	Fetched, FetchedBytes int64 // chunks and bytes read from the source
 	Reused, ReusedBytes   int64 // from --from
 	Resumed, ResumedBytes int64 // already staged by an interrupted pull
+	// Requests is the blob GETs made, Ranges those of them that asked for part of a
+	// chunk group (the chunks a pull lacked of it).
+	Requests, Ranges int64
 }
 
-// fillPack writes every blob of x into the staged pack: those an interrupted pull staged
+// fillPack writes every chunk of x into the staged pack: those an interrupted pull staged
 // already are kept (their bytes checked), those old has are taken from it, the rest are
-// fetched. Every blob's bytes are checked against its digest before they count.
+// fetched: a whole group in one request when none of its chunks is at hand, else each run
+// of missing chunks by a range request on the group's blob. Every chunk's bytes are checked
+// against the index before they count.
 func fillPack(ctx context.Context, src source, ds *deltaSeed, x *diskpack.Index, path string, old *diskpack.Old, o options, st *PullStats) error {
+	groups := x.Groups()
 	blobs, size := x.Blobs()
-	for _, b := range blobs {
-		if _, ok := ds.chunks[b.Digest]; !ok {
-			return fmt.Errorf("chunk %s (disk offset of its first use in the index) is not a layer of the seed", b.Digest)
+	for _, g := range groups {
+		if _, ok := ds.chunks[g.Digest]; !ok {
+			return fmt.Errorf("chunk group %s (at %d in the pack) is not a layer of the seed", g.Digest, g.Offset)
 		}
 	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
@@ -368,160 +386,30 @@ func fillPack(ctx context.Context, src source, ds *deltaSeed, x *diskpack.Index,
 	if err != nil {
 		return err
 	}
-	resuming := fi.Size() == size
+	pf := &packFiller{src: src, ds: ds, f: f, old: old, o: o, resuming: fi.Size() == size, firstUse: firstUses(x),
+		p: &progress{f: o.progress, total: len(blobs)}}
 	if err := f.Truncate(size); err != nil {
 		return err
 	}
-	firstUse := firstUses(x)
-	p := &progress{f: o.progress, total: len(blobs)}
-	var fetched, fetchedBytes, reused, reusedBytes, resumed, resumedBytes atomic.Int64
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(o.jobs)
-	for _, b := range blobs {
-		c := firstUse[b.Digest]
-		desc := ds.chunks[b.Digest]
-		g.Go(func() error {
-			what := blob{desc: desc, what: fmt.Sprintf("chunk at disk offset %d", c.Offset)}
-			if resuming && stagedOK(f, b) {
-				resumed.Add(1)
-				resumedBytes.Add(b.Size)
-				p.add(what, 0)
-				return nil
-			}
-			if old != nil {
-				stored, err := old.Stored(c)
-				if err != nil {
-					o.logger.WarnContext(gctx, "a chunk of the earlier disk is damaged; fetching it instead", "error", err)
-				}
-				if stored != nil {
-					if _, err := f.WriteAt(stored, b.Offset); err != nil {
-						return fmt.Errorf("writing the pack: %w", err)
-					}
-					reused.Add(1)
-					reusedBytes.Add(b.Size)
-					p.add(what, 0)
-					return nil
-				}
-			}
-			if err := fetchChunkTwice(gctx, src, f, b, desc, c, o); err != nil {
-				return err
-			}
-			fetched.Add(1)
-			fetchedBytes.Add(b.Size)
-			p.add(what, b.Size)
-			return nil
-		})
+	for _, grp := range groups {
+		g.Go(func() error { return pf.fillGroup(gctx, grp) })
 	}
 	err = g.Wait()
-	*st = PullStats{Fetched: fetched.Load(), FetchedBytes: fetchedBytes.Load(), Reused: reused.Load(),
-		ReusedBytes: reusedBytes.Load(), Resumed: resumed.Load(), ResumedBytes: resumedBytes.Load()}
+	*st = PullStats{Fetched: pf.fetched.Load(), FetchedBytes: pf.fetchedBytes.Load(), Reused: pf.reused.Load(),
+		ReusedBytes: pf.reusedBytes.Load(), Resumed: pf.resumed.Load(), ResumedBytes: pf.resumedBytes.Load(),
+		Requests: pf.requests.Load(), Ranges: pf.ranges.Load()}
 	if err != nil {
 		return err
 	}
 	return f.Sync()
 }
 
-// firstUses maps every blob of x to the first chunk that uses it, which names it in messages.
-func firstUses(x *diskpack.Index) map[digest.Digest]diskpack.Chunk {
-	firstUse := map[digest.Digest]diskpack.Chunk{}
-	for _, c := range x.Chunks {
-		if _, ok := firstUse[c.Blob]; !ok {
-			firstUse[c.Blob] = c
-		}
-	}
-	return firstUse
-}
-
-// fetchChunkTwice fetches blob b into the pack, once more when its bytes do not match its
-// digest: a transfer can be damaged once, a registry whose copy is damaged serves it wrong
-// again, and that is a damagedChunk. A body that breaks on the way is a failed transfer,
-// fetched again under the retry policy of every request (netlimit).
-func fetchChunkTwice(ctx context.Context, src source, f *os.File, b diskpack.Blob, desc ocispec.Descriptor, c diskpack.Chunk, o options) error {
-	var err error
-	var ce *diskpack.ChunkError
-	fetch := func() error { return fetchChunk(ctx, src, f, b, desc, c) }
-	for attempt := 0; attempt < 2; attempt++ {
-		if err = netlimit.DefaultPolicy().Do(ctx, fetch); err == nil {
-			return nil
-		}
-		if ctx.Err() != nil || !errors.As(err, &ce) {
-			return err
-		}
-		o.logger.WarnContext(ctx, "a fetched chunk did not match its digest", "error", err, "attempt", attempt+1)
-	}
-	return damagedChunk{ce}
-}
-
-// stagedOK tells whether the staged pack already holds blob b.
-func stagedOK(f *os.File, b diskpack.Blob) bool {
-	k := b.Checker()
-	n, err := io.Copy(k, io.NewSectionReader(f, b.Offset, b.Size))
-	return err == nil && n == b.Size && k.OK()
-}
-
 // uncheckedSource is a source that can skip its own check of a blob's digest
 // (go-containerregistry's sha256), for a reader that checks the bytes another way.
 type uncheckedSource interface {
 	fetchUnchecked(ctx context.Context, d ocispec.Descriptor) (io.ReadCloser, error)
-}
-
-// fetchChunk fetches blob b into the pack at its offset and checks it: by its Check where
-// the index has one (BLAKE3, a sixth of sha256's work here), else by its digest.
-func fetchChunk(ctx context.Context, src source, f *os.File, b diskpack.Blob, desc ocispec.Descriptor, c diskpack.Chunk) error {
-	if err := ctx.Err(); err != nil {
-		// Another chunk failed or the pull was stopped: its cause, not this chunk's, is
-		// what the caller reports.
-		return err
-	}
-	fetch, checked := src.fetch, src.checksDigests()
-	if us, ok := src.(uncheckedSource); ok && b.Check != "" {
-		fetch, checked = us.fetchUnchecked, false
-	}
-	rc, err := fetch(ctx, desc)
-	if err != nil {
-		return fmt.Errorf("chunk at disk offset %d: %w", c.Offset, err)
-	}
-	defer rc.Close()
-	var w io.Writer = io.NewOffsetWriter(f, b.Offset)
-	k := b.Checker()
-	if !checked {
-		w = io.MultiWriter(w, k)
-	}
-	from := "the registry's blob " + b.Digest.String()
-	// Only the blob's size reaches the pack: a longer answer must not spill into the next
-	// blob's place, which may be fetched and checked already.
-	n, err := io.CopyN(w, rc, b.Size)
-	if err == io.EOF {
-		err = nil // short: the size check below says so
-	} else if err == nil {
-		// Read on to the end: go-containerregistry checks the digest only there.
-		var extra [1]byte
-		switch k, rerr := io.ReadFull(rc, extra[:]); {
-		case k > 0:
-			n++
-		case rerr != io.EOF:
-			err = rerr
-		}
-	}
-	if err != nil && strings.Contains(err.Error(), "error verifying") {
-		// go-containerregistry checks the digest as it reads, with an error type of its own
-		// internal package: the blob's bytes are not its digest.
-		return &diskpack.ChunkError{Source: from, Offset: c.Offset, Want: b.Digest, What: err.Error()}
-	}
-	if err != nil {
-		return fmt.Errorf("chunk at disk offset %d from %s: %w", c.Offset, from, err)
-	}
-	if n != b.Size {
-		what := fmt.Sprintf("holds %d bytes, the index says %d", n, b.Size)
-		if n > b.Size {
-			what = fmt.Sprintf("holds more than the %d bytes the index says", b.Size)
-		}
-		return &diskpack.ChunkError{Source: from, Offset: c.Offset, Want: b.Digest, What: what}
-	}
-	if !checked && !k.OK() {
-		return &diskpack.ChunkError{Source: from, Offset: c.Offset, Want: k.Want(), Got: k.Got(), What: k.What()}
-	}
-	return nil
 }
 
 // damagedChunk is a chunk a source served with the wrong bytes on every try: the seed

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -178,7 +179,7 @@ func TestDeltaDamagedChunks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bad := x.Chunks[len(x.Chunks)/2].Blob
+	bad := x.Chunks[len(x.Chunks)/2].Group
 	damageBlob(t, r, bad)
 	fresh := filepath.Join(t.TempDir(), "fresh")
 	_, err = ociseed.Pull(ctx, r.Ref("seeds/demo:b"), fresh, opts()...)
@@ -239,10 +240,17 @@ func TestDeltaPushRefusesChangedPack(t *testing.T) {
 	}
 }
 
-// A seed whose chunk index is version 1 (sealed before chunks carried a BLAKE3 check)
-// still pushes, pulls and verifies: its chunks are checked by their sha256 digests, and a
-// damaged one is refused.
-func TestDeltaVersion1Index(t *testing.T) {
+// A seed whose chunk index is version 1 (sealed before chunks carried a BLAKE3 check) or
+// 2 (before chunk groups) still pushes, pulls and verifies, one blob per chunk: its chunks
+// are checked by their sha256 digests (version 1) or BLAKE3 checks, and a damaged one is
+// refused.
+func TestDeltaOlderIndexVersions(t *testing.T) {
+	for _, version := range []int{1, 2} {
+		t.Run(fmt.Sprint("version ", version), func(t *testing.T) { testOlderIndex(t, version) })
+	}
+}
+
+func testOlderIndex(t *testing.T, version int) {
 	r := registry.StartT(t, registry.Options{})
 	a, _, ma, _ := deltaSeeds(t)
 	d := ma.Disks[0]
@@ -250,9 +258,12 @@ func TestDeltaVersion1Index(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	x.Version = 1
+	x.Version, x.GroupChunks = version, 0
 	for i := range x.Chunks {
-		x.Chunks[i].Check = ""
+		x.Chunks[i].Group, x.Chunks[i].At = "", 0
+		if version == 1 {
+			x.Chunks[i].Check = ""
+		}
 	}
 	enc, err := x.Marshal()
 	if err != nil {
@@ -267,8 +278,12 @@ func TestDeltaVersion1Index(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if _, err := ociseed.Push(ctx, a, r.Ref("seeds/old:1"), opts()...); err != nil {
+	res, err := ociseed.Push(ctx, a, r.Ref("seeds/old:1"), opts()...)
+	if err != nil {
 		t.Fatal(err)
+	}
+	if blobs, _ := x.Blobs(); res.Blobs < len(blobs) {
+		t.Errorf("pushed %d blobs for %d chunks", res.Blobs, len(blobs))
 	}
 	dst := filepath.Join(t.TempDir(), "pulled")
 	if _, err := ociseed.Pull(ctx, r.Ref("seeds/old:1"), dst, opts()...); err != nil {
@@ -276,15 +291,19 @@ func TestDeltaVersion1Index(t *testing.T) {
 	}
 	sameFiles(t, a, dst, ma)
 	if err := seed.Verify(ctx, dst); err != nil {
-		t.Fatalf("seed verify of the pulled version 1 seed: %v", err)
+		t.Fatalf("seed verify of the pulled version %d seed: %v", version, err)
+	}
+	rawOut := filepath.Join(t.TempDir(), "written.raw")
+	if _, err := seed.WriteDevice(ctx, dst, rawOut); err != nil {
+		t.Fatalf("writing the pulled version %d seed: %v", version, err)
 	}
 
 	bad := x.Chunks[0].Blob
 	damageBlob(t, r, bad)
 	_, err = ociseed.Pull(ctx, r.Ref("seeds/old:1"), filepath.Join(t.TempDir(), "fresh"), opts()...)
 	var ce *diskpack.ChunkError
-	if !errors.As(err, &ce) || !strings.Contains(err.Error(), bad.String()) || strings.Contains(err.Error(), "blake3") {
-		t.Fatalf("Pull of a damaged version 1 chunk = %v, want a chunk error naming %s, found by sha256", err, bad)
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), bad.String()) || strings.Contains(err.Error(), "blake3") != (version > 1) {
+		t.Fatalf("Pull of a damaged version %d chunk = %v, want a chunk error naming %s", version, err, bad)
 	}
 }
 
@@ -322,7 +341,7 @@ func TestDeltaLongBlobRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	long := x.Chunks[1].Blob
+	long := x.Chunks[1].Group
 	editBlob(t, r, long, func(b []byte) []byte { return append(b, "and more"...) })
 	_, err = ociseed.Pull(ctx, r.Ref("seeds/demo:a"), filepath.Join(t.TempDir(), "a"), opts(ociseed.WithJobs(1))...)
 	var ce *diskpack.ChunkError

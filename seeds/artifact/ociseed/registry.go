@@ -160,6 +160,19 @@ func (r *registry) fetchUnchecked(ctx context.Context, d ocispec.Descriptor) (io
 	return rc, nil
 }
 
+// fetchRange opens n bytes of blob d from off, unchecked (blobClient.getRange).
+func (r *registry) fetchRange(ctx context.Context, d ocispec.Descriptor, off, n int64) (io.ReadCloser, error) {
+	var rc io.ReadCloser
+	c, err := r.blobs(ctx, false)
+	if err == nil {
+		rc, err = c.getRange(ctx, d.Digest, off, n)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("fetching bytes %d to %d of blob %s from %s: %w", off, off+n, d.Digest, r.ref.Context(), err)
+	}
+	return rc, nil
+}
+
 func (r *registry) manifest(ctx context.Context, d ocispec.Descriptor) ([]byte, error) {
 	if d.Size > maxMetadata {
 		return nil, fmt.Errorf("manifest %s is %d bytes, more than the %d expected", d.Digest, d.Size, maxMetadata)
