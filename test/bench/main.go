@@ -102,6 +102,9 @@ func format(r Result) string {
 		lo, hi := spread(r.Ratios)
 		line += fmt.Sprintf(" spread=%.4f-%.4f runs=%d", lo, hi, len(r.Ratios))
 	}
+	for _, b := range r.Beside {
+		line += " " + b
+	}
 	if r.Target != "" {
 		line += " target=" + strings.ReplaceAll(r.Target, " ", "")
 	}

@@ -13,6 +13,13 @@ func TestFormat(t *testing.T) {
 	if got != want {
 		t.Fatalf("got  %q\nwant %q", got, want)
 	}
+	// The push's blobs per seed and the registry's time per blob stand beside its ratio.
+	got = format(Result{Name: "seed-push-vs-skopeo-copy", Unit: "s", Ours: 8, Baseline: 10, Target: "ratio <= 0.8",
+		Beside: []string{"blobs_per_seed=1467", "registry_ms_per_blob=5.5"}})
+	want = "BENCH seed-push-vs-skopeo-copy ours=8s baseline=10s ratio=0.8000 blobs_per_seed=1467 registry_ms_per_blob=5.5 target=ratio<=0.8 MET"
+	if got != want {
+		t.Fatalf("got  %q\nwant %q", got, want)
+	}
 }
 
 // A figure that misses its target says so on its line; one the evaluator cannot read is

@@ -13,6 +13,9 @@ type Result struct {
 	Baseline float64
 	// Target says what the figure must reach, e.g. "ratio < 0.01"; printed for the reader.
 	Target string
+	// Beside are figures printed beside the ratio, each as key=value (the push's blobs
+	// per seed and the registry's time per blob).
+	Beside []string
 	// Note says where the time goes, for a figure that misses its target.
 	Note string
 	// Ratios are ours/baseline of each round, when combine made the figure from several
