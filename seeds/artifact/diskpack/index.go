@@ -32,7 +32,8 @@ const (
 	// times what a single-node cluster's disk holds. A declared size is believed only up to
 	// it, so a crafted index cannot set a verify hashing exabytes of zeros.
 	MaxDiskSize = 64 << 40
-	// MaxIndexSize bounds the index file: about 300,000 chunks, a disk with 150 GiB of data.
+	// MaxIndexSize bounds the index file: about 170,000 chunks of a version 3 index (a line
+	// of about 380 bytes each), a disk with 340 GiB of data at 2 MiB chunks.
 	MaxIndexSize = 64 << 20
 	// HeapLimit is the heap a process packing, moving or writing a disk keeps to
 	// (debug.SetMemoryLimit): what they hold at once is bounded (a few chunks per core),

@@ -161,7 +161,7 @@ func (u *blobClient) getRange(ctx context.Context, d digest.Digest, off, n int64
 	if resp.StatusCode == http.StatusPartialContent {
 		if got := resp.Header.Get("Content-Range"); !strings.HasPrefix(got, want) {
 			resp.Body.Close()
-			return nil, fmt.Errorf("blob %s: asked for %sN, the registry answered with Content-Range %q", d, want, got)
+			return nil, fmt.Errorf("blob %s: asked for bytes %d-%d, the registry answered with Content-Range %q", d, off, off+n-1, got)
 		}
 		return limitedBody(resp.Body, n), nil
 	}

@@ -3,6 +3,7 @@ package ociseed_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -21,27 +22,49 @@ import (
 	"github.com/snofactory/snofactory/test/registry"
 )
 
-// rangeIgnorer stands in front of reg as a registry that ignores Range requests: RFC 9110
-// §14.2 lets a server ignore the header and answer 200 with the whole content, and the OCI
-// distribution spec (spec.md, "Pulling blobs") leaves Range support to the registry. It
-// counts the 200s it gave to a GET that asked for a range.
-func rangeIgnorer(t *testing.T, reg *registry.Registry) (host string, ignored *atomic.Int64) {
+// rangeProxy stands in front of reg and passes each Range header through rewrite (an
+// empty result drops it), counting the requests it rewrote.
+func rangeProxy(t *testing.T, reg *registry.Registry, rewrite func(string) string) (host string, rewrote *atomic.Int64) {
 	t.Helper()
 	u, err := url.Parse(reg.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
-	ignored = &atomic.Int64{}
+	rewrote = &atomic.Int64{}
 	proxy := httputil.NewSingleHostReverseProxy(u)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Range") != "" {
+		if rg := r.Header.Get("Range"); rg != "" {
 			r.Header.Del("Range")
-			ignored.Add(1)
+			if next := rewrite(rg); next != "" {
+				r.Header.Set("Range", next)
+			}
+			rewrote.Add(1)
 		}
 		proxy.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
-	return strings.TrimPrefix(srv.URL, "http://"), ignored
+	return strings.TrimPrefix(srv.URL, "http://"), rewrote
+}
+
+// rangeIgnorer stands in front of reg as a registry that ignores Range requests: RFC 9110
+// §14.2 lets a server ignore the header and answer 200 with the whole content, and the OCI
+// distribution spec (spec.md, "Pulling blobs") leaves Range support to the registry. It
+// counts the 200s it gave to a GET that asked for a range.
+func rangeIgnorer(t *testing.T, reg *registry.Registry) (host string, ignored *atomic.Int64) {
+	return rangeProxy(t, reg, func(string) string { return "" })
+}
+
+// rangeShifter stands in front of reg as a registry that answers a range with another one
+// (206 with its own Content-Range, RFC 9110 §14.4): one byte further on.
+func rangeShifter(t *testing.T, reg *registry.Registry) string {
+	host, _ := rangeProxy(t, reg, func(rg string) string {
+		var from, to int64
+		if _, err := fmt.Sscanf(rg, "bytes=%d-%d", &from, &to); err != nil {
+			return rg
+		}
+		return fmt.Sprintf("bytes=%d-%d", from+1, to+1)
+	})
+	return host
 }
 
 // missingBytes is the stored bytes of the chunks of x that old has no chunk for.
@@ -152,6 +175,13 @@ func TestDeltaGroupsAndRanges(t *testing.T) {
 				t.Errorf("the registry served %d chunk bytes, want the %d missing", served, want)
 			}
 		})
+	}
+
+	// A registry that answers a range with other bytes than asked is refused by its
+	// Content-Range, before any byte lands.
+	_, err = ociseed.Pull(ctx, rangeShifter(t, r)+"/seeds/demo:b", filepath.Join(t.TempDir(), "shifted"), opts(ociseed.WithFrom(a))...)
+	if err == nil || !strings.Contains(err.Error(), "answered with Content-Range") {
+		t.Fatalf("Pull from a registry that shifts ranges = %v, want the Content-Range named", err)
 	}
 
 	// Damage a chunk that a pull --from fetches by range: the range's check refuses it.
