@@ -131,6 +131,10 @@ func TestChangesCostFewChunks(t *testing.T) {
 	if d := Compare(x, xs); d.SharedBytes < d.Bytes*95/100 {
 		t.Errorf("after an insertion %d of %d bytes are shared", d.SharedBytes, d.Bytes)
 	}
+	// Groups cut where chunks' digests say: the insertion changes the groups around it.
+	if d := Compare(x, xs); d.Groups-d.SharedGroups > 2 || d.Groups < 10 || d.PushStored > d.Stored/5 {
+		t.Errorf("after an insertion %d of %d groups changed, a push sends %d of %d bytes", d.Groups-d.SharedGroups, d.Groups, d.PushStored, d.Stored)
+	}
 
 	changed := append([]byte{}, data...)
 	changed[5<<20] ^= 0xff
@@ -138,6 +142,9 @@ func TestChangesCostFewChunks(t *testing.T) {
 	xc, _ := pack(t, fc, int64(len(changed)), small)
 	if d := Compare(x, xc); d.Chunks-d.SharedChunks > 2 || d.Chunks-d.SharedChunks < 1 {
 		t.Errorf("one changed byte changed %d of %d chunks", d.Chunks-d.SharedChunks, d.Chunks)
+	}
+	if d := Compare(x, xc); d.Groups-d.SharedGroups > 2 || d.Groups-d.SharedGroups < 1 {
+		t.Errorf("one changed byte changed %d of %d groups", d.Groups-d.SharedGroups, d.Groups)
 	}
 }
 

@@ -130,16 +130,34 @@ func (o *Old) Raw(c Chunk) ([]byte, error) {
 type Diff struct {
 	Chunks, SharedChunks int   // distinct chunks of the new disk, and those the old one has
 	Bytes, SharedBytes   int64 // their raw bytes
-	Stored, SharedStored int64 // their compressed bytes: what a transfer sends, and saves
+	Stored, SharedStored int64 // their compressed bytes: what a pull or write --from fetches, and saves
+	// Groups are the new disk's chunk groups, SharedGroups those the old one has as they
+	// are, and PushStored the stored bytes of the others: what a push after the old
+	// disk's sends, whole groups holding any chunk it lacks.
+	Groups, SharedGroups int
+	PushStored           int64
 }
 
-// Compare tells how much of new's content old already holds, chunk by chunk.
+// Compare tells how much of new's content old already holds, chunk by chunk and group by
+// group.
 func Compare(old, new *Index) Diff {
 	have := make(map[digest.Digest]bool, len(old.Chunks))
 	for _, c := range old.Chunks {
 		have[c.ID] = true
 	}
 	var d Diff
+	oldGroups := map[digest.Digest]bool{}
+	for _, g := range old.Groups() {
+		oldGroups[g.Digest] = true
+	}
+	for _, g := range new.Groups() {
+		d.Groups++
+		if oldGroups[g.Digest] {
+			d.SharedGroups++
+		} else {
+			d.PushStored += g.Size
+		}
+	}
 	seen := map[digest.Digest]bool{}
 	for _, c := range new.Chunks {
 		if seen[c.ID] {
