@@ -30,7 +30,7 @@ func damagedLayout(t *testing.T) (ref, chunk string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	chunk = idx.Chunks[len(idx.Chunks)/2].Blob.Encoded()
+	chunk = idx.Chunks[len(idx.Chunks)/2].Group.Encoded() // the blob that holds the chunk
 	flipByte(t, filepath.Join(layout, "blobs", "sha256", chunk))
 	return ref, chunk
 }

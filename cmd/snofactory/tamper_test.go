@@ -86,7 +86,7 @@ func TestTamperedSeedsAreRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	chunk := idx.Chunks[len(idx.Chunks)/2].Blob
+	chunk := idx.Chunks[len(idx.Chunks)/2].Group // the blob that holds the chunk
 	flipByte(t, filepath.Join(r.StorageDir(), "docker/registry/v2/blobs/sha256", chunk.Encoded()[:2], chunk.Encoded(), "data"))
 
 	// The signature: one byte of its payload changed, its signature annotation kept.
