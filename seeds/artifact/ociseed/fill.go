@@ -92,7 +92,6 @@ type span struct {
 	at    int64              // where the run begins inside the blob
 	size  int64
 	blobs []diskpack.Blob
-	first diskpack.Chunk // names the run in messages
 }
 
 // spans cuts need (chunks of g, in order) into runs of neighbours.
