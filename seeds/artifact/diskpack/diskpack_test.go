@@ -60,7 +60,7 @@ func sparseFile(t *testing.T, size int64, parts map[int64][]byte) *os.File {
 func pack(t *testing.T, f *os.File, size int64, p Params) (*Index, []byte) {
 	t.Helper()
 	var buf bytes.Buffer
-	res, err := Pack(context.Background(), f, size, &buf, p, 2)
+	res, err := Pack(context.Background(), f, size, &buf, p, 2, WithGroupChunks(2))
 	if err != nil {
 		t.Fatal(err)
 	}

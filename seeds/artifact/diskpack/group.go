@@ -18,6 +18,8 @@ import (
 const (
 	// groupMeanRaw is the most raw bytes a group holds on average (GroupChunksFor).
 	groupMeanRaw = 2 << 20
+	// minGroupedData is the least data a disk holds for its chunks to be grouped.
+	minGroupedData = 512 << 20
 	// MaxGroupSize bounds a group's stored bytes, whoever wrote the index: what a reader
 	// of a registry that ignores a range request reads and discards at most.
 	MaxGroupSize = 64 << 20
@@ -32,20 +34,31 @@ const (
 	groupCutFactor = 8
 )
 
-// GroupChunksFor is the mean number of distinct chunks in a group of a disk of size bytes
-// chunked with p: 2 MiB of raw data, less on a disk under 2 GiB (a 1024th of it, so that a
-// one-file change still costs a small share of a small seed), and never fewer than 2
-// chunks. The size is the disk's virtual size, which the blueprint fixes, so rebuilds
-// group alike. Chosen by measurement on the bench's disks (docs/benchmarks.md): the
-// fewest blobs that keep a z-stream push within 0.6 of the seed and a one-file change
-// within 0.10. On the 2 GiB disk (256 KiB chunks) 8 chunks a group send 0.54 of a
-// z-stream and 0.05 of a one-file change in 376 blobs instead of 2993, 12 send 0.60; on
-// the 16 GiB disk (2 MiB chunks) 2 send 0.54 and 4 send 0.64. Groups of the same raw size
-// cost a z-stream more on the larger disk, hence the floor of 2 rather than a byte size.
-func GroupChunksFor(size int64, p Params) int {
-	raw := min(groupMeanRaw, max(size, 0)/1024)
-	return int(max(2, raw/max(p.Avg, 1)))
+// GroupChunksFor is the mean number of distinct chunks in a group of a disk holding data
+// bytes (its allocated ranges) chunked with p. On a disk of at least 512 MiB of data: 2 MiB
+// of raw data, and never fewer than 2 chunks. Chosen by measurement on the bench's disks
+// (docs/benchmarks.md): the fewest blobs that keep a z-stream push within 0.6 of the seed
+// and a one-file change within 0.10. On 770 MiB of data in 256 KiB chunks 8 chunks a
+// group send 0.54 of a z-stream and 0.05 of a one-file change in 376 blobs instead of
+// 2993, 12 send 0.60; on 6 GiB in 2 MiB chunks 2 send 0.54 and 4 send 0.64. Below 512
+// MiB every chunk is its own group, as before groups: on the demo seed (about 50 MiB
+// stored) groups of 8 made a one-file rebuild send 39 % of the seed, where single chunks
+// send 9 %, and a small seed has few blobs to spare the registry anyway.
+func GroupChunksFor(data int64, p Params) int {
+	if data < minGroupedData {
+		return 1
+	}
+	return int(max(2, groupMeanRaw/max(p.Avg, 1)))
 }
+
+// PackOption changes how Pack stores a disk.
+type PackOption func(*packConfig)
+
+type packConfig struct{ groupChunks int }
+
+// WithGroupChunks makes groups of a mean of n chunks whatever the disk holds, for tests
+// that need groups on a small disk.
+func WithGroupChunks(n int) PackOption { return func(c *packConfig) { c.groupChunks = n } }
 
 // EndsGroup tells whether a group with a mean of n chunks ends after the chunk whose raw
 // digest is id: when the digest's first 8 bytes, as a number, are a multiple of n. The

@@ -181,7 +181,7 @@ func TestPackGroups(t *testing.T) {
 	size := int64(len(data))
 	f := sparseFile(t, size, map[int64][]byte{0: data})
 	x, p := pack(t, f, size, small)
-	if x.Version != 3 || x.GroupChunks != GroupChunksFor(size, small) {
+	if x.Version != 3 || x.GroupChunks != 2 {
 		t.Fatalf("Pack wrote version %d with %d chunks a group", x.Version, x.GroupChunks)
 	}
 	blobs, _ := x.Blobs()
@@ -204,25 +204,24 @@ func TestPackGroups(t *testing.T) {
 	}
 }
 
-// The mean group is 2 MiB of raw data, less on small disks, and never under 2 chunks.
+// The mean group is 2 MiB of raw data and never under 2 chunks, on a disk with 512 MiB of
+// data or more; on less, every chunk is a group.
 func TestGroupChunksFor(t *testing.T) {
 	for _, tc := range []struct {
-		size int64
+		data int64
+		avg  int64
 		want int
 	}{
-		{8 << 20, 2},  // a test disk: 8 KiB of data a group is under 2 chunks of 64 KiB
-		{1 << 30, 16}, // 1 MiB a group
-		{2 << 30, 8},  // the demo disk, 256 KiB chunks
-		{4 << 30, 4},  // 512 KiB chunks
-		{16 << 30, 2}, // the bench disk, 2 MiB chunks
-		{1 << 40, 2},
+		{50 << 20, 256 << 10, 1},  // the demo seed
+		{511 << 20, 256 << 10, 1}, //
+		{770 << 20, 256 << 10, 8}, // the 2 GiB bench disk
+		{2 << 30, 512 << 10, 4},
+		{6 << 30, 2 << 20, 2}, // the 16 GiB bench disk
+		{1 << 40, 2 << 20, 2},
 	} {
-		p := ParamsFor(tc.size)
-		if tc.size < 2<<30 {
-			p = small
-		}
-		if got := GroupChunksFor(tc.size, p); got != tc.want {
-			t.Errorf("GroupChunksFor(%d, avg %d) = %d, want %d", tc.size, p.Avg, got, tc.want)
+		p := Params{Min: tc.avg / 4, Avg: tc.avg, Max: tc.avg * 4}
+		if got := GroupChunksFor(tc.data, p); got != tc.want {
+			t.Errorf("GroupChunksFor(%d, avg %d) = %d, want %d", tc.data, tc.avg, got, tc.want)
 		}
 	}
 }

@@ -174,16 +174,20 @@ type Packed struct {
 // Pack chunks the disk in f (its first size bytes), compresses every chunk, writes each
 // distinct one to pack in disk order, and returns the index. jobs bounds the chunks
 // hashed and compressed at once (0: one per core).
-func Pack(ctx context.Context, f *os.File, size int64, pack io.Writer, p Params, jobs int) (*Packed, error) {
+func Pack(ctx context.Context, f *os.File, size int64, pack io.Writer, p Params, jobs int, opts ...PackOption) (*Packed, error) {
 	if jobs <= 0 {
 		jobs = runtime.NumCPU()
+	}
+	groupChunks, err := packGroupChunks(f, size, p, opts)
+	if err != nil {
+		return nil, err
 	}
 	enc, err := newEncoder(jobs)
 	if err != nil {
 		return nil, err
 	}
 	defer enc.Close()
-	x := &Index{Version: IndexVersion, Size: size, Algorithm: Algorithm, Params: p, Compression: CompressionZstd, GroupChunks: GroupChunksFor(size, p)}
+	x := &Index{Version: IndexVersion, Size: size, Algorithm: Algorithm, Params: p, Compression: CompressionZstd, GroupChunks: groupChunks}
 	res := &Packed{Index: x}
 	groups := newGrouper(x.GroupChunks)
 	packHash := digest.SHA256.Digester()
@@ -229,6 +233,27 @@ func Pack(ctx context.Context, f *os.File, size int64, pack io.Writer, p Params,
 	return res, x.Validate()
 }
 
+// packGroupChunks is the mean group length for the disk in f: the options', else
+// GroupChunksFor its data.
+func packGroupChunks(f *os.File, size int64, p Params, opts []PackOption) (int, error) {
+	var c packConfig
+	for _, o := range opts {
+		o(&c)
+	}
+	if c.groupChunks > 0 {
+		return c.groupChunks, nil
+	}
+	exts, err := dataExtents(f, size, p.Max)
+	if err != nil {
+		return 0, err
+	}
+	var data int64
+	for _, e := range exts {
+		data += e.len
+	}
+	return GroupChunksFor(data, p), nil
+}
+
 // hashRaw hashes the disk of size bytes whose data pieces come in order on pieces, zeros
 // between and after them.
 func hashRaw(pieces <-chan *piece, size int64) digest.Digest {
@@ -253,7 +278,7 @@ func hashRaw(pieces <-chan *piece, size int64) digest.Digest {
 
 // PackFiles packs the raw disk file raw into the files pack (0600: a disk keeps the
 // cluster's private keys) and index.
-func PackFiles(ctx context.Context, raw, pack, index string, p Params) (*Packed, error) {
+func PackFiles(ctx context.Context, raw, pack, index string, p Params, opts ...PackOption) (*Packed, error) {
 	in, err := os.Open(raw)
 	if err != nil {
 		return nil, err
@@ -269,7 +294,7 @@ func PackFiles(ctx context.Context, raw, pack, index string, p Params) (*Packed,
 	}
 	defer out.Close()
 	bw := bufio.NewWriterSize(out, 4<<20)
-	x, err := Pack(ctx, in, fi.Size(), bw, p, 0)
+	x, err := Pack(ctx, in, fi.Size(), bw, p, 0, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("packing %s: %w", raw, err)
 	}

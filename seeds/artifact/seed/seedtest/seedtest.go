@@ -75,7 +75,9 @@ func Write(t testing.TB, dir string, o Options) *seed.Manifest {
 		var err error
 		if f == seed.FormatChunked {
 			var sums *diskpack.Packed
-			if sums, err = diskpack.PackFiles(ctx, rawPath, filepath.Join(dir, PackFile), filepath.Join(dir, IndexFile), Params()); err == nil {
+			// Groups of 2 chunks, which a disk this small would not get, so that tests
+			// move chunk groups and range requests.
+			if sums, err = diskpack.PackFiles(ctx, rawPath, filepath.Join(dir, PackFile), filepath.Join(dir, IndexFile), Params(), diskpack.WithGroupChunks(2)); err == nil {
 				d, err = seed.DescribeChunked(dir, PackFile, IndexFile, sums)
 			}
 		} else {
