@@ -241,9 +241,10 @@ func TestDeltaPushRefusesChangedPack(t *testing.T) {
 }
 
 // A seed whose chunk index is version 1 (sealed before chunks carried a BLAKE3 check) or
-// 2 (before chunk groups) still pushes, pulls and verifies, one blob per chunk: its chunks
-// are checked by their sha256 digests (version 1) or BLAKE3 checks, and a damaged one is
-// refused.
+// 2 (before chunk groups) still pushes, pulls, verifies and writes, one blob per chunk:
+// its chunks are checked by their sha256 digests (version 1) or BLAKE3 checks, and a
+// damaged one is refused. A site holding such a seed, or the disk written from it, pulls
+// a later grouped build --from it and fetches only the chunks it lacks.
 func TestDeltaOlderIndexVersions(t *testing.T) {
 	for _, version := range []int{1, 2} {
 		t.Run(fmt.Sprint("version ", version), func(t *testing.T) { testOlderIndex(t, version) })
@@ -252,7 +253,7 @@ func TestDeltaOlderIndexVersions(t *testing.T) {
 
 func testOlderIndex(t *testing.T, version int) {
 	r := registry.StartT(t, registry.Options{})
-	a, _, ma, _ := deltaSeeds(t)
+	a, b, ma, mb := deltaSeeds(t)
 	d := ma.Disks[0]
 	x, err := seed.ReadIndex(a, d)
 	if err != nil {
@@ -297,6 +298,7 @@ func testOlderIndex(t *testing.T, version int) {
 	if _, err := seed.WriteDevice(ctx, dst, rawOut); err != nil {
 		t.Fatalf("writing the pulled version %d seed: %v", version, err)
 	}
+	pullGroupedFromOld(t, r, b, mb, x, dst, rawOut)
 
 	bad := x.Chunks[0].Blob
 	damageBlob(t, r, bad)
@@ -304,6 +306,36 @@ func testOlderIndex(t *testing.T, version int) {
 	var ce *diskpack.ChunkError
 	if !errors.As(err, &ce) || !strings.Contains(err.Error(), bad.String()) || strings.Contains(err.Error(), "blake3") != (version > 1) {
 		t.Fatalf("Pull of a damaged version %d chunk = %v, want a chunk error naming %s", version, err, bad)
+	}
+}
+
+// pullGroupedFromOld pushes the grouped seed b and pulls it --from each of froms, an
+// earlier seed of index x or its disk: only the chunks x lacks are fetched, by ranges on
+// b's groups, and b comes back byte for byte.
+func pullGroupedFromOld(t *testing.T, r *registry.Registry, b string, mb *seed.Manifest, x *diskpack.Index, froms ...string) {
+	t.Helper()
+	ctx := context.Background()
+	xb, err := seed.ReadIndex(b, mb.Disks[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if blobs, _ := xb.Blobs(); xb.Version < 3 || len(xb.Groups()) >= len(blobs) {
+		t.Fatalf("the later build is index version %d with %d groups of %d chunks, want groups", xb.Version, len(xb.Groups()), len(blobs))
+	}
+	if _, err := ociseed.Push(ctx, b, r.Ref("seeds/old:2"), opts()...); err != nil {
+		t.Fatal(err)
+	}
+	want := missingBytes(xb, x)
+	for _, from := range froms {
+		var st ociseed.PullStats
+		dst := filepath.Join(t.TempDir(), "grouped")
+		if _, err := ociseed.Pull(ctx, r.Ref("seeds/old:2"), dst, opts(ociseed.WithFrom(from), ociseed.WithPullStats(&st))...); err != nil {
+			t.Fatalf("pull of the grouped build --from %s: %v", from, err)
+		}
+		sameFiles(t, b, dst, mb)
+		if want == 0 || st.FetchedBytes != want || st.Reused == 0 || st.Ranges == 0 {
+			t.Errorf("pull --from %s: %+v, want %d bytes fetched by ranges", from, st, want)
+		}
 	}
 }
 
