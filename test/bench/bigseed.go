@@ -20,9 +20,10 @@ import (
 // thousand files of sizes from 1 KiB to 32 MiB. mkfs.ext4 -d fills the image without
 // mounting it, so offsets and fragmentation are a real filesystem's. A second disk is the
 // same node after a z-stream update: half of the image files replaced by new ones of the
-// same sizes. Both are generated once per machine, under build/bench/.
+// same sizes. Both are generated once per machine, under build/bench/. A smaller disk
+// (-disk-gib) scales the files' budgets with it: a quick run, same proportions.
 const (
-	bigDiskSize   = 16 << 30
+	bigDiskGiB    = 16
 	bigOSBytes    = 2 << 30
 	bigImageBytes = 4 << 30
 	bigSeedDir    = "bigseed-v1" // bump when the generator changes
@@ -37,8 +38,8 @@ type benchFile struct {
 	seed  uint64
 }
 
-// bigSeedFiles lists the files, the same on every machine.
-func bigSeedFiles() []benchFile {
+// bigSeedFiles lists the files of a disk of gib GiB, the same on every machine.
+func bigSeedFiles(gib int64) []benchFile {
 	r := rand.New(rand.NewPCG(16, 6))
 	var files []benchFile
 	var text, random int64
@@ -58,8 +59,8 @@ func bigSeedFiles() []benchFile {
 			n += size
 		}
 	}
-	add("usr/lib", bigOSBytes, false)
-	add("var/lib/containers/storage/overlay", bigImageBytes, true)
+	add("usr/lib", bigOSBytes*gib/bigDiskGiB, false)
+	add("var/lib/containers/storage/overlay", bigImageBytes*gib/bigDiskGiB, true)
 	return files
 }
 
@@ -129,14 +130,17 @@ func writeContent(path string, f benchFile) error {
 	return out.Close()
 }
 
-// bigSeedDisks returns the two bench disks (the node, and the node after a z-stream),
-// generating them on first use.
-func bigSeedDisks(ctx context.Context) (a, b string, err error) {
+// bigSeedDisks returns the two bench disks of gib GiB (the node, and the node after a
+// z-stream), generating them on first use.
+func bigSeedDisks(ctx context.Context, gib int64) (a, b string, err error) {
 	root, err := testbin.RepoRoot()
 	if err != nil {
 		return "", "", err
 	}
 	dir := filepath.Join(root, "build", "bench", bigSeedDir)
+	if gib != bigDiskGiB {
+		dir += fmt.Sprintf("-%dgib", gib)
+	}
 	a, b = filepath.Join(dir, "node.raw"), filepath.Join(dir, "node-zstream.raw")
 	stamp := filepath.Join(dir, "complete")
 	if _, err := os.Stat(stamp); err == nil {
@@ -149,8 +153,9 @@ func bigSeedDisks(ctx context.Context) (a, b string, err error) {
 		return "", "", err
 	}
 	tree := filepath.Join(dir, "tree")
-	files := bigSeedFiles()
-	fmt.Fprintf(os.Stderr, "bench: generating the 16 GiB bench disks (%d files, 6 GiB; once per machine) in %s\n", len(files), dir)
+	files := bigSeedFiles(gib)
+	fmt.Fprintf(os.Stderr, "bench: generating the %d GiB bench disks (%d files, %d MiB; once per machine) in %s\n",
+		gib, len(files), (bigOSBytes+bigImageBytes)*gib/bigDiskGiB>>20, dir)
 	for _, f := range files {
 		if err := ctx.Err(); err != nil {
 			return "", "", err
@@ -159,7 +164,7 @@ func bigSeedDisks(ctx context.Context) (a, b string, err error) {
 			return "", "", err
 		}
 	}
-	if err := mkfs(ctx, tree, a); err != nil {
+	if err := mkfs(ctx, tree, a, gib<<30); err != nil {
 		return "", "", err
 	}
 	for i, f := range zstream(files) {
@@ -169,7 +174,7 @@ func bigSeedDisks(ctx context.Context) (a, b string, err error) {
 			}
 		}
 	}
-	if err := mkfs(ctx, tree, b); err != nil {
+	if err := mkfs(ctx, tree, b, gib<<30); err != nil {
 		return "", "", err
 	}
 	if err := os.RemoveAll(tree); err != nil {
@@ -178,12 +183,12 @@ func bigSeedDisks(ctx context.Context) (a, b string, err error) {
 	return a, b, os.WriteFile(stamp, nil, 0o644)
 }
 
-func mkfs(ctx context.Context, tree, image string) error {
+func mkfs(ctx context.Context, tree, image string, size int64) error {
 	f, err := os.Create(image)
 	if err != nil {
 		return err
 	}
-	if err := f.Truncate(bigDiskSize); err != nil {
+	if err := f.Truncate(size); err != nil {
 		f.Close()
 		return err
 	}

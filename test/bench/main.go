@@ -32,9 +32,10 @@ func main() {
 	only := flag.String("only", "", "run only benchmarks whose name contains this")
 	count := flag.Int("count", 3, "rounds of each benchmark: ours and its baseline run together in each, and each line "+
 		"prints the rounds' median ratio and its spread (1 for a quick run)")
+	diskGiB := flag.Int64("disk-gib", bigDiskGiB, "size of the publish bench's disk in GiB, its data scaled with it (a quick run: 2)")
 	flag.Parse()
-	if *count < 1 {
-		fmt.Fprintln(os.Stderr, "-count must be at least 1")
+	if *count < 1 || *diskGiB < 1 {
+		fmt.Fprintln(os.Stderr, "-count and -disk-gib must be at least 1")
 		os.Exit(2)
 	}
 
@@ -43,7 +44,7 @@ func main() {
 		{"iso", benchISO},
 		{"precache", benchPrecache},
 		{"install", benchInstall},
-		{"publish", benchPublish},
+		{"publish", func(ctx context.Context, dir string) ([]Result, error) { return benchPublish(ctx, dir, *diskGiB) }},
 		{"factory", benchFactory},
 		{"depot", benchDepot},
 		{"reproducible", benchReproducible},

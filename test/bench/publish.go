@@ -221,13 +221,14 @@ func skopeoLayout(dir, pack string) error {
 	return os.WriteFile(filepath.Join(dir, "oci-layout"), []byte(`{"imageLayoutVersion":"1.0.0"}`), 0o644)
 }
 
-// benchPublish measures the seed commands on the 16 GiB bench disk, each against a tool
-// nobody here wrote doing the same job on the same bytes in the same run: packaging vs
+// benchPublish measures the seed commands on the bench disk (16 GiB, or -disk-gib), each
+// against a tool nobody here wrote doing the same job on the same bytes in the same run:
+// packaging vs
 // qemu-img's compressed qcow2 (and zstd's size), push and pull vs skopeo copy, write vs dd;
 // then a re-push of the unchanged seed, and a z-stream update moved as a delta. Every
 // seed command runs as its own process, and its peak memory is reported.
-func benchPublish(ctx context.Context, dir string) ([]Result, error) {
-	p, err := newPublishBench(ctx, dir)
+func benchPublish(ctx context.Context, dir string, gib int64) ([]Result, error) {
+	p, err := newPublishBench(ctx, dir, gib)
 	if err != nil {
 		return nil, err
 	}
@@ -268,8 +269,8 @@ type publishBench struct {
 }
 
 // newPublishBench checks the baseline tools are installed and finds the binaries and the
-// bench disks.
-func newPublishBench(ctx context.Context, dir string) (*publishBench, error) {
+// bench disks of gib GiB.
+func newPublishBench(ctx context.Context, dir string, gib int64) (*publishBench, error) {
 	for _, tool := range []string{"skopeo", "qemu-img", "zstd", "dd"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			return nil, fmt.Errorf("%s is missing: make deps installs it", tool)
@@ -287,7 +288,7 @@ func newPublishBench(ctx context.Context, dir string) (*publishBench, error) {
 	if err != nil {
 		return nil, err
 	}
-	rawA, rawB, err := bigSeedDisks(ctx)
+	rawA, rawB, err := bigSeedDisks(ctx, gib)
 	if err != nil {
 		return nil, err
 	}
