@@ -35,7 +35,8 @@ func (r *run) hasNetworkManager(ctx context.Context) (bool, error) {
 
 // nmNetwork applies the whole nmstate document as NetworkManager keyfiles, the profiles
 // nmstate's generator writes (NMKeyfiles), replacing the factory's: every other profile
-// in the directory is removed, then NetworkManager reloads and activates each new one.
+// in the directory is removed, then NetworkManager reloads them once and the top-level
+// profiles are activated (nmActivate), so each bond port is enslaved once.
 func (r *run) nmNetwork(ctx context.Context, n *siteconfig.Network) (map[string]string, error) {
 	kfs, err := NMKeyfiles(n)
 	if err != nil {
@@ -76,10 +77,8 @@ func (r *run) nmNetwork(ctx context.Context, n *siteconfig.Network) (map[string]
 	if _, err := r.cmd(ctx, "nmcli", "connection", "reload"); err != nil {
 		return nil, fmt.Errorf("reloading NetworkManager's profiles: %w", err)
 	}
-	for _, id := range ids {
-		if _, err := r.cmd(ctx, "nmcli", "connection", "up", "id", id); err != nil {
-			return nil, fmt.Errorf("activating the NetworkManager profile %s: %w", id, err)
-		}
+	if err := r.nmActivate(ctx, n); err != nil {
+		return nil, err
 	}
 	d, err := r.addressReport(ctx, n)
 	if err != nil {
@@ -110,4 +109,53 @@ func (r *run) addressReport(ctx context.Context, n *siteconfig.Network) (map[str
 	}
 	d["interfaces"] = strings.Join(names, ",")
 	return d, nil
+}
+
+// nmActivate brings up the site's profiles after the reload the way nmstate applies a
+// document, in one go: a port is never activated on its own, its controller activates it
+// (connection.autoconnect-slaves=1, nm-settings-nmcli(5): "activate all the port
+// connections with this connection"). The reload may already have started a profile
+// (autoconnect=true, nm-settings-nmcli(5) connection.autoconnect), and activating a profile
+// that is active activates it again (nmcli(1) "connection up": the device is disconnected
+// first), which would release and enslave the bond's ports once more: a controller or
+// plain interface NetworkManager reports activating or activated is left alone. A VLAN is
+// always activated: nmcli waits for it to be activated, its addresses then to report, and
+// activating it again touches neither its parent nor the parent's ports.
+func (r *run) nmActivate(ctx context.Context, n *siteconfig.Network) error {
+	ports := map[string]bool{}
+	var top, vlans []string
+	for _, iface := range n.Interfaces {
+		if iface.Type == "bond" {
+			for _, p := range iface.LinkAggregation.PortNames() {
+				ports[p] = true
+			}
+		}
+	}
+	for _, iface := range n.Interfaces {
+		switch {
+		case ports[iface.Name] || iface.State == "down":
+		case iface.Type == "vlan":
+			vlans = append(vlans, iface.Name)
+		default:
+			top = append(top, iface.Name)
+		}
+	}
+	var up []string
+	for _, id := range top {
+		// -g: the field's value alone; empty for a profile that is not active.
+		out, err := r.cmd(ctx, "nmcli", "-g", "GENERAL.STATE", "connection", "show", "id", id)
+		if err != nil {
+			return fmt.Errorf("reading the state of the NetworkManager profile %s: %w", id, err)
+		}
+		if st := strings.TrimSpace(string(out)); st != "activated" && st != "activating" {
+			up = append(up, id)
+		}
+	}
+	// The controllers and plain interfaces first, then the VLANs over them.
+	for _, id := range append(up, vlans...) {
+		if _, err := r.cmd(ctx, "nmcli", "connection", "up", "id", id); err != nil {
+			return fmt.Errorf("activating the NetworkManager profile %s: %w", id, err)
+		}
+	}
+	return nil
 }

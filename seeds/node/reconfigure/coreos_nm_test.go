@@ -2,6 +2,8 @@ package reconfigure
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -69,7 +71,7 @@ func TestNMNetworkReplacesFactoryProfiles(t *testing.T) {
 	if !slices.Equal(files, want) {
 		t.Errorf("profiles on disk %v, want %v (the factory's removed)", files, want)
 	}
-	if want := []string{"eno1", "eno2", "bond0", "bond0.100", "bond0.200"}; !slices.Equal(nm.active, want) {
+	if want := []string{"bond0", "eno1", "eno2", "bond0.100", "bond0.200"}; !slices.Equal(nm.active, want) {
 		t.Errorf("activated %v, want %v", nm.active, want)
 	}
 	if got := d["address.bond0.100"]; got != "192.168.100.10/24,fd00:100::10/64" {
@@ -123,6 +125,32 @@ func TestNMNetworkRefusesFirst(t *testing.T) {
 				if strings.HasPrefix(l, "nmcli connection") {
 					t.Errorf("ran %q before refusing", l)
 				}
+			}
+		})
+	}
+}
+
+// TestNMNetworkEnslavesPortsOnce: whether or not NetworkManager's autoconnect starts the
+// new profiles at the reload, the hook activates no port itself and no controller that is
+// already active, so each bond port is attached once (a second attach is a link flap).
+func TestNMNetworkEnslavesPortsOnce(t *testing.T) {
+	for _, autoconnect := range []bool{false, true} {
+		t.Run(fmt.Sprintf("autoconnect=%v", autoconnect), func(t *testing.T) {
+			r, cmds, nm := nmNode(t)
+			nm.autoconnect = autoconnect
+			if _, err := r.coreosNetwork(context.Background(), bondVLANSite(t)); err != nil {
+				t.Fatalf("%v\ncommands:\n%s", err, strings.Join(cmds.lines, "\n"))
+			}
+			if want := map[string]int{"eno1": 1, "eno2": 1}; !maps.Equal(nm.enslaved, want) {
+				t.Errorf("ports attached %v times, want once each; commands:\n%s", nm.enslaved, strings.Join(cmds.lines, "\n"))
+			}
+			for _, id := range []string{"bond0", "eno1", "eno2", "bond0.100", "bond0.200"} {
+				if !slices.Contains(nm.active, id) {
+					t.Errorf("%s not active: %v", id, nm.active)
+				}
+			}
+			if n := strings.Count(strings.Join(cmds.lines, "\n"), "nmcli connection reload"); n != 1 {
+				t.Errorf("reloaded %d times, want once", n)
 			}
 		})
 	}
