@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"maps"
 	"net/netip"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -46,7 +49,35 @@ func (r *run) coreosSteps(_ *siteconfig.SiteConfig) []step {
 		{steps.Step{Name: "manifests", Changes: []string{ManifestsDir}}, func(_ context.Context, sc *siteconfig.SiteConfig) (map[string]string, error) {
 			return r.writeManifests(sc)
 		}},
+		{steps.Step{Name: "node-labels", Changes: []string{NodeLabelsFile},
+			Detail: "no Node object here: the labels OpenShift's node-labels step would patch onto it, recorded"}, r.coreosNodeLabels},
 	}
+}
+
+// coreosNodeLabels records the site's node labels where a conformance check reads them
+// (NodeLabelsFile), split as nodeLabelsStep splits them on OpenShift: the kubelet's own
+// labels are left out and reported as ignored. Without labels the file is removed, so a
+// node reconfigured again does not keep another site's.
+func (r *run) coreosNodeLabels(_ context.Context, sc *siteconfig.SiteConfig) (map[string]string, error) {
+	labels, ignored := siteNodeLabels(sc)
+	d := map[string]string{"ignored": strings.Join(ignored, ",")}
+	if len(labels) == 0 {
+		if err := os.Remove(under(r.o.Root, NodeLabelsFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("removing %s: %w", NodeLabelsFile, err)
+		}
+		d["applied"] = "nothing: the site config has no node labels of its own"
+		return d, nil
+	}
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		fmt.Fprintf(&b, "%s=%s\n", k, labels[k])
+	}
+	if _, err := r.writeUnder(NodeLabelsFile, []byte(b.String()), 0o644); err != nil {
+		return nil, fmt.Errorf("recording the node labels: %w", err)
+	}
+	d["labels"] = strings.Join(slices.Sorted(maps.Keys(labels)), ",")
+	d["file"] = NodeLabelsFile
+	return d, nil
 }
 
 // coreosNetwork configures each interface and route with busybox ip, then reports the

@@ -157,3 +157,30 @@ func TestNMNetworkEnslavesPortsOnce(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestCoreOSNodeLabels: the conformance OS has no Node object, so its node-labels step
+// records the labels OpenShift's would patch onto it (the kubelet's own left out), and a
+// site without labels removes another site's record.
+func TestCoreOSNodeLabels(t *testing.T) {
+	r, _, _ := nmNode(t)
+	sc := bondVLANSite(t)
+	sc.Spec.NodeLabels["kubernetes.io/hostname"] = "other"
+	d, err := r.coreosNodeLabels(context.Background(), sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(r.o.Root, NodeLabelsFile))
+	if want := "node-role.kubernetes.io/edge=\nsite.example.com/store=0042\n"; err != nil || string(b) != want {
+		t.Errorf("%s = %q (%v), want %q", NodeLabelsFile, b, err, want)
+	}
+	if d["labels"] != "node-role.kubernetes.io/edge,site.example.com/store" || d["ignored"] != "kubernetes.io/hostname" {
+		t.Errorf("reported %v", d)
+	}
+	sc.Spec.NodeLabels = nil
+	if d, err = r.coreosNodeLabels(context.Background(), sc); err != nil || d["applied"] == "" {
+		t.Fatalf("without labels: %v, %v", d, err)
+	}
+	if _, err := os.Stat(filepath.Join(r.o.Root, NodeLabelsFile)); !os.IsNotExist(err) {
+		t.Errorf("%s kept after a site without labels: %v", NodeLabelsFile, err)
+	}
+}

@@ -53,7 +53,7 @@ func TestCoreOSSteps(t *testing.T) {
 	for _, s := range res.Steps {
 		names = append(names, s.Name)
 	}
-	if want := []string{"medium", "container-storage", "network", "hostname", "dns", "ntp", "pull-secret", "mirrors", "proxy", "trust-bundle", "ssh-keys", "manifests"}; !slices.Equal(names, want) {
+	if want := []string{"medium", "container-storage", "network", "hostname", "dns", "ntp", "pull-secret", "mirrors", "proxy", "trust-bundle", "ssh-keys", "manifests", "node-labels"}; !slices.Equal(names, want) {
 		t.Errorf("steps %v, want %v", names, want)
 	}
 	for _, tc := range []struct {

@@ -519,11 +519,9 @@ func (r *run) images() (recert, etcd string, err error) {
 var kubeletLabels = []string{"beta.kubernetes.io/arch", "beta.kubernetes.io/os", "kubernetes.io/arch", "kubernetes.io/hostname", "kubernetes.io/os",
 	"node-role.kubernetes.io/control-plane", "node-role.kubernetes.io/master", "node.openshift.io/os_id", "node-role.kubernetes.io/worker"}
 
-// nodeLabelsStep merge-patches the site's labels onto the node once the API answers, as
-// lifecycle-agent's post-pivot does after the new cluster ID (setNodeLabels: a JSON merge
-// patch of metadata.labels on the SNO node, the kubelet's own labels left out). The node
-// is named by the site's host name, as the kubelet registers it.
-func (r *run) nodeLabelsStep(sc *siteconfig.SiteConfig, oc func(...string) []string) step {
+// siteNodeLabels splits the site's node labels into those the hook applies and the
+// kubelet's own, which it leaves alone (sorted).
+func siteNodeLabels(sc *siteconfig.SiteConfig) (map[string]string, []string) {
 	labels := map[string]string{}
 	var ignored []string
 	for k, v := range sc.Spec.NodeLabels {
@@ -534,6 +532,15 @@ func (r *run) nodeLabelsStep(sc *siteconfig.SiteConfig, oc func(...string) []str
 		labels[k] = v
 	}
 	slices.Sort(ignored)
+	return labels, ignored
+}
+
+// nodeLabelsStep merge-patches the site's labels onto the node once the API answers, as
+// lifecycle-agent's post-pivot does after the new cluster ID (setNodeLabels: a JSON merge
+// patch of metadata.labels on the SNO node, the kubelet's own labels left out). The node
+// is named by the site's host name, as the kubelet registers it.
+func (r *run) nodeLabelsStep(sc *siteconfig.SiteConfig, oc func(...string) []string) step {
+	labels, ignored := siteNodeLabels(sc)
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": labels}}) // strings only: cannot fail
 	argv := oc("patch", "node", sc.Spec.Hostname, "--type", "merge", "-p", string(patch))
 	// "Node *": a single-node cluster's one node, whatever the dry run's placeholder name.

@@ -13,10 +13,19 @@ for t in rsa ecdsa ed25519; do
 done
 nics=
 bonds=
+ports=
 for d in /sys/class/net/*; do
 	n=${d##*/}
 	if [ -e "$d/bonding/mode" ]; then
 		bonds="$bonds${bonds:+,}$n:$(cut -d' ' -f1 "$d/bonding/mode"):$(cat "$d/bonding/miimon"):$(tr ' ' + <"$d/bonding/slaves")"
+		# Each port: how often the kernel enslaved it this boot (drivers/net/bonding/bond_main.c
+		# bond_enslave logs "(slave PORT): Enslaving as ...") and the bond's Link Failure Count
+		# for it (bond_procfs.c bond_info_show_slave): a port activated twice shows 2.
+		for p in $(cat "$d/bonding/slaves"); do
+			en=$(journalctl -k -b -o cat --no-pager | grep -cE "\\(slave $p\\): Enslaving|Enslaving $p as")
+			lf=$(awk -v p="$p" '/^Slave Interface:/ {s = $3} /^Link Failure Count:/ && s == p {print $4}' "/proc/net/bonding/$n")
+			ports="$ports${ports:+,}$p:enslaved=$en:failures=$lf"
+		done
 	fi
 	[ -e "$d/device" ] || continue
 	# A bond's port carries the bond's address; its own is the permanent one.
@@ -54,6 +63,8 @@ exec /usr/local/bin/snofactory agent report --port org.snofactory.agent.0 --phas
 	--detail "hostname=$(hostname)" \
 	--detail "addresses=$(ip -o addr show scope global | awk '{print $2 "=" $4}' | paste -sd, -)" \
 	--detail "bonds=$bonds" \
+	--detail "bond_ports=$ports" \
+	--detail "node_labels=$(cat /etc/snofactory/node-labels 2>/dev/null | paste -sd, -)" \
 	--detail "nm_active=$(nmcli -t -f NAME,TYPE,DEVICE connection show --active | grep -v ':lo$' | paste -sd, -)" \
 	--detail "reconfigure=$(systemctl is-active snofactory-reconfigure.service)" \
 	--detail "chrony_sources=$(chronyc -n -c sources 2>&1 | cut -d, -f3 | paste -sd, -)" \

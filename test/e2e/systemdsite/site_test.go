@@ -76,6 +76,9 @@ spec:
         search: [site.example]
   ntp:
     servers: [` + peerV4 + `]
+  nodeLabels:
+    site.example.com/store: sysd
+    kubernetes.io/hostname: not-the-kubelets
   proxy:
     httpProxy: http://` + peerV4 + `:` + proxyPort + `
     noProxy: .site.example,` + peerV4 + `
@@ -155,6 +158,8 @@ func checkSteps(t *testing.T, msgs []wire.Message) {
 		{"ntp", "chrony.sources", "/etc/chrony/sources.d/snofactory-site.sources"},
 		{"proxy", "httpProxy", "http://" + peerV4 + ":" + proxyPort},
 		{"trust-bundle", "certificates", "1"},
+		{"node-labels", "labels", "site.example.com/store"},
+		{"node-labels", "ignored", "kubernetes.io/hostname"},
 	} {
 		d, ok := steps[tc.step]
 		switch {
@@ -175,6 +180,10 @@ func checkSite(t *testing.T, d map[string]string) {
 		{"reconfigure", "active"},
 		{"site_ca", "trusted"},
 		{"proxy_probe", "200"},
+		// The conformance OS has no Node object: the labels are recorded (the kubelet's left out).
+		{"node_labels", "site.example.com/store=sysd"},
+		// Each port enslaved once, as nmstate applies a bond in one go: no link flap.
+		{"bond_ports", stages.NICName(0) + ":enslaved=1:failures=0," + stages.NICName(1) + ":enslaved=1:failures=0"},
 	} {
 		if d[tc.key] != tc.want {
 			t.Errorf("node reports %s=%q, want %q", tc.key, d[tc.key], tc.want)
