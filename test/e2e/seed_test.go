@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/base64"
@@ -9,8 +8,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,6 +23,7 @@ import (
 	"github.com/snofactory/snofactory/seeds/artifact/seed"
 	"github.com/snofactory/snofactory/test/conformance"
 	"github.com/snofactory/snofactory/test/registry"
+	"github.com/snofactory/snofactory/test/siteboot"
 	"github.com/snofactory/snofactory/test/testbin"
 )
 
@@ -156,9 +154,7 @@ func TestSeedBuildsPublishesAndPulls(t *testing.T) {
 
 // bootAtTheSite boots the pulled seed as a site would, on one disk across power cycles:
 // without its site-config medium and with a malformed one it says what is wrong and changes
-// nothing; with the demo's medium it reports each step applied, and from outside the
-// forwarded port answers at the new address, with the new hostname and DNS server, within
-// 60 s of the power-on.
+// nothing; with the demo's medium it reconfigures (siteboot.Reconfigured's checks).
 func bootAtTheSite(t *testing.T, seedDir string) {
 	disk := filepath.Join(t.TempDir(), "site-disk.qcow2")
 	boot := func(args ...string) cliResult {
@@ -180,66 +176,9 @@ func bootAtTheSite(t *testing.T, seedDir string) {
 		t.Errorf("boot with a malformed medium: exit %d, want 1 naming the problem\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 
-	root, err := testbin.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	iso := filepath.Join(t.TempDir(), "site.iso")
-	if r := runCLI(t, "site-config", "create", filepath.Join(root, "blueprints", "demo", "site.yaml"), "-o", iso); r.code != 0 {
-		t.Fatalf("site-config create: exit %d\n%s", r.code, r.stderr)
-	}
-	port := freePort(t)
-	cmd := exec.Command(snofactoryBin, "seed", "boot", seedDir, "--overlay", disk, "--site-config", iso,
-		"--forward", fmt.Sprintf("%d:10.0.2.50:8080", port), "--hold", "5m")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	var log strings.Builder
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() {
-		log.WriteString(sc.Text() + "\n")
-		if strings.HasPrefix(sc.Text(), "Holding the VM") {
-			break
-		}
-	}
-	took := time.Since(start)
-	got := log.String()
-	if !strings.Contains(got, "Seed reconfigured and booted") {
-		t.Fatalf("seed boot did not reconfigure:\n%s\n%s", got, stderr.String())
-	}
-	for _, want := range []string{"hostname=edge-01", "address.eth0=10.0.2.50/24", "dns.servers=10.0.2.3"} {
-		if !strings.Contains(got, want) {
-			t.Errorf("the seed did not report %s:\n%s", want, got)
-		}
-	}
+	took := siteboot.Reconfigured(t, siteboot.Boot{Bin: snofactoryBin, Seed: seedDir, Overlay: disk})
 	// How fast is make bench's to judge; here it is only reported.
 	t.Logf("the seed took %s from power-on to reconfigured", took.Round(time.Second))
-	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/site.txt", port))
-	if err != nil {
-		t.Fatalf("the forwarded port to 10.0.2.50:8080 does not answer: %v", err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	for _, want := range []string{"hostname=edge-01", "address=eth0 10.0.2.50/24", "dns=10.0.2.3"} {
-		if !strings.Contains(string(body), want) {
-			t.Errorf("the reconfigured seed says %q, want %s", body, want)
-		}
-	}
-	cmd.Process.Signal(os.Interrupt)
-	if err := cmd.Wait(); err != nil {
-		t.Errorf("seed boot after Ctrl-C: %v\n%s", err, stderr.String())
-	}
-	if out, err := exec.Command("pgrep", "-f", disk).Output(); err == nil {
-		t.Errorf("qemu outlived seed boot: %s", out)
-	}
 }
 
 // checkTrusted checks what publish attached to the signed seed at ref: seed inspect and
@@ -395,16 +334,6 @@ func enforcingPolicy(t *testing.T, r *registry.Registry, pub string) []string {
 	os.Mkdir(regd, 0o755)
 	os.WriteFile(filepath.Join(regd, "demo.yaml"), fmt.Appendf(nil, "docker:\n  %s:\n    use-sigstore-attachments: true\n", r.Addr()), 0o644)
 	return []string{"--policy", policy, "--registries.d", regd}
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // noSecret searches every byte a user receives for the secret, in clear and base64: the
