@@ -16,47 +16,32 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// A TaskRun sent as v1 runs for real: Tekton's controller makes the pod, the kubelet runs
-// its init containers (entrypoint copy, place-scripts) and the step in the local busybox
-// image, and the step's result comes back through the termination message. The step also
-// shows the pod's network: the kubernetes Service answers through the DNAT rule, and the
-// pod has no route off the bridge. After teardown nothing of the cluster is left.
 func TestTaskRunOnRealCluster(t *testing.T) {
+	onRealCluster(t, func(t *testing.T, c *Cluster, _ func(string)) { checkTaskRun(t, c) })
+}
+
+// onRealCluster starts a cluster in a subtest and runs cases on it; after the cluster's
+// teardown nothing of it, or of what the cases started beside it (each named by a marker
+// they pass to mark as soon as they start it: a registry's directory), is left, also when
+// a case failed half-way: no process, mount, cgroup, bridge, iptables rule, host file or
+// directory, or changed kernel tunable.
+func onRealCluster(t *testing.T, cases func(t *testing.T, c *Cluster, mark func(marker string))) {
 	before, err := readSysctls()
 	if err != nil {
 		t.Fatal(err)
 	}
 	dirsBefore := existing(hostDirs)
 	var dir, cgroupRoot string
+	var markers []string
 	t.Run("cluster", func(t *testing.T) {
 		c := Start(t)
 		dir, cgroupRoot = c.Dir, c.cgroupRoot
-		tr := runTaskRun(t, c, helloTaskRun)
-		if got := conditionStatus(tr, "Succeeded"); got != "True" {
-			t.Fatalf("TaskRun did not succeed: %v", tr.Object["status"])
-		}
-		results := map[string]string{}
-		list, _, _ := unstructured.NestedSlice(tr.Object, "status", "results")
-		for _, r := range list {
-			m, _ := r.(map[string]any)
-			name, _ := m["name"].(string)
-			value, _ := m["value"].(string)
-			results[name] = value
-		}
-		if results["hostname"] != "hello-pod" {
-			t.Errorf("result hostname = %q, want the pod's name hello-pod", results["hostname"])
-		}
-		if results["api"] != "open" {
-			t.Errorf("result api = %q: the pod did not reach the kubernetes Service at %s:443", results["api"], ServiceIP)
-		}
-		if strings.Contains(results["routes"], "default") || !strings.Contains(results["routes"], PodSubnet) {
-			t.Errorf("the pod's routes reach off the bridge:\n%s", results["routes"])
-		}
+		cases(t, c, func(m string) { markers = append(markers, m) })
 	})
 	if dir == "" {
 		return
 	}
-	for _, left := range leftovers(dir, cgroupRoot) {
+	for _, left := range append(leftovers(dir, cgroupRoot), leftProcesses(markers)...) {
 		t.Errorf("left after teardown: %s", left)
 	}
 	for d, after := range existing(hostDirs) {
@@ -66,6 +51,35 @@ func TestTaskRunOnRealCluster(t *testing.T) {
 	}
 	if after, err := readSysctls(); err != nil || !equalMaps(before, after) {
 		t.Errorf("kernel tunables changed: before %v, after %v (%v)", before, after, err)
+	}
+}
+
+// A TaskRun sent as v1 runs for real: Tekton's controller makes the pod, the kubelet runs
+// its init containers (entrypoint copy, place-scripts) and the step in the local busybox
+// image, and the step's result comes back through the termination message. The step also
+// shows the pod's network: the kubernetes Service answers through the DNAT rule, and the
+// pod has no route off the bridge.
+func checkTaskRun(t *testing.T, c *Cluster) {
+	tr := runTaskRun(t, c, helloTaskRun)
+	if got := conditionStatus(tr, "Succeeded"); got != "True" {
+		t.Fatalf("TaskRun did not succeed: %v", tr.Object["status"])
+	}
+	results := map[string]string{}
+	list, _, _ := unstructured.NestedSlice(tr.Object, "status", "results")
+	for _, r := range list {
+		m, _ := r.(map[string]any)
+		name, _ := m["name"].(string)
+		value, _ := m["value"].(string)
+		results[name] = value
+	}
+	if results["hostname"] != "hello-pod" {
+		t.Errorf("result hostname = %q, want the pod's name hello-pod", results["hostname"])
+	}
+	if results["api"] != "open" {
+		t.Errorf("result api = %q: the pod did not reach the kubernetes Service at %s:443", results["api"], ServiceIP)
+	}
+	if strings.Contains(results["routes"], "default") || !strings.Contains(results["routes"], PodSubnet) {
+		t.Errorf("the pod's routes reach off the bridge:\n%s", results["routes"])
 	}
 }
 
@@ -121,11 +135,7 @@ func runToEnd(t *testing.T, c *Cluster, gvr schema.GroupVersionResource, limit t
 
 // leftovers lists what a torn-down cluster left on the host.
 func leftovers(dir, cgroupRoot string) []string {
-	var left []string
-	for _, pid := range pidsMatching(dir) {
-		b, _ := os.ReadFile(filepath.Join("/proc", itoa(pid), "cmdline"))
-		left = append(left, "process "+strings.ReplaceAll(string(b), "\x00", " "))
-	}
+	left := leftProcesses([]string{dir})
 	for _, m := range mountsUnder(dir) {
 		left = append(left, "mount "+m)
 	}
@@ -156,6 +166,22 @@ func leftovers(dir, cgroupRoot string) []string {
 	cached, _ := filepath.Glob("/var/lib/cni/results/" + cniNetwork + "-*")
 	for _, f := range cached {
 		left = append(left, "CNI cache "+f)
+	}
+	return left
+}
+
+// leftProcesses lists the processes whose command line or environment holds one of
+// markers, and each marker that is a directory still there.
+func leftProcesses(markers []string) []string {
+	var left []string
+	for _, m := range markers {
+		for _, pid := range pidsMatching(m) {
+			b, _ := os.ReadFile(filepath.Join("/proc", itoa(pid), "cmdline"))
+			left = append(left, "process "+strings.ReplaceAll(string(b), "\x00", " "))
+		}
+		if _, err := os.Stat(m); err == nil {
+			left = append(left, "directory "+m)
+		}
 	}
 	return left
 }

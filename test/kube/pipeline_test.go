@@ -37,17 +37,24 @@ type pipelineEnv struct {
 
 // pipeline/tekton's Pipeline, exactly as it ships, runs the demo blueprint as a real
 // PipelineRun: prepare, factory-vm (qemu under TCG: the node has no /dev/kvm) and publish,
-// with the blueprint, the cache and the output on one volume (a subPath each),
-// the push credentials and the depot's signing key as Secrets, and the seed pushed, signed
-// and attested to a registry with basic auth on the cluster's bridge (pods reach nothing
-// else). The seed pulls under a policy that requires the depot's key and is refused under
-// one that requires another key, and the verified pull boots with the demo's site medium
-// and reconfigures; a second PipelineRun is a cache hit for every stage but
-// publish (which always runs), and pushes the same seed.
+// each step the snofactory image (built like `make image`) as its non-root user with no
+// capability, with the blueprint (without its extra image: pods reach nothing off the
+// bridge), the cache and the output on one volume (a subPath each), the push credentials
+// and the depot's signing key as Secrets, and the seed pushed, signed and attested to a
+// registry with basic auth on the cluster's bridge. The seed pulls under a
+// policy that requires the depot's key and is refused under one that requires another key;
+// the verified pull boots with the demo's site medium and reconfigures. A second
+// PipelineRun is a cache hit for every stage but publish (which always runs), and pushes
+// the same seed. It marks the registry's directory, which names its process: the test's
+// cleanup must remove both.
 func TestPipelineRunOnRealCluster(t *testing.T) {
+	onRealCluster(t, checkPipelineRun)
+}
+
+func checkPipelineRun(t *testing.T, c *Cluster, mark func(string)) {
 	ctx, cancel := context.WithTimeout(t.Context(), 40*time.Minute) // a ceiling for a loaded machine
 	defer cancel()
-	e := startPipelineEnv(ctx, t)
+	e := startPipelineEnv(ctx, t, c, mark)
 
 	first := e.run(t, "demo-1")
 	rec := e.record(t, "demo-1")
@@ -78,25 +85,25 @@ func TestPipelineRunOnRealCluster(t *testing.T) {
 	}
 }
 
-// startPipelineEnv builds and loads the image, starts the cluster and the registry, fills
+// startPipelineEnv builds and loads the image, starts the registry, fills
 // the volumes, makes the Secrets and creates the Tasks and the Pipeline.
-func startPipelineEnv(ctx context.Context, t *testing.T) *pipelineEnv {
+func startPipelineEnv(ctx context.Context, t *testing.T, c *Cluster, mark func(string)) *pipelineEnv {
 	iso, err := conformance.Cached(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	scratch := t.TempDir()
-	e := &pipelineEnv{bin: ImageBinary(scratch), keys: t.TempDir()}
+	e := &pipelineEnv{c: c, bin: ImageBinary(scratch), keys: t.TempDir()}
 	var archive string
 	if e.ref, archive, err = SnofactoryImage(ctx, scratch); err != nil {
 		t.Fatal(err)
 	}
-	e.c = Start(t)
 	if err := e.c.ImportArchive(ctx, archive, SnofactoryRepo); err != nil {
 		t.Fatal(err)
 	}
 	// On the bridge, the only address besides the apiserver's that pods reach.
 	e.reg = registry.StartT(t, registry.Options{Host: NodeIP, Username: "depot", Password: testbin.RandomHex(t, 12)})
+	mark(filepath.Dir(e.reg.StorageDir())) // its directory is in its process's command line
 	e.wantSeed = e.reg.Ref("demo/seed:1.0")
 	// One claim for the three workspaces: Tekton's default coschedule (workspaces) refuses
 	// a TaskRun that binds two claims (pkg/workspace/validate.go, ValidateOnlyOnePVCIsUsed).
