@@ -16,8 +16,13 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-func TestTaskRunOnRealCluster(t *testing.T) {
-	onRealCluster(t, func(t *testing.T, c *Cluster, _ func(string)) { checkTaskRun(t, c) })
+// The cases that need a real cluster share one, started once: a cluster start is the
+// same for each, and the suite's time is what make test must keep under its limit.
+func TestOnRealCluster(t *testing.T) {
+	onRealCluster(t, func(t *testing.T, c *Cluster, mark func(string)) {
+		t.Run("TaskRun", func(t *testing.T) { checkTaskRun(t, c) })
+		t.Run("PipelineRun", func(t *testing.T) { checkPipelineRun(t, c, mark) })
+	})
 }
 
 // onRealCluster starts a cluster in a subtest and runs cases on it; after the cluster's

@@ -41,26 +41,29 @@ type pipelineEnv struct {
 // capability, with the blueprint (without its extra image: pods reach nothing off the
 // bridge), the cache and the output on one volume (a subPath each), the push credentials
 // and the depot's signing key as Secrets, and the seed pushed, signed and attested to a
-// registry with basic auth on the cluster's bridge. The seed pulls under a
+// registry with basic auth on the cluster's bridge. The prepare task itself ran every stage
+// up to precache (its step's events say so: the cache was empty). The seed pulls under a
 // policy that requires the depot's key and is refused under one that requires another key;
 // the verified pull boots with the demo's site medium and reconfigures. A second
 // PipelineRun is a cache hit for every stage but publish (which always runs), and pushes
 // the same seed. It marks the registry's directory, which names its process: the test's
 // cleanup must remove both.
-func TestPipelineRunOnRealCluster(t *testing.T) {
-	onRealCluster(t, checkPipelineRun)
-}
-
 func checkPipelineRun(t *testing.T, c *Cluster, mark func(string)) {
 	ctx, cancel := context.WithTimeout(t.Context(), 40*time.Minute) // a ceiling for a loaded machine
 	defer cancel()
 	e := startPipelineEnv(ctx, t, c, mark)
 
 	first := e.run(t, "demo-1")
+	e.checkPrepareRan(t, "demo-1")
 	rec := e.record(t, "demo-1")
 	want := []string{"resolve", "render", "live-iso", "precache", "install", "validate", "seal", "publish"}
 	if got := stageNames(rec); strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("the build's record has stages %v, want %v", got, want)
+	}
+	for _, s := range rec.Stages[:4] { // prepare's
+		if len(s.Artifacts) == 0 {
+			t.Errorf("stage %s recorded no artifacts", s.Name)
+		}
 	}
 	if s := rec.Stages[len(rec.Stages)-1]; s.Cache != "miss" {
 		t.Errorf("publish: %+v, want it run", s)
@@ -82,6 +85,33 @@ func checkPipelineRun(t *testing.T, c *Cluster, mark func(string)) {
 	}
 	if second["IMAGE_DIGEST"] != digest {
 		t.Errorf("the second PipelineRun pushed %s, the first %s: the same blueprint must give the same seed", second["IMAGE_DIGEST"], digest)
+	}
+}
+
+// checkPrepareRan reads the events the PipelineRun's prepare step printed (--progress
+// json) and checks it ran, not found cached, each stage up to precache and no other.
+func (e *pipelineEnv) checkPrepareRan(t *testing.T, pipelineRun string) {
+	t.Helper()
+	list, err := e.c.Dynamic.Resource(TaskRuns).Namespace("default").List(t.Context(),
+		metav1.ListOptions{LabelSelector: "tekton.dev/pipelineRun=" + pipelineRun + ",tekton.dev/pipelineTask=prepare"})
+	if err != nil || len(list.Items) != 1 {
+		t.Fatalf("the PipelineRun's prepare TaskRun: %v (%d found)", err, len(list.Items))
+	}
+	var ran []string
+	for _, line := range strings.Split(stepLog(t, e.c, &list.Items[0], "step-build"), "\n") {
+		var ev pipeline.Event // each a JSON text sequence record (RFC 7464): RS, JSON, LF
+		if json.Unmarshal([]byte(strings.TrimPrefix(line, "\x1e")), &ev) != nil {
+			continue
+		}
+		switch ev.Kind {
+		case pipeline.EventStageDone:
+			ran = append(ran, ev.Stage)
+		case pipeline.EventStageHit:
+			t.Errorf("prepare found stage %s cached in an empty cache", ev.Stage)
+		}
+	}
+	if want := "resolve render live-iso precache"; strings.Join(ran, " ") != want {
+		t.Errorf("the prepare task ran stages %v, want %s", ran, want)
 	}
 }
 
@@ -169,6 +199,7 @@ spec:
   - {name: BLUEPRINT, value: blueprints/demo.yaml}
   - {name: OUTPUT_DIR, value: `+name+`}
   - {name: SNOFACTORY_IMAGE, value: `+e.ref+`}
+  - {name: PROGRESS, value: json}
   workspaces:
   - {name: source, persistentVolumeClaim: {claimName: build}, subPath: source}
   - {name: cache, persistentVolumeClaim: {claimName: build}, subPath: cache}
