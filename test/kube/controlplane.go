@@ -46,11 +46,11 @@ func (c *Cluster) startControlPlane(ctx context.Context) error {
 		return err
 	}
 	c.apiPort = ports[2]
-	url := fmt.Sprintf("https://%s:%d", NodeIP, c.apiPort)
+	url := fmt.Sprintf("https://%s:%d", c.NodeIP, c.apiPort)
 	// The node has no name the machine's DNS knows: the apiserver reaches the kubelet by its
 	// InternalIP, and advertises the bridge address as the kubernetes Service's endpoint.
 	if err := c.add(startProc(c.Dir, "kube-apiserver", c.bins.apiserver, nil,
-		"--etcd-servers", etcdURL, "--bind-address", NodeIP, "--advertise-address", NodeIP,
+		"--etcd-servers", etcdURL, "--bind-address", c.NodeIP, "--advertise-address", c.NodeIP,
 		"--secure-port", fmt.Sprint(c.apiPort), "--kubelet-preferred-address-types", "InternalIP",
 		"--tls-cert-file", c.path("serving.crt"), "--tls-private-key-file", c.path("serving.key"), "--client-ca-file", c.path("ca.crt"),
 		"--token-auth-file", c.path("tokens.csv"), "--authorization-mode", "AlwaysAllow",
@@ -59,7 +59,7 @@ func (c *Cluster) startControlPlane(ctx context.Context) error {
 		"--cert-dir", c.path("apiserver-certs"), "--enable-priority-and-fairness=false")); err != nil {
 		return err
 	}
-	if err := iptables(ctx, "-A", dnatRule(c.apiPort)); err != nil {
+	if err := iptables(ctx, "-A", c.dnatRule(c.apiPort)); err != nil {
 		return err
 	}
 	c.ruleAdded = true
@@ -151,7 +151,7 @@ func (c *Cluster) writePKI() ([]byte, error) {
 	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "kube-apiserver"},
 		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
 		DNSNames:    []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP(NodeIP), net.ParseIP(ServiceIP)},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP(c.NodeIP), net.ParseIP(ServiceIP)},
 		KeyUsage:    x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
 	if err != nil {

@@ -41,6 +41,9 @@ type Cluster struct {
 	Dynamic    dynamic.Interface
 	// Socket is containerd's; Images imports into it.
 	Socket string
+	network
+
+	lock *os.File // held from start to the end of teardown
 
 	bins       binaries
 	cgroupRoot string
@@ -139,7 +142,7 @@ func Start(t testing.TB) *Cluster {
 	}
 	began := time.Now()
 	c := &Cluster{Dir: t.TempDir(), bins: bins}
-	c.cgroupRoot = "/snofactory-kube-" + filepath.Base(filepath.Dir(c.Dir))
+	c.cgroupRoot = "/" + cgroupPrefix + filepath.Base(filepath.Dir(c.Dir))
 	t.Cleanup(func() {
 		if err := c.Stop(); err != nil {
 			t.Errorf("tearing the cluster down: %v", err)
@@ -147,7 +150,16 @@ func Start(t testing.TB) *Cluster {
 	})
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute) // a ceiling for a loaded machine
 	defer cancel()
-	if err := c.start(ctx); err != nil {
+	if c.lock, err = lockHost(t.Logf); err == nil {
+		err = reclaimStale(ctx, t.Logf)
+	}
+	if err == nil {
+		c.network, err = pickNetwork(t.Logf)
+	}
+	if err == nil {
+		err = c.start(ctx)
+	}
+	if err != nil {
 		c.failWithLogs(t, err)
 	}
 	c.StartupTime = time.Since(began)
@@ -161,7 +173,7 @@ func (c *Cluster) start(ctx context.Context) error {
 	if c.sysctls, err = readSysctls(); err != nil {
 		return err
 	}
-	if err := addBridge(ctx); err != nil {
+	if err := c.addBridge(ctx); err != nil {
 		return err
 	}
 	if err := c.startControlPlane(ctx); err != nil {
@@ -222,12 +234,18 @@ func (c *Cluster) Stop() error {
 	errs = append(errs, unmountUnder(c.Dir), removeCgroups(c.cgroupRoot), c.removeHostFiles())
 	ctx := context.Background()
 	if c.ruleAdded {
-		errs = append(errs, iptables(ctx, "-D", dnatRule(c.apiPort)))
+		errs = append(errs, iptables(ctx, "-D", c.dnatRule(c.apiPort)))
 		c.ruleAdded = false
 	}
-	errs = append(errs, delBridge(ctx))
+	if c.Bridge != "" {
+		errs = append(errs, c.delBridge(ctx))
+	}
 	if c.sysctls != nil {
 		errs = append(errs, restoreSysctls(c.sysctls))
+	}
+	if c.lock != nil {
+		errs = append(errs, c.lock.Close()) // releases the flock
+		c.lock = nil
 	}
 	return errors.Join(errs...)
 }
@@ -246,7 +264,7 @@ func (c *Cluster) removeHostFiles() error {
 	// NETWORK-SANDBOXID-IFNAME, for our network and containerd's own loopback network.
 	sandboxes, _ := os.ReadDir(c.path("containerd/root/io.containerd.grpc.v1.cri/sandboxes"))
 	for _, sb := range sandboxes {
-		cached, _ := filepath.Glob("/var/lib/cni/results/*-" + sb.Name() + "-*")
+		cached, _ := filepath.Glob(filepath.Join(cniResults, "*-"+sb.Name()+"-*"))
 		for _, f := range cached {
 			errs = append(errs, os.Remove(f))
 		}
@@ -260,7 +278,7 @@ func (c *Cluster) removeHostFiles() error {
 }
 
 // hostDirs are made by the kubelet (its log links) and libcni (its cache) when absent.
-var hostDirs = []string{"/var/log/containers", "/var/lib/cni/results", "/var/lib/cni"}
+var hostDirs = []string{"/var/log/containers", cniResults, "/var/lib/cni"}
 
 func existing(dirs []string) map[string]bool {
 	m := map[string]bool{}

@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
+
+	"github.com/snofactory/snofactory/test/testbin"
 )
 
 // The cases that need a real cluster share one, started once: a cluster start is the
@@ -35,18 +37,20 @@ func onRealCluster(t *testing.T, cases func(t *testing.T, c *Cluster, mark func(
 	if err != nil {
 		t.Fatal(err)
 	}
+	stale := leaveStale(t) // first: the directories it makes are its to remove
 	dirsBefore := existing(hostDirs)
-	var dir, cgroupRoot string
+	var dir, cgroupRoot, bridge string
 	var markers []string
 	t.Run("cluster", func(t *testing.T) {
 		c := Start(t)
-		dir, cgroupRoot = c.Dir, c.cgroupRoot
+		dir, cgroupRoot, bridge = c.Dir, c.cgroupRoot, c.Bridge
+		stale.checkReclaimed(t, c)
 		cases(t, c, func(m string) { markers = append(markers, m) })
 	})
 	if dir == "" {
 		return
 	}
-	for _, left := range append(leftovers(dir, cgroupRoot), leftProcesses(markers)...) {
+	for _, left := range append(leftovers(dir, cgroupRoot, bridge), leftProcesses(markers)...) {
 		t.Errorf("left after teardown: %s", left)
 	}
 	for d, after := range existing(hostDirs) {
@@ -56,6 +60,83 @@ func onRealCluster(t *testing.T, cases func(t *testing.T, c *Cluster, mark func(
 	}
 	if after, err := readSysctls(); err != nil || !equalMaps(before, after) {
 		t.Errorf("kernel tunables changed: before %v, after %v (%v)", before, after, err)
+	}
+}
+
+// staleState is what a run killed before its teardown leaves: the bridge, with its
+// address, that the next cluster would have taken, a DNAT rule whose bridge is gone, and
+// an empty cgroup root. The cluster must start beside the bridge and remove the others.
+type staleState struct {
+	network
+	ruleBridge, cgroup, cniCache string
+}
+
+func leaveStale(t *testing.T) staleState {
+	if os.Geteuid() != 0 {
+		return staleState{}
+	}
+	n, err := pickNetwork(t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := staleState{network: n, ruleBridge: bridgePrefix + "253", cgroup: "/" + cgroupPrefix + "stale-" + testbin.RandomHex(t, 4)}
+	gone := network{Bridge: s.ruleBridge, NodeIP: "10.244.253.1"}
+	t.Cleanup(func() {
+		iptables(context.Background(), "-D", gone.dnatRule(1)) // if the cluster did not
+		removeCgroups(s.cgroup)
+		if err := n.delBridge(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := n.addBridge(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat("/sys/class/net/" + s.ruleBridge); err == nil {
+		t.Fatalf("%s exists: this test needs it absent", s.ruleBridge)
+	}
+	if err := iptables(t.Context(), "-A", gone.dnatRule(1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := makeCgroup(s.cgroup); err != nil {
+		t.Fatal(err)
+	}
+	// libcni's cache of a sandbox the killed run's kubelet never tore down.
+	s.cniCache = filepath.Join(cniResults, cniNetwork+"-"+testbin.RandomHex(t, 32)+"-eth0")
+	existed := existing(hostDirs)
+	t.Cleanup(func() {
+		os.Remove(s.cniCache)
+		for _, d := range hostDirs { // deepest first
+			if !existed[d] {
+				os.Remove(d)
+			}
+		}
+	})
+	if err := os.MkdirAll(cniResults, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(s.cniCache, []byte(`{"kind":"cniCacheV1"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// checkReclaimed: the cluster took another network and removed the stale rule, cgroup and
+// cache entry.
+func (s staleState) checkReclaimed(t *testing.T, c *Cluster) {
+	if c.Bridge == s.Bridge || c.PodSubnet == s.PodSubnet {
+		t.Errorf("the cluster took %s %s, the network a killed run left", c.Bridge, c.PodSubnet)
+	}
+	out, err := exec.Command("iptables", "-w", "-t", "nat", "-S", "PREROUTING").Output()
+	if err != nil || strings.Contains(string(out), "-i "+s.ruleBridge+" ") {
+		t.Errorf("the DNAT rule of gone bridge %s is still there (%v):\n%s", s.ruleBridge, err, out)
+	}
+	for _, ctl := range cgroupControllers() {
+		if _, err := os.Stat(filepath.Join(ctl, s.cgroup)); err == nil {
+			t.Errorf("the empty cgroup root %s a killed run left is still there", filepath.Join(ctl, s.cgroup))
+		}
+	}
+	if _, err := os.Stat(s.cniCache); err == nil {
+		t.Errorf("libcni's cached result %s a killed run left is still there", s.cniCache)
 	}
 }
 
@@ -83,7 +164,7 @@ func checkTaskRun(t *testing.T, c *Cluster) {
 	if results["api"] != "open" {
 		t.Errorf("result api = %q: the pod did not reach the kubernetes Service at %s:443", results["api"], ServiceIP)
 	}
-	if strings.Contains(results["routes"], "default") || !strings.Contains(results["routes"], PodSubnet) {
+	if strings.Contains(results["routes"], "default") || !strings.Contains(results["routes"], c.PodSubnet) {
 		t.Errorf("the pod's routes reach off the bridge:\n%s", results["routes"])
 	}
 }
@@ -139,7 +220,7 @@ func runToEnd(t *testing.T, c *Cluster, gvr schema.GroupVersionResource, limit t
 }
 
 // leftovers lists what a torn-down cluster left on the host.
-func leftovers(dir, cgroupRoot string) []string {
+func leftovers(dir, cgroupRoot, bridge string) []string {
 	left := leftProcesses([]string{dir})
 	for _, m := range mountsUnder(dir) {
 		left = append(left, "mount "+m)
@@ -149,14 +230,14 @@ func leftovers(dir, cgroupRoot string) []string {
 			left = append(left, "cgroup "+filepath.Join(ctl, cgroupRoot))
 		}
 	}
-	if _, err := os.Stat("/sys/class/net/" + BridgeName); err == nil {
-		left = append(left, "bridge "+BridgeName)
+	if _, err := os.Stat("/sys/class/net/" + bridge); err == nil {
+		left = append(left, "bridge "+bridge)
 	}
 	for _, save := range []string{"iptables-save", "ip6tables-save"} {
 		for _, table := range []string{"nat", "filter", "mangle"} {
 			out, _ := exec.Command(save, "-t", table).Output()
 			for _, line := range strings.Split(string(out), "\n") {
-				if strings.Contains(line, BridgeName) || strings.Contains(line, ServiceIP) || strings.Contains(line, "KUBE-") || strings.Contains(line, "CNI-") {
+				if strings.Contains(line, bridge) || strings.Contains(line, ServiceIP) || strings.Contains(line, "KUBE-") || strings.Contains(line, "CNI-") {
 					left = append(left, save+" "+table+": "+line)
 				}
 			}
@@ -168,7 +249,7 @@ func leftovers(dir, cgroupRoot string) []string {
 			left = append(left, "log link "+l)
 		}
 	}
-	cached, _ := filepath.Glob("/var/lib/cni/results/" + cniNetwork + "-*")
+	cached, _ := filepath.Glob(filepath.Join(cniResults, cniNetwork+"-*"))
 	for _, f := range cached {
 		left = append(left, "CNI cache "+f)
 	}

@@ -62,8 +62,8 @@ func (c *Cluster) cniConfig() string {
 	return fmt.Sprintf(`{"cniVersion": "0.4.0", "name": %q, "plugins": [{"type": "bridge", "bridge": %q,
   "isGateway": false, "ipMasq": false,
   "ipam": {"type": "host-local", "dataDir": %q,
-    "ranges": [[{"subnet": %q, "rangeStart": "10.244.77.10", "gateway": %q}]],
-    "routes": [{"dst": "%s/32", "gw": %q}]}}]}`, cniNetwork, BridgeName, c.path("cni-ipam"), PodSubnet, NodeIP, ServiceIP, NodeIP)
+    "ranges": [[{"subnet": %q, "rangeStart": %q, "gateway": %q}]],
+    "routes": [{"dst": "%s/32", "gw": %q}]}}]}`, cniNetwork, c.Bridge, c.path("cni-ipam"), c.PodSubnet, c.podRangeStart(), c.NodeIP, ServiceIP, c.NodeIP)
 }
 
 func (c *Cluster) startContainerd(ctx context.Context) error {
@@ -172,7 +172,7 @@ evictionHard: {memory.available: "1Mi", nodefs.available: "1%%", imagefs.availab
 serializeImagePulls: false
 maxPods: 30
 makeIPTablesUtilChains: false
-`, NodeIP, port, c.cgroupRoot, c.Socket, c.path("resolv.conf"), c.path("pod-logs"))
+`, c.NodeIP, port, c.cgroupRoot, c.Socket, c.path("resolv.conf"), c.path("pod-logs"))
 }
 
 func (c *Cluster) startKubelet(ctx context.Context) error {
@@ -191,7 +191,7 @@ func (c *Cluster) startKubelet(ctx context.Context) error {
 	}
 	if err := c.add(startProc(c.Dir, "kubelet", filepath.Join(c.bins.node, "kubelet"), nil,
 		"--config", c.path("kubelet.yaml"), "--kubeconfig", c.Kubeconfig, "--root-dir", c.path("kubelet"),
-		"--node-ip", NodeIP, "--hostname-override", nodeName, "--cert-dir", c.path("kubelet-pki"))); err != nil {
+		"--node-ip", c.NodeIP, "--hostname-override", nodeName, "--cert-dir", c.path("kubelet-pki"))); err != nil {
 		return err
 	}
 	if err := c.waitNamed(ctx, &corev1.Node{}, "", nodeName, func(o runtime.Object) bool {

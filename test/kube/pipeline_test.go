@@ -132,7 +132,7 @@ func startPipelineEnv(ctx context.Context, t *testing.T, c *Cluster, mark func(s
 		t.Fatal(err)
 	}
 	// On the bridge, the only address besides the apiserver's that pods reach.
-	e.reg = registry.StartT(t, registry.Options{Host: NodeIP, Username: "depot", Password: testbin.RandomHex(t, 12)})
+	e.reg = registry.StartT(t, registry.Options{Host: c.NodeIP, Username: "depot", Password: testbin.RandomHex(t, 12)})
 	mark(filepath.Dir(e.reg.StorageDir())) // its directory is in its process's command line
 	e.wantSeed = e.reg.Ref("demo/seed:1.0")
 	// One claim for the three workspaces: Tekton's default coschedule (workspaces) refuses
