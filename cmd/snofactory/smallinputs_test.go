@@ -152,6 +152,28 @@ func TestSmallInputsRefuseSpecialAndHugeFiles(t *testing.T) {
 			os.Mkdir(regd, 0o755)
 			return filepath.Join(regd, "default.yaml"), pull(dir, "--policy", enforcing(dir, key), "--registries.d", regd)
 		}},
+		{"seed inspect --policy of a seed directory", trust.MaxPolicyFile, func(dir string) (string, []string) {
+			p := filepath.Join(dir, "policy.json")
+			return p, []string{"seed", "inspect", "--policy", p, smallSeed(t, dir)}
+		}},
+		{"REGISTRY_AUTH_FILE for the signature check", trust.MaxAuthFile, func(dir string) (string, []string) {
+			key := filepath.Join(dir, "key.pub")
+			os.WriteFile(key, []byte("not parsed before the credentials are read"), 0o644)
+			regd := filepath.Join(dir, "registries.d")
+			os.Mkdir(regd, 0o755)
+			p := filepath.Join(dir, "auth.json")
+			t.Setenv("REGISTRY_AUTH_FILE", p)
+			return p, pull(dir, "--policy", enforcing(dir, key), "--registries.d", regd)
+		}},
+		// Nothing listens on port 1: the inputs are read before any connection.
+		{"release info --authfile", pipeline.MaxSecretFile, func(dir string) (string, []string) {
+			p := filepath.Join(dir, "auth.json")
+			return p, []string{"release", "info", "--authfile", p, "127.0.0.1:1/ocp/release:4.16"}
+		}},
+		{"release info --registries-conf", 1 << 20, func(dir string) (string, []string) {
+			p := filepath.Join(dir, "registries.conf")
+			return p, []string{"release", "info", "--registries-conf", p, "127.0.0.1:1/ocp/release:4.16"}
+		}},
 		{"--kubeconfig", validate.MaxKubeconfigFile, func(dir string) (string, []string) {
 			p := filepath.Join(dir, "kubeconfig")
 			return p, []string{"cluster", "check", "--kubeconfig", p}

@@ -52,7 +52,7 @@ var rawWritesAllowed = map[rawCall]string{
 	{"seeds/site/siteconfig/isotest/isotest.go", "Write", "os.Create"}:            "test fixtures (a test helper package)",
 	{"stages/install/gather.go", "follower.gather", "os.WriteFile"}:               "a stage's file in its output or scratch directory (pipeline.CheckDirs checked the directory)",
 	{"stages/install/stage.go", "installRequest", "os.WriteFile"}:                 "a stage's file in its output or scratch directory (pipeline.CheckDirs checked the directory)",
-	{"stages/internal/registries/registries.go", "SystemContext", "os.WriteFile"}: "a registries configuration in the stage's scratch",
+	{"stages/internal/registries/inputs.go", "writePrivate", "os.WriteFile"}:      "a SystemContext's private directory in the stage's scratch: checked copies of registries.conf and policy.json, the pull secret, the drop-in; never a path a user names",
 	{"stages/internal/vm/accel.go", "runProbe", "os.WriteFile"}:                   "a probe's scratch file in a temporary directory",
 	{"stages/internal/vm/machine.go", "copyFile", "os.WriteFile"}:                 "a stage's file in its output or scratch directory (pipeline.CheckDirs checked the directory)",
 	{"stages/liveiso/coreiso/coreisotest/fixtures.go", "Fixture", "os.Create"}:    "test fixtures (a test helper package)",

@@ -3,9 +3,11 @@ package seedref_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/snofactory/snofactory/pipeline/badinput"
@@ -99,5 +101,38 @@ func TestPolicyBeforeUse(t *testing.T) {
 	}
 	if _, err := seed.Check(dir); err != nil {
 		t.Errorf("the staged seed: %v", err)
+	}
+}
+
+// A policy named for the command is read through smallfile whatever the seed, a local
+// directory (which it does not apply to) included: a FIFO, /dev/zero or a huge file given
+// as --policy is bad input naming it, never ignored and never blocking.
+func TestOpenReadsTheNamedPolicy(t *testing.T) {
+	local := t.TempDir()
+	seedtest.Write(t, local, seedtest.Options{RawSize: 1 << 20, Formats: []string{seed.FormatChunked}})
+	for _, tc := range []struct {
+		name string
+		make func(p string) error
+		want string
+	}{
+		{"fifo", func(p string) error { return syscall.Mkfifo(p, 0o600) }, "not a regular file"},
+		{"/dev/zero", func(p string) error { return os.Symlink("/dev/zero", p) }, "not a regular file"},
+		{"over the cap", func(p string) error { return os.Truncate(p, trust.MaxPolicyFile+1) }, "larger than 1048576 bytes"},
+		{"malformed", func(p string) error { return os.WriteFile(p, []byte(`{"default":[}`), 0o600) }, "the trust policy"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "policy.json")
+			os.WriteFile(p, nil, 0o600)
+			if tc.name != "over the cap" {
+				os.Remove(p)
+			}
+			if err := tc.make(p); err != nil {
+				t.Fatal(err)
+			}
+			_, err := seedref.Open(context.Background(), local, seedref.WithPolicy(trust.Policy{File: p}))
+			if !badinput.Is(err) || !strings.Contains(fmt.Sprint(err), p) || !strings.Contains(fmt.Sprint(err), tc.want) {
+				t.Errorf("Open = %v; want bad input naming %s and saying %q", err, p, tc.want)
+			}
+		})
 	}
 }

@@ -27,13 +27,47 @@ const (
 	MaxPolicyKeyFile = 1 << 20
 	// MaxRegistriesFile bounds one containers-registries.d(5) file: a few lines each.
 	MaxRegistriesFile = 1 << 20
+	// MaxAuthFile bounds a containers-auth.json(5): a few KiB of credentials, even for many
+	// registries (the cap the seed's own reads apply, ociseed's keychain).
+	MaxAuthFile = 1 << 20
 )
+
+// checkAuthFile reads the auth file REGISTRY_AUTH_FILE names (file; "" is none) through
+// smallfile before containers/image reads it (pkg/docker/config/config.go, authPath.parse:
+// os.ReadFile, which blocks on a FIFO and reads /dev/zero without end). It returns the file
+// to hand on: a missing one is left to containers/image, which takes it as no credentials.
+func checkAuthFile(file string) (string, error) {
+	if file == "" {
+		return "", nil
+	}
+	_, err := smallfile.Read(file, MaxAuthFile)
+	if errors.Is(err, smallfile.ErrNotRegular) || errors.Is(err, smallfile.ErrTooLarge) {
+		return "", badinput.Errorf("reading registry credentials (REGISTRY_AUTH_FILE): %w", err)
+	}
+	return file, nil
+}
 
 // readPolicy reads the policy file; every failure is the user's input.
 func readPolicy(file string) ([]byte, error) {
 	b, err := smallfile.Read(file, MaxPolicyFile)
 	if err != nil {
 		return nil, badinput.Errorf("the trust policy: %w", err)
+	}
+	return b, nil
+}
+
+// ReadPolicyFile reads a containers-policy.json(5) that a user named for callers that hand
+// it on to containers/image (a stage's signature policy): the file and every file it names
+// (keyPath, caPath, ...) through smallfile, so that containers/image, which reads them with
+// os.ReadFile, never meets a FIFO, a device or a huge file. Every failure is bad input
+// naming the file and, where it is too large, the cap.
+func ReadPolicyFile(file string) ([]byte, error) {
+	b, err := readPolicy(file)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkPolicyFiles(file, b); err != nil {
+		return nil, err
 	}
 	return b, nil
 }

@@ -112,7 +112,11 @@ func Check(ctx context.Context, ref string, p Policy) (digest.Digest, error) {
 	// The signature check reads the registry with the credentials the seed's own reads use:
 	// containers/image reads REGISTRY_AUTH_FILE only when told (podman's CLI does it), so
 	// without this a registry that needs a login refused the check, not the pull.
-	sys := &types.SystemContext{RegistriesDirPath: dir, AuthFilePath: os.Getenv("REGISTRY_AUTH_FILE")}
+	auth, err := checkAuthFile(os.Getenv("REGISTRY_AUTH_FILE"))
+	if err != nil {
+		return "", err
+	}
+	sys := &types.SystemContext{RegistriesDirPath: dir, AuthFilePath: auth}
 	if p.Insecure || loopback(dref) {
 		sys.DockerInsecureSkipTLSVerify = types.OptionalBoolTrue
 	}

@@ -2,6 +2,7 @@ package registries
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,9 @@ import (
 
 	"github.com/containers/image/v5/types"
 	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/pipeline/badinput"
+	"github.com/snofactory/snofactory/pipeline/smallfile"
+	"github.com/snofactory/snofactory/seeds/artifact/trust"
 )
 
 // Config is how a stage reaches registries. Nothing in it is secret: the pull secret is
@@ -77,35 +81,55 @@ func SystemContext(ctx context.Context, scratch string, reg Config, secrets pipe
 	sys := &types.SystemContext{
 		ArchitectureChoice:          GoArch(arch),
 		OSChoice:                    "linux",
-		SystemRegistriesConfPath:    reg.RegistriesConf,
 		SystemRegistriesConfDirPath: filepath.Join(dir, "registries.conf.d"),
 		BigFilesTemporaryDir:        dir,
-		SignaturePolicyPath:         reg.PolicyFile,
 		DockerRegistryUserAgent:     "snofactory",
+	}
+	if sys.SystemRegistriesConfPath, err = checkedCopy(dir, "registries.conf", reg.RegistriesConf, readRegistriesConf); err != nil {
+		return nil, err
+	}
+	if sys.SignaturePolicyPath, err = checkedCopy(dir, "policy.json", reg.PolicyFile, trust.ReadPolicyFile); err != nil {
+		return nil, err
 	}
 	if err := os.MkdirAll(sys.SystemRegistriesConfDirPath, 0o700); err != nil {
 		return nil, fmt.Errorf("creating registry configuration directory: %w", err)
 	}
 	if conf := registriesDropIn(reg); conf != "" {
-		if err := os.WriteFile(filepath.Join(sys.SystemRegistriesConfDirPath, "50-snofactory.conf"), []byte(conf), 0o600); err != nil {
+		if _, err := writePrivate(sys.SystemRegistriesConfDirPath, "50-snofactory.conf", []byte(conf)); err != nil {
 			return nil, fmt.Errorf("writing registries.conf drop-in: %w", err)
 		}
 	}
-	if reg.PullSecret != "" {
-		if secrets == nil {
-			return nil, fmt.Errorf("pull secret %q is configured but no secrets were given", reg.PullSecret)
-		}
-		b, err := secrets.Secret(reg.PullSecret)
-		if err != nil {
-			return nil, err
-		}
-		p := filepath.Join(dir, "auth.json")
-		if err := os.WriteFile(p, b, 0o600); err != nil {
-			return nil, fmt.Errorf("writing pull secret for registry access: %w", err)
-		}
-		sys.AuthFilePath = p
+	if err := checkRegistriesConf(sys, reg.RegistriesConf); err != nil {
+		return nil, err
+	}
+	if sys.AuthFilePath, err = authFile(dir, reg.PullSecret, secrets); err != nil {
+		return nil, err
 	}
 	return sys, nil
+}
+
+// authFile writes the pull secret reg names (none: "") to dir for containers/image, and
+// returns its path. The secret is read through smallfile (pipeline.SecretFiles), so a
+// FIFO, a device or a huge file named as the pull secret is bad input naming the file.
+func authFile(dir, name string, secrets pipeline.SecretSource) (string, error) {
+	if name == "" {
+		return "", nil
+	}
+	if secrets == nil {
+		return "", fmt.Errorf("pull secret %q is configured but no secrets were given", name)
+	}
+	b, err := secrets.Secret(name)
+	if errors.Is(err, smallfile.ErrNotRegular) || errors.Is(err, smallfile.ErrTooLarge) {
+		return "", badinput.Wrap(err)
+	}
+	if err != nil {
+		return "", err
+	}
+	p, err := writePrivate(dir, "auth.json", b)
+	if err != nil {
+		return "", fmt.Errorf("writing pull secret for registry access: %w", err)
+	}
+	return p, nil
 }
 
 // registriesDropIn renders mirrors and insecure registries as a registries.conf (v2) drop-in.
