@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/pipeline/badinput"
+	"github.com/snofactory/snofactory/pipeline/smallfile"
 	"github.com/snofactory/snofactory/stages/internal/lockfile"
 
 	"golang.org/x/sync/errgroup"
@@ -47,16 +49,36 @@ type InfoRequest struct {
 // secretAuthFile names the request's auth file among the secrets it hands to Resolve.
 const secretAuthFile = "authFile"
 
-// Describe resolves and sizes the release a request names (see ReleaseInfo).
+// Describe resolves and sizes the release a request names (see ReleaseInfo). The auth file
+// is read here, once, through smallfile (a regular file of at most pipeline.MaxSecretFile
+// bytes, opened without blocking), and its bytes are what containers/image is given (in a
+// private copy, registries.SystemContext), so a FIFO, a device or a huge file named as the
+// auth file is bad input before any registry is asked.
 func Describe(ctx context.Context, req InfoRequest) (*Info, error) {
 	opts := Options{Release: req.Ref, Arch: req.Arch,
 		Registry: registries.Config{Insecure: req.Insecure, RegistriesConf: req.RegistriesConf}}
 	var secrets pipeline.SecretSource
 	if req.AuthFile != "" {
+		b, err := smallfile.Read(req.AuthFile, pipeline.MaxSecretFile)
+		if err != nil {
+			return nil, badinput.Errorf("the auth file: %w", err)
+		}
 		opts.Registry.PullSecret = secretAuthFile
-		secrets = pipeline.SecretFiles{secretAuthFile: req.AuthFile}
+		secrets = heldSecrets{secretAuthFile: b}
 	}
 	return ReleaseInfo(ctx, opts, Runtime{Secrets: secrets}, req.Jobs)
+}
+
+// heldSecrets serves secrets already read, so every SystemContext of one command sees the
+// bytes that were checked, not whatever the path holds by then.
+type heldSecrets map[string][]byte
+
+func (h heldSecrets) Secret(name string) ([]byte, error) {
+	b, ok := h[name]
+	if !ok {
+		return nil, fmt.Errorf("secret %q is not configured", name)
+	}
+	return b, nil
 }
 
 // ReleaseInfo resolves the release in opts (components, ISO; no extraction) and sizes its
