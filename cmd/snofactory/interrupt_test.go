@@ -135,6 +135,15 @@ func blockedCommands(t *testing.T) []blocked {
 			return []string{"seed", "push", hostileSeed(t, nil), ref}, nil, held.entered
 		}, none, ""},
 		{"seed write from a source that stops mid-write", seedWriteHeld(target), outs, ""},
+		{"release info of a registry that never answers", func(t *testing.T) ([]string, io.Reader, func(context.Context, *testbin.Child) error) {
+			held := silentServer(t)
+			host := strings.TrimPrefix(held.url, "http://")
+			// With an auth file, so the check of what is left in TMPDIR covers its private
+			// copy too.
+			auth := filepath.Join(t.TempDir(), "auth.json")
+			os.WriteFile(auth, []byte(`{"auths":{}}`), 0o600)
+			return []string{"release", "info", "--authfile", auth, "--insecure-registry", host, host + "/ocp/release:4.16"}, nil, held.entered
+		}, none, ""},
 		{"cluster check of an API that never answers", func(t *testing.T) ([]string, io.Reader, func(context.Context, *testbin.Child) error) {
 			held := silentServer(t)
 			return []string{"cluster", "check", "--kubeconfig", kubeconfigFor(t, held.url)}, nil, held.entered
