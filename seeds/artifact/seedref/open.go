@@ -38,9 +38,10 @@ func Open(ctx context.Context, ref string, opts ...Option) (*Seed, error) {
 	for _, opt := range opts {
 		opt(&s.o)
 	}
-	// A policy named on the command line is read now, whatever the seed: it applies only to
-	// a reference (a directory has no signatures), but a FIFO, a device or a huge file given
-	// as --policy is bad input before anything starts, not a flag silently ignored.
+	// A policy named on the command line is read now, whatever the seed: it is applied only
+	// before a reference's content is used (a directory has no signatures; metadata is read
+	// without it), but a FIFO, a device or a huge file given as --policy is bad input
+	// before anything starts, not a flag silently ignored.
 	if s.o.policy.File != "" {
 		if _, err := trust.ReadPolicyFile(s.o.policy.File); err != nil {
 			return nil, err
