@@ -140,22 +140,41 @@ func contentProblem(file types.File, ff wire.FileFact) []string {
 	return nil
 }
 
+// MaxInlineContents bounds the decompressed size of a file's inline (data URL) contents
+// whose sha256 validate computes. A gzip data URL inside a config of a few MiB can expand
+// a thousandfold, and Ignition itself gunzips it with no bound (ignition v2.23.0,
+// internal/resource/url.go, Fetcher.uncompress and decompressCopyHashAndVerify): here a
+// gzip bomb fails in seconds instead of being read whole into memory.
+const MaxInlineContents = 256 << 20
+
 func dataSHA256(src string, compression *string) (string, error) {
+	return dataSHA256Max(src, compression, MaxInlineContents)
+}
+
+// dataSHA256Max hashes the decoded (and, for gzip, decompressed) contents as a stream,
+// refusing more than limit bytes.
+func dataSHA256Max(src string, compression *string, limit int64) (string, error) {
 	u, err := dataurl.DecodeString(src)
 	if err != nil {
 		return "", err
 	}
-	data := u.Data
+	var r io.Reader = bytes.NewReader(u.Data)
 	if compression != nil && *compression == "gzip" {
-		zr, err := gzip.NewReader(bytes.NewReader(data))
+		zr, err := gzip.NewReader(r)
 		if err != nil {
 			return "", fmt.Errorf("gunzip: %w", err)
 		}
-		if data, err = io.ReadAll(zr); err != nil {
-			return "", fmt.Errorf("gunzip: %w", err)
-		}
+		r = zr
 	}
-	return sha256Hex(data), nil
+	h := sha256.New()
+	n, err := io.Copy(h, io.LimitReader(r, limit+1))
+	if err != nil {
+		return "", fmt.Errorf("gunzip: %w", err)
+	}
+	if n > limit {
+		return "", fmt.Errorf("decompressed contents larger than %d bytes", limit)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 func sha256Hex(b []byte) string {
