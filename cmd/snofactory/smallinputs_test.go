@@ -331,6 +331,29 @@ func TestSmallInputsRefuseSpecialAndHugeFiles(t *testing.T) {
 	}
 }
 
+// A registry's certificates are read by containers/image from the per-host certificate
+// directories, $HOME's first: a FIFO, /dev/zero or a huge file there is refused before
+// any connection (nothing listens on port 1), exit 2, naming the file and the cap. HOME
+// is the child's only: the test process keeps its own (its build cache is there).
+func TestRegistryCertificatesAreSmallInputs(t *testing.T) {
+	for _, kind := range []string{"fifo", "/dev/zero", "over the cap"} {
+		t.Run(kind, func(t *testing.T) {
+			home := t.TempDir()
+			host := filepath.Join(home, ".config", "containers", "certs.d", "127.0.0.1:1")
+			if err := os.MkdirAll(host, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			p := filepath.Join(host, "ca.crt")
+			want := hostileSmallFile(t, kind, p, trust.MaxCertFile)
+			code, _, stderr := runMainWith(t, func(c *exec.Cmd) { c.Env = append(c.Env, "HOME="+home) },
+				"release", "info", "127.0.0.1:1/ocp/release:4.16")
+			if code != exitBadInput || !strings.Contains(stderr, p) || !strings.Contains(stderr, want) {
+				t.Errorf("exit %d, stderr %q; want %d naming %s and %q", code, stderr, exitBadInput, p, want)
+			}
+		})
+	}
+}
+
 // The big inputs, an oci-archive:, a raw disk given to --from, an ISO given to the iso
 // commands and the site-config medium of seed boot, have no cap (they are read as streams)
 // but must still be regular files (or, for --from and the medium, a block device; for

@@ -202,3 +202,62 @@ func checkRegistriesFile(path string, b []byte, seen map[string]string) error {
 	}
 	return nil
 }
+
+// MaxCertFile bounds a certificate or key in a registry's certificate directory: a CA
+// bundle is a few hundred KiB at most.
+const MaxCertFile = 1 << 20
+
+// CertDirs are the directories containers/image looks in for a registry's certificates
+// (docker/docker_client.go, dockerCertDir: $HOME/.config/containers/certs.d, then
+// /etc/containers/certs.d, then /etc/docker/certs.d, each holding a directory per
+// host[:port]), for home the user's home directory ("" leaves that one out).
+func CertDirs(home string) []string {
+	dirs := []string{"/etc/containers/certs.d", "/etc/docker/certs.d"}
+	if home != "" {
+		dirs = append([]string{filepath.Join(home, ".config", "containers", "certs.d")}, dirs...)
+	}
+	return dirs
+}
+
+// CheckCertDirs reads through smallfile every file containers/image would read from the
+// per-host directories in dirs (pkg/tlsclientconfig/tlsclientconfig.go,
+// SetupCertificates: each *.crt with os.ReadFile, each *.cert and *.key pair with
+// tls.LoadX509KeyPair), so a FIFO, a device or a huge file there is bad input naming it
+// and the cap, not a command blocked at its first connection. Every host is checked, not
+// only the ones a command reaches: which those are is known only once it runs. A missing
+// or unreadable directory is left to containers/image, which skips it.
+func CheckCertDirs(dirs []string) error {
+	for _, dir := range dirs {
+		hosts, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		for _, h := range hosts {
+			if !h.IsDir() {
+				continue
+			}
+			if err := checkCertFiles(filepath.Join(dir, h.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkCertFiles checks the certificates and keys of one host's directory.
+func checkCertFiles(dir string) error {
+	files, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	for _, f := range files {
+		if !strings.HasSuffix(f.Name(), ".crt") && !strings.HasSuffix(f.Name(), ".cert") && !strings.HasSuffix(f.Name(), ".key") {
+			continue
+		}
+		_, err := smallfile.Read(filepath.Join(dir, f.Name()), MaxCertFile)
+		if errors.Is(err, smallfile.ErrNotRegular) || errors.Is(err, smallfile.ErrTooLarge) {
+			return badinput.Errorf("a registry certificate: %w", err)
+		}
+	}
+	return nil
+}

@@ -116,6 +116,10 @@ func Check(ctx context.Context, ref string, p Policy) (digest.Digest, error) {
 	if err != nil {
 		return "", err
 	}
+	home, _ := os.UserHomeDir()
+	if err := CheckCertDirs(CertDirs(home)); err != nil {
+		return "", err
+	}
 	sys := &types.SystemContext{RegistriesDirPath: dir, AuthFilePath: auth}
 	if p.Insecure || loopback(dref) {
 		sys.DockerInsecureSkipTLSVerify = types.OptionalBoolTrue

@@ -64,6 +64,12 @@ func TestSystemContextRefusesSpecialAndHugeInputs(t *testing.T) {
 			os.WriteFile(policy, fmt.Appendf(nil, `{"default":[{"type":"sigstoreSigned","keyPath":%q}]}`, key), 0o600)
 			return key, Config{PolicyFile: policy}, nil
 		}},
+		{"a registry certificate in $HOME", trust.MaxCertFile, func(dir string) (string, Config, pipeline.SecretSource) {
+			t.Setenv("HOME", dir)
+			host := filepath.Join(dir, ".config", "containers", "certs.d", "registry.example.com:5000")
+			os.MkdirAll(host, 0o700)
+			return filepath.Join(host, "ca.crt"), Config{}, nil
+		}},
 		{"the pull secret", pipeline.MaxSecretFile, func(dir string) (string, Config, pipeline.SecretSource) {
 			p := filepath.Join(dir, "auth.json")
 			return p, Config{PullSecret: "pull"}, pipeline.SecretFiles{"pull": p}

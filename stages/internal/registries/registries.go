@@ -102,6 +102,10 @@ func SystemContext(ctx context.Context, scratch string, reg Config, secrets pipe
 	if err := checkRegistriesConf(sys, reg.RegistriesConf); err != nil {
 		return nil, err
 	}
+	home, _ := os.UserHomeDir()
+	if err := trust.CheckCertDirs(trust.CertDirs(home)); err != nil {
+		return nil, err
+	}
 	if sys.AuthFilePath, err = authFile(dir, reg.PullSecret, secrets); err != nil {
 		return nil, err
 	}
