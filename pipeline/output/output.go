@@ -178,7 +178,32 @@ func Write(path string, perm os.FileMode, fill func(*os.File) error, inputs ...s
 		return fmt.Errorf("moving %s into place: %w", path, err)
 	}
 	done = true
+	return syncDir(path)
+}
+
+// syncDir makes the rename of path durable: the new name is in its directory, which a
+// crash would otherwise lose with the file's bytes already synced.
+func syncDir(path string) error {
+	d, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return fmt.Errorf("syncing the directory of %s: %w", path, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("syncing the directory of %s: %w", path, err)
+	}
 	return nil
+}
+
+// syncFile writes a finished file's bytes to disk before it is renamed into place, as
+// Write does with its own partial file.
+func syncFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
 }
 
 // removeStalePartials removes the partial files of path that no live Write holds locked.
@@ -208,10 +233,13 @@ func Place(built, path string, perm os.FileMode, inputs ...string) error {
 		if err := os.Chmod(built, perm); err != nil {
 			return err
 		}
+		if err := syncFile(built); err != nil {
+			return fmt.Errorf("writing %s: %w", path, err)
+		}
 		if err := os.Rename(built, path); err != nil {
 			return fmt.Errorf("moving %s into place: %w", path, err)
 		}
-		return nil
+		return syncDir(path)
 	}
 	return Write(path, perm, func(f *os.File) error {
 		src, err := os.Open(built)

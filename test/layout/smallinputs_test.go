@@ -32,6 +32,8 @@ var rawReadsAllowed = map[rawCall]string{
 	{"pipeline/output/output.go", "Place", "os.Open"}:                                       "output rules (pipeline/output), not an input",
 	{"pipeline/output/output.go", "Write", "os.OpenFile"}:                                   "output rules (pipeline/output), not an input",
 	{"pipeline/output/output.go", "removeStalePartials", "os.OpenFile"}:                     "output rules (pipeline/output), not an input",
+	{"pipeline/output/output.go", "syncDir", "os.Open"}:                                     "output rules (pipeline/output): the output's directory, synced",
+	{"pipeline/output/output.go", "syncFile", "os.Open"}:                                    "output rules (pipeline/output): the finished output, synced",
 	{"pipeline/ownedtemp.go", "reapIfOrphaned", "os.Open"}:                                  "an owner lock in the build's temporary directory (own state)",
 	{"pipeline/prune.go", "tryLock", "os.OpenFile"}:                                         "a cache lock file (own state)",
 	{"pipeline/secrets.go", "hmacKey", "os.ReadFile"}:                                       "the cache's secret-digest key (own state)",
