@@ -405,7 +405,7 @@ func (p *publishBench) repush(ctx context.Context) error {
 	}
 	uploads := 0
 	for _, q := range p.reg.Requests() {
-		if q.Method == "POST" && q.Kind() == "upload" {
+		if q.Method == "POST" && q.Kind() == "upload" && q.Status == 202 { // 201 is a mount: nothing sent
 			uploads++
 		}
 	}

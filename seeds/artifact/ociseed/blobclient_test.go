@@ -3,6 +3,9 @@ package ociseed_test
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -70,5 +73,74 @@ func TestPushToAuthenticatedTLSRegistry(t *testing.T) {
 	sameFiles(t, src, dst, m)
 	if st := r.Stats(); st.BlobGets < 10 {
 		t.Errorf("the pull fetched %d blobs", st.BlobGets)
+	}
+}
+
+// A first push costs a missing blob two requests, the POST that opens its upload and the
+// PUT that sends it: no HEAD before each, which a first push always answers 404 (one HEAD
+// in all, for the blob that proves the registry mounts).
+func TestPushAsksOnceABlob(t *testing.T) {
+	r := registry.StartT(t, registry.Options{})
+	src := t.TempDir()
+	seedtest.Write(t, src, seedtest.Options{Formats: []string{seed.FormatChunked, seed.FormatRaw}})
+	res, err := ociseed.Push(context.Background(), src, r.Ref("seeds/demo:v1"), opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := r.Requests()
+	puts := 0
+	for _, q := range reqs {
+		if q.Method == http.MethodPut && q.Kind() == "upload" {
+			puts++
+		}
+	}
+	st := registry.Summarize(reqs)
+	if n, m := uploads(reqs), posts(reqs, http.StatusCreated); n != res.Blobs || puts != n || m != 1 || st.BlobHeads != 1 {
+		t.Errorf("%d blobs: %d uploads, %d PUTs, %d mounts, %d HEADs; want %d, %d, 1 and 1",
+			res.Blobs, n, puts, m, st.BlobHeads, res.Blobs, res.Blobs)
+	}
+}
+
+// A registry that does not mount answers every POST with an upload session, also for a
+// blob it has (the distribution spec lets it: "Mounting a blob from another repository",
+// a registry unable to mount SHOULD answer 202). The push finds that out on its first blob
+// and HEADs every other one, so an unchanged seed pushed to a new tag still sends nothing.
+func TestPushToRegistryThatDoesNotMount(t *testing.T) {
+	r := registry.StartT(t, registry.Options{})
+	target, err := url.Parse(r.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The registry behind a proxy that drops the mount: distribution then opens an upload
+	// (registry/handlers/blobupload.go, StartBlobUpload mounts only given mount and from).
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	direct := proxy.Director
+	proxy.Director = func(q *http.Request) {
+		direct(q)
+		v := q.URL.Query()
+		v.Del("mount")
+		v.Del("from")
+		q.URL.RawQuery = v.Encode()
+	}
+	srv := httptest.NewServer(proxy)
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+
+	src := t.TempDir()
+	seedtest.Write(t, src, seedtest.Options{Formats: []string{seed.FormatQCOW2, seed.FormatRaw}})
+	ctx := context.Background()
+	if _, err := ociseed.Push(ctx, src, host+"/seeds/demo:v1", opts()...); err != nil {
+		t.Fatal(err)
+	}
+	r.Reset()
+	again, err := ociseed.Push(ctx, src, host+"/seeds/demo:v2", opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := r.Requests()
+	// The probe's mount opens an upload, which the push cancels; no other is opened.
+	if n, st := uploads(reqs), registry.Summarize(reqs); again.Sent != 0 || n != 1 || st.BlobHeads != again.Blobs {
+		t.Errorf("re-push of %d blobs sent %d bytes, opened %d uploads and made %d HEADs; want 0, 1 and %d",
+			again.Blobs, again.Sent, n, st.BlobHeads, again.Blobs)
 	}
 }
