@@ -33,9 +33,10 @@ func main() {
 	count := flag.Int("count", 3, "rounds of each benchmark: ours and its baseline run together in each, and each line "+
 		"prints the rounds' median ratio and its spread (1 for a quick run)")
 	diskGiB := flag.Int64("disk-gib", bigDiskGiB, "size of the publish bench's disk in GiB, its data scaled with it (a quick run: 2)")
+	jobs := flag.Int("jobs", 0, "blobs the publish bench's push and pull move at once (their --jobs; 0: the default)")
 	flag.Parse()
-	if *count < 1 || *diskGiB < 1 {
-		fmt.Fprintln(os.Stderr, "-count and -disk-gib must be at least 1")
+	if *count < 1 || *diskGiB < 1 || *jobs < 0 {
+		fmt.Fprintln(os.Stderr, "-count and -disk-gib must be at least 1, -jobs at least 0")
 		os.Exit(2)
 	}
 
@@ -44,7 +45,9 @@ func main() {
 		{"iso", benchISO},
 		{"precache", benchPrecache},
 		{"install", benchInstall},
-		{"publish", func(ctx context.Context, dir string) ([]Result, error) { return benchPublish(ctx, dir, *diskGiB) }},
+		{"publish", func(ctx context.Context, dir string) ([]Result, error) {
+			return benchPublish(ctx, dir, *diskGiB, *jobs)
+		}},
 		{"factory", benchFactory},
 		{"depot", benchDepot},
 		{"reproducible", benchReproducible},

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -227,11 +228,12 @@ func skopeoLayout(dir, pack string) error {
 // qemu-img's compressed qcow2 (and zstd's size), push and pull vs skopeo copy, write vs dd;
 // then a re-push of the unchanged seed, and a z-stream update moved as a delta. Every
 // seed command runs as its own process, and its peak memory is reported.
-func benchPublish(ctx context.Context, dir string, gib int64) ([]Result, error) {
+func benchPublish(ctx context.Context, dir string, gib int64, jobs int) ([]Result, error) {
 	p, err := newPublishBench(ctx, dir, gib)
 	if err != nil {
 		return nil, err
 	}
+	p.jobs = jobs
 	defer p.stop()
 	// In this order: each phase uses what the ones before it left (seeds, registries,
 	// the written disk, the first push's figures).
@@ -264,6 +266,7 @@ type publishBench struct {
 	packMiB          int64
 	packHash, packB3 float64 // seconds one core takes to hash the pack with sha256, BLAKE3
 
+	jobs    int                // blobs in flight in a push or pull (--jobs); 0: the default
 	rss     map[string]float64 // peak RSS of each seed command, by its name
 	results []Result
 }
@@ -348,7 +351,7 @@ func (p *publishBench) push(ctx context.Context) error {
 	}
 	p.reg = reg
 	regCPU := registryCPU(reg)
-	push, err := p.m.run(ctx, p.bin, "seed", "push", p.seedA, reg.Ref("seeds/bench:a"))
+	push, err := p.m.run(ctx, p.bin, p.seedArgs("push", p.seedA, reg.Ref("seeds/bench:a"))...)
 	if err != nil {
 		return err
 	}
@@ -399,7 +402,7 @@ func (p *publishBench) skopeoPush(ctx context.Context) (measured, time.Duration,
 // sent.
 func (p *publishBench) repush(ctx context.Context) error {
 	p.reg.Reset()
-	again, err := p.m.run(ctx, p.bin, "seed", "push", p.seedA, p.reg.Ref("seeds/bench:a"))
+	again, err := p.m.run(ctx, p.bin, p.seedArgs("push", p.seedA, p.reg.Ref("seeds/bench:a"))...)
 	if err != nil {
 		return err
 	}
@@ -414,11 +417,20 @@ func (p *publishBench) repush(ctx context.Context) error {
 	return nil
 }
 
+// seedArgs are the arguments of `seed cmd args...`, with the bench's --jobs if it sets one.
+func (p *publishBench) seedArgs(cmd string, args ...string) []string {
+	out := []string{"seed", cmd}
+	if p.jobs > 0 {
+		out = append(out, "--jobs", strconv.Itoa(p.jobs))
+	}
+	return append(out, args...)
+}
+
 // pull measures a pull, against skopeo copying the one-layer artifact back into a layout;
 // skopeo's registry is stopped after it.
 func (p *publishBench) pull(ctx context.Context) error {
 	pulled := filepath.Join(p.dir, "pulled")
-	pull, err := p.m.run(ctx, p.bin, "seed", "pull", p.reg.Ref("seeds/bench:a"), pulled)
+	pull, err := p.m.run(ctx, p.bin, p.seedArgs("pull", p.reg.Ref("seeds/bench:a"), pulled)...)
 	if err != nil {
 		return err
 	}
