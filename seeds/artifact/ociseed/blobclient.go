@@ -2,6 +2,7 @@ package ociseed
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -104,6 +105,10 @@ func (u *blobClient) probeMount(ctx context.Context, b blob) (int64, error) {
 		return sent, err
 	}
 	resp, err := u.post(ctx, b.desc.Digest, true)
+	var te *transport.Error
+	if errors.As(err, &te) {
+		return sent, nil // a registry that refuses the mount's query does not mount
+	}
 	if err != nil {
 		return sent, err
 	}

@@ -103,16 +103,54 @@ func TestPushAsksOnceABlob(t *testing.T) {
 
 // A registry that does not mount answers every POST with an upload session, also for a
 // blob it has (the distribution spec lets it: "Mounting a blob from another repository",
-// a registry unable to mount SHOULD answer 202). The push finds that out on its first blob
-// and HEADs every other one, so an unchanged seed pushed to a new tag still sends nothing.
+// a registry unable to mount SHOULD answer 202), or refuses the mount's POST as an
+// operation it does not support (the spec's error code UNSUPPORTED, 405). The push finds
+// that out on its first blob and HEADs every other one, so an unchanged seed pushed to a
+// new tag still sends nothing.
 func TestPushToRegistryThatDoesNotMount(t *testing.T) {
-	r := registry.StartT(t, registry.Options{})
+	for _, tc := range []struct {
+		name string
+		// refuse answers a mount's POST with 405 UNSUPPORTED; else it is opened as a
+		// plain upload.
+		refuse bool
+		// uploads the re-push opens: the probe's, which it cancels, on a registry that
+		// answers 202.
+		uploads int
+	}{
+		{name: "answers 202", uploads: 1},
+		{name: "refuses the mount", refuse: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := registry.StartT(t, registry.Options{})
+			host := noMountProxy(t, r, tc.refuse)
+			src := t.TempDir()
+			seedtest.Write(t, src, seedtest.Options{Formats: []string{seed.FormatQCOW2, seed.FormatRaw}})
+			ctx := context.Background()
+			if _, err := ociseed.Push(ctx, src, host+"/seeds/demo:v1", opts()...); err != nil {
+				t.Fatal(err)
+			}
+			r.Reset()
+			again, err := ociseed.Push(ctx, src, host+"/seeds/demo:v2", opts()...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			reqs := r.Requests()
+			if n, st := uploads(reqs), registry.Summarize(reqs); again.Sent != 0 || n != tc.uploads || st.BlobHeads != again.Blobs {
+				t.Errorf("re-push of %d blobs sent %d bytes, opened %d uploads and made %d HEADs; want 0, %d and %d",
+					again.Blobs, again.Sent, n, st.BlobHeads, tc.uploads, again.Blobs)
+			}
+		})
+	}
+}
+
+// noMountProxy serves r behind a proxy that either drops a POST's mount (distribution then
+// opens an upload: registry/handlers/blobupload.go, StartBlobUpload mounts only given mount
+// and from) or, with refuse, answers it 405 UNSUPPORTED itself, and returns its host:port.
+func noMountProxy(t *testing.T, r *registry.Registry, refuse bool) string {
 	target, err := url.Parse(r.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The registry behind a proxy that drops the mount: distribution then opens an upload
-	// (registry/handlers/blobupload.go, StartBlobUpload mounts only given mount and from).
 	proxy := httputil.NewSingleHostReverseProxy(target)
 	direct := proxy.Director
 	proxy.Director = func(q *http.Request) {
@@ -122,25 +160,15 @@ func TestPushToRegistryThatDoesNotMount(t *testing.T) {
 		v.Del("from")
 		q.URL.RawQuery = v.Encode()
 	}
-	srv := httptest.NewServer(proxy)
-	defer srv.Close()
-	host := strings.TrimPrefix(srv.URL, "http://")
-
-	src := t.TempDir()
-	seedtest.Write(t, src, seedtest.Options{Formats: []string{seed.FormatQCOW2, seed.FormatRaw}})
-	ctx := context.Background()
-	if _, err := ociseed.Push(ctx, src, host+"/seeds/demo:v1", opts()...); err != nil {
-		t.Fatal(err)
-	}
-	r.Reset()
-	again, err := ociseed.Push(ctx, src, host+"/seeds/demo:v2", opts()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reqs := r.Requests()
-	// The probe's mount opens an upload, which the push cancels; no other is opened.
-	if n, st := uploads(reqs), registry.Summarize(reqs); again.Sent != 0 || n != 1 || st.BlobHeads != again.Blobs {
-		t.Errorf("re-push of %d blobs sent %d bytes, opened %d uploads and made %d HEADs; want 0, 1 and %d",
-			again.Blobs, again.Sent, n, st.BlobHeads, again.Blobs)
-	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, q *http.Request) {
+		if refuse && q.Method == http.MethodPost && q.URL.Query().Has("mount") {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			w.Write([]byte(`{"errors":[{"code":"UNSUPPORTED","message":"the operation is unsupported"}]}`))
+			return
+		}
+		proxy.ServeHTTP(w, q)
+	}))
+	t.Cleanup(srv.Close)
+	return strings.TrimPrefix(srv.URL, "http://")
 }
