@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -14,6 +13,7 @@ import (
 	"github.com/snofactory/snofactory/pipeline"
 	"github.com/snofactory/snofactory/pipeline/depot"
 	"github.com/snofactory/snofactory/pipeline/output"
+	"github.com/snofactory/snofactory/pipeline/tektondepot"
 )
 
 func newDepotCommand() *cobra.Command {
@@ -33,6 +33,8 @@ type depotFlags struct {
 	parallel  int
 	minFree   string
 	attempts  int
+	tk        tektondepot.Options
+	slotVMs   int
 }
 
 func newDepotRunCommand() *cobra.Command {
@@ -54,22 +56,16 @@ again finishes the remaining builds; what was built is a cache hit.`,
 			if err != nil {
 				return err
 			}
-			sum, err := depot.Run(cmd.Context(), cfg)
-			var busy *depot.BusyError
-			if errors.As(err, &busy) {
+			var sum *depot.Summary
+			if f.tk.On {
+				sum, err = tektondepot.RunDepot(cmd.Context(), f.tk, args[0], cfg.Builds, f.slotVMs, cfg.OutputDir, cfg.Log)
+			} else {
+				sum, err = depot.Run(cmd.Context(), cfg)
+			}
+			if busy := (*depot.BusyError)(nil); errors.As(err, &busy) {
 				return badInput(err)
 			}
-			if sum != nil {
-				sum.WriteText(cmd.OutOrStdout(), time.Now())
-				fmt.Fprintf(cmd.OutOrStdout(), "report: %s\n", filepath.Join(cfg.OutputDir, depot.HTMLFile))
-			}
-			if err != nil {
-				return err
-			}
-			if sum.Status != depot.StatusSucceeded {
-				return errors.New("depot: some builds failed (see the report)")
-			}
-			return nil
+			return depot.Finish(cmd.OutOrStdout(), sum, cfg.OutputDir, err)
 		},
 	}
 	f.build.register(c, true)
@@ -80,6 +76,7 @@ again finishes the remaining builds; what was built is a cache hit.`,
 	fl.IntVar(&f.parallel, "parallel", 0, "builds in flight (default 4)")
 	fl.StringVar(&f.minFree, "min-free", "", "start no new build while the cache's disk has less free space, e.g. 20GiB")
 	fl.IntVar(&f.attempts, "attempts", 0, "tries per build for transient failures (default 3)")
+	f.tk.Register(fl)
 	return c
 }
 
@@ -110,7 +107,7 @@ func (f *depotFlags) config(cmd *cobra.Command, target string) (depot.Config, er
 	if err != nil {
 		return cfg, badInput(err)
 	}
-	cfg.Slots = pipeline.NewPool(set.Slots)
+	cfg.Slots, f.slotVMs = pipeline.NewPool(set.Slots), set.Slots.VMs
 	cfg.MaxParallel, cfg.Attempts, cfg.MinFreeBytes = set.Parallel, set.Attempts, set.MinFreeBytes
 	cfg.Log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
 	cfg.Load, cfg.Builds = loaded.Load, loaded.Builds(paths)

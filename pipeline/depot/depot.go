@@ -99,6 +99,10 @@ type Result struct {
 	Started     time.Time              `json:"started,omitzero"`
 	Finished    time.Time              `json:"finished,omitzero"`
 	Stages      []pipeline.StageRecord `json:"stages,omitempty"`
+	// A build run on Tekton (depot run --tekton): its PipelineRun and that run's results.
+	PipelineRun string `json:"pipelineRun,omitempty"`
+	ImageURL    string `json:"imageURL,omitempty"`
+	ImageDigest string `json:"imageDigest,omitempty"`
 }
 
 // Summary is the depot run: StatusFile and the reports.
@@ -352,6 +356,19 @@ func (r *runner) save() error {
 	}
 	return writeAtomic(filepath.Join(r.cfg.OutputDir, StatusFile), append(b, '\n'))
 }
+
+// SaveStatus writes sum as dir's StatusFile, for a depot run elsewhere (on Tekton).
+func SaveStatus(dir string, sum *Summary) error {
+	b, err := json.MarshalIndent(sum, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeAtomic(filepath.Join(dir, StatusFile), append(b, '\n'))
+}
+
+// Lock takes dir's lock as a running depot, or says which depot holds it: depot status
+// tells a running depot from one that died by it.
+func Lock(dir string) (io.Closer, error) { return lockOutput(dir) }
 
 // lockOutput takes the output directory's lock, or says which depot holds it.
 func lockOutput(dir string) (*os.File, error) {

@@ -69,3 +69,19 @@ func NameBuilds(paths []string, names map[string]string) []Build {
 	}
 	return out
 }
+
+// Finish prints a depot run's table and where its report is, and fails unless every
+// build succeeded; err is the run's own.
+func Finish(w io.Writer, sum *Summary, dir string, err error) error {
+	if sum != nil {
+		sum.WriteText(w, time.Now())
+		fmt.Fprintf(w, "report: %s\n", filepath.Join(dir, HTMLFile))
+	}
+	if err != nil {
+		return err
+	}
+	if sum.Status != StatusSucceeded {
+		return errors.New("depot: some builds failed (see the report)")
+	}
+	return nil
+}

@@ -1,0 +1,67 @@
+package tektondepot
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/pflag"
+
+	"github.com/snofactory/snofactory/pipeline/depot"
+)
+
+// Options are depot run --tekton's flags.
+type Options struct {
+	On                                      bool
+	Kubeconfig, Namespace, Claim, SourceDir string
+	PushSecret, SigningSecret, Image        string
+}
+
+// Register adds --tekton and its flags to depot run's.
+func (o *Options) Register(fl *pflag.FlagSet) {
+	fl.BoolVar(&o.On, "tekton", false, "run each build as a PipelineRun of the snofactory Pipeline on a cluster (see docs/depot.md)")
+	for _, s := range []struct {
+		v          *string
+		name, help string
+	}{
+		{&o.Kubeconfig, "kubeconfig", "with --tekton: the cluster's kubeconfig (default $KUBECONFIG, else ~/.kube/config)"},
+		{&o.Namespace, "namespace", "with --tekton: the namespace (default the kubeconfig context's)"},
+		{&o.Claim, "claim", "with --tekton: the PersistentVolumeClaim whose subPaths source, cache and output the builds bind (default " + DefaultClaim + ")"},
+		{&o.SourceDir, "source-dir", "with --tekton: the local copy of what the claim's source subPath holds (default the depot file's directory)"},
+		{&o.Image, "image", "with --tekton: the snofactory image the tasks run (default the Pipeline's)"},
+		{&o.PushSecret, "push-secret", "with --tekton: the kubernetes.io/dockerconfigjson Secret to push with"},
+		{&o.SigningSecret, "signing-secret", "with --tekton: the Secret with cosign.key and cosign.password to sign with"},
+	} {
+		fl.StringVar(s.v, s.name, "", s.help)
+	}
+}
+
+// DefaultClaim is the claim a depot binds when --claim is not given.
+const DefaultClaim = "snofactory"
+
+// RunDepot connects as the kubeconfig says and runs the depot's builds (those of the
+// depot file target) on Tekton, vms PipelineRuns at once.
+func RunDepot(ctx context.Context, o Options, target string, builds []depot.Build, vms int, outputDir string, log *slog.Logger) (*depot.Summary, error) {
+	dyn, ns, err := Client(o.Kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	if o.Namespace != "" {
+		ns = o.Namespace
+	}
+	if o.Claim == "" {
+		o.Claim = DefaultClaim
+	}
+	if o.SourceDir == "" {
+		// The claim's source subPath holds the depot's checkout: the depot file's directory
+		// (or the directory of blueprints given).
+		o.SourceDir = filepath.Dir(target)
+		if fi, err := os.Stat(target); err == nil && fi.IsDir() {
+			o.SourceDir = target
+		}
+	}
+	return Run(ctx, Config{Client: dyn, Namespace: ns, Claim: o.Claim, SourceDir: o.SourceDir,
+		PushSecret: o.PushSecret, SigningSecret: o.SigningSecret, Image: o.Image,
+		Builds: builds, Slots: vms, OutputDir: outputDir, Log: log})
+}
