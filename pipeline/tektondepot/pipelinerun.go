@@ -64,30 +64,54 @@ func (r *runner) wait(ctx context.Context, name string) (*unstructured.Unstructu
 		if err != nil {
 			return nil, errorf(name, "watching: %w", err)
 		}
-		for ev := range w.ResultChan() {
-			if ev.Type == watch.Error {
-				opts.ResourceVersion = "" // expired: list afresh
-				break
-			}
-			u, ok := ev.Object.(*unstructured.Unstructured)
-			if !ok || u.GetName() != name {
-				continue
-			}
-			if ev.Type == watch.Deleted {
-				w.Stop()
-				return nil, errorf(name, "deleted before it finished")
-			}
-			opts.ResourceVersion = u.GetResourceVersion()
-			if s := succeeded(u); s == "True" || s == "False" {
-				w.Stop()
-				return u, nil
-			}
+		// Read once the watch is open: a run that finished before it (a cache hit is quick)
+		// sends no event a watch from a resourceVersion after it would see.
+		if u, err := res.Get(ctx, name, metav1.GetOptions{}); err == nil && finished(u) {
+			w.Stop()
+			return u, nil
 		}
+		u, err := r.next(ctx, w, name, &opts)
 		w.Stop()
-		if ctx.Err() != nil {
-			return nil, errorf(name, "%w", ctx.Err())
+		if u != nil || err != nil {
+			return u, err
 		}
 	}
+}
+
+// next reads one watch until the run finishes (returned), the watch ends (nil, nil) or
+// the context does.
+func (r *runner) next(ctx context.Context, w watch.Interface, name string, opts *metav1.ListOptions) (*unstructured.Unstructured, error) {
+	for {
+		var ev watch.Event
+		var ok bool
+		select {
+		case <-ctx.Done():
+			return nil, errorf(name, "%w", ctx.Err())
+		case ev, ok = <-w.ResultChan():
+		}
+		if !ok {
+			return nil, nil
+		}
+		if ev.Type == watch.Error {
+			opts.ResourceVersion = "" // expired: start at the current state
+			return nil, nil
+		}
+		u, isU := ev.Object.(*unstructured.Unstructured)
+		switch {
+		case !isU || u.GetName() != name:
+		case ev.Type == watch.Deleted:
+			return nil, errorf(name, "deleted before it finished")
+		case finished(u):
+			return u, nil
+		default:
+			opts.ResourceVersion = u.GetResourceVersion()
+		}
+	}
+}
+
+func finished(u *unstructured.Unstructured) bool {
+	s := succeeded(u)
+	return s == "True" || s == "False"
 }
 
 // cancel asks Tekton to stop a PipelineRun (spec.status Cancelled: its TaskRuns' pods are

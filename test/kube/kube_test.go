@@ -23,7 +23,12 @@ import (
 func TestOnRealCluster(t *testing.T) {
 	onRealCluster(t, func(t *testing.T, c *Cluster, mark func(string)) {
 		t.Run("TaskRun", func(t *testing.T) { checkTaskRun(t, c) })
-		t.Run("PipelineRun", func(t *testing.T) { checkPipelineRun(t, c, mark) })
+		e := startPipelineEnv(t.Context(), t, c, mark)
+		// The depot's builds are the PipelineRun case's blueprint again: with its cache warm
+		// they cost a publish each.
+		if t.Run("PipelineRun", func(t *testing.T) { checkPipelineRun(t, e) }) {
+			t.Run("DepotOnTekton", func(t *testing.T) { checkDepotOnTekton(t, e) })
+		}
 	})
 }
 

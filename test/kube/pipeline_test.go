@@ -32,6 +32,7 @@ type pipelineEnv struct {
 	ref      string // the snofactory image
 	keys     string // the depot's key pair (depot.key, depot.pub, pass), another's, auth.json
 	out      string // the output volume's directory
+	src      string // the source volume's directory
 	wantSeed string // where the blueprint pushes the seed
 }
 
@@ -48,10 +49,9 @@ type pipelineEnv struct {
 // PipelineRun is a cache hit for every stage but publish (which always runs), and pushes
 // the same seed. It marks the registry's directory, which names its process: the test's
 // cleanup must remove both.
-func checkPipelineRun(t *testing.T, c *Cluster, mark func(string)) {
+func checkPipelineRun(t *testing.T, e *pipelineEnv) {
 	ctx, cancel := context.WithTimeout(t.Context(), 40*time.Minute) // a ceiling for a loaded machine
 	defer cancel()
-	e := startPipelineEnv(ctx, t, c, mark)
 
 	first := e.run(t, "demo-1")
 	e.checkPrepareRan(t, "demo-1")
@@ -141,7 +141,7 @@ func startPipelineEnv(ctx context.Context, t *testing.T, c *Cluster, mark func(s
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.out = filepath.Join(vol, "output")
+	e.out, e.src = filepath.Join(vol, "output"), filepath.Join(vol, "source")
 	writeSource(t, filepath.Join(vol, "source"), iso, map[string]string{"push: " + testbin.DemoRegistry + "/demo/seed:1.0": "push: " + e.wantSeed})
 	e.makeSecrets(ctx, t)
 	for _, task := range []string{"snofactory-prepare", "snofactory-factory-vm", "snofactory-publish"} {
