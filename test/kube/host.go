@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"testing"
 )
 
 // The node's network: a bridge of its own with the node's address, which is also the pods'
@@ -49,22 +50,30 @@ func run(ctx context.Context, name string, args ...string) error {
 	return nil
 }
 
-// lockHost waits for any other cluster on this host to be torn down; the lock goes with
-// the process, so a killed run never holds it.
-func lockHost(logf func(string, ...any)) (*os.File, error) {
+// HostLock is held while a test looks at or changes what clusters share on the host.
+type HostLock struct{ f *os.File }
+
+// LockHost waits for any other cluster on this host to be torn down and checked, and holds
+// the lock until t ends; the lock goes with the process, so a killed run never holds it.
+// It returns nil where the lock cannot be had without root: Start then says why.
+func LockHost(t testing.TB) *HostLock {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		return nil
+	}
 	f, err := os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("opening the host's cluster lock: %w", err)
+		t.Fatalf("opening the host's cluster lock: %v", err)
 	}
+	t.Cleanup(func() { f.Close() }) // releases the flock
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err == nil {
-		return f, nil
+		return &HostLock{f}
 	}
-	logf("another test/kube cluster runs on this host; waiting for it to be torn down (%s)", lockPath)
+	t.Logf("another test/kube cluster runs on this host; waiting for it to be torn down (%s)", lockPath)
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("locking %s: %w", lockPath, err)
+		t.Fatalf("locking %s: %v", lockPath, err)
 	}
-	return f, nil
+	return &HostLock{f}
 }
 
 // pickNetwork chooses the first /24 under subnetPrefix that no address or route on the

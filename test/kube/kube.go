@@ -43,8 +43,6 @@ type Cluster struct {
 	Socket string
 	network
 
-	lock *os.File // held from start to the end of teardown
-
 	bins       binaries
 	cgroupRoot string
 	apiPort    int
@@ -127,12 +125,17 @@ func findBinaries() (binaries, error) {
 
 // Start starts the cluster and returns once the node is Ready, the default service account
 // exists and Tekton's controller runs. Everything is torn down at the test's cleanup, also
-// when the test fails half-way through Start. It needs root; under -short it is skipped.
-func Start(t testing.TB) *Cluster {
+// when the test fails half-way through Start. It needs root and the host's lock, held
+// by the caller from before it looks at the host until after its last check of it; under
+// -short it is skipped.
+func Start(t testing.TB, lock *HostLock) *Cluster {
 	t.Helper()
 	bins, err := findBinaries()
 	if err == nil && os.Geteuid() != 0 {
 		err = errors.New("a real cluster needs root (bridges, mounts, cgroups): run the test as root")
+	}
+	if err == nil && lock == nil {
+		err = errors.New("starting a cluster needs the host's lock (LockHost)")
 	}
 	if err != nil {
 		if testing.Short() {
@@ -150,10 +153,7 @@ func Start(t testing.TB) *Cluster {
 	})
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute) // a ceiling for a loaded machine
 	defer cancel()
-	if c.lock, err = lockHost(t.Logf); err == nil {
-		err = reclaimStale(ctx, t.Logf)
-	}
-	if err == nil {
+	if err = reclaimStale(ctx, t.Logf); err == nil {
 		c.network, err = pickNetwork(t.Logf)
 	}
 	if err == nil {
@@ -242,10 +242,6 @@ func (c *Cluster) Stop() error {
 	}
 	if c.sysctls != nil {
 		errs = append(errs, restoreSysctls(c.sysctls))
-	}
-	if c.lock != nil {
-		errs = append(errs, c.lock.Close()) // releases the flock
-		c.lock = nil
 	}
 	return errors.Join(errs...)
 }

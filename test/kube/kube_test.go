@@ -38,6 +38,7 @@ func TestOnRealCluster(t *testing.T) {
 // a case failed half-way: no process, mount, cgroup, bridge, iptables rule, host file or
 // directory, or changed kernel tunable.
 func onRealCluster(t *testing.T, cases func(t *testing.T, c *Cluster, mark func(marker string))) {
+	lock := LockHost(t) // from the first look at the host to the last: clusters take turns
 	before, err := readSysctls()
 	if err != nil {
 		t.Fatal(err)
@@ -47,7 +48,7 @@ func onRealCluster(t *testing.T, cases func(t *testing.T, c *Cluster, mark func(
 	var dir, cgroupRoot, bridge string
 	var markers []string
 	t.Run("cluster", func(t *testing.T) {
-		c := Start(t)
+		c := Start(t, lock)
 		dir, cgroupRoot, bridge = c.Dir, c.cgroupRoot, c.Bridge
 		stale.checkReclaimed(t, c)
 		cases(t, c, func(m string) { markers = append(markers, m) })
