@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,6 +22,8 @@ import (
 	"github.com/snofactory/snofactory/seeds/artifact/seed/seedtest"
 	"github.com/snofactory/snofactory/seeds/artifact/trust"
 	"github.com/snofactory/snofactory/seeds/checks/manifest"
+	"github.com/snofactory/snofactory/seeds/contract/wire"
+	"github.com/snofactory/snofactory/seeds/node/agent"
 	"github.com/snofactory/snofactory/seeds/site/siteconfig"
 	"github.com/snofactory/snofactory/seeds/site/siteconfig/isotest"
 	"github.com/snofactory/snofactory/stages/liveiso/coreiso"
@@ -105,6 +108,62 @@ func listTree(t *testing.T, dir string) []string {
 		return nil
 	})
 	return out
+}
+
+// agentReport is the command line of an agent report from dir, to a port that is a regular
+// file there (written as is), with flags added.
+func agentReport(dir string, flags ...string) []string {
+	port := filepath.Join(dir, "port")
+	os.WriteFile(port, nil, 0o644)
+	return append([]string{"agent", "report", "--phase", "x", "--status", "info", "--port", port,
+		"--state-dir", filepath.Join(dir, "state")}, flags...)
+}
+
+// agent report --log reads only the log's end, so a log has no cap, but it must be a
+// regular file: a FIFO or /dev/zero is refused before anything is sent, exit 2, naming it;
+// a sparse log of 1 GiB is sent as its last line within the child's memory limit.
+func TestAgentReportLogIsBounded(t *testing.T) {
+	for _, kind := range []string{"fifo", "/dev/zero"} {
+		t.Run(kind, func(t *testing.T) {
+			dir := t.TempDir()
+			p := filepath.Join(dir, "unit.log")
+			want := hostileSmallFile(t, kind, p, 0)
+			args := agentReport(dir, "--log", p)
+			before := listTree(t, dir)
+			code, stderr := runGuarded(t, args...)
+			if code != exitBadInput || !strings.Contains(stderr, p) || !strings.Contains(stderr, want) {
+				t.Errorf("exit %d, want %d naming %s and %q: %s", code, exitBadInput, p, want, stderr)
+			}
+			if after := listTree(t, dir); !slices.Equal(before, after) {
+				t.Errorf("the refused report changed %s: %v, then %v", dir, before, after)
+			}
+		})
+	}
+	t.Run("1 GiB", func(t *testing.T) {
+		dir := t.TempDir()
+		p := filepath.Join(dir, "unit.log")
+		f, err := os.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = f.WriteAt([]byte("the last line\n"), 1<<30)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		args := agentReport(dir, "--log", p)
+		if code, stderr := runGuarded(t, args...); code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		b, _ := os.ReadFile(filepath.Join(dir, "port"))
+		m, err := wire.NewDecoder(bytes.NewReader(b)).Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if log := m.Details[wire.DetailLog]; !strings.HasSuffix(log, "the last line") || len(log) > wire.MaxLogDetailBytes {
+			t.Errorf("log detail of %d bytes ending %q", len(log), log[max(0, len(log)-40):])
+		}
+	})
 }
 
 // runGuarded runs the real binary through runMain: a read that blocks ends with the test's
@@ -293,6 +352,14 @@ func TestSmallInputsRefuseSpecialAndHugeFiles(t *testing.T) {
 			os.WriteFile(iso, []byte("not read before the config"), 0o644)
 			p := filepath.Join(dir, "config.ign")
 			return p, []string{"iso", "embed", "-i", p, "-o", filepath.Join(dir, "out.iso"), iso}
+		}},
+		{"agent report --detail-file", agent.MaxDetailFile, func(dir string) (string, []string) {
+			p := filepath.Join(dir, "detail")
+			return p, agentReport(dir, "--detail-file", "k="+p)
+		}},
+		{"agent report --ignition-config", agent.MaxIgnitionConfigFile, func(dir string) (string, []string) {
+			p := filepath.Join(dir, "config.ign")
+			return p, agentReport(dir, "--files-root", dir, "--ignition-config", p)
 		}},
 	}
 	// A blueprint names a file in its extra-manifests/ as the blueprint's own reference

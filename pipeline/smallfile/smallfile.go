@@ -45,6 +45,13 @@ func ReadNoFollow(path string, limit int64) ([]byte, error) {
 	return read(path, limit, syscall.O_NOFOLLOW)
 }
 
+// TooLarge is the error Read gives for the file at path over limit, for a reader that
+// streams a capped file itself (hashing it, say) rather than holding it: "read PATH:
+// larger than LIMIT bytes", matching ErrTooLarge.
+func TooLarge(path string, limit int64) error {
+	return &os.PathError{Op: "read", Path: path, Err: sizeError{limit}}
+}
+
 func read(path string, limit int64, flags int) ([]byte, error) {
 	f, err := open(path, "read", flags, false)
 	if err != nil {
@@ -56,7 +63,7 @@ func read(path string, limit int64, flags int) ([]byte, error) {
 		return nil, err
 	}
 	if int64(len(data)) > limit {
-		return nil, &os.PathError{Op: "read", Path: path, Err: sizeError{limit}}
+		return nil, TooLarge(path, limit)
 	}
 	return data, nil
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/containers/storage"
 
 	"github.com/snofactory/snofactory/pipeline/clock"
+	"github.com/snofactory/snofactory/pipeline/smallfile"
 	"github.com/snofactory/snofactory/seeds/contract/wire"
 )
 
@@ -111,7 +112,8 @@ type declared struct {
 }
 
 func readDeclared(path string) (*declared, error) {
-	raw, err := os.ReadFile(path)
+	// --ignition-config is the caller's file: capped and regular, as agent report reads it.
+	raw, err := smallfile.Read(path, MaxIgnitionConfigFile)
 	if err != nil {
 		return nil, fmt.Errorf("ignition config: %w", err)
 	}
@@ -227,8 +229,11 @@ func chmodBits(m fs.FileMode) uint32 {
 	return bits
 }
 
+// hashFile streams the regular file at path through sha256. It has no cap (an installed
+// system's binaries are large), but a FIFO or a device under --root is refused, not waited
+// on or read without end.
 func hashFile(path string) (string, int64, error) {
-	f, err := os.Open(path)
+	f, err := smallfile.Open(path)
 	if err != nil {
 		return "", 0, err
 	}

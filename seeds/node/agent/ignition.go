@@ -6,11 +6,17 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/snofactory/snofactory/pipeline/smallfile"
 )
 
 // MaxReportedFiles bounds how many written files one report describes, so a message
 // stays well under MaxLineBytes.
 const MaxReportedFiles = 32
+
+// MaxIgnitionConfigFile caps the Ignition config a report describes, as the factory caps
+// the config it embeds in a live ISO (16 MiB).
+const MaxIgnitionConfigFile = 16 << 20
 
 // IgnitionFileDetails describes, for the host, the files an Ignition config wrote under
 // root: "file:PATH.sha256" and "file:PATH.size" always, and "file:PATH" itself only for
@@ -21,7 +27,7 @@ const MaxReportedFiles = 32
 // Only storage.files is read, which has the same shape in every 3.x spec and in
 // Ignition's rendered config cache.
 func IgnitionFileDetails(configPath, root string) (map[string]string, error) {
-	raw, err := os.ReadFile(configPath)
+	raw, err := smallfile.Read(configPath, MaxIgnitionConfigFile)
 	if err != nil {
 		return nil, fmt.Errorf("ignition config: %w", err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/snofactory/snofactory/pipeline/clock"
 	"github.com/snofactory/snofactory/pipeline/flock"
+	"github.com/snofactory/snofactory/pipeline/smallfile"
 	"github.com/snofactory/snofactory/seeds/contract/wire"
 )
 
@@ -187,35 +188,84 @@ func ResolvePort(port, sysRoot string) (string, error) {
 	return "", fmt.Errorf("virtio port %s not found (is the virtio_console module loaded and the port attached?)", name)
 }
 
+// MaxDetailFile caps a file a report describes (a --detail-file, a file an Ignition config
+// wrote): it is hashed whole, so a huge file would hold the report for minutes. Files a
+// report describes are configuration, far below it.
+const MaxDetailFile = 64 << 20
+
+// logTailSlack is how much more than a tail's byte cap TailLines reads from a log's end,
+// for the newlines it trims off the end first.
+const logTailSlack = 4 << 10
+
 // FileDetails describes the file at path for a report: key.sha256 and key.size always,
-// and key itself (the content) when it is short UTF-8 text.
+// and key itself (the content) when it is short UTF-8 text. The file must be a regular
+// file (after symlinks) of at most MaxDetailFile bytes: a FIFO or a device is refused
+// before it is read, so it neither blocks the report nor feeds it without end.
 func FileDetails(key, path string) (map[string]string, error) {
 	return fileDetails(key, path, true)
 }
 
-// fileDetails is FileDetails, sending the content only if withContent.
+// fileDetails is FileDetails, sending the content only if withContent. It streams the
+// file through the hash, keeping only the bytes the content detail may carry.
 func fileDetails(key, path string, withContent bool) (map[string]string, error) {
-	b, err := os.ReadFile(path)
+	f, err := smallfile.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("detail %s: %w", key, err)
 	}
-	sum := sha256.Sum256(b)
-	d := map[string]string{
-		key + ".sha256": hex.EncodeToString(sum[:]),
-		key + ".size":   strconv.Itoa(len(b)),
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Size() > MaxDetailFile {
+		return nil, fmt.Errorf("detail %s: %w", key, smallfile.TooLarge(path, MaxDetailFile))
 	}
-	if withContent && len(b) <= wire.MaxDetailFileBytes && utf8.Valid(b) {
+	h := sha256.New()
+	head := headWriter{max: wire.MaxDetailFileBytes + 1}
+	n, err := io.Copy(io.MultiWriter(h, &head), io.LimitReader(f, MaxDetailFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("detail %s: read %s: %w", key, path, err)
+	}
+	if n > MaxDetailFile {
+		return nil, fmt.Errorf("detail %s: %w", key, smallfile.TooLarge(path, MaxDetailFile))
+	}
+	d := map[string]string{
+		key + ".sha256": hex.EncodeToString(h.Sum(nil)),
+		key + ".size":   strconv.FormatInt(n, 10),
+	}
+	if b := head.buf; withContent && len(b) <= wire.MaxDetailFileBytes && utf8.Valid(b) {
 		d[key] = string(b)
 	}
 	return d, nil
 }
 
+// headWriter keeps the first max bytes written to it and drops the rest.
+type headWriter struct {
+	buf []byte
+	max int
+}
+
+func (w *headWriter) Write(p []byte) (int, error) {
+	if room := w.max - len(w.buf); room > 0 {
+		w.buf = append(w.buf, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}
+
 // TailLines returns at most the last n lines of the file at p, and at most max bytes
-// of them (the end), for a failure report's DetailLog.
+// of them (the end), for a failure report's DetailLog. Only the log's end is read (max
+// bytes and a little more), so a log of any size costs the same; it must be a regular
+// file, so a FIFO cannot block the report.
 func TailLines(p string, n, max int) (string, error) {
-	b, err := os.ReadFile(p)
+	f, err := smallfile.Open(p)
 	if err != nil {
 		return "", fmt.Errorf("log tail: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", fmt.Errorf("log tail: %w", err)
+	}
+	window := int64(max) + logTailSlack
+	b, err := io.ReadAll(io.NewSectionReader(f, fi.Size()-min(window, fi.Size()), window))
+	if err != nil {
+		return "", fmt.Errorf("log tail: read %s: %w", p, err)
 	}
 	b = bytes.TrimRight(b, "\n")
 	for i, cut := len(b)-1, 0; i >= 0; i-- {

@@ -2,11 +2,14 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/snofactory/snofactory/pipeline/badinput"
 	"github.com/snofactory/snofactory/seeds/contract/wire"
 )
 
@@ -22,20 +25,25 @@ type DetailSources struct {
 	IgnitionConfig, FilesRoot string
 }
 
-// AddDetails adds the details of src to d.
+// AddDetails adds the details of src to d. A file src names that cannot be read (missing,
+// not a regular file, over its cap) is the caller's input, a *badinput.Error; only a
+// missing log is sent as the log detail instead, since the failure it goes with matters
+// more than its log.
 func AddDetails(d map[string]string, src DetailSources) error {
 	for _, kp := range src.Files {
 		fd, err := FileDetails(kp[0], kp[1])
 		if err != nil {
-			return err
+			return badinput.Errorf("--detail-file %s: %w", kp[0], err)
 		}
 		for k, v := range fd {
 			d[k] = v
 		}
 	}
 	if src.Log != "" {
-		// A missing log still sends the report: the failure matters more than its log.
 		tail, err := TailLines(src.Log, wire.LogDetailLines, wire.MaxLogDetailBytes)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return badinput.Errorf("--log: %w", err)
+		}
 		if err != nil {
 			tail = err.Error()
 		}
@@ -44,7 +52,7 @@ func AddDetails(d map[string]string, src DetailSources) error {
 	if src.IgnitionConfig != "" {
 		fd, err := IgnitionFileDetails(src.IgnitionConfig, src.FilesRoot)
 		if err != nil {
-			return err
+			return badinput.Errorf("--ignition-config: %w", err)
 		}
 		for k, v := range fd {
 			d[k] = v
