@@ -629,3 +629,29 @@ func TestSeedBootMediumSiteConfigOverItsCap(t *testing.T) {
 		t.Errorf("the refused boot changed %s: %v, then %v", dir, before, after)
 	}
 }
+
+// A --policy is checked for its meaning, not only its syntax, whenever it is read: an
+// unknown requirement type or a policy without a default is exit 2 naming the file, even
+// for a seed directory, to which no policy is applied.
+func TestMeaninglessPolicyIsBadInput(t *testing.T) {
+	for _, tc := range []struct{ name, policy, says string }{
+		{"unknown requirement type", `{"default":[{"type":"acceptEverything"}]}`, `Unknown policy requirement type "acceptEverything"`},
+		{"no default", `{"transports":{}}`, "Default policy is missing"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			p := filepath.Join(dir, "policy.json")
+			os.WriteFile(p, []byte(tc.policy), 0o644)
+			seedDir := smallSeed(t, dir)
+			for _, args := range [][]string{
+				{"seed", "verify", "--policy", p, seedDir},
+				{"seed", "inspect", "--policy", p, seedDir},
+			} {
+				code, stderr := runGuarded(t, args...)
+				if code != exitBadInput || !strings.Contains(stderr, p) || !strings.Contains(stderr, tc.says) {
+					t.Errorf("%v: exit %d, want %d naming %s and %q: %s", args, code, exitBadInput, p, tc.says, stderr)
+				}
+			}
+		})
+	}
+}

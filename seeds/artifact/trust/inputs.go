@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/containers/image/v5/signature"
 	"gopkg.in/yaml.v3"
 
 	"github.com/snofactory/snofactory/pipeline/badinput"
@@ -68,6 +69,12 @@ func ReadPolicyFile(file string) ([]byte, error) {
 	}
 	if err := checkPolicyFiles(file, b); err != nil {
 		return nil, err
+	}
+	// Its meaning too, not only its syntax: an unknown requirement type is refused by
+	// containers/image only when the policy is applied (signature/policy_config.go,
+	// newPolicyRequirementFromJSON), which a seed directory never is.
+	if _, err := signature.NewPolicyFromBytes(b); err != nil {
+		return nil, badinput.Errorf("the trust policy %s: %w", file, err)
 	}
 	return b, nil
 }
