@@ -115,37 +115,20 @@ func download(ctx context.Context, rawURL string, w *blobstore.Writer, opts Opti
 		*client = *opts.Client
 	}
 	client.Transport = netlimit.Transport(client.Transport, netlimit.Peer{Kind: "server", Policy: pol})
-	attempts, backoff := pol.Attempts, pol.Backoff
-	var last error
-	for i := 0; i < attempts; i++ {
-		if i > 0 {
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(backoff << (i - 1)):
-			}
-		}
-		done, err := downloadOnce(ctx, client, rawURL, w, opts.Progress)
-		if err == nil && done {
-			return nil
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		// Answers the transport already retried (5xx, 429) and a stalled server are final;
-		// a body cut short resumes from where it stopped.
-		var perm *permanentError
-		var stall *netlimit.StallError
-		var spent *netlimit.ExhaustedError
-		if errors.As(err, &perm) {
-			return err
-		}
-		if errors.As(err, &stall) || errors.As(err, &spent) {
-			return fmt.Errorf("fetching %s: %w", rawURL, err)
-		}
-		last = err
+	// Answers the transport already retried (5xx, 429, with their Retry-After) come back
+	// final, as does a stalled server; a body cut short resumes from where it stopped,
+	// after the policy's jittered wait, like every other retry of the project.
+	err := pol.Do(ctx, func() error {
+		return downloadOnce(ctx, client, rawURL, w, opts.Progress)
+	})
+	var spent *netlimit.ExhaustedError
+	if err != nil && !errors.As(err, &spent) && ctx.Err() != nil {
+		return ctx.Err()
 	}
-	return fmt.Errorf("fetching %s: giving up after %d attempts: %w", rawURL, attempts, last)
+	if err != nil {
+		return fmt.Errorf("fetching %s: %w", rawURL, err)
+	}
+	return nil
 }
 
 type permanentError struct{ err error }
@@ -153,18 +136,20 @@ type permanentError struct{ err error }
 func (e *permanentError) Error() string { return e.err.Error() }
 func (e *permanentError) Unwrap() error { return e.err }
 
-func downloadOnce(ctx context.Context, client *http.Client, rawURL string, w *blobstore.Writer, progress func(int64, int64)) (bool, error) {
+// downloadOnce asks once for what w lacks of rawURL. A body cut short is worth asking
+// again (netlimit.Transient); a refused answer or a bad request is not.
+func downloadOnce(ctx context.Context, client *http.Client, rawURL string, w *blobstore.Writer, progress func(int64, int64)) error {
 	have := w.Offset()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
 	if err != nil {
-		return false, &permanentError{err}
+		return &permanentError{err}
 	}
 	if have > 0 {
 		req.Header.Set("Range", fmt.Sprintf("bytes=%d-", have))
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return false, err
+		return err
 	}
 	defer resp.Body.Close()
 	var total int64 = -1
@@ -174,25 +159,25 @@ func downloadOnce(ctx context.Context, client *http.Client, rawURL string, w *bl
 	case resp.StatusCode == http.StatusOK:
 		// The server ignored the Range header: start over.
 		if err := w.Reset(); err != nil {
-			return false, err
+			return err
 		}
 		have = 0
 		total = resp.ContentLength
 	case resp.StatusCode == http.StatusRequestedRangeNotSatisfiable:
 		// We already have everything (or a stale partial): verify decides.
-		return true, nil
+		return nil
 	default:
-		return false, &permanentError{fmt.Errorf("GET %s: %s", rawURL, resp.Status)}
+		return &permanentError{fmt.Errorf("GET %s: %s", rawURL, resp.Status)}
 	}
 	pr := &progressReader{ctx: ctx, r: resp.Body, done: have, total: total, fn: progress}
 	n, err := io.Copy(w, pr)
 	if err != nil {
-		return false, fmt.Errorf("GET %s: after %d bytes: %w", rawURL, have+n, err)
+		return fmt.Errorf("GET %s: after %d bytes: %w", rawURL, have+n, err)
 	}
 	if total > 0 && have+n < total {
-		return false, fmt.Errorf("GET %s: body ended at %d of %d bytes", rawURL, have+n, total)
+		return netlimit.Retryable(fmt.Errorf("GET %s: body ended at %d of %d bytes", rawURL, have+n, total))
 	}
-	return true, nil
+	return nil
 }
 
 func contentRangeTotal(h string) int64 {

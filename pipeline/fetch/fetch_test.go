@@ -189,3 +189,29 @@ func TestResumesPartialOfKilledRun(t *testing.T) {
 		t.Errorf("partial files left: %v", left)
 	}
 }
+
+// A server that answers 503 with Retry-After: 1 is asked again after that second, not after
+// the policy's own backoff: with a backoff of an hour, bounded by the policy's 30 s at most
+// and jittered to no less than half of that, only the Retry-After lets the fetch end before
+// the test's context of 10 s does.
+func TestRetryAfterIsHonoured(t *testing.T) {
+	data, sum := content(64 << 10)
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.Write(data)
+	}))
+	t.Cleanup(srv.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := File(ctx, srv.URL+"/live.iso", sum, t.TempDir(), Options{Backoff: time.Hour}); err != nil {
+		t.Fatalf("fetch: %v (the Retry-After was not honoured)", err)
+	}
+	if calls.Load() != 2 {
+		t.Errorf("calls = %d, want 2 (a 503, then the file)", calls.Load())
+	}
+}
