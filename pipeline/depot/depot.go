@@ -346,15 +346,12 @@ func (r *runner) update(i int, f func(*Result)) {
 	}
 }
 
-// save writes StatusFile, staged and renamed so a reader never sees half of it.
+// save writes StatusFile, staged and renamed so a reader never sees half of it; held
+// through the write, so an older state never lands after a newer one.
 func (r *runner) save() error {
 	r.mu.Lock()
-	b, err := json.MarshalIndent(r.sum, "", "  ")
-	r.mu.Unlock()
-	if err != nil {
-		return err
-	}
-	return writeAtomic(filepath.Join(r.cfg.OutputDir, StatusFile), append(b, '\n'))
+	defer r.mu.Unlock()
+	return SaveStatus(r.cfg.OutputDir, r.sum)
 }
 
 // SaveStatus writes sum as dir's StatusFile, for a depot run elsewhere (on Tekton).
