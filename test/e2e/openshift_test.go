@@ -171,7 +171,7 @@ func TestOpenShiftBuildsThroughPrecache(t *testing.T) {
 	}
 	// A private copy: the shared one is rebuilt when the conformance OS's inputs change,
 	// possibly by another test while this one runs.
-	iso = copyFile(t, iso, filepath.Join(t.TempDir(), "rhcos-live.x86_64.iso"))
+	iso = testbin.CopyFile(t, iso, filepath.Join(t.TempDir(), "rhcos-live.x86_64.iso"))
 	isoSum := fileSHA256(t, iso)
 	reg := registry.StartT(t, registry.Options{})
 	script := installerStandIn(t)
@@ -571,27 +571,6 @@ func fileSHA256(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return hex.EncodeToString(h.Sum(nil))
-}
-
-func copyFile(t *testing.T, src, dst string) string {
-	t.Helper()
-	in, err := os.Open(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	out, err := os.Create(dst)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		t.Fatal(err)
-	}
-	if err := out.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return dst
 }
 
 func fileDigest(t *testing.T, p string) string {

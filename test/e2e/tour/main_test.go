@@ -5,7 +5,6 @@
 package tour
 
 import (
-	"io"
 	"os"
 	"testing"
 
@@ -16,25 +15,3 @@ import (
 var snofactoryBin string
 
 func TestMain(m *testing.M) { os.Exit(testbin.RunWithBinary(m, &snofactoryBin)) }
-
-// copyFile copies src to dst and returns dst.
-func copyFile(t *testing.T, src, dst string) string {
-	t.Helper()
-	in, err := os.Open(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	out, err := os.Create(dst)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		t.Fatal(err)
-	}
-	if err := out.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return dst
-}

@@ -323,7 +323,7 @@ func tourWorkspace(t *testing.T, root string) (dir string, env []string) {
 	if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(conformance.DefaultISOPath)), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	copyFile(t, iso, filepath.Join(dir, conformance.DefaultISOPath))
+	testbin.CopyFile(t, iso, filepath.Join(dir, conformance.DefaultISOPath))
 	gocache, err := exec.Command("go", "env", "GOCACHE").Output()
 	if err != nil {
 		t.Fatalf("go env GOCACHE: %v", err)
@@ -376,7 +376,7 @@ func copyTracked(t *testing.T, root, dst string) {
 				err = os.Symlink(target, to)
 			}
 		} else if err == nil {
-			err = os.Chmod(copyFile(t, src, to), info.Mode().Perm()) // scripts stay executable
+			err = os.Chmod(testbin.CopyFile(t, src, to), info.Mode().Perm()) // scripts stay executable
 		}
 		if err != nil {
 			t.Fatalf("copying %s: %v", name, err)
