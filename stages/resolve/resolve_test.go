@@ -377,7 +377,7 @@ func TestResolvePolicy(t *testing.T) {
 		{"reject all", `{"default":[{"type":"reject"}]}`, "signature policy rejects " + f.release},
 		{"reject the operator bundle", `{"default":[{"type":"insecureAcceptAnything"}],"transports":{"docker":{"` + bundleRepo + `":[{"type":"reject"}]}}}`,
 			"signature policy rejects " + f.bundle},
-		{"unreadable policy", `{"default":[{"type":"no such requirement"}]}`, "reading signature policy"},
+		{"unreadable policy", `{"default":[{"type":"no such requirement"}]}`, `policy.json: Unknown policy requirement type "no such requirement"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
