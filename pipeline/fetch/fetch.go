@@ -24,10 +24,9 @@ type Options struct {
 	// Client is the HTTP client; nil means http.DefaultClient. Its transport is wrapped in
 	// netlimit.Transport: the stall timeout and retry policy of every request.
 	Client *http.Client
-	// Attempts bounds tries per download; backoff doubles from Backoff (defaults: those of
-	// netlimit.DefaultPolicy).
-	Attempts int
-	Backoff  time.Duration
+	// Retry is the retry policy of every request and of a body cut short; its unset fields
+	// are netlimit.DefaultPolicy's.
+	Retry netlimit.Policy
 	// Progress, if set, is called with bytes done and total (0 if unknown).
 	Progress func(done, total int64)
 }
@@ -109,7 +108,7 @@ func copyLocal(ctx context.Context, src string, w *blobstore.Writer, opts Option
 
 // download fetches rawURL into w, resuming from w's offset.
 func download(ctx context.Context, rawURL string, w *blobstore.Writer, opts Options) error {
-	pol := netlimit.Policy{Attempts: opts.Attempts, Backoff: opts.Backoff}.OrDefault()
+	pol := opts.Retry.OrDefault()
 	client := &http.Client{}
 	if opts.Client != nil {
 		*client = *opts.Client

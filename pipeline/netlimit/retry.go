@@ -27,6 +27,9 @@ type Policy struct {
 	// Rand draws the jitter of a backoff wait, in [0, n); nil is math/rand. Tests set it to
 	// make the waits exact.
 	Rand func(n int64) int64
+	// Sleep waits d unless ctx ends first; nil is a timer. Tests set it to see each wait
+	// chosen without spending it.
+	Sleep func(ctx context.Context, d time.Duration) error
 }
 
 // The default policy: five tries over about four seconds of backoff, a Retry-After honoured
@@ -151,7 +154,7 @@ func (p Policy) Do(ctx context.Context, fn func() error) error {
 		if st := (*StatusError)(nil); errors.As(err, &st) {
 			after = st.RetryAfter
 		}
-		if err := sleep(ctx, p.wait(n, after)); err != nil {
+		if err := p.pause(ctx, p.wait(n, after)); err != nil {
 			return err
 		}
 	}
@@ -182,6 +185,14 @@ func AnswerError(resp *http.Response) *StatusError {
 		e.Method, e.URL = resp.Request.Method, u.String()
 	}
 	return e
+}
+
+// pause waits d through p.Sleep, or a timer.
+func (p Policy) pause(ctx context.Context, d time.Duration) error {
+	if p.Sleep != nil {
+		return p.Sleep(ctx, d)
+	}
+	return sleep(ctx, d)
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

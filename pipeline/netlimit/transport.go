@@ -71,7 +71,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // lets the connection be reused
 			resp.Body.Close()
 		}
-		if err := sleep(req.Context(), pol.wait(n, after)); err != nil {
+		if err := pol.pause(req.Context(), pol.wait(n, after)); err != nil {
 			return nil, err
 		}
 		if try, err = again(req); err != nil {
