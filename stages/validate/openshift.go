@@ -130,6 +130,11 @@ type cluster struct {
 	dyn  dynamic.Interface
 	// facts carry the kubelet's certificates when the host part ran.
 	facts *factsCerts
+	// down is the error of the request that had no answer on any try of the retry policy
+	// (the server refused, reset or dropped every connection): the checks after it report
+	// it at once instead of spending the policy's backoff on the same server again, about
+	// four seconds a check. The checks run one after another.
+	down error
 }
 
 // openshiftChecks returns the runner of the OpenShift checks by id.
@@ -170,8 +175,26 @@ func openshiftChecks(ctx context.Context, in Inputs) func(id string) outcome {
 	}
 }
 
+// ask runs one API request unless the server is already known down, and notes it down
+// when the request had no answer on any try (netlimit's transport gave up; an answer, even
+// a 429 or a 503, is a status error instead).
+func (c *cluster) ask(request func() error) error {
+	if c.down != nil {
+		return c.down
+	}
+	err := request()
+	if _, spent := errors.AsType[*netlimit.ExhaustedError](err); spent {
+		c.down = err
+	}
+	return err
+}
+
 func (c *cluster) get(ctx context.Context, gvr schema.GroupVersionResource, ns, name string) (*unstructured.Unstructured, error) {
-	obj, err := c.dyn.Resource(gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	var obj *unstructured.Unstructured
+	err := c.ask(func() (err error) {
+		obj, err = c.dyn.Resource(gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("get %s %s: %w", gvr.Resource, name, err)
 	}
@@ -179,7 +202,11 @@ func (c *cluster) get(ctx context.Context, gvr schema.GroupVersionResource, ns, 
 }
 
 func (c *cluster) list(ctx context.Context, gvr schema.GroupVersionResource) ([]unstructured.Unstructured, error) {
-	l, err := c.dyn.Resource(gvr).List(ctx, metav1.ListOptions{})
+	var l *unstructured.UnstructuredList
+	err := c.ask(func() (err error) {
+		l, err = c.dyn.Resource(gvr).List(ctx, metav1.ListOptions{})
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", gvr.Resource, err)
 	}

@@ -100,3 +100,34 @@ func dynamicFor(t *testing.T, srv *httptest.Server) dynamic.Interface {
 	}
 	return dyn
 }
+
+// An API server that resets every connection is asked the retry policy's tries once for
+// all the OpenShift checks, not once for each: the first check that gets no answer marks
+// the server down, and every check after it reports that error at once (the backoff of
+// each check's tries cost about four seconds a check). The TLS handshake of the serving
+// certificate's check is not an API request and still runs.
+func TestUnreachableAPIAskedOnce(t *testing.T) {
+	var asked atomic.Int64
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		reset(w, r)
+	}))
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	defer srv.Close()
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	if err := os.WriteFile(kubeconfig, []byte(kubeapi.Kubeconfig(srv.URL, caPEM)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run := openshiftChecks(t.Context(), Inputs{OpenShift: &OpenShift{Kubeconfig: kubeconfig, DayTwoWorkers: true}})
+	for _, id := range []string{CheckClusterVersion, CheckClusterOperators, CheckNodeReady, CheckEtcdEndpoints, CheckCSRNonePending,
+		CheckTopology, CheckPoolUpdated, CheckIngressPinned} {
+		if o := run(id); o.status != StatusError || !strings.Contains(o.message, "giving up after 5 tries: API server 127.0.0.1:") ||
+			!strings.Contains(o.message, "reset the connection") {
+			t.Errorf("%s: %s %q, want the error of the server reset on every try", id, o.status, o.message)
+		}
+	}
+	if want := int64(netlimit.DefaultPolicy().Attempts); asked.Load() != want {
+		t.Errorf("the API server was asked %d times over the checks, want %d (the policy's tries, once)", asked.Load(), want)
+	}
+}
