@@ -93,9 +93,10 @@ func junitCases(t *testing.T, path string) map[string]junitCase {
 // TestDemoInstallsAndValidates runs the demo through install and validate on the
 // conformance OS in a real qemu VM (TCG here, KVM where it works), with UEFI (every other
 // demo build in these tests boots BIOS, the demo's firmware; stages/liveiso installs with
-// both): the
-// install reports every phase in order, the installed disk boots and passes every check
-// (one skipped by the blueprint, with its reason), the JUnit file lists every check, and a
+// both) and a separate container-storage partition: the install reports every phase in
+// order, the installed disk boots and passes every check (one skipped by the blueprint,
+// with its reason), its partitions are as checkContainerStorageDisk wants them, the JUnit
+// file lists every check, and a
 // second build is all cache hits and boots nothing. A build resumed after install boots the
 // cached disk once, for validate and seal, and publishes; a rebuild after a one-file change
 // then moves as a delta (rebuildMovesAsDelta).
@@ -104,7 +105,7 @@ func TestDemoInstallsAndValidates(t *testing.T) {
 	t.Parallel()
 	bp, ref, reg := deltaBlueprint(t)
 	withFirmware(t, bp, "uefi")
-	editBlueprint(t, bp, "  relocation:\n", "  validation:\n    skip: [host.time.sync]\n    skipReasons:\n      host.time.sync: the conformance OS keeps no NTP client\n  relocation:\n")
+	editBlueprint(t, bp, containerStorageEdit[0], containerStorageEdit[1])
 	cache, out := t.TempDir(), t.TempDir()
 	r := runCLI(t, "build", bp, "--until", "validate", "--cache-dir", cache, "--output-dir", out, "--progress", "plain")
 	if r.code != 0 {
@@ -133,9 +134,9 @@ func TestDemoInstallsAndValidates(t *testing.T) {
 			t.Errorf("%s did not pass: %+v", id, c)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(out, "install", "disk.qcow2")); err != nil {
-		t.Errorf("installed disk: %v", err)
-	}
+	// The UEFI boot of a separate container-storage partition (TestContainerStoragePartition
+	// boots it BIOS).
+	checkContainerStorageDisk(t, out)
 
 	out2 := t.TempDir()
 	if r := runCLI(t, "build", bp, "--until", "validate", "--cache-dir", cache, "--output-dir", out2); r.code != 0 {
