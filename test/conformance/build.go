@@ -60,10 +60,17 @@ type Options struct {
 	ModuleDir string
 	// Kernel is the kernel image; empty picks the newest /boot/vmlinuz-*.
 	Kernel string
+	// MetalImage is a whole raw disk image the ISO carries (gzipped, at MetalImagePath);
+	// its installer then writes it to the target instead of the busybox OS, as
+	// coreos-installer writes the metal image. Empty: the busybox OS.
+	MetalImage string
 	// Force rebuilds even when the cached ISO matches its inputs.
 	Force bool
 	Log   *slog.Logger
 }
+
+// MetalImagePath is where a live ISO carries its disk image (init.sh METAL_IMAGE).
+const MetalImagePath = "images/metal.img.gz"
 
 // Result says what Build did.
 type Result struct {
@@ -182,7 +189,7 @@ func Build(ctx context.Context, o Options) (Result, error) {
 	if err := populate(ctx, root, kver, agentBin); err != nil {
 		return res, err
 	}
-	if res.InputHash, err = inputHash(kernel, kver, root); err != nil {
+	if res.InputHash, err = inputHash(kernel, kver, root, o.MetalImage); err != nil {
 		return res, err
 	}
 	stamp := o.Out + ".inputs"
@@ -197,7 +204,7 @@ func Build(ctx context.Context, o Options) (Result, error) {
 		}
 	}
 
-	if err := assemble(ctx, work, kernel, root, o.Out); err != nil {
+	if err := assemble(ctx, work, kernel, root, o.MetalImage, o.Out); err != nil {
 		return res, err
 	}
 	if err := pipeline.WriteFileAtomic(stamp, []byte(res.InputHash+"\n"), 0o644); err != nil {
@@ -210,12 +217,18 @@ func Build(ctx context.Context, o Options) (Result, error) {
 
 // inputHash covers every byte that goes into the ISO, so equal hashes mean an equal ISO
 // and the expensive part (compressing, xorriso) can be skipped.
-func inputHash(kernel, kver string, root *tree) (string, error) {
+func inputHash(kernel, kver string, root *tree, metal string) (string, error) {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\n", builderVersion)
 	fmt.Fprintf(h, "kernel %s\n", kver)
 	if err := hashFile(h, kernel); err != nil {
 		return "", err
+	}
+	if metal != "" {
+		fmt.Fprintf(h, "metal image\n")
+		if err := hashFile(h, metal); err != nil {
+			return "", err
+		}
 	}
 	if err := root.hash(h); err != nil {
 		return "", err
@@ -233,7 +246,7 @@ func inputHash(kernel, kver string, root *tree) (string, error) {
 
 // assemble builds the ISO from the initramfs tree and the kernel in work and moves it
 // to out.
-func assemble(ctx context.Context, work, kernel string, root *tree, out string) error {
+func assemble(ctx context.Context, work, kernel string, root *tree, metal, out string) error {
 	// The installed disk's ESP is made here, after hashing: FAT directory entries carry
 	// the time they were made, so its bytes differ between builds of equal inputs.
 	esp, err := espImage(ctx, work)
@@ -247,6 +260,11 @@ func assemble(ctx context.Context, work, kernel string, root *tree, out string) 
 	}
 	if err := writeEFIBoot(ctx, work, filepath.Join(stage, efiBootImg)); err != nil {
 		return err
+	}
+	if metal != "" {
+		if err := gzipFile(ctx, metal, filepath.Join(stage, MetalImagePath)); err != nil {
+			return fmt.Errorf("the live ISO's disk image: %w", err)
+		}
 	}
 	tmpISO := filepath.Join(work, "out.iso")
 	// BIOS: isolinux through El Torito and a hybrid MBR; UEFI: a FAT El Torito image with

@@ -17,7 +17,8 @@ conformance-iso:
 # The systemd conformance OS (test/conformance BuildSystemd): a Debian root made with
 # mmdebstrap (systemd, NetworkManager, OpenSSH, chrony; cached apart in debian.tar, keyed
 # by the package list and mirror: minutes the first time), the agent, the host's kernel and
-# a small initramfs, in build/conformance-systemd/. Needs root (mmdebstrap's root mode)
+# a small initramfs, in build/conformance-systemd/; and the same OS installable as RHCOS is
+# (BuildSystemdLive: live/metal.img and live/systemd-live.iso, whose installer writes it). Needs root (mmdebstrap's root mode)
 # and the Debian mirror ($(DEBIAN_MIRROR) if set).
 CONFORMANCE_SYSTEMD_DIR ?= build/conformance-systemd
 

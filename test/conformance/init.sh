@@ -31,6 +31,9 @@ mkdir -p /run/snofactory
 TARGET_SERIAL=snofactory-target
 PRECACHE_SERIAL=snofactory-precache
 INSTALL_SERIAL=snofactory-install
+# A live ISO that carries this whole disk image installs it (install_metal), as the
+# systemd conformance OS's live ISO does (conformance.MetalImagePath).
+METAL_IMAGE=images/metal.img.gz
 # e2fsprogs' mke2fs and chattr, by their paths: busybox's sh runs its own applets before
 # PATH's files.
 MKE2FS=/bin/mke2fs.e2fsprogs
@@ -370,11 +373,7 @@ import_images() {
 write_os() {
 	PHASE=written-to-disk
 	dev=$1
-	mkdir -p /run/media/iso
-	for cd in /dev/sr0 /dev/sr1; do
-		wait_for "$cd" && mount -t iso9660 -o ro "$cd" /run/media/iso 2>/dev/null && break
-	done
-	[ -f /run/media/iso/images/pxeboot/vmlinuz ] || die "live ISO not found"
+	mount_iso
 	cp /run/media/iso/images/pxeboot/vmlinuz /run/media/iso/images/pxeboot/initrd.img /mnt/target/boot/ || die "copying the kernel"
 	# Like coreos-installer -i: the first boot from disk runs Ignition on this config.
 	[ -f /config.ign ] && cp /config.ign /mnt/target/boot/ignition/config.ign
@@ -440,9 +439,55 @@ write_root() {
 	"$CHATTR" +T "$root/var/lib" || die "marking /var/lib a top of directory hierarchy"
 }
 
+# ---- install_metal ----
+# install_metal DEV IMAGE CONFIG MNT: an OS that comes as a whole disk image (the systemd
+# conformance OS), as `coreos-installer install` writes the metal image (src/install.rs):
+# the image's bytes from sector 0, then the Ignition config into the boot file system
+# (ignition/config.ign) beside the `ignition.firstboot` stamp that makes the next boot a
+# first boot. The image's root is its partition 2 (mounted on MNT), /boot in it. An
+# installed disk is refused, as in prepare_target.
+install_metal() {
+	dev=$1
+	wait_for "$dev" || die "install device $dev not found"
+	if [ "$(dd if="$dev" bs=1 skip=440 count=4 2>/dev/null)" = SNOF ]; then
+		die "$dev already holds an installed system: the firmware booted the live ISO again after the install (boot order must prefer the target disk)"
+	fi
+	zcat "$2" | dd of="$dev" bs=1M conv=notrunc,fsync 2>/run/snofactory/metal.log || die "writing the disk image to $dev" /run/snofactory/metal.log
+	[ "$(dd if="$dev" bs=1 skip=440 count=4 2>/dev/null)" = SNOF ] || die "the disk image written to $dev carries no installed-disk mark"
+	blockdev --rereadpt "$dev" || die "re-reading the partition table of $dev"
+	ROOTPART=$(partition "$dev" 2)
+	wait_for "$ROOTPART" || die "the root partition of $dev did not appear"
+	mkdir -p "$4"
+	mount -t ext4 "$ROOTPART" "$4" || die "mounting $ROOTPART"
+	mkdir -p "$4/boot/ignition"
+	[ -f "$3" ] && { cp "$3" "$4/boot/ignition/config.ign" || die "writing the Ignition config"; }
+	touch "$4/boot/ignition.firstboot"
+	sync
+	umount "$4" || die "unmounting $ROOTPART"
+}
+# ---- end of install_metal ----
+
+# mount_iso mounts the live ISO on /run/media/iso (once).
+mount_iso() {
+	[ -f /run/media/iso/images/pxeboot/vmlinuz ] && return 0
+	mkdir -p /run/media/iso
+	for cd in /dev/sr0 /dev/sr1; do
+		wait_for "$cd" && mount -t iso9660 -o ro "$cd" /run/media/iso 2>/dev/null && break
+	done
+	[ -f /run/media/iso/images/pxeboot/vmlinuz ] || die "live ISO not found"
+}
+
 install_to_disk() {
 	dev=$INSTALL_DEV
 	PHASE=written-to-disk
+	mount_iso
+	if [ -f "/run/media/iso/$METAL_IMAGE" ]; then
+		install_metal "$dev" "/run/media/iso/$METAL_IMAGE" /config.ign /mnt/target
+		umount /run/media/iso
+		report "$PHASE" ok --detail "device=$dev" --detail "image=$METAL_IMAGE" --detail "firmware=$FIRMWARE"
+		log "installed $METAL_IMAGE to $dev; rebooting"
+		reboot -f
+	fi
 	prepare_target "$dev"
 	write_root /mnt/target/root
 	import_images /mnt/target/root

@@ -100,57 +100,73 @@ func BuildSystemd(ctx context.Context, o SystemdOptions) (SystemdOS, error) {
 		return res, err
 	}
 	defer unlock()
-	for _, tool := range []string{"mmdebstrap", "mke2fs", "depmod", "tar", "extlinux", "mount"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			return res, fmt.Errorf("the systemd conformance OS needs %s (Debian packages mmdebstrap, e2fsprogs, kmod, tar, extlinux, mount): %w", tool, err)
-		}
-	}
-	kernel, kver, err := findKernel(o.Kernel)
+	in, err := systemdInputs(ctx, o, o.Dir)
 	if err != nil {
 		return res, err
 	}
-	work, err := os.MkdirTemp(absOrSelf(o.Dir), ".systemd-*")
-	if err != nil {
-		return res, fmt.Errorf("systemd conformance OS work dir: %w", err)
-	}
-	defer os.RemoveAll(work)
-	tarball, pkgTime, err := debianTree(ctx, o)
-	res.PackagesDuration = pkgTime
-	if err != nil {
-		return res, err
-	}
-	agent := o.AgentBinary
-	if agent == "" {
-		agent = filepath.Join(work, "snofactory")
-		if err := buildAgent(ctx, o.ModuleDir, agent); err != nil {
-			return res, err
-		}
-	}
-	initrd, err := systemdInitrd(ctx, kver)
-	if err != nil {
-		return res, err
-	}
-	if res.InputHash, err = systemdHash(kernel, kver, tarball, agent, initrd); err != nil {
-		return res, err
-	}
+	defer os.RemoveAll(in.work)
+	res.PackagesDuration, res.InputHash = in.packagesTime, in.hash
 	stamp := res.Root + ".inputs"
 	if b, err := os.ReadFile(stamp); err == nil && !o.Force && strings.TrimSpace(string(b)) == res.InputHash {
 		res.Cached, res.Duration = true, time.Since(start)
 		o.Log.Info("systemd conformance OS is up to date", "dir", o.Dir, "inputs", res.InputHash[:12])
 		return res, nil
 	}
-	if err := assembleSystemd(ctx, work, kernel, kver, tarball, agent, initrd, res); err != nil {
+	if err := assembleSystemd(ctx, in, res); err != nil {
 		return res, err
 	}
-	if err := writeSystemdSeed(ctx, work, res.Root, res.Seed, res.InputHash); err != nil {
+	if err := writeSystemdSeed(ctx, in.work, res.Root, res.Seed, res.InputHash); err != nil {
 		return res, err
 	}
 	if err := pipeline.WriteFileAtomic(stamp, []byte(res.InputHash+"\n"), 0o644); err != nil {
 		return res, fmt.Errorf("systemd conformance OS stamp: %w", err)
 	}
 	res.Duration = time.Since(start)
-	o.Log.Info("built the systemd conformance OS", "dir", o.Dir, "kernel", kver, "duration", res.Duration.Round(time.Second))
+	o.Log.Info("built the systemd conformance OS", "dir", o.Dir, "kernel", in.kver, "duration", res.Duration.Round(time.Second))
 	return res, nil
+}
+
+// systemdInput is what the systemd OS is built from: the kernel, the cached Debian tree,
+// the agent, the initramfs, and their hash; work is a directory the caller removes.
+type systemdInput struct {
+	kernel, kver, tarball, agent, work, hash string
+	initrd                                   *tree
+	packagesTime                             time.Duration
+}
+
+// systemdInputs checks the host's tools and gathers the inputs, making the Debian tree
+// and the agent when they are missing; work goes in workParent.
+func systemdInputs(ctx context.Context, o SystemdOptions, workParent string) (in systemdInput, err error) {
+	for _, tool := range []string{"mmdebstrap", "mke2fs", "depmod", "tar", "extlinux", "mount"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return in, fmt.Errorf("the systemd conformance OS needs %s (Debian packages mmdebstrap, e2fsprogs, kmod, tar, extlinux, mount): %w", tool, err)
+		}
+	}
+	if in.kernel, in.kver, err = findKernel(o.Kernel); err != nil {
+		return in, err
+	}
+	if in.work, err = os.MkdirTemp(absOrSelf(workParent), ".systemd-*"); err != nil {
+		return in, fmt.Errorf("systemd conformance OS work dir: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(in.work)
+		}
+	}()
+	if in.tarball, in.packagesTime, err = debianTree(ctx, o); err != nil {
+		return in, err
+	}
+	if in.agent = o.AgentBinary; in.agent == "" {
+		in.agent = filepath.Join(in.work, "snofactory")
+		if err := buildAgent(ctx, o.ModuleDir, in.agent); err != nil {
+			return in, err
+		}
+	}
+	if in.initrd, err = systemdInitrd(ctx, in.kver); err != nil {
+		return in, err
+	}
+	in.hash, err = systemdHash(in.kernel, in.kver, in.tarball, in.agent, in.initrd)
+	return in, err
 }
 
 // systemdHash covers every input of the root image, the initramfs and the kernel.

@@ -46,20 +46,7 @@ var (
 // RHCOS), an empty machine-id, no per-node state, and sealed.json, which the hook reads.
 // The build host's name goes too.
 func customizeRoot(ctx context.Context, root, kver, agentBin string) error {
-	if err := os.Remove(filepath.Join(root, "etc/hostname")); err != nil && !os.IsNotExist(err) {
-		return err
-	}
-	if err := placeSystemdFiles(root); err != nil {
-		return err
-	}
-	b, err := os.ReadFile(agentBin)
-	if err != nil {
-		return fmt.Errorf("reading the agent: %w", err)
-	}
-	if err := writeUnder(root, wire.AgentPath, b, 0o755); err != nil {
-		return err
-	}
-	if err := rootModules(ctx, root, kver); err != nil {
+	if err := prepareRoot(ctx, root, kver, agentBin, true); err != nil {
 		return err
 	}
 	req := wire.SealRequest{Version: wire.SealRequestVersion, Target: oskind.CoreOS, Seed: SystemdSeedName,
@@ -70,9 +57,50 @@ func customizeRoot(ctx context.Context, root, kver, agentBin string) error {
 	return nil
 }
 
-// placeSystemdFiles writes the embedded files and the reconfiguration unit, and enables
-// the units.
-func placeSystemdFiles(root string) error {
+// customizeMetal makes the unpacked Debian tree at root the OS as the live ISO installs
+// it, as an RHCOS metal image ships: the agent, the units and the modules, but not the
+// site's reconfiguration service (the seal installs that) and no seal; no SSH host keys,
+// an empty machine-id (systemd makes one at boot; empty rather than absent, so the boot
+// is not a first boot that would run systemd-firstboot's console prompts), no D-Bus
+// machine-id and no build host's name.
+func customizeMetal(ctx context.Context, root, kver, agentBin string) error {
+	if err := prepareRoot(ctx, root, kver, agentBin, false); err != nil {
+		return err
+	}
+	keys, err := filepath.Glob(filepath.Join(root, "etc/ssh/ssh_host_*"))
+	if err != nil {
+		return err
+	}
+	for _, p := range append(keys, filepath.Join(root, "var/lib/dbus/machine-id")) {
+		if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("the metal image's unbooted state: %w", err)
+		}
+	}
+	return os.WriteFile(filepath.Join(root, "etc/machine-id"), nil, 0o444)
+}
+
+// prepareRoot places the OS's own files, the agent and the kernel modules, and removes
+// the build host's name; withReconfigure adds the site's reconfiguration service.
+func prepareRoot(ctx context.Context, root, kver, agentBin string, withReconfigure bool) error {
+	if err := os.Remove(filepath.Join(root, "etc/hostname")); err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	if err := placeSystemdFiles(root, withReconfigure); err != nil {
+		return err
+	}
+	b, err := os.ReadFile(agentBin)
+	if err != nil {
+		return fmt.Errorf("reading the agent: %w", err)
+	}
+	if err := writeUnder(root, wire.AgentPath, b, 0o755); err != nil {
+		return err
+	}
+	return rootModules(ctx, root, kver)
+}
+
+// placeSystemdFiles writes the embedded files (and the reconfiguration unit when asked),
+// and enables the units.
+func placeSystemdFiles(root string, withReconfigure bool) error {
 	for src, dst := range systemdPlaced {
 		b, err := systemdFiles.ReadFile("systemd/" + src)
 		if err != nil {
@@ -86,10 +114,15 @@ func placeSystemdFiles(root string) error {
 			return err
 		}
 	}
-	if err := writeUnder(root, agent.ReconfigureUnitPath, []byte(agent.ReconfigureUnit), 0o644); err != nil {
-		return err
+	if withReconfigure {
+		if err := writeUnder(root, agent.ReconfigureUnitPath, []byte(agent.ReconfigureUnit), 0o644); err != nil {
+			return err
+		}
 	}
 	for unit, wants := range systemdEnabled {
+		if unit == wire.ReconfigureUnitName && !withReconfigure {
+			continue
+		}
 		link := filepath.Join(root, "etc/systemd/system", wants, unit)
 		if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
 			return err

@@ -117,19 +117,38 @@ func systemdInitrd(ctx context.Context, kver string) (*tree, error) {
 	return t, ctx.Err()
 }
 
-// assembleSystemd unpacks the Debian tree, makes it the conformance OS (customizeRoot),
-// and writes the kernel, the initramfs and the root image into place.
-func assembleSystemd(ctx context.Context, work, kernel, kver, tarball, agent string, initrd *tree, res SystemdOS) error {
-	root := filepath.Join(work, "root")
-	if err := os.MkdirAll(root, 0o755); err != nil {
+// assembleSystemd unpacks the Debian tree, makes it the sealed conformance OS
+// (customizeRoot), and writes the kernel, the initramfs and the root image into place.
+func assembleSystemd(ctx context.Context, in systemdInput, res SystemdOS) error {
+	root := filepath.Join(in.work, "root")
+	if err := unpackTree(ctx, in.tarball, root); err != nil {
 		return err
 	}
-	if err := pipeline.RunTool(ctx, exec.Command("tar", "--numeric-owner", "-xpf", tarball, "-C", root), nil); err != nil {
-		return fmt.Errorf("unpacking the systemd conformance OS tree: %w", err)
-	}
-	if err := customizeRoot(ctx, root, kver, agent); err != nil {
+	if err := customizeRoot(ctx, root, in.kver, in.agent); err != nil {
 		return fmt.Errorf("systemd conformance OS root: %w", err)
 	}
+	img := filepath.Join(in.work, "root.img")
+	if err := rootImage(ctx, root, in.kernel, in.initrd, img); err != nil {
+		return err
+	}
+	cpio, err := in.initrd.initramfs()
+	if err != nil {
+		return err
+	}
+	if err := pipeline.WriteFileAtomic(res.Initrd, cpio, 0o644); err != nil {
+		return err
+	}
+	if err := copyInto(in.kernel, res.Kernel); err != nil {
+		return err
+	}
+	if err := os.Rename(img, res.Root); err != nil {
+		return fmt.Errorf("systemd conformance OS root image: %w", err)
+	}
+	return nil
+}
+
+// rootImage puts the kernel and initramfs in root's /boot and makes root the ext4 image img.
+func rootImage(ctx context.Context, root, kernel string, initrd *tree, img string) error {
 	cpio, err := initrd.initramfs()
 	if err != nil {
 		return err
@@ -144,19 +163,9 @@ func assembleSystemd(ctx context.Context, work, kernel, kver, tarball, agent str
 	// Room for the first boot's journal and the site's changes; the file stays sparse.
 	// Without 64bit: extlinux, which boots the seed's disk, reads the classic ext4 layout.
 	mib := size>>20 + size>>22 + 256
-	img := filepath.Join(work, "root.img")
 	mkfs := exec.Command("mke2fs", "-q", "-F", "-t", "ext4", "-O", "^64bit", "-m", "0", "-L", SystemdRootLabel, "-d", root, img, strconv.FormatInt(mib, 10)+"M")
 	if err := pipeline.RunTool(ctx, mkfs, nil); err != nil {
 		return fmt.Errorf("making the systemd conformance OS root image: %w", err)
-	}
-	if err := pipeline.WriteFileAtomic(res.Initrd, cpio, 0o644); err != nil {
-		return err
-	}
-	if err := copyInto(kernel, res.Kernel); err != nil {
-		return err
-	}
-	if err := os.Rename(img, res.Root); err != nil {
-		return fmt.Errorf("systemd conformance OS root image: %w", err)
 	}
 	return nil
 }

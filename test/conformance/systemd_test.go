@@ -91,3 +91,51 @@ func TestMmdebstrapArgs(t *testing.T) {
 		}
 	}
 }
+
+// customizeMetal makes the OS as the live ISO installs it: unbooted as the seal leaves a
+// seed (no host keys, an empty machine-id, no build host's name), but neither sealed nor
+// carrying the site's reconfiguration service, which only the seal installs.
+func TestCustomizeMetalIsUnbootedAndUnsealed(t *testing.T) {
+	_, kver, err := findKernel("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	for p, content := range map[string]string{
+		"etc/ssh/ssh_host_ed25519_key": "k", "etc/ssh/ssh_host_ecdsa_key.pub": "k", "etc/hostname": "factory-builder\n",
+		"etc/machine-id": "0123456789abcdef0123456789abcdef\n", "var/lib/dbus/machine-id": "0123456789abcdef0123456789abcdef\n",
+	} {
+		if err := writeUnder(root, p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	agentBin := filepath.Join(t.TempDir(), "agent")
+	os.WriteFile(agentBin, []byte("#!/bin/sh\n"), 0o755)
+	if err := customizeMetal(context.Background(), root, kver, agentBin); err != nil {
+		t.Fatal(err)
+	}
+	ssh, _ := filepath.Glob(filepath.Join(root, "etc/ssh/ssh_host_*"))
+	if len(ssh) != 0 {
+		t.Errorf("host keys left in the image: %v", ssh)
+	}
+	if fi, err := os.Stat(filepath.Join(root, "etc/machine-id")); err != nil || fi.Size() != 0 {
+		t.Errorf("/etc/machine-id is not empty: %v", err)
+	}
+	for _, gone := range []string{"etc/hostname", "var/lib/dbus/machine-id", wire.SealedFile, agent.ReconfigureUnitPath,
+		filepath.Join("etc/systemd/system/multi-user.target.wants", wire.ReconfigureUnitName)} {
+		if _, err := os.Lstat(filepath.Join(root, gone)); !os.IsNotExist(err) {
+			t.Errorf("%s is in the metal image (%v)", gone, err)
+		}
+	}
+	for unit, wants := range systemdEnabled {
+		if unit == wire.ReconfigureUnitName {
+			continue
+		}
+		if target, err := os.Readlink(filepath.Join(root, "etc/systemd/system", wants, unit)); err != nil || target != "/etc/systemd/system/"+unit {
+			t.Errorf("%s not enabled in %s: %q %v", unit, wants, target, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(root, wire.AgentPath)); err != nil {
+		t.Errorf("no agent: %v", err)
+	}
+}
