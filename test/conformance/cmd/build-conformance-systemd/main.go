@@ -32,12 +32,5 @@ func main() {
 	}
 	fmt.Fprintf(os.Stderr, "build-conformance-systemd: packages %s, whole build %s, cached %v\n",
 		res.PackagesDuration.Round(1e9), res.Duration.Round(1e9), res.Cached)
-	// The same OS as a live ISO whose installer writes it to a disk, as RHCOS is installed.
-	live, err := conformance.BuildSystemdLive(ctx, o)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "build-conformance-systemd:", err)
-		os.Exit(1)
-	}
-	fmt.Fprintf(os.Stderr, "build-conformance-systemd: live ISO %s, cached %v\n", live.ISO, live.Cached)
 	fmt.Println(res.Root)
 }
