@@ -56,12 +56,7 @@ again finishes the remaining builds; what was built is a cache hit.`,
 			if err != nil {
 				return err
 			}
-			var sum *depot.Summary
-			if f.tk.On {
-				sum, err = tektondepot.RunDepot(cmd.Context(), f.tk, args[0], cfg.Builds, f.slotVMs, cfg.OutputDir, cfg.Log)
-			} else {
-				sum, err = depot.Run(cmd.Context(), cfg)
-			}
+			sum, err := f.tk.Run(cmd.Context(), args[0], cfg, f.slotVMs)
 			if busy := (*depot.BusyError)(nil); errors.As(err, &busy) {
 				return badInput(err)
 			}
@@ -136,14 +131,15 @@ func validateAll(stderr io.Writer, paths []string) (depot.Preloaded, error) {
 
 func newDepotStatusCommand() *cobra.Command {
 	var output string
+	var tk tektondepot.Options
 	c := &cobra.Command{
 		Use:   "status DIR",
 		Short: "Show a depot's builds, while it runs or after",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			sum, err := depot.ReadStatus(args[0])
+			sum, err := tk.ReadStatus(cmd.Context(), cmd.Flags(), args[0], slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)))
 			if err != nil {
-				return badInput(err)
+				return err
 			}
 			if err := textOrJSON("--output", output); err != nil {
 				return err
@@ -161,5 +157,6 @@ func newDepotStatusCommand() *cobra.Command {
 		},
 	}
 	c.Flags().StringVarP(&output, "output", "o", "text", "text or json")
+	tk.RegisterStatus(c.Flags())
 	return c
 }

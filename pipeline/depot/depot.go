@@ -71,6 +71,8 @@ const (
 	StatusFailed    = "failed"
 	// StatusInterrupted is a depot (and its unfinished builds) whose process is gone.
 	StatusInterrupted = "interrupted"
+	// StatusCancelled is a build on Tekton whose PipelineRun was cancelled.
+	StatusCancelled = "cancelled"
 )
 
 // LockFile, in a depot's output directory, is held (flock) by the depot running there; its
@@ -111,6 +113,14 @@ type Summary struct {
 	Started  time.Time `json:"started"`
 	Finished time.Time `json:"finished,omitzero"`
 	Builds   []Result  `json:"builds"`
+	// Tekton is where a depot run on Tekton runs its PipelineRuns; depot status reads them.
+	Tekton *TektonRun `json:"tekton,omitempty"`
+}
+
+// TektonRun names a depot's PipelineRuns: in Namespace, labelled snofactory.io/depot=Depot.
+type TektonRun struct {
+	Namespace string `json:"namespace"`
+	Depot     string `json:"depot"`
 }
 
 // Counts tallies builds by status and stages by cache outcome.
@@ -159,17 +169,19 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		return nil, err
 	}
 	defer lock.Close() // releases the flock
-	r := &runner{cfg: cfg, sum: &Summary{Status: StatusRunning, Started: time.Now()}}
+	sum := &Summary{Status: StatusRunning, Started: time.Now()}
 	for _, b := range cfg.Builds {
 		out := filepath.Join(cfg.OutputDir, "builds", b.Name)
-		r.sum.Builds = append(r.sum.Builds, Result{Build: b, Status: StatusQueued, OutputDir: out, Log: filepath.Join(out, "depot.log")})
+		sum.Builds = append(sum.Builds, Result{Build: b, Status: StatusQueued, OutputDir: out, Log: filepath.Join(out, "depot.log")})
 	}
-	if err := r.save(); err != nil {
+	rec, err := NewRecord(cfg.OutputDir, sum, cfg.Log)
+	if err != nil {
 		return nil, err
 	}
+	r := &runner{cfg: cfg, rec: rec}
 	sem := make(chan struct{}, cfg.MaxParallel)
 	var wg sync.WaitGroup
-	for i := range r.sum.Builds {
+	for i := range sum.Builds {
 		if err := r.admit(ctx, sem); err != nil {
 			break
 		}
@@ -181,24 +193,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		}()
 	}
 	wg.Wait()
-	r.mu.Lock()
-	r.sum.Finished = time.Now()
-	r.sum.Status = StatusSucceeded
-	for i, b := range r.sum.Builds {
-		switch {
-		case ctx.Err() != nil && b.Status != StatusSucceeded:
-			// Stopped by Ctrl-C, not failed: started again, the depot finishes them.
-			r.sum.Status, r.sum.Builds[i].Status = StatusInterrupted, StatusInterrupted
-		case b.Status != StatusSucceeded:
-			r.sum.Status = StatusFailed
-		}
-	}
-	r.mu.Unlock()
-	err = errors.Join(r.save(), WriteReports(cfg.OutputDir, r.sum))
-	if ctx.Err() != nil {
-		return r.sum, ctx.Err()
-	}
-	return r.sum, err
+	return rec.Finish(ctx)
 }
 
 func (c Config) withDefaults() Config {
@@ -237,8 +232,7 @@ func checkNames(builds []Build) error {
 // runner is one depot run's state.
 type runner struct {
 	cfg Config
-	mu  sync.Mutex
-	sum *Summary
+	rec *Record
 }
 
 // admit waits for a build slot and for the disk watermark.
@@ -271,22 +265,22 @@ func (r *runner) admit(ctx context.Context, sem chan struct{}) error {
 
 // run runs build i, retrying transient failures with backoff.
 func (r *runner) run(ctx context.Context, i int) {
-	r.update(i, func(b *Result) { b.Status, b.Started = StatusRunning, time.Now() })
+	r.rec.Update(i, func(b *Result) { b.Status, b.Started = StatusRunning, time.Now() })
 	backoff := r.cfg.Backoff
 	for attempt := 1; ; attempt++ {
 		rec, err := r.attempt(ctx, i)
-		r.update(i, func(b *Result) {
+		r.rec.Update(i, func(b *Result) {
 			b.Attempts = attempt
 			if rec != nil {
 				b.Stages = rec.Stages
 			}
 		})
 		if err == nil {
-			r.update(i, func(b *Result) { b.Status, b.Finished, b.Error, b.FailedStage = StatusSucceeded, time.Now(), "", "" })
+			r.rec.Update(i, func(b *Result) { b.Status, b.Finished, b.Error, b.FailedStage = StatusSucceeded, time.Now(), "", "" })
 			return
 		}
 		if attempt >= r.cfg.Attempts || !Transient(err) || ctx.Err() != nil {
-			r.update(i, func(b *Result) {
+			r.rec.Update(i, func(b *Result) {
 				b.Status, b.Finished, b.Error = StatusFailed, time.Now(), err.Error()
 				var se *pipeline.StageError
 				if errors.As(err, &se) {
@@ -295,7 +289,7 @@ func (r *runner) run(ctx context.Context, i int) {
 			})
 			return
 		}
-		r.cfg.Log.Warn("transient failure; retrying the build", "build", r.sum.Builds[i].Name, "attempt", attempt, "in", backoff.String(), "error", err.Error())
+		r.cfg.Log.Warn("transient failure; retrying the build", "build", r.rec.Build(i).Name, "attempt", attempt, "in", backoff.String(), "error", err.Error())
 		select {
 		case <-time.After(backoff):
 		case <-ctx.Done():
@@ -306,9 +300,7 @@ func (r *runner) run(ctx context.Context, i int) {
 
 // attempt is one try of build i: its own output directory and log, the shared cache.
 func (r *runner) attempt(ctx context.Context, i int) (*pipeline.Record, error) {
-	r.mu.Lock()
-	b := r.sum.Builds[i]
-	r.mu.Unlock()
+	b := r.rec.Build(i)
 	if err := os.MkdirAll(b.OutputDir, 0o755); err != nil {
 		return nil, err
 	}
@@ -334,24 +326,6 @@ func (r *runner) attempt(ctx context.Context, i int) (*pipeline.Record, error) {
 	})
 	return pipeline.Build(ctx, g, pipeline.BuildOptions{Cache: r.cfg.Cache, OutputDir: b.OutputDir, Selection: r.cfg.Selection,
 		Secrets: secrets, Sink: sink, Slots: r.cfg.Slots})
-}
-
-// update changes build i and saves the status file.
-func (r *runner) update(i int, f func(*Result)) {
-	r.mu.Lock()
-	f(&r.sum.Builds[i])
-	r.mu.Unlock()
-	if err := r.save(); err != nil {
-		r.cfg.Log.Warn("could not save the depot status", "error", err.Error())
-	}
-}
-
-// save writes StatusFile, staged and renamed so a reader never sees half of it; held
-// through the write, so an older state never lands after a newer one.
-func (r *runner) save() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return SaveStatus(r.cfg.OutputDir, r.sum)
 }
 
 // SaveStatus writes sum as dir's StatusFile, for a depot run elsewhere (on Tekton).
@@ -444,7 +418,7 @@ func (s *Summary) check() error {
 	}
 	for i, b := range s.Builds {
 		switch b.Status {
-		case StatusQueued, StatusRunning, StatusSucceeded, StatusFailed, StatusInterrupted:
+		case StatusQueued, StatusRunning, StatusSucceeded, StatusFailed, StatusInterrupted, StatusCancelled:
 		default:
 			return fmt.Errorf("not a depot record: builds[%d] has status %q", i, b.Status)
 		}

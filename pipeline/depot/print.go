@@ -33,9 +33,20 @@ func (s *Summary) WriteText(w io.Writer, now time.Time) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	// Why a build failed or was cancelled: a PipelineRun's task and message say it here,
+	// not in a log on this machine.
+	for _, b := range s.Builds {
+		if (b.Status == StatusFailed || b.Status == StatusCancelled) && b.Error != "" {
+			fmt.Fprintf(w, "%s: %s\n", termsafe.String(b.Name), termsafe.String(b.Error))
+		}
+	}
 	counts, hits, misses := s.Counts()
-	_, err := fmt.Fprintf(w, "depot %s: %d succeeded, %d failed, %d running, %d queued; stages: %d cache hits, %d runs\n",
-		termsafe.String(s.Status), counts[StatusSucceeded], counts[StatusFailed], counts[StatusRunning], counts[StatusQueued], hits, misses)
+	cancelled := ""
+	if n := counts[StatusCancelled]; n > 0 {
+		cancelled = fmt.Sprintf(", %d cancelled", n)
+	}
+	_, err := fmt.Fprintf(w, "depot %s: %d succeeded, %d failed%s, %d running, %d queued; stages: %d cache hits, %d runs\n",
+		termsafe.String(s.Status), counts[StatusSucceeded], counts[StatusFailed], cancelled, counts[StatusRunning], counts[StatusQueued], hits, misses)
 	return err
 }
 

@@ -35,6 +35,20 @@ func TestSummaryWriteText(t *testing.T) {
 			"c      queued   0                              out/c",
 			"depot running: 0 succeeded, 1 failed, 1 running, 1 queued; stages: 2 cache hits, 1 runs",
 		}},
+		// On Tekton: the failed task and its message, and a cancelled run, are printed.
+		{"tekton: failed with a message, cancelled", Summary{Status: StatusFailed, Builds: []Result{
+			{Build: Build{Name: "a"}, Status: StatusFailed, Attempts: 1, FailedStage: "factory-vm", OutputDir: "c:output/builds/a",
+				Error: "PipelineRun snofactory-a-x: task factory-vm: \"step-build\" exited with code 1\x1b[2J"},
+			{Build: Build{Name: "b"}, Status: StatusCancelled, Attempts: 1, OutputDir: "c:output/builds/b",
+				Error: "PipelineRun snofactory-b-y: cancelled: PipelineRun \"snofactory-b-y\" was cancelled"},
+		}}, []string{
+			"BUILD  STATUS     ATTEMPTS  TIME  FAILED STAGE  OUTPUT",
+			"a      failed     1               factory-vm    c:output/builds/a",
+			"b      cancelled  1                             c:output/builds/b",
+			`a: "PipelineRun snofactory-a-x: task factory-vm: \"step-build\" exited with code 1\x1b[2J"`,
+			`b: "PipelineRun snofactory-b-y: cancelled: PipelineRun \"snofactory-b-y\" was cancelled"`,
+			"depot failed: 0 succeeded, 1 failed, 1 cancelled, 0 running, 0 queued; stages: 0 cache hits, 0 runs",
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var b bytes.Buffer

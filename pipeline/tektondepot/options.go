@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/snofactory/snofactory/pipeline/badinput"
 	"github.com/snofactory/snofactory/pipeline/depot"
 )
 
@@ -37,8 +38,33 @@ func (o *Options) Register(fl *pflag.FlagSet) {
 	}
 }
 
+// RegisterStatus adds depot status's --tekton, --kubeconfig and --namespace.
+func (o *Options) RegisterStatus(fl *pflag.FlagSet) {
+	fl.BoolVar(&o.On, "tekton", false, "read the depot's PipelineRuns' live state (default: when its depot.json says it ran on Tekton; --tekton=false prints the record as saved)")
+	fl.StringVar(&o.Kubeconfig, "kubeconfig", "", "the cluster's kubeconfig (default $KUBECONFIG, else ~/.kube/config)")
+	fl.StringVar(&o.Namespace, "namespace", "", "the namespace of the depot's PipelineRuns (default the one its depot.json names)")
+}
+
+// ReadStatus is depot status: the record in dir, with its PipelineRuns' live state when it
+// ran on Tekton (or --tekton says so), unless --tekton=false.
+func (o Options) ReadStatus(ctx context.Context, fl *pflag.FlagSet, dir string, log *slog.Logger) (*depot.Summary, error) {
+	if fl.Changed("tekton") && !o.On {
+		s, err := depot.ReadStatus(dir)
+		return s, badinput.Wrap(err)
+	}
+	return Status(ctx, dir, o, o.On, log)
+}
+
 // DefaultClaim is the claim a depot binds when --claim is not given.
 const DefaultClaim = "snofactory"
+
+// Run runs the depot of target on Tekton with --tekton, else on this machine.
+func (o Options) Run(ctx context.Context, target string, cfg depot.Config, vms int) (*depot.Summary, error) {
+	if !o.On {
+		return depot.Run(ctx, cfg)
+	}
+	return RunDepot(ctx, o, target, cfg.Builds, vms, cfg.OutputDir, cfg.Log)
+}
 
 // RunDepot connects as the kubeconfig says and runs the depot's builds (those of the
 // depot file target) on Tekton, vms PipelineRuns at once.

@@ -10,6 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/snofactory/snofactory/pipeline/depot"
 )
 
 // Bounds on what is taken from an API answer into depot.json: a PipelineRun's status is
@@ -44,7 +47,7 @@ func (r *runner) create(ctx context.Context, build, blueprint string) (string, e
 	pr := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "tekton.dev/v1", "kind": "PipelineRun",
 		"metadata": map[string]any{"generateName": runPrefix(build), "namespace": r.cfg.Namespace,
-			"labels": map[string]any{"app.kubernetes.io/managed-by": "snofactory-depot"}},
+			"labels": map[string]any{managedBy: managedByDepot, depotLabel: r.depotID, buildLabel: labelValue(build)}},
 		"spec": map[string]any{"pipelineRef": map[string]any{"name": "snofactory"}, "params": params, "workspaces": ws},
 	}}
 	made, err := r.cfg.Client.Resource(pipelineRuns).Namespace(r.cfg.Namespace).Create(ctx, pr, metav1.CreateOptions{})
@@ -115,17 +118,18 @@ func finished(u *unstructured.Unstructured) bool {
 }
 
 // cancel asks Tekton to stop a PipelineRun (spec.status Cancelled: its TaskRuns' pods are
-// deleted); the depot's context is gone, so this call has its own.
-func (r *runner) cancel(name string) {
+// deleted) and says whether it could; the depot's context is gone, so this call has its own.
+func (r *runner) cancel(name string) bool {
 	ctx, done := context.WithTimeout(context.Background(), 30*time.Second)
 	defer done()
 	patch := []byte(`{"spec":{"status":"Cancelled"}}`)
 	_, err := r.cfg.Client.Resource(pipelineRuns).Namespace(r.cfg.Namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
 	if err != nil {
 		r.cfg.Log.Warn("could not cancel the PipelineRun", "pipelineRun", name, "error", err.Error())
-		return
+		return false
 	}
 	r.cfg.Log.Info("PipelineRun cancelled", "pipelineRun", name)
+	return true
 }
 
 // succeeded is the status of a run's Succeeded condition ("" while it has none).
@@ -135,16 +139,32 @@ func succeeded(u *unstructured.Unstructured) string {
 }
 
 func condition(u *unstructured.Unstructured) (status, message string) {
+	m := succeededCondition(u)
+	status, _ = m["status"].(string)
+	message, _ = m["message"].(string)
+	return status, message
+}
+
+func reason(u *unstructured.Unstructured) string {
+	r, _ := succeededCondition(u)["reason"].(string)
+	return r
+}
+
+func succeededCondition(u *unstructured.Unstructured) map[string]any {
 	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 	for _, c := range conds {
 		m, _ := c.(map[string]any)
 		if t, _ := m["type"].(string); t == "Succeeded" {
-			s, _ := m["status"].(string)
-			msg, _ := m["message"].(string)
-			return s, msg
+			return m
 		}
 	}
-	return "", ""
+	return nil
+}
+
+// cluster is where a depot's PipelineRuns are.
+type cluster struct {
+	client    dynamic.Interface
+	namespace string
 }
 
 // outcome is what depot.json records of a finished PipelineRun.
@@ -153,12 +173,25 @@ type outcome struct {
 	ImageURL, ImageDigest      string
 }
 
-func (r *runner) outcome(ctx context.Context, pr *unstructured.Unstructured) outcome {
+// outcome reads a PipelineRun's state: running (no verdict yet, or its finally tasks run),
+// queued (pending), cancelled (Succeeded False, reason Cancelled: tektoncd/pipeline v1.6.0
+// pkg/reconciler/pipelinerun/resources/pipelinerunstate.go, GetPipelineConditionStatus,
+// and pkg/reconciler/pipelinerun/cancel.go, cancelPipelineRun), failed with the failed
+// task, or succeeded with its checked results.
+func (k cluster) outcome(ctx context.Context, pr *unstructured.Unstructured) outcome {
 	name := pr.GetName()
 	status, msg := condition(pr)
-	if status != "True" {
-		o := outcome{Status: "failed", Error: errorf(name, "%s", clip(msg, maxMessage)).Error()}
-		o.FailedStage, o.Error = r.failedTask(ctx, name, o.Error)
+	switch {
+	case status != "True" && status != "False":
+		if spec, _, _ := unstructured.NestedString(pr.Object, "spec", "status"); spec == "PipelineRunPending" {
+			return outcome{Status: depot.StatusQueued}
+		}
+		return outcome{Status: depot.StatusRunning}
+	case status == "False" && reason(pr) == "Cancelled":
+		return outcome{Status: depot.StatusCancelled, Error: errorf(name, "cancelled: %s", clip(msg, maxMessage)).Error()}
+	case status == "False":
+		o := outcome{Status: depot.StatusFailed, Error: errorf(name, "%s", clip(msg, maxMessage)).Error()}
+		o.FailedStage, o.Error = k.failedTask(ctx, name, o.Error)
 		return o
 	}
 	results := map[string]string{}
@@ -169,20 +202,20 @@ func (r *runner) outcome(ctx context.Context, pr *unstructured.Unstructured) out
 		v, _ := m["value"].(string)
 		results[n] = v
 	}
-	o := outcome{Status: "succeeded", ImageURL: results["IMAGE_URL"], ImageDigest: results["IMAGE_DIGEST"]}
+	o := outcome{Status: depot.StatusSucceeded, ImageURL: results["IMAGE_URL"], ImageDigest: results["IMAGE_DIGEST"]}
 	switch {
 	case o.ImageURL == "" || len(o.ImageURL) > maxResult:
-		return outcome{Status: "failed", Error: errorf(name, "succeeded without an IMAGE_URL result of at most %d bytes", maxResult).Error()}
+		return outcome{Status: depot.StatusFailed, Error: errorf(name, "succeeded without an IMAGE_URL result of at most %d bytes", maxResult).Error()}
 	case !digestRE.MatchString(o.ImageDigest):
-		return outcome{Status: "failed", Error: errorf(name, "its IMAGE_DIGEST result %q is not a sha256 digest", clip(o.ImageDigest, 80)).Error()}
+		return outcome{Status: depot.StatusFailed, Error: errorf(name, "its IMAGE_DIGEST result %q is not a sha256 digest", clip(o.ImageDigest, 80)).Error()}
 	}
 	return o
 }
 
 // failedTask names the pipeline task whose TaskRun failed (the depot's failed stage) and
 // gives its message; Tekton's PipelineRun message only counts the failures.
-func (r *runner) failedTask(ctx context.Context, name, fallback string) (string, string) {
-	list, err := r.cfg.Client.Resource(taskRuns).Namespace(r.cfg.Namespace).List(ctx,
+func (k cluster) failedTask(ctx context.Context, name, fallback string) (string, string) {
+	list, err := k.client.Resource(taskRuns).Namespace(k.namespace).List(ctx,
 		metav1.ListOptions{LabelSelector: "tekton.dev/pipelineRun=" + name, Limit: 50})
 	if err != nil {
 		return "", fallback

@@ -2,7 +2,8 @@ package tektondepot
 
 import (
 	"context"
-	"errors"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"os"
@@ -61,17 +62,24 @@ func Run(ctx context.Context, cfg Config) (*depot.Summary, error) {
 		return nil, err
 	}
 	defer lock.Close()
-	r := &runner{cfg: cfg, sum: &depot.Summary{Status: depot.StatusRunning, Started: time.Now()}}
-	for _, b := range cfg.Builds {
-		r.sum.Builds = append(r.sum.Builds, depot.Result{Build: b, Status: depot.StatusQueued,
-			OutputDir: cfg.Claim + ":output/builds/" + b.Name})
-	}
-	if err := r.save(); err != nil {
+	id, err := newDepotID()
+	if err != nil {
 		return nil, err
 	}
+	sum := &depot.Summary{Status: depot.StatusRunning, Started: time.Now(),
+		Tekton: &depot.TektonRun{Namespace: cfg.Namespace, Depot: id}}
+	for _, b := range cfg.Builds {
+		sum.Builds = append(sum.Builds, depot.Result{Build: b, Status: depot.StatusQueued,
+			OutputDir: cfg.Claim + ":output/builds/" + b.Name})
+	}
+	rec, err := depot.NewRecord(cfg.OutputDir, sum, cfg.Log)
+	if err != nil {
+		return nil, err
+	}
+	r := &runner{cfg: cfg, rec: rec, depotID: id, cluster: cluster{cfg.Client, cfg.Namespace}}
 	sem := make(chan struct{}, max(cfg.Slots, 1))
 	var wg sync.WaitGroup
-	for i := range r.sum.Builds {
+	for i := range sum.Builds {
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
@@ -87,7 +95,7 @@ func Run(ctx context.Context, cfg Config) (*depot.Summary, error) {
 		}()
 	}
 	wg.Wait()
-	return r.finish(ctx)
+	return rec.Finish(ctx)
 }
 
 // blueprintParams is each build's BLUEPRINT: its path relative to SourceDir, which the
@@ -113,77 +121,42 @@ func blueprintParams(cfg Config) ([]string, error) {
 }
 
 type runner struct {
-	cfg Config
-	mu  sync.Mutex
-	sum *depot.Summary
-}
-
-func (r *runner) update(i int, f func(*depot.Result)) {
-	r.mu.Lock()
-	f(&r.sum.Builds[i])
-	r.mu.Unlock()
-	if err := r.save(); err != nil {
-		r.cfg.Log.Warn("could not save the depot status", "error", err.Error())
-	}
-}
-
-func (r *runner) save() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return depot.SaveStatus(r.cfg.OutputDir, r.sum)
+	cluster
+	cfg     Config
+	rec     *depot.Record
+	depotID string
 }
 
 // run is one build: its PipelineRun created, watched to its end and recorded.
 func (r *runner) run(ctx context.Context, i int, blueprint string) {
-	b := r.sum.Builds[i].Build
-	r.update(i, func(res *depot.Result) { res.Status, res.Started, res.Attempts = depot.StatusRunning, time.Now(), 1 })
+	b := r.rec.Build(i).Build
+	r.rec.Update(i, func(res *depot.Result) { res.Status, res.Started, res.Attempts = depot.StatusRunning, time.Now(), 1 })
 	name, err := r.create(ctx, b.Name, blueprint)
 	if err != nil {
-		r.update(i, func(res *depot.Result) {
+		r.rec.Update(i, func(res *depot.Result) {
 			res.Status, res.Finished, res.Error = depot.StatusFailed, time.Now(), err.Error()
 		})
 		return
 	}
-	r.update(i, func(res *depot.Result) { res.PipelineRun = name })
+	r.rec.Update(i, func(res *depot.Result) { res.PipelineRun = name })
 	r.cfg.Log.Info("PipelineRun started", "build", b.Name, "pipelineRun", name)
 	pr, err := r.wait(ctx, name)
 	if err != nil {
-		if ctx.Err() != nil {
-			r.cancel(name)
+		status := depot.StatusFailed
+		if ctx.Err() != nil && r.cancel(name) {
+			status = depot.StatusCancelled
 		}
-		r.update(i, func(res *depot.Result) {
-			res.Status, res.Finished, res.Error = depot.StatusFailed, time.Now(), err.Error()
+		r.rec.Update(i, func(res *depot.Result) {
+			res.Status, res.Finished, res.Error = status, time.Now(), err.Error()
 		})
 		return
 	}
 	out := r.outcome(ctx, pr)
 	r.cfg.Log.Info("PipelineRun finished", "build", b.Name, "pipelineRun", name, "status", out.Status)
-	r.update(i, func(res *depot.Result) {
+	r.rec.Update(i, func(res *depot.Result) {
 		res.Status, res.Finished, res.FailedStage, res.Error = out.Status, time.Now(), out.FailedStage, out.Error
 		res.ImageURL, res.ImageDigest = out.ImageURL, out.ImageDigest
 	})
-}
-
-// finish settles the depot's status: interrupted builds are not failures (started again,
-// the depot runs them), and writes depot.json and the reports.
-func (r *runner) finish(ctx context.Context) (*depot.Summary, error) {
-	r.mu.Lock()
-	r.sum.Finished = time.Now()
-	r.sum.Status = depot.StatusSucceeded
-	for i, b := range r.sum.Builds {
-		switch {
-		case ctx.Err() != nil && b.Status != depot.StatusSucceeded:
-			r.sum.Status, r.sum.Builds[i].Status = depot.StatusInterrupted, depot.StatusInterrupted
-		case b.Status != depot.StatusSucceeded:
-			r.sum.Status = depot.StatusFailed
-		}
-	}
-	r.mu.Unlock()
-	err := errors.Join(r.save(), depot.WriteReports(r.cfg.OutputDir, r.sum))
-	if ctx.Err() != nil {
-		return r.sum, ctx.Err()
-	}
-	return r.sum, err
 }
 
 // dnsLabel keeps what a Kubernetes name may hold.
@@ -192,12 +165,38 @@ var notDNS = regexp.MustCompile(`[^a-z0-9-]+`)
 // runPrefix is generateName for a build's PipelineRun: the API server appends 5
 // characters, and the whole must be a DNS label (63).
 func runPrefix(build string) string {
-	s := strings.Trim(notDNS.ReplaceAllString(strings.ToLower(build), "-"), "-")
+	s := labelValue(build)
 	if len(s) > 40 {
 		s = strings.TrimRight(s[:40], "-")
 	}
 	return "snofactory-" + s + "-"
 }
+
+// labelValue makes s a label value (63 characters of [a-z0-9-], alphanumeric at the ends).
+func labelValue(s string) string {
+	s = strings.Trim(notDNS.ReplaceAllString(strings.ToLower(s), "-"), "-")
+	if len(s) > 63 {
+		s = strings.TrimRight(s[:63], "-")
+	}
+	return s
+}
+
+// newDepotID names one depot run in its PipelineRuns' depotLabel.
+func newDepotID() (string, error) {
+	b := make([]byte, 8)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("depot id: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// The labels of a depot's PipelineRuns: depot status finds them by depotLabel.
+const (
+	managedBy      = "app.kubernetes.io/managed-by"
+	managedByDepot = "snofactory-depot"
+	depotLabel     = "snofactory.io/depot"
+	buildLabel     = "snofactory.io/build"
+)
 
 func errorf(pipelineRun, format string, a ...any) error {
 	return fmt.Errorf("PipelineRun %s: "+format, append([]any{pipelineRun}, a...)...)

@@ -32,7 +32,9 @@ import (
 //     tekton.dev/pipelineRun and tekton.dev/pipelineTask (pkg/reconciler/pipelinerun/
 //     pipelinerun.go, getTaskrunLabels);
 //   - spec.status Cancelled ends the run with Succeeded False, reason Cancelled
-//     (pkg/reconciler/pipelinerun/cancel.go, cancelPipelineRun);
+//     (pkg/reconciler/pipelinerun/cancel.go, cancelPipelineRun); a finished run's reason
+//     is Succeeded or Failed (pkg/apis/pipeline/v1/pipelinerun_types.go,
+//     PipelineRunReasonSuccessful, PipelineRunReasonFailed);
 //   - results come back as status.results [{name, value}].
 //
 // It holds runs back: it finishes the oldest unfinished run only once `hold` runs are
@@ -58,7 +60,9 @@ func newController(t *testing.T, c *controller) *controller {
 	c.dyn.PrependReactor("create", "pipelineruns", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		u := a.(k8stesting.CreateAction).GetObject().(*unstructured.Unstructured)
 		c.mu.Lock()
-		u.SetName(fmt.Sprintf("%s%05d", u.GetGenerateName(), len(c.created)))
+		if u.GetName() == "" {
+			u.SetName(fmt.Sprintf("%s%05d", u.GetGenerateName(), len(c.created)))
+		}
 		c.mu.Unlock()
 		return false, nil, nil
 	})
@@ -84,7 +88,7 @@ func (c *controller) loop(t *testing.T, w watch.Interface) {
 			c.mu.Unlock()
 			c.started <- u.GetName()
 		case spec == "Cancelled" && succeeded(u) == "":
-			c.finish(t, u.GetName(), "False", "PipelineRun \""+u.GetName()+"\" was cancelled")
+			c.finish(t, u.GetName(), "False", "Cancelled", "PipelineRun \""+u.GetName()+"\" was cancelled")
 			continue
 		default:
 			continue
@@ -113,20 +117,20 @@ func (c *controller) complete(t *testing.T, name string) {
 		if _, err := c.dyn.Resource(taskRuns).Namespace("ns").Create(context.Background(), tr, metav1.CreateOptions{}); err != nil {
 			t.Error(err)
 		}
-		c.finish(t, name, "False", "Tasks Completed: 2 (Failed: 1, Cancelled 0), Skipped: 1")
+		c.finish(t, name, "False", "Failed", "Tasks Completed: 2 (Failed: 1, Cancelled 0), Skipped: 1")
 		return
 	}
-	c.finish(t, name, "True", "Tasks Completed: 3 (Failed: 0, Cancelled 0), Skipped: 0")
+	c.finish(t, name, "True", "Succeeded", "Tasks Completed: 3 (Failed: 0, Cancelled 0), Skipped: 0")
 }
 
-func (c *controller) finish(t *testing.T, name, status, msg string) {
+func (c *controller) finish(t *testing.T, name, status, reason, msg string) {
 	res := c.dyn.Resource(pipelineRuns).Namespace("ns")
 	u, err := res.Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Error(err)
 		return
 	}
-	st := map[string]any{"conditions": []any{map[string]any{"type": "Succeeded", "status": status, "message": msg}}}
+	st := map[string]any{"conditions": []any{map[string]any{"type": "Succeeded", "status": status, "reason": reason, "message": msg}}}
 	if status == "True" {
 		st["results"] = []any{map[string]any{"name": "IMAGE_URL", "value": "registry.example/seed:1"},
 			map[string]any{"name": "IMAGE_DIGEST", "value": c.digest}}
@@ -225,6 +229,24 @@ func TestRunCancelled(t *testing.T) {
 	}
 	if sum.Status != depot.StatusInterrupted {
 		t.Errorf("depot status %s, want interrupted", sum.Status)
+	}
+	read, err := depot.ReadStatus(cfg.OutputDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{depot.StatusCancelled, depot.StatusCancelled, depot.StatusInterrupted} // the third never started
+	for i, b := range read.Builds {
+		if b.Status != want[i] {
+			t.Errorf("depot.json: build %s is %s, want %s", b.Name, b.Status, want[i])
+		}
+	}
+	if read.Tekton == nil || read.Tekton.Namespace != "ns" || read.Tekton.Depot == "" {
+		t.Errorf("depot.json names no depot on Tekton: %+v", read.Tekton)
+	}
+	for _, pr := range list.Items {
+		if pr.GetLabels()[depotLabel] != read.Tekton.Depot {
+			t.Errorf("PipelineRun %s is labelled %v, want %s=%s", pr.GetName(), pr.GetLabels(), depotLabel, read.Tekton.Depot)
+		}
 	}
 }
 
