@@ -47,6 +47,26 @@ type Spec struct {
 	MinFreeDisk v1alpha1.Size `json:"minFreeDisk,omitempty" yaml:"minFreeDisk,omitempty"`
 	// Attempts per build for transient failures (registry, network). Default: 3.
 	Attempts int `json:"attempts,omitempty" yaml:"attempts,omitempty" jsonschema:"minimum=1"`
+	// Tekton is where depot run --tekton runs the builds; its flags override each setting.
+	Tekton *Tekton `json:"tekton,omitempty" yaml:"tekton,omitempty"`
+}
+
+// Tekton is the cluster a depot runs on with --tekton; a setting left out is the flag's
+// default. Paths are relative to the depot file (Load resolves them).
+type Tekton struct {
+	// Kubeconfig of the cluster (default $KUBECONFIG, else ~/.kube/config).
+	Kubeconfig string `json:"kubeconfig,omitempty" yaml:"kubeconfig,omitempty"`
+	// Namespace of the Tasks, the Pipeline and the PipelineRuns (default the context's).
+	Namespace string `json:"namespace,omitempty" yaml:"namespace,omitempty"`
+	// Claim is the PersistentVolumeClaim with subPaths source, cache and output.
+	Claim string `json:"claim,omitempty" yaml:"claim,omitempty"`
+	// SourceDir is the local copy of the claim's source subPath (default this file's directory).
+	SourceDir string `json:"sourceDir,omitempty" yaml:"sourceDir,omitempty"`
+	// Image is the snofactory image the tasks run (default the Pipeline's).
+	Image string `json:"image,omitempty" yaml:"image,omitempty"`
+	// PushSecret and SigningSecret name the Secrets the publish task binds.
+	PushSecret    string `json:"pushSecret,omitempty" yaml:"pushSecret,omitempty"`
+	SigningSecret string `json:"signingSecret,omitempty" yaml:"signingSecret,omitempty"`
 }
 
 // Slots bound the VMs of all builds together; a count left out is no limit (VMs defaults
@@ -85,7 +105,18 @@ func Load(path string) (*Depot, error) {
 	if err := d.Err(); err != nil {
 		return nil, err
 	}
+	if t := dp.Spec.Tekton; t != nil {
+		t.Kubeconfig, t.SourceDir = dp.rel(t.Kubeconfig), dp.rel(t.SourceDir)
+	}
 	return dp, nil
+}
+
+// rel resolves a path the depot file gives against its directory.
+func (dp *Depot) rel(p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(dp.dir, p)
 }
 
 type problem struct{ path, msg, hint string }
@@ -103,6 +134,7 @@ func (dp *Depot) problems() []problem {
 			out = append(out, problem{fmt.Sprintf("spec.blueprints[%d]", i), fmt.Sprintf("%q is not a valid glob: %v", g, err), ""})
 		}
 	}
+	out = append(out, dp.Spec.Tekton.problems()...)
 	// Counts below 1 are refused as they are decoded (their jsonschema minimum), as the
 	// command line refuses --parallel 0: one rule for both.
 	sort.Slice(out, func(i, j int) bool { return out[i].path < out[j].path })

@@ -102,6 +102,7 @@ func (f *depotFlags) config(cmd *cobra.Command, target string) (depot.Config, er
 	if err != nil {
 		return cfg, badInput(err)
 	}
+	spec.Tekton.Under(&f.tk)
 	cfg.Slots, f.slotVMs = pipeline.NewPool(set.Slots), set.Slots.VMs
 	cfg.MaxParallel, cfg.Attempts, cfg.MinFreeBytes = set.Parallel, set.Attempts, set.MinFreeBytes
 	cfg.Log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
