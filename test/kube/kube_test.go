@@ -28,6 +28,7 @@ func TestOnRealCluster(t *testing.T) {
 		// they cost a publish each.
 		if t.Run("PipelineRun", func(t *testing.T) { checkPipelineRun(t, e) }) {
 			t.Run("DepotOnTekton", func(t *testing.T) { checkDepotOnTekton(t, e) })
+			t.Run("DepotCtrlC", func(t *testing.T) { checkDepotCtrlC(t, e) })
 		}
 	})
 }
