@@ -118,16 +118,7 @@ func watchRunning(ctx context.Context, t *testing.T, c *Cluster) <-chan string {
 	t.Helper()
 	res := c.Dynamic.Resource(PipelineRuns).Namespace("default")
 	sel := "app.kubernetes.io/managed-by=snofactory-depot"
-	lw := &cache.ListWatch{
-		ListFunc: func(o metav1.ListOptions) (runtime.Object, error) {
-			o.LabelSelector = sel
-			return res.List(ctx, o)
-		},
-		WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) {
-			o.LabelSelector = sel
-			return res.Watch(ctx, o)
-		},
-	}
+	lw := bySelector(ctx, sel, res.List, res.Watch)
 	running := make(chan string, 1)
 	go func() {
 		defer close(running)
@@ -149,16 +140,7 @@ func waitNoPods(ctx context.Context, t *testing.T, c *Cluster, pipelineRun strin
 	t.Helper()
 	sel := "tekton.dev/pipelineRun=" + pipelineRun
 	pods := c.Client.CoreV1().Pods("default")
-	lw := &cache.ListWatch{
-		ListFunc: func(o metav1.ListOptions) (runtime.Object, error) {
-			o.LabelSelector = sel
-			return pods.List(ctx, o)
-		},
-		WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) {
-			o.LabelSelector = sel
-			return pods.Watch(ctx, o)
-		},
-	}
+	lw := bySelector(ctx, sel, pods.List, pods.Watch)
 	left := map[string]bool{}
 	// Gone before the watch began: the informer's list is empty and no event follows.
 	none := func(store cache.Store) (bool, error) { return len(store.List()) == 0, nil }
@@ -188,4 +170,19 @@ func conditionReason(obj *unstructured.Unstructured) string {
 		}
 	}
 	return ""
+}
+
+// bySelector lists and watches, with list and watch, what the label selector sel selects.
+func bySelector[L runtime.Object](ctx context.Context, sel string, list func(context.Context, metav1.ListOptions) (L, error),
+	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error)) *cache.ListWatch {
+	return &cache.ListWatch{
+		ListFunc: func(o metav1.ListOptions) (runtime.Object, error) {
+			o.LabelSelector = sel
+			return list(ctx, o)
+		},
+		WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) {
+			o.LabelSelector = sel
+			return watchFn(ctx, o)
+		},
+	}
 }

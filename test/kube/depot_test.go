@@ -11,11 +11,8 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/snofactory/snofactory/pipeline/depot"
@@ -103,16 +100,7 @@ func watchPeak(ctx context.Context, t *testing.T, c *Cluster) <-chan int {
 	t.Helper()
 	res := c.Dynamic.Resource(PipelineRuns).Namespace("default")
 	sel := "app.kubernetes.io/managed-by=snofactory-depot"
-	lw := &cache.ListWatch{
-		ListFunc: func(o metav1.ListOptions) (runtime.Object, error) {
-			o.LabelSelector = sel
-			return res.List(ctx, o)
-		},
-		WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) {
-			o.LabelSelector = sel
-			return res.Watch(ctx, o)
-		},
-	}
+	lw := bySelector(ctx, sel, res.List, res.Watch)
 	peak := make(chan int, 1)
 	go func() {
 		unfinished, finished, most := map[string]bool{}, map[string]bool{}, 0
