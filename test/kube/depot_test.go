@@ -57,7 +57,8 @@ func checkDepotOnTekton(t *testing.T, e *pipelineEnv) {
 			t.Errorf("build %s: %+v, want succeeded with PipelineRun, IMAGE_URL %s and a digest", r.Name, r, e.wantSeed)
 		}
 	}
-	status, err := exec.CommandContext(ctx, e.bin, "depot", "status", out).CombinedOutput()
+	// A depot on Tekton: status reads its PipelineRuns from the cluster.
+	status, err := exec.CommandContext(ctx, e.bin, "depot", "status", "--kubeconfig", e.c.Kubeconfig, out).CombinedOutput()
 	if err != nil {
 		t.Fatalf("depot status: %v\n%s", err, status)
 	}
