@@ -118,9 +118,12 @@ type Summary struct {
 }
 
 // TektonRun names a depot's PipelineRuns: in Namespace, labelled snofactory.io/depot=Depot.
+// Kubeconfig is the absolute path of the kubeconfig the run was given, if one was named
+// (a path, never its content), so depot status asks the same cluster.
 type TektonRun struct {
-	Namespace string `json:"namespace"`
-	Depot     string `json:"depot"`
+	Namespace  string `json:"namespace"`
+	Depot      string `json:"depot"`
+	Kubeconfig string `json:"kubeconfig,omitempty"`
 }
 
 // Counts tallies builds by status and stages by cache outcome.

@@ -2,6 +2,7 @@ package tektondepot
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -87,7 +88,23 @@ func RunDepot(ctx context.Context, o Options, target string, builds []depot.Buil
 			o.SourceDir = target
 		}
 	}
-	return Run(ctx, Config{Client: dyn, Namespace: ns, Claim: o.Claim, SourceDir: o.SourceDir,
+	kubeconfig, err := absOrEmpty(o.Kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	return Run(ctx, Config{Client: dyn, Kubeconfig: kubeconfig, Namespace: ns, Claim: o.Claim, SourceDir: o.SourceDir,
 		PushSecret: o.PushSecret, SigningSecret: o.SigningSecret, Image: o.Image,
 		Builds: builds, Slots: vms, OutputDir: outputDir, Log: log})
+}
+
+// absOrEmpty is path made absolute, or "" for none.
+func absOrEmpty(path string) (string, error) {
+	if path == "" {
+		return "", nil
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", fmt.Errorf("kubeconfig %s: %w", path, err)
+	}
+	return abs, nil
 }

@@ -21,8 +21,11 @@ import (
 
 // Config is one depot run on Tekton.
 type Config struct {
-	Client    dynamic.Interface
-	Namespace string
+	Client dynamic.Interface
+	// Kubeconfig is the path Client was made from, recorded for depot status ("" for the
+	// default one).
+	Kubeconfig string
+	Namespace  string
 	// Claim is the PersistentVolumeClaim every PipelineRun binds: subPath source holds
 	// SourceDir's contents (the depot's checkout), cache the shared cache, output/NAME each
 	// build's output.
@@ -67,7 +70,7 @@ func Run(ctx context.Context, cfg Config) (*depot.Summary, error) {
 		return nil, err
 	}
 	sum := &depot.Summary{Status: depot.StatusRunning, Started: time.Now(),
-		Tekton: &depot.TektonRun{Namespace: cfg.Namespace, Depot: id}}
+		Tekton: &depot.TektonRun{Namespace: cfg.Namespace, Depot: id, Kubeconfig: cfg.Kubeconfig}}
 	for _, b := range cfg.Builds {
 		sum.Builds = append(sum.Builds, depot.Result{Build: b, Status: depot.StatusQueued,
 			OutputDir: cfg.Claim + ":output/builds/" + b.Name})

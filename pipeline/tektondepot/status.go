@@ -32,13 +32,29 @@ func Status(ctx context.Context, dir string, o Options, force bool, log *slog.Lo
 		}
 		return sum, nil
 	}
-	dyn, _, err := Client(o.Kubeconfig)
+	kubeconfig := o.Kubeconfig
+	if kubeconfig == "" {
+		kubeconfig = sum.Tekton.Kubeconfig
+	}
+	live, err := liveStatus(ctx, dir, sum, kubeconfig, o.Namespace, log)
+	if err == nil || force || ctx.Err() != nil {
+		return live, err
+	}
+	// Asked only for the depot's status: the record as saved is still an answer, with why
+	// it is not live.
+	log.Warn("showing the depot's record as saved, not its PipelineRuns' live state", "err", err)
+	return sum, nil
+}
+
+// liveStatus is sum with the live state of its PipelineRuns in the cluster kubeconfig names.
+func liveStatus(ctx context.Context, dir string, sum *depot.Summary, kubeconfig, namespace string, log *slog.Logger) (*depot.Summary, error) {
+	dyn, _, err := Client(kubeconfig)
 	if err != nil {
 		return nil, fmt.Errorf("reading the PipelineRuns of the depot in %s: %w (give --kubeconfig, or --tekton=false for the record as saved)", dir, err)
 	}
 	ns := sum.Tekton.Namespace
-	if o.Namespace != "" {
-		ns = o.Namespace
+	if namespace != "" {
+		ns = namespace
 	}
 	return cluster{client: dyn, namespace: ns}.status(ctx, dir, sum, log)
 }

@@ -171,3 +171,54 @@ func TestStatusNotTekton(t *testing.T) {
 		t.Errorf("--tekton on a local depot: %v", err)
 	}
 }
+
+// A plain status asks the cluster the run was given (its kubeconfig path is recorded, a
+// flag overrides it); when that cannot be read it prints the record as saved and says why,
+// while --tekton insists.
+func TestStatusWithoutTheCluster(t *testing.T) {
+	dir := t.TempDir()
+	recorded := filepath.Join(dir, "gone", "kubeconfig")
+	sum := &depot.Summary{Status: depot.StatusRunning, Started: time.Now(),
+		Tekton: &depot.TektonRun{Namespace: "ns", Depot: "d1", Kubeconfig: recorded},
+		Builds: []depot.Result{{Build: depot.Build{Name: "b0"}, Status: depot.StatusRunning, PipelineRun: "pr-0"}}}
+	if err := depot.SaveStatus(dir, sum); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name       string
+		flag       string
+		force      bool
+		wantErr    string // "" for the saved record
+		wantLogged string
+	}{
+		{"recorded kubeconfig, plain status", "", false, "", recorded},
+		{"recorded kubeconfig, --tekton", "", true, recorded, ""},
+		{"--kubeconfig overrides the record", "/flag/kubeconfig", true, "/flag/kubeconfig", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var logged strings.Builder
+			log := slog.New(slog.NewTextHandler(&logged, nil))
+			got, err := Status(t.Context(), dir, Options{Kubeconfig: tc.flag}, tc.force, log)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want one naming %s", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			saved, err := depot.ReadStatus(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Builds[0].PipelineRun != "pr-0" || got.Status != saved.Status || got.Builds[0].Status != saved.Builds[0].Status {
+				t.Errorf("status = %+v, want the record as saved (%+v)", got, saved)
+			}
+			if !strings.Contains(logged.String(), "as saved") || !strings.Contains(logged.String(), tc.wantLogged) {
+				t.Errorf("logged %q, want why the record is not live, naming %s", logged.String(), tc.wantLogged)
+			}
+		})
+	}
+}
