@@ -58,23 +58,39 @@ type HostLock struct{ f *os.File }
 // It returns nil where the lock cannot be had without root: Start then says why.
 func LockHost(t testing.TB) *HostLock {
 	t.Helper()
+	l, err := WaitHostLock(t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l != nil {
+		t.Cleanup(l.Release)
+	}
+	return l
+}
+
+// WaitHostLock is LockHost for a program that is not a test: the caller releases the lock
+// after its cluster's teardown. It returns nil and no error without root.
+func WaitHostLock(logf func(string, ...any)) (*HostLock, error) {
 	if os.Geteuid() != 0 {
-		return nil
+		return nil, nil
 	}
 	f, err := os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		t.Fatalf("opening the host's cluster lock: %v", err)
+		return nil, fmt.Errorf("opening the host's cluster lock: %w", err)
 	}
-	t.Cleanup(func() { f.Close() }) // releases the flock
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err == nil {
-		return &HostLock{f}
+		return &HostLock{f}, nil
 	}
-	t.Logf("another test/kube cluster runs on this host; waiting for it to be torn down (%s)", lockPath)
+	logf("another test/kube cluster runs on this host; waiting for it to be torn down (%s)", lockPath)
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		t.Fatalf("locking %s: %v", lockPath, err)
+		f.Close()
+		return nil, fmt.Errorf("locking %s: %w", lockPath, err)
 	}
-	return &HostLock{f}
+	return &HostLock{f}, nil
 }
+
+// Release gives the lock up (closing the file releases the flock).
+func (l *HostLock) Release() { l.f.Close() }
 
 // pickNetwork chooses the first /24 under subnetPrefix that no address or route on the
 // host falls in and whose bridge name is free; leftover bridges are named in the log.

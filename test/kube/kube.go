@@ -130,41 +130,70 @@ func findBinaries() (binaries, error) {
 // -short it is skipped.
 func Start(t testing.TB, lock *HostLock) *Cluster {
 	t.Helper()
-	bins, err := findBinaries()
-	if err == nil && os.Geteuid() != 0 {
-		err = errors.New("a real cluster needs root (bridges, mounts, cgroups): run the test as root")
-	}
-	if err == nil && lock == nil {
-		err = errors.New("starting a cluster needs the host's lock (LockHost)")
-	}
-	if err != nil {
+	if err := Ready(lock); err != nil {
 		if testing.Short() {
 			t.Skip(err)
 		}
 		t.Fatal(err)
 	}
-	began := time.Now()
-	c := &Cluster{Dir: t.TempDir(), bins: bins}
-	c.cgroupRoot = "/" + cgroupPrefix + filepath.Base(filepath.Dir(c.Dir))
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute) // a ceiling for a loaded machine
+	defer cancel()
+	c, err := Up(ctx, lock, t.TempDir(), t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		if err := c.Stop(); err != nil {
 			t.Errorf("tearing the cluster down: %v", err)
 		}
 	})
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute) // a ceiling for a loaded machine
-	defer cancel()
-	if err = reclaimStale(ctx, t.Logf); err == nil {
-		c.network, err = pickNetwork(t.Logf)
+	return c
+}
+
+// Ready says what this host lacks to start a cluster (binaries, root, the host's lock),
+// or nil.
+func Ready(lock *HostLock) error {
+	_, err := findBinaries()
+	if err == nil && os.Geteuid() != 0 {
+		err = errors.New("a real cluster needs root (bridges, mounts, cgroups): run as root")
+	}
+	if err == nil && lock == nil {
+		err = errors.New("starting a cluster needs the host's lock (LockHost)")
+	}
+	return err
+}
+
+// Up starts a cluster in dir (an empty directory the caller removes after Stop) for a
+// program that is not a test; Start is Up for a test. On failure it has torn down what it
+// started, and its error carries the tail of each server's log. The caller stops a
+// cluster Up returned.
+func Up(ctx context.Context, lock *HostLock, dir string, logf func(string, ...any)) (*Cluster, error) {
+	if err := Ready(lock); err != nil {
+		return nil, err
+	}
+	bins, err := findBinaries()
+	if err != nil {
+		return nil, err
+	}
+	began := time.Now()
+	c := &Cluster{Dir: dir, bins: bins}
+	c.cgroupRoot = "/" + cgroupPrefix + filepath.Base(filepath.Dir(c.Dir))
+	if err = reclaimStale(ctx, logf); err == nil {
+		c.network, err = pickNetwork(logf)
 	}
 	if err == nil {
 		err = c.start(ctx)
 	}
 	if err != nil {
-		c.failWithLogs(t, err)
+		err = fmt.Errorf("starting the cluster: %w", c.withLogs(err))
+		if stopErr := c.Stop(); stopErr != nil {
+			err = errors.Join(err, fmt.Errorf("tearing the cluster down: %w", stopErr))
+		}
+		return nil, err
 	}
 	c.StartupTime = time.Since(began)
-	t.Logf("cluster up in %s (node Ready, Tekton's controller running)", c.StartupTime.Round(time.Second))
-	return c
+	logf("cluster up in %s (node Ready, Tekton's controller running)", c.StartupTime.Round(time.Second))
+	return c, nil
 }
 
 func (c *Cluster) start(ctx context.Context) error {
@@ -191,6 +220,11 @@ func (c *Cluster) start(ctx context.Context) error {
 // failWithLogs fails the test with err and the tail of each server's log.
 func (c *Cluster) failWithLogs(t testing.TB, err error) {
 	t.Helper()
+	t.Fatal(c.withLogs(err))
+}
+
+// withLogs is err followed by the tail of each server's log.
+func (c *Cluster) withLogs(err error) error {
 	var b strings.Builder
 	for _, p := range c.procs {
 		state := "running"
@@ -199,7 +233,7 @@ func (c *Cluster) failWithLogs(t testing.TB, err error) {
 		}
 		fmt.Fprintf(&b, "\n--- %s (%s):\n%s\n", p.name, state, p.tail())
 	}
-	t.Fatalf("starting the cluster: %v%s", err, b.String())
+	return fmt.Errorf("%w%s", err, b.String())
 }
 
 func (c *Cluster) add(p *proc, err error) error {

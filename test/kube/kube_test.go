@@ -10,10 +10,8 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/yaml"
 
 	"github.com/snofactory/snofactory/test/testbin"
 )
@@ -204,26 +202,11 @@ func runTaskRun(t *testing.T, c *Cluster, doc string) *unstructured.Unstructured
 // limit (a ceiling for a loaded machine) has passed.
 func runToEnd(t *testing.T, c *Cluster, gvr schema.GroupVersionResource, limit time.Duration, doc string) *unstructured.Unstructured {
 	t.Helper()
-	var obj map[string]any
-	if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
+	done, err := c.RunToEnd(t.Context(), gvr, limit, doc, t.Logf)
+	if err != nil {
 		t.Fatal(err)
 	}
-	u := &unstructured.Unstructured{Object: obj}
-	ctx, cancel := context.WithTimeout(t.Context(), limit)
-	defer cancel()
-	began := time.Now()
-	if _, err := c.Dynamic.Resource(gvr).Namespace(u.GetNamespace()).Create(ctx, u, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating %s %s: %v", u.GetKind(), u.GetName(), err)
-	}
-	tr, err := c.WaitObject(ctx, gvr, u.GetNamespace(), u.GetName(), func(o *unstructured.Unstructured) bool {
-		s := conditionStatus(o, "Succeeded")
-		return s == "True" || s == "False"
-	})
-	if err != nil {
-		c.failWithLogs(t, err)
-	}
-	t.Logf("%s %s finished in %s", u.GetKind(), u.GetName(), time.Since(began).Round(time.Second))
-	return tr
+	return done
 }
 
 // leftovers lists what a torn-down cluster left on the host.

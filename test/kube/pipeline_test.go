@@ -2,7 +2,6 @@ package kube
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -12,29 +11,15 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/snofactory/snofactory/pipeline"
-	"github.com/snofactory/snofactory/pipeline/tekton"
-	"github.com/snofactory/snofactory/test/conformance"
 	"github.com/snofactory/snofactory/test/registry"
 	"github.com/snofactory/snofactory/test/siteboot"
-	"github.com/snofactory/snofactory/test/testbin"
 )
 
 // pipelineEnv is what TestPipelineRunOnRealCluster's runs share.
-type pipelineEnv struct {
-	c        *Cluster
-	reg      *registry.Registry
-	bin      string // the snofactory binary the image carries, run on the host
-	ref      string // the snofactory image
-	keys     string // the depot's key pair (depot.key, depot.pub, pass), another's, auth.json
-	out      string // the output volume's directory
-	src      string // the source volume's directory
-	wantSeed string // where the blueprint pushes the seed
-}
+type pipelineEnv = Demo
 
 // pipeline/tekton's Pipeline, exactly as it ships, runs the demo blueprint as a real
 // PipelineRun: prepare, factory-vm (qemu under TCG: the node has no /dev/kvm) and publish,
@@ -118,123 +103,30 @@ func (e *pipelineEnv) checkPrepareRan(t *testing.T, pipelineRun string) {
 // startPipelineEnv builds and loads the image, starts the registry, fills
 // the volumes, makes the Secrets and creates the Tasks and the Pipeline.
 func startPipelineEnv(ctx context.Context, t *testing.T, c *Cluster, mark func(string)) *pipelineEnv {
-	iso, err := conformance.Cached(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	scratch := t.TempDir()
-	e := &pipelineEnv{c: c, bin: ImageBinary(scratch), keys: t.TempDir()}
-	var archive string
-	if e.ref, archive, err = SnofactoryImage(ctx, scratch); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.c.ImportArchive(ctx, archive, SnofactoryRepo); err != nil {
-		t.Fatal(err)
-	}
-	// On the bridge, the only address besides the apiserver's that pods reach.
-	e.reg = registry.StartT(t, registry.Options{Host: c.NodeIP, Username: "depot", Password: testbin.RandomHex(t, 12)})
-	mark(filepath.Dir(e.reg.StorageDir())) // its directory is in its process's command line
-	e.wantSeed = e.reg.Ref("demo/seed:1.0")
-	// One claim for the three workspaces: Tekton's default coschedule (workspaces) refuses
-	// a TaskRun that binds two claims (pkg/workspace/validate.go, ValidateOnlyOnePVCIsUsed).
-	vol, err := e.c.Volume(ctx, "default", "build", "source", "cache", "output")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.out, e.src = filepath.Join(vol, "output"), filepath.Join(vol, "source")
-	writeSource(t, filepath.Join(vol, "source"), iso, map[string]string{"push: " + testbin.DemoRegistry + "/demo/seed:1.0": "push: " + e.wantSeed})
-	e.makeSecrets(ctx, t)
-	for _, task := range []string{"snofactory-prepare", "snofactory-factory-vm", "snofactory-publish"} {
-		applyTask(t, e.c, task)
-	}
-	applyFile(t, e.c, Pipelines, tekton.PipelineFile)
-	return e
-}
-
-// makeSecrets generates the depot's key pair and makes the two Secrets the PipelineRun
-// binds: the registry's credentials as a kubernetes.io/dockerconfigjson Secret and the
-// signing key under the names the publish task reads.
-func (e *pipelineEnv) makeSecrets(ctx context.Context, t *testing.T) {
 	t.Helper()
-	pass := filepath.Join(e.keys, "pass")
-	if err := os.WriteFile(pass, []byte("depot-"+testbin.RandomHex(t, 8)+"\n"), 0o600); err != nil {
+	e, err := SetUpDemo(ctx, c, t.TempDir(), func(reg *registry.Registry) {
+		mark(filepath.Dir(reg.StorageDir())) // its directory is in its process's command line
+		t.Cleanup(func() {
+			if err := reg.Stop(); err != nil {
+				t.Errorf("stop test registry: %v", err)
+			}
+		})
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"depot", "other"} {
-		if out, err := exec.CommandContext(ctx, e.bin, "keys", "generate", "--passphrase-file", pass, filepath.Join(e.keys, name)).CombinedOutput(); err != nil {
-			t.Fatalf("keys generate: %v: %s", err, out)
-		}
-	}
-	user, password := e.reg.Credentials()
-	auth, _ := json.Marshal(map[string]any{"auths": map[string]any{e.reg.Addr(): map[string]string{
-		"auth": base64.StdEncoding.EncodeToString([]byte(user + ":" + password))}}})
-	// The same credentials for the host's pull.
-	if err := os.WriteFile(filepath.Join(e.keys, "auth.json"), auth, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	key, _ := os.ReadFile(filepath.Join(e.keys, "depot.key"))
-	phrase, _ := os.ReadFile(pass)
-	for _, s := range []*corev1.Secret{
-		{ObjectMeta: metav1.ObjectMeta{Name: "seed-push"}, Type: corev1.SecretTypeDockerConfigJson,
-			Data: map[string][]byte{corev1.DockerConfigJsonKey: auth}},
-		{ObjectMeta: metav1.ObjectMeta{Name: "depot-signing"}, Data: map[string][]byte{"cosign.key": key, "cosign.password": phrase}},
-	} {
-		if _, err := e.c.Client.CoreV1().Secrets("default").Create(ctx, s, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("creating Secret %s: %v", s.Name, err)
-		}
-	}
+	return e
 }
 
 // run starts a PipelineRun of the demo with its own output directory, waits for it to
 // succeed and returns its results.
 func (e *pipelineEnv) run(t *testing.T, name string) map[string]string {
 	t.Helper()
-	pr := runToEnd(t, e.c, PipelineRuns, 30*time.Minute, `
-apiVersion: tekton.dev/v1
-kind: PipelineRun
-metadata: {name: `+name+`, namespace: default}
-spec:
-  pipelineRef: {name: snofactory}
-  params:
-  - {name: BLUEPRINT, value: blueprints/demo.yaml}
-  - {name: OUTPUT_DIR, value: `+name+`}
-  - {name: SNOFACTORY_IMAGE, value: `+e.ref+`}
-  - {name: PROGRESS, value: json}
-  workspaces:
-  - {name: source, persistentVolumeClaim: {claimName: build}, subPath: source}
-  - {name: cache, persistentVolumeClaim: {claimName: build}, subPath: cache}
-  - {name: output, persistentVolumeClaim: {claimName: build}, subPath: output}
-  - {name: dockerconfig, secret: {secretName: seed-push}}
-  - {name: signing-key, secret: {secretName: depot-signing}}
-`)
-	if got := conditionStatus(pr, "Succeeded"); got != "True" {
-		t.Fatalf("PipelineRun %s did not succeed: %v%s", name, pr.Object["status"], e.failedSteps(t, name))
-	}
-	results := map[string]string{}
-	list, _, _ := unstructured.NestedSlice(pr.Object, "status", "results")
-	for _, r := range list {
-		m, _ := r.(map[string]any)
-		n, _ := m["name"].(string)
-		v, _ := m["value"].(string)
-		results[n] = v
+	results, err := e.Run(t.Context(), name, t.Logf)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return results
-}
-
-// failedSteps is the step log of each failed TaskRun of a PipelineRun.
-func (e *pipelineEnv) failedSteps(t *testing.T, pipelineRun string) string {
-	list, err := e.c.Dynamic.Resource(TaskRuns).Namespace("default").List(t.Context(),
-		metav1.ListOptions{LabelSelector: "tekton.dev/pipelineRun=" + pipelineRun})
-	if err != nil {
-		return "\n(listing its TaskRuns: " + err.Error() + ")"
-	}
-	var b strings.Builder
-	for i := range list.Items {
-		if tr := &list.Items[i]; conditionStatus(tr, "Succeeded") != "True" {
-			fmt.Fprintf(&b, "\n--- TaskRun %s: %v\n%s", tr.GetName(), tr.Object["status"], stepLog(t, e.c, tr, "step-build"))
-		}
-	}
-	return b.String()
 }
 
 // record reads the run record the PipelineRun's last task left in its output directory.
