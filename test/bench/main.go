@@ -51,6 +51,7 @@ func main() {
 		{"factory", benchFactory},
 		{"depot", benchDepot},
 		{"reproducible", benchReproducible},
+		{"tekton", benchTekton},
 		// --- end benchmarks ---
 	}
 	failed := false
@@ -97,6 +98,9 @@ func runRounds(ctx context.Context, b benchmark, n int) ([][]Result, error) {
 }
 
 func format(r Result) string {
+	if r.Skipped != "" {
+		return fmt.Sprintf("BENCH %s SKIPPED reason=%q", r.Name, r.Skipped)
+	}
 	ratio := "inf"
 	if v, ok := r.ratio(); ok {
 		ratio = fmt.Sprintf("%.4f", v)

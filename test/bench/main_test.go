@@ -171,3 +171,15 @@ func TestSavedPerBoot(t *testing.T) {
 		}
 	}
 }
+
+// A figure the host cannot measure says so and why, through combine's rounds too, and
+// never reads as a measured ratio or a target met or missed.
+func TestSkippedLine(t *testing.T) {
+	r := Result{Name: tektonLine, Skipped: "a real cluster needs root"}
+	want := `BENCH ` + tektonLine + ` SKIPPED reason="a real cluster needs root"`
+	for _, got := range []string{format(r), format(combine([][]Result{{r}, {r}})[0])} {
+		if got != want {
+			t.Errorf("format = %q, want %q", got, want)
+		}
+	}
+}

@@ -18,6 +18,9 @@ type Result struct {
 	Beside []string
 	// Note says where the time goes, for a figure that misses its target.
 	Note string
+	// Skipped says why the figure could not be measured on this host (a missing
+	// prerequisite); the line then says SKIPPED and nothing else.
+	Skipped string
 	// Ratios are ours/baseline of each round, when combine made the figure from several
 	// (Ours and Baseline are then the rounds' medians).
 	Ratios []float64
