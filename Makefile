@@ -67,7 +67,7 @@ lint:
 
 # BENCH lines: ours vs a baseline measured in the same run.
 bench: deps
-	@$(MAKE) --no-print-directory build conformance-iso
+	@$(MAKE) --no-print-directory build conformance-iso kube-node
 	$(GO) run ./test/bench
 
 # The demo runs offline: demoenv serves the demo's extra image from a local registry on a free

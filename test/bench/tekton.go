@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"time"
 
@@ -30,7 +32,11 @@ func benchTekton(ctx context.Context, dir string) ([]Result, error) {
 	if lock != nil {
 		defer lock.Release() // after the cluster's teardown, deferred below
 	}
-	if err := kube.Ready(lock); err != nil {
+	err = kube.Ready(lock)
+	if _, lookErr := exec.LookPath("buildah"); err == nil && lookErr != nil {
+		err = errors.New("the snofactory image needs buildah (Debian package buildah)")
+	}
+	if err != nil {
 		return []Result{{Name: tektonLine, Skipped: err.Error()}}, nil
 	}
 	// The cluster names its cgroup root after its directory's parent: this round's.

@@ -175,6 +175,9 @@ func Up(ctx context.Context, lock *HostLock, dir string, logf func(string, ...an
 	if err != nil {
 		return nil, err
 	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("making the cluster's directory: %w", err)
+	}
 	began := time.Now()
 	c := &Cluster{Dir: dir, bins: bins}
 	c.cgroupRoot = "/" + cgroupPrefix + filepath.Base(filepath.Dir(c.Dir))
