@@ -364,8 +364,9 @@ import_images() {
 		--scratch-dir "$root/var/tmp" >/run/snofactory/import.json 2>/run/snofactory/import.log; then
 		die "importing the images of $pdev failed" /run/snofactory/import.log
 	fi
+	rel=${root#/mnt/target}
 	report "$PHASE" ok --detail "images=$(grep -c '"ref":' /run/snofactory/import.json)" --detail "device=$pdev" \
-		--detail "storage=${root#/mnt/target/root}/var/lib/containers/storage" --detail driver=vfs
+		--detail "storage=${rel#/root}/var/lib/containers/storage" --detail driver=vfs
 }
 
 # write_os DEV: the rest of the installed OS on the mounted target: the live kernel and
@@ -483,6 +484,13 @@ install_to_disk() {
 	mount_iso
 	if [ -f "/run/media/iso/$METAL_IMAGE" ]; then
 		install_metal "$dev" "/run/media/iso/$METAL_IMAGE" /config.ign /mnt/target
+		# The precache data disk's images into the image's containers-storage, as the MBR
+		# and GPT installs do, so the install reports its images-imported phase.
+		mount -t ext4 "$ROOTPART" /mnt/target || die "mounting $ROOTPART"
+		import_images /mnt/target
+		PHASE=written-to-disk
+		sync
+		umount /mnt/target || die "unmounting $ROOTPART"
 		umount /run/media/iso
 		report "$PHASE" ok --detail "device=$dev" --detail "image=$METAL_IMAGE" --detail "firmware=$FIRMWARE"
 		log "installed $METAL_IMAGE to $dev; rebooting"

@@ -157,7 +157,7 @@ func populate(ctx context.Context, t *tree, kver, agentBin string) error {
 	t.addLink("/usr/sbin", "../bin")
 	// Ignition relabels after the files stage; this OS has no SELinux, so relabelling is
 	// a no-op that succeeds.
-	t.addData("/bin/setfiles", []byte("#!/bin/sh\n# No SELinux in the conformance OS: nothing to relabel.\nexit 0\n"), 0o755)
+	t.addData("/bin/setfiles", []byte(setfilesShim), 0o755)
 	// Ignition disables a unit with `systemctl --root=ROOT disable UNIT` (it enables through
 	// presets); this OS has no systemd, so this stand-in does what that means on disk.
 	t.addData("/bin/systemctl", []byte(systemctlShim), 0o755)
@@ -227,6 +227,11 @@ func addBootCode(t *tree) error {
 	t.addHost(GPTMBRPath, gptmbrBin.src, 0o644)
 	return nil
 }
+
+// setfilesShim stands in for SELinux's setfiles, which Ignition's files stage runs on what
+// it wrote (ignition internal/exec/stages/files/files.go relabelFiles): the conformance
+// OSes have no SELinux policy, so relabelling is a no-op that succeeds.
+const setfilesShim = "#!/bin/sh\n# No SELinux in the conformance OS: nothing to relabel.\nexit 0\n"
 
 // systemctlShim is the conformance OS's systemctl: "disable" removes a unit's links from
 // the .wants and .requires directories under --root; every other command (Ignition only

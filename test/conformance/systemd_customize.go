@@ -76,7 +76,66 @@ func customizeMetal(ctx context.Context, root, kver, agentBin string) error {
 			return fmt.Errorf("the metal image's unbooted state: %w", err)
 		}
 	}
-	return os.WriteFile(filepath.Join(root, "etc/machine-id"), nil, 0o444)
+	if err := os.WriteFile(filepath.Join(root, "etc/machine-id"), nil, 0o444); err != nil {
+		return err
+	}
+	return placeFactory(root)
+}
+
+// The metal image's factory side (systemd/metal): the units that serve the install,
+// validate and seal stages on the installed disk, in place of the readiness report, and
+// Ignition with the setfiles stand-in the busybox initramfs gives it (populate).
+var (
+	metalPlaced = map[string]string{
+		"metal/factory.sh":                           "/usr/local/lib/snofactory/factory.sh",
+		"metal/snofactory-factory-firstboot.service": "/etc/systemd/system/snofactory-factory-firstboot.service",
+		"metal/snofactory-factory.service":           "/etc/systemd/system/snofactory-factory.service",
+	}
+	metalEnabled = map[string]string{
+		"snofactory-factory-firstboot.service": "sysinit.target.wants",
+		"snofactory-factory.service":           "multi-user.target.wants",
+	}
+	// metalIgnitionDir holds Ignition and the stand-ins on its PATH (factory.sh IGN).
+	metalIgnitionDir = "/usr/lib/snofactory/ignition"
+)
+
+// placeFactory writes the metal image's factory files and Ignition, enables the factory
+// units and disables the readiness report, whose boot-complete the factory's install-complete
+// and report command carry instead (ready.sh with arguments).
+func placeFactory(root string) error {
+	for src, dst := range metalPlaced {
+		b, err := systemdFiles.ReadFile("systemd/" + src)
+		if err != nil {
+			return err
+		}
+		mode := os.FileMode(0o644)
+		if filepath.Ext(src) == ".sh" {
+			mode = 0o755
+		}
+		if err := writeUnder(root, dst, b, mode); err != nil {
+			return err
+		}
+	}
+	for unit, wants := range metalEnabled {
+		link := filepath.Join(root, "etc/systemd/system", wants, unit)
+		if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+			return err
+		}
+		if err := os.Symlink("/etc/systemd/system/"+unit, link); err != nil {
+			return fmt.Errorf("enabling %s: %w", unit, err)
+		}
+	}
+	if err := os.Remove(filepath.Join(root, "etc/systemd/system/multi-user.target.wants/snofactory-ready.service")); err != nil {
+		return fmt.Errorf("disabling the readiness report in the metal image: %w", err)
+	}
+	ign, err := os.ReadFile(ignitionBin.src)
+	if err != nil {
+		return fmt.Errorf("reading Ignition (Debian package %s): %w", ignitionBin.pkg, err)
+	}
+	if err := writeUnder(root, metalIgnitionDir+"/ignition", ign, 0o755); err != nil {
+		return err
+	}
+	return writeUnder(root, metalIgnitionDir+"/setfiles", []byte(setfilesShim), 0o755)
 }
 
 // prepareRoot places the OS's own files, the agent and the kernel modules, and removes

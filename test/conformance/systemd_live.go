@@ -31,7 +31,7 @@ const (
 	// SystemdLiveISOName is the live ISO's file name there.
 	SystemdLiveISOName = "systemd-live.iso"
 	// systemdLiveVersion changes whenever the layout of the metal image changes.
-	systemdLiveVersion = "conformance-systemd-live/1"
+	systemdLiveVersion = "conformance-systemd-live/2"
 )
 
 // SystemdLive is a built systemd live ISO and the disk image it installs.
@@ -64,8 +64,13 @@ func BuildSystemdLive(ctx context.Context, o SystemdOptions) (SystemdLive, error
 		return res, err
 	}
 	defer os.RemoveAll(in.work)
-	sum := sha256.Sum256([]byte(systemdLiveVersion + "\n" + in.hash))
-	res.InputHash = hex.EncodeToString(sum[:])
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\n%s\n", systemdLiveVersion, in.hash)
+	// The metal image carries the host's Ignition too (placeFactory).
+	if err := hashFile(h, ignitionBin.src); err != nil {
+		return res, fmt.Errorf("systemd live ISO: %w", err)
+	}
+	res.InputHash = hex.EncodeToString(h.Sum(nil))
 	stamp := res.Metal + ".inputs"
 	if b, err := os.ReadFile(stamp); err != nil || o.Force || strings.TrimSpace(string(b)) != res.InputHash {
 		if err := buildMetal(ctx, in, res.Metal); err != nil {

@@ -3,6 +3,7 @@ package conformance
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -127,15 +128,23 @@ func TestCustomizeMetalIsUnbootedAndUnsealed(t *testing.T) {
 			t.Errorf("%s is in the metal image (%v)", gone, err)
 		}
 	}
-	for unit, wants := range systemdEnabled {
-		if unit == wire.ReconfigureUnitName {
-			continue
-		}
+	// The factory's units replace the readiness report, whose boot-complete would reach the
+	// install stage before install-complete.
+	enabled := maps.Clone(systemdEnabled)
+	delete(enabled, wire.ReconfigureUnitName)
+	delete(enabled, "snofactory-ready.service")
+	maps.Copy(enabled, metalEnabled)
+	for unit, wants := range enabled {
 		if target, err := os.Readlink(filepath.Join(root, "etc/systemd/system", wants, unit)); err != nil || target != "/etc/systemd/system/"+unit {
 			t.Errorf("%s not enabled in %s: %q %v", unit, wants, target, err)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(root, wire.AgentPath)); err != nil {
-		t.Errorf("no agent: %v", err)
+	if _, err := os.Lstat(filepath.Join(root, "etc/systemd/system/multi-user.target.wants/snofactory-ready.service")); !os.IsNotExist(err) {
+		t.Errorf("the readiness report is enabled in the metal image (%v)", err)
+	}
+	for _, p := range []string{wire.AgentPath, "usr/local/lib/snofactory/factory.sh", metalIgnitionDir + "/ignition", metalIgnitionDir + "/setfiles"} {
+		if fi, err := os.Stat(filepath.Join(root, p)); err != nil || fi.Mode().Perm() != 0o755 {
+			t.Errorf("%s is not an executable in the metal image: %v", p, err)
+		}
 	}
 }

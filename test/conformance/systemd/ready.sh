@@ -4,7 +4,9 @@
 # of the services, the generated machine-id and SSH host keys, the NICs and how
 # NetworkManager sees them; and of the site the hook applied: the addresses, bonds and
 # active profiles, chrony's sources, whether the system trust store trusts the site's CA,
-# and what the request through the site proxy got.
+# and what the request through the site proxy got. Arguments are added to the report's
+# (the factory's install-complete and its report command use it with another phase and
+# commands=1: the last --phase wins).
 set -u
 keys=
 for t in rsa ecdsa ed25519; do
@@ -69,4 +71,4 @@ exec /usr/local/bin/snofactory agent report --port org.snofactory.agent.0 --phas
 	--detail "reconfigure=$(systemctl is-active snofactory-reconfigure.service)" \
 	--detail "chrony_sources=$(chronyc -n -c sources 2>&1 | cut -d, -f3 | paste -sd, -)" \
 	--detail "site_ca=$site_ca" \
-	--detail "proxy_probe=$(cat /run/snofactory/proxy-probe 2>/dev/null)"
+	--detail "proxy_probe=$(cat /run/snofactory/proxy-probe 2>/dev/null)" "$@"

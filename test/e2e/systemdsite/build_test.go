@@ -1,0 +1,96 @@
+package systemdsite_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/snofactory/snofactory/pipeline"
+	"github.com/snofactory/snofactory/test/conformance"
+	"github.com/snofactory/snofactory/test/registry"
+	"github.com/snofactory/snofactory/test/testbin"
+)
+
+// The demo pipeline on the systemd OS installed as RHCOS is: `snofactory build` of a copy
+// of blueprints/demo.yaml whose source is the systemd live ISO runs install (the live
+// installer writes the metal image; the disk's first boot runs Ignition on the config and
+// reports install-complete from a systemd unit), validate (the unit reports the node's
+// facts when asked, and validate checks them against the config: what Ignition wrote is
+// there) and seal (the unit seals the running root and powers off). It boots
+// the OS under TCG for many minutes, so it runs only when asked, as TestSystemdLiveInstall.
+func TestSystemdDemoBuildsThroughSeal(t *testing.T) {
+	if testing.Short() || os.Getenv("SNOFACTORY_SYSTEMD_INSTALL") != "1" {
+		t.Skip("skipping: installs, validates and seals the systemd OS in VMs; set SNOFACTORY_SYSTEMD_INSTALL=1")
+	}
+	ctx := t.Context()
+	root, err := testbin.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, err := conformance.BuildSystemdLive(ctx, conformance.SystemdOptions{Dir: filepath.Join(root, conformance.DefaultSystemdDir), ModuleDir: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := registry.StartT(t, registry.Options{})
+	image := reg.Ref("demo/hello:1.0")
+	if _, err := registry.PushRandom(ctx, image); err != nil {
+		t.Fatal(err)
+	}
+	// systemd, NetworkManager and podman need more than the busybox OS's 512 MiB, and TCG
+	// boots them slowly.
+	bp, err := testbin.CopyDemo(t.TempDir(), map[string]string{testbin.DemoImage: image, testbin.DemoISOLine: "path: " + live.ISO,
+		"memory: 512MiB": "memory: 1024MiB", "boot: 5m": "boot: 20m", "install: 10m": "install: 30m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, err := testbin.Binary(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	cmd := exec.CommandContext(ctx, bin, "build", bp, "--until", "seal", "--cache-dir", t.TempDir(), "--output-dir", out, "--progress", "plain")
+	b, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("snofactory build of the demo on the systemd OS: %v\n%s\n%s", err, tail(b), consoles(out))
+	}
+	b, err = os.ReadFile(filepath.Join(out, "run.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := pipeline.ReadRecord(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Status != pipeline.StatusSucceeded {
+		t.Errorf("build status %q, want %q", rec.Status, pipeline.StatusSucceeded)
+	}
+	ran := map[string]string{}
+	for _, s := range rec.Stages {
+		ran[s.Name] = s.Cache
+	}
+	for _, s := range []string{"install", "validate", "seal"} {
+		if ran[s] != "miss" {
+			t.Errorf("stage %s did not run (cache %q): %v", s, ran[s], ran)
+		}
+	}
+}
+
+// consoles is every VM console log the build kept.
+func consoles(out string) string {
+	logs, _ := filepath.Glob(filepath.Join(out, "logs", "*console*"))
+	var s strings.Builder
+	for _, l := range logs {
+		b, _ := os.ReadFile(l)
+		s.WriteString("--- " + filepath.Base(l) + " ---\n" + string(tail(b)) + "\n")
+	}
+	return s.String()
+}
+
+func tail(b []byte) []byte {
+	if len(b) > 6000 {
+		return b[len(b)-6000:]
+	}
+	return b
+}
