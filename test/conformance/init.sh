@@ -484,6 +484,13 @@ install_to_disk() {
 	mount_iso
 	if [ -f "/run/media/iso/$METAL_IMAGE" ]; then
 		install_metal "$dev" "/run/media/iso/$METAL_IMAGE" /config.ign /mnt/target
+		# The image's root is sized to its content; it takes the rest of the disk, as CoreOS
+		# grows its root on the first boot (and as grow_root does for the MBR install).
+		grow_root "$dev"
+		blockdev --rereadpt "$dev" || die "re-reading the partition table of $dev"
+		wait_for "$ROOTPART" || die "the root partition of $dev did not appear"
+		/bin/resize2fs -f "$ROOTPART" >/run/snofactory/resize2fs.log 2>&1 ||
+			die "growing the root file system on $ROOTPART" /run/snofactory/resize2fs.log
 		# The precache data disk's images into the image's containers-storage, as the MBR
 		# and GPT installs do, so the install reports its images-imported phase.
 		mount -t ext4 "$ROOTPART" /mnt/target || die "mounting $ROOTPART"
