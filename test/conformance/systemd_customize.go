@@ -103,26 +103,12 @@ var (
 // units and disables the readiness report, whose boot-complete the factory's install-complete
 // and report command carry instead (ready.sh with arguments).
 func placeFactory(root string) error {
-	for src, dst := range metalPlaced {
-		b, err := systemdFiles.ReadFile("systemd/" + src)
-		if err != nil {
-			return err
-		}
-		mode := os.FileMode(0o644)
-		if filepath.Ext(src) == ".sh" {
-			mode = 0o755
-		}
-		if err := writeUnder(root, dst, b, mode); err != nil {
-			return err
-		}
+	if err := placeEmbedded(root, metalPlaced); err != nil {
+		return err
 	}
 	for unit, wants := range metalEnabled {
-		link := filepath.Join(root, "etc/systemd/system", wants, unit)
-		if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+		if err := enableUnit(root, unit, wants); err != nil {
 			return err
-		}
-		if err := os.Symlink("/etc/systemd/system/"+unit, link); err != nil {
-			return fmt.Errorf("enabling %s: %w", unit, err)
 		}
 	}
 	if err := os.Remove(filepath.Join(root, "etc/systemd/system/multi-user.target.wants/snofactory-ready.service")); err != nil {
@@ -160,7 +146,28 @@ func prepareRoot(ctx context.Context, root, kver, agentBin string, withReconfigu
 // placeSystemdFiles writes the embedded files (and the reconfiguration unit when asked),
 // and enables the units.
 func placeSystemdFiles(root string, withReconfigure bool) error {
-	for src, dst := range systemdPlaced {
+	if err := placeEmbedded(root, systemdPlaced); err != nil {
+		return err
+	}
+	if withReconfigure {
+		if err := writeUnder(root, agent.ReconfigureUnitPath, []byte(agent.ReconfigureUnit), 0o644); err != nil {
+			return err
+		}
+	}
+	for unit, wants := range systemdEnabled {
+		if unit == wire.ReconfigureUnitName && !withReconfigure {
+			continue
+		}
+		if err := enableUnit(root, unit, wants); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// placeEmbedded writes each embedded systemd/SRC to its DST under root, scripts executable.
+func placeEmbedded(root string, placed map[string]string) error {
+	for src, dst := range placed {
 		b, err := systemdFiles.ReadFile("systemd/" + src)
 		if err != nil {
 			return err
@@ -173,22 +180,17 @@ func placeSystemdFiles(root string, withReconfigure bool) error {
 			return err
 		}
 	}
-	if withReconfigure {
-		if err := writeUnder(root, agent.ReconfigureUnitPath, []byte(agent.ReconfigureUnit), 0o644); err != nil {
-			return err
-		}
+	return nil
+}
+
+// enableUnit links unit into wants under root's /etc/systemd/system, as systemctl enable.
+func enableUnit(root, unit, wants string) error {
+	link := filepath.Join(root, "etc/systemd/system", wants, unit)
+	if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+		return err
 	}
-	for unit, wants := range systemdEnabled {
-		if unit == wire.ReconfigureUnitName && !withReconfigure {
-			continue
-		}
-		link := filepath.Join(root, "etc/systemd/system", wants, unit)
-		if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
-			return err
-		}
-		if err := os.Symlink("/etc/systemd/system/"+unit, link); err != nil {
-			return fmt.Errorf("enabling %s: %w", unit, err)
-		}
+	if err := os.Symlink("/etc/systemd/system/"+unit, link); err != nil {
+		return fmt.Errorf("enabling %s: %w", unit, err)
 	}
 	return nil
 }
