@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/snofactory/snofactory/pipeline"
-	"github.com/snofactory/snofactory/test/conformance"
 	"github.com/snofactory/snofactory/test/registry"
 	"github.com/snofactory/snofactory/test/testbin"
 )
@@ -21,18 +20,8 @@ import (
 // there) and seal (the unit seals the running root and powers off). It boots
 // the OS under TCG for many minutes, so it runs only when asked, as TestSystemdLiveInstall.
 func TestSystemdDemoBuildsThroughSeal(t *testing.T) {
-	if testing.Short() || os.Getenv("SNOFACTORY_SYSTEMD_INSTALL") != "1" {
-		t.Skip("skipping: installs, validates and seals the systemd OS in VMs; set SNOFACTORY_SYSTEMD_INSTALL=1")
-	}
+	live := systemdLive(t, "installs, validates and seals the systemd OS in VMs")
 	ctx := t.Context()
-	root, err := testbin.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	live, err := conformance.BuildSystemdLive(ctx, conformance.SystemdOptions{Dir: filepath.Join(root, conformance.DefaultSystemdDir), ModuleDir: root})
-	if err != nil {
-		t.Fatal(err)
-	}
 	reg := registry.StartT(t, registry.Options{})
 	image := reg.Ref("demo/hello:1.0")
 	if _, err := registry.PushRandom(ctx, image); err != nil {

@@ -24,18 +24,8 @@ import (
 // only when asked (SNOFACTORY_SYSTEMD_INSTALL=1): it is the first half of the factory boot
 // the demo pipeline will run on this OS.
 func TestSystemdLiveInstall(t *testing.T) {
-	if testing.Short() || os.Getenv("SNOFACTORY_SYSTEMD_INSTALL") != "1" {
-		t.Skip("skipping: boots a VM twice; set SNOFACTORY_SYSTEMD_INSTALL=1")
-	}
+	live := systemdLive(t, "boots a VM twice")
 	ctx := t.Context()
-	root, err := testbin.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	live, err := conformance.BuildSystemdLive(ctx, conformance.SystemdOptions{Dir: filepath.Join(root, conformance.DefaultSystemdDir), ModuleDir: root})
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
 	disk := filepath.Join(dir, "target.qcow2")
 	if out, err := exec.CommandContext(ctx, "qemu-img", "create", "-q", "-f", "qcow2", disk, "3G").CombinedOutput(); err != nil {
@@ -44,7 +34,7 @@ func TestSystemdLiveInstall(t *testing.T) {
 	var phases []string
 	var booted map[string]string
 	console := filepath.Join(dir, "console.log")
-	_, err = stages.Probe(ctx, stages.ProbeBoot{Name: "systemd-install", ISO: live.ISO, Disk: disk, MemoryMiB: 1024,
+	_, err := stages.Probe(ctx, stages.ProbeBoot{Name: "systemd-install", ISO: live.ISO, Disk: disk, MemoryMiB: 1024,
 		ConsoleLog: console, Timeout: bootTimeout + 2*time.Minute}, func(m wire.Message) bool {
 		phases = append(phases, m.Phase+":"+string(m.Status))
 		if m.Status == wire.StatusFailed {
@@ -71,4 +61,22 @@ func TestSystemdLiveInstall(t *testing.T) {
 		t.Errorf("phases %q, want %s", got, want)
 	}
 	checkFirstBoot(t, booted)
+}
+
+// systemdLive is the systemd live ISO, built or cached, for a test that runs only when
+// SNOFACTORY_SYSTEMD_INSTALL=1 asks for its VM boots (why: what they cost).
+func systemdLive(t *testing.T, why string) conformance.SystemdLive {
+	t.Helper()
+	if testing.Short() || os.Getenv("SNOFACTORY_SYSTEMD_INSTALL") != "1" {
+		t.Skip("skipping: " + why + "; set SNOFACTORY_SYSTEMD_INSTALL=1")
+	}
+	root, err := testbin.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, err := conformance.BuildSystemdLive(t.Context(), conformance.SystemdOptions{Dir: filepath.Join(root, conformance.DefaultSystemdDir), ModuleDir: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return live
 }
