@@ -116,9 +116,7 @@ spec:
 // earlier cases' runs have all finished. It closes the channel if none does.
 func watchRunning(ctx context.Context, t *testing.T, c *Cluster) <-chan string {
 	t.Helper()
-	res := c.Dynamic.Resource(PipelineRuns).Namespace("default")
-	sel := "app.kubernetes.io/managed-by=snofactory-depot"
-	lw := bySelector(ctx, sel, res.List, res.Watch)
+	lw := depotRuns(ctx, c)
 	running := make(chan string, 1)
 	go func() {
 		defer close(running)
@@ -170,6 +168,12 @@ func conditionReason(obj *unstructured.Unstructured) string {
 		}
 	}
 	return ""
+}
+
+// depotRuns lists and watches the depot runner's PipelineRuns in the namespace the cases use.
+func depotRuns(ctx context.Context, c *Cluster) *cache.ListWatch {
+	res := c.Dynamic.Resource(PipelineRuns).Namespace("default")
+	return bySelector(ctx, "app.kubernetes.io/managed-by=snofactory-depot", res.List, res.Watch)
 }
 
 // bySelector lists and watches, with list and watch, what the label selector sel selects.

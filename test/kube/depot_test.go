@@ -99,9 +99,7 @@ func writeDepot(t *testing.T, src string) string {
 // depotBuilds have finished, and sends the most that were unfinished at once.
 func watchPeak(ctx context.Context, t *testing.T, c *Cluster) <-chan int {
 	t.Helper()
-	res := c.Dynamic.Resource(PipelineRuns).Namespace("default")
-	sel := "app.kubernetes.io/managed-by=snofactory-depot"
-	lw := bySelector(ctx, sel, res.List, res.Watch)
+	lw := depotRuns(ctx, c)
 	peak := make(chan int, 1)
 	go func() {
 		unfinished, finished, most := map[string]bool{}, map[string]bool{}, 0
