@@ -201,6 +201,9 @@ const (
 	buildLabel     = "snofactory.io/build"
 )
 
+// Selector selects every PipelineRun a depot runner made, whichever depot it belongs to.
+const Selector = managedBy + "=" + managedByDepot
+
 func errorf(pipelineRun, format string, a ...any) error {
 	return fmt.Errorf("PipelineRun %s: "+format, append([]any{pipelineRun}, a...)...)
 }

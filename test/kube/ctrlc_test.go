@@ -21,6 +21,7 @@ import (
 	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/snofactory/snofactory/pipeline/depot"
+	"github.com/snofactory/snofactory/pipeline/tektondepot"
 )
 
 // Ctrl-C on `depot run --tekton` (its cluster settings from the depot file's tekton
@@ -173,7 +174,7 @@ func conditionReason(obj *unstructured.Unstructured) string {
 // depotRuns lists and watches the depot runner's PipelineRuns in the namespace the cases use.
 func depotRuns(ctx context.Context, c *Cluster) *cache.ListWatch {
 	res := c.Dynamic.Resource(PipelineRuns).Namespace("default")
-	return bySelector(ctx, "app.kubernetes.io/managed-by=snofactory-depot", res.List, res.Watch)
+	return bySelector(ctx, tektondepot.Selector, res.List, res.Watch)
 }
 
 // bySelector lists and watches, with list and watch, what the label selector sel selects.
