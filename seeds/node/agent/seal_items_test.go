@@ -167,6 +167,7 @@ func TestSealChangesListEveryPath(t *testing.T) {
 				if err := os.Remove(filepath.Join(n.root, MCDCurrentConfig)); err != nil {
 					t.Fatal(err)
 				}
+				n.write("usr/lib/systemd/systemd", "ELF", 0o755) // so the hook's unit is installed
 			}
 			checkChangesListed(t, n, s.withDefaults())
 		})

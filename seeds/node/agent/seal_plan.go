@@ -229,6 +229,8 @@ func (s Sealer) nodeStateActions() []sealAction {
 	}
 	if req.Target.IsOpenShift() {
 		acts = append(acts, s.reconfigureUnitActions()...)
+	} else if req.Target == oskind.CoreOS {
+		acts = append(acts, s.coreosReconfigureUnitAction())
 	}
 	if req.Target == oskind.CoreOS {
 		acts = append(acts, s.ignitionResultAction())

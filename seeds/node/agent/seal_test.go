@@ -26,12 +26,15 @@ func TestSealNeedsRequiredFiles(t *testing.T) {
 // own tests in seal_openshift_test.go.)
 func TestSeal(t *testing.T) {
 	for _, tc := range []struct {
-		name   string
-		req    wire.SealRequest
-		keepPS bool
+		name    string
+		req     wire.SealRequest
+		keepPS  bool
+		systemd string // the root's systemd binary, if any
 	}{
 		{name: "coreos", req: wire.SealRequest{Version: 1, Target: "coreos"}},
 		{name: "coreos keeps the pull secret", req: wire.SealRequest{Version: 1, Target: "coreos", KeepPullSecret: true}, keepPS: true},
+		{name: "coreos with systemd", req: wire.SealRequest{Version: 1, Target: "coreos"}, systemd: "usr/lib/systemd/systemd"},
+		{name: "coreos with systemd in /lib", req: wire.SealRequest{Version: 1, Target: "coreos"}, systemd: "lib/systemd/systemd"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()
@@ -41,6 +44,9 @@ func TestSeal(t *testing.T) {
 				"var/lib/kubelet/pods/p1/volume": "v", "usr/bin/tool": "keep", "etc/cni/multus/certs/multus-client.pem": "c",
 				"var/roothome/.bash_history": "h", "var/lib/cni/bin/bridge": "b", "var/lib/log/x": "l", "etc/hostname": "keep",
 				"var/lib/dbus/machine-id": "0123456789abcdef\n",
+			}
+			if tc.systemd != "" {
+				files[tc.systemd] = "ELF"
 			}
 			for p, body := range files {
 				os.MkdirAll(filepath.Join(root, filepath.Dir(p)), 0o755)
@@ -96,6 +102,7 @@ func TestSeal(t *testing.T) {
 			if _, err := Seal(context.Background(), root, boot, tc.req, run); err != nil {
 				t.Errorf("second seal: %v", err)
 			}
+			checkCoreOSReconfigureUnit(t, root, tc.systemd != "")
 		})
 	}
 }
@@ -119,5 +126,26 @@ func TestSealMachineIDLinkKept(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(root, "etc/machine-id")); err != nil || len(b) != 0 {
 		t.Errorf("machine-id = %q, %v", b, err)
+	}
+}
+
+// A coreos root that boots systemd gets the site's hook as an OpenShift seal installs it:
+// the same unit at the same path, enabled in multi-user.target as systemctl enable links
+// it; a root without systemd (the busybox OS, whose init runs the hook) gets neither.
+func checkCoreOSReconfigureUnit(t *testing.T, root string, systemd bool) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, ReconfigureUnitPath))
+	link, lerr := os.Readlink(filepath.Join(root, "etc/systemd/system/multi-user.target.wants", wire.ReconfigureUnitName))
+	if !systemd {
+		if err == nil || lerr == nil {
+			t.Errorf("a root without systemd got the reconfiguration unit (%v) or its link (%v)", err, lerr)
+		}
+		return
+	}
+	if err != nil || string(b) != ReconfigureUnit {
+		t.Errorf("the reconfiguration unit is not the OpenShift seal's: %v\n%s", err, b)
+	}
+	if lerr != nil || link != ReconfigureUnitPath {
+		t.Errorf("the unit is not enabled in multi-user.target: link %q, %v", link, lerr)
 	}
 }

@@ -22,8 +22,8 @@ func TestSealClampsTimes(t *testing.T) {
 		epoch int64
 		steps []string // the steps after pull-secret
 	}{
-		{"with SOURCE_DATE_EPOCH", date.Unix(), []string{"ignition-config", "ignition-result", "sealed", "clamp-times"}},
-		{"without", 0, []string{"ignition-config", "ignition-result", "sealed"}},
+		{"with SOURCE_DATE_EPOCH", date.Unix(), []string{"ignition-config", "reconfigure-unit", "ignition-result", "sealed", "clamp-times"}},
+		{"without", 0, []string{"ignition-config", "reconfigure-unit", "ignition-result", "sealed"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root, boot := t.TempDir(), t.TempDir()
