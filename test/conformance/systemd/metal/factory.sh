@@ -10,7 +10,8 @@
 #                          first boot report install-complete; on a later one seal when the
 #                          seal stage attached its request disk, else report as a booted
 #                          node; then take the factory's commands (freeze, thaw, report,
-#                          seal, poweroff). A sealed root (a seed at its site) takes none.
+#                          seal, poweroff). A sealed root (a seed at its site) takes none:
+#                          it reports boot-complete (ready.sh) once its site is applied.
 # Any failure reports its phase failed and the final phase failed with error= and log=.
 set -u
 PORT=org.snofactory.agent.0
@@ -112,7 +113,10 @@ seal() {
 
 commands() {
 	wait_port
-	[ -f /etc/snofactory/sealed.json ] && exit 0
+	# A seed at its site takes no factory commands. Its reconfiguration unit, in
+	# multi-user.target, has run before this one (After=multi-user.target): report the boot
+	# as the readiness report does, which is what seed boot waits for.
+	[ -f /etc/snofactory/sealed.json ] && exec /usr/local/lib/snofactory/ready.sh
 	if [ -e "$RUN/factory-firstboot" ]; then
 		/usr/local/lib/snofactory/ready.sh --phase install-complete --detail commands=1 --detail init=systemd
 	else
