@@ -34,19 +34,18 @@ var (
 		"snofactory-ready.service":       "multi-user.target.wants",
 		"snofactory-firstboot.service":   "sysinit.target.wants",
 		"snofactory-proxy-probe.service": "multi-user.target.wants",
-		wire.ReconfigureUnitName:         "multi-user.target.wants",
 	}
 )
 
 // customizeRoot makes the unpacked Debian tree at root a sealed seed that has never booted
-// at its site, as an RHCOS seed is: the agent, the units (the site's reconfiguration
-// service exactly as the OpenShift seal installs it, agent.ReconfigureUnit) and the kernel
-// modules udev loads, then the real coreos seal (agent.Seal), which leaves what it leaves on
-// every seed: no SSH host keys (sshd-keygen@.service makes them at the first boot, as on
+// at its site, as an RHCOS seed is: the agent, the units and the kernel modules udev loads,
+// then the real coreos seal (agent.Seal), which leaves what it leaves on every seed: the
+// site's reconfiguration service (agent.ReconfigureUnit, on a root that boots with
+// systemd), no SSH host keys (sshd-keygen@.service makes them at the first boot, as on
 // RHCOS), an empty machine-id, no per-node state, and sealed.json, which the hook reads.
 // The build host's name goes too.
 func customizeRoot(ctx context.Context, root, kver, agentBin string) error {
-	if err := prepareRoot(ctx, root, kver, agentBin, true); err != nil {
+	if err := prepareRoot(ctx, root, kver, agentBin); err != nil {
 		return err
 	}
 	req := wire.SealRequest{Version: wire.SealRequestVersion, Target: oskind.CoreOS, Seed: SystemdSeedName,
@@ -64,7 +63,7 @@ func customizeRoot(ctx context.Context, root, kver, agentBin string) error {
 // is not a first boot that would run systemd-firstboot's console prompts), no D-Bus
 // machine-id and no build host's name.
 func customizeMetal(ctx context.Context, root, kver, agentBin string) error {
-	if err := prepareRoot(ctx, root, kver, agentBin, false); err != nil {
+	if err := prepareRoot(ctx, root, kver, agentBin); err != nil {
 		return err
 	}
 	keys, err := filepath.Glob(filepath.Join(root, "etc/ssh/ssh_host_*"))
@@ -125,12 +124,12 @@ func placeFactory(root string) error {
 }
 
 // prepareRoot places the OS's own files, the agent and the kernel modules, and removes
-// the build host's name; withReconfigure adds the site's reconfiguration service.
-func prepareRoot(ctx context.Context, root, kver, agentBin string, withReconfigure bool) error {
+// the build host's name.
+func prepareRoot(ctx context.Context, root, kver, agentBin string) error {
 	if err := os.Remove(filepath.Join(root, "etc/hostname")); err != nil && !os.IsNotExist(err) {
 		return err
 	}
-	if err := placeSystemdFiles(root, withReconfigure); err != nil {
+	if err := placeSystemdFiles(root); err != nil {
 		return err
 	}
 	b, err := os.ReadFile(agentBin)
@@ -143,21 +142,13 @@ func prepareRoot(ctx context.Context, root, kver, agentBin string, withReconfigu
 	return rootModules(ctx, root, kver)
 }
 
-// placeSystemdFiles writes the embedded files (and the reconfiguration unit when asked),
-// and enables the units.
-func placeSystemdFiles(root string, withReconfigure bool) error {
+// placeSystemdFiles writes the embedded files and enables the units. The site's
+// reconfiguration service is not among them: the seal installs it.
+func placeSystemdFiles(root string) error {
 	if err := placeEmbedded(root, systemdPlaced); err != nil {
 		return err
 	}
-	if withReconfigure {
-		if err := writeUnder(root, agent.ReconfigureUnitPath, []byte(agent.ReconfigureUnit), 0o644); err != nil {
-			return err
-		}
-	}
 	for unit, wants := range systemdEnabled {
-		if unit == wire.ReconfigureUnitName && !withReconfigure {
-			continue
-		}
 		if err := enableUnit(root, unit, wants); err != nil {
 			return err
 		}

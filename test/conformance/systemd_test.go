@@ -17,8 +17,8 @@ import (
 
 // customizeRoot turns a Debian tree as mmdebstrap leaves it (host keys made by
 // openssh-server's postinst, the build host's name, a machine-id) into a sealed seed that
-// has never booted, with the units enabled (the site's reconfiguration service as the
-// OpenShift seal installs it) and the modules indexed for udev.
+// has never booted, with the units enabled (the site's reconfiguration service installed
+// by the seal, as the OpenShift seal installs it) and the modules indexed for udev.
 func TestCustomizeRootMakesAnUnbootedImage(t *testing.T) {
 	_, kver, err := findKernel("")
 	if err != nil {
@@ -29,6 +29,8 @@ func TestCustomizeRootMakesAnUnbootedImage(t *testing.T) {
 		"etc/ssh/ssh_host_ed25519_key": "k", "etc/ssh/ssh_host_ed25519_key.pub": "k", "etc/ssh/ssh_host_rsa_key": "k",
 		"etc/ssh/sshd_config": "", "etc/hostname": "factory-builder\n", "etc/machine-id": "0123456789abcdef0123456789abcdef\n",
 		"var/lib/dbus/machine-id": "0123456789abcdef0123456789abcdef\n",
+		// Debian's systemd, by which the seal knows the root boots with systemd.
+		"usr/lib/systemd/systemd": "ELF",
 	} {
 		if err := writeUnder(root, p, []byte(content), 0o600); err != nil {
 			t.Fatal(err)
@@ -58,6 +60,9 @@ func TestCustomizeRootMakesAnUnbootedImage(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(root, agent.ReconfigureUnitPath)); err != nil || string(b) != agent.ReconfigureUnit {
 		t.Errorf("%s is not the seal's unit: %v\n%s", agent.ReconfigureUnitPath, err, b)
+	}
+	if target, err := os.Readlink(filepath.Join(root, "etc/systemd/system/multi-user.target.wants", wire.ReconfigureUnitName)); err != nil || target != agent.ReconfigureUnitPath {
+		t.Errorf("the seal did not enable %s in multi-user.target: %q %v", wire.ReconfigureUnitName, target, err)
 	}
 	var sealed wire.SealRequest
 	b, err := os.ReadFile(filepath.Join(root, wire.SealedFile))
@@ -131,7 +136,6 @@ func TestCustomizeMetalIsUnbootedAndUnsealed(t *testing.T) {
 	// The factory's units replace the readiness report, whose boot-complete would reach the
 	// install stage before install-complete.
 	enabled := maps.Clone(systemdEnabled)
-	delete(enabled, wire.ReconfigureUnitName)
 	delete(enabled, "snofactory-ready.service")
 	maps.Copy(enabled, metalEnabled)
 	for unit, wants := range enabled {
