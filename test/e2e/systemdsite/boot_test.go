@@ -2,6 +2,9 @@ package systemdsite_test
 
 import (
 	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,32 +16,29 @@ import (
 
 	"github.com/snofactory/snofactory/seeds/contract/wire"
 	"github.com/snofactory/snofactory/stages"
-	"github.com/snofactory/snofactory/test/conformance"
 )
 
 // bootTimeout is the first boot to the default target at KVM speed; seed boot scales its
 // timeout for TCG.
 const bootTimeout = 90 * time.Second
 
-// seedRun is the systemd OS's seed booted with seed boot, its NICs on the test's wire.
+// seedRun is a systemd OS's seed booted with seed boot, its NICs on the test's wire.
 type seedRun struct {
-	os conformance.SystemdOS
+	// work is seed boot's work directory: the seed's disk as it unpacked it, and the VM's
+	// overlay on it.
+	work string
 	// msgs are the messages seed boot printed: the reconfiguration's steps and outcome,
 	// then boot-complete with what the node reports.
 	msgs []wire.Message
 	macs []string
 }
 
-// bootSeed boots the systemd OS's seed with the product's seed boot (stages.BootSeed) and
-// the site medium, one NIC per spec, and returns once the seed has reconfigured and booted.
+// bootSeed boots the seed in dir with the product's seed boot (stages.BootSeed) and the
+// site medium, one NIC per spec, and returns once the seed has reconfigured and booted.
 // seed boot holds the VM until the test ends, so the wire's peer can reach the node.
-func bootSeed(t *testing.T, ctx context.Context, iso string, nics []string) *seedRun {
+func bootSeed(t *testing.T, ctx context.Context, dir, iso string, nics []string) *seedRun {
 	t.Helper()
-	sys, err := conformance.CachedSystemd(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &seedRun{os: sys}
+	r := &seedRun{work: t.TempDir()}
 	parsed, err := stagesNICs(nics)
 	if err != nil {
 		t.Fatal(err)
@@ -46,12 +46,12 @@ func bootSeed(t *testing.T, ctx context.Context, iso string, nics []string) *see
 	for _, n := range parsed {
 		r.macs = append(r.macs, n.MAC)
 	}
-	work := t.TempDir()
+	work := r.work
 	out := &watchWriter{match: "Seed reconfigured and booted", hit: make(chan struct{})}
 	bctx, cancel := context.WithCancel(ctx)
 	ended := make(chan error, 1)
 	go func() {
-		ended <- stages.BootSeed(bctx, stages.SeedBoot{Dir: sys.Seed, Work: work, SiteConfig: iso, NICs: parsed,
+		ended <- stages.BootSeed(bctx, stages.SeedBoot{Dir: dir, Work: work, SiteConfig: iso, NICs: parsed,
 			MemoryMiB: 512, Timeout: bootTimeout + reconfigureTimeout, Hold: 24 * time.Hour, Accelerator: "auto", Out: out})
 	}()
 	t.Cleanup(func() {
@@ -192,16 +192,45 @@ func checkNICs(t *testing.T, d map[string]string, macs []string) {
 	}
 }
 
-// imageIsUnbooted: the root image carries no machine-id and no SSH host keys, so what the
-// node reports was made by its first boot (read with e2fsprogs' debugfs, not mounted).
-func imageIsUnbooted(t *testing.T, img string) {
+// seedIsUnbooted: the seed's root, as seed boot unpacked its disk (work/disk.raw, the base
+// the VM's overlay writes over), carries no machine-id and no SSH host keys: the seal
+// cleared what the factory's boot made, so what the node reports was made by its boot at
+// the site. Read with e2fsprogs' debugfs at the root partition's offset, not mounted.
+func seedIsUnbooted(t *testing.T, work string) {
 	t.Helper()
+	raw := filepath.Join(work, "disk.raw")
+	off, err := rootPartitionOffset(raw)
+	if err != nil {
+		t.Fatalf("the seed's disk as seed boot unpacked it: %v", err)
+	}
+	img := fmt.Sprintf("%s?offset=%d", raw, off)
 	stat, err := exec.Command("debugfs", "-R", "stat /etc/machine-id", img).CombinedOutput()
 	if err != nil || !regexp.MustCompile(`Size: 0\b`).Match(stat) {
-		t.Errorf("the image's /etc/machine-id is not empty: %v: %s", err, stat)
+		t.Errorf("the seed's /etc/machine-id is not empty: %v: %s", err, stat)
 	}
 	ls, err := exec.Command("debugfs", "-R", "ls /etc/ssh", img).CombinedOutput()
 	if err != nil || strings.Contains(string(ls), "ssh_host_") || !strings.Contains(string(ls), "sshd_config") {
-		t.Errorf("the image's /etc/ssh holds host keys (or could not be listed): %v: %s", err, ls)
+		t.Errorf("the seed's /etc/ssh holds host keys (or could not be listed): %v: %s", err, ls)
 	}
+}
+
+// rootPartitionOffset is the byte offset of the first Linux partition (type 0x83) in the
+// MBR of the raw disk, where both the offline seed and the metal image keep the root.
+func rootPartitionOffset(raw string) (int64, error) {
+	f, err := os.Open(raw)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	mbr := make([]byte, 512)
+	if _, err := io.ReadFull(f, mbr); err != nil {
+		return 0, fmt.Errorf("reading the MBR of %s: %w", raw, err)
+	}
+	for i := range 4 {
+		e := mbr[446+16*i : 446+16*(i+1)]
+		if e[4] == 0x83 {
+			return int64(binary.LittleEndian.Uint32(e[8:12])) * 512, nil
+		}
+	}
+	return 0, fmt.Errorf("%s has no Linux partition in its MBR", raw)
 }

@@ -12,15 +12,18 @@ import (
 	"github.com/snofactory/snofactory/test/testbin"
 )
 
-// The demo pipeline on the systemd OS installed as RHCOS is: `snofactory build` of a copy
-// of blueprints/demo.yaml whose source is the systemd live ISO runs install (the live
-// installer writes the metal image; the disk's first boot runs Ignition on the config and
-// reports install-complete from a systemd unit), validate (the unit reports the node's
-// facts when asked, and validate checks them against the config: what Ignition wrote is
-// there) and seal (the unit seals the running root and powers off). It boots
-// the OS under TCG for many minutes, so it runs only when asked, as TestSystemdLiveInstall.
-func TestSystemdDemoBuildsThroughSeal(t *testing.T) {
-	live := systemdLive(t, "installs, validates and seals the systemd OS in VMs")
+// The demo pipeline on the systemd OS installed as RHCOS is, and its seed at a site:
+// `snofactory build` of a copy of blueprints/demo.yaml whose source is the systemd live ISO
+// runs install (the live installer writes the metal image; the disk's first boot runs
+// Ignition on the config and reports install-complete from a systemd unit), validate (the
+// unit reports the node's facts when asked, and validate checks them against the config:
+// what Ignition wrote is there) and seal (the unit seals the running root with the coreos
+// seal, which installs the site's reconfiguration unit, and powers off). Then the seed the
+// build wrote boots at the test's site with the same site and checks as
+// TestSystemdSeedSite (checkSeedSite). It boots the OS three times under TCG for many
+// minutes, so it runs only when asked, as TestSystemdLiveInstall.
+func TestSystemdDemoSeedAtSite(t *testing.T) {
+	live := systemdLive(t, "installs, validates and seals the systemd OS in VMs, then boots its seed")
 	ctx := t.Context()
 	reg := registry.StartT(t, registry.Options{})
 	image := reg.Ref("demo/hello:1.0")
@@ -64,6 +67,7 @@ func TestSystemdDemoBuildsThroughSeal(t *testing.T) {
 			t.Errorf("stage %s did not run (cache %q): %v", s, ran[s], ran)
 		}
 	}
+	t.Run("site", func(t *testing.T) { checkSeedSite(t, filepath.Join(out, "seal", "seed")) })
 }
 
 // consoles is every VM console log the build kept.

@@ -22,6 +22,7 @@ import (
 	"github.com/snofactory/snofactory/seeds/contract/wire"
 	"github.com/snofactory/snofactory/seeds/site/siteconfig"
 	"github.com/snofactory/snofactory/stages"
+	"github.com/snofactory/snofactory/test/conformance"
 )
 
 // The site: the node's two NICs in an active-backup bond, the cluster on VLAN 100 over it
@@ -87,17 +88,30 @@ spec:
 )
 
 // TestSystemdSeedSite tries a bonded site as a technician would before shipping: the
-// sealed systemd conformance OS's seed, booted once with seed boot, a site-config medium made
-// by the product's own code and two NICs on the test's wire. The first boot behaves as
-// RHCOS's (machine-id, host keys); the reconfiguration service, ordered as on RHCOS, applies
-// the site: NetworkManager brings up the bond and the VLAN, and the peer pings the node's
-// site addresses over the VLAN on both families; the site CA is in the node's trust store,
-// chrony has the site's time server, and a node unit's request reaches the proxy the test
-// runs on the peer.
+// systemd conformance OS's seed, sealed offline by the real coreos seal (which installs the
+// site's reconfiguration unit), booted once with seed boot and the site's medium
+// (checkSeedSite). TestSystemdDemoSeedAtSite does the same with the seed the demo pipeline
+// builds on the node; it boots three VMs, so it runs only when asked.
 func TestSystemdSeedSite(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipping: boots a VM")
 	}
+	sys, err := conformance.CachedSystemd(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSeedSite(t, sys.Seed)
+}
+
+// checkSeedSite boots the seed in dir once with seed boot, a site-config medium made by the
+// product's own code and two NICs on the test's wire. The seal left the disk unbooted
+// (no machine-id, no host keys); the site's first boot behaves as RHCOS's (machine-id, host
+// keys); the reconfiguration service, ordered as on RHCOS, applies the site: NetworkManager
+// brings up the bond and the VLAN, and the peer pings the node's site addresses over the
+// VLAN on both families; the site CA is in the node's trust store, chrony has the site's
+// time server, and a node unit's request reaches the proxy the test runs on the peer.
+func checkSeedSite(t *testing.T, dir string) {
+	t.Helper()
 	ctx := t.Context()
 	w := newTestWire(t)
 	w.addPeer(t, siteVLAN, peerV4+"/24", peerV6+"/64")
@@ -106,8 +120,8 @@ func TestSystemdSeedSite(t *testing.T) {
 	macs := []string{stages.DefaultNICMAC(0), stages.DefaultNICMAC(1)}
 	iso := siteMedium(t, ctx, macs)
 	start := time.Now()
-	r := bootSeed(t, ctx, iso, nics)
-	imageIsUnbooted(t, r.os.Root)
+	r := bootSeed(t, ctx, dir, iso, nics)
+	seedIsUnbooted(t, r.work)
 	t.Logf("seed boot: reconfigured and booted after %s", time.Since(start).Round(time.Second))
 	checkSteps(t, r.msgs)
 	var d map[string]string
@@ -122,7 +136,14 @@ func TestSystemdSeedSite(t *testing.T) {
 	checkFirstBoot(t, d)
 	checkNICs(t, d, r.macs)
 	checkSite(t, d)
-	pctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	checkPeer(t, w, proxied, d)
+}
+
+// checkPeer: the peer reaches the node's site addresses over the VLAN, and the proxy saw
+// the node's request.
+func checkPeer(t *testing.T, w *testWire, proxied <-chan proxied, d map[string]string) {
+	t.Helper()
+	pctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
 	for _, addr := range []string{nodeV4, nodeV6} {
 		if err := pingUntil(pctx, w.ns, addr); err != nil {
