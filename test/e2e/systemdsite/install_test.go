@@ -22,7 +22,8 @@ import (
 // by this boot, sshd, chronyd and NetworkManager running; its factory unit reports
 // rebooted-from-disk and install-complete, as the install stage waits for. It adds a VM boot, so it runs
 // only when asked (SNOFACTORY_SYSTEMD_INSTALL=1): it is the first half of the factory boot
-// the demo pipeline will run on this OS.
+// the demo pipeline runs on this OS (TestSystemdDemoSeedAtSite), whose seal clears the
+// machine-id and host keys this boot made and whose site boot makes new ones.
 func TestSystemdLiveInstall(t *testing.T) {
 	live := systemdLive(t, "boots a VM twice")
 	ctx := t.Context()
@@ -55,7 +56,7 @@ func TestSystemdLiveInstall(t *testing.T) {
 		t.Fatalf("the installed systemd OS did not report install-complete: %v\nphases: %v\nconsole:\n%s", err, phases, b)
 	}
 	// No config on the live ISO here, so none on /boot and no Ignition at the first boot
-	// from disk (TestSystemdDemoBuildsThroughSeal has one); no precache disk, so no images.
+	// from disk (TestSystemdDemoSeedAtSite has one); no precache disk, so no images.
 	want := regexp.MustCompile(`^live-booted:ok ignition-applied:ok images-imported:ok written-to-disk:ok rebooted-from-disk:ok install-complete:ok$`)
 	if got := strings.Join(phases, " "); !want.MatchString(got) {
 		t.Errorf("phases %q, want %s", got, want)
