@@ -36,7 +36,7 @@ import (
 // pull and write refuse each seed whose bytes they would use, name the reason, exit 2 and
 // write nothing; seed inspect --key and cosign refuse the tampered provenance. (The site
 // medium's row of the matrix is the reconfiguration hook's, in seeds/node/reconfigure and
-// test/e2e/sitemedia.)
+// test/e2e's seed test.)
 func TestTamperedSeedsAreRefused(t *testing.T) {
 	ctx := context.Background()
 	r := registry.StartT(t, registry.Options{})

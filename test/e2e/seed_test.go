@@ -21,6 +21,7 @@ import (
 	"github.com/snofactory/snofactory/seeds/artifact/ociseed"
 	"github.com/snofactory/snofactory/seeds/artifact/sbom"
 	"github.com/snofactory/snofactory/seeds/artifact/seed"
+	"github.com/snofactory/snofactory/seeds/artifact/trust"
 	"github.com/snofactory/snofactory/test/conformance"
 	"github.com/snofactory/snofactory/test/registry"
 	"github.com/snofactory/snofactory/test/siteboot"
@@ -29,8 +30,9 @@ import (
 
 // seedBlueprint is the demo pushing its seed, chunked and qcow2, to reg, with a Butane
 // fragment that leaves a pull secret on the node (as a user's config might): the seal
-// must take it off the seed.
-func seedBlueprint(t *testing.T, reg *registry.Registry, secret string) (bp, ref string) {
+// must take it off the seed. The seed takes only site media signed by a site key
+// (withSiteKeys).
+func seedBlueprint(t *testing.T, reg *registry.Registry, secret string) (bp, ref string, sm *siteMedia) {
 	t.Helper()
 	iso, err := conformance.Cached(context.Background(), nil)
 	if err != nil {
@@ -54,20 +56,22 @@ storage:
       mode: 0600
       contents:
         inline: '{"auths":{"registry.example":{"auth":"`+secret+`"}}}'`)
-	return bp, ref
+	return bp, ref, withSiteKeys(t, bp)
 }
 
 // TestSeedBuildsPublishesAndPulls is the product up to the site: the demo builds through
 // seal and publish into a real registry; skopeo sees the OCI artifact; seed pull into an
 // empty directory yields the sealed files byte for byte; pushing the unchanged seed again
 // uploads no blob; and the pull secret the node had is in no log, run record, manifest,
-// artifact or seed disk (the uncompressed disks included).
+// artifact or seed disk (the uncompressed disks included); the site identity only the seal
+// places is in no earlier stage's output, nor in the build's record or output. The pulled
+// seed then boots at the site (bootAtTheSite).
 func TestSeedBuildsPublishesAndPulls(t *testing.T) {
 	// Each e2e test has its own cache, registry and VMs: they run two at a time.
 	t.Parallel()
 	reg := registry.StartT(t, registry.Options{})
 	secret := "c25vZmFjdG9yeS1lMmUtcHVsbC1zZWNyZXQ" + strings.Repeat("x", 8)
-	bp, ref := seedBlueprint(t, reg, secret)
+	bp, ref, sm := seedBlueprint(t, reg, secret)
 	// The blueprint names the depot's key: publish signs the seed and attests its
 	// provenance and SBOM.
 	keys := t.TempDir()
@@ -88,6 +92,7 @@ func TestSeedBuildsPublishesAndPulls(t *testing.T) {
 		t.Fatalf("stages %v", got)
 	}
 	checkOneFactoryBoot(t, out, "install", "install", "validate", "seal")
+	sm.checkIdentityOnlyInSeal(t, out, r.stdout+r.stderr)
 	sealed := filepath.Join(out, "seal", "seed")
 	m, err := seed.ReadManifest(sealed)
 	if err != nil {
@@ -149,13 +154,15 @@ func TestSeedBuildsPublishesAndPulls(t *testing.T) {
 	noSecret(t, secret, out, sealed, pulled, reg.StorageDir())
 	// The signing key's passphrase is in no output, record, seed or registry blob.
 	notAnywhere(t, "the signing key's passphrase", []byte(passphrase), out, sealed, pulled, reg.StorageDir())
-	bootAtTheSite(t, pulled)
+	bootAtTheSite(t, pulled, sm)
 }
 
 // bootAtTheSite boots the pulled seed as a site would, on one disk across power cycles:
-// without its site-config medium and with a malformed one it says what is wrong and changes
-// nothing; with the demo's medium it reconfigures (siteboot.Reconfigured's checks).
-func bootAtTheSite(t *testing.T, seedDir string) {
+// without its site-config medium, with a malformed one (signed) and with an unsigned one it
+// says what is wrong and changes nothing; with the signed medium bound to it and to the
+// machine's serial number it opens the sealed pull secret and reconfigures
+// (siteboot.Reconfigured's checks and siteMedia.checkSignedBoot's).
+func bootAtTheSite(t *testing.T, seedDir string, sm *siteMedia) {
 	disk := filepath.Join(t.TempDir(), "site-disk.qcow2")
 	boot := func(args ...string) cliResult {
 		t.Helper()
@@ -165,20 +172,30 @@ func bootAtTheSite(t *testing.T, seedDir string) {
 	if r.code != 1 || !strings.Contains(r.stdout+r.stderr, "SNOSITE") {
 		t.Errorf("boot without the medium: exit %d, want 1 naming the medium\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
-	badDir := t.TempDir()
-	os.WriteFile(filepath.Join(badDir, "site_config.yaml"), []byte("apiVersion: snofactory.io/v1alpha1\nkind: SiteConfig\nmetadata:\n  name: x\nspec:\n  hostname: Bad_Host\n"), 0o644)
-	bad := filepath.Join(t.TempDir(), "bad.iso")
-	if b, err := exec.Command("xorriso", "-as", "mkisofs", "-quiet", "-R", "-V", "SNOSITE", "-o", bad, badDir).CombinedOutput(); err != nil {
-		t.Fatalf("xorriso: %v: %s", err, b)
-	}
+	// Bound to this seed and to the serial number the site's server reports, so that the
+	// signed medium cannot be replayed at another site.
+	const serial = "SNF-E2E-0042"
+	unsigned, signed, bad := sm.media(t, serial)
 	r = boot("--site-config", bad)
 	if r.code != 1 || !strings.Contains(r.stdout+r.stderr, `"Bad_Host" is not an RFC 1123 host name`) {
 		t.Errorf("boot with a malformed medium: exit %d, want 1 naming the problem\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
+	r = boot("--site-config", unsigned)
+	t.Logf("boot with the unsigned medium (%s):\n%s", r.took.Round(time.Second), r.stdout)
+	refusal := "is not signed (no site_config.sig), and this seed accepts only media signed by one of its site keys (" + trust.ShortFingerprint(sm.key.Fingerprint) + ")"
+	if r.code != 1 || !strings.Contains(r.stdout, "reconfigure-step failed") || !strings.Contains(r.stdout, refusal) ||
+		!strings.Contains(r.stderr, refusal) {
+		t.Errorf("boot with an unsigned medium: exit %d, want 1 with the refusal on each report and the outcome\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if strings.Contains(r.stdout, "step=network") || strings.Contains(r.stdout, "step=hostname") {
+		t.Errorf("the seed went past the refused medium:\n%s", r.stdout)
+	}
 
-	took := siteboot.Reconfigured(t, siteboot.Boot{Bin: snofactoryBin, Seed: seedDir, Overlay: disk})
+	res := siteboot.ReconfiguredWith(t, siteboot.Boot{Bin: snofactoryBin, Seed: seedDir, Overlay: disk, Medium: signed,
+		Args: []string{"--machine-serial", serial}})
+	sm.checkSignedBoot(t, res, serial)
 	// How fast is make bench's to judge; here it is only reported.
-	t.Logf("the seed took %s from power-on to reconfigured", took.Round(time.Second))
+	t.Logf("the seed took %s from power-on to reconfigured", res.Took.Round(time.Second))
 }
 
 // checkTrusted checks what publish attached to the signed seed at ref: seed inspect and

@@ -28,6 +28,15 @@ type Boot struct {
 	Overlay   string   // the VM's disk, kept across power cycles; "": a temporary one
 	MemoryMiB int      // 0: seed boot's default
 	Env       []string // more of the command's environment (a registry's auth file)
+	Medium    string   // the site-config medium; "": the demo's, unsigned (SiteMedium)
+	Args      []string // more seed boot flags (--machine-serial for a bound medium)
+}
+
+// Result is what a boot that reconfigured the seed printed, and how long it took.
+type Result struct {
+	Report string        // seed boot's standard output up to the line saying it holds the VM
+	Stderr string        // its standard error, whole
+	Took   time.Duration // from power-on to reconfigured
 }
 
 // SiteMedium makes the demo blueprint's site-config medium with bin and returns its path.
@@ -51,12 +60,23 @@ func SiteMedium(t *testing.T, bin string) string {
 // outlives it. It returns how long the seed took from power-on to reconfigured.
 func Reconfigured(t *testing.T, b Boot) time.Duration {
 	t.Helper()
+	return ReconfiguredWith(t, b).Took
+}
+
+// ReconfiguredWith is Reconfigured for a medium of the demo's site made another way (b.Medium:
+// signed, bound, its secrets sealed); it returns what seed boot printed, for the checks the
+// medium calls for.
+func ReconfiguredWith(t *testing.T, b Boot) Result {
+	t.Helper()
 	if b.Overlay == "" {
 		b.Overlay = filepath.Join(t.TempDir(), "site-disk.qcow2")
 	}
+	if b.Medium == "" {
+		b.Medium = SiteMedium(t, b.Bin)
+	}
 	port := freePort(t)
-	args := []string{"seed", "boot", b.Seed, "--overlay", b.Overlay, "--site-config", SiteMedium(t, b.Bin),
-		"--forward", fmt.Sprintf("%d:10.0.2.50:8080", port), "--hold", "5m"}
+	args := append([]string{"seed", "boot", b.Seed, "--overlay", b.Overlay, "--site-config", b.Medium,
+		"--forward", fmt.Sprintf("%d:10.0.2.50:8080", port), "--hold", "5m"}, b.Args...)
 	if b.MemoryMiB > 0 {
 		args = append(args, "--memory", fmt.Sprint(b.MemoryMiB))
 	}
@@ -91,7 +111,7 @@ func Reconfigured(t *testing.T, b Boot) time.Duration {
 	if out, err := exec.Command("pgrep", "-f", b.Overlay).Output(); err == nil {
 		t.Errorf("qemu outlived seed boot: %s", out)
 	}
-	return took
+	return Result{Report: report, Stderr: stderr.String(), Took: took}
 }
 
 // untilHolding reads seed boot's report up to the line saying it holds the VM.
