@@ -61,8 +61,8 @@ e2e: deps
 # YAML is fuzzed at the layer under it, strictyaml's FuzzDecode. `FUZZ_SKIP=` fuzzes it too.
 FUZZ_SKIP ?= FuzzLoad
 fuzz:
-	@set -e; for file in $$(grep -rl --include='*_test.go' '^func Fuzz' . | sort); do \
-	  pkg=./$$(dirname $${file#./}); \
+	@set -e; for file in $$(git ls-files '*_test.go' | xargs grep -l '^func Fuzz'); do \
+	  pkg=./$$(dirname $$file); \
 	  for f in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*\*testing\.F).*/\1/p' $$file); do \
 	    case " $(FUZZ_SKIP) " in *" $$f "*) echo "fuzz $$pkg $$f: seed corpus only (FUZZ_SKIP)"; continue;; esac; \
 	    echo "fuzz $$pkg $$f ($(FUZZTIME))"; \
