@@ -35,8 +35,11 @@ const (
 	IgnitionImgPath = "images/ignition.img"
 	IgnitionImgSize = 256 << 10
 	KargsAreaSize   = 1024
-	// DefaultKargs are the kernel arguments in the karg areas of a pristine ISO.
-	DefaultKargs = "console=ttyS0 quiet ignition.firstboot ignition.platform.id=metal"
+	// DefaultKargs are the kernel arguments in the karg areas of a pristine ISO; the
+	// installed disk boots with them too. no_timer_check: under TCG on a loaded host the
+	// kernel's IO-APIC timer check can miss its ticks and panic the boot ("IO-APIC + timer
+	// doesn't work"); cloud images carry it for the same reason.
+	DefaultKargs = "console=ttyS0 quiet no_timer_check ignition.firstboot ignition.platform.id=metal"
 	// AgentPort is the virtio-serial port name the init reports on.
 	AgentPort = "org.snofactory.agent.0"
 )

@@ -31,7 +31,8 @@ const (
 	// SystemdRootLabel is the root file system's label; the initramfs mounts it by it.
 	SystemdRootLabel = "sfsysroot"
 	// SystemdKargs are the kernel arguments the OS boots with.
-	SystemdKargs = "console=ttyS0 root=LABEL=" + SystemdRootLabel
+	// no_timer_check as in DefaultKargs: a loaded TCG host must not panic the boot.
+	SystemdKargs = "console=ttyS0 no_timer_check root=LABEL=" + SystemdRootLabel
 	// systemdVersion changes whenever the layout of the OS changes, so cached images from an
 	// older builder are rebuilt.
 	systemdVersion = "conformance-systemd/3"
