@@ -131,9 +131,10 @@ type cluster struct {
 	// facts carry the kubelet's certificates when the host part ran.
 	facts *factsCerts
 	// down is the error of the request that had no answer on any try of the retry policy
-	// (the server refused, reset or dropped every connection): the checks after it report
-	// it at once instead of spending the policy's backoff on the same server again, about
-	// four seconds a check. The checks run one after another.
+	// (the server refused, reset or dropped every connection), or whose answer ran past
+	// its cap: the checks after it report it at once instead of spending the policy's
+	// backoff, about four seconds a check, or another capped read of up to 64 MiB on the
+	// same server again. The checks run one after another.
 	down error
 }
 
@@ -177,13 +178,16 @@ func openshiftChecks(ctx context.Context, in Inputs) func(id string) outcome {
 
 // ask runs one API request unless the server is already known down, and notes it down
 // when the request had no answer on any try (netlimit's transport gave up; an answer, even
-// a 429 or a 503, is a status error instead).
+// a 429 or a 503, is a status error instead) or its answer was larger than any API answer
+// may be: an SNO's largest list is a few MiB, so such a server is not asked again.
 func (c *cluster) ask(request func() error) error {
 	if c.down != nil {
 		return c.down
 	}
 	err := request()
-	if _, spent := errors.AsType[*netlimit.ExhaustedError](err); spent {
+	_, spent := errors.AsType[*netlimit.ExhaustedError](err)
+	_, endless := errors.AsType[*netlimit.TooLargeError](err)
+	if spent || endless {
 		c.down = err
 	}
 	return err

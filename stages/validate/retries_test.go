@@ -101,33 +101,68 @@ func dynamicFor(t *testing.T, srv *httptest.Server) dynamic.Interface {
 	return dyn
 }
 
-// An API server that resets every connection is asked the retry policy's tries once for
-// all the OpenShift checks, not once for each: the first check that gets no answer marks
-// the server down, and every check after it reports that error at once (the backoff of
-// each check's tries cost about four seconds a check). The TLS handshake of the serving
+// An API server that resets every connection, or answers without end, is asked once for
+// all the OpenShift checks, not once for each: the first check that gets no answer on any
+// of the retry policy's tries, or an answer past its cap, marks the server down, and every
+// check after it reports that error at once (each check's tries cost about four seconds of
+// backoff; each endless answer a read of 64 MiB). The TLS handshake of the serving
 // certificate's check is not an API request and still runs.
 func TestUnreachableAPIAskedOnce(t *testing.T) {
-	var asked atomic.Int64
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		asked.Add(1)
-		reset(w, r)
-	}))
-	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
-	defer srv.Close()
+	chunk := []byte(`{"kind":"List","items":[` + strings.Repeat(`{"kind":"Pod"},`, 4096))
+	for _, tc := range []struct {
+		name      string
+		answer    func(http.ResponseWriter, *http.Request)
+		want      []string
+		wantAsked int64
+	}{
+		{"reset", reset, []string{"giving up after 5 tries: API server 127.0.0.1:", "reset the connection"},
+			int64(netlimit.DefaultPolicy().Attempts)},
+		{"endless", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			for r.Context().Err() == nil {
+				if _, err := w.Write(chunk); err != nil {
+					return
+				}
+			}
+		}, []string{"API server 127.0.0.1:", "is larger than its cap of 64 MiB"}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var asked atomic.Int64
+			srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				asked.Add(1)
+				tc.answer(w, r)
+			}))
+			srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+			defer srv.Close()
+			run := openshiftChecks(t.Context(), Inputs{OpenShift: &OpenShift{Kubeconfig: kubeconfigFor(t, srv), DayTwoWorkers: true}})
+			for _, id := range []string{CheckClusterVersion, CheckClusterOperators, CheckNodeReady, CheckEtcdEndpoints, CheckCSRNonePending,
+				CheckTopology, CheckPoolUpdated, CheckIngressPinned} {
+				if o := run(id); o.status != StatusError || !containsAll(o.message, tc.want) {
+					t.Errorf("%s: %s %q, want the server's error naming %q", id, o.status, o.message, tc.want)
+				}
+			}
+			if asked.Load() != tc.wantAsked {
+				t.Errorf("the API server was asked %d times over the checks, want %d (once for all of them)", asked.Load(), tc.wantAsked)
+			}
+		})
+	}
+}
+
+func kubeconfigFor(t *testing.T, srv *httptest.Server) string {
+	t.Helper()
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 	if err := os.WriteFile(kubeconfig, []byte(kubeapi.Kubeconfig(srv.URL, caPEM)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	run := openshiftChecks(t.Context(), Inputs{OpenShift: &OpenShift{Kubeconfig: kubeconfig, DayTwoWorkers: true}})
-	for _, id := range []string{CheckClusterVersion, CheckClusterOperators, CheckNodeReady, CheckEtcdEndpoints, CheckCSRNonePending,
-		CheckTopology, CheckPoolUpdated, CheckIngressPinned} {
-		if o := run(id); o.status != StatusError || !strings.Contains(o.message, "giving up after 5 tries: API server 127.0.0.1:") ||
-			!strings.Contains(o.message, "reset the connection") {
-			t.Errorf("%s: %s %q, want the error of the server reset on every try", id, o.status, o.message)
+	return kubeconfig
+}
+
+func containsAll(s string, subs []string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
 		}
 	}
-	if want := int64(netlimit.DefaultPolicy().Attempts); asked.Load() != want {
-		t.Errorf("the API server was asked %d times over the checks, want %d (the policy's tries, once)", asked.Load(), want)
-	}
+	return true
 }
