@@ -205,7 +205,8 @@ func layoutFiles(man *ocispec.Manifest, m *seed.Manifest) ([]fileChunks, error) 
 	}
 	byFile := map[string][]ocispec.Descriptor{}
 	for _, l := range man.Layers {
-		if l.MediaType == MediaTypeDiskIndex || l.MediaType == MediaTypeDiskChunk2 || l.MediaType == MediaTypeDiskGroup {
+		switch l.MediaType {
+		case MediaTypeDiskIndex, MediaTypeDiskChunk2, MediaTypeDiskGroup, MediaTypeDiskPack:
 			continue
 		}
 		f := l.Annotations[ocispec.AnnotationTitle]

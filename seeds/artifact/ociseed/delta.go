@@ -128,10 +128,12 @@ func pushDelta(ctx context.Context, t target, dir string, m *seed.Manifest, d se
 	if err := hashChunks(ctx, others, func(_ int, b blob) error { store = append(store, b); return nil }); err != nil {
 		return nil, err
 	}
-	store = append(store, groupBlobs(t, pack, x, d.File)...)
+	held, send := packLayers(ctx, t, pack, x, d, o)
+	layers := append(append(append([]blob(nil), store...), held...), send...)
+	store = append(store, send...)
 	config := bytesBlob(seed.MediaTypeManifest, cfg, seed.ManifestFile)
 	empty := bytesBlob(ocispec.MediaTypeEmptyJSON, []byte("{}"), "empty config")
-	parts, top, err := deltaManifests(m, x, config, empty, store, o)
+	parts, top, err := deltaManifests(m, x, config, empty, layers, o)
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +141,10 @@ func pushDelta(ctx context.Context, t target, dir string, m *seed.Manifest, d se
 	if len(parts) > 1 {
 		extra = append(extra, empty)
 	}
-	p.total = len(store) + len(extra)
+	p.total = len(layers) + len(extra)
+	for _, b := range held {
+		p.add(b, 0) // the repository holds it already: nothing to ask for
+	}
 	// A target that has the whole seed already (its top index, which it accepted only with
 	// every manifest and blob it names) needs only the tag: nothing is read or sent.
 	if has, err := t.hasManifest(ctx, digest.FromBytes(top)); err == nil && has {
@@ -166,13 +171,13 @@ func pushDelta(ctx context.Context, t target, dir string, m *seed.Manifest, d se
 
 // groupBlobs are the chunk groups of x, each one blob: the bytes of pack from its first
 // chunk to its last, checked against its digest as read unless t checks them itself.
-func groupBlobs(t target, pack *os.File, x *diskpack.Index, file string) []blob {
+func groupBlobs(t target, pack *os.File, groups []diskpack.Group, version int, file string) []blob {
 	mediaType, kind := MediaTypeDiskChunk2, "chunk"
-	if x.Version >= 3 {
+	if version >= 3 {
 		mediaType, kind = MediaTypeDiskGroup, "chunk group"
 	}
 	var out []blob
-	for _, g := range x.Groups() {
+	for _, g := range groups {
 		desc := ocispec.Descriptor{MediaType: mediaType, Digest: g.Digest, Size: g.Size}
 		what := fmt.Sprintf("%s %s %s", file, kind, g.Digest.Encoded()[:12])
 		out = append(out, blob{desc: desc, what: what, open: func() (io.ReadCloser, error) {
@@ -225,8 +230,8 @@ const AnnotationPart = "io.snofactory.seed.part"
 
 // deltaSeed is a chunked seed as read from a source.
 type deltaSeed struct {
-	first  *ocispec.Manifest // with seed.json as config
-	chunks map[digest.Digest]ocispec.Descriptor
+	first  *ocispec.Manifest            // with seed.json as config
+	chunks map[digest.Digest]groupPlace // where each chunk group is: a blob, and where in it
 }
 
 // readParts reads every manifest of a chunked seed's index top.
@@ -238,7 +243,7 @@ func readParts(ctx context.Context, src source, top []byte) (*deltaSeed, error) 
 	if idx.ArtifactType != seed.ArtifactType || len(idx.Manifests) == 0 || len(idx.Manifests) > maxParts {
 		return nil, fmt.Errorf("not a seed: an index of artifactType %q with %d manifests", idx.ArtifactType, len(idx.Manifests))
 	}
-	ds := &deltaSeed{chunks: map[digest.Digest]ocispec.Descriptor{}}
+	ds := &deltaSeed{chunks: map[digest.Digest]groupPlace{}}
 	for i, d := range idx.Manifests {
 		if d.MediaType != ocispec.MediaTypeImageManifest || d.ArtifactType != ArtifactTypePart {
 			return nil, fmt.Errorf("not a seed: manifest %d of the index is %s of artifactType %q", i, d.MediaType, d.ArtifactType)
@@ -258,8 +263,13 @@ func readParts(ctx context.Context, src source, top []byte) (*deltaSeed, error) 
 			ds.first = &man
 		}
 		for _, l := range man.Layers {
-			if l.MediaType == MediaTypeDiskChunk2 || l.MediaType == MediaTypeDiskGroup {
-				ds.chunks[l.Digest] = l
+			switch l.MediaType {
+			case MediaTypeDiskChunk2, MediaTypeDiskGroup:
+				ds.chunks[l.Digest] = groupPlace{desc: l}
+			case MediaTypeDiskPack:
+				if err := decodeGroups(l, ds.chunks); err != nil {
+					return nil, err
+				}
 			}
 		}
 	}
@@ -370,13 +380,11 @@ type PullStats struct {
 // of missing chunks by a range request on the group's blob. Every chunk's bytes are checked
 // against the index before they count.
 func fillPack(ctx context.Context, src source, ds *deltaSeed, x *diskpack.Index, path string, old *diskpack.Old, o options, st *PullStats) error {
-	groups := x.Groups()
-	blobs, size := x.Blobs()
-	for _, g := range groups {
-		if _, ok := ds.chunks[g.Digest]; !ok {
-			return fmt.Errorf("chunk group %s (at %d in the pack) is not a layer of the seed", g.Digest, g.Offset)
-		}
+	units, descs, err := fillUnits(x.Groups(), ds.chunks)
+	if err != nil {
+		return err
 	}
+	blobs, size := x.Blobs()
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return err
@@ -393,8 +401,8 @@ func fillPack(ctx context.Context, src source, ds *deltaSeed, x *diskpack.Index,
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(o.jobs)
-	for _, grp := range groups {
-		g.Go(func() error { return pf.fillGroup(gctx, grp) })
+	for i, u := range units {
+		g.Go(func() error { return pf.fillGroup(gctx, u, descs[i]) })
 	}
 	err = g.Wait()
 	*st = PullStats{Fetched: pf.fetched.Load(), FetchedBytes: pf.fetchedBytes.Load(), Reused: pf.reused.Load(),

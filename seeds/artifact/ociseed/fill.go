@@ -30,9 +30,9 @@ type packFiller struct {
 	fetched, fetchedBytes, reused, reusedBytes, resumed, resumedBytes, requests, ranges atomic.Int64
 }
 
-// fillGroup writes the chunks of one group: staged or reused where it can, the rest
-// fetched.
-func (pf *packFiller) fillGroup(ctx context.Context, g diskpack.Group) error {
+// fillGroup writes the chunks of one unit (fillUnits: a group, or a run of groups of a
+// pack blob) of blob desc: staged or reused where it can, the rest fetched.
+func (pf *packFiller) fillGroup(ctx context.Context, g diskpack.Group, desc ocispec.Descriptor) error {
 	var need []diskpack.Blob
 	for _, b := range g.Blobs {
 		c := pf.firstUse[b.Digest]
@@ -50,7 +50,7 @@ func (pf *packFiller) fillGroup(ctx context.Context, g diskpack.Group) error {
 		}
 		pf.p.add(what, 0)
 	}
-	for _, s := range spans(g, pf.ds.chunks[g.Digest], need) {
+	for _, s := range spans(desc, need) {
 		if err := pf.fetchSpanTwice(ctx, s); err != nil {
 			return err
 		}
@@ -94,8 +94,9 @@ type span struct {
 	blobs []diskpack.Blob
 }
 
-// spans cuts need (chunks of g, in order) into runs of neighbours.
-func spans(g diskpack.Group, desc ocispec.Descriptor, need []diskpack.Blob) []span {
+// spans cuts need (chunks of blob desc, each At its offset in it, in order) into runs of
+// neighbours; a run that is the whole blob is fetched as the blob.
+func spans(desc ocispec.Descriptor, need []diskpack.Blob) []span {
 	var out []span
 	for _, b := range need {
 		if n := len(out); n > 0 && out[n-1].at+out[n-1].size == b.At {
@@ -105,7 +106,7 @@ func spans(g diskpack.Group, desc ocispec.Descriptor, need []diskpack.Blob) []sp
 		}
 		out = append(out, span{desc: desc, at: b.At, size: b.Size, blobs: []diskpack.Blob{b}})
 	}
-	if len(out) == 1 && out[0].at == 0 && out[0].size == g.Size {
+	if len(out) == 1 && out[0].at == 0 && out[0].size == desc.Size {
 		out[0].whole = true
 	}
 	return out

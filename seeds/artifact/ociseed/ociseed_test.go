@@ -27,8 +27,10 @@ import (
 // chunk is small so a 3 MiB disk has many chunks.
 const chunk = 256 << 10
 
+// opts are the options of most tests here, which move chunk groups as blobs of their own
+// (packTests move packs).
 func opts(extra ...ociseed.Option) []ociseed.Option {
-	return append([]ociseed.Option{ociseed.WithChunkSize(chunk), ociseed.WithKeychain(authn.NewMultiKeychain())}, extra...)
+	return append([]ociseed.Option{ociseed.WithChunkSize(chunk), ociseed.WithKeychain(authn.NewMultiKeychain()), ociseed.WithGroupBlobs()}, extra...)
 }
 
 func skopeo(t *testing.T, args ...string) string {

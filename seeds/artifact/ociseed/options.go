@@ -32,6 +32,8 @@ type options struct {
 	progress  func(Progress)
 	from      string
 	stats     *PullStats
+	// groupBlobs pushes every chunk group as a blob of its own, never a pack blob.
+	groupBlobs bool
 }
 
 func makeOptions(opts []Option) options {
@@ -115,3 +117,8 @@ func WithFrom(path string) Option { return func(o *options) { o.from = path } }
 
 // WithPullStats fills st with where a pull's chunks came from (chunked seeds).
 func WithPullStats(st *PullStats) Option { return func(o *options) { o.stats = st } }
+
+// WithGroupBlobs makes a push send every chunk group of a disk as a blob of its own, as
+// pushes did before pack blobs, for a registry that ignores HTTP range requests: a pull
+// from one reads a pack blob from its start to every group it needs.
+func WithGroupBlobs() Option { return func(o *options) { o.groupBlobs = true } }

@@ -1,0 +1,129 @@
+package ociseed_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/opencontainers/go-digest"
+
+	"github.com/snofactory/snofactory/seeds/artifact/diskpack"
+	"github.com/snofactory/snofactory/seeds/artifact/ociseed"
+	"github.com/snofactory/snofactory/seeds/artifact/seed"
+	"github.com/snofactory/snofactory/test/registry"
+)
+
+// packOpts are the options of a push or pull that moves packs (no WithGroupBlobs).
+func packOpts(extra ...ociseed.Option) []ociseed.Option {
+	return append([]ociseed.Option{ociseed.WithChunkSize(chunk), ociseed.WithKeychain(authn.NewMultiKeychain())}, extra...)
+}
+
+// sentBlobs counts the blob uploads among reqs that sent bytes (a 201 to the POST is a mount).
+func sentBlobs(reqs []registry.Request) int {
+	n := 0
+	for _, q := range reqs {
+		if q.Method == http.MethodPut && q.Kind() == "upload" && q.Status == http.StatusCreated {
+			n++
+		}
+	}
+	return n
+}
+
+// A grouped seed pushed to a repository that holds none of its groups goes as one blob,
+// its pack; a rebuild pushed beside it (another tag, found by the repository's tag list)
+// sends only its new groups and points into the first pack for the rest. Both pull back
+// byte for byte in fewer requests than they have groups, and a damaged pack is refused
+// chunk by chunk.
+func TestPushAsPack(t *testing.T) {
+	r := registry.StartT(t, registry.Options{})
+	a, b, ma, mb := deltaSeeds(t)
+	ctx := context.Background()
+	xa, err := seed.ReadIndex(a, ma.Disks[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	xb, err := seed.ReadIndex(b, mb.Disks[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ociseed.Push(ctx, a, r.Ref("seeds/demo:a"), packOpts()...); err != nil {
+		t.Fatal(err)
+	}
+	if !blobStored(r, ma.Disks[0].Digest) || sentBlobs(r.Requests()) > 5 {
+		t.Fatalf("first push: pack stored %v, %d uploads; want the pack, the index, seed.json, credentials and SBOM", blobStored(r, ma.Disks[0].Digest), sentBlobs(r.Requests()))
+	}
+	inA := map[digest.Digest]bool{}
+	for _, g := range xa.Groups() {
+		inA[g.Digest] = true
+		if blobStored(r, g.Digest) {
+			t.Errorf("group %s of the first push is a blob of its own", g.Digest)
+		}
+	}
+	r.Reset()
+	res, err := ociseed.Push(ctx, b, r.Ref("seeds/demo:b"), packOpts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var newBytes int64
+	newGroups := 0
+	for _, g := range xb.Groups() {
+		if !inA[g.Digest] {
+			newBytes += g.Size
+			newGroups++
+		}
+		if blobStored(r, g.Digest) == inA[g.Digest] {
+			t.Errorf("group %s: a blob of its own %v, in the first pack %v", g.Digest, blobStored(r, g.Digest), inA[g.Digest])
+		}
+	}
+	if newGroups == 0 || res.Sent < newBytes || res.Sent > newBytes+(64<<10) || sentBlobs(r.Requests()) > newGroups+3 {
+		t.Errorf("second push sent %d bytes in %d uploads; its %d new groups hold %d", res.Sent, sentBlobs(r.Requests()), newGroups, newBytes)
+	}
+
+	for _, tc := range []struct {
+		tag, dir string
+		m        *seed.Manifest
+		x        *diskpack.Index
+		requests int64
+	}{
+		{"a", a, ma, xa, 1}, // the whole pack, one GET
+		{"b", b, mb, xb, int64(len(xb.Groups()) - 1)},
+	} {
+		var st ociseed.PullStats
+		dst := filepath.Join(t.TempDir(), tc.tag)
+		if _, err := ociseed.Pull(ctx, r.Ref("seeds/demo:"+tc.tag), dst, packOpts(ociseed.WithPullStats(&st))...); err != nil {
+			t.Fatal(err)
+		}
+		sameFiles(t, tc.dir, dst, tc.m)
+		if st.Requests > tc.requests {
+			t.Errorf("pull of %s: %d requests for %d groups, want at most %d", tc.tag, st.Requests, len(tc.x.Groups()), tc.requests)
+		}
+	}
+
+	// The unchanged seed again: nothing sent.
+	r.Reset()
+	if _, err := ociseed.Push(ctx, a, r.Ref("seeds/demo:a"), packOpts()...); err != nil || sentBlobs(r.Requests()) != 0 {
+		t.Errorf("re-push: %v, %d uploads", err, sentBlobs(r.Requests()))
+	}
+
+	damageBlob(t, r, ma.Disks[0].Digest)
+	_, err = ociseed.Pull(ctx, r.Ref("seeds/demo:a"), filepath.Join(t.TempDir(), "bad"), packOpts()...)
+	var ce *diskpack.ChunkError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), ma.Disks[0].Digest.String()) || !strings.Contains(err.Error(), "blake3 check mismatch") {
+		t.Fatalf("Pull of a damaged pack = %v, want a chunk error naming the pack blob", err)
+	}
+}
+
+// blobStored tells whether the registry's storage holds blob d.
+func blobStored(r *registry.Registry, d digest.Digest) bool {
+	return fileExists(filepath.Join(r.StorageDir(), "docker/registry/v2/blobs/sha256", d.Encoded()[:2], d.Encoded(), "data"))
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
