@@ -48,6 +48,9 @@ type blob struct {
 	desc ocispec.Descriptor
 	open func() (io.ReadCloser, error)
 	what string // for errors and logs: "disk.qcow2 chunk 3"
+	// own is the bytes of this seed the blob holds where that is less than its size:
+	// another seed's pack, of which this seed uses some groups. 0: all of it.
+	own int64
 }
 
 func bytesBlob(mediaType string, b []byte, what string) blob {

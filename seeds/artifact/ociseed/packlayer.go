@@ -109,20 +109,22 @@ func packLayers(ctx context.Context, t target, pack *os.File, x *diskpack.Index,
 	if !isRegistry || o.groupBlobs || x.Version < 3 || x.GroupChunks <= 1 {
 		return nil, groupBlobs(t, pack, groups, x.Version, d.File)
 	}
-	reused, newGroups := placeGroups(groups, r.knownGroups(ctx))
+	reused, own, newGroups := placeGroups(groups, r.knownGroups(ctx))
 	if len(newGroups) == len(groups) {
 		return nil, []blob{wholePackBlob(pack, groups, d)}
 	}
-	for _, desc := range reused {
-		held = append(held, blob{desc: desc, what: "chunk groups the repository holds"})
+	for i, desc := range reused {
+		held = append(held, blob{desc: desc, what: "chunk groups the repository holds", own: own[i]})
 	}
 	return held, groupBlobs(t, pack, newGroups, x.Version, d.File)
 }
 
 // placeGroups lists the blobs of known that hold groups (a pack blob annotated with the
-// groups of this seed it holds, in pack order), and the groups known lacks.
-func placeGroups(groups []diskpack.Group, known map[digest.Digest]groupPlace) (reused []ocispec.Descriptor, newGroups []diskpack.Group) {
+// groups of this seed it holds, in pack order) with the bytes of those groups, and the
+// groups known lacks.
+func placeGroups(groups []diskpack.Group, known map[digest.Digest]groupPlace) (reused []ocispec.Descriptor, own []int64, newGroups []diskpack.Group) {
 	type held struct {
+		i  int // in reused
 		gs []diskpack.Group
 		at []int64
 	}
@@ -134,14 +136,16 @@ func placeGroups(groups []diskpack.Group, known map[digest.Digest]groupPlace) (r
 		case !ok:
 			newGroups = append(newGroups, g)
 		case p.desc.MediaType != MediaTypeDiskPack:
-			reused, holds = append(reused, p.desc), append(holds, nil)
+			reused, holds, own = append(reused, p.desc), append(holds, nil), append(own, g.Size)
 		default:
 			h := byBlob[p.desc.Digest]
 			if h == nil {
-				h = &held{}
+				h = &held{i: len(reused)}
 				byBlob[p.desc.Digest] = h
 				reused, holds = append(reused, ocispec.Descriptor{MediaType: MediaTypeDiskPack, Digest: p.desc.Digest, Size: p.desc.Size}), append(holds, h)
+				own = append(own, 0)
 			}
+			own[h.i] += g.Size
 			h.gs, h.at = append(h.gs, g), append(h.at, p.at)
 		}
 	}
@@ -150,7 +154,7 @@ func placeGroups(groups []diskpack.Group, known map[digest.Digest]groupPlace) (r
 			reused[i].Annotations = map[string]string{AnnotationGroups: encodeGroups(h.gs, h.at)}
 		}
 	}
-	return reused, newGroups
+	return reused, own, newGroups
 }
 
 // wholePackBlob is the seed's pack as one blob: its digest and size are seed.json's, which

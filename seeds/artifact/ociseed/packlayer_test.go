@@ -84,6 +84,13 @@ func TestPushAsPack(t *testing.T) {
 		t.Errorf("second push sent %d bytes in %d uploads; its %d new groups hold %d", res.Sent, sentBlobs(r.Requests()), newGroups, newBytes)
 	}
 
+	// It counts its own bytes, not those of the first seed's pack it points into: as many
+	// as the same seed pushed to a repository of its own.
+	alone, err := ociseed.Push(ctx, b, r.Ref("seeds/alone:b"), packOpts()...)
+	if err != nil || alone.Bytes != res.Bytes {
+		t.Errorf("the second seed counts %d bytes beside the first, %d alone (%v)", res.Bytes, alone.Bytes, err)
+	}
+
 	for _, tc := range []struct {
 		tag, dir string
 		m        *seed.Manifest

@@ -185,7 +185,11 @@ func (p *progress) add(b blob, moved int64) {
 	defer p.mu.Unlock()
 	p.done++
 	p.moved += moved
-	p.size += b.desc.Size
+	if b.own > 0 {
+		p.size += b.own
+	} else {
+		p.size += b.desc.Size
+	}
 	if p.f != nil {
 		p.f(Progress{What: b.what, Digest: b.desc.Digest, Size: b.desc.Size, Moved: moved, Done: p.done, Total: p.total})
 	}
