@@ -82,12 +82,16 @@ func TestTamperedSeedsAreRefused(t *testing.T) {
 
 	// A chunk of the disk, changed in the registry's storage under its digest.
 	chunkRef, _ := publish("chunk", 3)
-	_, idx, err := ociseed.DiskIndex(ctx, chunkRef, ociseed.WithInsecure(true))
+	chunkSeed, idx, err := ociseed.DiskIndex(ctx, chunkRef, ociseed.WithInsecure(true))
 	if err != nil {
 		t.Fatal(err)
 	}
-	chunk := idx.Chunks[len(idx.Chunks)/2].Group // the blob that holds the chunk
-	flipByte(t, filepath.Join(r.StorageDir(), "docker/registry/v2/blobs/sha256", chunk.Encoded()[:2], chunk.Encoded(), "data"))
+	// The blob that holds the chunk: its group's, or the pack the seed was pushed as.
+	chunk := idx.Chunks[len(idx.Chunks)/2].Group
+	if _, err := os.Stat(blobData(r, chunk)); err != nil {
+		chunk = chunkSeed.Disks[0].Digest
+	}
+	flipByte(t, blobData(r, chunk))
 
 	// The signature: one byte of its payload changed, its signature annotation kept.
 	sigRef, sigDigest := publish("signature", 4)
@@ -226,6 +230,11 @@ func rewriteLayer(t *testing.T, ref string, change func([]byte) []byte) {
 	if err := remote.Write(mustRef(t, ref), out); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// blobData is where the registry stores blob d.
+func blobData(r *registry.Registry, d digest.Digest) string {
+	return filepath.Join(r.StorageDir(), "docker/registry/v2/blobs/sha256", d.Encoded()[:2], d.Encoded(), "data")
 }
 
 func flipByte(t *testing.T, path string) {
