@@ -3,6 +3,9 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -13,6 +16,7 @@ import (
 	"time"
 
 	"github.com/snofactory/snofactory/seeds/artifact/diskpack"
+	"github.com/snofactory/snofactory/seeds/artifact/ociseed"
 	"github.com/snofactory/snofactory/seeds/artifact/seed"
 	"github.com/snofactory/snofactory/seeds/contract/oskind"
 	"github.com/snofactory/snofactory/test/registry"
@@ -112,27 +116,20 @@ func killAt(t *testing.T, env []string, reached func() bool, args ...string) boo
 }
 
 // TestSeedTransfersSurviveKills kills seed push, pull and write at five points each on a
-// multi-GiB seed, its chunks in groups. Each re-run sends or fetches only the chunks that had not finished, and
-// the result is the seed byte for byte; a write killed while writing leaves no partial
-// file once it is run again.
+// multi-GiB seed, pushed as pack blobs of at most ociseed.MaxPackBlob. The kill points are
+// counted in pack blobs the registry holds or has served whole, across the runs: kill i
+// lands once i/7 of them are done, so each lands mid-transfer and each run has to carry on
+// from the one before. Each run sends or fetches only the pack blobs that had not
+// finished, and the result is the seed byte for byte; a write killed while writing leaves
+// no partial file once it is run again.
 func TestSeedTransfersSurviveKills(t *testing.T) {
 	// Each e2e test has its own cache, registry and VMs: they run two at a time.
 	t.Parallel()
 	reg := registry.StartT(t, registry.Options{})
 	src, m := multiGiBSeed(t)
-	x, err := seed.ReadIndex(src, m.Disks[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The registry holds a blob per chunk group (a chunk each on a small disk): pushes
-	// upload and pulls fetch that many.
-	chunks, _ := x.Blobs()
-	distinct := map[string]bool{}
-	for _, g := range x.Groups() {
-		distinct[g.Digest.String()] = true
-	}
-	total := len(distinct)
-	t.Logf("seed: %d chunks in %d blobs, %d MiB stored", len(chunks), total, m.Disks[0].Size>>20)
+	packs := packBlobs(t, src, m)
+	total := len(packs)
+	t.Logf("seed: %d pack blobs, %d MiB stored", total, m.Disks[0].Size>>20)
 	tmp := t.TempDir()
 	env := append(os.Environ(), "TMPDIR="+tmp)
 	ref := reg.Ref("seeds/big:1")
@@ -155,38 +152,46 @@ func TestSeedTransfersSurviveKills(t *testing.T) {
 		}
 		return n
 	}
+	stored := func() int {
+		n := 0
+		for d := range packs {
+			hex := strings.TrimPrefix(d, "sha256:")
+			if fileSizeOf(filepath.Join(reg.StorageDir(), "docker/registry/v2/blobs/sha256", hex[:2], hex, "data")) > 0 {
+				n++
+			}
+		}
+		return n
+	}
+	// The few small blobs beside the packs: the index, seed.json, the empty config.
+	const small = 3
 
-	// push
+	// push: each run uploads only packs the registry lacks, so every upload it made but
+	// those few is a pack it stored.
 	kills := 0
-	for range 5 {
+	for i := 1; i <= 5; i++ {
 		reg.Reset()
-		if killAt(t, env, func() bool { return uploads() >= total/7 }, "seed", "push", src, ref) {
+		before := stored()
+		if killAt(t, env, func() bool { return stored() >= i*total/7 && stored() > before }, "seed", "push", src, ref) {
 			kills++
 		}
+		if got, added := uploads(), stored()-before; got > added+small {
+			t.Errorf("push run %d: %d uploads, %d packs newly stored: it sent packs the registry held", i, got, added)
+		}
 	}
-	stored := len(registryBlobs(t, reg.StorageDir()))
+	held := stored()
 	reg.Reset()
 	run("seed", "push", src, ref)
-	t.Logf("push: %d kills, then %d uploads with %d of %d blobs stored", kills, uploads(), stored, total)
-	if got := uploads(); kills < 5 || got > total-stored+3 || got == 0 {
-		t.Errorf("push: %d kills; the last run uploaded %d blobs with %d of %d already stored", kills, got, stored, total)
+	t.Logf("push: %d kills, then %d uploads with %d of %d pack blobs stored", kills, uploads(), held, total)
+	if got := uploads(); kills < 5 || got > total-held+small || got == 0 || held < 5*total/7 {
+		t.Errorf("push: %d kills; the last run uploaded %d blobs with %d of %d pack blobs already stored", kills, got, held, total)
 	}
 
 	// pull
 	dst := filepath.Join(t.TempDir(), "pulled")
-	kills = 0
-	for range 5 {
-		reg.Reset()
-		if killAt(t, env, func() bool { return reg.Stats().BlobGets >= total/6 }, "seed", "pull", ref, dst) {
-			kills++
-		}
-	}
+	done, kills := killTransfer(t, reg, env, packs, 5, "seed", "pull", ref, dst)
 	reg.Reset()
 	out := run("seed", "pull", ref, dst)
-	t.Logf("pull: %d kills, then %d blobs fetched of %d", kills, reg.Stats().BlobGets, total)
-	if got := reg.Stats().BlobGets; kills < 5 || got > total/3 {
-		t.Errorf("pull: %d kills; the last run fetched %d of %d blobs: %s", kills, got, total, out)
-	}
+	checkResumed(t, reg, packs, done, kills, 5, 5, "pull", out)
 	for _, f := range []string{"seed.json", "disk.pack", "disk.index"} {
 		_, a, _ := seed.FileDigest(context.Background(), filepath.Join(src, f))
 		_, b, _ := seed.FileDigest(context.Background(), filepath.Join(dst, f))
@@ -197,26 +202,21 @@ func TestSeedTransfersSurviveKills(t *testing.T) {
 
 	// write: four kills while it pulls, one while it writes the disk
 	disk := filepath.Join(t.TempDir(), "disk.img")
-	kills = 0
-	for range 4 {
-		reg.Reset()
-		if killAt(t, env, func() bool { return reg.Stats().BlobGets >= total/6 }, "seed", "write", "--image", ref, "--device", disk) {
-			kills++
-		}
-	}
 	writing := func() bool {
 		p, _ := filepath.Glob(filepath.Join(filepath.Dir(disk), ".disk.img.partial-*"))
 		return len(p) > 0 && fileSizeOf(p[0]) > 0
 	}
+	done, kills = killTransfer(t, reg, env, packs, 4, "seed", "write", "--image", ref, "--device", disk)
+	reg.Reset()
 	if killAt(t, env, writing, "seed", "write", "--image", ref, "--device", disk) {
 		kills++
 	}
+	for d := range packGets(reg, packs, done) {
+		done[d] = true
+	}
 	reg.Reset()
 	out = run("seed", "write", "--image", ref, "--device", disk)
-	t.Logf("write: %d kills, then %d blobs fetched of %d", kills, reg.Stats().BlobGets, total)
-	if got := reg.Stats().BlobGets; kills < 5 || got > total/3 {
-		t.Errorf("write: %d kills; the last run fetched %d of %d blobs: %s", kills, got, total, out)
-	}
+	checkResumed(t, reg, packs, done, kills, 5, 4, "write", out)
 	if out := run("seed", "verify", src, "--device", disk); !strings.Contains(out, "complete") {
 		t.Errorf("verify --device: %s", out)
 	}
@@ -226,6 +226,86 @@ func TestSeedTransfersSurviveKills(t *testing.T) {
 	if p, _ := filepath.Glob(filepath.Join(tmp, "snofactory-*")); len(p) > 0 {
 		t.Errorf("staging left in TMPDIR: %v", p)
 	}
+}
+
+// killTransfer kills a pull (args) n times, the i-th once i/7 of the pack blobs have been
+// served whole across the runs, and returns those served whole and the kills.
+func killTransfer(t *testing.T, reg *registry.Registry, env []string, packs map[string]int64, n int, args ...string) (map[string]bool, int) {
+	t.Helper()
+	done := map[string]bool{}
+	kills := 0
+	for i := 1; i <= n; i++ {
+		reg.Reset()
+		before := len(done)
+		reached := func() bool {
+			got := packGets(reg, packs, done)
+			return len(got) > 0 && before+len(got) >= i*len(packs)/7
+		}
+		if killAt(t, env, reached, args...) {
+			kills++
+		}
+		for d := range packGets(reg, packs, done) {
+			done[d] = true
+		}
+	}
+	return done, kills
+}
+
+// checkResumed checks the run after the kills (wantKills of them, which had the registry
+// serve whole at least n/7 of the pack blobs): it may fetch only the pack blobs never
+// served whole, and those the last killed run had in flight (the registry may have sent
+// all of one the client had not yet written): at most DefaultJobs more.
+func checkResumed(t *testing.T, reg *registry.Registry, packs map[string]int64, done map[string]bool, kills, wantKills, n int, what, out string) {
+	t.Helper()
+	fetched := map[string]bool{}
+	for _, q := range reg.Requests() {
+		d := q.Path[strings.LastIndex(q.Path, "/")+1:]
+		if _, ok := packs[d]; ok && q.Method == "GET" && q.Status >= 200 && q.Status < 300 {
+			fetched[d] = true
+		}
+	}
+	total := len(packs)
+	t.Logf("%s: %d kills with %d of %d pack blobs served whole, then %d fetched", what, kills, len(done), total, len(fetched))
+	if kills < wantKills || len(done) < n*total/7 || len(fetched) > total-len(done)+ociseed.DefaultJobs {
+		t.Errorf("%s: %d kills with %d of %d pack blobs served whole; the last run fetched from %d: %s", what, kills, len(done), total, len(fetched), out)
+	}
+}
+
+// packGets are the pack blobs among packs the registry has served whole since its last
+// Reset, but those in skip.
+func packGets(reg *registry.Registry, packs map[string]int64, skip map[string]bool) map[string]bool {
+	out := map[string]bool{}
+	for _, q := range reg.Requests() {
+		d := q.Path[strings.LastIndex(q.Path, "/")+1:]
+		if size, ok := packs[d]; ok && q.Method == "GET" && q.Status == 200 && q.Bytes == size && !skip[d] {
+			out[d] = true
+		}
+	}
+	return out
+}
+
+// packBlobs are the pack blobs a push of the seed in dir sends (ociseed.PackRanges), by
+// digest, with their sizes.
+func packBlobs(t *testing.T, dir string, m *seed.Manifest) map[string]int64 {
+	t.Helper()
+	x, err := seed.ReadIndex(dir, m.Disks[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(filepath.Join(dir, m.Disks[0].File))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	out := map[string]int64{}
+	for _, r := range ociseed.PackRanges(x.Groups()) {
+		h := sha256.New()
+		if _, err := io.Copy(h, io.NewSectionReader(f, r.Offset, r.Size)); err != nil {
+			t.Fatal(err)
+		}
+		out["sha256:"+hex.EncodeToString(h.Sum(nil))] = r.Size
+	}
+	return out
 }
 
 func fileSizeOf(p string) int64 {

@@ -128,38 +128,31 @@ func pushDelta(ctx context.Context, t target, dir string, m *seed.Manifest, d se
 	if err := hashChunks(ctx, others, func(_ int, b blob) error { store = append(store, b); return nil }); err != nil {
 		return nil, err
 	}
-	held, send := packLayers(ctx, t, pack, x, d, o)
-	layers := append(append(append([]blob(nil), store...), held...), send...)
+	held, send, ranges := packLayers(ctx, t, pack, x, d, o)
 	store = append(store, send...)
 	config := bytesBlob(seed.MediaTypeManifest, cfg, seed.ManifestFile)
 	empty := bytesBlob(ocispec.MediaTypeEmptyJSON, []byte("{}"), "empty config")
-	parts, top, err := deltaManifests(m, x, config, empty, layers, o)
-	if err != nil {
-		return nil, err
-	}
 	extra := []blob{config}
-	if len(parts) > 1 {
+	if len(store)+len(held)+len(ranges) > MaxLayersPerManifest {
 		extra = append(extra, empty)
 	}
-	p.total = len(layers) + len(extra)
+	p.total = len(store) + len(held) + len(ranges) + len(extra)
 	for _, b := range held {
 		p.add(b, 0) // the repository holds it already: nothing to ask for
 	}
-	// A target that has the whole seed already (its top index, which it accepted only with
-	// every manifest and blob it names) needs only the tag: nothing is read or sent.
-	if has, err := t.hasManifest(ctx, digest.FromBytes(top)); err == nil && has {
-		for _, b := range append(store, extra...) {
-			p.add(b, 0)
+	var parts [][]byte
+	var top []byte
+	if len(ranges) > 0 {
+		// The pack blobs' digests are known only once they are read: the manifests follow.
+		packs, err := putWithPacks(ctx, t, append(store, extra...), pack, ranges, d, o, p)
+		if err != nil {
+			return nil, err
 		}
-		return top, t.putManifest(ctx, top, true)
-	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(o.jobs)
-	for _, b := range append(store, extra...) {
-		g.Go(func() error { return putBlob(gctx, t, b, p) })
-	}
-	if err := g.Wait(); err != nil {
-		return nil, err
+		if parts, top, err = deltaManifests(m, x, config, empty, append(store, packs...), o); err != nil {
+			return nil, err
+		}
+	} else if parts, top, err = sendDelta(ctx, t, m, x, config, empty, append(store, held...), extra, o, p); err != nil || parts == nil {
+		return top, err
 	}
 	for _, raw := range parts {
 		if err := t.putManifest(ctx, raw, false); err != nil {
@@ -167,6 +160,35 @@ func pushDelta(ctx context.Context, t target, dir string, m *seed.Manifest, d se
 		}
 	}
 	return top, t.putManifest(ctx, top, true)
+}
+
+// sendDelta sends the blobs of layers (but those held) and extra, and returns the
+// manifests that name layers; nil parts when the target has the whole seed already (its
+// top index, which it accepted only with every manifest and blob it names): then only the
+// tag was put, and nothing read or sent.
+func sendDelta(ctx context.Context, t target, m *seed.Manifest, x *diskpack.Index, config, empty blob, layers, extra []blob, o options, p *progress) ([][]byte, []byte, error) {
+	parts, top, err := deltaManifests(m, x, config, empty, layers, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	var send []blob
+	for _, b := range layers {
+		if b.what != heldWhat {
+			send = append(send, b)
+		}
+	}
+	if has, err := t.hasManifest(ctx, digest.FromBytes(top)); err == nil && has {
+		for _, b := range append(send, extra...) {
+			p.add(b, 0)
+		}
+		return nil, top, t.putManifest(ctx, top, true)
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(o.jobs)
+	for _, b := range append(send, extra...) {
+		g.Go(func() error { return putBlob(gctx, t, b, p) })
+	}
+	return parts, top, g.Wait()
 }
 
 // groupBlobs are the chunk groups of x, each one blob: the bytes of pack from its first

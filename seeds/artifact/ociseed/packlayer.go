@@ -3,7 +3,6 @@ package ociseed
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -17,8 +16,9 @@ import (
 )
 
 // A registry spends a fixed time on every blob, so a seed pushed to a repository that
-// holds none of its chunk groups goes as one blob, its whole pack, whose digest seed.json
-// gives already: a push of one blob, like skopeo's. Later seeds pushed to the repository
+// holds none of its chunk groups goes as its pack, cut into a few pack blobs of at most
+// MaxPackBlob (bounded, so a push or pull stopped part way resumes at a pack blob, not at
+// the start). Later seeds pushed to the repository
 // point into that blob for the groups they share with it and send only their new groups,
 // one blob each, so a z-stream or a one-file change sends what it sent before.
 const (
@@ -27,6 +27,8 @@ const (
 	// AnnotationGroups on a pack layer lists the groups of this seed it holds, as
 	// "HEX@AT" (the group's sha256 and its offset in the blob), comma-separated.
 	AnnotationGroups = "io.snofactory.seed.groups"
+	// heldWhat names a blob of chunk groups the repository holds already.
+	heldWhat = "chunk groups the repository holds"
 	// maxBaseSeeds bounds the seeds of the repository a push reads to find groups.
 	maxBaseSeeds = 8
 )
@@ -98,25 +100,25 @@ func (r *registry) knownGroups(ctx context.Context) map[digest.Digest]groupPlace
 }
 
 // packLayers are the layers that hold the groups of x: on a registry (which charges per
-// blob) the pack as one blob when the repository holds none of them, else the blobs that
-// hold groups already (held: nothing sent) and each new group as a blob of its own
-// (send); elsewhere, with WithGroupBlobs, and for a disk whose chunks are not grouped (an
-// index before version 3, or less data than diskpack groups: few blobs anyway), every
-// group a blob.
-func packLayers(ctx context.Context, t target, pack *os.File, x *diskpack.Index, d seed.Disk, o options) (held, send []blob) {
+// blob) the pack as pack blobs of at most MaxPackBlob (packs: hashed as they are sent)
+// when the repository holds none of them, else the blobs that hold groups already (held:
+// nothing sent) and each new group as a blob of its own (send); elsewhere, with
+// WithGroupBlobs, and for a disk whose chunks are not grouped (an index before version 3,
+// or less data than diskpack groups: few blobs anyway), every group a blob.
+func packLayers(ctx context.Context, t target, pack *os.File, x *diskpack.Index, d seed.Disk, o options) (held, send []blob, packs []PackRange) {
 	groups := x.Groups()
 	r, isRegistry := t.(*registry)
 	if !isRegistry || o.groupBlobs || x.Version < 3 || x.GroupChunks <= 1 {
-		return nil, groupBlobs(t, pack, groups, x.Version, d.File)
+		return nil, groupBlobs(t, pack, groups, x.Version, d.File), nil
 	}
 	reused, own, newGroups := placeGroups(groups, r.knownGroups(ctx))
 	if len(newGroups) == len(groups) {
-		return nil, []blob{wholePackBlob(pack, groups, d)}
+		return nil, nil, PackRanges(groups)
 	}
 	for i, desc := range reused {
-		held = append(held, blob{desc: desc, what: "chunk groups the repository holds", own: own[i]})
+		held = append(held, blob{desc: desc, what: heldWhat, own: own[i]})
 	}
-	return held, groupBlobs(t, pack, newGroups, x.Version, d.File)
+	return held, groupBlobs(t, pack, newGroups, x.Version, d.File), nil
 }
 
 // placeGroups lists the blobs of known that hold groups (a pack blob annotated with the
@@ -155,20 +157,6 @@ func placeGroups(groups []diskpack.Group, known map[digest.Digest]groupPlace) (r
 		}
 	}
 	return reused, own, newGroups
-}
-
-// wholePackBlob is the seed's pack as one blob: its digest and size are seed.json's, which
-// the registry checks as it receives it.
-func wholePackBlob(pack *os.File, groups []diskpack.Group, d seed.Disk) blob {
-	at := make([]int64, len(groups))
-	for i, g := range groups {
-		at[i] = g.Offset
-	}
-	desc := ocispec.Descriptor{MediaType: MediaTypeDiskPack, Digest: d.Digest, Size: d.Size,
-		Annotations: map[string]string{AnnotationGroups: encodeGroups(groups, at)}}
-	return blob{desc: desc, what: d.File, open: func() (io.ReadCloser, error) {
-		return io.NopCloser(io.NewSectionReader(pack, 0, d.Size)), nil
-	}}
 }
 
 // tags lists the tags of r's repository.

@@ -1,6 +1,11 @@
 package ociseed
 
 import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -8,6 +13,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/snofactory/snofactory/seeds/artifact/diskpack"
+	"github.com/snofactory/snofactory/seeds/artifact/seed"
 )
 
 // testGroup is a group of one chunk of size bytes, named by n.
@@ -74,5 +80,62 @@ func TestPackLayerPlaces(t *testing.T) {
 	wrong := map[digest.Digest]groupPlace{a.Digest: {ocispec.Descriptor{MediaType: MediaTypeDiskGroup, Digest: a.Digest, Size: 120}, 0}}
 	if _, _, err := fillUnits([]diskpack.Group{a}, wrong); err == nil || !strings.Contains(err.Error(), "does not lie inside") {
 		t.Errorf("a group blob of the wrong size: err = %v", err)
+	}
+}
+
+// A pack is sent as pack blobs of at most MaxPackBlob, each ending at a group boundary;
+// a group larger than that is a blob alone.
+func TestPackRangesAreBounded(t *testing.T) {
+	const mib = 1 << 20
+	sizes := []int64{20 * mib, 10 * mib, 5 * mib, MaxPackBlob + 8*mib, mib, mib}
+	var groups []diskpack.Group
+	var at int64
+	for i, n := range sizes {
+		groups = append(groups, testGroup(string(rune('a'+i)), at, n))
+		at += n
+	}
+	var got []int64
+	for _, r := range PackRanges(groups) {
+		got = append(got, r.Size)
+		if r.Offset != r.Groups[0].Offset {
+			t.Errorf("range at %d begins with the group at %d", r.Offset, r.Groups[0].Offset)
+		}
+	}
+	want := []int64{30 * mib, 5 * mib, MaxPackBlob + 8*mib, 2 * mib}
+	if !slices.Equal(got, want) {
+		t.Errorf("pack blob sizes = %v, want %v", got, want)
+	}
+}
+
+// A pack blob's digest is hashed from the pack, and its groups are checked against the
+// index as they are read: a changed pack is refused before anything is sent.
+func TestHashPackRange(t *testing.T) {
+	data := []byte("first group, then the second")
+	groups := []diskpack.Group{{Digest: digest.FromBytes(data[:12]), Offset: 0, Size: 12}, {Digest: digest.FromBytes(data[12:]), Offset: 12, Size: int64(len(data) - 12)}}
+	path := filepath.Join(t.TempDir(), "disk.pack")
+	if err := os.WriteFile(path, append([]byte("head"), data...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for i := range groups {
+		groups[i].Offset += 4
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	d := seed.Disk{File: "disk.pack"}
+	r := PackRange{Offset: 4, Size: int64(len(data)), Groups: groups}
+	b, err := hashPackRange(context.Background(), f, r, d)
+	if err != nil || b.desc.Digest != digest.FromBytes(data) || b.desc.Size != int64(len(data)) {
+		t.Fatalf("hashPackRange = %v, %v; want the digest of the range", b.desc, err)
+	}
+	places := map[digest.Digest]groupPlace{}
+	if err := decodeGroups(b.desc, places); err != nil || places[groups[1].Digest].at != 12 {
+		t.Errorf("the annotation places the second group at %d (%v), want 12", places[groups[1].Digest].at, err)
+	}
+	groups[1].Digest = digest.FromString("something else")
+	if _, err := hashPackRange(context.Background(), f, r, d); !errors.Is(err, seed.ErrBadSeed) || !strings.Contains(err.Error(), "run seed verify") {
+		t.Errorf("a changed group: err = %v, want ErrBadSeed telling to run seed verify", err)
 	}
 }
