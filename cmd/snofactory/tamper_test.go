@@ -86,7 +86,8 @@ func TestTamperedSeedsAreRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The blob that holds the chunk: its group's, or the pack the seed was pushed as.
+	// The blob that holds the chunk: its group's, or the one pack blob the seed was pushed
+	// as (its pack is under ociseed.MaxPackBlob, so the blob is the whole pack).
 	chunk := idx.Chunks[len(idx.Chunks)/2].Group
 	if _, err := os.Stat(blobData(r, chunk)); err != nil {
 		chunk = chunkSeed.Disks[0].Digest

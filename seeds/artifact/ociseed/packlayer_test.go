@@ -34,8 +34,8 @@ func sentBlobs(reqs []registry.Request) int {
 	return n
 }
 
-// A grouped seed pushed to a repository that holds none of its groups goes as one blob,
-// its pack; a rebuild pushed beside it (another tag, found by the repository's tag list)
+// A grouped seed pushed to a repository that holds none of its groups goes as its pack,
+// here one pack blob (it is under MaxPackBlob, so the blob is the whole pack); a rebuild pushed beside it (another tag, found by the repository's tag list)
 // sends only its new groups and points into the first pack for the rest. Both pull back
 // byte for byte in fewer requests than they have groups, and a damaged pack is refused
 // chunk by chunk.
