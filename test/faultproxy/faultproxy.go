@@ -71,6 +71,15 @@ type Options struct {
 	// Bandwidth, when > 0, limits all responses together to that many
 	// bytes/second: a slow link rather than a slow request.
 	Bandwidth int64
+	// Hold, when set, is asked about each request before the fault schedule: a non-nil
+	// channel holds the request part-way until the channel is closed (or the proxy is),
+	// then drops its connection. A request with a body has half of it read and is never
+	// forwarded, so the target keeps nothing of it; any other request is forwarded and its
+	// response sent up to half its body. A test kills a client there: a transfer cut at a
+	// point the test chose, where a timer would race the machine's load.
+	Hold func(*http.Request) <-chan struct{}
+	// Held, when set, is called once a held request has stopped part-way.
+	Held func(*http.Request)
 	// Transport reaches the target (e.g. one trusting a TLS registry).
 	Transport http.RoundTripper
 	// Logger receives one line per fault. Nil discards.
@@ -86,6 +95,8 @@ type Stats struct {
 	// PacedBytes are the body bytes a limiter paced (Bandwidth or a Slow fault): the
 	// event that shows a rate applied, where a duration would race the machine's load.
 	PacedBytes int64
+	// Held counts requests stopped part-way (Options.Hold).
+	Held int
 }
 
 // Total is the number of injected faults.
@@ -298,6 +309,12 @@ func (p *Proxy) addBytes(n int) {
 
 // ServeHTTP applies the schedule to one request.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if p.opts.Hold != nil {
+		if gate := p.opts.Hold(r); gate != nil {
+			p.serveHeld(w, r, gate)
+			return
+		}
+	}
 	kind, fault := p.choose(r)
 	if fault {
 		p.opts.Logger.Info("faultproxy: injecting", "kind", kind, "method", r.Method, "path", r.URL.Path)
@@ -343,6 +360,36 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		p.rp.ServeHTTP(out, r)
 	}
+}
+
+// serveHeld stops r part-way (Options.Hold) until gate or the proxy closes, then drops
+// the connection.
+func (p *Proxy) serveHeld(w http.ResponseWriter, r *http.Request, gate <-chan struct{}) {
+	p.mu.Lock()
+	p.stats.Requests++
+	p.mu.Unlock()
+	stop := func() {
+		p.mu.Lock()
+		p.stats.Held++
+		p.mu.Unlock()
+		if p.opts.Held != nil {
+			p.opts.Held(r)
+		}
+		select {
+		case <-gate:
+		case <-p.closed:
+		}
+	}
+	if r.ContentLength > 0 {
+		// The client is part-way through sending; the target never sees the request.
+		_, _ = io.CopyN(io.Discard, r.Body, r.ContentLength/2)
+		stop()
+		reset(w)
+		return
+	}
+	tw := &truncWriter{ResponseWriter: &countingWriter{ResponseWriter: w, p: p}, fraction: 0.5, stop: stop}
+	p.rp.ServeHTTP(tw, r)
+	tw.abort()
 }
 
 // reset hijacks the connection and closes it with SO_LINGER 0, which makes
@@ -394,6 +441,9 @@ type truncWriter struct {
 	// rst, when set, is the connection's own ResponseWriter: the cut
 	// hijacks it and resets the connection instead of closing it.
 	rst http.ResponseWriter
+	// stop, when set, runs once what was let through is flushed, before the cut: a held
+	// request (Options.Hold) waits there.
+	stop func()
 }
 
 func (t *truncWriter) WriteHeader(code int) {
@@ -428,6 +478,9 @@ func (t *truncWriter) Flush() {
 
 func (t *truncWriter) abort() {
 	t.Flush()
+	if t.stop != nil {
+		t.stop()
+	}
 	if t.rst != nil {
 		// Hijacking flushes what was written; SO_LINGER 0 then turns the
 		// close into a RST.

@@ -2,6 +2,7 @@ package faultproxy
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -339,5 +340,80 @@ func TestPushThroughProxy(t *testing.T) {
 	want, _ := img.Digest()
 	if got.Digest != want {
 		t.Fatalf("registry has %s, pushed %s", got.Digest, want)
+	}
+}
+
+// TestHold holds a blob GET after half its body and an upload PUT after half of what it
+// sends, until the test closes the gate: the client has exactly half of the blob while
+// it is held, the connection drops once released, and the upload never reaches the
+// registry.
+func TestHold(t *testing.T) {
+	f := newFixture(t, 256<<10)
+	gate := make(chan struct{})
+	held := make(chan string, 2)
+	p := startProxy(t, f.reg.Addr(), Options{
+		Hold: func(r *http.Request) <-chan struct{} {
+			if r.Method == http.MethodPut || (r.Method == http.MethodGet && r.URL.Path == f.blobURL) {
+				return gate
+			}
+			return nil
+		},
+		Held: func(r *http.Request) { held <- r.Method },
+	})
+
+	resp, err := http.Get(p.URL() + f.blobURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if m := <-held; m != http.MethodGet {
+		t.Fatalf("held %s, want the GET", m)
+	}
+	half := make([]byte, f.blobLen/2)
+	if _, err := io.ReadFull(resp.Body, half); err != nil {
+		t.Fatalf("reading the half let through: %v", err)
+	}
+
+	// The upload: a session opened past the proxy, its PUT sent through it.
+	post, err := http.Post(p.URL()+"/v2/fp/held/blobs/uploads/", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	post.Body.Close()
+	loc, err := post.Location()
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := strings.Repeat("x", 1<<20)
+	q := loc.Query()
+	q.Set("digest", "sha256:"+fmt.Sprintf("%x", sha256.Sum256([]byte(body))))
+	loc.RawQuery = q.Encode()
+	put, _ := http.NewRequest(http.MethodPut, loc.String(), strings.NewReader(body))
+	putErr := make(chan error, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(put)
+		if err == nil {
+			resp.Body.Close()
+			err = fmt.Errorf("status %s", resp.Status)
+		}
+		putErr <- err
+	}()
+	if m := <-held; m != http.MethodPut {
+		t.Fatalf("held %s, want the PUT", m)
+	}
+	if s := p.Stats(); s.Held != 2 {
+		t.Fatalf("Held %d, want 2", s.Held)
+	}
+	close(gate)
+	if n, err := io.Copy(io.Discard, resp.Body); err == nil {
+		t.Fatalf("the held GET completed after release (%d more bytes)", n)
+	}
+	if err := <-putErr; err == nil || strings.Contains(err.Error(), "status") {
+		t.Fatalf("the held PUT: %v, want a dropped connection", err)
+	}
+	for _, q := range f.reg.Requests() {
+		if q.Method == http.MethodPut && strings.HasPrefix(q.Path, "/v2/fp/held/") {
+			t.Fatalf("the registry saw the held upload: %+v", q)
+		}
 	}
 }
