@@ -422,12 +422,7 @@ func startingAPI(t *testing.T, notReady *atomic.Int32, onNotReady func()) *OpenS
 		fmt.Fprint(w, "ok")
 	}))
 	t.Cleanup(srv.Close)
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
-	if err := os.WriteFile(kubeconfig, []byte(kubeapi.Kubeconfig(srv.URL, caPEM)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return &OpenShift{Kubeconfig: kubeconfig}
+	return &OpenShift{Kubeconfig: kubeconfigFor(t, srv)}
 }
 
 // WaitForAPI waits out a starting API server and names the last answer when it gives up.

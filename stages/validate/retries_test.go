@@ -63,13 +63,7 @@ func TestAPIRetriesAreTheOnePolicys(t *testing.T) {
 		}, "API server ... reset the connection"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var asked atomic.Int64
-			srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				asked.Add(1)
-				tc.handler(w, r)
-			}))
-			srv.Config.ErrorLog = log.New(io.Discard, "", 0)
-			defer srv.Close()
+			srv, asked := countingServer(t, tc.handler)
 			dyn := dynamicFor(t, srv)
 			_, err := dyn.Resource(gvrClusterVersion).Get(t.Context(), "version", metav1.GetOptions{})
 			if !tc.check(err) {
@@ -85,12 +79,7 @@ func TestAPIRetriesAreTheOnePolicys(t *testing.T) {
 // dynamicFor is the API client of the checks, for srv.
 func dynamicFor(t *testing.T, srv *httptest.Server) dynamic.Interface {
 	t.Helper()
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
-	if err := os.WriteFile(kubeconfig, []byte(kubeapi.Kubeconfig(srv.URL, caPEM)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := RESTConfig(kubeconfig, "")
+	cfg, err := RESTConfig(kubeconfigFor(t, srv), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,13 +116,7 @@ func TestUnreachableAPIAskedOnce(t *testing.T) {
 		}, []string{"API server 127.0.0.1:", "is larger than its cap of 64 MiB"}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var asked atomic.Int64
-			srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				asked.Add(1)
-				tc.answer(w, r)
-			}))
-			srv.Config.ErrorLog = log.New(io.Discard, "", 0)
-			defer srv.Close()
+			srv, asked := countingServer(t, tc.answer)
 			run := openshiftChecks(t.Context(), Inputs{OpenShift: &OpenShift{Kubeconfig: kubeconfigFor(t, srv), DayTwoWorkers: true}})
 			for _, id := range []string{CheckClusterVersion, CheckClusterOperators, CheckNodeReady, CheckEtcdEndpoints, CheckCSRNonePending,
 				CheckTopology, CheckPoolUpdated, CheckIngressPinned} {
@@ -146,6 +129,19 @@ func TestUnreachableAPIAskedOnce(t *testing.T) {
 			}
 		})
 	}
+}
+
+// countingServer is a TLS API server that answers with answer and counts the requests.
+func countingServer(t *testing.T, answer http.HandlerFunc) (*httptest.Server, *atomic.Int64) {
+	t.Helper()
+	asked := new(atomic.Int64)
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		answer(w, r)
+	}))
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	t.Cleanup(srv.Close)
+	return srv, asked
 }
 
 func kubeconfigFor(t *testing.T, srv *httptest.Server) string {
