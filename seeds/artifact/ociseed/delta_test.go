@@ -21,6 +21,16 @@ import (
 )
 
 // deltaSeeds writes a chunked seed and a later build of it that differs in one place.
+// firstDiskIndex reads the chunk index of the first disk of the seed in dir.
+func firstDiskIndex(t *testing.T, dir string, m *seed.Manifest) *diskpack.Index {
+	t.Helper()
+	x, err := seed.ReadIndex(dir, m.Disks[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x
+}
+
 func deltaSeeds(t *testing.T) (a, b string, ma, mb *seed.Manifest) {
 	t.Helper()
 	a, b = filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")
@@ -175,10 +185,7 @@ func TestDeltaDamagedChunks(t *testing.T) {
 	}
 
 	// Damage a chunk blob in the registry's storage.
-	x, err := seed.ReadIndex(b, mb.Disks[0])
-	if err != nil {
-		t.Fatal(err)
-	}
+	x := firstDiskIndex(t, b, mb)
 	bad := x.Chunks[len(x.Chunks)/2].Group
 	damageBlob(t, r, bad)
 	fresh := filepath.Join(t.TempDir(), "fresh")
@@ -315,10 +322,7 @@ func testOlderIndex(t *testing.T, version int) {
 func pullGroupedFromOld(t *testing.T, r *registry.Registry, b string, mb *seed.Manifest, x *diskpack.Index, froms ...string) {
 	t.Helper()
 	ctx := context.Background()
-	xb, err := seed.ReadIndex(b, mb.Disks[0])
-	if err != nil {
-		t.Fatal(err)
-	}
+	xb := firstDiskIndex(t, b, mb)
 	if blobs, _ := xb.Blobs(); xb.Version < 3 || len(xb.Groups()) >= len(blobs) {
 		t.Fatalf("the later build is index version %d with %d groups of %d chunks, want groups", xb.Version, len(xb.Groups()), len(blobs))
 	}
@@ -369,13 +373,10 @@ func TestDeltaLongBlobRefused(t *testing.T) {
 	if _, err := ociseed.Push(ctx, a, r.Ref("seeds/demo:a"), opts()...); err != nil {
 		t.Fatal(err)
 	}
-	x, err := seed.ReadIndex(a, ma.Disks[0])
-	if err != nil {
-		t.Fatal(err)
-	}
+	x := firstDiskIndex(t, a, ma)
 	long := x.Chunks[1].Group
 	editBlob(t, r, long, func(b []byte) []byte { return append(b, "and more"...) })
-	_, err = ociseed.Pull(ctx, r.Ref("seeds/demo:a"), filepath.Join(t.TempDir(), "a"), opts(ociseed.WithJobs(1))...)
+	_, err := ociseed.Pull(ctx, r.Ref("seeds/demo:a"), filepath.Join(t.TempDir(), "a"), opts(ociseed.WithJobs(1))...)
 	var ce *diskpack.ChunkError
 	if !errors.As(err, &ce) || !strings.Contains(err.Error(), long.String()) || !strings.Contains(err.Error(), "holds more than") {
 		t.Fatalf("Pull = %v, want a chunk error naming %s as too long", err, long)

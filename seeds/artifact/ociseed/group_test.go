@@ -107,14 +107,8 @@ func TestDeltaGroupsAndRanges(t *testing.T) {
 	r := registry.StartT(t, registry.Options{})
 	a, b, ma, mb := deltaSeeds(t)
 	ctx := context.Background()
-	xa, err := seed.ReadIndex(a, ma.Disks[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	xb, err := seed.ReadIndex(b, mb.Disks[0])
-	if err != nil {
-		t.Fatal(err)
-	}
+	xa := firstDiskIndex(t, a, ma)
+	xb := firstDiskIndex(t, b, mb)
 	blobs, _ := xa.Blobs()
 	groups := xa.Groups()
 	if len(groups) > len(blobs)*3/4 {
@@ -179,7 +173,7 @@ func TestDeltaGroupsAndRanges(t *testing.T) {
 
 	// A registry that answers a range with other bytes than asked is refused by its
 	// Content-Range, before any byte lands.
-	_, err = ociseed.Pull(ctx, rangeShifter(t, r)+"/seeds/demo:b", filepath.Join(t.TempDir(), "shifted"), opts(ociseed.WithFrom(a))...)
+	_, err := ociseed.Pull(ctx, rangeShifter(t, r)+"/seeds/demo:b", filepath.Join(t.TempDir(), "shifted"), opts(ociseed.WithFrom(a))...)
 	if err == nil || !strings.Contains(err.Error(), "answered with Content-Range") {
 		t.Fatalf("Pull from a registry that shifts ranges = %v, want the Content-Range named", err)
 	}

@@ -43,14 +43,8 @@ func TestPushAsPack(t *testing.T) {
 	r := registry.StartT(t, registry.Options{})
 	a, b, ma, mb := deltaSeeds(t)
 	ctx := context.Background()
-	xa, err := seed.ReadIndex(a, ma.Disks[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	xb, err := seed.ReadIndex(b, mb.Disks[0])
-	if err != nil {
-		t.Fatal(err)
-	}
+	xa := firstDiskIndex(t, a, ma)
+	xb := firstDiskIndex(t, b, mb)
 	if _, err := ociseed.Push(ctx, a, r.Ref("seeds/demo:a"), packOpts()...); err != nil {
 		t.Fatal(err)
 	}
