@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 
+	"github.com/snofactory/snofactory/pipeline/flock"
 	"github.com/snofactory/snofactory/test/testbin"
 )
 
@@ -131,7 +132,10 @@ func writeContent(path string, f benchFile) error {
 }
 
 // bigSeedDisks returns the two bench disks of gib GiB (the node, and the node after a
-// z-stream), generating them on first use.
+// z-stream), generating them on first use. Generation holds a lock beside them, so two
+// benches started together on one machine generate once (the second waits and uses the
+// first's disks), and writes a directory of its own that is renamed into place whole, so
+// a killed generation leaves nothing that looks done; the next one removes what it left.
 func bigSeedDisks(ctx context.Context, gib int64) (a, b string, err error) {
 	root, err := testbin.RepoRoot()
 	if err != nil {
@@ -142,45 +146,77 @@ func bigSeedDisks(ctx context.Context, gib int64) (a, b string, err error) {
 		dir += fmt.Sprintf("-%dgib", gib)
 	}
 	a, b = filepath.Join(dir, "node.raw"), filepath.Join(dir, "node-zstream.raw")
-	stamp := filepath.Join(dir, "complete")
-	if _, err := os.Stat(stamp); err == nil {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return "", "", err
+	}
+	lock, err := os.OpenFile(dir+".lock", os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return "", "", err
+	}
+	defer lock.Close()
+	if err := flock.Lock(lock); err != nil {
+		return "", "", fmt.Errorf("locking the bench disks: %w", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "complete")); err == nil {
 		return a, b, nil
 	}
 	if _, err := exec.LookPath("mkfs.ext4"); err != nil {
 		return "", "", errors.New("mkfs.ext4 is missing: install the Debian package e2fsprogs (make deps)")
 	}
-	if err := os.RemoveAll(dir); err != nil {
+	stale, _ := filepath.Glob(dir + ".partial-*")
+	for _, p := range append(stale, dir) {
+		if err := os.RemoveAll(p); err != nil {
+			return "", "", err
+		}
+	}
+	stage, err := os.MkdirTemp(filepath.Dir(dir), filepath.Base(dir)+".partial-")
+	if err != nil {
 		return "", "", err
 	}
+	defer os.RemoveAll(stage)
+	if err := os.Chmod(stage, 0o755); err != nil { // MkdirTemp's 0700
+		return "", "", err
+	}
+	if err := generateBigSeed(ctx, stage, gib); err != nil {
+		return "", "", err
+	}
+	if err := os.Rename(stage, dir); err != nil {
+		return "", "", fmt.Errorf("putting the bench disks in place: %w", err)
+	}
+	return a, b, nil
+}
+
+// generateBigSeed writes the two bench disks of gib GiB and their stamp into dir.
+func generateBigSeed(ctx context.Context, dir string, gib int64) error {
 	tree := filepath.Join(dir, "tree")
 	files := bigSeedFiles(gib)
 	fmt.Fprintf(os.Stderr, "bench: generating the %d GiB bench disks (%d files, %d MiB; once per machine) in %s\n",
 		gib, len(files), (bigOSBytes+bigImageBytes)*gib/bigDiskGiB>>20, dir)
 	for _, f := range files {
 		if err := ctx.Err(); err != nil {
-			return "", "", err
+			return err
 		}
 		if err := writeContent(filepath.Join(tree, f.path), f); err != nil {
-			return "", "", err
+			return err
 		}
 	}
-	if err := mkfs(ctx, tree, a, gib<<30); err != nil {
-		return "", "", err
+	if err := mkfs(ctx, tree, filepath.Join(dir, "node.raw"), gib<<30); err != nil {
+		return err
 	}
 	for i, f := range zstream(files) {
 		if f.seed != files[i].seed {
 			if err := writeContent(filepath.Join(tree, f.path), f); err != nil {
-				return "", "", err
+				return err
 			}
 		}
 	}
-	if err := mkfs(ctx, tree, b, gib<<30); err != nil {
-		return "", "", err
+	if err := mkfs(ctx, tree, filepath.Join(dir, "node-zstream.raw"), gib<<30); err != nil {
+		return err
 	}
 	if err := os.RemoveAll(tree); err != nil {
-		return "", "", err
+		return err
 	}
-	return a, b, os.WriteFile(stamp, nil, 0o644)
+	return os.WriteFile(filepath.Join(dir, "complete"), nil, 0o644)
 }
 
 func mkfs(ctx context.Context, tree, image string, size int64) error {
