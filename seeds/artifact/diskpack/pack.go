@@ -9,7 +9,6 @@ import (
 	"os"
 	"runtime"
 
-	"github.com/folbricht/desync"
 	"github.com/klauspost/compress/zstd"
 	"github.com/opencontainers/go-digest"
 	"golang.org/x/sync/errgroup"
@@ -67,33 +66,27 @@ func chunkFile(ctx context.Context, f *os.File, size int64, p Params, jobs int, 
 // disk order; each takes a slot first, which inDiskOrder frees, to bound the chunks in
 // flight.
 func cutChunks(ctx context.Context, f *os.File, exts []extent, p Params, todo chan<- *piece, slots chan<- struct{}) error {
+	z := newBuzhash(p)
+	buf := make([]byte, 4*p.Max)
 	seq := 0
-	for _, e := range exts {
-		ch, err := desync.NewChunker(io.NewSectionReader(f, e.off, e.len), uint64(p.Min), uint64(p.Avg), uint64(p.Max))
-		if err != nil {
-			return err
+	send := func(off int64, b []byte) error {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
 		}
-		for {
-			start, b, err := ch.Next()
-			if err != nil {
-				return fmt.Errorf("reading %s at %d: %w", f.Name(), e.off+int64(start), err)
-			}
-			if len(b) == 0 {
-				break
-			}
-			select {
-			case slots <- struct{}{}:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-			select {
-			// A copy: b lies in the chunker's read-ahead of ten chunks, which a chunk
-			// still in flight would otherwise keep alive.
-			case todo <- &piece{seq: seq, off: e.off + int64(start), data: bytes.Clone(b)}:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-			seq++
+		select {
+		// A copy: b lies in the buffer the next chunks are read into.
+		case todo <- &piece{seq: seq, off: off, data: bytes.Clone(b)}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		seq++
+		return nil
+	}
+	for _, e := range exts {
+		if err := z.cutExtent(ctx, f, e, buf, send); err != nil {
+			return err
 		}
 	}
 	return nil
