@@ -1,9 +1,11 @@
 package diskpack
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"hash"
 
 	"github.com/opencontainers/go-digest"
 )
@@ -176,7 +178,7 @@ func (x *Index) validateGroups() []error {
 // stored bytes as they are written.
 type grouper struct {
 	cut     *GroupCutter
-	h       digest.Digester
+	h       hash.Hash // the open group's sha256, nil before its first chunk
 	size    int64
 	members []digest.Digest // blob digests of the open group, in order
 	at      map[digest.Digest]groupRef
@@ -188,13 +190,22 @@ type groupRef struct {
 }
 
 func newGrouper(n int) *grouper {
-	return &grouper{cut: NewGroupCutter(n), h: digest.SHA256.Digester(), at: map[digest.Digest]groupRef{}}
+	return &grouper{cut: NewGroupCutter(n), at: map[digest.Digest]groupRef{}}
 }
 
 // add appends the next distinct chunk's stored bytes to the open group, which it closes
-// when the cutter says so.
-func (g *grouper) add(blob, id digest.Digest, stored []byte) {
-	g.h.Hash().Write(stored)
+// when the cutter says so. blobHash is the sha256 that hashed stored alone into blob, or
+// nil: a group that begins with the chunk continues it rather than hashing stored again.
+func (g *grouper) add(blob, id digest.Digest, stored []byte, blobHash hash.Hash) {
+	switch {
+	case g.h != nil:
+		g.h.Write(stored)
+	case blobHash != nil:
+		g.h = blobHash
+	default:
+		g.h = sha256.New()
+		g.h.Write(stored)
+	}
 	g.at[blob] = groupRef{at: g.size}
 	g.size += int64(len(stored))
 	g.members = append(g.members, blob)
@@ -208,13 +219,13 @@ func (g *grouper) close() {
 	if len(g.members) == 0 {
 		return
 	}
-	d := g.h.Digest()
+	d := digest.NewDigest(digest.SHA256, g.h)
 	for _, m := range g.members {
 		r := g.at[m]
 		r.group = d
 		g.at[m] = r
 	}
-	g.h, g.size, g.members = digest.SHA256.Digester(), 0, nil
+	g.h, g.size, g.members = nil, 0, nil
 }
 
 // assign sets every chunk's Group and At.

@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"fmt"
+	"hash"
 	"io"
 	"os"
 	"runtime"
@@ -24,6 +26,9 @@ type piece struct {
 	stored []byte
 	blob   digest.Digest // of stored
 	check  string        // of stored
+	// blobHash is the sha256 that hashed stored into blob: a group beginning with this
+	// chunk continues it, so that no chunk's bytes are hashed twice for blob and group.
+	blobHash hash.Hash
 }
 
 // chunkFile cuts the data of f's first size bytes into chunks and calls each with every
@@ -193,7 +198,9 @@ func Pack(ctx context.Context, f *os.File, size int64, pack io.Writer, p Params,
 	written := map[digest.Digest]Chunk{}
 	compress := func(pc *piece) error {
 		pc.stored = enc.EncodeAll(pc.data, make([]byte, 0, len(pc.data)/2))
-		pc.blob = sha256Of(pc.stored)
+		pc.blobHash = sha256.New()
+		pc.blobHash.Write(pc.stored)
+		pc.blob = digest.NewDigest(digest.SHA256, pc.blobHash)
 		pc.check = checkOf(pc.stored)
 		return nil
 	}
@@ -209,7 +216,7 @@ func Pack(ctx context.Context, f *os.File, size int64, pack io.Writer, p Params,
 			return fmt.Errorf("writing the pack: %w", err)
 		}
 		packHash.Hash().Write(pc.stored)
-		groups.add(pc.blob, pc.id, pc.stored)
+		groups.add(pc.blob, pc.id, pc.stored, pc.blobHash)
 		res.PackSize += int64(len(pc.stored))
 		written[pc.id] = c
 		x.Chunks = append(x.Chunks, c)
