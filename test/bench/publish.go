@@ -335,7 +335,9 @@ func (p *publishBench) packaging(ctx context.Context) error {
 	os.Remove(zst)
 	packSize := fileSize(filepath.Join(p.seedA, "disk.pack")) + fileSize(filepath.Join(p.seedA, "disk.index"))
 	p.results = append(p.results,
-		Result{Name: "seal-packaging-vs-qemu-img-convert-c", Unit: "s", Ours: pack.wall.Seconds(), Baseline: qc.wall.Seconds(), Target: "ratio <= 1.0"},
+		Result{Name: "seal-packaging-vs-qemu-img-convert-c", Unit: "s", Ours: pack.wall.Seconds(), Baseline: qc.wall.Seconds(), Target: "ratio <= 1.0",
+			// On a loaded machine the CPU each spends, not its parallelism, sets the wall time.
+			Note: fmt.Sprintf("CPU s ours %.1f, qemu-img %.1f", pack.cpu.Seconds(), qc.cpu.Seconds())},
 		Result{Name: "seed-size-vs-best-of-qcow2c-and-zstd-3", Unit: "MiB", Ours: float64(packSize) / (1 << 20),
 			Baseline: float64(min(qcowSize, zstSize)) / (1 << 20), Target: "ratio <= 1.05",
 			Note: fmt.Sprintf("qcow2 -c %d MiB, zstd -T0 -3 %d MiB", qcowSize>>20, zstSize>>20)})
