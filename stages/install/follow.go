@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
+	"sort"
 	"strings"
 	"time"
 
@@ -68,6 +70,9 @@ func (f *follower) follow(ctx context.Context) error {
 			f.env.Log.Info("guest", "phase", m.Phase, "status", m.Status, "uptime", m.Uptime)
 			finished, err := f.tracker.observe(m, time.Since(start))
 			if err != nil || finished {
+				if finished && err == nil {
+					f.logCompletion(m)
+				}
 				return err
 			}
 			if next := f.tracker.expecting(); next != phase {
@@ -77,6 +82,23 @@ func (f *follower) follow(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// logCompletion keeps what the installed node reported of its first boot (its identity,
+// its services, the facts validate checks) in the stage's log, which a successful build
+// keeps; the agent messages are otherwise kept only in a failure's gather bundle. The log's
+// redactor sees every value.
+func (f *follower) logCompletion(m wire.Message) {
+	keys := make([]string, 0, len(m.Details))
+	for k := range m.Details {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	attrs := make([]any, 0, len(keys))
+	for _, k := range keys {
+		attrs = append(attrs, slog.String(k, m.Details[k]))
+	}
+	f.env.Log.Info("the installed node reported", "phase", m.Phase, slog.Group("details", attrs...))
 }
 
 // fail writes the gather bundle for err and returns err naming where it is.

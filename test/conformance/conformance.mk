@@ -19,8 +19,8 @@ conformance-iso:
 # by the package list and mirror: minutes the first time), the agent, the host's kernel and
 # a small initramfs, in build/conformance-systemd/. Needs root (mmdebstrap's root mode)
 # and the Debian mirror ($(DEBIAN_MIRROR) if set). The same OS installable as RHCOS is
-# (BuildSystemdLive: live/metal.img and live/systemd-live.iso) is built by the test that
-# boots it, not here: no test of the default run uses it yet.
+# (BuildSystemdLive: live/metal.img and live/systemd-live.iso) is built here too: the
+# default site test builds the demo blueprint on it.
 CONFORMANCE_SYSTEMD_DIR ?= build/conformance-systemd
 
 .PHONY: conformance-systemd

@@ -4,6 +4,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -19,11 +21,12 @@ import (
 // unit reports the node's facts when asked, and validate checks them against the config:
 // what Ignition wrote is there) and seal (the unit seals the running root with the coreos
 // seal, which installs the site's reconfiguration unit, and powers off). Then the seed the
-// build wrote boots at the test's site with the same site and checks as
-// TestSystemdSeedSite (checkSeedSite). It boots the OS three times under TCG for many
-// minutes, so it runs only when asked, as TestSystemdLiveInstall.
+// build wrote boots at the test's site with every check of checkSeedSite. The install's first boot made a machine-id and host keys (what the install
+// stage logged of install-complete), the seal cleared them (checkSeedSite), and the site's
+// boot made new ones. It is the default run's site test on this OS: the seed a depot builds,
+// not one sealed offline.
 func TestSystemdDemoSeedAtSite(t *testing.T) {
-	live := systemdLive(t, "installs, validates and seals the systemd OS in VMs, then boots its seed")
+	live := systemdLive(t, "installs, validates and seals the systemd OS in VMs, then boots its seed", false)
 	ctx := t.Context()
 	reg := registry.StartT(t, registry.Options{})
 	image := reg.Ref("demo/hello:1.0")
@@ -67,7 +70,43 @@ func TestSystemdDemoSeedAtSite(t *testing.T) {
 			t.Errorf("stage %s did not run (cache %q): %v", s, ran[s], ran)
 		}
 	}
-	t.Run("site", func(t *testing.T) { checkSeedSite(t, filepath.Join(out, "seal", "seed")) })
+	installed := installReport(t, filepath.Join(out, "logs", "install.log"))
+	t.Run("install-first-boot", func(t *testing.T) { checkFirstBoot(t, installed) })
+	t.Run("site", func(t *testing.T) {
+		site := checkSeedSite(t, filepath.Join(out, "seal", "seed"))
+		for _, k := range []string{"machine_id", "ssh_host_keys"} {
+			if site[k] == "" || site[k] == installed[k] {
+				t.Errorf("the site's first boot has %s %q, the install's first boot had %q: want a new one", k, site[k], installed[k])
+			}
+		}
+	})
+}
+
+// installReport is what the installed node reported at install-complete, as the install
+// stage logged it (details.KEY=VALUE fields of its "the installed node reported" line).
+func installReport(t *testing.T, log string) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	field := regexp.MustCompile(`details\.([A-Za-z0-9_]+)=("(?:[^"\\]|\\.)*"|\S*)`)
+	for _, line := range strings.Split(string(b), "\n") {
+		if !strings.Contains(line, `msg="the installed node reported"`) {
+			continue
+		}
+		d := map[string]string{}
+		for _, m := range field.FindAllStringSubmatch(line, -1) {
+			v := m[2]
+			if u, err := strconv.Unquote(v); err == nil {
+				v = u
+			}
+			d[m[1]] = v
+		}
+		return d
+	}
+	t.Fatalf("%s has no line of what the installed node reported:\n%s", log, tail(b))
+	return nil
 }
 
 // consoles is every VM console log the build kept.

@@ -22,7 +22,6 @@ import (
 	"github.com/snofactory/snofactory/seeds/contract/wire"
 	"github.com/snofactory/snofactory/seeds/site/siteconfig"
 	"github.com/snofactory/snofactory/stages"
-	"github.com/snofactory/snofactory/test/conformance"
 )
 
 // The site: the node's two NICs in an active-backup bond, the cluster on VLAN 100 over it
@@ -87,22 +86,6 @@ spec:
 %[5]s`
 )
 
-// TestSystemdSeedSite tries a bonded site as a technician would before shipping: the
-// systemd conformance OS's seed, sealed offline by the real coreos seal (which installs the
-// site's reconfiguration unit), booted once with seed boot and the site's medium
-// (checkSeedSite). TestSystemdDemoSeedAtSite does the same with the seed the demo pipeline
-// builds on the node; it boots three VMs, so it runs only when asked.
-func TestSystemdSeedSite(t *testing.T) {
-	if testing.Short() {
-		t.Skip("skipping: boots a VM")
-	}
-	sys, err := conformance.CachedSystemd(t.Context(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkSeedSite(t, sys.Seed)
-}
-
 // checkSeedSite boots the seed in dir once with seed boot, a site-config medium made by the
 // product's own code and two NICs on the test's wire. The seal left the disk unbooted
 // (no machine-id, no host keys); the site's first boot behaves as RHCOS's (machine-id, host
@@ -110,7 +93,8 @@ func TestSystemdSeedSite(t *testing.T) {
 // brings up the bond and the VLAN, and the peer pings the node's site addresses over the
 // VLAN on both families; the site CA is in the node's trust store, chrony has the site's
 // time server, and a node unit's request reaches the proxy the test runs on the peer.
-func checkSeedSite(t *testing.T, dir string) {
+// It returns what the node reported at boot-complete.
+func checkSeedSite(t *testing.T, dir string) map[string]string {
 	t.Helper()
 	ctx := t.Context()
 	w := newTestWire(t)
@@ -137,6 +121,7 @@ func checkSeedSite(t *testing.T, dir string) {
 	checkNICs(t, d, r.macs)
 	checkSite(t, d)
 	checkPeer(t, w, proxied, d)
+	return d
 }
 
 // checkPeer: the peer reaches the node's site addresses over the VLAN, and the proxy saw

@@ -1,5 +1,7 @@
 // Command build-conformance-systemd builds the systemd conformance OS (conformance.BuildSystemd)
-// and prints its root image's path.
+// and the same OS installable as RHCOS is (conformance.BuildSystemdLive: its metal image and
+// live ISO, which the default site test installs through the demo pipeline), and prints the
+// root image's path.
 package main
 
 import (
@@ -32,5 +34,11 @@ func main() {
 	}
 	fmt.Fprintf(os.Stderr, "build-conformance-systemd: packages %s, whole build %s, cached %v\n",
 		res.PackagesDuration.Round(1e9), res.Duration.Round(1e9), res.Cached)
+	live, err := conformance.BuildSystemdLive(ctx, o)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "build-conformance-systemd: the live ISO:", err)
+		os.Exit(1)
+	}
+	fmt.Fprintf(os.Stderr, "build-conformance-systemd: live ISO %s in %s, cached %v\n", live.ISO, live.Duration.Round(1e9), live.Cached)
 	fmt.Println(res.Root)
 }
