@@ -42,6 +42,9 @@ func TestTamperedSeedsAreRefused(t *testing.T) {
 	r := registry.StartT(t, registry.Options{})
 	t.Setenv("REGISTRY_AUTH_FILE", filepath.Join(t.TempDir(), "auth.json"))
 	t.Setenv("DOCKER_CONFIG", t.TempDir())
+	// A write whose pull fails part way keeps its target's staging under $TMPDIR so that
+	// the same write resumes (seedref.WithStagingFor): here, inside the test's own.
+	t.Setenv("TMPDIR", t.TempDir())
 	keys := t.TempDir()
 	key := trusttest.Generate(t, filepath.Join(keys, "depot"), "depot secret")
 	signer := key.Signer
