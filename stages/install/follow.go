@@ -6,8 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -89,13 +90,8 @@ func (f *follower) follow(ctx context.Context) error {
 // keeps; the agent messages are otherwise kept only in a failure's gather bundle. The log's
 // redactor sees every value.
 func (f *follower) logCompletion(m wire.Message) {
-	keys := make([]string, 0, len(m.Details))
-	for k := range m.Details {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	attrs := make([]any, 0, len(keys))
-	for _, k := range keys {
+	attrs := make([]any, 0, len(m.Details))
+	for _, k := range slices.Sorted(maps.Keys(m.Details)) {
 		attrs = append(attrs, slog.String(k, m.Details[k]))
 	}
 	f.env.Log.Info("the installed node reported", "phase", m.Phase, slog.Group("details", attrs...))
