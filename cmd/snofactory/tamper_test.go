@@ -90,7 +90,7 @@ func TestTamperedSeedsAreRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The blob that holds the chunk: its group's, or the one pack blob the seed was pushed
-	// as (its pack is under ociseed.MaxPackBlob, so the blob is the whole pack).
+	// as (its pack is under diskpack.MaxPackBlob, so the blob is the whole pack).
 	chunk := idx.Chunks[len(idx.Chunks)/2].Group
 	if _, err := os.Stat(blobData(r, chunk)); err != nil {
 		chunk = chunkSeed.Disks[0].Digest

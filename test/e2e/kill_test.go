@@ -88,7 +88,7 @@ func (w *offsetWriter) Write(p []byte) (int, error) {
 }
 
 // TestSeedTransfersSurviveKills kills seed push, pull and write five times each on a
-// multi-GiB seed, pushed as pack blobs of at most ociseed.MaxPackBlob. Every kill lands on
+// multi-GiB seed, pushed as pack blobs of at most diskpack.MaxPackBlob. Every kill lands on
 // an event: a fault proxy between the CLI and the registry holds pack blobs half-way
 // (packHold), and the CLI is killed once all its slots hold one, so each kill is
 // mid-transfer and each run has moved exactly a known set of pack blobs whole. Each later
@@ -355,8 +355,8 @@ func checkNotAgain(t *testing.T, total int, done, moved map[string]bool, what, o
 	}
 }
 
-// packBlobs are the pack blobs a push of the seed in dir sends (ociseed.PackRanges), by
-// digest, with their sizes.
+// packBlobs are the pack blobs a push of the seed in dir sends (its index's PackRanges),
+// by digest, with their sizes.
 func packBlobs(t *testing.T, dir string, m *seed.Manifest) map[string]int64 {
 	t.Helper()
 	x, err := seed.ReadIndex(dir, m.Disks[0])
@@ -369,12 +369,16 @@ func packBlobs(t *testing.T, dir string, m *seed.Manifest) map[string]int64 {
 	}
 	defer f.Close()
 	out := map[string]int64{}
-	for _, r := range ociseed.PackRanges(x.Groups()) {
+	for _, r := range x.PackRanges() {
 		h := sha256.New()
 		if _, err := io.Copy(h, io.NewSectionReader(f, r.Offset, r.Size)); err != nil {
 			t.Fatal(err)
 		}
-		out["sha256:"+hex.EncodeToString(h.Sum(nil))] = r.Size
+		d := "sha256:" + hex.EncodeToString(h.Sum(nil))
+		if r.Digest != "" && string(r.Digest) != d {
+			t.Errorf("the index records %s for the pack blob at %d, its bytes are %s", r.Digest, r.Offset, d)
+		}
+		out[d] = r.Size
 	}
 	return out
 }

@@ -219,6 +219,7 @@ func TestValidate(t *testing.T) {
 	good := func() *Index {
 		id, blob, check := sha256Of([]byte("a")), sha256Of([]byte("b")), checkOf([]byte("b"))
 		return &Index{Version: IndexVersion, Size: 1 << 20, Algorithm: Algorithm, Params: small, Compression: CompressionZstd, GroupChunks: 2,
+			PackBlobs: []PackBlob{{Offset: 0, Size: 50, Digest: blob}},
 			Chunks: []Chunk{{Offset: 0, Size: 100, ID: id, Blob: blob, Stored: 50, Check: check, Group: blob},
 				{Offset: 4096, Size: 100, ID: id, Blob: blob, Stored: 50, Check: check, Group: blob}}}
 	}
@@ -313,7 +314,7 @@ func TestChecksAndVersion1(t *testing.T) {
 		}
 	}
 	v1 := *x
-	v1.Version, v1.GroupChunks = 1, 0
+	v1.Version, v1.GroupChunks, v1.PackBlobs = 1, 0, nil
 	v1.Chunks = nil
 	for _, c := range x.Chunks {
 		c.Check, c.Group, c.At = "", "", 0

@@ -182,6 +182,7 @@ type grouper struct {
 	size    int64
 	members []digest.Digest // blob digests of the open group, in order
 	at      map[digest.Digest]groupRef
+	packs   *packCutter // nil when chunks are not grouped: such a pack is never sent as pack blobs
 }
 
 type groupRef struct {
@@ -190,13 +191,25 @@ type groupRef struct {
 }
 
 func newGrouper(n int) *grouper {
-	return &grouper{cut: NewGroupCutter(n), at: map[digest.Digest]groupRef{}}
+	g := &grouper{cut: NewGroupCutter(n), at: map[digest.Digest]groupRef{}}
+	if n > 1 {
+		g.packs = &packCutter{}
+	}
+	return g
 }
 
 // add appends the next distinct chunk's stored bytes to the open group, which it closes
 // when the cutter says so. blobHash is the sha256 that hashed stored alone into blob, or
 // nil: a group that begins with the chunk continues it rather than hashing stored again.
-func (g *grouper) add(blob, id digest.Digest, stored []byte, blobHash hash.Hash) {
+func (g *grouper) add(blob, id digest.Digest, stored []byte, blobHash hash.Hash) error {
+	if g.h == nil && g.packs != nil {
+		if err := g.packs.groupBegins(); err != nil {
+			return err
+		}
+	}
+	if g.packs != nil {
+		g.packs.write(stored)
+	}
 	switch {
 	case g.h != nil:
 		g.h.Write(stored)
@@ -210,14 +223,20 @@ func (g *grouper) add(blob, id digest.Digest, stored []byte, blobHash hash.Hash)
 	g.size += int64(len(stored))
 	g.members = append(g.members, blob)
 	if g.cut.Ends(id, int64(len(stored))) {
-		g.close()
+		return g.close()
 	}
+	return nil
 }
 
 // close ends the open group, if it holds a chunk.
-func (g *grouper) close() {
+func (g *grouper) close() error {
 	if len(g.members) == 0 {
-		return
+		return nil
+	}
+	if g.packs != nil {
+		if err := g.packs.groupEnds(g.h, g.size); err != nil {
+			return err
+		}
 	}
 	d := digest.NewDigest(digest.SHA256, g.h)
 	for _, m := range g.members {
@@ -226,13 +245,20 @@ func (g *grouper) close() {
 		g.at[m] = r
 	}
 	g.h, g.size, g.members = nil, 0, nil
+	return nil
 }
 
-// assign sets every chunk's Group and At.
-func (g *grouper) assign(chunks []Chunk) {
-	g.close()
-	for i := range chunks {
-		r := g.at[chunks[i].Blob]
-		chunks[i].Group, chunks[i].At = r.group, r.at
+// assign sets every chunk's Group and At, and the index's pack blobs.
+func (g *grouper) assign(x *Index) error {
+	if err := g.close(); err != nil {
+		return err
 	}
+	for i := range x.Chunks {
+		r := g.at[x.Chunks[i].Blob]
+		x.Chunks[i].Group, x.Chunks[i].At = r.group, r.at
+	}
+	if g.packs != nil {
+		x.PackBlobs = g.packs.close()
+	}
+	return nil
 }

@@ -107,10 +107,11 @@ func TestGroupCutterBounds(t *testing.T) {
 	}
 }
 
-// groupedIndex is a valid version 3 index of three distinct chunks of 50 stored bytes in
-// one group, then a fourth in a group of its own.
+// groupedIndex is a valid index of three distinct chunks of 50 stored bytes in one group,
+// then a fourth in a group of its own, the two groups one pack blob.
 func groupedIndex() *Index {
-	x := &Index{Version: IndexVersion, Size: 1 << 20, Algorithm: Algorithm, Params: small, Compression: CompressionZstd, GroupChunks: 2}
+	x := &Index{Version: IndexVersion, Size: 1 << 20, Algorithm: Algorithm, Params: small, Compression: CompressionZstd, GroupChunks: 2,
+		PackBlobs: []PackBlob{{Offset: 0, Size: 200, Digest: sha256Of([]byte("pack blob"))}}}
 	g1, g2 := sha256Of([]byte("group 1")), sha256Of([]byte("group 2"))
 	for i := range 4 {
 		stored := fmt.Appendf(nil, "stored %d", i)
@@ -181,7 +182,7 @@ func TestPackGroups(t *testing.T) {
 	size := int64(len(data))
 	f := sparseFile(t, size, map[int64][]byte{0: data})
 	x, p := pack(t, f, size, small)
-	if x.Version != 3 || x.GroupChunks != 2 {
+	if x.Version != IndexVersion || x.GroupChunks != 2 {
 		t.Fatalf("Pack wrote version %d with %d chunks a group", x.Version, x.GroupChunks)
 	}
 	blobs, _ := x.Blobs()

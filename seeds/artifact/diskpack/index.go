@@ -11,9 +11,10 @@ import (
 )
 
 // IndexVersion is the index format this package writes. Version 2 adds each chunk's
-// Check, version 3 its Group; version 1 and 2 indexes (seeds sealed before them) are
-// still read, each chunk then its own group.
-const IndexVersion = 3
+// Check, version 3 its Group, version 4 the PackBlobs of a grouped disk; older indexes
+// (seeds sealed before them) are still read, each chunk of a version 1 or 2 index its own
+// group, and a push of a version 3 index hashes its pack blobs itself.
+const IndexVersion = 4
 
 // CheckAlgorithm is the hash of a chunk's Check: BLAKE3, which this machine's cores run
 // six times faster than sha256 (no SHA extensions), so a write or pull that checks every
@@ -115,8 +116,11 @@ type Index struct {
 	Params      Params `json:"params"`
 	Compression string `json:"compression"`
 	// GroupChunks is the mean number of chunks a group was cut for (version 3 on).
-	GroupChunks int     `json:"groupChunks,omitempty"`
-	Chunks      []Chunk `json:"chunks"`
+	GroupChunks int `json:"groupChunks,omitempty"`
+	// PackBlobs are the blobs a first push sends the pack as (version 4 on, a disk whose
+	// chunks are grouped), in order, tiling the pack.
+	PackBlobs []PackBlob `json:"packBlobs,omitempty"`
+	Chunks    []Chunk    `json:"chunks"`
 }
 
 // Blob is one distinct chunk as stored in the pack.
@@ -229,10 +233,15 @@ func (x *Index) Validate() error {
 		}
 		end = c.Offset + max(c.Size, 0)
 	}
-	if x.Version >= 3 && len(errs) == 0 {
-		errs = x.validateGroups()
-	} else if x.Version < 3 && x.GroupChunks != 0 {
+	switch {
+	case x.Version >= 3 && len(errs) == 0:
+		if errs = x.validateGroups(); len(errs) == 0 {
+			errs = x.validatePackBlobs(x.Groups())
+		}
+	case x.Version < 3 && x.GroupChunks != 0:
 		bad("groupChunks %d: a version %d index has no groups", x.GroupChunks, x.Version)
+	case x.Version < 4 && len(x.PackBlobs) > 0:
+		bad("packBlobs: a version %d index has none", x.Version)
 	}
 	return errors.Join(errs...)
 }

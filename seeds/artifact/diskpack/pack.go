@@ -216,7 +216,9 @@ func Pack(ctx context.Context, f *os.File, size int64, pack io.Writer, p Params,
 			return fmt.Errorf("writing the pack: %w", err)
 		}
 		packHash.Hash().Write(pc.stored)
-		groups.add(pc.blob, pc.id, pc.stored, pc.blobHash)
+		if err := groups.add(pc.blob, pc.id, pc.stored, pc.blobHash); err != nil {
+			return fmt.Errorf("hashing chunk groups: %w", err)
+		}
 		res.PackSize += int64(len(pc.stored))
 		written[pc.id] = c
 		x.Chunks = append(x.Chunks, c)
@@ -229,7 +231,9 @@ func Pack(ctx context.Context, f *os.File, size int64, pack io.Writer, p Params,
 		return nil, err
 	}
 	res.PackDigest = packHash.Digest()
-	groups.assign(x.Chunks)
+	if err := groups.assign(x); err != nil {
+		return nil, fmt.Errorf("hashing chunk groups: %w", err)
+	}
 	return res, x.Validate()
 }
 

@@ -266,7 +266,7 @@ func testOlderIndex(t *testing.T, version int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	x.Version, x.GroupChunks = version, 0
+	x.Version, x.GroupChunks, x.PackBlobs = version, 0, nil
 	for i := range x.Chunks {
 		x.Chunks[i].Group, x.Chunks[i].At = "", 0
 		if version == 1 {

@@ -17,7 +17,7 @@ import (
 
 // A registry spends a fixed time on every blob, so a seed pushed to a repository that
 // holds none of its chunk groups goes as its pack, cut into a few pack blobs of at most
-// MaxPackBlob (bounded, so a push or pull stopped part way resumes at a pack blob, not at
+// diskpack.MaxPackBlob (bounded, so a push or pull stopped part way resumes at a pack blob, not at
 // the start). Later seeds pushed to the repository
 // point into that blob for the groups they share with it and send only their new groups,
 // one blob each, so a z-stream or a one-file change sends what it sent before.
@@ -100,12 +100,12 @@ func (r *registry) knownGroups(ctx context.Context) map[digest.Digest]groupPlace
 }
 
 // packLayers are the layers that hold the groups of x: on a registry (which charges per
-// blob) the pack as pack blobs of at most MaxPackBlob (packs: hashed as they are sent)
+// blob) the pack as its pack blobs (packs)
 // when the repository holds none of them, else the blobs that hold groups already (held:
 // nothing sent) and each new group as a blob of its own (send); elsewhere, with
 // WithGroupBlobs, and for a disk whose chunks are not grouped (an index before version 3,
 // or less data than diskpack groups: few blobs anyway), every group a blob.
-func packLayers(ctx context.Context, t target, pack *os.File, x *diskpack.Index, d seed.Disk, o options) (held, send []blob, packs []PackRange) {
+func packLayers(ctx context.Context, t target, pack *os.File, x *diskpack.Index, d seed.Disk, o options) (held, send []blob, packs []diskpack.PackRange) {
 	groups := x.Groups()
 	r, isRegistry := t.(*registry)
 	if !isRegistry || o.groupBlobs || x.Version < 3 || x.GroupChunks <= 1 {
@@ -113,7 +113,7 @@ func packLayers(ctx context.Context, t target, pack *os.File, x *diskpack.Index,
 	}
 	reused, own, newGroups := placeGroups(groups, r.knownGroups(ctx))
 	if len(newGroups) == len(groups) {
-		return nil, nil, PackRanges(groups)
+		return nil, nil, x.PackRanges()
 	}
 	for i, desc := range reused {
 		held = append(held, blob{desc: desc, what: heldWhat, own: own[i]})

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -83,32 +82,9 @@ func TestPackLayerPlaces(t *testing.T) {
 	}
 }
 
-// A pack is sent as pack blobs of at most MaxPackBlob, each ending at a group boundary;
-// a group larger than that is a blob alone.
-func TestPackRangesAreBounded(t *testing.T) {
-	const mib = 1 << 20
-	sizes := []int64{20 * mib, 10 * mib, 5 * mib, MaxPackBlob + 8*mib, mib, mib}
-	var groups []diskpack.Group
-	var at int64
-	for i, n := range sizes {
-		groups = append(groups, testGroup(string(rune('a'+i)), at, n))
-		at += n
-	}
-	var got []int64
-	for _, r := range PackRanges(groups) {
-		got = append(got, r.Size)
-		if r.Offset != r.Groups[0].Offset {
-			t.Errorf("range at %d begins with the group at %d", r.Offset, r.Groups[0].Offset)
-		}
-	}
-	want := []int64{30 * mib, 5 * mib, MaxPackBlob + 8*mib, 2 * mib}
-	if !slices.Equal(got, want) {
-		t.Errorf("pack blob sizes = %v, want %v", got, want)
-	}
-}
-
-// A pack blob's digest is hashed from the pack, and its groups are checked against the
-// index as they are read: a changed pack is refused before anything is sent.
+// A pack blob of an index that records none (version 3) is hashed from the pack, and its
+// groups are checked against the index as they are read: a changed pack is refused before
+// anything is sent.
 func TestHashPackRange(t *testing.T) {
 	data := []byte("first group, then the second")
 	groups := []diskpack.Group{{Digest: digest.FromBytes(data[:12]), Offset: 0, Size: 12}, {Digest: digest.FromBytes(data[12:]), Offset: 12, Size: int64(len(data) - 12)}}
@@ -125,7 +101,7 @@ func TestHashPackRange(t *testing.T) {
 	}
 	defer f.Close()
 	d := seed.Disk{File: "disk.pack"}
-	r := PackRange{Offset: 4, Size: int64(len(data)), Groups: groups}
+	r := diskpack.PackRange{PackBlob: diskpack.PackBlob{Offset: 4, Size: int64(len(data))}, Groups: groups}
 	b, err := hashPackRange(context.Background(), f, r, d)
 	if err != nil || b.desc.Digest != digest.FromBytes(data) || b.desc.Size != int64(len(data)) {
 		t.Fatalf("hashPackRange = %v, %v; want the digest of the range", b.desc, err)

@@ -3,6 +3,7 @@ package ociseed_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -127,4 +128,74 @@ func blobStored(r *registry.Registry, d digest.Digest) bool {
 func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
+}
+
+// A seed sealed with its pack blobs' digests (index version 4) is pushed without reading
+// its pack first, and one sealed before them (version 3) with its pack blobs hashed
+// first; both pull back byte for byte. A pack changed since sealing is refused either way,
+// as a bad seed that names the place, and nothing is tagged: by the push's own hashing
+// (version 3) or by the registry, which hashes every blob it receives (version 4).
+func TestPushAsPackIndexVersions(t *testing.T) {
+	for _, version := range []int{3, diskpack.IndexVersion} {
+		t.Run(fmt.Sprint("version ", version), func(t *testing.T) {
+			r := registry.StartT(t, registry.Options{})
+			a, _, ma, _ := deltaSeeds(t)
+			if version == 3 {
+				rewriteIndex(t, a, ma, func(x *diskpack.Index) { x.Version, x.PackBlobs = 3, nil })
+			}
+			x := firstDiskIndex(t, a, ma)
+			if (len(x.PackBlobs) > 0) != (version >= 4) {
+				t.Fatalf("version %d index with %d pack blobs recorded", x.Version, len(x.PackBlobs))
+			}
+			ctx := context.Background()
+			if _, err := ociseed.Push(ctx, a, r.Ref("seeds/v:good"), packOpts()...); err != nil {
+				t.Fatal(err)
+			}
+			if !blobStored(r, ma.Disks[0].Digest) {
+				t.Fatal("the pack, under its pack's size bound, was not pushed as one pack blob")
+			}
+			dst := filepath.Join(t.TempDir(), "pulled")
+			if _, err := ociseed.Pull(ctx, r.Ref("seeds/v:good"), dst, packOpts()...); err != nil {
+				t.Fatal(err)
+			}
+			sameFiles(t, a, dst, ma)
+
+			p := filepath.Join(a, ma.Disks[0].File)
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b[len(b)/2] ^= 1
+			if err := os.WriteFile(p, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err = ociseed.Push(ctx, a, r.Ref("seeds/changed:v1"), packOpts()...)
+			if !errors.Is(err, seed.ErrBadSeed) || !strings.Contains(err.Error(), "the seed changed since it was sealed") || !strings.Contains(err.Error(), "disk.pack") {
+				t.Fatalf("Push of a changed pack = %v, want a bad seed naming disk.pack", err)
+			}
+			if _, _, err := ociseed.DiskIndex(ctx, r.Ref("seeds/changed:v1"), packOpts()...); err == nil {
+				t.Error("the changed seed was tagged")
+			}
+		})
+	}
+}
+
+// rewriteIndex changes the index of the seed in dir and binds the manifest to it again.
+func rewriteIndex(t *testing.T, dir string, m *seed.Manifest, change func(*diskpack.Index)) {
+	t.Helper()
+	d := m.Disks[0]
+	x := firstDiskIndex(t, dir, m)
+	change(x)
+	enc, err := x.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, d.Index.File), enc, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d.Index.Size, d.Index.Digest = int64(len(enc)), digest.FromBytes(enc)
+	m.Disks[0] = d
+	if err := seed.WriteManifest(dir, m); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -15,43 +15,42 @@ import (
 	"github.com/snofactory/snofactory/seeds/artifact/seed"
 )
 
-// MaxPackBlob bounds a pack blob: a push killed part way sends again at most the pack
-// blobs that had not finished (a registry keeps only whole blobs), and a pull fetches each
-// in one GET. At 32 MiB the 2 GiB bench disk's 490 MiB pack is under 20 blobs, so the
-// registry's fixed cost per blob (a few ms) is lost in the transfer, and a kill costs at
-// most the DefaultJobs in flight.
-const MaxPackBlob = 32 << 20
-
-// PackRange is a run of consecutive chunk groups of a pack sent as one pack blob.
-type PackRange struct {
-	Offset, Size int64 // in the pack
-	Groups       []diskpack.Group
+// packBlob is range r of pack as the blob a push sends to a registry (packLayers). The
+// seal recorded its digest (an index of version 4), and the registry hashes what it
+// receives and refuses other bytes (checksDigests) as it does a group blob, so the pack is
+// not read before it is sent: a push hashes nothing. A range without a digest (a version 3
+// index) is hashed first (hashPackRange).
+func packBlob(ctx context.Context, pack *os.File, r diskpack.PackRange, d seed.Disk) (blob, error) {
+	if r.Digest == "" {
+		return hashPackRange(ctx, pack, r, d)
+	}
+	return blob{desc: packDescriptor(r, r.Digest), what: packWhat(d, r), open: func() (io.ReadCloser, error) {
+		return io.NopCloser(io.NewSectionReader(pack, r.Offset, r.Size)), nil
+	}}, nil
 }
 
-// PackRanges cuts groups (in pack order, tiling it, as diskpack.Index.Groups gives them)
-// into the pack blobs a push sends: each ends at a group boundary and holds at most
-// MaxPackBlob bytes, or one group where a group alone is larger.
-func PackRanges(groups []diskpack.Group) []PackRange {
-	var out []PackRange
-	for _, g := range groups {
-		n := len(out)
-		if n == 0 || out[n-1].Offset+out[n-1].Size != g.Offset || out[n-1].Size+g.Size > MaxPackBlob {
-			out = append(out, PackRange{Offset: g.Offset})
-			n++
-		}
-		out[n-1].Size += g.Size
-		out[n-1].Groups = append(out[n-1].Groups, g)
+// packWhat names pack blob r in progress and errors.
+func packWhat(d seed.Disk, r diskpack.PackRange) string {
+	return fmt.Sprintf("%s pack blob at %d", d.File, r.Offset)
+}
+
+// packDescriptor describes range r of the pack as a pack blob of digest d, annotated with
+// the groups it holds.
+func packDescriptor(r diskpack.PackRange, d digest.Digest) ocispec.Descriptor {
+	at := make([]int64, len(r.Groups))
+	for i, g := range r.Groups {
+		at[i] = g.Offset - r.Offset
 	}
-	return out
+	return ocispec.Descriptor{MediaType: MediaTypeDiskPack, Digest: d, Size: r.Size,
+		Annotations: map[string]string{AnnotationGroups: encodeGroups(r.Groups, at)}}
 }
 
 // hashPackRange reads range r of pack once, hashing the pack blob it becomes and every
 // group in it: a group whose bytes are not the index's digest means the seed changed since
 // it was sealed, which the registry cannot see as it checks only the new blob's digest.
-func hashPackRange(ctx context.Context, pack *os.File, r PackRange, d seed.Disk) (blob, error) {
+func hashPackRange(ctx context.Context, pack *os.File, r diskpack.PackRange, d seed.Disk) (blob, error) {
 	whole := sha256.New()
-	at := make([]int64, len(r.Groups))
-	for i, g := range r.Groups {
+	for _, g := range r.Groups {
 		if err := ctx.Err(); err != nil {
 			return blob{}, err
 		}
@@ -63,21 +62,18 @@ func hashPackRange(ctx context.Context, pack *os.File, r PackRange, d seed.Disk)
 			return blob{}, fmt.Errorf("%s: %w: the chunk group at %d holds %s where the index says %s, so the seed changed since it was sealed; run seed verify",
 				d.File, seed.ErrBadSeed, g.Offset, dg.Digest(), g.Digest)
 		}
-		at[i] = g.Offset - r.Offset
 	}
-	desc := ocispec.Descriptor{MediaType: MediaTypeDiskPack, Digest: digest.NewDigest(digest.SHA256, whole), Size: r.Size,
-		Annotations: map[string]string{AnnotationGroups: encodeGroups(r.Groups, at)}}
-	what := fmt.Sprintf("%s pack blob at %d", d.File, r.Offset)
-	return blob{desc: desc, what: what, open: func() (io.ReadCloser, error) {
+	desc := packDescriptor(r, digest.NewDigest(digest.SHA256, whole))
+	return blob{desc: desc, what: packWhat(d, r), open: func() (io.ReadCloser, error) {
 		return io.NopCloser(io.NewSectionReader(pack, r.Offset, r.Size)), nil
 	}}, nil
 }
 
 // putWithPacks uploads blobs and the pack blobs of ranges, o.jobs at a time, and returns
-// the pack blobs. Each pack blob is hashed here, in order, while those before it upload,
-// so hashing adds little to the push; each upload asks the registry to mount the blob
-// first, so a push run again after a kill sends only the pack blobs it lacks.
-func putWithPacks(ctx context.Context, t target, blobs []blob, pack *os.File, ranges []PackRange, d seed.Disk, o options, p *progress) ([]blob, error) {
+// the pack blobs. A pack blob the index gives no digest for is hashed here, in order,
+// while those before it upload; each upload asks the registry to mount the blob first, so
+// a push run again after a kill sends only the pack blobs it lacks.
+func putWithPacks(ctx context.Context, t target, blobs []blob, pack *os.File, ranges []diskpack.PackRange, d seed.Disk, o options, p *progress) ([]blob, error) {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(o.jobs)
 	for _, b := range blobs {
@@ -86,7 +82,7 @@ func putWithPacks(ctx context.Context, t target, blobs []blob, pack *os.File, ra
 	packs := make([]blob, len(ranges))
 	var hashErr error
 	for i, r := range ranges {
-		if packs[i], hashErr = hashPackRange(gctx, pack, r, d); hashErr != nil {
+		if packs[i], hashErr = packBlob(gctx, pack, r, d); hashErr != nil {
 			break
 		}
 		b := packs[i]
