@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/klauspost/compress/zstd"
+	"github.com/ncw/directio"
 	"github.com/opencontainers/go-digest"
 	"golang.org/x/sync/errgroup"
 )
@@ -76,7 +77,13 @@ func (r *Reader) Chunk(c Chunk) ([]byte, error) {
 
 // chunkBuffers are a reader's buffers for one chunk at a time, kept at the index's
 // largest chunk so that one pair serves every chunk.
-type chunkBuffers struct{ stored, raw []byte }
+type chunkBuffers struct {
+	stored, raw []byte
+	// direct places a chunk's raw bytes at its disk offset modulo DirectBlock inside raw,
+	// which is aligned to DirectBlock, so the chunk's whole blocks lie in aligned memory
+	// (WriteAtDirect).
+	direct bool
+}
 
 // chunkInto is Chunk with b's buffers (nil: new ones of the chunk's size). The raw bytes it
 // returns are b's until its next use.
@@ -93,15 +100,33 @@ func (r *Reader) chunkInto(c Chunk, b *chunkBuffers) ([]byte, error) {
 			// An index that was never validated may hold a chunk larger than its Max.
 			b.stored = make([]byte, max(c.Stored, maxStored(r.x.Params.Max)))
 		}
-		if int64(cap(b.raw)) < c.Size {
-			b.raw = make([]byte, 0, max(c.Size, r.x.Params.Max))
-		}
-		stored, raw = b.stored[:c.Stored], b.raw
+		stored, raw = b.stored[:c.Stored], b.rawFor(c, r.x.Params.Max)
 	}
 	if _, err := r.r.ReadAt(stored, off); err != nil {
 		return nil, fmt.Errorf("reading %s at %d: %w", r.name, off, err)
 	}
-	return decodeChunkInto(r.dec, c, stored, raw, r.name)
+	out, err := decodeChunkInto(r.dec, c, stored, raw, r.name)
+	if err != nil || b == nil || !b.direct || len(out) == 0 || &out[0] == &raw[:1][0] {
+		return out, err
+	}
+	// The decoder wrote elsewhere: the bytes go where their blocks are aligned.
+	return raw[:copy(raw[:len(out)], out)], nil
+}
+
+// rawFor is the buffer chunk c is decoded into (empty, with room for it), grown to the
+// index's largest chunk the first time.
+func (b *chunkBuffers) rawFor(c Chunk, largest int64) []byte {
+	if !b.direct {
+		if int64(cap(b.raw)) < c.Size {
+			b.raw = make([]byte, 0, max(c.Size, largest))
+		}
+		return b.raw
+	}
+	shift := c.Offset % DirectBlock
+	if int64(cap(b.raw)) < shift+c.Size {
+		b.raw = directio.AlignedBlock(int(max(c.Size, largest) + DirectBlock))[:0]
+	}
+	return b.raw[shift:shift]
 }
 
 // decodeChunkInto checks the stored bytes of c (c.Checker) and decompresses them into raw
@@ -255,7 +280,7 @@ func (r *Reader) WriteAt(ctx context.Context, w io.WriterAt) error {
 	// anyway (ext4's i_rwsem), and a writer waiting for it there spins on a core that could
 	// be decoding (a tenth of a 16 GiB write's CPU); here it waits asleep.
 	var one sync.Mutex
-	return r.eachChunk(ctx, r.x.Chunks, func(c Chunk, raw []byte) error {
+	return r.eachChunk(ctx, r.x.Chunks, false, func(c Chunk, raw []byte) error {
 		one.Lock()
 		_, err := w.WriteAt(raw, c.Offset)
 		one.Unlock()
@@ -278,17 +303,18 @@ func (r *Reader) Check(ctx context.Context) error {
 			distinct = append(distinct, c)
 		}
 	}
-	return r.eachChunk(ctx, distinct, func(Chunk, []byte) error { return nil })
+	return r.eachChunk(ctx, distinct, false, func(Chunk, []byte) error { return nil })
 }
 
 // eachChunk decompresses and checks chunks on every core, a bounded number at a time, and
-// hands each one's raw bytes (valid only during the call) to use.
-func (r *Reader) eachChunk(ctx context.Context, chunks []Chunk, use func(Chunk, []byte) error) error {
+// hands each one's raw bytes (valid only during the call) to use; with direct, in memory
+// aligned as chunkBuffers.direct says.
+func (r *Reader) eachChunk(ctx context.Context, chunks []Chunk, direct bool, use func(Chunk, []byte) error) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(2 * r.jobs)
 	// Buffers go back for the next chunk: a write of a 16 GiB disk would otherwise
 	// allocate (and zero) its 10 GiB of data and pack once more.
-	pool := sync.Pool{New: func() any { return &chunkBuffers{} }}
+	pool := sync.Pool{New: func() any { return &chunkBuffers{direct: direct} }}
 	for _, c := range chunks {
 		if gctx.Err() != nil {
 			break

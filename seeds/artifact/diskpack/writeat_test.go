@@ -6,18 +6,20 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"testing/synctest"
+
+	"github.com/ncw/directio"
 )
 
 // block is the granularity at which tests look for holes: a file system block.
 const block = 4 << 10
-
-func alignDown(v int64) int64 { return v &^ (block - 1) }
-func alignUp(v int64) int64   { return alignDown(v + block - 1) }
 
 // memDisk is a disk in memory that records the blocks written through it.
 type memDisk struct {
@@ -26,6 +28,9 @@ type memDisk struct {
 	blocks  map[int64]bool // blocks written
 	fail    error
 	onWrite func()
+	// direct refuses a write that is not whole aligned blocks, as O_DIRECT does (the
+	// kernel's check of the memory's alignment is TestWriteAtDirectFile's).
+	direct bool
 }
 
 func (d *memDisk) WriteAt(p []byte, off int64) (int, error) {
@@ -33,6 +38,9 @@ func (d *memDisk) WriteAt(p []byte, off int64) (int, error) {
 	defer d.mu.Unlock()
 	if d.fail != nil {
 		return 0, d.fail
+	}
+	if d.direct && (off%DirectBlock != 0 || len(p)%DirectBlock != 0 || len(p) == 0) {
+		return 0, fmt.Errorf("a direct write of %d bytes at %d", len(p), off)
 	}
 	if d.onWrite != nil {
 		d.onWrite()
@@ -72,7 +80,8 @@ func placed(t *testing.T, r *Reader, x *Index, at func(prevEnd int64) int64, end
 }
 
 // WriteAt writes the same bytes as the disk holds, wherever its chunks lie, never touching a
-// block no chunk covers: holes stay holes.
+// block no chunk covers: holes stay holes. So does WriteAtDirect, on a disk of whole
+// blocks, in nothing but whole aligned blocks from aligned memory.
 func TestWriteAtSameBytes(t *testing.T) {
 	x, p := packedBig(t)
 	src, err := NewReader(bytes.NewReader(p), x, "pack")
@@ -90,34 +99,96 @@ func TestWriteAtSameBytes(t *testing.T) {
 		{"unaligned, gaps inside a block", func(e int64) int64 { return e + 777 }, func(e int64) int64 { return e + 3 }},
 		{"holes between chunks", func(e int64) int64 { return alignUp(e) + 64<<10 + 5 }, func(e int64) int64 { return e + 1<<20 }},
 		{"last partial chunk ends the disk", func(e int64) int64 { return e + 100 }, same},
+		{"unaligned chunks, a disk of whole blocks", func(e int64) int64 { return e + 777 }, alignUp},
+		{"unaligned chunks and holes, a disk of whole blocks", func(e int64) int64 { return alignUp(e) + 64<<10 + 5 }, func(e int64) int64 { return alignUp(e) + 1<<20 }},
+		{"aligned chunks, the last ending the disk", func(e int64) int64 { return alignUp(e) + block }, alignUp},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			y, raw := placed(t, src, x, tc.at, tc.end)
-			r, err := NewReader(bytes.NewReader(p), y, "pack")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer r.Close()
-			disk := make([]byte, y.Size)
-			w := &memDisk{b: disk, blocks: map[int64]bool{}}
-			if err := r.WriteAt(context.Background(), w); err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(disk, raw) {
-				t.Fatal("the written disk differs from the raw disk")
-			}
-			touched := map[int64]bool{}
-			for _, c := range y.Chunks {
-				for blk := alignDown(c.Offset); blk < c.Offset+c.Size; blk += block {
-					touched[blk] = true
-				}
-			}
-			for blk := range w.blocks {
-				if !touched[blk] {
-					t.Errorf("block at %d was written, no chunk covers it: a hole was filled", blk)
-				}
-			}
-		})
+		y, raw := placed(t, src, x, tc.at, tc.end)
+		t.Run(tc.name, func(t *testing.T) { writeSameBytes(t, p, y, raw, false) })
+		if y.DirectWritable() {
+			t.Run(tc.name+", direct", func(t *testing.T) { writeSameBytes(t, p, y, raw, true) })
+		} else if err := writeDirect(p, y); err == nil || !strings.Contains(err.Error(), "not whole") {
+			t.Errorf("%s: WriteAtDirect of a disk of %d bytes, not whole blocks: %v", tc.name, y.Size, err)
+		}
+	}
+}
+
+// WriteAtDirect writes a file opened with O_DIRECT, whose every write the kernel refuses
+// unless its offset, length and memory are aligned, byte for byte.
+func TestWriteAtDirectFile(t *testing.T) {
+	x, p := packedBig(t)
+	src, err := NewReader(bytes.NewReader(p), x, "pack")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	y, raw := placed(t, src, x, func(e int64) int64 { return e + 777 }, alignUp)
+	r, err := NewReader(bytes.NewReader(p), y, "pack")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	path := filepath.Join(t.TempDir(), "disk.raw")
+	f, err := directio.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if errors.Is(err, syscall.EINVAL) {
+		t.Skipf("the file system of %s takes no O_DIRECT: %v", path, err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Truncate(y.Size); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.WriteAtDirect(context.Background(), f); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(path); err != nil || !bytes.Equal(got, raw) {
+		t.Fatalf("the file written differs from the raw disk (%v)", err)
+	}
+}
+
+// writeDirect writes the disk of index y and pack p to memory with WriteAtDirect.
+func writeDirect(p []byte, y *Index) error {
+	r, err := NewReader(bytes.NewReader(p), y, "pack")
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	return r.WriteAtDirect(context.Background(), &memDisk{b: make([]byte, y.Size), blocks: map[int64]bool{}, direct: true})
+}
+
+// writeSameBytes writes the disk of index y and pack p to memory, with WriteAtDirect or
+// WriteAt, and checks it is raw and only blocks with chunk bytes were written.
+func writeSameBytes(t *testing.T, p []byte, y *Index, raw []byte, direct bool) {
+	t.Helper()
+	r, err := NewReader(bytes.NewReader(p), y, "pack")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	disk := make([]byte, y.Size)
+	w := &memDisk{b: disk, blocks: map[int64]bool{}, direct: direct}
+	write := r.WriteAt
+	if direct {
+		write = r.WriteAtDirect
+	}
+	if err := write(context.Background(), w); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(disk, raw) {
+		t.Fatal("the written disk differs from the raw disk")
+	}
+	touched := map[int64]bool{}
+	for _, c := range y.Chunks {
+		for blk := alignDown(c.Offset); blk < c.Offset+c.Size; blk += block {
+			touched[blk] = true
+		}
+	}
+	for blk := range w.blocks {
+		if !touched[blk] {
+			t.Errorf("block at %d was written, no chunk covers it: a hole was filled", blk)
+		}
 	}
 }
 

@@ -216,21 +216,61 @@ func writeChunked(ctx context.Context, dir, device string, d Disk, block bool) e
 	if block {
 		return writeChunkedBlock(ctx, device, d, x, r)
 	}
-	return writeChunkedFile(ctx, device, d, r)
+	return writeChunkedFile(ctx, device, d, x, r)
 }
 
 // writeChunkedFile writes a chunked disk into a file through output.Write: beside device,
 // renamed into place once every chunk was written and checked, and synced.
-func writeChunkedFile(ctx context.Context, device string, d Disk, r *diskpack.Reader) error {
+func writeChunkedFile(ctx context.Context, device string, d Disk, x *diskpack.Index, r *diskpack.Reader) error {
 	return output.Write(device, 0o600, func(out *os.File) error {
 		if err := out.Truncate(d.VirtualSize); err != nil {
 			return fmt.Errorf("sizing %s: %w", device, err)
 		}
-		if err := r.WriteAt(ctx, out); err != nil {
+		if err := writeAt(ctx, x, r, out, out); err != nil {
 			return fmt.Errorf("writing %s onto %s: %w", d.File, device, badChunk(err))
 		}
 		return nil
 	})
+}
+
+// writeAt writes the disk of r (index x) through w onto f (w is f, or passes f's writes
+// on): with O_DIRECT where f and the disk allow it (diskpack.Reader.WriteAtDirect), which
+// saves the kernel's copy of every byte into the page cache, else buffered. f is left
+// buffered.
+func writeAt(ctx context.Context, x *diskpack.Index, r *diskpack.Reader, w io.WriterAt, f *os.File) error {
+	if !x.DirectWritable() || setDirect(f, true) != nil {
+		return r.WriteAt(ctx, w)
+	}
+	err := r.WriteAtDirect(ctx, w)
+	if derr := setDirect(f, false); err == nil && derr != nil {
+		err = fmt.Errorf("leaving direct writes: %w", derr)
+	}
+	return err
+}
+
+// setDirect turns O_DIRECT on or off on f; a file system that cannot write directly
+// refuses to turn it on (EINVAL).
+func setDirect(f *os.File, on bool) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var ferr error
+	if err := rc.Control(func(fd uintptr) {
+		var flags int
+		if flags, ferr = unix.FcntlInt(fd, unix.F_GETFL, 0); ferr != nil {
+			return
+		}
+		if on {
+			flags |= unix.O_DIRECT
+		} else {
+			flags &^= unix.O_DIRECT
+		}
+		_, ferr = unix.FcntlInt(fd, unix.F_SETFL, flags)
+	}); err != nil {
+		return err
+	}
+	return ferr
 }
 
 // badChunk makes a chunk that does not match its digest a bad seed (ErrBadSeed), still a
@@ -271,7 +311,9 @@ func writeChunkedBlock(ctx context.Context, device string, d Disk, x *diskpack.I
 			return fail(fmt.Errorf("zeroing %s at %d: %w", device, g[0], err))
 		}
 	}
-	if err := r.WriteAt(ctx, head); err != nil {
+	// The head is held in memory and the gaps are zeroed: from here on every write can
+	// be direct.
+	if err := writeAt(ctx, x, r, head, f); err != nil {
 		return fail(fmt.Errorf("writing %s onto %s: %w", d.File, device, badChunk(err)))
 	}
 	if err := f.Sync(); err != nil {

@@ -209,7 +209,7 @@ func TestWriteChunkedFile(t *testing.T) {
 			defer r.Close()
 			dir := t.TempDir()
 			out := filepath.Join(dir, "disk.raw")
-			err = writeChunkedFile(context.Background(), out, d, r)
+			err = writeChunkedFile(context.Background(), out, d, x, r)
 			if damage {
 				var ce *diskpack.ChunkError
 				left, _ := os.ReadDir(dir)
@@ -228,5 +228,36 @@ func TestWriteChunkedFile(t *testing.T) {
 				t.Errorf("SEEK_HOLE from %d = %d, %v: the unstored range was written", 3<<19, hole, err)
 			}
 		})
+	}
+}
+
+// setDirect turns O_DIRECT on and off on an open file, as the write of a chunked disk does
+// around its chunks, and leaves the file's other flags alone.
+func TestSetDirect(t *testing.T) {
+	f, err := os.OpenFile(filepath.Join(t.TempDir(), "disk.raw"), os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	flags := func() int {
+		n, err := unix.FcntlInt(f.Fd(), unix.F_GETFL, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if err := setDirect(f, true); errors.Is(err, unix.EINVAL) {
+		t.Skipf("the file system of %s takes no O_DIRECT: %v", f.Name(), err)
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	if got := flags(); got&unix.O_DIRECT == 0 || got&unix.O_APPEND == 0 {
+		t.Errorf("flags %#x after turning O_DIRECT on", got)
+	}
+	if err := setDirect(f, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := flags(); got&unix.O_DIRECT != 0 || got&unix.O_APPEND == 0 {
+		t.Errorf("flags %#x after turning O_DIRECT off", got)
 	}
 }
