@@ -73,8 +73,8 @@ type isoRun struct {
 
 // alternate times cp, an embed into a new file and a rebuild, three rounds
 // of each in turn, and returns each one's median. Writing a gigabyte is
-// dominated by page-cache writeback, so every timed run starts from a synced
-// disk, and cp and ours alternate.
+// dominated by page-cache writeback, so every timed run starts from the same
+// state (fresh), and cp and ours alternate.
 func (r *isoRun) alternate(cfg []byte) (cp, toFile, rebuild time.Duration, err error) {
 	var cps, outs, rebuilds []time.Duration
 	bigCfg := oversizedConfig()
@@ -127,6 +127,17 @@ func (r *isoRun) inPlace(cfg []byte) (time.Duration, error) {
 	return d, nil
 }
 
+// fresh removes the copies earlier runs wrote and syncs the disk, so every timed run starts
+// from the same state. The removal matters as much as the sync: a gigabyte written right
+// after a gigabyte of cached file was freed ran about 4 times faster on the bench machine
+// than one written with nothing freed (docs/benchmarks.md), and when only ours followed a
+// removal the output figure read 0.25 for two runs that do the same work.
+func (r *isoRun) fresh() error {
+	os.Remove(r.outPath)
+	os.Remove(r.copyPath)
+	return r.sync()
+}
+
 func (r *isoRun) sync() error {
 	if out, err := exec.CommandContext(r.ctx, "sync").CombinedOutput(); err != nil {
 		return fmt.Errorf("sync: %w: %s", err, out)
@@ -134,13 +145,12 @@ func (r *isoRun) sync() error {
 	return nil
 }
 
-// copyISO times `cp` of the ISO to copyPath and `sync` of the copy, from a synced disk. A
+// copyISO times `cp` of the ISO to copyPath and `sync` of the copy, from a fresh state. A
 // new file from an embed is synced before it is renamed into place (output.Write), so the
 // copy it is measured against is synced too: without it, cp returns once the gigabyte is in
 // the page cache, and the ratio compares a disk write with a memory copy.
 func (r *isoRun) copyISO() (time.Duration, error) {
-	os.Remove(r.copyPath)
-	if err := r.sync(); err != nil {
+	if err := r.fresh(); err != nil {
 		return 0, err
 	}
 	start := time.Now()
@@ -153,11 +163,9 @@ func (r *isoRun) copyISO() (time.Duration, error) {
 	return time.Since(start), nil
 }
 
-// embedToFile times embedding c into a new file from a synced disk.
+// embedToFile times embedding c into a new file from a fresh state.
 func (r *isoRun) embedToFile(c coreiso.Customization, want coreiso.Strategy) (time.Duration, error) {
-	os.Remove(r.outPath)
-	os.Remove(r.copyPath)
-	if err := r.sync(); err != nil {
+	if err := r.fresh(); err != nil {
 		return 0, err
 	}
 	return timeCustomize(r.ctx, r.big, r.outPath, c, want)
