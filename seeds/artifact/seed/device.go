@@ -238,39 +238,14 @@ func writeChunkedFile(ctx context.Context, device string, d Disk, x *diskpack.In
 // saves the kernel's copy of every byte into the page cache, else buffered. f is left
 // buffered.
 func writeAt(ctx context.Context, x *diskpack.Index, r *diskpack.Reader, w io.WriterAt, f *os.File) error {
-	if !x.DirectWritable() || setDirect(f, true) != nil {
+	if !x.DirectWritable() || output.SetDirect(f, true) != nil {
 		return r.WriteAt(ctx, w)
 	}
 	err := r.WriteAtDirect(ctx, w)
-	if derr := setDirect(f, false); err == nil && derr != nil {
+	if derr := output.SetDirect(f, false); err == nil && derr != nil {
 		err = fmt.Errorf("leaving direct writes: %w", derr)
 	}
 	return err
-}
-
-// setDirect turns O_DIRECT on or off on f; a file system that cannot write directly
-// refuses to turn it on (EINVAL).
-func setDirect(f *os.File, on bool) error {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var ferr error
-	if err := rc.Control(func(fd uintptr) {
-		var flags int
-		if flags, ferr = unix.FcntlInt(fd, unix.F_GETFL, 0); ferr != nil {
-			return
-		}
-		if on {
-			flags |= unix.O_DIRECT
-		} else {
-			flags &^= unix.O_DIRECT
-		}
-		_, ferr = unix.FcntlInt(fd, unix.F_SETFL, flags)
-	}); err != nil {
-		return err
-	}
-	return ferr
 }
 
 // badChunk makes a chunk that does not match its digest a bad seed (ErrBadSeed), still a

@@ -230,34 +230,3 @@ func TestWriteChunkedFile(t *testing.T) {
 		})
 	}
 }
-
-// setDirect turns O_DIRECT on and off on an open file, as the write of a chunked disk does
-// around its chunks, and leaves the file's other flags alone.
-func TestSetDirect(t *testing.T) {
-	f, err := os.OpenFile(filepath.Join(t.TempDir(), "disk.raw"), os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	flags := func() int {
-		n, err := unix.FcntlInt(f.Fd(), unix.F_GETFL, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
-	if err := setDirect(f, true); errors.Is(err, unix.EINVAL) {
-		t.Skipf("the file system of %s takes no O_DIRECT: %v", f.Name(), err)
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	if got := flags(); got&unix.O_DIRECT == 0 || got&unix.O_APPEND == 0 {
-		t.Errorf("flags %#x after turning O_DIRECT on", got)
-	}
-	if err := setDirect(f, false); err != nil {
-		t.Fatal(err)
-	}
-	if got := flags(); got&unix.O_DIRECT != 0 || got&unix.O_APPEND == 0 {
-		t.Errorf("flags %#x after turning O_DIRECT off", got)
-	}
-}
