@@ -8,7 +8,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unsafe"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/snofactory/snofactory/pipeline/output"
 	"github.com/snofactory/snofactory/stages/liveiso/coreiso/coreisotest"
 )
 
@@ -67,4 +71,77 @@ func TestWriteModes(t *testing.T) {
 			t.Fatal("input changed")
 		}
 	})
+}
+
+// copyInto copies the whole file, bulk and tail, and on a file system that takes O_DIRECT
+// the bulk bypasses the page cache: none of its pages are left cached, and the file is
+// left without O_DIRECT for the patches that follow.
+func TestCopyIntoDirect(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		size int64
+	}{
+		{"smaller than a block", 2048},
+		{"whole blocks", 3 * directBlock},
+		{"ISO sectors past the last block", 5*directBlock + 2048},
+		{"several chunks and a tail", 2*directChunk + 3*directBlock + 2048},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			want := make([]byte, tt.size)
+			for i := range want {
+				want[i] = byte(i*7 + i>>12)
+			}
+			srcPath := filepath.Join(dir, "in.iso")
+			if err := os.WriteFile(srcPath, want, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			src, err := os.Open(srcPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer src.Close()
+			dst, err := os.Create(filepath.Join(dir, "out.iso"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer dst.Close()
+			direct := output.SetDirect(dst, true) == nil && output.SetDirect(dst, false) == nil
+			if err := copyInto(context.Background(), dst, src, tt.size); err != nil {
+				t.Fatal(err)
+			}
+			if bulk := tt.size - tt.size%directBlock; direct && bulk > 0 {
+				if n := cachedPages(t, dst, bulk); n != 0 {
+					t.Errorf("%d pages of the %d-byte bulk are in the page cache: it was not written directly", n, bulk)
+				}
+			}
+			if flags, err := unix.FcntlInt(dst.Fd(), unix.F_GETFL, 0); err != nil || flags&unix.O_DIRECT != 0 {
+				t.Errorf("flags %#x, %v after the copy: O_DIRECT left on", flags, err)
+			}
+			got, err := os.ReadFile(dst.Name())
+			if err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("copy differs from its source (%d of %d bytes, %v)", len(got), len(want), err)
+			}
+		})
+	}
+}
+
+// cachedPages counts the pages of f's first size bytes that are in the page cache
+// (mincore). A buffered write leaves every page it wrote there; a direct one none.
+func cachedPages(t *testing.T, f *os.File, size int64) int {
+	t.Helper()
+	m, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(m)
+	vec := make([]byte, (size+int64(os.Getpagesize())-1)/int64(os.Getpagesize()))
+	if _, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0]))); e != 0 {
+		t.Fatal(e)
+	}
+	n := 0
+	for _, v := range vec {
+		n += int(v & 1)
+	}
+	return n
 }
