@@ -48,7 +48,8 @@ func benchISO(ctx context.Context, dir string) ([]Result, error) {
 	}
 	return []Result{
 		{Name: "iso-embed-inplace-1GiB", Unit: "s", Ours: inPlace.Seconds(), Baseline: cpTime.Seconds(), Target: "ratio < 0.01"},
-		{Name: "iso-embed-output-1GiB", Unit: "s", Ours: toFile.Seconds(), Baseline: cpTime.Seconds(), Target: "ratio <= 0.3"},
+		{Name: "iso-embed-output-1GiB", Unit: "s", Ours: toFile.Seconds(), Baseline: cpTime.Seconds(), Target: "ratio <= 0.3",
+			Note: "both sides put the same gigabyte on the disk and sync it; ours writes it past the page cache, cp through it"},
 		{Name: "iso-embed-rebuild-1GiB", Unit: "s", Ours: rebuild.Seconds(), Baseline: cpTime.Seconds(), Target: "ratio <= 1.5"},
 	}, nil
 }
