@@ -8,15 +8,16 @@ import (
 	"sync"
 
 	"github.com/ncw/directio"
+
+	"github.com/snofactory/snofactory/pipeline/output"
 )
 
-// DirectBlock is the block of a direct write (O_DIRECT): every write WriteAtDirect
-// issues is whole blocks of it, at an offset that is a multiple of it, from memory
-// aligned to it; 4 KiB satisfies the file systems and disks of 512-byte and 4 KiB sectors.
-const DirectBlock = 4096
+// directBlock is the block of a direct write: every write WriteAtDirect issues is whole
+// blocks of it, at an offset that is a multiple of it, from memory aligned to it.
+const directBlock = output.DirectBlock
 
 // DirectWritable tells whether WriteAtDirect can write the disk: its size is whole blocks.
-func (x *Index) DirectWritable() bool { return x.Size%DirectBlock == 0 }
+func (x *Index) DirectWritable() bool { return x.Size%directBlock == 0 }
 
 // WriteAtDirect is WriteAt for a target opened with O_DIRECT, which takes only aligned
 // whole blocks and in return skips the page cache: the kernel's copy of every byte into it
@@ -26,7 +27,7 @@ func (x *Index) DirectWritable() bool { return x.Size%DirectBlock == 0 }
 // there. The disk must be DirectWritable.
 func (r *Reader) WriteAtDirect(ctx context.Context, w io.WriterAt) error {
 	if !r.x.DirectWritable() {
-		return fmt.Errorf("a disk of %d bytes is not whole %d-byte blocks", r.x.Size, DirectBlock)
+		return fmt.Errorf("a disk of %d bytes is not whole %d-byte blocks", r.x.Size, directBlock)
 	}
 	e := &edgeBlocks{w: w, chunks: r.x.Chunks, open: map[int64]*edgeBlock{}}
 	// One write at a time, as WriteAt; the edge blocks are shared too.
@@ -69,8 +70,8 @@ func (e *edgeBlocks) write(off int64, raw []byte) error {
 	}
 	last := alignDown(end - 1)
 	for k := alignDown(off); ; k = last {
-		if k < off || k+DirectBlock > end { // not one of the whole blocks written above
-			lo, hi := max(off, k), min(end, k+DirectBlock)
+		if k < off || k+directBlock > end { // not one of the whole blocks written above
+			lo, hi := max(off, k), min(end, k+directBlock)
 			if err := e.add(k, raw[lo-off:hi-off], lo-k); err != nil {
 				return err
 			}
@@ -85,7 +86,7 @@ func (e *edgeBlocks) write(off int64, raw []byte) error {
 func (e *edgeBlocks) add(k int64, p []byte, at int64) error {
 	b := e.open[k]
 	if b == nil {
-		b = &edgeBlock{buf: directio.AlignedBlock(DirectBlock), left: e.covered(k)}
+		b = &edgeBlock{buf: directio.AlignedBlock(directBlock), left: e.covered(k)}
 		e.open[k] = b
 	}
 	copy(b.buf[at:], p)
@@ -102,12 +103,12 @@ func (e *edgeBlocks) add(k int64, p []byte, at int64) error {
 func (e *edgeBlocks) covered(k int64) int64 {
 	i := sort.Search(len(e.chunks), func(i int) bool { return e.chunks[i].Offset+e.chunks[i].Size > k })
 	var n int64
-	for ; i < len(e.chunks) && e.chunks[i].Offset < k+DirectBlock; i++ {
+	for ; i < len(e.chunks) && e.chunks[i].Offset < k+directBlock; i++ {
 		c := e.chunks[i]
-		n += min(c.Offset+c.Size, k+DirectBlock) - max(c.Offset, k)
+		n += min(c.Offset+c.Size, k+directBlock) - max(c.Offset, k)
 	}
 	return n
 }
 
-func alignDown(v int64) int64 { return v &^ (DirectBlock - 1) }
-func alignUp(v int64) int64   { return alignDown(v + DirectBlock - 1) }
+func alignDown(v int64) int64 { return v &^ (directBlock - 1) }
+func alignUp(v int64) int64   { return alignDown(v + directBlock - 1) }

@@ -79,8 +79,8 @@ func (r *Reader) Chunk(c Chunk) ([]byte, error) {
 // largest chunk so that one pair serves every chunk.
 type chunkBuffers struct {
 	stored, raw []byte
-	// direct places a chunk's raw bytes at its disk offset modulo DirectBlock inside raw,
-	// which is aligned to DirectBlock, so the chunk's whole blocks lie in aligned memory
+	// direct places a chunk's raw bytes at its disk offset modulo directBlock inside raw,
+	// which is aligned to directBlock, so the chunk's whole blocks lie in aligned memory
 	// (WriteAtDirect).
 	direct bool
 }
@@ -122,9 +122,9 @@ func (b *chunkBuffers) rawFor(c Chunk, largest int64) []byte {
 		}
 		return b.raw
 	}
-	shift := c.Offset % DirectBlock
+	shift := c.Offset % directBlock
 	if int64(cap(b.raw)) < shift+c.Size {
-		b.raw = directio.AlignedBlock(int(max(c.Size, largest) + DirectBlock))[:0]
+		b.raw = directio.AlignedBlock(int(max(c.Size, largest) + directBlock))[:0]
 	}
 	return b.raw[shift:shift]
 }

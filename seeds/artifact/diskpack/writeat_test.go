@@ -39,7 +39,7 @@ func (d *memDisk) WriteAt(p []byte, off int64) (int, error) {
 	if d.fail != nil {
 		return 0, d.fail
 	}
-	if d.direct && (off%DirectBlock != 0 || len(p)%DirectBlock != 0 || len(p) == 0) {
+	if d.direct && (off%directBlock != 0 || len(p)%directBlock != 0 || len(p) == 0) {
 		return 0, fmt.Errorf("a direct write of %d bytes at %d", len(p), off)
 	}
 	if d.onWrite != nil {

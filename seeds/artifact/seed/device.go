@@ -238,14 +238,12 @@ func writeChunkedFile(ctx context.Context, device string, d Disk, x *diskpack.In
 // saves the kernel's copy of every byte into the page cache, else buffered. f is left
 // buffered.
 func writeAt(ctx context.Context, x *diskpack.Index, r *diskpack.Reader, w io.WriterAt, f *os.File) error {
-	if !x.DirectWritable() || output.SetDirect(f, true) != nil {
-		return r.WriteAt(ctx, w)
+	if x.DirectWritable() {
+		if direct, err := output.Direct(f, func() error { return r.WriteAtDirect(ctx, w) }); direct {
+			return err
+		}
 	}
-	err := r.WriteAtDirect(ctx, w)
-	if derr := output.SetDirect(f, false); err == nil && derr != nil {
-		err = fmt.Errorf("leaving direct writes: %w", derr)
-	}
-	return err
+	return r.WriteAt(ctx, w)
 }
 
 // badChunk makes a chunk that does not match its digest a bad seed (ErrBadSeed), still a

@@ -108,10 +108,6 @@ func overwrite(ctx context.Context, dst *os.File, src string) error {
 // flight keep the disk busy while the next is read.
 const directChunk = 8 << 20
 
-// directBlock is the unit of a direct write (O_DIRECT): whole 4 KiB blocks at
-// 4 KiB offsets from 4 KiB-aligned memory suit 512-byte and 4 KiB sectors.
-const directBlock = 4096
-
 // copyInto copies the first size bytes of src into dst, a new empty file or a
 // device: sharing src's blocks where the file system can (FICLONE: btrfs,
 // XFS), else past the page cache (O_DIRECT) where dst allows it, else with
@@ -122,13 +118,13 @@ func copyInto(ctx context.Context, dst, src *os.File, size int64) error {
 	if st, err := src.Stat(); err == nil && st.Size() == size && unix.IoctlFileClone(int(dst.Fd()), int(src.Fd())) == nil {
 		return nil
 	}
-	bulk := size - size%directBlock
-	if bulk == 0 || output.SetDirect(dst, true) != nil {
+	bulk := size - size%output.DirectBlock
+	if bulk == 0 {
 		return copyRange(ctx, dst, src, size)
 	}
-	err := copyDirect(ctx, dst, src, bulk)
-	if derr := output.SetDirect(dst, false); err == nil && derr != nil {
-		err = fmt.Errorf("leaving direct writes: %w", derr)
+	direct, err := output.Direct(dst, func() error { return copyDirect(ctx, dst, src, bulk) })
+	if !direct {
+		return copyRange(ctx, dst, src, size)
 	}
 	if err != nil || bulk == size {
 		return err
@@ -141,7 +137,7 @@ func copyInto(ctx context.Context, dst, src *os.File, size int64) error {
 	return err
 }
 
-// copyDirect copies the first size bytes (whole directBlocks) of src into dst,
+// copyDirect copies the first size bytes (whole output.DirectBlocks) of src into dst,
 // opened with O_DIRECT: one chunk is read while the one before it is written.
 func copyDirect(ctx context.Context, dst, src *os.File, size int64) error {
 	type chunk struct {
