@@ -202,12 +202,12 @@ func newGrouper(n int) *grouper {
 // when the cutter says so. blobHash is the sha256 that hashed stored alone into blob, or
 // nil: a group that begins with the chunk continues it rather than hashing stored again.
 func (g *grouper) add(blob, id digest.Digest, stored []byte, blobHash hash.Hash) error {
-	if g.h == nil && g.packs != nil {
-		if err := g.packs.groupBegins(); err != nil {
-			return err
-		}
-	}
 	if g.packs != nil {
+		if g.h == nil {
+			if err := g.packs.groupBegins(); err != nil {
+				return err
+			}
+		}
 		g.packs.write(stored)
 	}
 	switch {

@@ -233,6 +233,9 @@ func (x *Index) Validate() error {
 		}
 		end = c.Offset + max(c.Size, 0)
 	}
+	if x.Version < 4 && len(x.PackBlobs) > 0 {
+		bad("packBlobs: a version %d index has none", x.Version)
+	}
 	switch {
 	case x.Version >= 3 && len(errs) == 0:
 		if errs = x.validateGroups(); len(errs) == 0 {
@@ -240,8 +243,6 @@ func (x *Index) Validate() error {
 		}
 	case x.Version < 3 && x.GroupChunks != 0:
 		bad("groupChunks %d: a version %d index has no groups", x.GroupChunks, x.Version)
-	case x.Version < 4 && len(x.PackBlobs) > 0:
-		bad("packBlobs: a version %d index has none", x.Version)
 	}
 	return errors.Join(errs...)
 }

@@ -29,10 +29,10 @@ type PackRange struct {
 	Groups []Group
 }
 
-// CutPackRanges cuts groups (in pack order, tiling it, as Index.Groups gives them) into
+// cutPackRanges cuts groups (in pack order, tiling it, as Index.Groups gives them) into
 // pack blobs: each ends at a group boundary and holds at most MaxPackBlob bytes, or one
 // group where a group alone is larger. Their digests are left empty.
-func CutPackRanges(groups []Group) []PackRange {
+func cutPackRanges(groups []Group) []PackRange {
 	var out []PackRange
 	for _, g := range groups {
 		n := len(out)
@@ -47,12 +47,12 @@ func CutPackRanges(groups []Group) []PackRange {
 }
 
 // PackRanges are the pack blobs of the pack with their groups: those the index records
-// (version 4, a grouped disk), else cut by CutPackRanges with no digest, which a push
+// (version 4, a grouped disk), else cut by cutPackRanges with no digest, which a push
 // must then hash.
 func (x *Index) PackRanges() []PackRange {
 	groups := x.Groups()
 	if len(x.PackBlobs) == 0 {
-		return CutPackRanges(groups)
+		return cutPackRanges(groups)
 	}
 	out := make([]PackRange, 0, len(x.PackBlobs))
 	i := 0
@@ -66,14 +66,13 @@ func (x *Index) PackRanges() []PackRange {
 	return out
 }
 
-// validatePackBlobs checks the recorded pack blobs against groups, which tile the pack
-// (validateGroups): only a grouped disk of a version 4 index has them, and then they tile
+// validatePackBlobs checks the recorded pack blobs of a version 4 index against groups,
+// which tile the pack (validateGroups): only a grouped disk has them, and then they tile
 // the pack too, each beginning and ending at a group boundary, at most MaxPackBlob bytes
-// unless it holds a single group, and named by a sha256 digest.
+// unless it holds a single group, and named by a sha256 digest. Validate refuses them in
+// an older index.
 func (x *Index) validatePackBlobs(groups []Group) []error {
 	switch {
-	case x.Version < 4 && len(x.PackBlobs) > 0:
-		return []error{fmt.Errorf("packBlobs: a version %d index has none", x.Version)}
 	case x.Version < 4:
 		return nil
 	case x.GroupChunks <= 1 && len(x.PackBlobs) > 0:

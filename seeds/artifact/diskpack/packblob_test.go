@@ -20,7 +20,7 @@ func TestCutPackRangesAreBounded(t *testing.T) {
 		at += n
 	}
 	var got []int64
-	for _, r := range CutPackRanges(groups) {
+	for _, r := range cutPackRanges(groups) {
 		got = append(got, r.Size)
 		if r.Offset != r.Groups[0].Offset || r.Digest != "" {
 			t.Errorf("range at %d begins with the group at %d, digest %q", r.Offset, r.Groups[0].Offset, r.Digest)
@@ -32,7 +32,7 @@ func TestCutPackRangesAreBounded(t *testing.T) {
 	}
 }
 
-// Pack records the pack blobs a push sends, cut as CutPackRanges cuts the groups, each
+// Pack records the pack blobs a push sends, cut as cutPackRanges cuts the groups, each
 // with the digest of its bytes in the pack: here a pack of three pack blobs, so a group
 // that does not fit ends one and begins the next. A version 3 index of the same pack (no
 // pack blobs recorded) is cut the same, without digests.
@@ -45,7 +45,7 @@ func TestPackRecordsPackBlobs(t *testing.T) {
 		t.Fatalf("%d pack blobs for a %d MiB pack: the test needs 3 or more", len(x.PackBlobs), len(p)>>20)
 	}
 	ranges := x.PackRanges()
-	cut := CutPackRanges(x.Groups())
+	cut := cutPackRanges(x.Groups())
 	if len(ranges) != len(cut) {
 		t.Fatalf("%d pack blobs recorded, %d cut", len(ranges), len(cut))
 	}

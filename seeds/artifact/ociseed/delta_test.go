@@ -261,30 +261,15 @@ func TestDeltaOlderIndexVersions(t *testing.T) {
 func testOlderIndex(t *testing.T, version int) {
 	r := registry.StartT(t, registry.Options{})
 	a, b, ma, mb := deltaSeeds(t)
-	d := ma.Disks[0]
-	x, err := seed.ReadIndex(a, d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	x.Version, x.GroupChunks, x.PackBlobs = version, 0, nil
-	for i := range x.Chunks {
-		x.Chunks[i].Group, x.Chunks[i].At = "", 0
-		if version == 1 {
-			x.Chunks[i].Check = ""
+	x := rewriteIndex(t, a, ma, func(x *diskpack.Index) {
+		x.Version, x.GroupChunks, x.PackBlobs = version, 0, nil
+		for i := range x.Chunks {
+			x.Chunks[i].Group, x.Chunks[i].At = "", 0
+			if version == 1 {
+				x.Chunks[i].Check = ""
+			}
 		}
-	}
-	enc, err := x.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(a, d.Index.File), enc, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	d.Index.Size, d.Index.Digest = int64(len(enc)), digest.FromBytes(enc)
-	ma.Disks[0] = d
-	if err := seed.WriteManifest(a, ma); err != nil {
-		t.Fatal(err)
-	}
+	})
 	ctx := context.Background()
 	res, err := ociseed.Push(ctx, a, r.Ref("seeds/old:1"), opts()...)
 	if err != nil {

@@ -180,8 +180,9 @@ func TestPushAsPackIndexVersions(t *testing.T) {
 	}
 }
 
-// rewriteIndex changes the index of the seed in dir and binds the manifest to it again.
-func rewriteIndex(t *testing.T, dir string, m *seed.Manifest, change func(*diskpack.Index)) {
+// rewriteIndex changes the index of the seed in dir, binds the manifest to it again and
+// returns it.
+func rewriteIndex(t *testing.T, dir string, m *seed.Manifest, change func(*diskpack.Index)) *diskpack.Index {
 	t.Helper()
 	d := m.Disks[0]
 	x := firstDiskIndex(t, dir, m)
@@ -198,4 +199,5 @@ func rewriteIndex(t *testing.T, dir string, m *seed.Manifest, change func(*diskp
 	if err := seed.WriteManifest(dir, m); err != nil {
 		t.Fatal(err)
 	}
+	return x
 }
