@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/snofactory/snofactory/pipeline/output"
 )
 
@@ -131,36 +133,88 @@ func Customize(ctx context.Context, inISO, outISO string, c Customization) (Repo
 	rep := Report{Strategy: StrategyPatch, Output: outISO, InPlace: outISO == "",
 		OriginalAreaBytes: iso.Layout.Ignition.Length, AreaBytes: iso.Layout.Ignition.Length,
 		AreaSource: iso.Layout.Ignition.Source, ConfigBytes: len(c.Ignition)}
-	var dst *os.File
 	if rep.InPlace {
 		rep.Output = inISO
-		if dst, err = openInPlace(inISO); err != nil {
-			return rep, err
-		}
-		defer dst.Close()
-	} else if _, err := output.Check(outISO, inISO); err != nil {
-		return rep, err
-	}
-	e, err := planEdits(iso, c, &rep)
-	if err != nil {
-		return rep, err
-	}
-	if e.oversized != nil {
-		rep.Strategy = StrategyRebuild
-		var area int64
-		if area, err = rebuild(ctx, iso, dst, outISO, e, c); err == nil {
-			rep.AreaBytes, rep.PatchedBytes = area, area
-		}
-	} else if rep.InPlace {
-		rep.PatchedBytes, err = applyPatches(dst, e.patches)
+		err = changeInPlace(ctx, iso, c, &rep)
 	} else {
-		rep.PatchedBytes, err = patchCopy(ctx, iso, outISO, e.patches, c.outMode())
-	}
-	if err == nil && dst != nil {
-		err = dst.Close()
+		err = writeNew(ctx, iso, outISO, c, &rep)
 	}
 	rep.Duration = time.Since(start)
 	return rep, err
+}
+
+// changeInPlace applies c to iso, in the file it was opened from.
+func changeInPlace(ctx context.Context, iso *ISO, c Customization, rep *Report) error {
+	dst, err := openInPlace(iso.Path)
+	if err != nil {
+		return err
+	}
+	defer dst.Close()
+	e, err := planEdits(iso, c, rep)
+	if err != nil {
+		return err
+	}
+	if e.oversized == nil {
+		rep.PatchedBytes, err = applyPatches(dst, e.patches)
+	} else {
+		err = rep.rebuilt(rebuildInto(ctx, iso, dst, e, c))
+	}
+	if err != nil {
+		return err
+	}
+	return dst.Close()
+}
+
+// writeNew applies c to a copy of iso written to out (output.Write: a file
+// appears atomically under its final name, already with c's mode; a block
+// device is written in place). The edits are planned while the image is
+// copied: encoding a large config costs as much as copying a tenth of it.
+func writeNew(ctx context.Context, iso *ISO, out string, c Customization, rep *Report) error {
+	block, err := output.Check(out, iso.Path)
+	if err != nil {
+		return err
+	}
+	return output.Write(out, c.outMode(), func(f *os.File) error {
+		e, err := planWhileCopying(ctx, iso, f, c, rep)
+		switch {
+		case err != nil:
+			return err
+		case e.oversized == nil:
+			rep.PatchedBytes, err = applyPatches(f, e.patches)
+			return err
+		case block:
+			// a device cannot be read back by Open, which takes regular files only
+			return rep.rebuilt(rebuildInto(ctx, iso, f, e, c))
+		default:
+			return rep.rebuilt(grow(ctx, iso, f, e, c))
+		}
+	}, iso.Path)
+}
+
+// planWhileCopying copies iso into f while it plans the edits c makes.
+func planWhileCopying(ctx context.Context, iso *ISO, f *os.File, c Customization, rep *Report) (edits, error) {
+	var e edits
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		if err := copyInto(gctx, f, iso.f, iso.size); err != nil {
+			return fmt.Errorf("copying %s to %s: %w", iso.Path, f.Name(), err)
+		}
+		return nil
+	})
+	g.Go(func() (err error) {
+		e, err = planEdits(iso, c, rep)
+		return err
+	})
+	return e, g.Wait()
+}
+
+// rebuilt records a rebuild's strategy and new area size in rep.
+func (rep *Report) rebuilt(area int64, err error) error {
+	rep.Strategy = StrategyRebuild
+	if err == nil {
+		rep.AreaBytes, rep.PatchedBytes = area, area
+	}
+	return err
 }
 
 // planEdits works out what c writes into iso, filling in rep's payload and
@@ -177,6 +231,9 @@ func planEdits(iso *ISO, c Customization, rep *Report) (edits, error) {
 			if c.NoRebuild {
 				return e, fmt.Errorf("%s: %w: compressed initrd is %d bytes, the area holds %d (rebuilding was disabled)",
 					iso.Path, ErrTooLarge, len(payload), iso.Layout.Ignition.Length)
+			}
+			if err := checkGrowable(iso, len(payload)); err != nil {
+				return e, err
 			}
 			e.oversized = payload
 		} else {

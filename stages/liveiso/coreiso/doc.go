@@ -12,9 +12,9 @@
 // changed in place or streamed to a new file and then patched.
 //
 // A config too large for the embed area (bootstrap-in-place configs often
-// are) is handled by rebuilding the ISO with xorriso around a larger
-// /images/ignition.img and an updated /coreos/igninfo.json, so the result
-// still boots unattended and later tools still find the area. Customize picks
+// are) is handled by growing a copy of the ISO with xorriso: a new session
+// holds a larger /images/ignition.img and an updated /coreos/igninfo.json, so
+// the result still boots unattended and later tools still find the area. Customize picks
 // the strategy. Changing an ISO in place means the file itself on both
 // paths: a symlink's target is written, a hard link keeps its inode, and the
 // file's permissions, mode and owner are honoured.

@@ -9,7 +9,9 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -62,6 +64,11 @@ func TestOversizedConfigRebuild(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("%s/inplace=%v", tt.name, tt.inPlace), func(t *testing.T) {
 			in := coreisotest.Fixture(t, tt.name)
+			// the config a rebuild replaces must not stay behind in the image
+			if _, err := Customize(ctx, in, "", Customization{Ignition: testConfig("replaced")}); err != nil {
+				t.Fatal(err)
+			}
+			oldArea := areaOf(t, in)
 			wantBoot := elToritoEntries(t, in)
 			def, defErr := ShowKargs(in, true)
 			out, target := filepath.Join(t.TempDir(), "out.iso"), ""
@@ -69,7 +76,7 @@ func TestOversizedConfigRebuild(t *testing.T) {
 			if tt.inPlace {
 				out, target = "", in
 			}
-			c := Customization{Ignition: cfg, KargsAppend: []string{"snofactory.big=1"}}
+			c := Customization{Ignition: cfg, KargsAppend: []string{"snofactory.big=1"}, Force: true}
 			if defErr != nil {
 				c.KargsAppend = nil
 			}
@@ -95,6 +102,7 @@ func TestOversizedConfigRebuild(t *testing.T) {
 			if iso.Layout.Ignition.Source != SourceIgnInfo {
 				t.Errorf("rebuilt ISO's area found via %s, want igninfo.json", iso.Layout.Ignition.Source)
 			}
+			assertZeroed(t, iso, oldArea)
 			iso.Close()
 			if gotBoot := elToritoEntries(t, target); gotBoot != wantBoot {
 				t.Errorf("El Torito boot entries changed:\n%s\nwant:\n%s", gotBoot, wantBoot)
@@ -104,6 +112,32 @@ func TestOversizedConfigRebuild(t *testing.T) {
 			}
 			assertReembeds(t, target, wantBoot)
 		})
+	}
+}
+
+// areaOf returns where the embed area of the ISO at p lies.
+func areaOf(t *testing.T, p string) EmbedArea {
+	t.Helper()
+	iso, err := Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer iso.Close()
+	return iso.Layout.Ignition
+}
+
+// assertZeroed checks that the bytes where an embed area was are zeros in iso.
+func assertZeroed(t *testing.T, iso *ISO, old EmbedArea) {
+	t.Helper()
+	if old.Offset == iso.Layout.Ignition.Offset {
+		t.Fatalf("the rebuilt area is still at %d", old.Offset)
+	}
+	b := make([]byte, old.Length)
+	if _, err := iso.f.ReadAt(b, old.Offset); err != nil {
+		t.Fatal(err)
+	}
+	if i := slices.IndexFunc(b, func(c byte) bool { return c != 0 }); i >= 0 {
+		t.Errorf("the replaced embed area still holds data at byte %d of %d", i, len(b))
 	}
 }
 
@@ -148,6 +182,42 @@ func assertReembeds(t *testing.T, iso, wantBoot string) {
 	}
 	if got, _ := ShowIgnition(iso); !bytes.Equal(got, small) {
 		t.Fatalf("re-embed shows %q", got)
+	}
+}
+
+// A block device output is rebuilt in a file beside the input and written to the
+// device in place. It uses a loop device where the machine allows one (root, losetup).
+func TestRebuildToBlockDevice(t *testing.T) {
+	testbin.Require(t, "xorriso", "xorriso")
+	in := coreisotest.Fixture(t, "embed-areas-2023-07.x86_64.iso")
+	st, err := os.Stat(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	backing := filepath.Join(t.TempDir(), "stick.img")
+	if err := os.WriteFile(backing, bytes.Repeat([]byte{0xee}, int(st.Size())+8<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("losetup", "--find", "--show", backing).Output()
+	if err != nil {
+		t.Skipf("no loop device here (%v): the block-device case needs root and losetup", err)
+	}
+	dev := strings.TrimSpace(string(out))
+	t.Cleanup(func() { exec.Command("losetup", "--detach", dev).Run() })
+	cfg := bigConfig(400 << 10)
+	rep, err := Customize(context.Background(), in, dev, Customization{Ignition: cfg})
+	if err != nil || rep.Strategy != StrategyRebuild {
+		t.Fatalf("rebuild to %s: %+v, %v", dev, rep, err)
+	}
+	if fi, err := os.Stat(dev); err != nil || fi.Mode()&os.ModeDevice == 0 {
+		t.Fatalf("the device node was replaced: %v", err)
+	}
+	exec.Command("losetup", "--detach", dev).Run()
+	if got, err := ShowIgnition(backing); err != nil || !bytes.Equal(got, cfg) {
+		t.Fatalf("the device shows %d bytes of config, %v", len(got), err)
+	}
+	if got, want := elToritoEntries(t, backing), elToritoEntries(t, in); got != want {
+		t.Errorf("El Torito boot entries changed:\n%s\nwant:\n%s", got, want)
 	}
 }
 

@@ -62,24 +62,9 @@ func applyPatches(f *os.File, patches []patch) (int64, error) {
 	return n, nil
 }
 
-// patchCopy writes a copy of iso with patches applied to out (output.Write: a
-// file appears atomically under its final name, already with mode perm; a
-// block device is written in place).
-func patchCopy(ctx context.Context, iso *ISO, out string, patches []patch, perm os.FileMode) (int64, error) {
-	var n int64
-	err := output.Write(out, perm, func(tmp *os.File) error {
-		if err := copyInto(ctx, tmp, iso.f, iso.size); err != nil {
-			return fmt.Errorf("copying %s to %s: %w", iso.Path, out, err)
-		}
-		var err error
-		n, err = applyPatches(tmp, patches)
-		return err
-	})
-	return n, err
-}
-
-// overwrite replaces the contents of dst (an ISO opened in place) with the
-// file at src, keeping dst's inode and so its links, mode and owner. The copy
+// overwrite replaces the contents of dst (an ISO opened in place, or a block
+// device) with the file at src, keeping dst's inode and so its links, mode and
+// owner. The copy
 // is not interrupted by ctx once it has started: a half-written ISO is worse
 // than the seconds the rest of the copy takes.
 func overwrite(ctx context.Context, dst *os.File, src string) error {
@@ -97,6 +82,9 @@ func overwrite(ctx context.Context, dst *os.File, src string) error {
 	}
 	if err := copyRange(context.WithoutCancel(ctx), dst, f, st.Size()); err != nil {
 		return fmt.Errorf("writing the rebuilt ISO into %s: %w", dst.Name(), err)
+	}
+	if dt, err := dst.Stat(); err != nil || !dt.Mode().IsRegular() {
+		return err // a block device keeps its size
 	}
 	if err := dst.Truncate(st.Size()); err != nil {
 		return fmt.Errorf("%s: %w", dst.Name(), err)
