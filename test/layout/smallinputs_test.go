@@ -108,6 +108,7 @@ var rawReadsAllowed = map[rawCall]string{
 	{"stages/liveiso/coreiso/coreisotest/fixtures.go", "Fixture", "os.Open"}:                "test fixtures (a test helper package)",
 	{"stages/liveiso/coreiso/coreisotest/fixtures.go", "SHA256", "os.ReadFile"}:             "test fixtures (a test helper package)",
 	{"stages/liveiso/coreiso/rebuild.go", "clearLegacyHeaders", "os.OpenFile"}:              "the output ISO being rewritten",
+	{"stages/liveiso/coreiso/rebuild.go", "rebuildInto", "os.OpenFile"}:                     "the copy it creates in its own work directory",
 	{"stages/liveiso/coreiso/write.go", "openInPlace", "os.OpenFile"}:                       "the output ISO being written, or the input ISO copied to it as a stream",
 	{"stages/liveiso/coreiso/write.go", "overwrite", "os.Open"}:                             "the output ISO being written, or the input ISO copied to it as a stream",
 	{"stages/liveiso/stage.go", "runStage", "os.ReadFile"}:                                  "the rendered Ignition config from the render stage (own state)",
