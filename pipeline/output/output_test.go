@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/snofactory/snofactory/test/testbin"
 )
 
 // Each kind of output path is written as a user who named it expects, or refused before
@@ -100,12 +101,7 @@ func TestWrite(t *testing.T) {
 func TestWriteBlockDevice(t *testing.T) {
 	backing := filepath.Join(t.TempDir(), "stick.img")
 	os.WriteFile(backing, bytes.Repeat([]byte{0xee}, 4<<20), 0o644)
-	out, err := exec.Command("losetup", "--find", "--show", backing).Output()
-	if err != nil {
-		t.Skipf("no loop device here (%v): the block-device case needs root and losetup", err)
-	}
-	dev := strings.TrimSpace(string(out))
-	t.Cleanup(func() { exec.Command("losetup", "--detach", dev).Run() })
+	dev, detach := testbin.LoopDevice(t, backing)
 	before, _ := os.Stat(dev)
 	if err := Write(dev, 0o600, func(f *os.File) error {
 		_, err := f.Write([]byte("site medium"))
@@ -117,7 +113,7 @@ func TestWriteBlockDevice(t *testing.T) {
 	if err != nil || !os.SameFile(before, after) || after.Mode()&os.ModeDevice == 0 {
 		t.Fatalf("the device node was replaced: %v", err)
 	}
-	exec.Command("losetup", "--detach", dev).Run()
+	detach()
 	b, _ := os.ReadFile(backing)
 	if len(b) != 4<<20 || string(b[:11]) != "site medium" || b[11] != 0xee {
 		t.Errorf("the device was not written in place (%d bytes, starts %q)", len(b), b[:12])

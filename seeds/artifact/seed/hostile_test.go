@@ -19,6 +19,7 @@ import (
 	"github.com/snofactory/snofactory/seeds/artifact/diskpack"
 	"github.com/snofactory/snofactory/seeds/artifact/seed"
 	"github.com/snofactory/snofactory/seeds/artifact/seed/seedtest"
+	"github.com/snofactory/snofactory/test/testbin"
 )
 
 // hostFile stands for a host file a crafted seed points at: its bytes must never reach
@@ -348,24 +349,19 @@ func TestWriteRefusesTargets(t *testing.T) {
 // A real block device (a loop device, where the machine allows one): written in place,
 // first MiB last, never truncated; one smaller than the disk is refused untouched.
 func TestWriteLoopDevice(t *testing.T) {
-	loop := func(size int) (dev, backing string) {
+	loop := func(t *testing.T, size int) (dev, backing string, detach func()) {
 		backing = filepath.Join(t.TempDir(), "disk.img")
 		os.WriteFile(backing, bytes.Repeat([]byte{0xa5}, size), 0o644)
-		out, err := exec.Command("losetup", "--find", "--show", backing).Output()
-		if err != nil {
-			t.Skipf("no loop device here (%v): needs root and losetup", err)
-		}
-		dev = strings.TrimSpace(string(out))
-		t.Cleanup(func() { exec.Command("losetup", "--detach", dev).Run() })
-		return dev, backing
+		dev, detach = testbin.LoopDevice(t, backing)
+		return dev, backing, detach
 	}
 	dir := t.TempDir()
 	seedtest.Write(t, dir, seedtest.Options{RawSize: 2 << 20, Formats: []string{seed.FormatRaw}, Seed: 9})
-	small, smallBacking := loop(1 << 20)
+	small, smallBacking, detachSmall := loop(t, 1<<20)
 	if _, err := seed.WriteDevice(context.Background(), dir, small); err == nil || !strings.Contains(err.Error(), "the seed's disk needs") {
 		t.Errorf("a too-small device: %v", err)
 	}
-	exec.Command("losetup", "--detach", small).Run()
+	detachSmall()
 	if b, _ := os.ReadFile(smallBacking); !bytes.Equal(b, bytes.Repeat([]byte{0xa5}, 1<<20)) {
 		t.Error("the too-small device was changed")
 	}
@@ -373,7 +369,7 @@ func TestWriteLoopDevice(t *testing.T) {
 		t.Run(format, func(t *testing.T) {
 			dir := t.TempDir()
 			seedtest.Write(t, dir, seedtest.Options{RawSize: 2 << 20, Formats: []string{format}, Seed: 9})
-			dev, backing := loop(4 << 20)
+			dev, backing, detach := loop(t, 4<<20)
 			d, err := seed.WriteDevice(context.Background(), dir, dev)
 			if err != nil || d.Format != format {
 				t.Fatalf("wrote %s: %v", d.Format, err)
@@ -381,7 +377,7 @@ func TestWriteLoopDevice(t *testing.T) {
 			if _, err := seed.VerifyDevice(context.Background(), dir, dev); err != nil {
 				t.Errorf("verify --device: %v", err)
 			}
-			exec.Command("losetup", "--detach", dev).Run()
+			detach()
 			b, _ := os.ReadFile(backing)
 			if len(b) != 4<<20 || !bytes.Equal(b[:2<<20], seedtest.RawDisk(2<<20, 9)) || b[(2<<20)+1] != 0xa5 {
 				t.Errorf("the device does not hold the disk followed by its old content (%d bytes)", len(b))

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -198,12 +197,7 @@ func TestRebuildToBlockDevice(t *testing.T) {
 	if err := os.WriteFile(backing, bytes.Repeat([]byte{0xee}, int(st.Size())+8<<20), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command("losetup", "--find", "--show", backing).Output()
-	if err != nil {
-		t.Skipf("no loop device here (%v): the block-device case needs root and losetup", err)
-	}
-	dev := strings.TrimSpace(string(out))
-	t.Cleanup(func() { exec.Command("losetup", "--detach", dev).Run() })
+	dev, detach := testbin.LoopDevice(t, backing)
 	cfg := bigConfig(400 << 10)
 	rep, err := Customize(context.Background(), in, dev, Customization{Ignition: cfg})
 	if err != nil || rep.Strategy != StrategyRebuild {
@@ -212,7 +206,7 @@ func TestRebuildToBlockDevice(t *testing.T) {
 	if fi, err := os.Stat(dev); err != nil || fi.Mode()&os.ModeDevice == 0 {
 		t.Fatalf("the device node was replaced: %v", err)
 	}
-	exec.Command("losetup", "--detach", dev).Run()
+	detach()
 	if got, err := ShowIgnition(backing); err != nil || !bytes.Equal(got, cfg) {
 		t.Fatalf("the device shows %d bytes of config, %v", len(got), err)
 	}
