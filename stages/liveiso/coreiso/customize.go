@@ -170,10 +170,6 @@ func changeInPlace(ctx context.Context, iso *ISO, c Customization, rep *Report) 
 // device is written in place). The edits are planned while the image is
 // copied: encoding a large config costs as much as copying a tenth of it.
 func writeNew(ctx context.Context, iso *ISO, out string, c Customization, rep *Report) error {
-	block, err := output.Check(out, iso.Path)
-	if err != nil {
-		return err
-	}
 	return output.Write(out, c.outMode(), func(f *os.File) error {
 		e, err := planWhileCopying(ctx, iso, f, c, rep)
 		switch {
@@ -182,13 +178,19 @@ func writeNew(ctx context.Context, iso *ISO, out string, c Customization, rep *R
 		case e.oversized == nil:
 			rep.PatchedBytes, err = applyPatches(f, e.patches)
 			return err
-		case block:
+		case !isRegular(f):
 			// a device cannot be read back by Open, which takes regular files only
 			return rep.rebuilt(rebuildInto(ctx, iso, f, e, c))
 		default:
 			return rep.rebuilt(grow(ctx, iso, f, e, c))
 		}
 	}, iso.Path)
+}
+
+// isRegular tells a regular file from the block device output.Write hands a fill.
+func isRegular(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode().IsRegular()
 }
 
 // planWhileCopying copies iso into f while it plans the edits c makes.

@@ -64,9 +64,8 @@ func applyPatches(f *os.File, patches []patch) (int64, error) {
 
 // overwrite replaces the contents of dst (an ISO opened in place, or a block
 // device) with the file at src, keeping dst's inode and so its links, mode and
-// owner. The copy
-// is not interrupted by ctx once it has started: a half-written ISO is worse
-// than the seconds the rest of the copy takes.
+// owner. The copy is not interrupted by ctx once it has started: a
+// half-written ISO is worse than the seconds the rest of the copy takes.
 func overwrite(ctx context.Context, dst *os.File, src string) error {
 	f, err := os.Open(src)
 	if err != nil {
