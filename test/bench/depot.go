@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/snofactory/snofactory/test/testbin"
@@ -35,22 +36,25 @@ func benchDepot(ctx context.Context, dir string) ([]Result, error) {
 		}
 		bps = append(bps, bp)
 	}
-	start := time.Now()
+	start, cpu := time.Now(), childCPU()
 	for i, bp := range bps {
 		if _, err := buildUntil(ctx, bin, bp, "seal", filepath.Join(dir, "cache-seq"), filepath.Join(dir, fmt.Sprintf("seq-%d", i))); err != nil {
 			return nil, err
 		}
 	}
-	seq := time.Since(start)
-	start = time.Now()
+	seq, seqCPU := time.Since(start), childCPU()-cpu
+	start, cpu = time.Now(), childCPU()
 	if _, err := runBuild(ctx, bin, "depot", "run", filepath.Join(dir, "bp*", "blueprints", "demo.yaml"), "--vms", "2", "--until", "seal",
 		"--cache-dir", filepath.Join(dir, "cache-depot"), "--output-dir", filepath.Join(dir, "depot")); err != nil {
 		return nil, err
 	}
-	depot := time.Since(start)
+	depot, depotCPU := time.Since(start), childCPU()-cpu
 	fmt.Fprintf(os.Stderr, "depot: %d builds through seal in %.1fs with 2 VM slots, %.1fs one after another\n", depotBlueprints, depot.Seconds(), seq.Seconds())
 	return []Result{
-		{Name: "depot-4-builds-2-slots-vs-sequential", Unit: "s", Ours: depot.Seconds(), Baseline: seq.Seconds(), Target: "ratio <= 0.6"},
+		{Name: "depot-4-builds-2-slots-vs-sequential", Unit: "s", Ours: depot.Seconds(), Baseline: seq.Seconds(), Target: "ratio <= 0.6",
+			// Two slots can gain only as far as the machine gives the bench a second core.
+			Note: fmt.Sprintf("CPU s of the builds and their VMs: one after another %.0f, %.2f cores on average; 2 slots %.0f, %.2f cores",
+				seqCPU.Seconds(), seqCPU.Seconds()/seq.Seconds(), depotCPU.Seconds(), depotCPU.Seconds()/depot.Seconds())},
 	}, nil
 }
 
@@ -82,4 +86,14 @@ func copyNamed(ctx context.Context, dir, image, name string) (string, error) {
 		return "", fmt.Errorf("%s names no demo to rename", bp)
 	}
 	return bp, os.WriteFile(bp, []byte(s), 0o644)
+}
+
+// childCPU is the CPU time of this process's children that have ended and been waited
+// for, with their own children: the builds and the VMs they ran.
+func childCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
