@@ -398,46 +398,42 @@ func (r pushRun) mean(o pushRun) pushRun {
 	}
 }
 
-// oursPush starts a registry, which replaces p.reg, and pushes seed A to it.
+// oursPush pushes seed A to a registry of its own, which replaces p.reg.
 func (p *publishBench) oursPush(ctx context.Context) (pushRun, error) {
-	reg, err := registry.Start(ctx, registry.Options{})
-	if err != nil {
-		return pushRun{}, err
-	}
-	if p.reg != nil {
-		p.reg.Stop()
-	}
-	p.reg = reg
-	cpu := registryCPU(reg)
-	push, err := p.m.run(ctx, p.bin, p.seedArgs("push", p.seedA, reg.Ref("seeds/bench:a"))...)
-	if err != nil {
-		return pushRun{}, err
-	}
-	return pushRun{measured: push, regCPU: registryCPU(reg) - cpu}, nil
+	return p.pushFresh(ctx, &p.reg, p.bin, func(ref string) []string { return p.seedArgs("push", p.seedA, ref) })
 }
 
-// skopeoPush starts a registry, which replaces p.base, and copies seed A's pack to it as
-// one layer.
+// skopeoPush copies seed A's pack as one layer to a registry of its own, which replaces
+// p.base.
 func (p *publishBench) skopeoPush(ctx context.Context) (pushRun, error) {
 	layout := filepath.Join(p.dir, "layout")
 	if err := skopeoLayout(layout, filepath.Join(p.seedA, "disk.pack")); err != nil {
 		return pushRun{}, err
 	}
 	defer os.RemoveAll(layout)
-	base, err := registry.Start(ctx, registry.Options{})
+	return p.pushFresh(ctx, &p.base, "skopeo", func(ref string) []string {
+		return []string{"copy", "--quiet", "--dest-tls-verify=false", "oci:" + layout + ":1", "docker://" + ref}
+	})
+}
+
+// pushFresh starts a registry, stops the one in *slot and puts the new one there, then
+// runs name with args for the ref seeds/bench:a on it, measuring the client and the
+// registry's CPU serving it.
+func (p *publishBench) pushFresh(ctx context.Context, slot **registry.Registry, name string, args func(ref string) []string) (pushRun, error) {
+	reg, err := registry.Start(ctx, registry.Options{})
 	if err != nil {
 		return pushRun{}, err
 	}
-	if p.base != nil {
-		p.base.Stop()
+	if *slot != nil {
+		(*slot).Stop()
 	}
-	p.base = base
-	cpu := registryCPU(base)
-	sk, err := p.m.run(ctx, "skopeo", "copy", "--quiet", "--dest-tls-verify=false", "oci:"+layout+":1", "docker://"+base.Ref("seeds/bench:a"))
+	*slot = reg
+	cpu := registryCPU(reg)
+	m, err := p.m.run(ctx, name, args(reg.Ref("seeds/bench:a"))...)
 	if err != nil {
 		return pushRun{}, err
 	}
-	return pushRun{measured: sk, regCPU: registryCPU(base) - cpu}, nil
+	return pushRun{measured: m, regCPU: registryCPU(reg) - cpu}, nil
 }
 
 // repush measures pushing the unchanged seed again: one manifest check, nothing read or
